@@ -1,0 +1,272 @@
+//! The one error type of devipc.
+//!
+//! Every layer returns [`Error`]: discovery and loading (`LibraryNotFound`,
+//! `MissingSymbol`), vendor calls (`Vendor`, built by each backend's checked-call helper at
+//! the moment of failure, because the library may be gone when the error is printed),
+//! token parsing (`InvalidToken`) and argument validation. Messages say what happened and
+//! what to do about it.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::ids::{BackendKind, DeviceId};
+
+/// Result alias used across devipc.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One place discovery looked for a vendor library, and why it was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadAttempt {
+    /// The path or bare library name handed to the dynamic loader.
+    pub path: PathBuf,
+    /// Where the candidate came from, e.g. `DEVIPC_HIP_LIB` or `$ROCM_PATH/lib`.
+    pub origin: String,
+    /// The loader's error message (`dlerror`), or why the candidate was skipped.
+    pub error: String,
+}
+
+impl fmt::Display for LoadAttempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (from {}): {}",
+            self.path.display(),
+            self.origin,
+            self.error
+        )
+    }
+}
+
+/// Formats the list of attempts, one per line, for [`Error::LibraryNotFound`].
+fn list_attempts(tried: &[LoadAttempt]) -> String {
+    if tried.is_empty() {
+        return " (no candidate paths)".to_owned();
+    }
+    tried.iter().map(|a| format!("\n  - {a}")).collect()
+}
+
+/// Formats the optional runtime message of a vendor error.
+fn vendor_message(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!(": {message}")
+    }
+}
+
+/// Every failure devipc reports.
+///
+/// Non-exhaustive: new variants may be added in minor releases.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No candidate path held a loadable vendor library.
+    #[error(
+        "{backend} runtime library not found; install the vendor runtime or point {env} at it. Tried:{}",
+        list_attempts(tried),
+        env = backend.library_env_var()
+    )]
+    LibraryNotFound {
+        /// The backend whose library was searched for.
+        backend: BackendKind,
+        /// Every candidate, in discovery order, with its loader error.
+        tried: Vec<LoadAttempt>,
+    },
+
+    /// The library loaded but lacks a symbol devipc requires.
+    #[error(
+        "symbol `{symbol}` is missing from {library}; this runtime is too old or not the vendor's library"
+    )]
+    MissingSymbol {
+        /// Path of the library that was loaded.
+        library: PathBuf,
+        /// The missing symbol.
+        symbol: &'static str,
+    },
+
+    /// A vendor call returned an error code.
+    #[error(
+        "{backend}: {api} failed with {name} ({code}){}",
+        vendor_message(message)
+    )]
+    Vendor {
+        /// The backend that made the call.
+        backend: BackendKind,
+        /// The vendor function, e.g. `hipIpcOpenMemHandle`.
+        api: &'static str,
+        /// The raw status code (`aclError` or `hipError_t`).
+        code: i32,
+        /// The code's symbolic name, e.g. `hipErrorInvalidContext`.
+        name: String,
+        /// The runtime's own message (`aclGetRecentErrMsg`, `hipGetErrorString`).
+        message: String,
+    },
+
+    /// A byte or text string is not a valid devipc token.
+    #[error("invalid devipc token: {reason}")]
+    InvalidToken {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A token or handle belongs to another backend than the one asked to use it.
+    #[error("backend mismatch: expected {expected}, found {found}")]
+    BackendMismatch {
+        /// What the receiver is.
+        expected: String,
+        /// What the token or handle says.
+        found: String,
+    },
+
+    /// The backend or this runtime version cannot do what was asked.
+    #[error("{backend} does not support {what}")]
+    Unsupported {
+        /// The backend that was asked.
+        backend: BackendKind,
+        /// What was asked of it.
+        what: String,
+    },
+
+    /// A device id outside `0..count`.
+    #[error(
+        "invalid device {device}: this backend has {count} device(s), valid ids are 0..{count}"
+    )]
+    InvalidDevice {
+        /// The rejected id.
+        device: DeviceId,
+        /// How many devices the backend reports.
+        count: u32,
+    },
+
+    /// An argument is out of range or inconsistent.
+    #[error("invalid argument: {what}")]
+    InvalidArgument {
+        /// What is wrong.
+        what: String,
+    },
+
+    /// A handle that is unknown to this backend: already closed or freed, or from another
+    /// backend instance.
+    #[error(
+        "unknown or already released {kind} handle {id}: it was closed or freed before, or belongs to another runtime"
+    )]
+    UnknownHandle {
+        /// Which kind of handle, e.g. `allocation`, `mapping`, `signal`.
+        kind: &'static str,
+        /// The backend-internal id.
+        id: u64,
+    },
+
+    /// A blocking operation did not complete in time.
+    #[error("{what} timed out after {after:?}")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// How long devipc waited.
+        after: Duration,
+    },
+
+    /// An operating-system call failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What devipc was doing.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Shorthand for [`Error::InvalidToken`].
+    pub fn invalid_token(reason: impl Into<String>) -> Self {
+        Error::InvalidToken {
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub fn invalid_argument(what: impl Into<String>) -> Self {
+        Error::InvalidArgument { what: what.into() }
+    }
+
+    /// Shorthand for [`Error::Unsupported`].
+    pub fn unsupported(backend: BackendKind, what: impl Into<String>) -> Self {
+        Error::Unsupported {
+            backend,
+            what: what.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::Io`].
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The vendor status code, when this is a [`Error::Vendor`].
+    pub fn vendor_code(&self) -> Option<i32> {
+        match self {
+            Error::Vendor { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// The vendor symbolic name, when this is a [`Error::Vendor`].
+    pub fn vendor_name(&self) -> Option<&str> {
+        match self {
+            Error::Vendor { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_not_found_lists_every_attempt_and_the_override() {
+        let e = Error::LibraryNotFound {
+            backend: BackendKind::Hip,
+            tried: vec![
+                LoadAttempt {
+                    path: "/opt/rocm/lib/libamdhip64.so".into(),
+                    origin: "/opt/rocm/lib".into(),
+                    error: "no such file".into(),
+                },
+                LoadAttempt {
+                    path: "libamdhip64.so.5".into(),
+                    origin: "loader path".into(),
+                    error: "cannot open shared object file".into(),
+                },
+            ],
+        };
+        let text = e.to_string();
+        assert!(text.contains("DEVIPC_HIP_LIB"), "{text}");
+        assert!(text.contains("/opt/rocm/lib/libamdhip64.so"), "{text}");
+        assert!(text.contains("libamdhip64.so.5"), "{text}");
+        assert_eq!(text.lines().count(), 3, "{text}");
+    }
+
+    #[test]
+    fn vendor_error_names_api_code_name_and_message() {
+        let e = Error::Vendor {
+            backend: BackendKind::Ascend,
+            api: "aclrtIpcMemImportByKey",
+            code: 507899,
+            name: "ACL_ERROR_RT_DRV_INTERNAL_ERROR".into(),
+            message: "pid not in trustlist".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "ascend: aclrtIpcMemImportByKey failed with ACL_ERROR_RT_DRV_INTERNAL_ERROR (507899): pid not in trustlist"
+        );
+        assert_eq!(e.vendor_code(), Some(507899));
+        assert_eq!(e.vendor_name(), Some("ACL_ERROR_RT_DRV_INTERNAL_ERROR"));
+        assert_eq!(Error::invalid_token("x").vendor_code(), None);
+    }
+}

@@ -1,0 +1,329 @@
+//! Ids and plain-data handles that cross the [`DeviceIpc`](crate::DeviceIpc) trait.
+//!
+//! Handles ([`Allocation`], [`Mapping`], [`SignalHandle`]) are plain data: a
+//! backend-internal [`HandleId`] plus what the caller needs to use the object. The backend
+//! keeps the vendor objects and validates every handle it is given, so a stale, foreign or
+//! twice-released handle is an [`Error::UnknownHandle`](crate::Error::UnknownHandle), never
+//! undefined behaviour. The safe RAII layer in the `devipc` crate owns these handles.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+
+/// Which vendor runtime a backend, token or handle belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum BackendKind {
+    /// Huawei Ascend NPUs through the ACL runtime (`libascendcl.so` / `libacl_rt.so`).
+    Ascend,
+    /// AMD GPUs through HIP (`libamdhip64.so`).
+    Hip,
+}
+
+impl BackendKind {
+    /// Every backend kind, in a stable order.
+    pub const ALL: [BackendKind; 2] = [BackendKind::Ascend, BackendKind::Hip];
+
+    /// Lower-case name used in messages, environment variables and tokens' text.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BackendKind::Ascend => "ascend",
+            BackendKind::Hip => "hip",
+        }
+    }
+
+    /// The environment variable that names this backend's library file exactly.
+    pub const fn library_env_var(self) -> &'static str {
+        match self {
+            BackendKind::Ascend => "DEVIPC_ASCEND_LIB",
+            BackendKind::Hip => "DEVIPC_HIP_LIB",
+        }
+    }
+
+    /// Wire code used in tokens.
+    pub(crate) const fn wire(self) -> u8 {
+        match self {
+            BackendKind::Ascend => 1,
+            BackendKind::Hip => 2,
+        }
+    }
+
+    /// Inverse of [`BackendKind::wire`].
+    pub(crate) fn from_wire(code: u8) -> Option<Self> {
+        BackendKind::ALL.into_iter().find(|k| k.wire() == code)
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        BackendKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "unknown backend `{s}`: expected `ascend` or `hip`"
+                ))
+            })
+    }
+}
+
+/// A device ordinal as the vendor runtime numbers it (`aclrtSetDevice`, `hipSetDevice`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct DeviceId(pub u32);
+
+impl DeviceId {
+    /// The id as the vendors' `int32_t` / `int` parameter.
+    ///
+    /// Fails for ids above `i32::MAX`, which no vendor runtime can address.
+    pub fn as_c_int(self) -> Result<i32> {
+        i32::try_from(self.0)
+            .map_err(|_| Error::invalid_argument(format!("device id {} exceeds i32::MAX", self.0)))
+    }
+
+    /// Checks the id against a device count.
+    pub fn check(self, count: u32) -> Result<Self> {
+        if self.0 < count {
+            Ok(self)
+        } else {
+            Err(Error::InvalidDevice {
+                device: self,
+                count,
+            })
+        }
+    }
+}
+
+impl fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The process id a peer must grant.
+///
+/// On Ascend this is the bare tgid (`aclrtDeviceGetBareTgid`): the host pid, even inside a
+/// container. On HIP it is `getpid()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessId(pub u32);
+
+impl ProcessId {
+    /// The current process as the kernel of its own pid namespace sees it.
+    pub fn current() -> Self {
+        ProcessId(std::process::id())
+    }
+
+    /// The id as the vendors' `int32_t` pid parameter.
+    pub fn as_c_int(self) -> Result<i32> {
+        i32::try_from(self.0)
+            .map_err(|_| Error::invalid_argument(format!("process id {} exceeds i32::MAX", self.0)))
+    }
+}
+
+impl fmt::Display for ProcessId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A device virtual address in the current process.
+///
+/// Only meaningful in the process that obtained it; never send one to a peer (send a token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct DevicePtr(pub u64);
+
+impl DevicePtr {
+    /// The null device pointer.
+    pub const NULL: DevicePtr = DevicePtr(0);
+
+    /// Whether this is the null pointer.
+    pub const fn is_null(self) -> bool {
+        self.0 == 0
+    }
+
+    /// `self + offset`, or `InvalidArgument` on overflow.
+    pub fn offset(self, offset: usize) -> Result<DevicePtr> {
+        u64::try_from(offset)
+            .ok()
+            .and_then(|o| self.0.checked_add(o))
+            .map(DevicePtr)
+            .ok_or_else(|| {
+                Error::invalid_argument(format!("device pointer {self} + {offset} overflows"))
+            })
+    }
+}
+
+impl fmt::Display for DevicePtr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// The caller's own stream (`aclrtStream` / `hipStream_t`), passed through untouched.
+///
+/// devipc never creates or destroys a `RawStream`; frameworks keep their streams. The
+/// value is the stream pointer as an integer so that the type is plain, `Send` data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RawStream(pub usize);
+
+impl RawStream {
+    /// The runtime's default (null) stream.
+    pub const DEFAULT: RawStream = RawStream(0);
+
+    /// Wraps a vendor stream pointer.
+    pub fn from_ptr<T>(ptr: *mut T) -> Self {
+        RawStream(ptr as usize)
+    }
+
+    /// The vendor stream pointer.
+    pub fn as_ptr<T>(self) -> *mut T {
+        self.0 as *mut T
+    }
+}
+
+/// A backend-internal handle id; unique within one backend instance, never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HandleId(pub u64);
+
+impl fmt::Display for HandleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// Exportable device memory owned by this process (from [`DeviceIpc::allocate`]).
+///
+/// [`DeviceIpc::allocate`]: crate::DeviceIpc::allocate
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Allocation {
+    /// Backend-internal id.
+    pub id: HandleId,
+    /// The device it lives on.
+    pub device: DeviceId,
+    /// Its device address in this process.
+    pub ptr: DevicePtr,
+    /// Usable size in bytes (at least the size asked for).
+    pub size: usize,
+}
+
+/// An imported view of a peer's memory (from [`DeviceIpc::import`]).
+///
+/// [`DeviceIpc::import`]: crate::DeviceIpc::import
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Mapping {
+    /// Backend-internal id.
+    pub id: HandleId,
+    /// The device it is mapped on in this process.
+    pub device: DeviceId,
+    /// The address of the exported range (the token's offset already applied).
+    pub ptr: DevicePtr,
+    /// Length of the exported range in bytes.
+    pub len: usize,
+}
+
+/// A signal (Ascend IPC Notify, HIP interprocess event plus sequence word).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SignalHandle {
+    /// Backend-internal id.
+    pub id: HandleId,
+    /// The device it belongs to.
+    pub device: DeviceId,
+}
+
+/// Who may import an export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PidValidation {
+    /// Only processes named by `grant` may import (the vendors' default).
+    #[default]
+    Trustlist,
+    /// Any process on the node may import (`…_DISABLE_PID_VALIDATION`).
+    AnyProcess,
+}
+
+/// Options for `export`, `export_external` and `export_signal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ExportOptions {
+    /// Who may import.
+    pub validation: PidValidation,
+}
+
+impl ExportOptions {
+    /// Only granted processes may import (the default).
+    pub const fn trustlist() -> Self {
+        ExportOptions {
+            validation: PidValidation::Trustlist,
+        }
+    }
+
+    /// Any process may import; `grant` becomes unnecessary.
+    pub const fn any_process() -> Self {
+        ExportOptions {
+            validation: PidValidation::AnyProcess,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_kind_parses_and_prints() {
+        for k in BackendKind::ALL {
+            assert_eq!(k.name().parse::<BackendKind>().unwrap(), k);
+            assert_eq!(BackendKind::from_wire(k.wire()), Some(k));
+        }
+        assert_eq!(" HIP ".parse::<BackendKind>().unwrap(), BackendKind::Hip);
+        assert!(matches!(
+            "cuda".parse::<BackendKind>(),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert_eq!(BackendKind::from_wire(0), None);
+    }
+
+    #[test]
+    fn device_checks() {
+        assert_eq!(DeviceId(1).check(2).unwrap(), DeviceId(1));
+        assert!(matches!(
+            DeviceId(2).check(2),
+            Err(Error::InvalidDevice {
+                device: DeviceId(2),
+                count: 2
+            })
+        ));
+        assert_eq!(DeviceId(7).as_c_int().unwrap(), 7);
+        assert!(DeviceId(u32::MAX).as_c_int().is_err());
+    }
+
+    #[test]
+    fn pointer_offset_checks_overflow() {
+        assert_eq!(DevicePtr(0x1000).offset(0x10).unwrap(), DevicePtr(0x1010));
+        assert!(DevicePtr(u64::MAX).offset(1).is_err());
+        assert!(DevicePtr::NULL.is_null());
+    }
+
+    #[test]
+    fn raw_stream_round_trips_pointer() {
+        let mut x = 5u8;
+        let s = RawStream::from_ptr(&mut x as *mut u8);
+        assert_eq!(s.as_ptr::<u8>(), &mut x as *mut u8);
+        assert_eq!(RawStream::DEFAULT.as_ptr::<u8>(), std::ptr::null_mut());
+    }
+
+    #[test]
+    fn export_options_default_to_trustlist() {
+        assert_eq!(ExportOptions::default(), ExportOptions::trustlist());
+        assert_eq!(
+            ExportOptions::any_process().validation,
+            PidValidation::AnyProcess
+        );
+    }
+}

@@ -1,0 +1,25 @@
+//! devipc-core: the contract every devipc backend implements.
+//!
+//! This crate sits between the safe `devipc` facade above and the vendor backends
+//! (`devipc-ascend`, `devipc-hip`) below. It holds the object-safe [`DeviceIpc`] trait, the
+//! plain-data ids and handles that cross it, the versioned token wire format that crosses
+//! the process boundary, the [`Error`] type and the [`Capabilities`] a backend reports.
+//! It contains no FFI and no `unsafe` code.
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod identity;
+pub mod ids;
+pub mod info;
+pub mod token;
+pub mod traits;
+
+pub use error::{Error, LoadAttempt, Result};
+pub use identity::HostIdentity;
+pub use ids::{
+    Allocation, BackendKind, DeviceId, DevicePtr, ExportOptions, HandleId, Mapping, PidValidation,
+    ProcessId, RawStream, SignalHandle,
+};
+pub use info::{BackendInfo, Capabilities, LibrarySource, RuntimeVersion};
+pub use token::{Mechanism, MemToken, SignalToken, TokenIdentity, TokenOrigin};
+pub use traits::DeviceIpc;

@@ -1,0 +1,114 @@
+//! The raw backend trait, [`DeviceIpc`].
+//!
+//! Every backend (Ascend, HIP; real runtime or emulator) implements it; the `devipc`
+//! facade dispatches to it through an `enum_dispatch` enum and wraps the plain-data
+//! handles in RAII types. The trait is object safe, has no generics or associated types,
+//! and every acquire has its release: `allocate`/`free`, `export*` + `import`/`close`,
+//! `create_signal` or `import_signal`/`destroy_signal`.
+//!
+//! Contract for implementors:
+//! - Handles are validated: a handle that is unknown, already released or from another
+//!   backend instance gives [`Error::UnknownHandle`](crate::Error::UnknownHandle).
+//! - A token from another backend, or from the emulator when this is a real runtime (and
+//!   vice versa), gives [`Error::BackendMismatch`](crate::Error::BackendMismatch).
+//! - Device ids are checked against `device_count` first
+//!   ([`Error::InvalidDevice`](crate::Error::InvalidDevice)).
+//! - Each call binds the thread's current device as needed and restores the caller's.
+//! - On an error, whatever the call acquired is released before it returns.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::ids::{
+    Allocation, DeviceId, DevicePtr, ExportOptions, Mapping, ProcessId, RawStream, SignalHandle,
+};
+use crate::info::BackendInfo;
+use crate::token::{MemToken, SignalToken};
+
+/// Expands to the definition of [`DeviceIpc`], with the given attributes in front.
+///
+/// The trait is written once, here. core expands it to define the trait; the `devipc`
+/// facade expands it once more under `#[enum_dispatch]`, because enum_dispatch learns a
+/// trait's methods only from a definition it sees in the same crate as the enum. The
+/// signature uses plain names (`Result`, `Allocation`, ...), so the expanding module must
+/// have the core types in scope.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! device_ipc_trait {
+    ($(#[$attr:meta])*) => {
+        /// Cross-process sharing of device memory and signals on one vendor runtime.
+        $(#[$attr])*
+        pub trait DeviceIpc: Send + Sync {
+            /// Kind, library source, runtime version and capabilities.
+            fn info(&self) -> &BackendInfo;
+
+            /// Number of devices visible to this process.
+            fn device_count(&self) -> Result<u32>;
+
+            /// The id a peer must `grant` so that this process may import (Ascend: the bare tgid,
+            /// the host pid even inside a container; HIP: `getpid`).
+            fn process_id(&self) -> Result<ProcessId>;
+
+            /// Lets `device` access memory on `peer` (needed for cross-device imports).
+            /// Enabling an already enabled pair succeeds.
+            fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()>;
+
+            /// Allocates exportable device memory of at least `size` bytes. Release with
+            /// [`DeviceIpc::free`].
+            fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation>;
+
+            /// Frees memory from [`DeviceIpc::allocate`].
+            fn free(&self, alloc: Allocation) -> Result<()>;
+
+            /// Exports `range` (byte offsets within `alloc`) as a token. The token stays valid
+            /// while `alloc` lives.
+            fn export(&self, alloc: &Allocation, range: Range<usize>, opts: ExportOptions) -> Result<MemToken>;
+
+            /// Exports memory the framework allocated itself (`aclrtMalloc` / `hipMalloc`), not by
+            /// [`DeviceIpc::allocate`]: `len` bytes starting at `ptr` on `device`.
+            fn export_external(&self, device: DeviceId, ptr: DevicePtr, len: usize, opts: ExportOptions)
+            -> Result<MemToken>;
+
+            /// Allows `peers` to import `token` (a no-op where the vendor has no access control,
+            /// see [`Capabilities::access_control`](crate::Capabilities::access_control)).
+            fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()>;
+
+            /// Maps a peer's exported memory on `device`. Release with [`DeviceIpc::close`].
+            fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping>;
+
+            /// Releases a mapping from [`DeviceIpc::import`].
+            fn close(&self, mapping: Mapping) -> Result<()>;
+
+            /// Copies host bytes to device memory at `dst` (synchronous).
+            fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
+
+            /// Copies device memory at `src` to host bytes (synchronous).
+            fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()>;
+
+            /// Creates an exportable signal on `device`. Release with [`DeviceIpc::destroy_signal`].
+            fn create_signal(&self, device: DeviceId) -> Result<SignalHandle>;
+
+            /// Exports a signal as a token.
+            fn export_signal(&self, signal: &SignalHandle, opts: ExportOptions) -> Result<SignalToken>;
+
+            /// Allows `peers` to import a signal token.
+            fn grant_signal(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()>;
+
+            /// Opens a peer's signal on `device`. Release with [`DeviceIpc::destroy_signal`].
+            fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle>;
+
+            /// Raises the signal, ordered after work already queued on `stream`.
+            fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()>;
+
+            /// Blocks until the signal is raised, then resets it (binary semaphore). `None` waits
+            /// forever; otherwise gives [`Error::Timeout`](crate::Error::Timeout).
+            fn wait(&self, signal: &SignalHandle, stream: RawStream, timeout: Option<Duration>) -> Result<()>;
+
+            /// Destroys a created or imported signal.
+            fn destroy_signal(&self, signal: SignalHandle) -> Result<()>;
+        }
+    };
+}
+
+device_ipc_trait!();

@@ -1,0 +1,1 @@
+//! devipc (placeholder while the facade is written).
