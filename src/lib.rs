@@ -1,1 +1,43 @@
-//! devipc (placeholder while the facade is written).
+//! devipc: share device memory and synchronisation objects between processes, with one
+//! API over Huawei Ascend NPUs (ACL runtime) and AMD GPUs (HIP).
+//!
+//! A producer allocates or names device memory, exports it as a
+//! [`MemToken`](devipc_core::MemToken), sends the token to a peer over any channel, grants
+//! the peer, and the peer imports a mapping of the same memory. Signals
+//! ([`SignalToken`](devipc_core::SignalToken)) order the two sides. Frameworks write this
+//! once against [`DeviceIpc`] and pick backends with cargo features:
+//!
+//! | feature | backend | vendor library (found at run time) |
+//! |---|---|---|
+//! | `ascend` (default) | [`Backend::Ascend`] | `libascendcl.so` / `libacl_rt.so` |
+//! | `hip` (default) | [`Backend::Hip`] | `libamdhip64.so` |
+//!
+//! `DEVIPC_BACKEND` (`ascend|hip|emulated-ascend|emulated-hip|auto`) picks the backend for
+//! [`Runtime::from_env`].
+//!
+//! Layers: this crate (safe API, dispatch) → `devipc-core` (trait, tokens, errors) →
+//! `devipc-ascend` / `devipc-hip` (vendor C ABI, or the devipc emulator).
+
+#[cfg(not(any(feature = "ascend", feature = "hip")))]
+compile_error!(
+    "devipc: no backend enabled. Enable at least one of the features `ascend` and `hip` \
+     (both are on by default; with `default-features = false`, add `features = [\"hip\"]` or \
+     `features = [\"ascend\"]`)."
+);
+
+mod backend;
+#[cfg(test)]
+mod probe;
+mod runtime;
+mod selection;
+
+pub use backend::Backend;
+pub use devipc_core::{
+    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
+    HandleId, HostIdentity, LibrarySource, LoadAttempt, Mapping, Mechanism, MemToken, PidValidation,
+    ProcessId, RawStream, Result, RuntimeVersion, SignalHandle, SignalToken, TokenIdentity, TokenOrigin,
+};
+/// The token wire format (builders, limits, text prefix).
+pub use devipc_core::token;
+pub use runtime::Runtime;
+pub use selection::{BACKEND_ENV, BackendChoice, DEFAULT_KIND};

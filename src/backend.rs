@@ -1,0 +1,145 @@
+//! [`Backend`]: one enum over the compiled-in backends, dispatching [`DeviceIpc`] statically.
+//!
+//! `enum_dispatch` turns `backend.import(..)` into a `match` over the variants, with no
+//! virtual call. It learns the trait's methods only from a definition expanded in this
+//! crate, so `dispatch_signature` expands core's single trait definition once more for
+//! it to read; the generated `impl DeviceIpc for Backend` is for core's trait, which is the
+//! one in scope here.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use devipc_core::{
+    Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, ExportOptions, Mapping, MemToken,
+    ProcessId, RawStream, Result, SignalHandle, SignalToken,
+};
+use enum_dispatch::enum_dispatch;
+
+/// Lets enum_dispatch read `DeviceIpc`'s methods (see the module docs). The trait this
+/// expands to is never used.
+#[allow(dead_code, reason = "only registers the trait's signature with enum_dispatch")]
+mod dispatch_signature {
+    use std::ops::Range;
+    use std::time::Duration;
+
+    use devipc_core::{
+        Allocation, BackendInfo, DeviceId, DevicePtr, ExportOptions, Mapping, MemToken, ProcessId, RawStream,
+        Result, SignalHandle, SignalToken,
+    };
+
+    devipc_core::device_ipc_trait!(#[enum_dispatch::enum_dispatch]);
+}
+
+/// A started backend: one variant per backend compiled in (features `ascend`, `hip`).
+#[enum_dispatch(DeviceIpc)]
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Backend {
+    /// Huawei Ascend (feature `ascend`).
+    #[cfg(feature = "ascend")]
+    Ascend(devipc_ascend::AscendBackend),
+    /// AMD HIP (feature `hip`).
+    #[cfg(feature = "hip")]
+    Hip(devipc_hip::HipBackend),
+    /// Records every call; proves the dispatch in tests.
+    #[cfg(test)]
+    Probe(crate::probe::ProbeBackend),
+}
+
+impl Backend {
+    /// The backend kinds compiled into this build, in a stable order.
+    pub const COMPILED: &'static [BackendKind] = &[
+        #[cfg(feature = "ascend")]
+        BackendKind::Ascend,
+        #[cfg(feature = "hip")]
+        BackendKind::Hip,
+    ];
+
+    /// Whether `kind` was compiled in.
+    pub fn is_compiled(kind: BackendKind) -> bool {
+        Backend::COMPILED.contains(&kind)
+    }
+
+    /// Which vendor this backend talks to.
+    pub fn kind(&self) -> BackendKind {
+        self.info().kind
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::ProbeBackend;
+
+    /// Calls every trait method through `Backend` and checks each reached the variant, in
+    /// order, with its result passed back unchanged.
+    #[test]
+    fn dispatches_every_method_to_the_variant() {
+        let backend = Backend::from(ProbeBackend::new(BackendKind::Hip));
+        let d = DeviceId(1);
+        let s = RawStream::DEFAULT;
+        assert_eq!(backend.kind(), BackendKind::Hip);
+        assert_eq!(backend.device_count().unwrap(), 3);
+        assert_eq!(backend.process_id().unwrap(), ProcessId(77));
+        backend.enable_peer_access(d, DeviceId(0)).unwrap();
+        let alloc = backend.allocate(d, 64).unwrap();
+        assert_eq!((alloc.device, alloc.size), (d, 64));
+        let token = backend.export(&alloc, 0..64, ExportOptions::default()).unwrap();
+        backend.export_external(d, DevicePtr(0x10), 64, ExportOptions::any_process()).unwrap();
+        backend.grant(&token, &[ProcessId(9)]).unwrap();
+        let mapping = backend.import(&token, d).unwrap();
+        assert_eq!(mapping.len, 64);
+        backend.write(mapping.ptr, &[1, 2]).unwrap();
+        let mut buf = [0u8; 2];
+        backend.read(mapping.ptr, &mut buf).unwrap();
+        assert_eq!(buf, [0xAB, 0xAB]);
+        backend.close(mapping).unwrap();
+        backend.free(alloc).unwrap();
+        let sig = backend.create_signal(d).unwrap();
+        let stoken = backend.export_signal(&sig, ExportOptions::default()).unwrap();
+        backend.grant_signal(&stoken, &[ProcessId(9)]).unwrap();
+        let peer = backend.import_signal(&stoken, d).unwrap();
+        backend.notify(&sig, s).unwrap();
+        let waited = backend.wait(&peer, s, Some(Duration::from_millis(5)));
+        assert!(matches!(waited, Err(devipc_core::Error::Timeout { .. })));
+        backend.destroy_signal(peer).unwrap();
+        backend.destroy_signal(sig).unwrap();
+
+        let Backend::Probe(probe) = &backend else {
+            panic!("Backend::from(ProbeBackend) must give the Probe variant");
+        };
+        assert_eq!(
+            probe.calls(),
+            [
+                "info",
+                "device_count",
+                "process_id",
+                "enable_peer_access",
+                "allocate",
+                "export",
+                "export_external",
+                "grant",
+                "import",
+                "write",
+                "read",
+                "close",
+                "free",
+                "create_signal",
+                "export_signal",
+                "grant_signal",
+                "import_signal",
+                "notify",
+                "wait",
+                "destroy_signal",
+                "destroy_signal",
+            ]
+        );
+    }
+
+    #[test]
+    fn compiled_kinds_follow_the_features() {
+        assert_eq!(Backend::is_compiled(BackendKind::Ascend), cfg!(feature = "ascend"));
+        assert_eq!(Backend::is_compiled(BackendKind::Hip), cfg!(feature = "hip"));
+        assert!(!Backend::COMPILED.is_empty());
+    }
+}

@@ -1,0 +1,149 @@
+//! A test-only backend that records which trait method reached it, to prove that
+//! [`Backend`](crate::Backend) dispatches every [`DeviceIpc`] method to its variant.
+
+use std::ops::Range;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use devipc_core::{
+    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
+    HandleId, LibrarySource, Mapping, Mechanism, MemToken, ProcessId, RawStream, Result, SignalHandle,
+    SignalToken, TokenOrigin,
+};
+use devipc_core::token::{MemTokenParts, SignalTokenParts};
+
+/// Records the name of each method called on it.
+#[derive(Debug)]
+pub struct ProbeBackend {
+    info: BackendInfo,
+    calls: Mutex<Vec<&'static str>>,
+}
+
+impl ProbeBackend {
+    /// A probe reporting itself as `kind`.
+    pub fn new(kind: BackendKind) -> Self {
+        ProbeBackend {
+            info: BackendInfo {
+                kind,
+                source: LibrarySource::Emulated,
+                runtime_version: None,
+                capabilities: Capabilities::default(),
+            },
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The methods called so far, in order.
+    pub fn calls(&self) -> Vec<&'static str> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn record(&self, name: &'static str) {
+        self.calls.lock().unwrap().push(name);
+    }
+
+    fn mem_token(&self) -> Result<MemToken> {
+        MemToken::new(MemTokenParts {
+            mechanism: Mechanism::HipIpcMem,
+            emulated: true,
+            device: DeviceId(0),
+            origin: TokenOrigin::current(ProcessId::current()),
+            generation: 1,
+            object_size: 64,
+            offset: 0,
+            len: 64,
+            payload: vec![7; 64],
+        })
+    }
+}
+
+impl DeviceIpc for ProbeBackend {
+    fn info(&self) -> &BackendInfo {
+        self.record("info");
+        &self.info
+    }
+    fn device_count(&self) -> Result<u32> {
+        self.record("device_count");
+        Ok(3)
+    }
+    fn process_id(&self) -> Result<ProcessId> {
+        self.record("process_id");
+        Ok(ProcessId(77))
+    }
+    fn enable_peer_access(&self, _device: DeviceId, _peer: DeviceId) -> Result<()> {
+        self.record("enable_peer_access");
+        Ok(())
+    }
+    fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
+        self.record("allocate");
+        Ok(Allocation { id: HandleId(1), device, ptr: DevicePtr(0x1000), size })
+    }
+    fn free(&self, _alloc: Allocation) -> Result<()> {
+        self.record("free");
+        Ok(())
+    }
+    fn export(&self, _alloc: &Allocation, _range: Range<usize>, _opts: ExportOptions) -> Result<MemToken> {
+        self.record("export");
+        self.mem_token()
+    }
+    fn export_external(&self, _device: DeviceId, _ptr: DevicePtr, _len: usize, _opts: ExportOptions) -> Result<MemToken> {
+        self.record("export_external");
+        self.mem_token()
+    }
+    fn grant(&self, _token: &MemToken, _peers: &[ProcessId]) -> Result<()> {
+        self.record("grant");
+        Ok(())
+    }
+    fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        self.record("import");
+        Ok(Mapping { id: HandleId(2), device, ptr: DevicePtr(0x2000), len: token.len() as usize })
+    }
+    fn close(&self, _mapping: Mapping) -> Result<()> {
+        self.record("close");
+        Ok(())
+    }
+    fn write(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
+        self.record("write");
+        Ok(())
+    }
+    fn read(&self, _src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+        self.record("read");
+        dst.fill(0xAB);
+        Ok(())
+    }
+    fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
+        self.record("create_signal");
+        Ok(SignalHandle { id: HandleId(3), device })
+    }
+    fn export_signal(&self, signal: &SignalHandle, _opts: ExportOptions) -> Result<SignalToken> {
+        self.record("export_signal");
+        SignalToken::new(SignalTokenParts {
+            mechanism: Mechanism::HipIpcEvent,
+            emulated: true,
+            device: signal.device,
+            origin: TokenOrigin::current(ProcessId::current()),
+            generation: 1,
+            payload: vec![1; 72],
+        })
+    }
+    fn grant_signal(&self, _token: &SignalToken, _peers: &[ProcessId]) -> Result<()> {
+        self.record("grant_signal");
+        Ok(())
+    }
+    fn import_signal(&self, _token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
+        self.record("import_signal");
+        Ok(SignalHandle { id: HandleId(4), device })
+    }
+    fn notify(&self, _signal: &SignalHandle, _stream: RawStream) -> Result<()> {
+        self.record("notify");
+        Ok(())
+    }
+    fn wait(&self, _signal: &SignalHandle, _stream: RawStream, timeout: Option<Duration>) -> Result<()> {
+        self.record("wait");
+        Err(Error::Timeout { what: "probe wait".into(), after: timeout.unwrap_or_default() })
+    }
+    fn destroy_signal(&self, _signal: SignalHandle) -> Result<()> {
+        self.record("destroy_signal");
+        Ok(())
+    }
+}

@@ -1,0 +1,167 @@
+//! [`Runtime`]: a started backend, shared by every buffer and signal made from it.
+//!
+//! The constructors pick the backend (`open`, `emulated`, `from_env`); the RAII types
+//! built on a runtime (shared and imported buffers, signals) arrive with the API issue and
+//! each hold a clone of it, so the backend lives as long as anything made from it.
+
+use std::sync::Arc;
+
+use devipc_core::{BackendInfo, BackendKind, DeviceIpc, Error, Result};
+
+use crate::backend::Backend;
+use crate::selection::{BACKEND_ENV, BackendChoice};
+
+/// A started backend. Cheap to clone; clones share the backend.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    backend: Arc<Backend>,
+}
+
+impl Runtime {
+    /// Starts the vendor runtime of `kind` (discovers and loads its library).
+    ///
+    /// Fails with [`Error::Unsupported`] when `kind` was not compiled in, and with the
+    /// backend's own error (e.g. [`Error::LibraryNotFound`]) when it cannot start.
+    #[allow(
+        unreachable_code,
+        unused_variables,
+        reason = "backend types are uninhabited until their implementations land"
+    )]
+    pub fn open(kind: BackendKind) -> Result<Runtime> {
+        let backend = match kind {
+            #[cfg(feature = "ascend")]
+            BackendKind::Ascend => Backend::from(devipc_ascend::AscendBackend::open()?),
+            #[cfg(feature = "hip")]
+            BackendKind::Hip => Backend::from(devipc_hip::HipBackend::open()?),
+            #[allow(unreachable_patterns, reason = "reachable when a backend feature is off")]
+            other => return Err(not_compiled(other)),
+        };
+        Ok(Runtime::from_backend(backend))
+    }
+
+    /// Starts the devipc emulator speaking `kind`'s ABI: host shared memory, no device.
+    pub fn emulated(kind: BackendKind) -> Result<Runtime> {
+        if !Backend::is_compiled(kind) {
+            return Err(not_compiled(kind));
+        }
+        Err(Error::unsupported(
+            kind,
+            "the emulated runtime: this version of devipc does not ship the emulator yet",
+        ))
+    }
+
+    /// Starts what `DEVIPC_BACKEND` asks for (`ascend|hip|emulated-ascend|emulated-hip|auto`;
+    /// unset means `auto`).
+    pub fn from_env() -> Result<Runtime> {
+        let choice = match std::env::var(BACKEND_ENV) {
+            Ok(value) => value.parse()?,
+            Err(std::env::VarError::NotPresent) => BackendChoice::Auto,
+            Err(std::env::VarError::NotUnicode(v)) => {
+                return Err(Error::invalid_argument(format!("{BACKEND_ENV}={v:?} is not UTF-8")));
+            }
+        };
+        Runtime::from_choice(choice)
+    }
+
+    /// Starts the backend a [`BackendChoice`] names. `Auto` tries every compiled-in
+    /// vendor runtime in [`BackendChoice::auto_order`] and returns the first that starts,
+    /// or the first one's error when none does.
+    pub fn from_choice(choice: BackendChoice) -> Result<Runtime> {
+        match choice {
+            BackendChoice::Real(kind) => Runtime::open(kind),
+            BackendChoice::Emulated(kind) => Runtime::emulated(kind),
+            BackendChoice::Auto => {
+                let mut first_error = None;
+                for &kind in BackendChoice::auto_order() {
+                    match Runtime::open(kind) {
+                        Ok(rt) => return Ok(rt),
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+                Err(first_error.unwrap_or_else(|| {
+                    Error::invalid_argument("no backend is compiled in, so `auto` has nothing to try")
+                }))
+            }
+        }
+    }
+
+    /// Wraps an already started backend.
+    pub fn from_backend(backend: Backend) -> Runtime {
+        Runtime {
+            backend: Arc::new(backend),
+        }
+    }
+
+    /// The raw backend, for calls the safe API does not wrap.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// Kind, library source, version and capabilities of the backend.
+    pub fn info(&self) -> &BackendInfo {
+        self.backend.info()
+    }
+}
+
+/// The error for a backend kind this build left out.
+fn not_compiled(kind: BackendKind) -> Error {
+    Error::unsupported(
+        kind,
+        format!("this build: devipc was compiled without the `{kind}` feature (enable it in Cargo.toml)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use serial_test::serial;
+
+    use super::*;
+    use crate::probe::ProbeBackend;
+
+    #[test]
+    fn a_kind_left_out_of_the_build_is_unsupported_and_names_the_feature() {
+        for kind in BackendKind::ALL {
+            if Backend::is_compiled(kind) {
+                continue;
+            }
+            for result in [Runtime::open(kind), Runtime::emulated(kind)] {
+                let err = result.unwrap_err();
+                assert!(matches!(err, Error::Unsupported { backend, .. } if backend == kind));
+                assert!(err.to_string().contains(&format!("`{kind}` feature")), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn compiled_kinds_answer_with_a_typed_error_until_their_backend_lands() {
+        for &kind in Backend::COMPILED {
+            for result in [Runtime::open(kind), Runtime::emulated(kind)] {
+                assert!(matches!(result, Err(Error::Unsupported { backend, .. }) if backend == kind));
+            }
+        }
+    }
+
+    #[test]
+    #[serial(devipc_backend_env)]
+    fn from_env_rejects_a_bad_choice_and_reports_auto_failures() {
+        // SAFETY: env mutation is serialised with every test that touches DEVIPC_BACKEND
+        // (`serial`), and no other thread of this test reads the environment meanwhile.
+        unsafe { std::env::set_var(BACKEND_ENV, "cuda") };
+        let err = Runtime::from_env().unwrap_err();
+        assert!(err.to_string().contains(BackendChoice::ACCEPTED), "{err}");
+        // SAFETY: as above.
+        unsafe { std::env::remove_var(BACKEND_ENV) };
+        let err = Runtime::from_env().unwrap_err();
+        assert!(matches!(err, Error::Unsupported { backend, .. } if backend == BackendChoice::auto_order()[0]));
+    }
+
+    #[test]
+    fn runtime_clones_share_the_backend() {
+        let rt = Runtime::from_backend(Backend::from(ProbeBackend::new(BackendKind::Ascend)));
+        let clone = rt.clone();
+        assert!(std::ptr::eq(rt.backend(), clone.backend()));
+        assert_eq!(clone.info().kind, BackendKind::Ascend);
+    }
+}
