@@ -10,21 +10,24 @@ use std::ops::Range;
 use std::time::Duration;
 
 use devipc_core::{
-    Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, ExportOptions, Mapping, MemToken,
-    ProcessId, RawStream, Result, SignalHandle, SignalToken,
+    Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, ExportOptions, Mapping,
+    MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
 };
 use enum_dispatch::enum_dispatch;
 
 /// Lets enum_dispatch read `DeviceIpc`'s methods (see the module docs). The trait this
 /// expands to is never used.
-#[allow(dead_code, reason = "only registers the trait's signature with enum_dispatch")]
+#[allow(
+    dead_code,
+    reason = "only registers the trait's signature with enum_dispatch"
+)]
 mod dispatch_signature {
     use std::ops::Range;
     use std::time::Duration;
 
     use devipc_core::{
-        Allocation, BackendInfo, DeviceId, DevicePtr, ExportOptions, Mapping, MemToken, ProcessId, RawStream,
-        Result, SignalHandle, SignalToken,
+        Allocation, BackendInfo, DeviceId, DevicePtr, ExportOptions, Mapping, MemToken, ProcessId,
+        RawStream, Result, SignalHandle, SignalToken,
     };
 
     devipc_core::device_ipc_trait!(#[enum_dispatch::enum_dispatch]);
@@ -84,8 +87,12 @@ mod tests {
         backend.enable_peer_access(d, DeviceId(0)).unwrap();
         let alloc = backend.allocate(d, 64).unwrap();
         assert_eq!((alloc.device, alloc.size), (d, 64));
-        let token = backend.export(&alloc, 0..64, ExportOptions::default()).unwrap();
-        backend.export_external(d, DevicePtr(0x10), 64, ExportOptions::any_process()).unwrap();
+        let token = backend
+            .export(&alloc, 0..64, ExportOptions::default())
+            .unwrap();
+        backend
+            .export_external(d, DevicePtr(0x10), 64, ExportOptions::any_process())
+            .unwrap();
         backend.grant(&token, &[ProcessId(9)]).unwrap();
         let mapping = backend.import(&token, d).unwrap();
         assert_eq!(mapping.len, 64);
@@ -96,7 +103,9 @@ mod tests {
         backend.close(mapping).unwrap();
         backend.free(alloc).unwrap();
         let sig = backend.create_signal(d).unwrap();
-        let stoken = backend.export_signal(&sig, ExportOptions::default()).unwrap();
+        let stoken = backend
+            .export_signal(&sig, ExportOptions::default())
+            .unwrap();
         backend.grant_signal(&stoken, &[ProcessId(9)]).unwrap();
         let peer = backend.import_signal(&stoken, d).unwrap();
         backend.notify(&sig, s).unwrap();
@@ -138,8 +147,14 @@ mod tests {
 
     #[test]
     fn compiled_kinds_follow_the_features() {
-        assert_eq!(Backend::is_compiled(BackendKind::Ascend), cfg!(feature = "ascend"));
-        assert_eq!(Backend::is_compiled(BackendKind::Hip), cfg!(feature = "hip"));
+        assert_eq!(
+            Backend::is_compiled(BackendKind::Ascend),
+            cfg!(feature = "ascend")
+        );
+        assert_eq!(
+            Backend::is_compiled(BackendKind::Hip),
+            cfg!(feature = "hip")
+        );
         assert!(!Backend::COMPILED.is_empty());
     }
 }

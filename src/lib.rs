@@ -2,9 +2,9 @@
 //! API over Huawei Ascend NPUs (ACL runtime) and AMD GPUs (HIP).
 //!
 //! A producer allocates or names device memory, exports it as a
-//! [`MemToken`](devipc_core::MemToken), sends the token to a peer over any channel, grants
+//! [`MemToken`], sends the token to a peer over any channel, grants
 //! the peer, and the peer imports a mapping of the same memory. Signals
-//! ([`SignalToken`](devipc_core::SignalToken)) order the two sides. Frameworks write this
+//! ([`SignalToken`]) order the two sides. Frameworks write this
 //! once against [`DeviceIpc`] and pick backends with cargo features:
 //!
 //! | feature | backend | vendor library (found at run time) |
@@ -32,12 +32,13 @@ mod runtime;
 mod selection;
 
 pub use backend::Backend;
-pub use devipc_core::{
-    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
-    HandleId, HostIdentity, LibrarySource, LoadAttempt, Mapping, Mechanism, MemToken, PidValidation,
-    ProcessId, RawStream, Result, RuntimeVersion, SignalHandle, SignalToken, TokenIdentity, TokenOrigin,
-};
 /// The token wire format (builders, limits, text prefix).
 pub use devipc_core::token;
+pub use devipc_core::{
+    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
+    ExportOptions, HandleId, HostIdentity, LibrarySource, LoadAttempt, Mapping, Mechanism,
+    MemToken, PidValidation, ProcessId, RawStream, Result, RuntimeVersion, SignalHandle,
+    SignalToken, TokenIdentity, TokenOrigin,
+};
 pub use runtime::Runtime;
 pub use selection::{BACKEND_ENV, BackendChoice, DEFAULT_KIND};

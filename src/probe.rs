@@ -5,12 +5,12 @@ use std::ops::Range;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use devipc_core::{
-    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
-    HandleId, LibrarySource, Mapping, Mechanism, MemToken, ProcessId, RawStream, Result, SignalHandle,
-    SignalToken, TokenOrigin,
-};
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
+use devipc_core::{
+    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
+    ExportOptions, HandleId, LibrarySource, Mapping, Mechanism, MemToken, ProcessId, RawStream,
+    Result, SignalHandle, SignalToken, TokenOrigin,
+};
 
 /// Records the name of each method called on it.
 #[derive(Debug)]
@@ -76,17 +76,33 @@ impl DeviceIpc for ProbeBackend {
     }
     fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
         self.record("allocate");
-        Ok(Allocation { id: HandleId(1), device, ptr: DevicePtr(0x1000), size })
+        Ok(Allocation {
+            id: HandleId(1),
+            device,
+            ptr: DevicePtr(0x1000),
+            size,
+        })
     }
     fn free(&self, _alloc: Allocation) -> Result<()> {
         self.record("free");
         Ok(())
     }
-    fn export(&self, _alloc: &Allocation, _range: Range<usize>, _opts: ExportOptions) -> Result<MemToken> {
+    fn export(
+        &self,
+        _alloc: &Allocation,
+        _range: Range<usize>,
+        _opts: ExportOptions,
+    ) -> Result<MemToken> {
         self.record("export");
         self.mem_token()
     }
-    fn export_external(&self, _device: DeviceId, _ptr: DevicePtr, _len: usize, _opts: ExportOptions) -> Result<MemToken> {
+    fn export_external(
+        &self,
+        _device: DeviceId,
+        _ptr: DevicePtr,
+        _len: usize,
+        _opts: ExportOptions,
+    ) -> Result<MemToken> {
         self.record("export_external");
         self.mem_token()
     }
@@ -96,7 +112,12 @@ impl DeviceIpc for ProbeBackend {
     }
     fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
         self.record("import");
-        Ok(Mapping { id: HandleId(2), device, ptr: DevicePtr(0x2000), len: token.len() as usize })
+        Ok(Mapping {
+            id: HandleId(2),
+            device,
+            ptr: DevicePtr(0x2000),
+            len: token.len() as usize,
+        })
     }
     fn close(&self, _mapping: Mapping) -> Result<()> {
         self.record("close");
@@ -113,7 +134,10 @@ impl DeviceIpc for ProbeBackend {
     }
     fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
         self.record("create_signal");
-        Ok(SignalHandle { id: HandleId(3), device })
+        Ok(SignalHandle {
+            id: HandleId(3),
+            device,
+        })
     }
     fn export_signal(&self, signal: &SignalHandle, _opts: ExportOptions) -> Result<SignalToken> {
         self.record("export_signal");
@@ -132,15 +156,26 @@ impl DeviceIpc for ProbeBackend {
     }
     fn import_signal(&self, _token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
         self.record("import_signal");
-        Ok(SignalHandle { id: HandleId(4), device })
+        Ok(SignalHandle {
+            id: HandleId(4),
+            device,
+        })
     }
     fn notify(&self, _signal: &SignalHandle, _stream: RawStream) -> Result<()> {
         self.record("notify");
         Ok(())
     }
-    fn wait(&self, _signal: &SignalHandle, _stream: RawStream, timeout: Option<Duration>) -> Result<()> {
+    fn wait(
+        &self,
+        _signal: &SignalHandle,
+        _stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         self.record("wait");
-        Err(Error::Timeout { what: "probe wait".into(), after: timeout.unwrap_or_default() })
+        Err(Error::Timeout {
+            what: "probe wait".into(),
+            after: timeout.unwrap_or_default(),
+        })
     }
     fn destroy_signal(&self, _signal: SignalHandle) -> Result<()> {
         self.record("destroy_signal");

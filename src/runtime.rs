@@ -33,7 +33,10 @@ impl Runtime {
             BackendKind::Ascend => Backend::from(devipc_ascend::AscendBackend::open()?),
             #[cfg(feature = "hip")]
             BackendKind::Hip => Backend::from(devipc_hip::HipBackend::open()?),
-            #[allow(unreachable_patterns, reason = "reachable when a backend feature is off")]
+            #[allow(
+                unreachable_patterns,
+                reason = "reachable when a backend feature is off"
+            )]
             other => return Err(not_compiled(other)),
         };
         Ok(Runtime::from_backend(backend))
@@ -57,7 +60,9 @@ impl Runtime {
             Ok(value) => value.parse()?,
             Err(std::env::VarError::NotPresent) => BackendChoice::Auto,
             Err(std::env::VarError::NotUnicode(v)) => {
-                return Err(Error::invalid_argument(format!("{BACKEND_ENV}={v:?} is not UTF-8")));
+                return Err(Error::invalid_argument(format!(
+                    "{BACKEND_ENV}={v:?} is not UTF-8"
+                )));
             }
         };
         Runtime::from_choice(choice)
@@ -81,7 +86,9 @@ impl Runtime {
                     }
                 }
                 Err(first_error.unwrap_or_else(|| {
-                    Error::invalid_argument("no backend is compiled in, so `auto` has nothing to try")
+                    Error::invalid_argument(
+                        "no backend is compiled in, so `auto` has nothing to try",
+                    )
                 }))
             }
         }
@@ -109,7 +116,9 @@ impl Runtime {
 fn not_compiled(kind: BackendKind) -> Error {
     Error::unsupported(
         kind,
-        format!("this build: devipc was compiled without the `{kind}` feature (enable it in Cargo.toml)"),
+        format!(
+            "this build: devipc was compiled without the `{kind}` feature (enable it in Cargo.toml)"
+        ),
     )
 }
 
@@ -129,7 +138,10 @@ mod tests {
             for result in [Runtime::open(kind), Runtime::emulated(kind)] {
                 let err = result.unwrap_err();
                 assert!(matches!(err, Error::Unsupported { backend, .. } if backend == kind));
-                assert!(err.to_string().contains(&format!("`{kind}` feature")), "{err}");
+                assert!(
+                    err.to_string().contains(&format!("`{kind}` feature")),
+                    "{err}"
+                );
             }
         }
     }
@@ -138,7 +150,9 @@ mod tests {
     fn compiled_kinds_answer_with_a_typed_error_until_their_backend_lands() {
         for &kind in Backend::COMPILED {
             for result in [Runtime::open(kind), Runtime::emulated(kind)] {
-                assert!(matches!(result, Err(Error::Unsupported { backend, .. }) if backend == kind));
+                assert!(
+                    matches!(result, Err(Error::Unsupported { backend, .. }) if backend == kind)
+                );
             }
         }
     }
@@ -154,7 +168,9 @@ mod tests {
         // SAFETY: as above.
         unsafe { std::env::remove_var(BACKEND_ENV) };
         let err = Runtime::from_env().unwrap_err();
-        assert!(matches!(err, Error::Unsupported { backend, .. } if backend == BackendChoice::auto_order()[0]));
+        assert!(
+            matches!(err, Error::Unsupported { backend, .. } if backend == BackendChoice::auto_order()[0])
+        );
     }
 
     #[test]

@@ -42,9 +42,16 @@ impl FromStr for BackendChoice {
             None => (false, s.as_str()),
         };
         let kind: BackendKind = kind.parse().map_err(|_| {
-            Error::invalid_argument(format!("{BACKEND_ENV}=`{s}` is not one of {}", BackendChoice::ACCEPTED))
+            Error::invalid_argument(format!(
+                "{BACKEND_ENV}=`{s}` is not one of {}",
+                BackendChoice::ACCEPTED
+            ))
         })?;
-        Ok(if emulated { BackendChoice::Emulated(kind) } else { BackendChoice::Real(kind) })
+        Ok(if emulated {
+            BackendChoice::Emulated(kind)
+        } else {
+            BackendChoice::Real(kind)
+        })
     }
 }
 
@@ -78,14 +85,26 @@ mod tests {
 
     #[test]
     fn parses_every_accepted_spelling() {
-        assert_eq!("ascend".parse::<BackendChoice>().unwrap(), BackendChoice::Real(BackendKind::Ascend));
-        assert_eq!(" HIP ".parse::<BackendChoice>().unwrap(), BackendChoice::Real(BackendKind::Hip));
+        assert_eq!(
+            "ascend".parse::<BackendChoice>().unwrap(),
+            BackendChoice::Real(BackendKind::Ascend)
+        );
+        assert_eq!(
+            " HIP ".parse::<BackendChoice>().unwrap(),
+            BackendChoice::Real(BackendKind::Hip)
+        );
         assert_eq!(
             "emulated-ascend".parse::<BackendChoice>().unwrap(),
             BackendChoice::Emulated(BackendKind::Ascend)
         );
-        assert_eq!("emulated-hip".parse::<BackendChoice>().unwrap(), BackendChoice::Emulated(BackendKind::Hip));
-        assert_eq!("auto".parse::<BackendChoice>().unwrap(), BackendChoice::Auto);
+        assert_eq!(
+            "emulated-hip".parse::<BackendChoice>().unwrap(),
+            BackendChoice::Emulated(BackendKind::Hip)
+        );
+        assert_eq!(
+            "auto".parse::<BackendChoice>().unwrap(),
+            BackendChoice::Auto
+        );
         for spelling in BackendChoice::ACCEPTED.split('|') {
             let choice: BackendChoice = spelling.parse().unwrap();
             assert_eq!(choice.to_string(), spelling);

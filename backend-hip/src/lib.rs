@@ -10,8 +10,8 @@ use std::ops::Range;
 use std::time::Duration;
 
 use devipc_core::{
-    Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mapping,
-    MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
+    Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
+    Mapping, MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
 };
 
 /// The Hip backend. Uninhabited until its implementation lands (see the crate docs).
@@ -47,10 +47,21 @@ impl DeviceIpc for HipBackend {
     fn free(&self, _alloc: Allocation) -> Result<()> {
         match *self {}
     }
-    fn export(&self, _alloc: &Allocation, _range: Range<usize>, _opts: ExportOptions) -> Result<MemToken> {
+    fn export(
+        &self,
+        _alloc: &Allocation,
+        _range: Range<usize>,
+        _opts: ExportOptions,
+    ) -> Result<MemToken> {
         match *self {}
     }
-    fn export_external(&self, _device: DeviceId, _ptr: DevicePtr, _len: usize, _opts: ExportOptions) -> Result<MemToken> {
+    fn export_external(
+        &self,
+        _device: DeviceId,
+        _ptr: DevicePtr,
+        _len: usize,
+        _opts: ExportOptions,
+    ) -> Result<MemToken> {
         match *self {}
     }
     fn grant(&self, _token: &MemToken, _peers: &[ProcessId]) -> Result<()> {
@@ -83,7 +94,12 @@ impl DeviceIpc for HipBackend {
     fn notify(&self, _signal: &SignalHandle, _stream: RawStream) -> Result<()> {
         match *self {}
     }
-    fn wait(&self, _signal: &SignalHandle, _stream: RawStream, _timeout: Option<Duration>) -> Result<()> {
+    fn wait(
+        &self,
+        _signal: &SignalHandle,
+        _stream: RawStream,
+        _timeout: Option<Duration>,
+    ) -> Result<()> {
         match *self {}
     }
     fn destroy_signal(&self, _signal: SignalHandle) -> Result<()> {

@@ -18,7 +18,7 @@ pub struct HostIdentity {
 
 impl HostIdentity {
     /// Reads the identity of the current process from `/proc`. Fields that cannot be read
-    /// (no procfs) are 0, which [`HostIdentity::same_host`] treats as "unknown".
+    /// (no procfs) are 0, which [`HostIdentity::other_host`] treats as "unknown".
     pub fn current() -> Self {
         HostIdentity {
             pid_namespace: pid_namespace_inode(Path::new("/proc/self/ns/pid")).unwrap_or(0),

@@ -3,7 +3,7 @@
 //! Handles ([`Allocation`], [`Mapping`], [`SignalHandle`]) are plain data: a
 //! backend-internal [`HandleId`] plus what the caller needs to use the object. The backend
 //! keeps the vendor objects and validates every handle it is given, so a stale, foreign or
-//! twice-released handle is an [`Error::UnknownHandle`](crate::Error::UnknownHandle), never
+//! twice-released handle is an [`Error::UnknownHandle`], never
 //! undefined behaviour. The safe RAII layer in the `devipc` crate owns these handles.
 
 use std::fmt;

@@ -1,8 +1,12 @@
 //! Property tests for the token wire format: round trips, and total parsing of every
 //! corruption (truncation, single bit flips, random bytes and text).
 
-use devipc_core::token::{MAX_BINARY_LEN, MAX_PAYLOAD, MAX_TEXT_LEN, MemTokenParts, SignalTokenParts};
-use devipc_core::{DeviceId, Error, HostIdentity, Mechanism, MemToken, ProcessId, SignalToken, TokenOrigin};
+use devipc_core::token::{
+    MAX_BINARY_LEN, MAX_PAYLOAD, MAX_TEXT_LEN, MemTokenParts, SignalTokenParts,
+};
+use devipc_core::{
+    DeviceId, Error, HostIdentity, Mechanism, MemToken, ProcessId, SignalToken, TokenOrigin,
+};
 use proptest::prelude::*;
 
 fn origin() -> impl Strategy<Value = TokenOrigin> {
@@ -20,11 +24,23 @@ fn payload() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn mem_mechanism() -> impl Strategy<Value = Mechanism> {
-    prop::sample::select(Mechanism::ALL.iter().copied().filter(|m| !m.is_signal()).collect::<Vec<_>>())
+    prop::sample::select(
+        Mechanism::ALL
+            .iter()
+            .copied()
+            .filter(|m| !m.is_signal())
+            .collect::<Vec<_>>(),
+    )
 }
 
 fn signal_mechanism() -> impl Strategy<Value = Mechanism> {
-    prop::sample::select(Mechanism::ALL.iter().copied().filter(|m| m.is_signal()).collect::<Vec<_>>())
+    prop::sample::select(
+        Mechanism::ALL
+            .iter()
+            .copied()
+            .filter(|m| m.is_signal())
+            .collect::<Vec<_>>(),
+    )
 }
 
 prop_compose! {
