@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod handles;
 pub mod identity;
 pub mod ids;
 pub mod info;
@@ -15,6 +16,7 @@ pub mod token;
 pub mod traits;
 
 pub use error::{Error, LoadAttempt, Result};
+pub use handles::HandleTable;
 pub use identity::HostIdentity;
 pub use ids::{
     Allocation, BackendKind, DeviceId, DevicePtr, ExportOptions, HandleId, Mapping, PidValidation,
