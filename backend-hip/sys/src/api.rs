@@ -300,12 +300,6 @@ macro_rules! __hip_export_c_abi {
     };
 }
 
-/// Names used by the exported macros through `$crate`; not part of the API.
-#[doc(hidden)]
-pub mod __private {
-    pub use devipc_core::LibrarySource;
-}
-
 /// Generates a function-table struct, its symbol lists, its `libloading` loader and its
 /// positional constructor from a list shaped like `for_each_hip_fn!`'s, with the struct's
 /// attributes and name as the extra tokens.
@@ -410,7 +404,7 @@ for_each_hip_fn!(
     ///
     /// Filled one of three ways, always this one type (see [`source`](Self::source)):
     /// - [`HipApi::discover`] / [`HipApi::load`]: `libloading` from `libamdhip64.so`;
-    /// - [`HipApi::linked`] (feature `link`): linked at build time;
+    /// - `HipApi::linked` (feature `link`): linked at build time;
     /// - [`hip_api_from_module!`](crate::hip_api_from_module): Rust functions of an
     ///   in-process emulator.
     ///
@@ -473,8 +467,8 @@ impl HipApi {
             // SAFETY: the caller vouches that each candidate is a HIP runtime, so its
             // initialisers are the vendor's.
             match unsafe { Library::new(&candidate.path) } {
-                // SAFETY: as above; the library is a HIP runtime.
                 Ok(library) => {
+                    // SAFETY: as above; the library is a HIP runtime.
                     return unsafe { Self::from_library(library, candidate.path.clone()) };
                 }
                 Err(e) => tried.push(LoadAttempt {
@@ -491,7 +485,7 @@ impl HipApi {
     }
 
     /// Finds and loads the HIP runtime in the order of DESIGN section 8 (see
-    /// [`discovery`](crate::discovery)): `DEVIPC_HIP_LIB` alone if set, else
+    /// [`discovery`]): `DEVIPC_HIP_LIB` alone if set, else
     /// `$ROCM_PATH/lib`, `$HIP_PATH/lib`, `/opt/rocm/lib`, then `libamdhip64.so`, `.so.6`,
     /// `.so.5` on the loader path.
     ///
@@ -614,4 +608,440 @@ mod link_abi_check {
         // `hipDeviceptr_t` is `*mut c_void` in both: the same Rust type.
         let _: fn(hipDeviceptr_t) -> ours::hipDeviceptr_t = |p| p;
     };
+
+    /// Asserts that each named constant has the same value in `hip-sys` and here.
+    macro_rules! same_values {
+        ($( $prefix:ident :: $name:ident ),* $(,)?) => {
+            const _: () = {
+                $( assert!(same_values!(@value $prefix :: $name) == crate::consts::$name as i64); )*
+            };
+        };
+        (@value hipError_t :: $name:ident) => { hip_sys::hiprt::hipError_t::$name as i64 };
+        (@value hipMemcpyKind :: $name:ident) => { hip_sys::hiprt::hipMemcpyKind::$name as i64 };
+        (@value hiprt :: $name:ident) => { hip_sys::hiprt::$name as i64 };
+    }
+
+    // Every error code hip-sys (HIP 5.4 headers) knows; it lacks 911-916, and its 1054 is
+    // the `hipErrorTbd` marker, which this crate deliberately does not define.
+    same_values!(
+        hipError_t::hipSuccess,
+        hipError_t::hipErrorInvalidValue,
+        hipError_t::hipErrorOutOfMemory,
+        hipError_t::hipErrorNotInitialized,
+        hipError_t::hipErrorDeinitialized,
+        hipError_t::hipErrorProfilerDisabled,
+        hipError_t::hipErrorProfilerNotInitialized,
+        hipError_t::hipErrorProfilerAlreadyStarted,
+        hipError_t::hipErrorProfilerAlreadyStopped,
+        hipError_t::hipErrorInvalidConfiguration,
+        hipError_t::hipErrorInvalidPitchValue,
+        hipError_t::hipErrorInvalidSymbol,
+        hipError_t::hipErrorInvalidDevicePointer,
+        hipError_t::hipErrorInvalidMemcpyDirection,
+        hipError_t::hipErrorInsufficientDriver,
+        hipError_t::hipErrorMissingConfiguration,
+        hipError_t::hipErrorPriorLaunchFailure,
+        hipError_t::hipErrorInvalidDeviceFunction,
+        hipError_t::hipErrorNoDevice,
+        hipError_t::hipErrorInvalidDevice,
+        hipError_t::hipErrorInvalidImage,
+        hipError_t::hipErrorInvalidContext,
+        hipError_t::hipErrorContextAlreadyCurrent,
+        hipError_t::hipErrorMapFailed,
+        hipError_t::hipErrorUnmapFailed,
+        hipError_t::hipErrorArrayIsMapped,
+        hipError_t::hipErrorAlreadyMapped,
+        hipError_t::hipErrorNoBinaryForGpu,
+        hipError_t::hipErrorAlreadyAcquired,
+        hipError_t::hipErrorNotMapped,
+        hipError_t::hipErrorNotMappedAsArray,
+        hipError_t::hipErrorNotMappedAsPointer,
+        hipError_t::hipErrorECCNotCorrectable,
+        hipError_t::hipErrorUnsupportedLimit,
+        hipError_t::hipErrorContextAlreadyInUse,
+        hipError_t::hipErrorPeerAccessUnsupported,
+        hipError_t::hipErrorInvalidKernelFile,
+        hipError_t::hipErrorInvalidGraphicsContext,
+        hipError_t::hipErrorInvalidSource,
+        hipError_t::hipErrorFileNotFound,
+        hipError_t::hipErrorSharedObjectSymbolNotFound,
+        hipError_t::hipErrorSharedObjectInitFailed,
+        hipError_t::hipErrorOperatingSystem,
+        hipError_t::hipErrorInvalidHandle,
+        hipError_t::hipErrorIllegalState,
+        hipError_t::hipErrorNotFound,
+        hipError_t::hipErrorNotReady,
+        hipError_t::hipErrorIllegalAddress,
+        hipError_t::hipErrorLaunchOutOfResources,
+        hipError_t::hipErrorLaunchTimeOut,
+        hipError_t::hipErrorPeerAccessAlreadyEnabled,
+        hipError_t::hipErrorPeerAccessNotEnabled,
+        hipError_t::hipErrorSetOnActiveProcess,
+        hipError_t::hipErrorContextIsDestroyed,
+        hipError_t::hipErrorAssert,
+        hipError_t::hipErrorHostMemoryAlreadyRegistered,
+        hipError_t::hipErrorHostMemoryNotRegistered,
+        hipError_t::hipErrorLaunchFailure,
+        hipError_t::hipErrorCooperativeLaunchTooLarge,
+        hipError_t::hipErrorNotSupported,
+        hipError_t::hipErrorStreamCaptureUnsupported,
+        hipError_t::hipErrorStreamCaptureInvalidated,
+        hipError_t::hipErrorStreamCaptureMerge,
+        hipError_t::hipErrorStreamCaptureUnmatched,
+        hipError_t::hipErrorStreamCaptureUnjoined,
+        hipError_t::hipErrorStreamCaptureIsolation,
+        hipError_t::hipErrorStreamCaptureImplicit,
+        hipError_t::hipErrorCapturedEvent,
+        hipError_t::hipErrorStreamCaptureWrongThread,
+        hipError_t::hipErrorGraphExecUpdateFailure,
+        hipError_t::hipErrorUnknown,
+        hipError_t::hipErrorRuntimeMemory,
+        hipError_t::hipErrorRuntimeOther,
+        hipError_t::hipErrorMemoryAllocation,
+        hipError_t::hipErrorInitializationError,
+        hipError_t::hipErrorMapBufferObjectFailed,
+        hipError_t::hipErrorInvalidResourceHandle,
+        hipMemcpyKind::hipMemcpyHostToHost,
+        hipMemcpyKind::hipMemcpyHostToDevice,
+        hipMemcpyKind::hipMemcpyDeviceToHost,
+        hipMemcpyKind::hipMemcpyDeviceToDevice,
+        hipMemcpyKind::hipMemcpyDefault,
+        hiprt::hipEventDefault,
+        hiprt::hipEventBlockingSync,
+        hiprt::hipEventDisableTiming,
+        hiprt::hipEventInterprocess,
+        hiprt::hipEventReleaseToDevice,
+        hiprt::hipEventReleaseToSystem,
+        hiprt::hipStreamDefault,
+        hiprt::hipStreamNonBlocking,
+    );
+
+    const _: () = {
+        assert!(hip_sys::hiprt::HIP_IPC_HANDLE_SIZE as usize == crate::types::HIP_IPC_HANDLE_SIZE);
+        // hip-sys was generated from HIP 5.4 headers (`HIP_VERSION` 50422804), where the
+        // flag is 0; the version-based choice must agree with the header of that version.
+        assert!(hip_sys::hiprt::HIP_VERSION_MAJOR == 5);
+        assert!(
+            hip_sys::hiprt::hipIpcMemLazyEnablePeerAccess
+                == crate::consts::ipc_mem_lazy_enable_peer_access(
+                    hip_sys::hiprt::HIP_VERSION as i32
+                )
+        );
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::{CStr, OsString};
+
+    /// The functions the brief for this crate asks for, in no particular order.
+    const EXPECTED: [&str; 30] = [
+        "hipInit",
+        "hipRuntimeGetVersion",
+        "hipDriverGetVersion",
+        "hipGetDeviceCount",
+        "hipSetDevice",
+        "hipGetDevice",
+        "hipDeviceSynchronize",
+        "hipMalloc",
+        "hipFree",
+        "hipMemcpy",
+        "hipMemset",
+        "hipMemGetAddressRange",
+        "hipStreamCreate",
+        "hipStreamDestroy",
+        "hipStreamSynchronize",
+        "hipIpcGetMemHandle",
+        "hipIpcOpenMemHandle",
+        "hipIpcCloseMemHandle",
+        "hipEventCreateWithFlags",
+        "hipEventDestroy",
+        "hipEventRecord",
+        "hipEventSynchronize",
+        "hipEventQuery",
+        "hipStreamWaitEvent",
+        "hipIpcGetEventHandle",
+        "hipIpcOpenEventHandle",
+        "hipDeviceCanAccessPeer",
+        "hipDeviceEnablePeerAccess",
+        "hipGetErrorName",
+        "hipGetErrorString",
+    ];
+
+    #[test]
+    fn table_lists_every_function_once_all_required() {
+        let mut listed: Vec<&str> = HipApi::REQUIRED_SYMBOLS.to_vec();
+        listed.sort_unstable();
+        let mut expected = EXPECTED.to_vec();
+        expected.sort_unstable();
+        assert_eq!(listed, expected);
+        assert!(HipApi::OPTIONAL_SYMBOLS.is_empty());
+    }
+
+    // --- The generated loader, exercised on libc with a list of libc functions. ---
+
+    define_fn_table! {
+        [pub struct LibcTable]
+        required {
+            fn getpid() -> c_int;
+        }
+        optional {
+            fn devipc_test_no_such_optional_fn() -> c_int;
+            fn getppid() -> c_int;
+        }
+    }
+
+    define_fn_table! {
+        [#[allow(dead_code)] pub struct MissingTable]
+        required {
+            fn getpid() -> c_int;
+            fn devipc_test_no_such_required_fn() -> c_int;
+        }
+        optional {}
+    }
+
+    fn libc() -> Library {
+        // SAFETY: the C library is already loaded into every process; opening it again
+        // runs no new initialisers.
+        unsafe { Library::new("libc.so.6") }.expect("libc.so.6 loads")
+    }
+
+    #[test]
+    fn loader_resolves_required_and_optional_symbols() {
+        // SAFETY: getpid and getppid in libc have the declared prototypes.
+        let table = unsafe { LibcTable::from_library(libc(), "libc.so.6".into()) }.unwrap();
+        assert_eq!(table.source, LibrarySource::Loaded("libc.so.6".into()));
+        assert!(table.library.is_some());
+        // SAFETY: getpid has no preconditions.
+        assert_eq!(unsafe { (table.getpid)() } as u32, std::process::id());
+        assert!(table.devipc_test_no_such_optional_fn.is_none());
+        assert!(table.getppid.is_some());
+        assert_eq!(LibcTable::REQUIRED_SYMBOLS, ["getpid"]);
+        assert_eq!(
+            LibcTable::OPTIONAL_SYMBOLS,
+            ["devipc_test_no_such_optional_fn", "getppid"]
+        );
+    }
+
+    #[test]
+    fn loader_reports_the_first_missing_required_symbol() {
+        // SAFETY: as above; the second symbol does not exist.
+        let err = unsafe { MissingTable::from_library(libc(), "/lib/libc-test.so".into()) }
+            .map(|_| ())
+            .unwrap_err();
+        match err {
+            Error::MissingSymbol { library, symbol } => {
+                assert_eq!(library, PathBuf::from("/lib/libc-test.so"));
+                assert_eq!(symbol, "devipc_test_no_such_required_fn");
+            }
+            other => panic!("expected MissingSymbol, got {other:?}"),
+        }
+    }
+
+    // --- Loading and discovery against libraries that are not HIP. ---
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
+        move |key| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn devipc_hip_lib_pointing_at_libc_is_a_missing_symbol() {
+        let candidates = discovery::candidates(env_of(&[("DEVIPC_HIP_LIB", "libc.so.6")]));
+        // SAFETY: libc is not HIP, but it exports none of the HIP names, so no function is
+        // ever called; loading it runs no new initialisers.
+        let err = unsafe { HipApi::load_first(&candidates) }.unwrap_err();
+        match err {
+            Error::MissingSymbol { library, symbol } => {
+                assert_eq!(library, PathBuf::from("libc.so.6"));
+                assert_eq!(symbol, "hipInit");
+            }
+            other => panic!("expected MissingSymbol, got {other:?}"),
+        }
+        // SAFETY: as above.
+        let err = unsafe { HipApi::load("libc.so.6") }.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::MissingSymbol {
+                    symbol: "hipInit",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn nothing_loadable_is_library_not_found_listing_every_candidate() {
+        let candidates = vec![
+            Candidate {
+                path: "/nonexistent/devipc-a/libamdhip64.so".into(),
+                origin: "$ROCM_PATH/lib",
+            },
+            Candidate {
+                path: "/nonexistent/devipc-b/libamdhip64.so.6".into(),
+                origin: "/opt/rocm/lib",
+            },
+            Candidate {
+                path: "libdevipc-test-no-such-library.so.5".into(),
+                origin: discovery::ORIGIN_LOADER_PATH,
+            },
+        ];
+        // SAFETY: none of the candidates exists, nothing is loaded.
+        let err = unsafe { HipApi::load_first(&candidates) }.unwrap_err();
+        let text = err.to_string();
+        match err {
+            Error::LibraryNotFound { backend, tried } => {
+                assert_eq!(backend, BackendKind::Hip);
+                assert_eq!(tried.len(), candidates.len());
+                for (attempt, candidate) in tried.iter().zip(&candidates) {
+                    assert_eq!(attempt.path, candidate.path);
+                    assert_eq!(attempt.origin, candidate.origin);
+                    assert!(!attempt.error.is_empty());
+                    assert!(text.contains(&*candidate.path.to_string_lossy()), "{text}");
+                }
+                assert!(
+                    tried[0].error.contains("No such file"),
+                    "{}",
+                    tried[0].error
+                );
+            }
+            other => panic!("expected LibraryNotFound, got {other:?}"),
+        }
+        assert!(text.contains("DEVIPC_HIP_LIB"), "{text}");
+    }
+
+    #[test]
+    fn explicit_missing_file_is_not_found_without_falling_back() {
+        let candidates = discovery::candidates(env_of(&[
+            ("DEVIPC_HIP_LIB", "/nonexistent/devipc/libamdhip64.so"),
+            ("ROCM_PATH", "/usr"),
+        ]));
+        // SAFETY: the only candidate does not exist.
+        let err = unsafe { HipApi::load_first(&candidates) }.unwrap_err();
+        match err {
+            Error::LibraryNotFound { tried, .. } => {
+                assert_eq!(tried.len(), 1, "{tried:?}");
+                assert_eq!(
+                    tried[0].path,
+                    PathBuf::from("/nonexistent/devipc/libamdhip64.so")
+                );
+                assert_eq!(tried[0].origin, "DEVIPC_HIP_LIB");
+            }
+            other => panic!("expected LibraryNotFound, got {other:?}"),
+        }
+        // SAFETY: does not exist.
+        let err = unsafe { HipApi::load("/nonexistent/devipc/libamdhip64.so") }.unwrap_err();
+        assert!(
+            matches!(&err, Error::LibraryNotFound { tried, .. } if tried.len() == 1 && tried[0].origin == "HipApi::load"),
+            "{err:?}"
+        );
+    }
+
+    // --- hip_api_from_module!: every field calls the module function of its name. ---
+
+    /// Rust functions with the table's signatures that record which one was called.
+    #[allow(non_snake_case)]
+    mod recording {
+        use crate::types::*;
+        use std::cell::Cell;
+
+        thread_local! {
+            pub static LAST: Cell<&'static str> = const { Cell::new("") };
+        }
+
+        /// Distinct code per function: 1000 + its index in the table.
+        pub fn code_of(name: &str) -> hipError_t {
+            let index = crate::HipApi::REQUIRED_SYMBOLS
+                .iter()
+                .position(|n| *n == name)
+                .expect("listed");
+            1000 + index as hipError_t
+        }
+
+        pub trait Ret {
+            fn make(name: &'static str, c_name: &'static CStr) -> Self;
+        }
+        impl Ret for hipError_t {
+            fn make(name: &'static str, _: &'static CStr) -> Self {
+                code_of(name)
+            }
+        }
+        impl Ret for *const c_char {
+            fn make(_: &'static str, c_name: &'static CStr) -> Self {
+                c_name.as_ptr()
+            }
+        }
+        use std::ffi::CStr;
+
+        macro_rules! recording_fns {
+            (
+                []
+                required { $( $(#[$d:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty; )* }
+                optional { $( $(#[$od:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
+            ) => {
+                $(
+                    pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+                        $( let _ = $arg; )*
+                        LAST.with(|l| l.set(stringify!($name)));
+                        <$ret as Ret>::make(
+                            stringify!($name),
+                            // SAFETY: the literal ends in exactly one NUL.
+                            unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
+                        )
+                    }
+                )*
+            };
+        }
+        for_each_hip_fn!(recording_fns);
+    }
+
+    trait CheckRet {
+        fn check(self, name: &str);
+    }
+    impl CheckRet for hipError_t {
+        fn check(self, name: &str) {
+            assert_eq!(self, recording::code_of(name), "{name}");
+        }
+    }
+    impl CheckRet for *const c_char {
+        fn check(self, name: &str) {
+            // SAFETY: the recording functions return a static NUL-terminated string.
+            let s = unsafe { CStr::from_ptr(self) };
+            assert_eq!(s.to_str().unwrap(), name);
+        }
+    }
+
+    macro_rules! call_every_field {
+        (
+            [$api:ident]
+            required { $( $(#[$d:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty; )* }
+            optional { $( $(#[$od:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
+        ) => {
+            $(
+                // SAFETY: the recording functions ignore their arguments; all-zero bytes
+                // are valid for every argument type (integers, raw pointers, handles).
+                let ret: $ret = unsafe { ($api.$name)($(core::mem::zeroed::<$ty>()),*) };
+                assert_eq!(recording::LAST.with(|l| l.get()), stringify!($name));
+                ret.check(stringify!($name));
+            )*
+        };
+    }
+
+    #[test]
+    fn from_module_wires_every_field_to_the_function_of_its_name() {
+        // SAFETY: test only; the recording functions dereference nothing.
+        let api = unsafe { crate::hip_api_from_module!(self::recording) };
+        assert_eq!(api.source(), &LibrarySource::Emulated);
+        assert!(api.library.is_none());
+        for_each_hip_fn!(call_every_field; api);
+        let debug = format!("{api:?}");
+        assert!(debug.contains("Emulated"), "{debug}");
+    }
 }

@@ -27,3 +27,9 @@ pub use api::HipApi;
 pub use consts::*;
 pub use discovery::Candidate;
 pub use types::*;
+
+/// Names the exported macros reach through `$crate`; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use devipc_core::LibrarySource;
+}
