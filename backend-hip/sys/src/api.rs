@@ -207,7 +207,7 @@ macro_rules! for_each_hip_fn {
 /// `SAFETY:` comment states that the functions implement the HIP C API contract the
 /// table's users rely on (pointer out-parameters written on success, and so on):
 ///
-/// ```ignore
+/// ```text
 /// // SAFETY: devipc_emulator::hip implements the HIP runtime C API over host memory.
 /// let api = unsafe { devipc_hip_sys::hip_api_from_module!(devipc_emulator::hip) };
 /// assert!(api.source().is_emulated());
@@ -420,6 +420,11 @@ for_each_hip_fn!(
     pub struct HipApi
 );
 
+// `HipApi` is `Send + Sync` without an `unsafe impl`: every field is a function pointer,
+// `Option<Library>` or `LibrarySource`, all `Send + Sync`. That is also sound, not just
+// accepted by the compiler: the HIP runtime API may be called from any thread, and nothing
+// in the table is tied to the thread that loaded it. Keep it that way; this fails to
+// compile if a field ever stops being `Send + Sync`.
 const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<HipApi>();
@@ -1025,6 +1030,7 @@ mod tests {
             optional { $( $(#[$od:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
         ) => {
             $(
+                recording::LAST.with(|l| l.set(""));
                 // SAFETY: the recording functions ignore their arguments; all-zero bytes
                 // are valid for every argument type (integers, raw pointers, handles).
                 let ret: $ret = unsafe { ($api.$name)($(core::mem::zeroed::<$ty>()),*) };

@@ -16,6 +16,31 @@
 //! - [`discovery`]: where to look for the library.
 //!
 //! Every function in the table exists since ROCm 4.2, so all are required.
+//!
+//! # Feature `link`
+//!
+//! `HipApi::linked()` fills the table from `extern "C"` declarations linked against
+//! `libamdhip64` through the `hip-sys` 0.1 crate, whose prototypes are checked against this
+//! crate's list at compile time. `hip-sys` ships pre-generated bindings (HIP 5.4 headers;
+//! no bindgen, no libclang by default), but its build script still requires
+//! `$HIP_PATH/include/hip/hip_runtime_api.h` (else `$ROCM_PATH`, `/opt/rocm`,
+//! `/opt/rocm/hip`, or `hipconfig -p`) and links `-lamdhip64` from `$HIP_PATH/lib` or the
+//! default linker path. On Debian 12 / Ubuntu:
+//!
+//! ```text
+//! apt-get install -y libamdhip64-dev        # ROCm 5.2.3 headers, libamdhip64.so -> .so.5
+//! HIP_PATH=/usr cargo test -p devipc-hip-sys --features link
+//! ```
+//! Without the headers the build fails in `hip-runtime-sys`'s build script ("Unable to
+//! find include path containing `hip/hip_runtime_api.h`"), so `--all-features` builds need
+//! the same setup.
+//!
+//! # Testing against the real runtime
+//!
+//! `tests/real_runtime.rs` loads the installed runtime (`HipApi::discover()`, or
+//! `HipApi::linked()` with `link`) and checks its version, its no-GPU error codes and the
+//! error-name table. Without the library it prints `SKIPPED: ...` and passes, unless
+//! `DEVIPC_NO_SKIP=1` (CI with `libamdhip64-dev` installed should set it). No GPU needed.
 #![allow(non_camel_case_types, non_upper_case_globals)]
 
 pub mod api;

@@ -1,9 +1,11 @@
-//! `hip_export_c_abi!` emits C-named wrappers that forward to a Rust module.
+//! The exported macros, used from outside the crate the way the emulator uses them.
 //!
-//! The module here records which function ran; the test calls every exported symbol
-//! through an `extern "C"` block with the C names (generated from the same list), so a
-//! missing, misnamed or mis-wired wrapper fails. Not built with feature `link`: the
-//! wrappers would interpose on the linked runtime's symbols.
+//! A module of Rust functions generated from `for_each_hip_fn!` records which function
+//! ran. `hip_api_from_module!` must wire every `HipApi` field to the function of its
+//! name, and `hip_export_c_abi!` must emit a C symbol per function forwarding to it; the
+//! test calls every field and every symbol (through an `extern "C"` block generated from
+//! the same list), so a missing, misnamed or mis-wired entry fails. Not built with
+//! feature `link`: the exported wrappers would interpose on the linked runtime's symbols.
 #![cfg(not(feature = "link"))]
 #![allow(non_snake_case)]
 
@@ -95,6 +97,31 @@ mod c {
     for_each_hip_fn!(declare_c);
 }
 
+macro_rules! call_every_field {
+    (
+        [$api:ident]
+        required { $( $(#[$d:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty; )* }
+        optional { $( $(#[$od:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
+    ) => {
+        $(
+            LAST.with(|l| l.set(""));
+            // SAFETY: the fields are the recording functions, which ignore their
+            // arguments; all-zero bytes are valid for every argument type.
+            let ret: $ret = unsafe { ($api.$name)($(core::mem::zeroed::<$ty>()),*) };
+            assert_eq!(LAST.with(|l| l.get()), stringify!($name));
+            ret.check(stringify!($name));
+        )*
+    };
+}
+
+#[test]
+fn hip_api_from_module_wires_every_field_to_the_function_of_its_name() {
+    // SAFETY: test only; the recording functions dereference nothing.
+    let api = unsafe { devipc_hip_sys::hip_api_from_module!(crate::emu) };
+    assert!(api.source().is_emulated());
+    for_each_hip_fn!(call_every_field; api);
+}
+
 macro_rules! call_every_symbol {
     (
         []
@@ -102,6 +129,7 @@ macro_rules! call_every_symbol {
         optional { $( $(#[$od:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
     ) => {
         $(
+            LAST.with(|l| l.set(""));
             // SAFETY: the symbols are the wrappers above, forwarding to recording
             // functions that ignore their arguments; all-zero bytes are valid for every
             // argument type (integers, raw pointers, handles).
