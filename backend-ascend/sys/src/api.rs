@@ -46,10 +46,12 @@ use crate::types::*;
 ///
 /// The single source of the ACL function set. Invoke as
 /// `for_each_acl_fn!(path::to::callback)` or `for_each_acl_fn!(path::to::callback; args...)`;
-/// the callback is invoked with this input (shown for one function of each section):
+/// the callback is invoked with this input (shown for one function of each section),
+/// the same shape as `devipc_hip_sys::for_each_hip_fn!`: the extra arguments in
+/// brackets, then the two sections:
 ///
 /// ```text
-/// args { args... }
+/// [args...]
 /// required {
 ///     /// doc lines...
 ///     fn aclInit(configPath: *const c_char) -> aclError;
@@ -74,7 +76,7 @@ use crate::types::*;
 ///
 /// ```
 /// macro_rules! count {
-///     (args {}
+///     ([]
 ///      required { $( $(#[$rd:meta])* fn $r:ident ( $($rp:ident : $rt:ty),* ) -> $rr:ty ; )* }
 ///      optional { $( $(#[$od:meta])* fn $o:ident ( $($op:ident : $ot:ty),* ) -> $or:ty ; )* }
 ///     ) => { [$(stringify!($r)),*].len() + [$(stringify!($o)),*].len() };
@@ -86,7 +88,7 @@ use crate::types::*;
 macro_rules! for_each_acl_fn {
     ($($callback:ident)::+ $(; $($args:tt)*)?) => {
         $($callback)::+! {
-            args { $($($args)*)? }
+            [$($($args)*)?]
             required {
                 /// Initializes ACL for this process (reference-counted: a repeated call
                 /// returns `ACL_ERROR_REPEAT_INITIALIZE` and counts). `configPath` may be
@@ -238,7 +240,7 @@ macro_rules! acl_api_from_module {
 #[macro_export]
 macro_rules! __acl_api_from_module {
     (
-        args { $module:path }
+        [$module:path]
         required { $( $(#[$rdoc:meta])* fn $rname:ident ( $($rp:ident : $rt:ty),* $(,)? ) -> $rret:ty ; )* }
         optional { $( $(#[$odoc:meta])* fn $oname:ident ( $($op:ident : $ot:ty),* $(,)? ) -> $oret:ty ; )* }
     ) => {{
@@ -276,7 +278,7 @@ macro_rules! acl_export_c_abi {
 #[macro_export]
 macro_rules! __acl_export_c_abi {
     (
-        args { $module:path }
+        [$module:path]
         required { $( $(#[$rdoc:meta])* fn $rname:ident ( $($rp:ident : $rt:ty),* $(,)? ) -> $rret:ty ; )* }
         optional { $( $(#[$odoc:meta])* fn $oname:ident ( $($op:ident : $ot:ty),* $(,)? ) -> $oret:ty ; )* }
     ) => {
@@ -312,7 +314,7 @@ macro_rules! __acl_export_c_abi {
 /// Generates [`AclApi`], its loader and [`FUNCTION_DECLS`] from the list.
 macro_rules! define_acl_api {
     (
-        args {}
+        []
         required { $( $(#[$rdoc:meta])* fn $rname:ident ( $($rp:ident : $rt:ty),* $(,)? ) -> $rret:ty ; )* }
         optional { $( $(#[$odoc:meta])* fn $oname:ident ( $($op:ident : $ot:ty),* $(,)? ) -> $oret:ty ; )* }
     ) => {
