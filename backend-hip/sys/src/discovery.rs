@@ -34,7 +34,12 @@ pub const ORIGIN_LOADER_PATH: &str = "loader search path";
 /// File names of the HIP runtime, tried in this order in every directory and on the
 /// loader path: the development symlink, then the ROCm 6 and ROCm 5 sonames
 /// (api-facts B.1).
-pub const LIBRARY_NAMES: [&str; 3] = ["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"];
+pub const LIBRARY_NAMES: [&str; 4] = [
+    "libamdhip64.so",
+    "libamdhip64.so.7",
+    "libamdhip64.so.6",
+    "libamdhip64.so.5",
+];
 
 /// One place to try loading the HIP runtime from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,13 +120,15 @@ mod tests {
             .collect()
     }
 
-    const LOADER: [(&str, &str); 3] = [
+    const LOADER: [(&str, &str); 4] = [
         ("libamdhip64.so", ORIGIN_LOADER_PATH),
+        ("libamdhip64.so.7", ORIGIN_LOADER_PATH),
         ("libamdhip64.so.6", ORIGIN_LOADER_PATH),
         ("libamdhip64.so.5", ORIGIN_LOADER_PATH),
     ];
-    const OPT: [(&str, &str); 3] = [
+    const OPT: [(&str, &str); 4] = [
         ("/opt/rocm/lib/libamdhip64.so", "/opt/rocm/lib"),
+        ("/opt/rocm/lib/libamdhip64.so.7", "/opt/rocm/lib"),
         ("/opt/rocm/lib/libamdhip64.so.6", "/opt/rocm/lib"),
         ("/opt/rocm/lib/libamdhip64.so.5", "/opt/rocm/lib"),
     ];
@@ -167,9 +174,11 @@ mod tests {
                 want: expect(&[
                     &[
                         ("/r/lib/libamdhip64.so", "$ROCM_PATH/lib"),
+                        ("/r/lib/libamdhip64.so.7", "$ROCM_PATH/lib"),
                         ("/r/lib/libamdhip64.so.6", "$ROCM_PATH/lib"),
                         ("/r/lib/libamdhip64.so.5", "$ROCM_PATH/lib"),
                         ("/h/lib/libamdhip64.so", "$HIP_PATH/lib"),
+                        ("/h/lib/libamdhip64.so.7", "$HIP_PATH/lib"),
                         ("/h/lib/libamdhip64.so.6", "$HIP_PATH/lib"),
                         ("/h/lib/libamdhip64.so.5", "$HIP_PATH/lib"),
                     ],
@@ -183,6 +192,7 @@ mod tests {
                 want: expect(&[
                     &[
                         ("/usr/lib/libamdhip64.so", "$HIP_PATH/lib"),
+                        ("/usr/lib/libamdhip64.so.7", "$HIP_PATH/lib"),
                         ("/usr/lib/libamdhip64.so.6", "$HIP_PATH/lib"),
                         ("/usr/lib/libamdhip64.so.5", "$HIP_PATH/lib"),
                     ],
@@ -196,6 +206,7 @@ mod tests {
                 want: expect(&[
                     &[
                         ("/opt/rocm/lib/libamdhip64.so", "$ROCM_PATH/lib"),
+                        ("/opt/rocm/lib/libamdhip64.so.7", "$ROCM_PATH/lib"),
                         ("/opt/rocm/lib/libamdhip64.so.6", "$ROCM_PATH/lib"),
                         ("/opt/rocm/lib/libamdhip64.so.5", "$ROCM_PATH/lib"),
                     ],
@@ -208,6 +219,7 @@ mod tests {
                 want: expect(&[
                     &[
                         ("/h/lib/libamdhip64.so", "$HIP_PATH/lib"),
+                        ("/h/lib/libamdhip64.so.7", "$HIP_PATH/lib"),
                         ("/h/lib/libamdhip64.so.6", "$HIP_PATH/lib"),
                         ("/h/lib/libamdhip64.so.5", "$HIP_PATH/lib"),
                     ],
