@@ -1,5 +1,143 @@
 //! The devipc emulator: the ACL and HIP C ABIs over host shared memory.
 //!
-//! Filled by the emulator issue. It will implement the vendor functions devipc and the
-//! conformance suite call, across real processes, with the vendors' error codes and
-//! documented IPC rules, so that every devipc path runs without an accelerator.
+//! No machine in CI has an Ascend NPU or an AMD GPU. This crate implements the subset of
+//! the vendor C APIs that devipc and its conformance suite call, across *real* processes,
+//! enforcing the vendors' documented IPC rules with their numeric error codes, so every
+//! devipc path runs without an accelerator. It sits below the backends' fn tables
+//! (`devipc-ascend-sys::AclApi`, `devipc-hip-sys::HipApi`), which it fills in-process
+//! (feature `emulator`) or, through `emulator/cdylib`, as a shared library exporting the
+//! vendor symbol names.
+//!
+//! # Layers
+//!
+//! ```text
+//! acl/, hip/     vendor surfaces: C types, rules (with rule ids), error codes   (phase 2)
+//! ───────────────────────────────────────────────────────────────────────────────────
+//! local          this process: address ranges, opaque handle tables, last error
+//! handle         object id <-> shareable u64 / 65-byte key / 64-byte handle
+//! state          shared across processes: state dir, registry, segments, futex, gc
+//! config         DEVIPC_EMU_* from the environment, once per process
+//! sys            the only `unsafe`: mmap, flock, futex, fallocate, getrandom
+//! ```
+//! The infrastructure is vendor-agnostic; vendor rules (which flag means what, which
+//! code a violation returns, whether same-process import is allowed) live only in the
+//! surfaces. `unsafe_code` is denied crate-wide except in [`sys`]; the surfaces allow it
+//! for their `extern "C"` entry points only.
+//!
+//! # State directory
+//!
+//! Default `/dev/shm/devipc-emu-$UID`, override `DEVIPC_EMU_DIR` ([`config`]); created
+//! 0700 and refused if it is a symlink, not a directory, owned by another uid or
+//! group/other accessible ([`state::dir`]).
+//!
+//! ```text
+//! ledger             salt, id counter, bytes in use per device   (the only fixed file)
+//! <id>.lock          empty; its flock is the object lock
+//! <id>.meta          ObjectMeta as text (kind, device, size, exporter, flags, trustlist,
+//!                    holders); replaced atomically by write-tmp + rename
+//! <id>.meta.tmp      transient, during an update
+//! <id>.seg           data: device memory (charged) or one page of sync words
+//! ```
+//!
+//! # Object ids and handles
+//!
+//! [`ObjectId`] = `salt:24 | counter:40`: the counter comes from the ledger under its
+//! lock, so ids are never reused; the salt is random per state directory, so an id from
+//! another directory is recognised as foreign. Handles carry the id ([`handle`]): the
+//! Ascend shareable handle *is* the raw id; Ascend keys are
+//! `devipc-emu:<vendor>:<kind>:<16 hex>` in 65 bytes; HIP (and ACL event) 64-byte handles
+//! hold magic, vendor, kind, id, four payload words and a checksum. Resolving a handle is
+//! opening `<id>.lock` and `<id>.meta` by name: O(1), no scan.
+//!
+//! # Leases (holders)
+//!
+//! An object lives while it has holders: (pid, process start time, count). The creator
+//! holds it once; every import adds one; every release removes one; the operation that
+//! removes the last frees it (unlinks its files, returns its bytes to the device's
+//! accounting). A holder whose process died (pid gone, zombie, or pid reused: the start
+//! time differs) is reclaimed the next time anyone touches the object, and by [`gc`] (the
+//! only directory scan) for untouched objects. Existing mappings outlive the unlink, so a
+//! late reader sees stale bytes, never a fault.
+//!
+//! # Locking order
+//!
+//! 1. object lock (`<id>.lock`, exclusive, for every read-modify-write of an object);
+//! 2. ledger lock (`ledger`, exclusive, for creating and freeing objects and for
+//!    accounting), only ever taken *after* an object lock or alone;
+//!
+//! never two object locks at once (an update closure may touch *other* objects through
+//! the registry only after releasing, i.e. outside the closure). gc's phase 2 holds the
+//! ledger lock and only *tries* object locks. Locks are `flock`s on files opened per
+//! critical section, so they exclude threads of one process, survive nothing of a dead
+//! process, and do not leak into `fork`ed children. Process-local maps ([`local`]) use
+//! their own mutexes and are never held across a state-directory lock... or the other way
+//! round: take what you need from one, drop it, then use the other.
+//!
+//! # The futex word
+//!
+//! `Notify` and `Event` objects have a one-page segment of 32-bit words. Every process maps
+//! it `MAP_SHARED`, and [`state::futex`] waits and wakes with non-private `FUTEX_WAIT` /
+//! `FUTEX_WAKE` (keyed by file + offset, so it works across processes). Word 0 of a notify
+//! is a [`BinarySemaphore`]: record = store 1 + wake all; wait-and-reset = wait until
+//! non-zero, then CAS it to 0 (+ wake), with an optional timeout. No lock is held while
+//! waiting.
+//!
+//! # Using it from a surface (sketch)
+//!
+//! ```no_run
+//! use devipc_emulator::state::{NewObject, ObjectFlags, ObjectKind, ProcessIdentity, Vendor};
+//! use devipc_emulator::{EmuError, State};
+//!
+//! # fn main() -> Result<(), EmuError> {
+//! let state = State::global()?;
+//! let reg = state.registry();
+//! // Exporter: allocate 2 MiB on device 0 (charged to its limit), map it, export it.
+//! let created = reg.create(NewObject::memory(Vendor::Acl, 0, 2 << 20))?;
+//! let mapping = created.segment.as_ref().expect("memory has a segment").map()?;
+//! let device_ptr = mapping.addr();
+//! let id = created.meta.id();
+//! reg.update(id, |m| {
+//!     m.flags.insert(ObjectFlags::EXPORTED);
+//!     m.trust(&[4242])
+//! })?;
+//! let shareable_handle: u64 = id.raw();
+//! # let _ = (device_ptr, shareable_handle);
+//!
+//! // Importer (another process): resolve, check rules, become a holder, map.
+//! let me = ProcessIdentity::current().map_err(|e| EmuError::Unavailable { reason: e.to_string() })?;
+//! let id = reg.resolve(shareable_handle)?;
+//! reg.update(id, |m| {
+//!     m.expect(Vendor::Acl, ObjectKind::Memory)?;
+//!     if m.info().exporter.pid == me.pid && state.config().enforces("ascend.vmm.same-process-import-rejected") {
+//!         return Err(EmuError::InvalidArgument("same-process import".into()));
+//!     }
+//!     if !m.is_trusted(me.pid) {
+//!         return Err(EmuError::InvalidArgument("not on the trustlist".into()));
+//!     }
+//!     m.add_holder(me).map(drop)
+//! })?;
+//! let imported = reg.open_segment(id)?.map()?;
+//! // ... later, in each process: drop the mapping, then
+//! drop(imported);
+//! reg.release(id, me)?;
+//! # Ok(()) }
+//! ```
+#![deny(unsafe_code)]
+
+pub mod config;
+pub mod error;
+pub mod handle;
+pub mod local;
+pub mod state;
+pub mod sys;
+
+pub use config::{Config, HipVersion};
+pub use error::{EmuError, Result};
+pub use state::{BinarySemaphore, GcReport, ObjectId, Registry, State};
+
+/// Runs garbage collection on the process-wide state directory ([`State::global`]): reclaims
+/// holders whose process died, frees objects no live process holds, removes leftovers of
+/// killed processes and repairs the per-device memory accounting. See [`state::gc`].
+pub fn gc() -> Result<GcReport> {
+    State::global()?.gc()
+}

@@ -1,0 +1,468 @@
+//! Process-local bookkeeping for the surfaces: address ranges, opaque handles, last error.
+//!
+//! Shared state lives in the state directory ([`crate::state`]); what only this process
+//! needs lives here, behind mutexes or in thread-locals:
+//! - [`RangeMap`]: the address ranges this process mapped (device allocations, imports,
+//!   VMM mappings), so an interior pointer resolves to its allocation
+//!   (`hipMemGetAddressRange`, `aclrtMemGetAddressRange`, `hipIpcGetMemHandle` on an
+//!   interior pointer) and an unknown pointer is rejected instead of dereferenced.
+//! - [`HandleTable`]: opaque handle values (`aclrtNotify`, `aclrtDrvMemHandle`,
+//!   `hipEvent_t`, ...) that the surfaces give to C callers; they are looked up, never
+//!   dereferenced, so a garbage or stale handle is an error, not undefined behaviour.
+//! - The per-thread last error ([`set_last_error`], [`last_error_message_ptr`]): the code
+//!   and message of the latest failure on this thread, for `aclGetRecentErrMsg`,
+//!   `hipGetLastError` / `hipPeekAtLastError`, naming the violated rule when there is one.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::ffi::{CString, c_char};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::error::EmuError;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these short critical sections cannot leave the maps
+    // half-updated (every update is a single insert/remove), so poisoning is ignored.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One registered range and its surface-defined value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalRange<T> {
+    /// First address.
+    pub base: usize,
+    /// Length in bytes (non-zero).
+    pub len: usize,
+    /// What the surface recorded for it, e.g. `(ObjectId, ObjectKind, role)`.
+    pub value: T,
+}
+
+impl<T> LocalRange<T> {
+    /// One past the last address.
+    pub fn end(&self) -> usize {
+        self.base + self.len
+    }
+
+    /// Offset of `addr` from `base` (the caller knows `addr` is inside).
+    pub fn offset_of(&self, addr: usize) -> usize {
+        addr - self.base
+    }
+}
+
+/// Non-overlapping address ranges of this process, looked up by any address inside them.
+///
+/// ```
+/// use devipc_emulator::local::RangeMap;
+/// use devipc_emulator::state::{ObjectId, ObjectKind};
+///
+/// static MAPPED: RangeMap<(ObjectId, ObjectKind)> = RangeMap::new();
+/// let id = ObjectId::new(1, 1).unwrap();
+/// MAPPED.insert(0x10000, 0x2000, (id, ObjectKind::Memory)).unwrap();
+/// let hit = MAPPED.resolve(0x10800).unwrap(); // interior pointer
+/// assert_eq!((hit.base, hit.len, hit.value.0), (0x10000, 0x2000, id));
+/// assert!(MAPPED.resolve(0x12000).is_none()); // one past the end
+/// assert!(MAPPED.insert(0x11000, 0x10, (id, ObjectKind::Memory)).is_err()); // overlap
+/// assert!(MAPPED.remove(0x10000).is_some());
+/// ```
+#[derive(Debug, Default)]
+pub struct RangeMap<T> {
+    inner: Mutex<BTreeMap<usize, (usize, T)>>,
+}
+
+impl<T: Clone> RangeMap<T> {
+    /// An empty map (usable in a `static`).
+    pub const fn new() -> Self {
+        RangeMap {
+            inner: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Registers `base..base+len`. [`EmuError::InvalidArgument`] for an empty or
+    /// wrapping range, [`EmuError::Overlap`] if it intersects a registered one.
+    pub fn insert(&self, base: usize, len: usize, value: T) -> Result<(), EmuError> {
+        let end = base
+            .checked_add(len)
+            .filter(|_| len > 0)
+            .ok_or_else(|| EmuError::InvalidArgument(format!("range {base:#x}+{len:#x}")))?;
+        let mut map = lock(&self.inner);
+        let before = map
+            .range(..=base)
+            .next_back()
+            .is_some_and(|(b, (l, _))| b + l > base);
+        let after = map.range(base..).next().is_some_and(|(b, _)| *b < end);
+        if before || after {
+            return Err(EmuError::Overlap { base, len });
+        }
+        map.insert(base, (len, value));
+        Ok(())
+    }
+
+    /// Unregisters the range starting exactly at `base`.
+    pub fn remove(&self, base: usize) -> Option<LocalRange<T>> {
+        lock(&self.inner)
+            .remove(&base)
+            .map(|(len, value)| LocalRange { base, len, value })
+    }
+
+    /// The range starting exactly at `base`.
+    pub fn get(&self, base: usize) -> Option<LocalRange<T>> {
+        lock(&self.inner).get(&base).map(|(len, value)| LocalRange {
+            base,
+            len: *len,
+            value: value.clone(),
+        })
+    }
+
+    /// The range containing `addr`, if any.
+    pub fn resolve(&self, addr: usize) -> Option<LocalRange<T>> {
+        let map = lock(&self.inner);
+        let (base, (len, value)) = map.range(..=addr).next_back()?;
+        (addr - base < *len).then(|| LocalRange {
+            base: *base,
+            len: *len,
+            value: value.clone(),
+        })
+    }
+
+    /// The range containing all of `addr..addr+len` (e.g. a memcpy operand);
+    /// [`EmuError::UnknownPointer`] if `addr` is in no range, [`EmuError::InvalidArgument`]
+    /// if the span runs past the end of its range.
+    pub fn resolve_span(&self, addr: usize, len: usize) -> Result<LocalRange<T>, EmuError> {
+        let hit = self
+            .resolve(addr)
+            .ok_or(EmuError::UnknownPointer { addr })?;
+        let fits = addr.checked_add(len).is_some_and(|end| end <= hit.end());
+        if !fits {
+            return Err(EmuError::InvalidArgument(format!(
+                "{len:#x} bytes at {addr:#x} run past the end of the range {:#x}+{:#x}",
+                hit.base, hit.len
+            )));
+        }
+        Ok(hit)
+    }
+
+    /// Changes the value of the range starting at `base`.
+    pub fn update<R>(&self, base: usize, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+        lock(&self.inner).get_mut(&base).map(|(_, v)| f(v))
+    }
+
+    /// All ranges, in address order.
+    pub fn snapshot(&self) -> Vec<LocalRange<T>> {
+        lock(&self.inner)
+            .iter()
+            .map(|(base, (len, value))| LocalRange {
+                base: *base,
+                len: *len,
+                value: value.clone(),
+            })
+            .collect()
+    }
+
+    /// Number of registered ranges.
+    pub fn len(&self) -> usize {
+        lock(&self.inner).len()
+    }
+
+    /// Whether no range is registered.
+    pub fn is_empty(&self) -> bool {
+        lock(&self.inner).is_empty()
+    }
+}
+
+/// Opaque, never-reused, never-dereferenced handle values for C callers.
+///
+/// Values are non-zero, pointer-aligned, carry the table's `tag` in bits 32..48 (so a
+/// handle of one table is never valid in another) and a per-table counter above bit 4.
+///
+/// ```
+/// use devipc_emulator::local::HandleTable;
+/// static NOTIFIES: HandleTable<u64> = HandleTable::new("notify", 0x4e01);
+/// let h = NOTIFIES.insert(42).unwrap();
+/// assert_eq!(NOTIFIES.get(h).unwrap(), 42);
+/// assert_eq!(NOTIFIES.remove(h).unwrap(), 42);
+/// assert!(NOTIFIES.get(h).is_err()); // stale
+/// assert!(NOTIFIES.get(0).is_err()); // null
+/// ```
+#[derive(Debug)]
+pub struct HandleTable<T> {
+    what: &'static str,
+    tag: u16,
+    inner: Mutex<(u64, BTreeMap<usize, T>)>,
+}
+
+/// Largest per-table counter (keeps handle values below 2^48).
+const MAX_HANDLE_COUNTER: u64 = (1 << 28) - 1;
+
+impl<T: Clone> HandleTable<T> {
+    /// An empty table; `what` names it in errors, `tag` distinguishes its values from
+    /// other tables' (use a different tag per table).
+    pub const fn new(what: &'static str, tag: u16) -> Self {
+        HandleTable {
+            what,
+            tag,
+            inner: Mutex::new((0, BTreeMap::new())),
+        }
+    }
+
+    /// Stores `value` under a fresh handle.
+    pub fn insert(&self, value: T) -> Result<usize, EmuError> {
+        let mut inner = lock(&self.inner);
+        if inner.0 >= MAX_HANDLE_COUNTER {
+            return Err(EmuError::LimitExceeded {
+                what: "handles issued by one table",
+                limit: MAX_HANDLE_COUNTER as usize,
+            });
+        }
+        inner.0 += 1;
+        let handle = ((u64::from(self.tag) << 32) | (inner.0 << 4)) as usize;
+        inner.1.insert(handle, value);
+        Ok(handle)
+    }
+
+    /// The value of `handle`; [`EmuError::UnknownHandle`] if never issued or removed.
+    pub fn get(&self, handle: usize) -> Result<T, EmuError> {
+        lock(&self.inner)
+            .1
+            .get(&handle)
+            .cloned()
+            .ok_or_else(|| self.unknown(handle))
+    }
+
+    /// Runs `f` on the value of `handle` under the table's mutex.
+    pub fn with<R>(&self, handle: usize, f: impl FnOnce(&mut T) -> R) -> Result<R, EmuError> {
+        let mut inner = lock(&self.inner);
+        let value = inner
+            .1
+            .get_mut(&handle)
+            .ok_or_else(|| self.unknown(handle))?;
+        Ok(f(value))
+    }
+
+    /// Removes `handle`, returning its value; the value is never issued again.
+    pub fn remove(&self, handle: usize) -> Result<T, EmuError> {
+        lock(&self.inner)
+            .1
+            .remove(&handle)
+            .ok_or_else(|| self.unknown(handle))
+    }
+
+    /// All live handles and values.
+    pub fn snapshot(&self) -> Vec<(usize, T)> {
+        lock(&self.inner)
+            .1
+            .iter()
+            .map(|(h, v)| (*h, v.clone()))
+            .collect()
+    }
+
+    /// Number of live handles.
+    pub fn len(&self) -> usize {
+        lock(&self.inner).1.len()
+    }
+
+    /// Whether no handle is live.
+    pub fn is_empty(&self) -> bool {
+        lock(&self.inner).1.is_empty()
+    }
+
+    fn unknown(&self, value: usize) -> EmuError {
+        EmuError::UnknownHandle {
+            what: self.what,
+            value,
+        }
+    }
+}
+
+/// The latest failure on this thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastError {
+    /// The vendor code returned to the caller.
+    pub code: i32,
+    /// The rule id, when a documented vendor rule was enforced.
+    pub rule: Option<&'static str>,
+    /// What went wrong, for humans.
+    pub message: String,
+}
+
+impl LastError {
+    /// The message as shown to C callers: `message`, plus ` [rule <id>]` when a rule was
+    /// violated.
+    pub fn display(&self) -> String {
+        match self.rule {
+            Some(rule) => format!("{} [rule {rule}]", self.message),
+            None => self.message.clone(),
+        }
+    }
+}
+
+struct Slot {
+    error: Option<LastError>,
+    /// `error.display()` as a C string, kept alive for `last_error_message_ptr`.
+    c_message: CString,
+}
+
+thread_local! {
+    static LAST: RefCell<Slot> = RefCell::new(Slot {
+        error: None,
+        c_message: CString::default(),
+    });
+}
+
+fn store(error: Option<LastError>) {
+    let text = error.as_ref().map(LastError::display).unwrap_or_default();
+    // Interior NULs would truncate the C string; replace them.
+    let c_message = CString::new(text.replace('\0', "?")).unwrap_or_default();
+    LAST.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        slot.error = error;
+        slot.c_message = c_message;
+    });
+}
+
+/// Records a failure on this thread (replacing the previous one).
+pub fn set_last_error(code: i32, message: impl Into<String>) {
+    store(Some(LastError {
+        code,
+        rule: None,
+        message: message.into(),
+    }));
+}
+
+/// Records a failure caused by enforcing rule `rule` (its id appears in the message).
+pub fn set_rule_error(code: i32, rule: &'static str, message: impl Into<String>) {
+    store(Some(LastError {
+        code,
+        rule: Some(rule),
+        message: message.into(),
+    }));
+}
+
+/// The latest failure on this thread, if any (left in place: `hipPeekAtLastError`).
+pub fn last_error() -> Option<LastError> {
+    LAST.with(|slot| slot.borrow().error.clone())
+}
+
+/// The latest failure on this thread, cleared afterwards (`hipGetLastError`).
+pub fn take_last_error() -> Option<LastError> {
+    let e = last_error();
+    store(None);
+    e
+}
+
+/// Forgets the latest failure on this thread.
+pub fn clear_last_error() {
+    store(None);
+}
+
+/// The latest failure's message as a NUL-terminated C string (`""` when none), for
+/// `aclGetRecentErrMsg`. The pointer stays valid until the next set/take/clear on this
+/// thread, or the thread's exit; it is never null.
+pub fn last_error_message_ptr() -> *const c_char {
+    LAST.with(|slot| slot.borrow().c_message.as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_resolve_and_reject_overlaps() {
+        let m: RangeMap<u32> = RangeMap::new();
+        m.insert(100, 50, 1).unwrap();
+        m.insert(200, 10, 2).unwrap();
+        m.insert(150, 50, 3).unwrap(); // exactly between
+        assert_eq!(m.resolve(100).unwrap().value, 1);
+        assert_eq!(m.resolve(149).unwrap().value, 1);
+        assert_eq!(m.resolve(150).unwrap().value, 3);
+        assert_eq!(m.resolve(209).unwrap().value, 2);
+        assert!(m.resolve(210).is_none());
+        assert!(m.resolve(99).is_none());
+        for (b, l) in [(90, 11), (149, 2), (120, 1), (205, 100), (0, 1000)] {
+            assert!(
+                matches!(m.insert(b, l, 9), Err(EmuError::Overlap { .. })),
+                "{b}+{l}"
+            );
+        }
+        assert!(matches!(
+            m.insert(5, 0, 9),
+            Err(EmuError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            m.insert(usize::MAX, 2, 9),
+            Err(EmuError::InvalidArgument(_))
+        ));
+        assert_eq!(m.resolve_span(120, 30).unwrap().base, 100);
+        assert!(matches!(
+            m.resolve_span(120, 31),
+            Err(EmuError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            m.resolve_span(10, 1),
+            Err(EmuError::UnknownPointer { addr: 10 })
+        ));
+        assert!(m.resolve_span(120, usize::MAX).is_err());
+        assert_eq!(m.update(200, |v| std::mem::replace(v, 7)), Some(2));
+        assert_eq!(m.get(200).unwrap().value, 7);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.remove(150).unwrap().len, 50);
+        assert!(m.remove(150).is_none());
+        assert_eq!(
+            m.snapshot().iter().map(|r| r.base).collect::<Vec<_>>(),
+            [100, 200]
+        );
+    }
+
+    #[test]
+    fn handles_are_unique_tagged_and_checked() {
+        let a: HandleTable<&str> = HandleTable::new("notify", 1);
+        let b: HandleTable<&str> = HandleTable::new("event", 2);
+        let ha = a.insert("x").unwrap();
+        let hb = b.insert("y").unwrap();
+        assert_ne!(ha, hb);
+        assert_eq!(ha % 16, 0);
+        assert!(matches!(
+            a.get(hb),
+            Err(EmuError::UnknownHandle { what: "notify", .. })
+        ));
+        a.with(ha, |v| *v = "z").unwrap();
+        assert_eq!(a.get(ha).unwrap(), "z");
+        let ha2 = a.insert("w").unwrap();
+        assert_ne!(ha, ha2);
+        a.remove(ha).unwrap();
+        assert!(a.remove(ha).is_err());
+        assert_eq!(a.len(), 1);
+        assert_eq!(a.snapshot(), vec![(ha2, "w")]);
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn last_error_is_per_thread() {
+        clear_last_error();
+        // SAFETY: the pointer is a valid NUL-terminated string until the next store on
+        // this thread, and is read before any.
+        let empty = unsafe { std::ffi::CStr::from_ptr(last_error_message_ptr()) };
+        assert_eq!(empty.to_bytes(), b"");
+        set_rule_error(
+            507899,
+            "ascend.ipc.importer-not-trusted",
+            "pid 5 is not on the trustlist",
+        );
+        // SAFETY: as above.
+        let msg = unsafe { std::ffi::CStr::from_ptr(last_error_message_ptr()) };
+        assert_eq!(
+            msg.to_str().unwrap(),
+            "pid 5 is not on the trustlist [rule ascend.ipc.importer-not-trusted]"
+        );
+        std::thread::spawn(|| assert_eq!(last_error(), None))
+            .join()
+            .unwrap();
+        assert_eq!(last_error().unwrap().code, 507899);
+        assert_eq!(take_last_error().unwrap().code, 507899);
+        assert_eq!(last_error(), None);
+        set_last_error(1, "a\0b");
+        // SAFETY: as above.
+        let msg = unsafe { std::ffi::CStr::from_ptr(last_error_message_ptr()) };
+        assert_eq!(msg.to_bytes(), b"a?b");
+        clear_last_error();
+    }
+}

@@ -1,0 +1,155 @@
+//! Garbage collection: the one place that scans the state directory.
+//!
+//! The hot paths reclaim dead holders only of the object they touch. [`gc`] covers the
+//! rest, in two phases:
+//! 1. for every `<id>.meta`: take the object lock, drop holders whose process died, and
+//!    free the object if no holder is left (exactly what a touch does);
+//! 2. under the ledger lock (so no object is being created or freed meanwhile): remove
+//!    files left behind by a process killed halfway through creating or freeing an object
+//!    (any `<id>.*` without `<id>.meta`, and stale `<id>.meta.tmp`), then recompute the
+//!    per-device usage from the metadata of the objects that exist and fix the ledger if it
+//!    drifted (a process killed between charging and writing metadata).
+//!
+//! Files the emulator did not create are left alone. A metadata file that does not parse
+//! is reported, never deleted, and while one exists the usage is not recomputed.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::ids::ObjectId;
+use super::layout::{ObjectFile, parse_object_file};
+use super::lock::{FileLock, LockMode, OpenMode};
+use super::registry::Registry;
+use super::segment::remove_if_exists;
+use crate::config::MAX_DEVICES;
+use crate::error::EmuError;
+
+/// What a [`gc`] run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// Objects examined in phase 1.
+    pub objects_scanned: usize,
+    /// Dead holder processes removed from objects.
+    pub holders_reclaimed: usize,
+    /// Objects freed because no live holder was left.
+    pub objects_freed: usize,
+    /// Leftover files of half-created or half-freed objects removed.
+    pub orphan_files_removed: usize,
+    /// Whether the per-device usage in the ledger had drifted and was corrected.
+    pub usage_corrected: bool,
+    /// Objects whose metadata could not be read, with the reason (left in place).
+    pub unreadable: Vec<(ObjectId, String)>,
+}
+
+impl fmt::Display for GcReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "scanned {} object(s): reclaimed {} dead holder(s), freed {} object(s), \
+             removed {} orphan file(s){}",
+            self.objects_scanned,
+            self.holders_reclaimed,
+            self.objects_freed,
+            self.orphan_files_removed,
+            if self.usage_corrected {
+                ", corrected device usage"
+            } else {
+                ""
+            }
+        )?;
+        for (id, why) in &self.unreadable {
+            write!(f, "; unreadable {id}: {why}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Reclaims dead holders and frees unheld objects in the whole state directory of
+/// `registry`, then repairs leftovers of killed processes (see the module docs). Safe to
+/// run concurrently with other processes using the directory, and with another `gc`.
+pub fn gc(registry: &Registry) -> Result<GcReport, EmuError> {
+    let mut report = GcReport::default();
+    let salt = registry.ledger().salt();
+
+    // Phase 1: touch every object.
+    for (id, roles) in scan(registry)? {
+        if id.salt() != salt || !roles.contains(&ObjectFile::Meta) {
+            continue;
+        }
+        report.objects_scanned += 1;
+        match registry.touch(id) {
+            Ok(t) => {
+                report.holders_reclaimed += t.reclaimed;
+                report.objects_freed += usize::from(t.freed);
+            }
+            // Freed by someone else since the scan.
+            Err(EmuError::NoSuchObject { .. }) => {}
+            Err(EmuError::Corrupt { reason, .. }) => report.unreadable.push((id, reason)),
+            Err(e) => return Err(e),
+        }
+    }
+
+    // Phase 2: leftovers and usage, with creation and freeing excluded.
+    let mut ledger = registry.ledger().lock()?;
+    let dir = registry.dir();
+    let mut used = [0u64; MAX_DEVICES as usize];
+    let mut usage_known = true;
+    for (id, roles) in scan(registry)? {
+        if id.salt() != salt {
+            continue;
+        }
+        if !roles.contains(&ObjectFile::Meta) {
+            for role in roles {
+                if remove_if_exists(dir.join(&role.name(id)))? {
+                    report.orphan_files_removed += 1;
+                }
+            }
+            continue;
+        }
+        if roles.contains(&ObjectFile::MetaTmp) {
+            // Stale unless a process is updating the object right now (holding its lock).
+            let lock_path = dir.join(&ObjectFile::Lock.name(id));
+            if let Ok(Some(_idle)) =
+                FileLock::try_open(&lock_path, OpenMode::Existing, LockMode::Exclusive)
+            {
+                // Removed while holding the object lock, so no writer can start meanwhile.
+                if remove_if_exists(dir.join(&ObjectFile::MetaTmp.name(id)))? {
+                    report.orphan_files_removed += 1;
+                }
+            }
+        }
+        match registry.read_meta(id) {
+            Ok(meta) => {
+                let info = meta.info();
+                if let Some(slot) = used.get_mut(info.device as usize) {
+                    *slot = slot.saturating_add(info.charged);
+                }
+            }
+            Err(EmuError::NoSuchObject { .. }) => {}
+            Err(EmuError::Corrupt { reason, .. }) => {
+                usage_known = false;
+                if !report.unreadable.iter().any(|(u, _)| *u == id) {
+                    report.unreadable.push((id, reason));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if usage_known && ledger.data().used != used {
+        ledger.set_used(used);
+        ledger.commit()?;
+        report.usage_corrected = true;
+    }
+    Ok(report)
+}
+
+/// The emulator's per-object files in the directory, grouped by id.
+fn scan(registry: &Registry) -> Result<BTreeMap<ObjectId, Vec<ObjectFile>>, EmuError> {
+    let mut by_id: BTreeMap<ObjectId, Vec<ObjectFile>> = BTreeMap::new();
+    for name in registry.dir().entry_names()? {
+        if let Some((id, role)) = parse_object_file(&name) {
+            by_id.entry(id).or_default().push(role);
+        }
+    }
+    Ok(by_id)
+}

@@ -1,0 +1,228 @@
+//! Emulated device memory: `<id>.seg` files in the state directory, mapped `MAP_SHARED`.
+//!
+//! A [`Segment`] is the open backing file of one object; [`Segment::map`] gives a
+//! [`SharedMapping`] whose host address is what the surfaces hand out as the "device
+//! pointer". Every process that maps the same segment sees the same bytes, which is how an
+//! importer reads what the exporter wrote. For the VMM APIs, [`Segment::map_into`] places
+//! the file at a fixed offset of an address [`Reservation`].
+//!
+//! Segments are created only by the registry (`Registry::create`), which charges device
+//! memory and writes the metadata in the same critical section, and unlinked only when the
+//! object is freed. Existing mappings stay valid after the unlink (the kernel keeps the
+//! file until the last mapping goes), so a process that still maps freed memory reads
+//! stale bytes instead of faulting. Segment files are never shrunk.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU32;
+
+use super::dir::EmuDir;
+use super::ids::ObjectId;
+use super::layout::ObjectFile;
+use crate::error::EmuError;
+use crate::sys::{self, MappedRegion};
+
+pub use crate::sys::Reservation;
+
+/// The open backing file of an object's data.
+#[derive(Debug)]
+pub struct Segment {
+    id: ObjectId,
+    file: File,
+    len: usize,
+    path: PathBuf,
+}
+
+impl Segment {
+    /// Creates `<id>.seg` of `len` bytes, zero-filled, with its backing store allocated.
+    /// Fails if it already exists. Only the registry calls this.
+    pub(crate) fn create(dir: &EmuDir, id: ObjectId, len: usize) -> Result<Segment, EmuError> {
+        if len == 0 {
+            return Err(EmuError::InvalidArgument("segment length 0".into()));
+        }
+        let path = dir.join(&ObjectFile::Segment.name(id));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| EmuError::io("create", &path, e))?;
+        if let Err(e) = sys::fallocate(&file, len as u64) {
+            let _ = std::fs::remove_file(&path);
+            return Err(match e.raw_os_error() {
+                Some(libc::ENOSPC) | Some(libc::EFBIG) => EmuError::HostOutOfMemory {
+                    requested: len as u64,
+                    source: e,
+                },
+                _ => EmuError::io("fallocate", &path, e),
+            });
+        }
+        Ok(Segment {
+            id,
+            file,
+            len,
+            path,
+        })
+    }
+
+    /// Opens the existing segment of object `id`. A missing file is
+    /// [`EmuError::NoSuchObject`] (the object was freed).
+    pub fn open(dir: &EmuDir, id: ObjectId) -> Result<Segment, EmuError> {
+        let path = dir.join(&ObjectFile::Segment.name(id));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound => EmuError::NoSuchObject { id, foreign: false },
+                _ => EmuError::io("open", &path, e),
+            })?;
+        let len = file
+            .metadata()
+            .map_err(|e| EmuError::io("fstat", &path, e))?
+            .len();
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|l| *l > 0)
+            .ok_or_else(|| EmuError::Corrupt {
+                path: path.clone(),
+                reason: format!("segment length {len}"),
+            })?;
+        Ok(Segment {
+            id,
+            file,
+            len,
+            path,
+        })
+    }
+
+    /// The object this segment belongs to.
+    pub fn id(&self) -> ObjectId {
+        self.id
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always `false`: empty segments are never created.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Maps the whole segment read-write, shared, at an address the kernel picks.
+    pub fn map(&self) -> Result<SharedMapping, EmuError> {
+        let region = MappedRegion::map_file(&self.file, self.len)
+            .map_err(|e| EmuError::io("mmap", &self.path, e))?;
+        Ok(SharedMapping {
+            id: self.id,
+            region,
+        })
+    }
+
+    /// Maps the whole segment at `reservation.base() + offset` (page aligned, inside the
+    /// reservation), replacing what was mapped there. Undo with
+    /// [`Reservation::unmap`]`(offset, segment.len())`.
+    pub fn map_into(&self, reservation: &Reservation, offset: usize) -> Result<usize, EmuError> {
+        reservation
+            .map_file(offset, &self.file, self.len)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::InvalidInput => EmuError::InvalidArgument(format!(
+                    "cannot map {} bytes at offset {offset:#x} of a {:#x}-byte reservation",
+                    self.len,
+                    reservation.len()
+                )),
+                _ => EmuError::io("mmap", &self.path, e),
+            })?;
+        Ok(reservation.base() + offset)
+    }
+
+    /// Removes `<id>.seg`; `Ok(false)` if it was already gone. Only the registry calls
+    /// this, when the object is freed.
+    pub(crate) fn unlink(dir: &EmuDir, id: ObjectId) -> Result<bool, EmuError> {
+        remove_if_exists(dir.join(&ObjectFile::Segment.name(id)))
+    }
+}
+
+/// Removes a file, treating "already gone" as `Ok(false)`.
+pub(crate) fn remove_if_exists(path: PathBuf) -> Result<bool, EmuError> {
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(EmuError::io("unlink", path, e)),
+    }
+}
+
+/// A live mapping of a segment in this process; unmapped on drop.
+///
+/// The bytes are shared with other processes, so they are copied in and out rather than
+/// borrowed; 32-bit words for synchronisation are available as atomics.
+#[derive(Debug)]
+pub struct SharedMapping {
+    id: ObjectId,
+    region: MappedRegion,
+}
+
+impl SharedMapping {
+    /// The object this mapping shows.
+    pub fn id(&self) -> ObjectId {
+        self.id
+    }
+
+    /// The host address of byte 0: the emulated device pointer.
+    pub fn addr(&self) -> usize {
+        self.region.addr()
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.region.len()
+    }
+
+    /// Always `false`: empty segments are never created.
+    pub fn is_empty(&self) -> bool {
+        self.region.is_empty()
+    }
+
+    /// Copies bytes at `offset` into `dst`.
+    pub fn read_at(&self, offset: usize, dst: &mut [u8]) -> Result<(), EmuError> {
+        self.region
+            .read_at(offset, dst)
+            .then_some(())
+            .ok_or_else(|| self.out_of_range(offset, dst.len()))
+    }
+
+    /// Copies `src` to `offset`.
+    pub fn write_at(&self, offset: usize, src: &[u8]) -> Result<(), EmuError> {
+        self.region
+            .write_at(offset, src)
+            .then_some(())
+            .ok_or_else(|| self.out_of_range(offset, src.len()))
+    }
+
+    /// The 32-bit word at `offset` (4-byte aligned) as an atomic shared with every process
+    /// mapping this segment: the futex word of [`crate::state::futex`].
+    pub fn word(&self, offset: usize) -> Result<&AtomicU32, EmuError> {
+        self.region.atomic_u32(offset).ok_or_else(|| {
+            EmuError::InvalidArgument(format!(
+                "word offset {offset} is misaligned or outside the {}-byte segment {}",
+                self.len(),
+                self.id
+            ))
+        })
+    }
+
+    fn out_of_range(&self, offset: usize, len: usize) -> EmuError {
+        EmuError::InvalidArgument(format!(
+            "range {offset:#x}+{len:#x} is outside the {:#x}-byte segment {}",
+            self.len(),
+            self.id
+        ))
+    }
+}
