@@ -62,7 +62,12 @@ fn skip(reason: &str) {
     if std::env::var_os("DEVIPC_NO_SKIP").is_some_and(|v| v == "1") {
         panic!("DEVIPC_NO_SKIP=1 but the test cannot run: {reason}");
     }
-    eprintln!("\n*** SKIPPED: {reason} ***\n");
+    // Written to the real stderr, past libtest's output capture, so a skip is seen
+    // even when the test passes.
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("\n*** SKIPPED: {reason} ***\n\n").as_bytes(),
+    );
 }
 
 fn scratch_dir() -> PathBuf {
