@@ -274,6 +274,11 @@ struct Report {
     mismatches: Vec<String>,
     /// Declarations the header does not have.
     absent: Vec<String>,
+    /// Constants that are devipc's own names, not the headers'.
+    devipc_only: Vec<String>,
+    /// Functions whose parameter names differ from the header's (not an ABI matter, but
+    /// the list promises the header's names).
+    param_names: Vec<String>,
     /// Functions the header declares.
     present_functions: BTreeSet<String>,
     /// Structs the header declares.
@@ -307,6 +312,44 @@ impl Preprocessed {
         word_positions(&self.code, name)
             .any(|i| self.code[i + name.len()..].trim_start().starts_with('('))
     }
+    /// The parameter names of the header's declaration of `name` (empty for `()` and
+    /// `(void)`).
+    fn param_names_of(&self, name: &str) -> Option<Vec<String>> {
+        let decl = self.declaration_of(name)?;
+        let open = word_positions(&decl, name).next()? + name.len();
+        let open = open + decl[open..].find('(')?;
+        let mut depth = 0usize;
+        let mut close = None;
+        for (i, ch) in decl[open..].char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(open + i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let inner = decl[open + 1..close?].trim();
+        if inner.is_empty() || inner == "void" {
+            return Some(Vec::new());
+        }
+        let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        Some(
+            inner
+                .split(',')
+                .map(|param| {
+                    let param = param.split('[').next().unwrap_or(param).trim_end();
+                    let start = param.rfind(|c: char| !is_ident(c)).map_or(0, |i| i + 1);
+                    param[start..].to_owned()
+                })
+                .collect(),
+        )
+    }
+
     /// The header's declaration of `name`, whitespace collapsed, for messages.
     fn declaration_of(&self, name: &str) -> Option<String> {
         let i = word_positions(&self.code, name)
@@ -402,6 +445,16 @@ fn generate(decls: &Decls, headers: &Headers, pre: &Preprocessed, report: &mut R
             continue;
         }
         report.present_functions.insert(f.name.to_owned());
+        let ours: Vec<&str> = f.params.iter().map(|p| p.name).collect();
+        match pre.param_names_of(f.name) {
+            Some(theirs) if theirs == ours => {}
+            theirs => report.param_names.push(format!(
+                "fn {}: Rust names ({}), header names ({})",
+                f.name,
+                ours.join(", "),
+                theirs.map(|t| t.join(", ")).unwrap_or_else(|| "?".into())
+            )),
+        }
         let ptr = f
             .c_fn_ptr_type()
             .unwrap_or_else(|e| panic!("{}: {e}", f.name));
@@ -491,10 +544,7 @@ fn generate(decls: &Decls, headers: &Headers, pre: &Preprocessed, report: &mut R
     for c in &decls.constants {
         let present = match c.kind {
             ConstKind::Devipc => {
-                absent.push(format!(
-                    "constant {} = {} is devipc's own name (not in the headers), not checked",
-                    c.name, c.value
-                ));
+                report.devipc_only.push(format!("{} = {}", c.name, c.value));
                 continue;
             }
             // Older headers declare the runtime codes as `static const int32_t` rather
@@ -594,7 +644,7 @@ fn print_report(what: &str, report: &Report) {
     let (constants, others): (Vec<&String>, Vec<&String>) = report
         .absent
         .iter()
-        .partition(|a| a.starts_with("constant ") && !a.contains("devipc's own"));
+        .partition(|a| a.starts_with("constant "));
     for a in others {
         eprintln!("  note: not checked, absent from the header: {a}");
     }
@@ -608,6 +658,12 @@ fn print_report(what: &str, report: &Report) {
             names.len(),
             names.join(", ")
         );
+    }
+    for d in &report.devipc_only {
+        eprintln!("  note: devipc's own constant, not in the headers, not checked: {d}");
+    }
+    for p in &report.param_names {
+        eprintln!("  PARAMETER NAMES: {p}");
     }
     for m in &report.mismatches {
         eprintln!("  MISMATCH: {m}");
@@ -623,6 +679,11 @@ fn check_crate_against(what: &str, root: &Path, cxx: &str, scratch: &Path) -> Re
         "{} declaration(s) of devipc-ascend-sys disagree with {what}:\n{}",
         report.mismatches.len(),
         report.mismatches.join("\n")
+    );
+    assert!(
+        report.param_names.is_empty(),
+        "parameter names differ from {what}:\n{}",
+        report.param_names.join("\n")
     );
     for name in AclApi::REQUIRED_SYMBOLS {
         assert!(
@@ -681,6 +742,12 @@ const WRONG_NOTIFY_KEY_PARAMS: &[ParamDecl] = &[
         rust_type: "u32",
     },
 ];
+
+const RENAMED_FREE_PHYSICAL_PARAMS: &[ParamDecl] = &[ParamDecl {
+    // The header calls it `handle`.
+    name: "memHandle",
+    rust_type: "aclrtDrvMemHandle",
+}];
 
 /// The crate's records with one error of each kind planted; returns the names of the
 /// planted errors, each of which must appear in a mismatch message.
@@ -958,6 +1025,7 @@ aclError aclrtNotifyGetExportKey(aclrtNotify notify, char *key, size_t len, uint
     let good = pick(&names);
     let report = check(&good, &headers, &cxx, &dir.join("good"));
     assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
+    assert!(report.param_names.is_empty(), "{:?}", report.param_names);
     assert!(report.assertions > 15, "{}", report.assertions);
     assert_eq!(
         report.absent,
@@ -971,6 +1039,9 @@ aclError aclrtNotifyGetExportKey(aclrtNotify notify, char *key, size_t len, uint
     for f in &mut bad.functions {
         if f.name == "aclrtNotifyGetExportKey" {
             f.params = WRONG_NOTIFY_KEY_PARAMS;
+        }
+        if f.name == "aclrtFreePhysical" {
+            f.params = RENAMED_FREE_PHYSICAL_PARAMS;
         }
     }
     for c in &mut bad.constants {
@@ -1004,4 +1075,9 @@ aclError aclrtNotifyGetExportKey(aclrtNotify notify, char *key, size_t len, uint
     let mut want: Vec<String> = expected.iter().map(|s| (*s).to_owned()).collect();
     want.sort();
     assert_eq!(got, want);
+    // A renamed parameter is not an ABI mismatch, but it is reported.
+    assert_eq!(
+        report.param_names,
+        ["fn aclrtFreePhysical: Rust names (memHandle), header names (handle)"]
+    );
 }
