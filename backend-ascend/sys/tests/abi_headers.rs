@@ -634,9 +634,12 @@ fn check(decls: &Decls, headers: &Headers, cxx: &str, scratch: &Path) -> Report 
     report
 }
 
+/// Prints the outcome. The summary goes to the real stderr, past libtest's capture, so
+/// the notes about an older header are seen on every run; the full list of absent
+/// constants only with `--nocapture`.
 fn print_report(what: &str, report: &Report) {
-    eprintln!(
-        "ABI check against {what}: {} assertions, {} mismatches, {} not in the header",
+    let mut out = format!(
+        "ABI check against {what}: {} assertions, {} mismatches, {} declarations not in the header\n",
         report.assertions,
         report.mismatches.len(),
         report.absent.len()
@@ -646,28 +649,38 @@ fn print_report(what: &str, report: &Report) {
         .iter()
         .partition(|a| a.starts_with("constant "));
     for a in others {
-        eprintln!("  note: not checked, absent from the header: {a}");
+        out += &format!("  note: not checked, absent from the header: {a}\n");
     }
-    if !constants.is_empty() {
-        let names: Vec<&str> = constants
-            .iter()
-            .filter_map(|a| a.strip_prefix("constant ")?.split(' ').next())
-            .collect();
-        eprintln!(
-            "  note: not checked, {} constants absent from the header: {}",
-            names.len(),
-            names.join(", ")
-        );
+    let names: Vec<&str> = constants
+        .iter()
+        .filter_map(|a| a.strip_prefix("constant ")?.split(' ').next())
+        .collect();
+    match names.len() {
+        0 => {}
+        1..=10 => {
+            out += &format!(
+                "  note: not checked, constants absent from the header: {}\n",
+                names.join(", ")
+            );
+        }
+        n => {
+            out += &format!(
+                "  note: not checked, {n} constants absent from the header, e.g. {} (all: --nocapture)\n",
+                names[..5].join(", ")
+            );
+            eprintln!("  constants absent from {what}: {}", names.join(", "));
+        }
     }
     for d in &report.devipc_only {
-        eprintln!("  note: devipc's own constant, not in the headers, not checked: {d}");
+        out += &format!("  note: devipc's own constant, not in the headers, not checked: {d}\n");
     }
     for p in &report.param_names {
-        eprintln!("  PARAMETER NAMES: {p}");
+        out += &format!("  PARAMETER NAMES: {p}\n");
     }
     for m in &report.mismatches {
-        eprintln!("  MISMATCH: {m}");
+        out += &format!("  MISMATCH: {m}\n");
     }
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), out.as_bytes());
 }
 
 /// The full check of the crate against one header set, with the core-set requirements.
