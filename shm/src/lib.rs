@@ -1,0 +1,15 @@
+//! Host shared-memory primitives for devipc.
+//!
+//! Three parts of devipc coordinate processes through plain host memory: the emulator
+//! (its whole state directory), the HIP backend (the sequence word that turns a HIP IPC
+//! event into a blocking binary semaphore, DESIGN section 5.5) and the facade's crash-safe
+//! holder leases. They share these primitives:
+//!
+//! - [`sys`]: the only `unsafe` code: `mmap` of files (`MAP_SHARED`), address
+//!   reservations, `flock`, `futex`, `posix_fallocate`, `getrandom`, with safe types on top;
+//! - [`futex`]: waiting on and waking a 32-bit word across processes, and the
+//!   [`BinarySemaphore`](futex::BinarySemaphore) built on it.
+#![deny(unsafe_code)]
+
+pub mod futex;
+pub mod sys;

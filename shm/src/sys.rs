@@ -1,0 +1,547 @@
+//! Thin, safe wrappers over the few Linux system calls the emulator needs.
+//!
+//! This is the only module of the infrastructure that contains `unsafe` code (the crate
+//! denies `unsafe_code` everywhere else; the vendor C-ABI surfaces opt back in for their
+//! `extern "C"` entry points). Everything above it (`state::*`, `local`) works with safe
+//! types: [`MappedRegion`] (an owned `MAP_SHARED` mapping of a file), [`Reservation`] (an
+//! owned `PROT_NONE` address range that file mappings can be placed into), `flock`,
+//! `futex`, `posix_fallocate`, `getrandom` and friends. Errors are plain
+//! [`std::io::Error`]s; callers add the path or operation context.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+/// The effective user id of this process.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The size of a memory page in bytes (4096 on x86_64).
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions; a negative result means "unknown".
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size)
+        .ok()
+        .filter(|s| *s > 0)
+        .unwrap_or(4096)
+}
+
+/// Rounds `len` up to a multiple of the page size; `None` on overflow.
+pub fn page_round_up(len: usize) -> Option<usize> {
+    let page = page_size();
+    len.checked_add(page - 1).map(|l| l / page * page)
+}
+
+/// Whether a `flock` is shared (readers) or exclusive (one writer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlockMode {
+    /// `LOCK_SH`: any number of shared holders, no exclusive holder.
+    Shared,
+    /// `LOCK_EX`: a single holder.
+    Exclusive,
+}
+
+/// `flock(fd, LOCK_SH|LOCK_EX)`, retried on `EINTR`. With `block == false` it adds
+/// `LOCK_NB` and returns `Ok(false)` when another open file description holds the lock.
+pub fn flock(file: &File, mode: FlockMode, block: bool) -> io::Result<bool> {
+    let mut op = match mode {
+        FlockMode::Shared => libc::LOCK_SH,
+        FlockMode::Exclusive => libc::LOCK_EX,
+    };
+    if !block {
+        op |= libc::LOCK_NB;
+    }
+    loop {
+        // SAFETY: the fd is owned by `file` and open for the duration of the call; flock
+        // has no memory-safety preconditions.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) if !block => return Ok(false),
+            _ => return Err(err),
+        }
+    }
+}
+
+/// `flock(fd, LOCK_UN)`. Closing the last fd of the open file description also unlocks.
+pub fn funlock(file: &File) -> io::Result<()> {
+    // SAFETY: the fd is owned by `file`; flock has no memory-safety preconditions.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Allocates the backing store of `file` for `len` bytes (`posix_fallocate`), so that a
+/// full tmpfs reports `ENOSPC` here instead of `SIGBUS` on first touch of a mapping.
+pub fn fallocate(file: &File, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "length exceeds off_t"))?;
+    loop {
+        // SAFETY: the fd is owned by `file`; posix_fallocate has no memory-safety
+        // preconditions and returns an errno value instead of setting errno.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+        match rc {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            // Filesystems without fallocate support: fall back to a sparse file.
+            libc::EOPNOTSUPP => return file.set_len(len as u64),
+            e => return Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+/// Fills `buf` from the kernel's random source (`getrandom(2)`, blocking until seeded).
+pub fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let rest = &mut buf[filled..];
+        // SAFETY: the pointer and length describe the writable slice `rest`.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        filled += n as usize;
+    }
+    Ok(())
+}
+
+/// An owned read-write `MAP_SHARED` mapping of a file; unmapped on drop.
+///
+/// Other processes may map the same file and write it at any time, so the region is never
+/// exposed as a Rust slice: bytes go in and out through [`MappedRegion::read_at`] and
+/// [`MappedRegion::write_at`] (plain copies, the emulated device memory model: concurrent
+/// unsynchronised writers see torn data, as on a device), and 32-bit words used for
+/// cross-process synchronisation are exposed as [`AtomicU32`].
+#[derive(Debug)]
+pub struct MappedRegion {
+    addr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the region is plain shared memory owned by this value; it has no thread
+// affinity, and all access goes through raw copies or atomics.
+unsafe impl Send for MappedRegion {}
+// SAFETY: as above; `&MappedRegion` only offers raw copies and atomics.
+unsafe impl Sync for MappedRegion {}
+
+impl MappedRegion {
+    /// Maps the first `len` bytes of `file` read-write and shared, at an address the
+    /// kernel chooses. `len` must be non-zero; the file should be at least `len` long
+    /// (touching pages beyond its end raises `SIGBUS`, which is why segment files are
+    /// never shrunk).
+    pub fn map_file(file: &File, len: usize) -> io::Result<MappedRegion> {
+        if len == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "zero-length mapping",
+            ));
+        }
+        // SAFETY: a fresh mapping (addr = NULL, no MAP_FIXED) cannot alias any existing
+        // Rust object; the fd is valid for the duration of the call.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let addr = NonNull::new(addr.cast::<u8>())
+            .ok_or_else(|| io::Error::other("mmap returned a null address"))?;
+        Ok(MappedRegion { addr, len })
+    }
+
+    /// The host address of the first byte (the emulated "device pointer").
+    pub fn addr(&self) -> usize {
+        self.addr.as_ptr() as usize
+    }
+
+    /// The mapped length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always `false`: zero-length mappings are refused at creation.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether `offset..offset+len` lies inside the region.
+    fn contains(&self, offset: usize, len: usize) -> bool {
+        offset.checked_add(len).is_some_and(|end| end <= self.len)
+    }
+
+    /// Copies `dst.len()` bytes starting at `offset` out of the region. `false` (and no
+    /// copy) when the range does not fit.
+    pub fn read_at(&self, offset: usize, dst: &mut [u8]) -> bool {
+        if !self.contains(offset, dst.len()) {
+            return false;
+        }
+        // SAFETY: the source range is inside the live mapping (checked above) and `dst`
+        // is a distinct, writable Rust slice, so the ranges do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.addr.as_ptr().add(offset),
+                dst.as_mut_ptr(),
+                dst.len(),
+            );
+        }
+        true
+    }
+
+    /// Copies `src` into the region starting at `offset`. `false` (and no copy) when the
+    /// range does not fit.
+    pub fn write_at(&self, offset: usize, src: &[u8]) -> bool {
+        if !self.contains(offset, src.len()) {
+            return false;
+        }
+        // SAFETY: the destination range is inside the live, writable mapping (checked
+        // above); no Rust reference to mapping bytes exists except `AtomicU32`s, whose
+        // racing with a raw copy is the documented device-memory model.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.addr.as_ptr().add(offset), src.len());
+        }
+        true
+    }
+
+    /// The 32-bit word at `offset` as an atomic, for futex-based synchronisation across
+    /// processes. `None` when `offset` is not 4-byte aligned or out of range.
+    pub fn atomic_u32(&self, offset: usize) -> Option<&AtomicU32> {
+        if offset % 4 != 0 || !self.contains(offset, 4) {
+            return None;
+        }
+        // SAFETY: the word is inside the live mapping, 4-byte aligned (the mapping is
+        // page aligned), lives as long as `&self`, and AtomicU32 has the layout of u32;
+        // every process touches it only through atomic operations.
+        Some(unsafe { AtomicU32::from_ptr(self.addr.as_ptr().add(offset).cast::<u32>()) })
+    }
+}
+
+impl Drop for MappedRegion {
+    fn drop(&mut self) {
+        // SAFETY: addr/len describe a mapping this value created and exclusively owns;
+        // references handed out borrow `self`, so none outlive it.
+        unsafe {
+            libc::munmap(self.addr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// An owned range of reserved virtual addresses (`PROT_NONE`, no backing), into which
+/// whole files can be mapped at fixed offsets and unmapped again, as the VMM APIs
+/// (`aclrtReserveMemAddress` + `aclrtMapMem`, `hipMemAddressReserve` + `hipMemMap`) do.
+/// The whole range is released on drop.
+#[derive(Debug)]
+pub struct Reservation {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the reservation is an address range owned by this value, with no thread
+// affinity; it never hands out references into the range, only addresses.
+unsafe impl Send for Reservation {}
+// SAFETY: as above.
+unsafe impl Sync for Reservation {}
+
+impl Reservation {
+    /// Reserves `len` bytes (rounded up to whole pages) whose base is a multiple of
+    /// `align` (a power of two; 0 or anything below the page size means page aligned).
+    pub fn new(len: usize, align: usize) -> io::Result<Reservation> {
+        let invalid = |what| io::Error::new(io::ErrorKind::InvalidInput, what);
+        let page = page_size();
+        let len = page_round_up(len)
+            .filter(|l| *l > 0)
+            .ok_or_else(|| invalid("bad reservation length"))?;
+        let align = align.max(page);
+        if !align.is_power_of_two() {
+            return Err(invalid("alignment is not a power of two"));
+        }
+        let span = len
+            .checked_add(align - page)
+            .ok_or_else(|| invalid("reservation length overflows"))?;
+        // SAFETY: a fresh anonymous PROT_NONE mapping (no MAP_FIXED) aliases nothing.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                span,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let start = raw as usize;
+        let base = start.next_multiple_of(align);
+        let head = base - start;
+        let tail = span - head - len;
+        // SAFETY: both trimmed pieces lie inside the span mapped just above and not in
+        // [base, base+len), which is what we keep; nothing else refers to them.
+        unsafe {
+            if head > 0 {
+                libc::munmap(raw, head);
+            }
+            if tail > 0 {
+                libc::munmap((base + len) as *mut libc::c_void, tail);
+            }
+        }
+        let base = NonNull::new(base as *mut u8)
+            .ok_or_else(|| io::Error::other("mmap returned a null address"))?;
+        Ok(Reservation { base, len })
+    }
+
+    /// The first reserved address.
+    pub fn base(&self) -> usize {
+        self.base.as_ptr() as usize
+    }
+
+    /// The reserved length in bytes (a whole number of pages).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always `false`: empty reservations are refused at creation.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check_range(&self, offset: usize, len: usize) -> io::Result<()> {
+        let page = page_size();
+        let fits = offset.checked_add(len).is_some_and(|end| end <= self.len);
+        if len == 0 || offset % page != 0 || !fits {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "range is empty, not page aligned, or outside the reservation",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Maps the first `len` bytes of `file` read-write and shared at `base + offset`,
+    /// replacing whatever was mapped there inside this reservation. `offset` must be page
+    /// aligned and the range must lie inside the reservation.
+    pub fn map_file(&self, offset: usize, file: &File, len: usize) -> io::Result<()> {
+        self.check_range(offset, len)?;
+        let at = self.base() + offset;
+        // SAFETY: MAP_FIXED replaces pages only inside [base, base+len) of this
+        // reservation (checked above), which this value owns and never exposes as Rust
+        // references; the fd is valid for the call.
+        let addr = unsafe {
+            libc::mmap(
+                at as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Returns `offset..offset+len` of the reservation to the reserved (`PROT_NONE`)
+    /// state, dropping any file mapped there. Same range rules as [`Reservation::map_file`].
+    pub fn unmap(&self, offset: usize, len: usize) -> io::Result<()> {
+        self.check_range(offset, len)?;
+        let at = self.base() + offset;
+        // SAFETY: as in `map_file`: the replaced pages are inside this reservation, which
+        // hands out no references into itself.
+        let addr = unsafe {
+            libc::mmap(
+                at as *mut libc::c_void,
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        // SAFETY: base/len is the range this value owns (including any files mapped into
+        // it); no references into it exist.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// What a [`futex_wait`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FutexWait {
+    /// Woken by a `FUTEX_WAKE` (or spuriously): re-check the word.
+    Woken,
+    /// The word did not hold the expected value when the kernel checked it.
+    ValueChanged,
+    /// The timeout elapsed.
+    TimedOut,
+    /// Interrupted by a signal: re-check the word.
+    Interrupted,
+}
+
+/// `FUTEX_WAIT` (shared, not `_PRIVATE`, so it pairs with wakers in other processes that
+/// map the same file) on `word` while it holds `expected`, for at most `timeout` (`None`:
+/// no limit).
+pub fn futex_wait(
+    word: &AtomicU32,
+    expected: u32,
+    timeout: Option<Duration>,
+) -> io::Result<FutexWait> {
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a valid, aligned u32 for the call; `ts_ptr` is null or points to
+    // a timespec that outlives the call. FUTEX_WAIT only reads both.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            ts_ptr,
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+    if rc == 0 {
+        return Ok(FutexWait::Woken);
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EAGAIN) => Ok(FutexWait::ValueChanged),
+        Some(libc::ETIMEDOUT) => Ok(FutexWait::TimedOut),
+        Some(libc::EINTR) => Ok(FutexWait::Interrupted),
+        _ => Err(err),
+    }
+}
+
+/// `FUTEX_WAKE` (shared): wakes up to `count` waiters on `word` in any process; returns
+/// how many were woken.
+pub fn futex_wake(word: &AtomicU32, count: i32) -> io::Result<usize> {
+    // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE does not access memory through
+    // the remaining (ignored) arguments.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            count,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn temp_file(len: usize) -> File {
+        let path =
+            std::env::temp_dir().join(format!("devipc-emu-sys-{}-{}", std::process::id(), len));
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(&vec![0u8; len]).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        f
+    }
+
+    #[test]
+    fn region_bounds_are_checked() {
+        let f = temp_file(8192);
+        let r = MappedRegion::map_file(&f, 8192).unwrap();
+        assert!(r.write_at(8188, &[1, 2, 3, 4]));
+        assert!(!r.write_at(8189, &[1, 2, 3, 4]));
+        assert!(!r.write_at(usize::MAX, &[1]));
+        let mut b = [0u8; 4];
+        assert!(r.read_at(8188, &mut b));
+        assert_eq!(b, [1, 2, 3, 4]);
+        assert!(r.atomic_u32(8188).is_some());
+        assert!(r.atomic_u32(8190).is_none());
+        assert!(r.atomic_u32(8192).is_none());
+        assert!(MappedRegion::map_file(&f, 0).is_err());
+    }
+
+    #[test]
+    fn reservation_is_aligned_and_maps_files() {
+        let align = 2 << 20;
+        let res = Reservation::new(3 * page_size(), align).unwrap();
+        assert_eq!(res.base() % align, 0);
+        let f = temp_file(page_size());
+        let region = MappedRegion::map_file(&f, page_size()).unwrap();
+        res.map_file(page_size(), &f, page_size()).unwrap();
+        region.write_at(0, b"hello");
+        let at = (res.base() + page_size()) as *const u8;
+        // SAFETY: the page at `at` is mapped read-write to `f` until `unmap` below.
+        let first = unsafe { std::ptr::read_volatile(at) };
+        assert_eq!(first, b'h');
+        res.unmap(page_size(), page_size()).unwrap();
+        assert!(res.map_file(1, &f, page_size()).is_err());
+        assert!(res.map_file(3 * page_size(), &f, page_size()).is_err());
+        assert!(Reservation::new(page_size(), 3 * page_size()).is_err());
+    }
+
+    #[test]
+    fn futex_wait_times_out_and_detects_changed_value() {
+        let w = AtomicU32::new(5);
+        assert_eq!(
+            futex_wait(&w, 4, Some(Duration::from_millis(10))).unwrap(),
+            FutexWait::ValueChanged
+        );
+        assert_eq!(
+            futex_wait(&w, 5, Some(Duration::from_millis(10))).unwrap(),
+            FutexWait::TimedOut
+        );
+        assert_eq!(futex_wake(&w, 1).unwrap(), 0);
+    }
+}
