@@ -35,7 +35,7 @@ pub enum EmuError {
     },
 
     /// The state directory is unsafe to use.
-    #[error("refusing state directory {}: {problem}", path.display())]
+    #[error("refusing state directory {}: {problem} (set DEVIPC_EMU_DIR to a directory of your own)", path.display())]
     StateDir {
         /// The directory.
         path: PathBuf,

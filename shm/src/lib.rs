@@ -7,9 +7,11 @@
 //!
 //! - [`sys`]: the only `unsafe` code: `mmap` of files (`MAP_SHARED`), address
 //!   reservations, `flock`, `futex`, `posix_fallocate`, `getrandom`, with safe types on top;
+//! - [`private_dir`]: creating and validating a 0700 directory for such files;
 //! - [`futex`]: waiting on and waking a 32-bit word across processes, and the
 //!   [`BinarySemaphore`](futex::BinarySemaphore) built on it.
 #![deny(unsafe_code)]
 
 pub mod futex;
+pub mod private_dir;
 pub mod sys;

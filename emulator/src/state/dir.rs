@@ -9,109 +9,16 @@
 //! below it cannot be swapped by another user, and the directory itself sits in a sticky
 //! `/dev/shm` where others cannot rename it.
 //!
-//! The validation rule is the pure function [`check_dir_facts`], so the "owned by another
-//! uid" refusal is testable without `chown`.
+//! The validation (and the pure rule [`check_dir_facts`]) is `devipc-shm`'s
+//! [`private_dir`](devipc_shm::private_dir), shared with the HIP backend's signal words.
 
-use std::fmt;
 use std::fs;
-use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+pub use devipc_shm::private_dir::{DirFacts, DirProblem, check_dir_facts};
+use devipc_shm::private_dir::{PrivateDirError, open_private_dir};
+
 use crate::error::EmuError;
-
-/// The facts about a path that decide whether it is a usable state directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DirFacts {
-    /// `lstat` says symlink.
-    pub is_symlink: bool,
-    /// `lstat` says directory.
-    pub is_dir: bool,
-    /// Owner uid.
-    pub uid: u32,
-    /// Permission bits (`st_mode & 0o7777`).
-    pub mode: u32,
-}
-
-impl DirFacts {
-    /// The facts of `path` from `lstat` (symlinks are not followed).
-    pub fn of(path: &Path) -> io::Result<DirFacts> {
-        let m = fs::symlink_metadata(path)?;
-        Ok(DirFacts::from_metadata(&m))
-    }
-
-    /// The facts from already fetched (`lstat`) metadata.
-    pub fn from_metadata(m: &fs::Metadata) -> DirFacts {
-        DirFacts {
-            is_symlink: m.file_type().is_symlink(),
-            is_dir: m.file_type().is_dir(),
-            uid: m.uid(),
-            mode: m.mode() & 0o7777,
-        }
-    }
-}
-
-/// Why a state directory is refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DirProblem {
-    /// The path is a symbolic link.
-    Symlink,
-    /// The path exists but is not a directory.
-    NotDirectory,
-    /// The directory belongs to another user.
-    WrongOwner {
-        /// Its owner.
-        owner: u32,
-        /// Our effective uid.
-        expected: u32,
-    },
-    /// Group or others have some access.
-    TooPermissive {
-        /// Its permission bits.
-        mode: u32,
-    },
-}
-
-impl fmt::Display for DirProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DirProblem::Symlink => f.write_str("it is a symbolic link; use the real path"),
-            DirProblem::NotDirectory => f.write_str("it exists and is not a directory"),
-            DirProblem::WrongOwner { owner, expected } => write!(
-                f,
-                "it is owned by uid {owner}, not by this user (uid {expected}); \
-                 set DEVIPC_EMU_DIR to a directory of your own"
-            ),
-            DirProblem::TooPermissive { mode } => write!(
-                f,
-                "its mode {mode:04o} gives group/others access; run chmod 700 on it"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for DirProblem {}
-
-/// The validation rule: a real directory, owned by `expected_uid`, with no group/other
-/// permission bits.
-pub fn check_dir_facts(facts: &DirFacts, expected_uid: u32) -> Result<(), DirProblem> {
-    if facts.is_symlink {
-        return Err(DirProblem::Symlink);
-    }
-    if !facts.is_dir {
-        return Err(DirProblem::NotDirectory);
-    }
-    if facts.uid != expected_uid {
-        return Err(DirProblem::WrongOwner {
-            owner: facts.uid,
-            expected: expected_uid,
-        });
-    }
-    if facts.mode & 0o077 != 0 {
-        return Err(DirProblem::TooPermissive { mode: facts.mode });
-    }
-    Ok(())
-}
 
 /// A validated state directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,21 +30,13 @@ impl EmuDir {
     /// Opens the state directory at `path`, creating it (mode 0700) if missing, and
     /// validates it with [`check_dir_facts`] against the effective uid.
     pub fn open(path: impl AsRef<Path>) -> Result<EmuDir, EmuError> {
-        let path = std::path::absolute(path.as_ref())
-            .map_err(|e| EmuError::io("resolve", path.as_ref(), e))?;
-        match fs::symlink_metadata(&path) {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => create_private_dir(&path)?,
-            Err(e) => return Err(EmuError::io("stat", &path, e)),
-        }
-        let facts = DirFacts::of(&path).map_err(|e| EmuError::io("stat", &path, e))?;
-        check_dir_facts(&facts, crate::sys::effective_uid()).map_err(|problem| {
-            EmuError::StateDir {
-                path: path.clone(),
-                problem,
+        match open_private_dir(path.as_ref()) {
+            Ok(path) => Ok(EmuDir { path }),
+            Err(PrivateDirError::Refused { path, problem }) => {
+                Err(EmuError::StateDir { path, problem })
             }
-        })?;
-        Ok(EmuDir { path })
+            Err(PrivateDirError::Io { op, path, source }) => Err(EmuError::io(op, &path, source)),
+        }
     }
 
     /// The directory's absolute path.
@@ -169,24 +68,10 @@ impl EmuDir {
     }
 }
 
-fn create_private_dir(path: &Path) -> Result<(), EmuError> {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(|e| EmuError::io("create_dir_all", parent, e))?;
-    }
-    match fs::DirBuilder::new().mode(0o700).create(path) {
-        Ok(()) => {
-            // The umask may have cleared owner bits; set exactly 0700 on what we created.
-            fs::set_permissions(path, fs::Permissions::from_mode(0o700))
-                .map_err(|e| EmuError::io("chmod", path, e))
-        }
-        // Another process created it concurrently: validate what is there.
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(EmuError::io("mkdir", path, e)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
@@ -252,37 +137,18 @@ mod tests {
     }
 
     #[test]
-    fn refuses_other_owner() {
-        // chown needs privileges, so test the pure rule on fabricated facts.
-        let facts = DirFacts {
-            is_symlink: false,
-            is_dir: true,
-            uid: 4321,
-            mode: 0o700,
-        };
-        assert_eq!(
-            check_dir_facts(&facts, 1234),
-            Err(DirProblem::WrongOwner {
+    fn refusal_message_names_the_override() {
+        let err = EmuError::StateDir {
+            path: "/dev/shm/x".into(),
+            problem: DirProblem::WrongOwner {
                 owner: 4321,
-                expected: 1234
-            })
-        );
-        assert_eq!(check_dir_facts(&facts, 4321), Ok(()));
-        let msg = DirProblem::WrongOwner {
-            owner: 4321,
-            expected: 1234,
-        }
-        .to_string();
+                expected: 1234,
+            },
+        };
+        let msg = err.to_string();
         assert!(
             msg.contains("4321") && msg.contains("DEVIPC_EMU_DIR"),
             "{msg}"
         );
-        // Symlink is reported before anything else.
-        let link = DirFacts {
-            is_symlink: true,
-            is_dir: false,
-            ..facts
-        };
-        assert_eq!(check_dir_facts(&link, 1), Err(DirProblem::Symlink));
     }
 }
