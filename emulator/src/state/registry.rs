@@ -228,8 +228,20 @@ impl Registry {
     }
 
     /// Creates an object held once by the calling process. For `DeviceMemory` the size is
-    /// charged to the device first ([`EmuError::OutOfMemory`] when over the limit).
+    /// charged to the device first; when that would exceed the limit, a [`crate::gc`] runs
+    /// (memory of dead processes is released, as a driver does when a process exits) and
+    /// the charge is retried once before failing with [`EmuError::OutOfMemory`].
     pub fn create(&self, spec: NewObject) -> Result<Created, EmuError> {
+        match self.create_once(spec.clone()) {
+            Err(EmuError::OutOfMemory { .. }) => {
+                super::gc::gc(self)?;
+                self.create_once(spec)
+            }
+            other => other,
+        }
+    }
+
+    fn create_once(&self, spec: NewObject) -> Result<Created, EmuError> {
         let me = ProcessIdentity::current().map_err(|e| EmuError::sys("/proc/self/stat", e))?;
         self.check_device(spec.device)?;
         let (segment_len, charged) = match spec.backing {
