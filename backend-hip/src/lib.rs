@@ -1,108 +1,27 @@
-//! devipc backend for the HIP runtime (hipIpc memory handles, IPC events).
+//! devipc backend for AMD GPUs: [`DeviceIpc`](devipc_core::DeviceIpc) on the HIP runtime.
 //!
-//! This crate sits below the `devipc` facade and implements
-//! [`DeviceIpc`](devipc_core::DeviceIpc) on the vendor C ABI. Its implementation lands with
-//! the "HIP backend" issue; until then [`HipBackend`] is uninhabited: [`HipBackend::open`] reports
-//! [`Error::Unsupported`] and no value of the type can exist, so the trait methods below
-//! are statically unreachable rather than stubs.
+//! Sits below the `devipc` facade and above `devipc-hip-sys` (the `HipApi` function
+//! table, filled from a discovered `libamdhip64`, at link time, or from the devipc
+//! emulator). How the trait maps to HIP:
+//!
+//! | trait | HIP |
+//! |---|---|
+//! | allocate / free | `hipMalloc` / `hipFree` |
+//! | export, export_external | `hipIpcGetMemHandle` of the allocation's base (`hipMemGetAddressRange`); the token carries the offset |
+//! | grant | nothing: HIP has no access control (`Capabilities::access_control` is false) |
+//! | import / close | `hipIpcOpenMemHandle` with the runtime's `hipIpcMemLazyEnablePeerAccess` (0 on ROCm 5, 1 on 6+), plus the offset / `hipIpcCloseMemHandle` |
+//! | signals | interprocess event + a futex word in host shared memory (see [`signal`]) |
+//! | process_id | `getpid` |
+//!
+//! Every vendor call goes through one checked-call helper that builds
+//! [`Error::Vendor`](devipc_core::Error::Vendor) with `hipGetErrorName` and
+//! `hipGetErrorString`, and every call binds the needed device and restores the caller's.
 
-use std::ops::Range;
-use std::time::Duration;
+mod backend;
+mod call;
+mod device;
+mod memory;
+pub mod signal;
 
-use devipc_core::{
-    Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
-    Mapping, MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
-};
-
-/// The Hip backend. Uninhabited until its implementation lands (see the crate docs).
-#[derive(Debug)]
-pub enum HipBackend {}
-
-impl HipBackend {
-    /// Opens the backend. Always [`Error::Unsupported`] in this version.
-    pub fn open() -> Result<Self> {
-        Err(Error::unsupported(
-            BackendKind::Hip,
-            "devipc operations: this version of devipc-hip does not implement its backend yet",
-        ))
-    }
-}
-
-impl DeviceIpc for HipBackend {
-    fn info(&self) -> &BackendInfo {
-        match *self {}
-    }
-    fn device_count(&self) -> Result<u32> {
-        match *self {}
-    }
-    fn process_id(&self) -> Result<ProcessId> {
-        match *self {}
-    }
-    fn enable_peer_access(&self, _device: DeviceId, _peer: DeviceId) -> Result<()> {
-        match *self {}
-    }
-    fn allocate(&self, _device: DeviceId, _size: usize) -> Result<Allocation> {
-        match *self {}
-    }
-    fn free(&self, _alloc: Allocation) -> Result<()> {
-        match *self {}
-    }
-    fn export(
-        &self,
-        _alloc: &Allocation,
-        _range: Range<usize>,
-        _opts: ExportOptions,
-    ) -> Result<MemToken> {
-        match *self {}
-    }
-    fn export_external(
-        &self,
-        _device: DeviceId,
-        _ptr: DevicePtr,
-        _len: usize,
-        _opts: ExportOptions,
-    ) -> Result<MemToken> {
-        match *self {}
-    }
-    fn grant(&self, _token: &MemToken, _peers: &[ProcessId]) -> Result<()> {
-        match *self {}
-    }
-    fn import(&self, _token: &MemToken, _device: DeviceId) -> Result<Mapping> {
-        match *self {}
-    }
-    fn close(&self, _mapping: Mapping) -> Result<()> {
-        match *self {}
-    }
-    fn write(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
-        match *self {}
-    }
-    fn read(&self, _src: DevicePtr, _dst: &mut [u8]) -> Result<()> {
-        match *self {}
-    }
-    fn create_signal(&self, _device: DeviceId) -> Result<SignalHandle> {
-        match *self {}
-    }
-    fn export_signal(&self, _signal: &SignalHandle, _opts: ExportOptions) -> Result<SignalToken> {
-        match *self {}
-    }
-    fn grant_signal(&self, _token: &SignalToken, _peers: &[ProcessId]) -> Result<()> {
-        match *self {}
-    }
-    fn import_signal(&self, _token: &SignalToken, _device: DeviceId) -> Result<SignalHandle> {
-        match *self {}
-    }
-    fn notify(&self, _signal: &SignalHandle, _stream: RawStream) -> Result<()> {
-        match *self {}
-    }
-    fn wait(
-        &self,
-        _signal: &SignalHandle,
-        _stream: RawStream,
-        _timeout: Option<Duration>,
-    ) -> Result<()> {
-        match *self {}
-    }
-    fn destroy_signal(&self, _signal: SignalHandle) -> Result<()> {
-        match *self {}
-    }
-}
+pub use backend::HipBackend;
+pub use devipc_hip_sys as sys;

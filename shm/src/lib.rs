@@ -8,6 +8,7 @@
 //! - [`sys`]: the only `unsafe` code: `mmap` of files (`MAP_SHARED`), address
 //!   reservations, `flock`, `futex`, `posix_fallocate`, `getrandom`, with safe types on top;
 //! - [`private_dir`]: creating and validating a 0700 directory for such files;
+//! - [`word_file`]: a named page of such words that a token can point a peer at;
 //! - [`futex`]: waiting on and waking a 32-bit word across processes, and the
 //!   [`BinarySemaphore`](futex::BinarySemaphore) built on it.
 #![deny(unsafe_code)]
@@ -15,3 +16,4 @@
 pub mod futex;
 pub mod private_dir;
 pub mod sys;
+pub mod word_file;

@@ -1,0 +1,295 @@
+//! Device memory on HIP: `hipMalloc`, IPC memory handles, and host <-> device copies.
+//!
+//! Exports always name the base of the allocation (`hipIpcGetMemHandle` exports the whole
+//! allocation even for an interior pointer, and `hipIpcOpenMemHandle` returns its base,
+//! api-facts C.1), so the token carries the range's offset and the importer adds it.
+//! Tokens for different ranges of one allocation thus carry the same handle, and the
+//! facade's import cache can share one open between them.
+
+use std::ffi::c_void;
+use std::ops::Range;
+
+use devipc_core::token::MemTokenParts;
+use devipc_core::{
+    Allocation, DeviceId, DevicePtr, Error, ExportOptions, HandleId, Mapping, Mechanism, MemToken,
+    Result,
+};
+use devipc_hip_sys::{
+    HIP_IPC_HANDLE_SIZE, hipDeviceptr_t, hipErrorPeerAccessAlreadyEnabled, hipIpcMemHandle_t,
+    hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
+};
+
+use crate::backend::HipBackend;
+use crate::call::{check, hip};
+use crate::device::DeviceScope;
+
+/// What the backend keeps for an [`Allocation`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AllocRecord {
+    pub(crate) device: DeviceId,
+    pub(crate) ptr: u64,
+    pub(crate) size: usize,
+}
+
+/// What the backend keeps for a [`Mapping`]: the base `hipIpcOpenMemHandle` returned,
+/// which is what `hipIpcCloseMemHandle` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MappingRecord {
+    pub(crate) device: DeviceId,
+    pub(crate) base: u64,
+}
+
+fn as_ptr(addr: u64) -> *mut c_void {
+    addr as usize as *mut c_void
+}
+
+impl HipBackend {
+    pub(crate) fn allocate_memory(&self, device: DeviceId, size: usize) -> Result<Allocation> {
+        let dev = self.check_device(device)?;
+        if size == 0 {
+            return Err(Error::invalid_argument("cannot allocate 0 bytes"));
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `ptr` is a valid out-pointer; the size is non-zero.
+        unsafe { hip!(self.api, hipMalloc(&mut ptr, size)) }?;
+        let record = AllocRecord {
+            device,
+            ptr: ptr as usize as u64,
+            size,
+        };
+        let id = self.allocations.insert(record);
+        Ok(Allocation {
+            id,
+            device,
+            ptr: DevicePtr(record.ptr),
+            size,
+        })
+    }
+
+    pub(crate) fn free_memory(&self, alloc: Allocation) -> Result<()> {
+        self.allocation(&alloc)?;
+        let record = self.allocations.remove(alloc.id)?;
+        self.release_allocation(record)
+            .inspect_err(|_| self.allocations.restore(alloc.id, record))
+    }
+
+    /// `hipFree` for a record already taken out of the table.
+    pub(crate) fn release_allocation(&self, record: AllocRecord) -> Result<()> {
+        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+        // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
+        // record was taken out of the table by the caller.
+        unsafe { hip!(self.api, hipFree(as_ptr(record.ptr))) }
+    }
+
+    /// The record behind `alloc`, checked against what the caller holds.
+    fn allocation(&self, alloc: &Allocation) -> Result<AllocRecord> {
+        let record = self.allocations.get(alloc.id)?;
+        if record.ptr != alloc.ptr.0 || record.size != alloc.size || record.device != alloc.device {
+            return Err(Error::invalid_argument(format!(
+                "allocation {} does not match the backend's record (pointer, size or device changed)",
+                alloc.id
+            )));
+        }
+        Ok(record)
+    }
+
+    pub(crate) fn export_allocation(
+        &self,
+        alloc: &Allocation,
+        range: Range<usize>,
+        _opts: ExportOptions,
+    ) -> Result<MemToken> {
+        let record = self.allocation(alloc)?;
+        check_range(&range, record.size)?;
+        let handle = self.ipc_handle(record.device, record.ptr)?;
+        self.mem_token(record.device, handle, record.size, range, alloc.id)
+    }
+
+    pub(crate) fn export_external_memory(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        _opts: ExportOptions,
+    ) -> Result<MemToken> {
+        let dev = self.check_device(device)?;
+        if ptr.is_null() || len == 0 {
+            return Err(Error::invalid_argument(
+                "external export needs a non-null pointer and a non-zero length",
+            ));
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let mut base: hipDeviceptr_t = std::ptr::null_mut();
+        let mut size: usize = 0;
+        // SAFETY: both out-pointers are valid (ROCm writes them without NULL checks).
+        unsafe {
+            hip!(
+                self.api,
+                hipMemGetAddressRange(&mut base, &mut size, as_ptr(ptr.0))
+            )
+        }?;
+        let offset = ptr
+            .0
+            .checked_sub(base as usize as u64)
+            .and_then(|o| usize::try_from(o).ok())
+            .ok_or_else(|| {
+                Error::invalid_argument("pointer lies outside the allocation the runtime reported")
+            })?;
+        let range = offset..offset.saturating_add(len);
+        check_range(&range, size)?;
+        let handle = self.ipc_handle(device, base as usize as u64)?;
+        // Memory devipc did not allocate has no generation of its own.
+        self.mem_token(device, handle, size, range, HandleId(0))
+    }
+
+    fn ipc_handle(&self, device: DeviceId, base: u64) -> Result<hipIpcMemHandle_t> {
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        let mut handle = hipIpcMemHandle_t::zeroed();
+        // SAFETY: `handle` is a valid out-pointer to a 64-byte handle; `base` is device memory.
+        unsafe { hip!(self.api, hipIpcGetMemHandle(&mut handle, as_ptr(base))) }?;
+        Ok(handle)
+    }
+
+    fn mem_token(
+        &self,
+        device: DeviceId,
+        handle: hipIpcMemHandle_t,
+        object_size: usize,
+        range: Range<usize>,
+        generation: HandleId,
+    ) -> Result<MemToken> {
+        MemToken::new(MemTokenParts {
+            mechanism: Mechanism::HipIpcMem,
+            emulated: self.info.source.is_emulated(),
+            device,
+            origin: self.origin,
+            generation: generation.0,
+            object_size: object_size as u64,
+            offset: range.start as u64,
+            len: (range.end - range.start) as u64,
+            payload: handle.to_bytes().to_vec(),
+        })
+    }
+
+    pub(crate) fn import_memory(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)?;
+        let dev = self.check_device(device)?;
+        self.check_device(token.device())?;
+        let bytes: [u8; HIP_IPC_HANDLE_SIZE] = token.payload().try_into().map_err(|_| {
+            Error::invalid_token(format!(
+                "a hip-ipc-mem payload is {HIP_IPC_HANDLE_SIZE} bytes"
+            ))
+        })?;
+        let offset = usize::try_from(token.offset())
+            .map_err(|_| Error::invalid_token("offset does not fit this platform"))?;
+        let len = usize::try_from(token.len())
+            .map_err(|_| Error::invalid_token("length does not fit this platform"))?;
+        if device != token.device() {
+            // Runtimes before the lazy flag took effect (rocm-systems PR #817) need peer
+            // access enabled explicitly for a cross-device open.
+            self.enable_peer(device, token.device())?;
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let mut base: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `base` is a valid out-pointer; the handle is passed by value.
+        unsafe {
+            hip!(
+                self.api,
+                hipIpcOpenMemHandle(
+                    &mut base,
+                    hipIpcMemHandle_t::from_bytes(bytes),
+                    self.lazy_peer_flag
+                )
+            )
+        }?;
+        let record = MappingRecord {
+            device,
+            base: base as usize as u64,
+        };
+        let id = self.mappings.insert(record);
+        Ok(Mapping {
+            id,
+            device,
+            ptr: DevicePtr(record.base).offset(offset)?,
+            len,
+        })
+    }
+
+    pub(crate) fn close_mapping(&self, mapping: Mapping) -> Result<()> {
+        let record = self.mappings.remove(mapping.id)?;
+        self.release_mapping(record)
+            .inspect_err(|_| self.mappings.restore(mapping.id, record))
+    }
+
+    /// `hipIpcCloseMemHandle` for a record already taken out of the table.
+    pub(crate) fn release_mapping(&self, record: MappingRecord) -> Result<()> {
+        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+        // SAFETY: `base` came from hipIpcOpenMemHandle and is closed once: its record was
+        // taken out of the table by the caller.
+        unsafe { hip!(self.api, hipIpcCloseMemHandle(as_ptr(record.base))) }
+    }
+
+    pub(crate) fn enable_peer(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
+        let dev = self.check_device(device)?;
+        let peer_dev = self.check_device(peer)?;
+        if device == peer {
+            return Ok(());
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        // SAFETY: plain value arguments; flags must be 0.
+        let code = unsafe { (self.api.hipDeviceEnablePeerAccess)(peer_dev, 0) };
+        if code == hipErrorPeerAccessAlreadyEnabled {
+            return Ok(());
+        }
+        check(&self.api, "hipDeviceEnablePeerAccess", code)
+    }
+
+    pub(crate) fn write_memory(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `src` is a live host slice of `src.len()` bytes; the runtime checks `dst`.
+        unsafe {
+            hip!(
+                self.api,
+                hipMemcpy(
+                    as_ptr(dst.0),
+                    src.as_ptr().cast(),
+                    src.len(),
+                    hipMemcpyHostToDevice
+                )
+            )
+        }
+    }
+
+    pub(crate) fn read_memory(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `dst` is a live, exclusively borrowed host slice of `dst.len()` bytes; the
+        // runtime checks `src`.
+        unsafe {
+            hip!(
+                self.api,
+                hipMemcpy(
+                    dst.as_mut_ptr().cast(),
+                    as_ptr(src.0),
+                    dst.len(),
+                    hipMemcpyDeviceToHost
+                )
+            )
+        }
+    }
+}
+
+/// A non-empty range inside `size` bytes.
+fn check_range(range: &Range<usize>, size: usize) -> Result<()> {
+    if range.start >= range.end || range.end > size {
+        return Err(Error::invalid_argument(format!(
+            "range {}..{} is empty or outside the {size}-byte allocation",
+            range.start, range.end
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,265 @@
+//! Signals on HIP: an interprocess event plus a sequence word in host shared memory.
+//!
+//! devipc promises that a signal is a binary semaphore (DESIGN section 5.5): `notify`
+//! once, the peer's `wait` returns once and resets. A HIP event alone cannot do that: an
+//! event never recorded returns at once from `hipEventSynchronize`. So each signal pairs
+//!
+//! - an event created with `hipEventInterprocess | hipEventDisableTiming` and shared with
+//!   `hipIpcGetEventHandle` / `hipIpcOpenEventHandle`: it orders the device work, and
+//! - a [`WordFile`] in devipc's runtime directory (`DEVIPC_RUNTIME_DIR`, default
+//!   `/dev/shm/devipc-$UID`, mode 0700): its word 0 is a futex binary semaphore.
+//!
+//! `notify(stream)` records the event on `stream`, then sets the word and wakes the
+//! waiters. `wait(stream)` blocks the thread until the word is set, resets it, then makes
+//! `stream` wait for the event (`hipStreamWaitEvent`), so the waiter's later work is
+//! ordered after the notifier's earlier work without a host synchronisation.
+//!
+//! The token payload is the 64-byte event handle followed by the word file's 32-byte
+//! name. The creator unlinks the word file when it destroys the signal; a creator that
+//! crashes leaves one page-sized file behind in the runtime directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use devipc_core::token::SignalTokenParts;
+use devipc_core::{
+    DeviceId, Error, ExportOptions, Mechanism, RawStream, Result, SignalHandle, SignalToken,
+};
+use devipc_hip_sys::{
+    HIP_IPC_HANDLE_SIZE, hipEvent_t, hipEventDisableTiming, hipEventInterprocess,
+    hipIpcEventHandle_t,
+};
+use devipc_shm::futex::{BinarySemaphore, WaitError};
+use devipc_shm::private_dir::open_private_dir;
+use devipc_shm::word_file::{NAME_LEN, WordFile};
+
+use crate::backend::HipBackend;
+use crate::call::hip;
+use crate::device::DeviceScope;
+
+/// Environment variable naming devipc's runtime directory for host shared state.
+pub const RUNTIME_DIR_ENV: &str = "DEVIPC_RUNTIME_DIR";
+
+/// What the backend keeps for a [`SignalHandle`].
+#[derive(Debug)]
+pub(crate) struct SignalRecord {
+    device: DeviceId,
+    /// The `hipEvent_t`, as an address.
+    event: usize,
+    word: Arc<WordFile>,
+    /// Created here (unlinks the word file on destroy) rather than imported.
+    created: bool,
+}
+
+/// devipc's runtime directory: `DEVIPC_RUNTIME_DIR`, else `/dev/shm/devipc-$UID`.
+pub fn runtime_dir() -> Result<PathBuf> {
+    let path = match std::env::var_os(RUNTIME_DIR_ENV) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(format!(
+            "/dev/shm/devipc-{}",
+            devipc_shm::sys::effective_uid()
+        )),
+    };
+    open_private_dir(&path).map_err(|e| {
+        Error::io(
+            format!("devipc runtime directory (set {RUNTIME_DIR_ENV})"),
+            std::io::Error::other(e),
+        )
+    })
+}
+
+fn event_ptr(record_event: usize) -> hipEvent_t {
+    record_event as hipEvent_t
+}
+
+impl HipBackend {
+    pub(crate) fn create_signal_impl(&self, device: DeviceId) -> Result<SignalHandle> {
+        let dev = self.check_device(device)?;
+        let dir = runtime_dir()?;
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let mut event: hipEvent_t = std::ptr::null_mut();
+        // SAFETY: `event` is a valid out-pointer; the flags are the documented IPC pair.
+        unsafe {
+            hip!(
+                self.api,
+                hipEventCreateWithFlags(&mut event, hipEventInterprocess | hipEventDisableTiming)
+            )
+        }?;
+        let word = match WordFile::create(&dir) {
+            Ok(word) => word,
+            Err(e) => {
+                // SAFETY: the event was created above and is destroyed once, here.
+                let _ = unsafe { hip!(self.api, hipEventDestroy(event)) };
+                return Err(Error::io(
+                    format!("creating a signal word in {}", dir.display()),
+                    e,
+                ));
+            }
+        };
+        let id = self.signals.insert(SignalRecord {
+            device,
+            event: event as usize,
+            word: Arc::new(word),
+            created: true,
+        });
+        Ok(SignalHandle { id, device })
+    }
+
+    /// The event address and word of a signal.
+    fn signal(&self, signal: &SignalHandle) -> Result<(usize, Arc<WordFile>, DeviceId, bool)> {
+        self.signals.with(signal.id, |r| {
+            (r.event, r.word.clone(), r.device, r.created)
+        })
+    }
+
+    pub(crate) fn export_signal_impl(
+        &self,
+        signal: &SignalHandle,
+        _opts: ExportOptions,
+    ) -> Result<SignalToken> {
+        let (event, word, device, created) = self.signal(signal)?;
+        if !created {
+            return Err(Error::invalid_argument(
+                "an imported signal cannot be exported again; export the original",
+            ));
+        }
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        let mut handle = hipIpcEventHandle_t::zeroed();
+        // SAFETY: `handle` is a valid out-pointer; the event is live (it is in the table).
+        unsafe {
+            hip!(
+                self.api,
+                hipIpcGetEventHandle(&mut handle, event_ptr(event))
+            )
+        }?;
+        let mut payload = handle.to_bytes().to_vec();
+        payload.extend_from_slice(word.name());
+        SignalToken::new(SignalTokenParts {
+            mechanism: Mechanism::HipIpcEvent,
+            emulated: self.info.source.is_emulated(),
+            device,
+            origin: self.origin,
+            generation: signal.id.0,
+            payload,
+        })
+    }
+
+    pub(crate) fn import_signal_impl(
+        &self,
+        token: &SignalToken,
+        device: DeviceId,
+    ) -> Result<SignalHandle> {
+        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcEvent)?;
+        let dev = self.check_device(device)?;
+        let payload = token.payload();
+        if payload.len() != HIP_IPC_HANDLE_SIZE + NAME_LEN {
+            return Err(Error::invalid_token(format!(
+                "a hip-ipc-event payload is {} bytes, not {}",
+                HIP_IPC_HANDLE_SIZE + NAME_LEN,
+                payload.len()
+            )));
+        }
+        let (handle_bytes, name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
+        let dir = runtime_dir()?;
+        let word = open_word(&dir, name)?;
+        let mut handle = [0u8; HIP_IPC_HANDLE_SIZE];
+        handle.copy_from_slice(handle_bytes);
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let mut event: hipEvent_t = std::ptr::null_mut();
+        // SAFETY: `event` is a valid out-pointer; the handle is passed by value.
+        unsafe {
+            hip!(
+                self.api,
+                hipIpcOpenEventHandle(&mut event, hipIpcEventHandle_t::from_bytes(handle))
+            )
+        }?;
+        let id = self.signals.insert(SignalRecord {
+            device,
+            event: event as usize,
+            word: Arc::new(word),
+            created: false,
+        });
+        Ok(SignalHandle { id, device })
+    }
+
+    pub(crate) fn notify_impl(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
+        let (event, word, device, _) = self.signal(signal)?;
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        // SAFETY: the event is live (in the table); the stream is the caller's own.
+        unsafe { hip!(self.api, hipEventRecord(event_ptr(event), stream.as_ptr())) }?;
+        semaphore(&word)?
+            .record()
+            .map_err(|e| wait_error(e, "signal notify"))
+    }
+
+    pub(crate) fn wait_impl(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let (event, word, device, _) = self.signal(signal)?;
+        semaphore(&word)?
+            .wait_and_reset(timeout)
+            .map_err(|e| wait_error(e, "signal wait"))?;
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        // SAFETY: the event is live (in the table); the stream is the caller's own; flags 0.
+        unsafe {
+            hip!(
+                self.api,
+                hipStreamWaitEvent(stream.as_ptr(), event_ptr(event), 0)
+            )
+        }
+    }
+
+    pub(crate) fn destroy_signal_impl(&self, signal: SignalHandle) -> Result<()> {
+        let record = self.signals.remove(signal.id)?;
+        self.release_signal(record)
+    }
+
+    /// Destroys the event and, for a created signal, unlinks its word file.
+    pub(crate) fn release_signal(&self, record: SignalRecord) -> Result<()> {
+        let unlinked = if record.created {
+            record.word.unlink().map_err(|e| {
+                Error::io(
+                    format!("removing signal word {}", record.word.path().display()),
+                    e,
+                )
+            })
+        } else {
+            Ok(())
+        };
+        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+        // SAFETY: the event came from create or open and is destroyed once: its record was
+        // taken out of the table by the caller.
+        unsafe { hip!(self.api, hipEventDestroy(event_ptr(record.event))) }?;
+        unlinked
+    }
+}
+
+fn open_word(dir: &Path, name: &[u8]) -> Result<WordFile> {
+    WordFile::open(dir, name).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::invalid_argument(
+            "the signal's word file is gone: its creator destroyed the signal or runs with another DEVIPC_RUNTIME_DIR",
+        ),
+        std::io::ErrorKind::InvalidInput => Error::invalid_token("the signal word name is malformed"),
+        _ => Error::io("opening a signal word", e),
+    })
+}
+
+fn semaphore(word: &WordFile) -> Result<BinarySemaphore<'_>> {
+    word.word(0)
+        .map(BinarySemaphore::new)
+        .ok_or_else(|| Error::invalid_argument("signal word file has no word 0"))
+}
+
+fn wait_error(e: WaitError, what: &str) -> Error {
+    match e {
+        WaitError::Timeout(after) => Error::Timeout {
+            what: what.to_owned(),
+            after,
+        },
+        WaitError::Sys { op, source } => Error::io(format!("{what}: {op}"), source),
+    }
+}
