@@ -17,12 +17,13 @@
 //! handle         object id <-> shareable u64 / 65-byte key / 64-byte handle
 //! state          shared across processes: state dir, registry, segments, futex, gc
 //! config         DEVIPC_EMU_* from the environment, once per process
-//! sys            the only `unsafe`: mmap, flock, futex, fallocate, getrandom
+//! sys            re-export of devipc-shm's syscall wrappers (mmap, flock, futex, ...)
 //! ```
 //! The infrastructure is vendor-agnostic; vendor rules (which flag means what, which
 //! code a violation returns, whether same-process import is allowed) live only in the
-//! surfaces. `unsafe_code` is denied crate-wide except in [`sys`]; the surfaces allow it
-//! for their `extern "C"` entry points only.
+//! surfaces. All `unsafe` system calls live in the `devipc-shm` crate (shared with the
+//! HIP backend); this crate denies `unsafe_code`, and the surfaces allow it only for
+//! their `extern "C"` entry points.
 //!
 //! # State directory
 //!
@@ -65,13 +66,13 @@
 //! 2. ledger lock (`ledger`, exclusive, for creating and freeing objects and for
 //!    accounting), only ever taken *after* an object lock or alone;
 //!
-//! never two object locks at once (an update closure may touch *other* objects through
-//! the registry only after releasing, i.e. outside the closure). gc's phase 2 holds the
+//! never two object locks at once: an [`Registry::update`] closure must not call the
+//! registry (finish one object's update, then start the next). gc's phase 2 holds the
 //! ledger lock and only *tries* object locks. Locks are `flock`s on files opened per
-//! critical section, so they exclude threads of one process, survive nothing of a dead
-//! process, and do not leak into `fork`ed children. Process-local maps ([`local`]) use
-//! their own mutexes and are never held across a state-directory lock... or the other way
-//! round: take what you need from one, drop it, then use the other.
+//! critical section, so they exclude threads of one process, die with their process, and
+//! do not leak into `fork`ed children. The process-local tables of [`local`] have their
+//! own short mutexes: never call the registry while inside a [`local::HandleTable::with`]
+//! or [`local::RangeMap::update`] closure (copy the value out first).
 //!
 //! # The futex word
 //!
@@ -104,7 +105,7 @@
 //! # let _ = (device_ptr, shareable_handle);
 //!
 //! // Importer (another process): resolve, check rules, become a holder, map.
-//! let me = ProcessIdentity::current().map_err(|e| EmuError::Unavailable { reason: e.to_string() })?;
+//! let me = ProcessIdentity::current()?;
 //! let id = reg.resolve(shareable_handle)?;
 //! reg.update(id, |m| {
 //!     m.expect(Vendor::Acl, ObjectKind::Memory)?;
@@ -120,6 +121,15 @@
 //! // ... later, in each process: drop the mapping, then
 //! drop(imported);
 //! reg.release(id, me)?;
+//!
+//! // A notify: create (one page of words), export as a 65-byte key, record / wait.
+//! let notify = reg.create(NewObject::notify(Vendor::Acl, 0))?;
+//! let key = devipc_emulator::handle::encode_key(Vendor::Acl, ObjectKind::Notify, notify.meta.id());
+//! let words = notify.segment.as_ref().expect("notify has words").map()?;
+//! let sem = devipc_emulator::BinarySemaphore::new(words.word(0)?);
+//! sem.record()?; // aclrtRecordNotify, in any process that mapped it
+//! sem.wait_and_reset(Some(std::time::Duration::from_secs(5)))?; // aclrtWaitAndResetNotify
+//! # let _ = key;
 //! # Ok(()) }
 //! ```
 #![deny(unsafe_code)]

@@ -325,6 +325,13 @@ impl ObjectMeta {
         Ok(())
     }
 
+    /// Replaces the trustlist with `pids` (duplicates dropped). Fails without change if
+    /// there are more than [`MAX_TRUSTLIST`] distinct pids.
+    pub fn set_trustlist(&mut self, pids: &[i32]) -> Result<(), EmuError> {
+        let old = std::mem::take(&mut self.trustlist);
+        self.trust(pids).inspect_err(|_| self.trustlist = old)
+    }
+
     /// Whether `pid` may import: pid validation is disabled, or `pid` is on the trustlist.
     pub fn is_trusted(&self, pid: i32) -> bool {
         self.flags.contains(ObjectFlags::PID_VALIDATION_DISABLED) || self.trustlist.contains(&pid)
@@ -732,6 +739,10 @@ mod tests {
             Err(EmuError::LimitExceeded { .. })
         ));
         assert_eq!(m.trustlist(), &[20, 30]);
+        assert!(m.set_trustlist(&many).is_err());
+        assert_eq!(m.trustlist(), &[20, 30]);
+        m.set_trustlist(&[7, 7, 8]).unwrap();
+        assert_eq!(m.trustlist(), &[7, 8]);
     }
 
     #[test]

@@ -13,6 +13,8 @@ use std::fmt;
 use std::io;
 use std::sync::Mutex;
 
+use crate::error::EmuError;
+
 /// Who holds an object: a pid and that process's start time (clock ticks since boot).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProcessIdentity {
@@ -98,7 +100,11 @@ static CURRENT: Mutex<Option<ProcessIdentity>> = Mutex::new(None);
 
 impl ProcessIdentity {
     /// The identity of the calling process (cached; recomputed after `fork`).
-    pub fn current() -> io::Result<ProcessIdentity> {
+    pub fn current() -> Result<ProcessIdentity, EmuError> {
+        ProcessIdentity::current_io().map_err(|e| EmuError::sys("read /proc/self/stat", e))
+    }
+
+    fn current_io() -> io::Result<ProcessIdentity> {
         let pid = std::process::id() as i32;
         let mut cached = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(me) = cached.filter(|me| me.pid == pid) {

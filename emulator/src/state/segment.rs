@@ -226,3 +226,102 @@ impl SharedMapping {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::state::{NewObject, ProcessIdentity, Registry, Vendor};
+
+    fn registry(name: &str) -> Registry {
+        let dir =
+            std::env::temp_dir().join(format!("devipc-emu-seg-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Registry::open(&Config::for_dir(dir)).unwrap()
+    }
+
+    fn finish(r: Registry, ids: &[ObjectId]) {
+        let me = ProcessIdentity::current().unwrap();
+        for id in ids {
+            r.release(*id, me).unwrap();
+        }
+        assert_eq!(r.dir().entry_names().unwrap(), ["ledger"]);
+        r.dir().clone().remove_all().unwrap();
+    }
+
+    #[test]
+    fn mappings_of_one_segment_share_bytes() {
+        let r = registry("share");
+        let c = r.create(NewObject::memory(Vendor::Hip, 0, 10_000)).unwrap();
+        let id = c.meta.id();
+        let a = c.segment.as_ref().unwrap().map().unwrap();
+        let b = r.open_segment(id).unwrap().map().unwrap();
+        assert_ne!(a.addr(), b.addr());
+        assert_eq!((a.len(), b.len(), b.id()), (10_000, 10_000, id));
+        a.write_at(9_996, b"tail").unwrap();
+        let mut got = [0u8; 4];
+        b.read_at(9_996, &mut got).unwrap();
+        assert_eq!(&got, b"tail");
+        // Fresh memory is zeroed.
+        b.read_at(0, &mut got).unwrap();
+        assert_eq!(got, [0; 4]);
+        assert!(matches!(
+            a.write_at(9_997, b"tail"),
+            Err(EmuError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            b.read_at(usize::MAX, &mut got),
+            Err(EmuError::InvalidArgument(_))
+        ));
+        assert!(a.word(9_996).is_ok());
+        assert!(matches!(a.word(9_998), Err(EmuError::InvalidArgument(_))));
+        assert!(matches!(a.word(10_000), Err(EmuError::InvalidArgument(_))));
+        drop((a, b));
+        finish(r, &[id]);
+    }
+
+    #[test]
+    fn freed_segments_are_gone_but_mappings_stay_valid() {
+        let r = registry("freed");
+        let c = r.create(NewObject::memory(Vendor::Acl, 1, 4096)).unwrap();
+        let id = c.meta.id();
+        let map = c.segment.as_ref().unwrap().map().unwrap();
+        finish(r.clone(), &[id]);
+        assert!(matches!(
+            Segment::open(r.dir(), id),
+            Err(EmuError::NoSuchObject { .. })
+        ));
+        // The unlinked file stays mapped until dropped.
+        map.write_at(0, b"late").unwrap();
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn segments_map_into_reservations() {
+        let r = registry("reserve");
+        let page = crate::sys::page_size();
+        let c = r
+            .create(NewObject::memory(Vendor::Acl, 0, page as u64))
+            .unwrap();
+        let id = c.meta.id();
+        let seg = c.segment.unwrap();
+        let res = Reservation::new(4 * page, 2 << 20).unwrap();
+        let at = seg.map_into(&res, 2 * page).unwrap();
+        assert_eq!(at, res.base() + 2 * page);
+        seg.map().unwrap().write_at(0, b"vmm").unwrap();
+        // SAFETY: `at` is mapped read-write to the segment until `unmap` below.
+        let first = unsafe { std::ptr::read_volatile(at as *const u8) };
+        assert_eq!(first, b'v');
+        res.unmap(2 * page, seg.len()).unwrap();
+        assert!(matches!(
+            seg.map_into(&res, 4 * page),
+            Err(EmuError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            seg.map_into(&res, 1),
+            Err(EmuError::InvalidArgument(_))
+        ));
+        drop((seg, res));
+        finish(r, &[id]);
+    }
+}
