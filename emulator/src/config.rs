@@ -12,6 +12,10 @@
 //! | `DEVIPC_EMU_MEM_LIMIT` | per-device memory, bytes or with `K`/`M`/`G`/`T` (`KiB`...) | 1 GiB |
 //! | `DEVIPC_EMU_BREAK_RULE` | test only: one rule id the surfaces must NOT enforce | none |
 //!
+//! Processes sharing one state directory should agree on `DEVIPC_EMU_DEVICES` and
+//! `DEVIPC_EMU_MEM_LIMIT`: the bytes in use are shared (the ledger), but each process
+//! checks the limit it was configured with.
+//!
 //! An empty value counts as unset. A malformed value is an [`EmuError::Config`] naming the
 //! variable, the value and what would be accepted; nothing panics.
 

@@ -83,6 +83,27 @@
 //! non-zero, then CAS it to 0 (+ wake), with an optional timeout. No lock is held while
 //! waiting.
 //!
+//! # Conventions for the surfaces
+//!
+//! - Errors: a surface keeps its own error type carrying the vendor code, with
+//!   `From<EmuError>` (mapping e.g. `OutOfMemory`, `NoSuchObject`, `BadHandle`,
+//!   `WrongKind`, `InvalidDevice` to vendor codes). [`Registry::update`] is generic over
+//!   any `E: From<EmuError>`, so a rule check inside the closure returns the vendor code
+//!   directly, atomically with the change it guards. At the C boundary, record the
+//!   failure with [`local::set_rule_error`] (message names the rule id) or
+//!   [`local::set_last_error`].
+//! - Rule switches: check [`Config::enforces`]`(rule_id)` right before returning a rule's
+//!   error, so `DEVIPC_EMU_BREAK_RULE` can disable exactly that rule.
+//! - Pids: [`state::ProcessIdentity::current`]`()?.pid` is what `aclrtDeviceGetBareTgid`
+//!   and `getpid` report and what trustlists hold. Processes sharing a state directory
+//!   must share a pid namespace.
+//! - All processes sharing a state directory should use the same `DEVIPC_EMU_DEVICES`
+//!   and `DEVIPC_EMU_MEM_LIMIT`: the usage is shared, but each process checks its own
+//!   configured limit against it.
+//! - Process-local objects (`aclrtDrvMemHandle`, `aclrtNotify`, `hipEvent_t`) are
+//!   [`local::HandleTable`] values; mapped address ranges go into a [`local::RangeMap`]
+//!   so interior pointers resolve and unknown pointers fail.
+//!
 //! # Using it from a surface (sketch)
 //!
 //! ```no_run
