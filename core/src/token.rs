@@ -215,29 +215,30 @@ impl Common {
             mechanism: self.mechanism,
             emulated: self.emulated,
             origin: self.origin,
-            generation: self.generation,
             payload: self.payload.clone(),
         }
     }
 }
 
-/// Identity of the exported vendor object behind a token, ignoring the range.
+/// Identity of the vendor handle behind a token: mechanism, producer and payload,
+/// ignoring the range and the generation.
 ///
-/// Two tokens with equal identities name the same vendor object from the same producer,
-/// so an importer may reuse one import for both (the import cache key).
+/// Two tokens with equal identities carry the same vendor handle from the same producer,
+/// so an importer may reuse one import for both (the import cache key) when their
+/// generations are also equal; a different generation means the producer freed the
+/// object and the runtime reused the handle for a new one (the cached import is stale).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TokenIdentity {
     mechanism: Mechanism,
     emulated: bool,
     origin: TokenOrigin,
-    generation: u64,
     payload: Vec<u8>,
 }
 
 impl TokenIdentity {
-    /// The generation part, used to detect a reused vendor handle.
-    pub fn generation(&self) -> u64 {
-        self.generation
+    /// The producer of the handle.
+    pub fn origin(&self) -> TokenOrigin {
+        self.origin
     }
 }
 
@@ -351,7 +352,7 @@ impl MemToken {
     pub fn payload(&self) -> &[u8] {
         &self.common.payload
     }
-    /// Identity of the exported object, ignoring the range.
+    /// Identity of the vendor handle, ignoring the range and generation.
     pub fn identity(&self) -> TokenIdentity {
         self.common.identity()
     }
@@ -821,6 +822,7 @@ mod tests {
         let n = t.narrow(100, 24).unwrap();
         assert_eq!((n.offset(), n.len()), (612, 24));
         assert_eq!(n.identity(), t.identity());
+        assert_eq!(n.generation(), t.generation());
         assert!(t.narrow(1000, 25).is_err());
         assert!(t.narrow(0, 0).is_err());
         assert!(t.narrow(u64::MAX, 2).is_err());
