@@ -26,10 +26,15 @@ compile_error!(
 );
 
 mod backend;
+mod import_cache;
+mod imported;
+mod local_exports;
 #[cfg(test)]
 mod probe;
 mod runtime;
 mod selection;
+mod shared;
+mod signal;
 
 pub use backend::Backend;
 /// The token wire format (builders, limits, text prefix).
@@ -40,5 +45,8 @@ pub use devipc_core::{
     MemToken, PidValidation, ProcessId, RawStream, Result, RuntimeVersion, SignalHandle,
     SignalToken, TokenIdentity, TokenOrigin,
 };
+pub use imported::ImportedBuffer;
 pub use runtime::Runtime;
 pub use selection::{BACKEND_ENV, BackendChoice, DEFAULT_KIND};
+pub use shared::SharedBuffer;
+pub use signal::Signal;

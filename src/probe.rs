@@ -38,6 +38,16 @@ impl ProbeBackend {
         self.calls.lock().unwrap().clone()
     }
 
+    /// How many times `method` was called.
+    pub fn count(&self, method: &str) -> usize {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| **c == method)
+            .count()
+    }
+
     fn record(&self, name: &'static str) {
         self.calls.lock().unwrap().push(name);
     }
@@ -68,7 +78,7 @@ impl DeviceIpc for ProbeBackend {
     }
     fn process_id(&self) -> Result<ProcessId> {
         self.record("process_id");
-        Ok(ProcessId(77))
+        Ok(ProcessId::current())
     }
     fn enable_peer_access(&self, _device: DeviceId, _peer: DeviceId) -> Result<()> {
         self.record("enable_peer_access");
@@ -115,7 +125,7 @@ impl DeviceIpc for ProbeBackend {
         Ok(Mapping {
             id: HandleId(2),
             device,
-            ptr: DevicePtr(0x2000),
+            ptr: DevicePtr(0x2000 + token.offset()),
             len: token.len() as usize,
         })
     }

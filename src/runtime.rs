@@ -1,20 +1,32 @@
 //! [`Runtime`]: a started backend, shared by every buffer and signal made from it.
 //!
 //! The constructors pick the backend (`open`, `emulated`, `from_env`); the RAII types
-//! built on a runtime (shared and imported buffers, signals) arrive with the API issue and
-//! each hold a clone of it, so the backend lives as long as anything made from it.
+//! built on a runtime ([`SharedBuffer`](crate::SharedBuffer),
+//! [`ImportedBuffer`](crate::ImportedBuffer), [`Signal`](crate::Signal)) each hold a clone
+//! of it, so the backend lives as long as anything made from it.
 
 use std::sync::Arc;
 
-use devipc_core::{BackendInfo, BackendKind, DeviceIpc, Error, Result};
+use devipc_core::{BackendInfo, BackendKind, DeviceIpc, Error, ProcessId, Result, TokenOrigin};
 
 use crate::backend::Backend;
+use crate::import_cache::ImportCache;
 use crate::selection::{BACKEND_ENV, BackendChoice};
 
 /// A started backend. Cheap to clone; clones share the backend.
 #[derive(Debug, Clone)]
 pub struct Runtime {
-    backend: Arc<Backend>,
+    pub(crate) inner: Arc<RuntimeInner>,
+}
+
+/// What every clone of a [`Runtime`] shares.
+#[derive(Debug)]
+pub(crate) struct RuntimeInner {
+    pub(crate) backend: Backend,
+    /// This process as tokens name it (the backend's process id; Ascend: bare tgid).
+    pub(crate) origin: TokenOrigin,
+    /// Live imports, shared between importers of the same handle (DESIGN 5.2).
+    pub(crate) imports: ImportCache,
 }
 
 impl Runtime {
@@ -95,20 +107,41 @@ impl Runtime {
     }
 
     /// Wraps an already started backend.
+    ///
+    /// The process id tokens are compared against is the backend's
+    /// [`process_id`](DeviceIpc::process_id); if the backend cannot tell, `getpid()`.
     pub fn from_backend(backend: Backend) -> Runtime {
+        let pid = backend
+            .process_id()
+            .unwrap_or_else(|_| ProcessId::current());
         Runtime {
-            backend: Arc::new(backend),
+            inner: Arc::new(RuntimeInner {
+                origin: TokenOrigin::current(pid),
+                backend,
+                imports: ImportCache::default(),
+            }),
         }
     }
 
     /// The raw backend, for calls the safe API does not wrap.
     pub fn backend(&self) -> &Backend {
-        &self.backend
+        &self.inner.backend
     }
 
     /// Kind, library source, version and capabilities of the backend.
     pub fn info(&self) -> &BackendInfo {
-        self.backend.info()
+        self.inner.backend.info()
+    }
+
+    /// The id peers must [`grant`](crate::SharedBuffer::grant) so this process may import
+    /// (Ascend: the bare tgid, the host pid even inside a container; HIP: `getpid`).
+    pub fn process_id(&self) -> ProcessId {
+        self.inner.origin.pid
+    }
+
+    /// Number of devices visible to this process.
+    pub fn device_count(&self) -> Result<u32> {
+        self.inner.backend.device_count()
     }
 }
 

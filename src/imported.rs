@@ -1,0 +1,136 @@
+//! [`ImportedBuffer`]: a peer's exported memory, mapped into this process.
+
+use std::sync::Arc;
+
+use devipc_core::{DeviceId, DeviceIpc, DevicePtr, Error, MemToken, Result};
+
+use crate::import_cache::Mapped;
+use crate::local_exports;
+use crate::runtime::Runtime;
+use crate::shared::{Owned, checked_span};
+
+/// What keeps the memory of an [`ImportedBuffer`] mapped.
+#[derive(Debug)]
+#[expect(
+    dead_code,
+    reason = "the fields are never read: holding them keeps the memory mapped"
+)]
+enum Source {
+    /// A vendor import, shared with other imports of the same handle.
+    Mapped(Arc<Mapped>),
+    /// This process's own export (no vendor call); `Some` keeps a shared buffer alive.
+    Local(Option<Arc<Owned>>),
+}
+
+/// A view of memory another process (or this one) exported. Dropping it closes the
+/// import once no other import of the same handle is left.
+#[derive(Debug)]
+pub struct ImportedBuffer {
+    rt: Runtime,
+    source: Source,
+    ptr: DevicePtr,
+    len: usize,
+    device: DeviceId,
+}
+
+impl Runtime {
+    /// Maps `token`'s memory on `device`.
+    ///
+    /// A token this process exported is served from the local allocation without a vendor
+    /// call (DESIGN 5.1); a token already imported here shares the existing mapping
+    /// (DESIGN 5.2).
+    pub fn import(&self, token: &MemToken, device: DeviceId) -> Result<ImportedBuffer> {
+        let kind = self.info().kind;
+        if token.backend() != kind {
+            return Err(Error::BackendMismatch {
+                expected: format!("a {kind} token"),
+                found: format!("a {} token ({})", token.backend(), token.mechanism()),
+            });
+        }
+        let len = usize::try_from(token.len())
+            .map_err(|_| Error::invalid_token("length does not fit this platform"))?;
+        if token.origin() == self.inner.origin {
+            return self.import_local(token, device, len);
+        }
+        let mapped = self.inner.imports.get_or_import(self, token, device)?;
+        Ok(ImportedBuffer {
+            rt: self.clone(),
+            ptr: mapped.ptr_for(token)?,
+            source: Source::Mapped(mapped),
+            len,
+            device,
+        })
+    }
+
+    fn import_local(
+        &self,
+        token: &MemToken,
+        device: DeviceId,
+        len: usize,
+    ) -> Result<ImportedBuffer> {
+        self.inner
+            .backend
+            .device_count()
+            .and_then(|n| device.check(n))?;
+        let view = local_exports::lookup(token).ok_or_else(|| {
+            Error::invalid_argument(
+                "this process exported the token, but the exported memory has been freed \
+                 (or was exported by another devipc instance)",
+            )
+        })?;
+        if device != view.device {
+            self.inner.backend.enable_peer_access(device, view.device)?;
+        }
+        Ok(ImportedBuffer {
+            rt: self.clone(),
+            source: Source::Local(view.keepalive),
+            ptr: view.ptr,
+            len,
+            device,
+        })
+    }
+
+    /// Number of distinct live vendor imports (each may serve several buffers).
+    pub fn live_imports(&self) -> usize {
+        self.inner.imports.len()
+    }
+}
+
+impl ImportedBuffer {
+    /// Its device address in this process (the token's offset already applied).
+    pub fn ptr(&self) -> DevicePtr {
+        self.ptr
+    }
+
+    /// Length of the imported range in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: tokens carry at least one byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device it is mapped on.
+    pub fn device(&self) -> DeviceId {
+        self.device
+    }
+
+    /// Whether this is a view of this process's own export (no vendor import).
+    pub fn is_local(&self) -> bool {
+        matches!(self.source, Source::Local(_))
+    }
+
+    /// Copies `src` into the imported memory at `offset`.
+    pub fn write(&self, offset: usize, src: &[u8]) -> Result<()> {
+        let dst = checked_span(self.ptr, self.len, offset, src.len())?;
+        self.rt.inner.backend.write(dst, src)
+    }
+
+    /// Copies imported bytes at `offset` into `dst`.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        let src = checked_span(self.ptr, self.len, offset, dst.len())?;
+        self.rt.inner.backend.read(src, dst)
+    }
+}
