@@ -68,9 +68,15 @@ impl Runtime {
     /// Starts what `DEVIPC_BACKEND` asks for (`ascend|hip|emulated-ascend|emulated-hip|auto`;
     /// unset means `auto`).
     pub fn from_env() -> Result<Runtime> {
+        Runtime::from_env_or(BackendChoice::Auto)
+    }
+
+    /// Starts what `DEVIPC_BACKEND` asks for, or `default` when it is unset (demos and
+    /// tests pass `BackendChoice::Emulated(..)` to run without a device by default).
+    pub fn from_env_or(default: BackendChoice) -> Result<Runtime> {
         let choice = match std::env::var(BACKEND_ENV) {
             Ok(value) => value.parse()?,
-            Err(std::env::VarError::NotPresent) => BackendChoice::Auto,
+            Err(std::env::VarError::NotPresent) => default,
             Err(std::env::VarError::NotUnicode(v)) => {
                 return Err(Error::invalid_argument(format!(
                     "{BACKEND_ENV}={v:?} is not UTF-8"
