@@ -55,14 +55,31 @@ impl Runtime {
     }
 
     /// Starts the devipc emulator speaking `kind`'s ABI: host shared memory, no device.
+    ///
+    /// Needs the `emulator` feature (on by default). The emulator's state directory and
+    /// device count come from `DEVIPC_EMU_*` (see the README).
     pub fn emulated(kind: BackendKind) -> Result<Runtime> {
         if !Backend::is_compiled(kind) {
             return Err(not_compiled(kind));
         }
-        Err(Error::unsupported(
-            kind,
-            "the emulated runtime: this version of devipc does not ship the emulator yet",
-        ))
+        cfg_if::cfg_if! {
+            if #[cfg(feature = "emulator")] {
+                let backend = match kind {
+                    #[cfg(feature = "ascend")]
+                    BackendKind::Ascend => Backend::from(devipc_ascend::AscendBackend::emulated()?),
+                    #[cfg(feature = "hip")]
+                    BackendKind::Hip => Backend::from(devipc_hip::HipBackend::emulated()?),
+                    #[allow(unreachable_patterns, reason = "reachable when a backend feature is off")]
+                    other => return Err(not_compiled(other)),
+                };
+                Ok(Runtime::from_backend(backend))
+            } else {
+                Err(Error::unsupported(
+                    kind,
+                    "the emulated runtime: devipc was compiled without the `emulator` feature",
+                ))
+            }
+        }
     }
 
     /// Starts what `DEVIPC_BACKEND` asks for (`ascend|hip|emulated-ascend|emulated-hip|auto`;

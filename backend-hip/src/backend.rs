@@ -47,6 +47,13 @@ impl HipBackend {
         HipBackend::from_api(Arc::new(HipApi::discover()?))
     }
 
+    /// Starts the backend on the devipc emulator linked into this process (host shared
+    /// memory, no device; see the `devipc-emulator` crate for its configuration).
+    #[cfg(feature = "emulator")]
+    pub fn emulated() -> Result<Self> {
+        HipBackend::from_api(Arc::new(devipc_emulator::hip::hip_api()))
+    }
+
     /// Starts the backend on a filled table (loaded, linked or the emulator's).
     pub fn from_api(api: Arc<HipApi>) -> Result<Self> {
         let mut version: c_int = 0;
