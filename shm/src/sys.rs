@@ -5,7 +5,10 @@
 //! `extern "C"` entry points). Everything above it (`state::*`, `local`) works with safe
 //! types: [`MappedRegion`] (an owned `MAP_SHARED` mapping of a file), [`Reservation`] (an
 //! owned `PROT_NONE` address range that file mappings can be placed into), `flock`,
-//! `futex`, `posix_fallocate`, `getrandom` and friends. Errors are plain
+//! `futex`, `posix_fallocate`, `getrandom` and friends, plus the two socket calls the
+//! facade's rendezvous needs and `std` does not offer on stable: the kernel-verified
+//! credentials of a Unix-socket peer ([`peer_credentials`], `SO_PEERCRED`) and waiting for
+//! a pending connection with a timeout ([`wait_readable`], `poll`). Errors are plain
 //! [`std::io::Error`]s; callers add the path or operation context.
 #![allow(unsafe_code)]
 
@@ -476,6 +479,97 @@ pub fn futex_wake(word: &AtomicU32, count: i32) -> io::Result<usize> {
     }
 }
 
+/// The credentials of the process at the other end of a Unix socket, as the kernel
+/// recorded them (`SO_PEERCRED`, see `unix(7)`): for a connected client, the process that
+/// called `connect`; for the client's view of a server, the process that called `listen`.
+///
+/// The kernel fills these in; the peer cannot forge them. The pid is translated into the
+/// reader's pid namespace, and is 0 when the peer's process is not visible there (it lives
+/// in a sibling or parent namespace). The uid and gid are likewise translated into the
+/// reader's user namespace (the overflow id, usually 65534, when unmapped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerCred {
+    /// The peer's process id in this pid namespace; 0 when not visible here.
+    pub pid: u32,
+    /// The peer's effective user id at `connect`/`listen` time.
+    pub uid: u32,
+    /// The peer's effective group id at `connect`/`listen` time.
+    pub gid: u32,
+}
+
+/// Reads the peer's credentials of a connected Unix stream socket (`getsockopt` with
+/// `SOL_SOCKET`/`SO_PEERCRED`).
+pub fn peer_credentials(socket: &impl AsFd) -> io::Result<PeerCred> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: the fd is borrowed from a live socket for the duration of the call; `cred`
+    // and `len` are valid, writable and live across the call, and `len` holds the size of
+    // the buffer `cred` points to, so the kernel writes at most that many bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if len as usize != std::mem::size_of::<libc::ucred>() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("SO_PEERCRED returned {len} bytes, expected a struct ucred"),
+        ));
+    }
+    Ok(PeerCred {
+        pid: u32::try_from(cred.pid).unwrap_or(0),
+        uid: cred.uid,
+        gid: cred.gid,
+    })
+}
+
+/// Waits until `fd` is readable (for a listening socket: a connection is pending), for
+/// at most `timeout` (`None`: no limit). Returns `Ok(false)` when the time ran out.
+/// `EINTR` restarts the wait with the time that is left.
+pub fn wait_readable(fd: &impl AsFd, timeout: Option<Duration>) -> io::Result<bool> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+    loop {
+        let millis: libc::c_int = match deadline {
+            None => -1,
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                // Round up, so a sub-millisecond remainder still waits instead of spinning.
+                let ms = left.as_nanos().div_ceil(1_000_000);
+                libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
+            }
+        };
+        let mut pfd = libc::pollfd {
+            fd: fd.as_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one valid, writable pollfd for the duration of the call (nfds
+        // = 1), and its fd is borrowed from a live descriptor.
+        let rc = unsafe { libc::poll(&mut pfd, 1, millis) };
+        if rc > 0 {
+            return Ok(true);
+        }
+        if rc == 0 {
+            return Ok(false);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,6 +623,95 @@ mod tests {
         assert!(res.map_file(1, &f, page_size()).is_err());
         assert!(res.map_file(3 * page_size(), &f, page_size()).is_err());
         assert!(Reservation::new(page_size(), 3 * page_size()).is_err());
+    }
+
+    /// Set in a child re-run of this test binary: connect to the socket at this path.
+    const PEER_CHILD_ENV: &str = "DEVIPC_SHM_PEER_CHILD_SOCKET";
+
+    #[test]
+    fn peer_credentials_of_a_socketpair_are_this_process() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        // SAFETY: getegid has no preconditions and cannot fail.
+        let gid = unsafe { libc::getegid() };
+        let want = PeerCred {
+            pid: std::process::id(),
+            uid: effective_uid(),
+            gid,
+        };
+        assert_eq!(peer_credentials(&a).unwrap(), want);
+        assert_eq!(peer_credentials(&b).unwrap(), want);
+        // Not a socket: a typed error, no garbage credentials.
+        let f = temp_file(1);
+        assert_eq!(
+            peer_credentials(&f).unwrap_err().raw_os_error(),
+            Some(libc::ENOTSOCK)
+        );
+    }
+
+    /// The child role of the test below; does nothing unless started by it.
+    #[test]
+    fn peer_credentials_child_role() {
+        let Some(path) = std::env::var_os(PEER_CHILD_ENV) else {
+            return;
+        };
+        let mut s = std::os::unix::net::UnixStream::connect(path).unwrap();
+        // The parent asks the kernel who we are; the child also reports what the kernel
+        // says about the listening parent.
+        let server = peer_credentials(&s).unwrap();
+        writeln!(s, "{} {}", std::process::id(), server.pid).unwrap();
+    }
+
+    #[test]
+    fn peer_credentials_name_the_other_process() {
+        let dir = std::env::temp_dir().join(format!("devipc-shm-peercred-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "sys::tests::peer_credentials_child_role",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(PEER_CHILD_ENV, &path)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            wait_readable(&listener, Some(Duration::from_secs(60))).unwrap(),
+            "the child never connected"
+        );
+        let (stream, _) = listener.accept().unwrap();
+        let cred = peer_credentials(&stream).unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(&stream), &mut line).unwrap();
+        assert!(child.wait().unwrap().success());
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(cred.pid, child.id());
+        assert_eq!(cred.uid, effective_uid());
+        assert_eq!(
+            line.trim(),
+            format!("{} {}", child.id(), std::process::id()),
+            "the child's own pid and its view of the listener"
+        );
+    }
+
+    #[test]
+    fn wait_readable_times_out_then_sees_a_pending_connection() {
+        let dir = std::env::temp_dir().join(format!("devipc-shm-poll-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let start = std::time::Instant::now();
+        assert!(!wait_readable(&listener, Some(Duration::from_millis(50))).unwrap());
+        assert!(start.elapsed() >= Duration::from_millis(50));
+        let _client = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        assert!(wait_readable(&listener, Some(Duration::ZERO)).unwrap());
+        assert!(wait_readable(&listener, None).unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
