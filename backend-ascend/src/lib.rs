@@ -1,108 +1,37 @@
-//! devipc backend for the ACL runtime (VMM shareable handles, IPC keys, IPC Notify).
+//! devipc backend for Huawei Ascend NPUs: [`DeviceIpc`](devipc_core::DeviceIpc) on the
+//! ACL runtime.
 //!
-//! This crate sits below the `devipc` facade and implements
-//! [`DeviceIpc`](devipc_core::DeviceIpc) on the vendor C ABI. Its implementation lands with
-//! the "Ascend backend" issue; until then [`AscendBackend`] is uninhabited: [`AscendBackend::open`] reports
-//! [`Error::Unsupported`] and no value of the type can exist, so the trait methods below
-//! are statically unreachable rather than stubs.
+//! Sits below the `devipc` facade and above `devipc-ascend-sys` (the `AclApi` function
+//! table, filled from a discovered `libascendcl.so` / `libacl_rt.so`, or from the devipc
+//! emulator). How the trait maps to ACL:
+//!
+//! | trait | ACL |
+//! |---|---|
+//! | allocate / free | `aclrtMemGetAllocationGranularity`, `aclrtMallocPhysical`, `aclrtReserveMemAddress`, `aclrtMapMem`, `aclrtMemSetAccess` / unmap, release, `aclrtFreePhysical` |
+//! | export | `aclrtMemExportToShareableHandle`, once per allocation (see [`memory`](crate::memory)); the token carries the `u64` handle and the range |
+//! | export_external | IPC key of the whole `aclrtMalloc` block: `aclrtMemGetAddressRange`, `aclrtIpcMemGetExportKey` (see [`external`](crate::external)) |
+//! | grant | `aclrtMemSetPidToShareableHandle` / `aclrtIpcMemSetImportPid` / `aclrtNotifySetImportPid` |
+//! | import / close | `aclrtMemImportFromShareableHandle`, reserve, map, set access / unmap, release, free; or `aclrtIpcMemImportByKey` / `aclrtIpcMemClose` |
+//! | signals | IPC Notify (see [`signal`]) |
+//! | process_id | `aclrtDeviceGetBareTgid` (the host pid, even inside a container) |
+//!
+//! Every vendor call goes through one checked-call helper that builds
+//! [`Error::Vendor`](devipc_core::Error::Vendor) with the code's name from devipc's
+//! table and the runtime's `aclGetRecentErrMsg`; an optional function the runtime lacks
+//! is [`Error::Unsupported`](devipc_core::Error::Unsupported). Every call binds the
+//! device it needs and restores the caller's. Which optional families the runtime has
+//! shows in [`Capabilities`](devipc_core::Capabilities).
+//!
+//! With feature `emulator`, [`AscendBackend::emulated`] starts the backend on the devipc
+//! emulator linked into the process (host shared memory, no device).
 
-use std::ops::Range;
-use std::time::Duration;
+mod backend;
+mod call;
+mod device;
+pub mod external;
+pub mod memory;
+mod rollback;
+pub mod signal;
 
-use devipc_core::{
-    Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
-    Mapping, MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
-};
-
-/// The Ascend backend. Uninhabited until its implementation lands (see the crate docs).
-#[derive(Debug)]
-pub enum AscendBackend {}
-
-impl AscendBackend {
-    /// Opens the backend. Always [`Error::Unsupported`] in this version.
-    pub fn open() -> Result<Self> {
-        Err(Error::unsupported(
-            BackendKind::Ascend,
-            "devipc operations: this version of devipc-ascend does not implement its backend yet",
-        ))
-    }
-}
-
-impl DeviceIpc for AscendBackend {
-    fn info(&self) -> &BackendInfo {
-        match *self {}
-    }
-    fn device_count(&self) -> Result<u32> {
-        match *self {}
-    }
-    fn process_id(&self) -> Result<ProcessId> {
-        match *self {}
-    }
-    fn enable_peer_access(&self, _device: DeviceId, _peer: DeviceId) -> Result<()> {
-        match *self {}
-    }
-    fn allocate(&self, _device: DeviceId, _size: usize) -> Result<Allocation> {
-        match *self {}
-    }
-    fn free(&self, _alloc: Allocation) -> Result<()> {
-        match *self {}
-    }
-    fn export(
-        &self,
-        _alloc: &Allocation,
-        _range: Range<usize>,
-        _opts: ExportOptions,
-    ) -> Result<MemToken> {
-        match *self {}
-    }
-    fn export_external(
-        &self,
-        _device: DeviceId,
-        _ptr: DevicePtr,
-        _len: usize,
-        _opts: ExportOptions,
-    ) -> Result<MemToken> {
-        match *self {}
-    }
-    fn grant(&self, _token: &MemToken, _peers: &[ProcessId]) -> Result<()> {
-        match *self {}
-    }
-    fn import(&self, _token: &MemToken, _device: DeviceId) -> Result<Mapping> {
-        match *self {}
-    }
-    fn close(&self, _mapping: Mapping) -> Result<()> {
-        match *self {}
-    }
-    fn write(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
-        match *self {}
-    }
-    fn read(&self, _src: DevicePtr, _dst: &mut [u8]) -> Result<()> {
-        match *self {}
-    }
-    fn create_signal(&self, _device: DeviceId) -> Result<SignalHandle> {
-        match *self {}
-    }
-    fn export_signal(&self, _signal: &SignalHandle, _opts: ExportOptions) -> Result<SignalToken> {
-        match *self {}
-    }
-    fn grant_signal(&self, _token: &SignalToken, _peers: &[ProcessId]) -> Result<()> {
-        match *self {}
-    }
-    fn import_signal(&self, _token: &SignalToken, _device: DeviceId) -> Result<SignalHandle> {
-        match *self {}
-    }
-    fn notify(&self, _signal: &SignalHandle, _stream: RawStream) -> Result<()> {
-        match *self {}
-    }
-    fn wait(
-        &self,
-        _signal: &SignalHandle,
-        _stream: RawStream,
-        _timeout: Option<Duration>,
-    ) -> Result<()> {
-        match *self {}
-    }
-    fn destroy_signal(&self, _signal: SignalHandle) -> Result<()> {
-        match *self {}
-    }
-}
+pub use backend::AscendBackend;
+pub use devipc_ascend_sys as sys;

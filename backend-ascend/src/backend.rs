@@ -1,0 +1,520 @@
+//! [`AscendBackend`]: [`DeviceIpc`] on the ACL runtime.
+//!
+//! The backend owns its [`AclApi`] table and every vendor object it hands out a handle
+//! for (VMM allocations, mappings, notifies); each lives in a [`HandleTable`] until the
+//! matching release call, and whatever is still live when the backend is dropped is
+//! released then. Keys exported for framework memory (`export_external`) are kept too,
+//! until [`AscendBackend::close_external`] or the drop.
+//!
+//! # ACL initialisation
+//!
+//! `aclInit` is process-wide, and the framework around devipc (torch_npu, MindSpore) has
+//! usually called it already; ACL then answers `ACL_ERROR_REPEAT_INITIALIZE` (100002),
+//! which devipc accepts. `aclFinalize` tears down every ACL resource of the process, so
+//! devipc calls it only when devipc's own `aclInit` was the one that initialised ACL, and
+//! only when the last devipc backend on that runtime goes away: the process keeps one
+//! count of live backends per loaded runtime (two backends on one runtime must not
+//! finalize ACL under each other), and a second backend does not call `aclInit` again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::c_char;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use devipc_ascend_sys::codes::{
+    ACL_ERROR_REPEAT_FINALIZE, ACL_ERROR_REPEAT_INITIALIZE, ACL_ERROR_RT_CONTEXT_NULL,
+    ACL_ERROR_RT_NO_DEVICE, ACL_SUCCESS,
+};
+use devipc_ascend_sys::consts::ACL_PKG_VERSION_MAX_SIZE;
+use devipc_ascend_sys::{AclApi, error_name};
+use devipc_core::{
+    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
+    ExportOptions, HandleTable, HostIdentity, Mapping, Mechanism, MemToken, ProcessId, RawStream,
+    Result, RuntimeVersion, SignalHandle, SignalToken, TokenOrigin,
+};
+
+use crate::call::{check, vendor_error};
+use crate::device::DeviceScope;
+use crate::external::ExternalExport;
+use crate::memory::{AllocRecord, MappingRecord};
+use crate::signal::SignalRecord;
+
+/// The Ascend backend.
+///
+/// `Send + Sync` because every field is: the table holds only function pointers, the
+/// records hold addresses as integers, and the ACL runtime may be called from any thread;
+/// per-thread device state is bound and restored around each call.
+#[derive(Debug)]
+pub struct AscendBackend {
+    pub(crate) api: Arc<AclApi>,
+    pub(crate) info: BackendInfo,
+    pub(crate) device_count: u32,
+    pub(crate) host: HostIdentity,
+    pid: OnceLock<ProcessId>,
+    pub(crate) allocations: HandleTable<AllocRecord>,
+    pub(crate) mappings: HandleTable<MappingRecord>,
+    pub(crate) signals: HandleTable<SignalRecord>,
+    /// Keys exported for framework memory, by (device, block base).
+    pub(crate) external: Mutex<HashMap<(DeviceId, u64), ExternalExport>>,
+    /// Serialises the exports that create a vendor handle once and cache it (VMM
+    /// shareable handles, notify keys), so two threads never create two.
+    pub(crate) export_lock: Mutex<()>,
+    /// Device address ranges devipc mapped (allocations and imports), for `read`/`write`
+    /// to find the device to bind: start -> range.
+    pub(crate) ranges: Mutex<BTreeMap<u64, DeviceRange>>,
+    /// Device pairs (device, peer) devipc already enabled peer access for.
+    pub(crate) peers_enabled: Mutex<Vec<(DeviceId, DeviceId)>>,
+    /// The process-wide ACL initialisation this backend holds; dropped last.
+    init: AclInit,
+}
+
+/// A device address range devipc mapped in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DeviceRange {
+    pub(crate) end: u64,
+    pub(crate) device: DeviceId,
+    /// Imported memory of another device through an IPC key: host copies go through a
+    /// device buffer (see `memory::write_memory`).
+    pub(crate) staged: bool,
+}
+
+impl AscendBackend {
+    /// Discovers and loads the ACL runtime (DESIGN section 8) and starts the backend.
+    ///
+    /// Fails with [`Error::LibraryNotFound`] listing every path tried when there is no ACL
+    /// runtime, and with [`Error::Vendor`] (`ACL_ERROR_RT_NO_DEVICE`) when it has no
+    /// device.
+    pub fn open() -> Result<Self> {
+        AscendBackend::from_api(Arc::new(AclApi::discover()?))
+    }
+
+    /// Starts the backend on a filled table (loaded from a library or the emulator's).
+    ///
+    /// Initialises ACL (accepting `ACL_ERROR_REPEAT_INITIALIZE`: the framework may have
+    /// done it; see the [module docs](self)), counts the devices, reads the version and
+    /// derives the capabilities from the functions the runtime exports.
+    ///
+    /// A runtime that reports no device (`ACL_ERROR_RT_NO_DEVICE`, or success with a count
+    /// of 0) fails with [`Error::Vendor`] for `aclrtGetDeviceCount` with code
+    /// `ACL_ERROR_RT_NO_DEVICE` (207004): the same kind of error as HIP's
+    /// `hipErrorNoDevice`, so callers can tell "installed but no device" from "not
+    /// installed" ([`Error::LibraryNotFound`]).
+    pub fn from_api(api: Arc<AclApi>) -> Result<Self> {
+        let init = AclInit::acquire(&api)?;
+        let device_count = device_count(&api)?;
+        let info = BackendInfo {
+            kind: BackendKind::Ascend,
+            source: api.source().clone(),
+            runtime_version: runtime_version(&api),
+            capabilities: capabilities(&api, device_count),
+        };
+        Ok(AscendBackend {
+            info,
+            device_count,
+            host: HostIdentity::current(),
+            pid: OnceLock::new(),
+            allocations: HandleTable::new("allocation"),
+            mappings: HandleTable::new("mapping"),
+            signals: HandleTable::new("signal"),
+            external: Mutex::new(HashMap::new()),
+            export_lock: Mutex::new(()),
+            ranges: Mutex::new(BTreeMap::new()),
+            peers_enabled: Mutex::new(Vec::new()),
+            init,
+            api,
+        })
+    }
+
+    /// The function table this backend calls.
+    pub fn api(&self) -> &Arc<AclApi> {
+        &self.api
+    }
+
+    /// Whether devipc's `aclInit` initialised ACL in this process (so the last devipc
+    /// backend on this runtime calls `aclFinalize`), rather than the framework.
+    pub fn initialized_acl(&self) -> bool {
+        self.init.devipc_initialized()
+    }
+
+    /// `device` as the runtime's `int32_t`, after checking it is in range.
+    pub(crate) fn check_device(&self, device: DeviceId) -> Result<i32> {
+        device.check(self.device_count)?.as_c_int()
+    }
+
+    /// This process as the tokens it produces name it.
+    pub(crate) fn origin(&self) -> Result<TokenOrigin> {
+        Ok(TokenOrigin {
+            pid: self.bare_tgid()?,
+            host: self.host,
+        })
+    }
+
+    /// The process id trustlists expect: `aclrtDeviceGetBareTgid` (the host pid, even
+    /// inside a container), read once.
+    ///
+    /// A runtime without the symbol predates the whole IPC family that needs the value,
+    /// so devipc falls back to `getpid()` there (only `process_id` can observe it). If
+    /// the call needs a device context and the thread has none, it is retried with device
+    /// 0 bound.
+    fn bare_tgid(&self) -> Result<ProcessId> {
+        if let Some(pid) = self.pid.get() {
+            return Ok(*pid);
+        }
+        let Some(get) = self.api.aclrtDeviceGetBareTgid else {
+            return Ok(*self.pid.get_or_init(ProcessId::current));
+        };
+        let mut pid: i32 = 0;
+        // SAFETY: `pid` is a valid out-pointer for the duration of the call.
+        let mut code = unsafe { get(&mut pid) };
+        if code == ACL_ERROR_RT_CONTEXT_NULL {
+            let _scope = DeviceScope::bind(&self.api, 0)?;
+            // SAFETY: as above.
+            code = unsafe { get(&mut pid) };
+        }
+        check(&self.api, "aclrtDeviceGetBareTgid", code)?;
+        let pid = u32::try_from(pid).map_err(|_| {
+            Error::invalid_argument(format!("aclrtDeviceGetBareTgid returned {pid}"))
+        })?;
+        Ok(*self.pid.get_or_init(|| ProcessId(pid)))
+    }
+
+    /// Rejects a token for another backend or for none of the `expected` mechanisms, or
+    /// from the emulator when this is a real runtime (and the reverse).
+    pub(crate) fn check_token(
+        &self,
+        found: Mechanism,
+        emulated: bool,
+        expected: &[Mechanism],
+    ) -> Result<()> {
+        if found.backend() != BackendKind::Ascend || !expected.contains(&found) {
+            let names: Vec<&str> = expected.iter().map(|m| m.name()).collect();
+            return Err(Error::BackendMismatch {
+                expected: format!(
+                    "a {} token for {}",
+                    names.join(" or "),
+                    self.info.describe()
+                ),
+                found: format!("a {found} token"),
+            });
+        }
+        if emulated != self.info.source.is_emulated() {
+            let side = |e: bool| {
+                if e {
+                    "the devipc emulator"
+                } else {
+                    "a real ACL runtime"
+                }
+            };
+            return Err(Error::BackendMismatch {
+                expected: format!("a token from {}", side(self.info.source.is_emulated())),
+                found: format!("a token from {}", side(emulated)),
+            });
+        }
+        Ok(())
+    }
+
+    /// Remembers a device range devipc mapped.
+    pub(crate) fn add_range(&self, start: u64, range: DeviceRange) {
+        lock(&self.ranges).insert(start, range);
+    }
+
+    /// Forgets a device range.
+    pub(crate) fn remove_range(&self, start: u64) {
+        lock(&self.ranges).remove(&start);
+    }
+
+    /// The devipc range containing `ptr`, if any.
+    pub(crate) fn range_of(&self, ptr: u64) -> Option<DeviceRange> {
+        lock(&self.ranges)
+            .range(..=ptr)
+            .next_back()
+            .filter(|(_, r)| ptr < r.end)
+            .map(|(_, r)| *r)
+    }
+}
+
+/// Locks a mutex of the backend. Every critical section is a single map operation or a
+/// vendor call whose failure is returned as a value, so a poisoned lock holds consistent
+/// data and is recovered.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `aclrtGetDeviceCount`, with "no device" as a typed vendor error.
+fn device_count(api: &AclApi) -> Result<u32> {
+    let mut count: u32 = 0;
+    // SAFETY: `count` is a valid out-pointer.
+    let code = unsafe { (api.aclrtGetDeviceCount)(&mut count) };
+    if code == ACL_SUCCESS && count == 0 {
+        return Err(Error::Vendor {
+            backend: BackendKind::Ascend,
+            api: "aclrtGetDeviceCount",
+            code: ACL_ERROR_RT_NO_DEVICE,
+            name: error_name(ACL_ERROR_RT_NO_DEVICE)
+                .unwrap_or("ACL_ERROR_RT_NO_DEVICE")
+                .to_owned(),
+            message: "the ACL runtime reports 0 devices".to_owned(),
+        });
+    }
+    check(api, "aclrtGetDeviceCount", code)?;
+    Ok(count)
+}
+
+/// The runtime's version: the CANN `runtime` package version from `aclsysGetVersionStr`
+/// (e.g. 8.5.0) when the runtime has it, else the ACL API version from the deprecated
+/// `aclrtGetVersion` (e.g. 1.17.0), else unknown. A failed query is not an error.
+fn runtime_version(api: &AclApi) -> Option<RuntimeVersion> {
+    if let Some(get) = api.aclsysGetVersionStr {
+        let mut pkg = *b"runtime\0";
+        let mut buf = [0u8; ACL_PKG_VERSION_MAX_SIZE];
+        // SAFETY: `pkg` is a NUL-terminated name; `buf` has the ACL_PKG_VERSION_MAX_SIZE
+        // bytes the function may write.
+        let code = unsafe {
+            get(
+                pkg.as_mut_ptr().cast::<c_char>(),
+                buf.as_mut_ptr().cast::<c_char>(),
+            )
+        };
+        if code == ACL_SUCCESS {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            if let Some(v) = std::str::from_utf8(&buf[..end])
+                .ok()
+                .and_then(RuntimeVersion::parse_dotted)
+            {
+                return Some(v);
+            }
+        }
+    }
+    let get = api.aclrtGetVersion?;
+    let (mut major, mut minor, mut patch) = (0i32, 0i32, 0i32);
+    // SAFETY: three valid out-pointers.
+    let code = unsafe { get(&mut major, &mut minor, &mut patch) };
+    if code != ACL_SUCCESS {
+        return None;
+    }
+    Some(RuntimeVersion::new(
+        u32::try_from(major).ok()?,
+        u32::try_from(minor).ok()?,
+        u32::try_from(patch).ok()?,
+    ))
+}
+
+/// What the runtime supports, from the optional functions it exports.
+fn capabilities(api: &AclApi, device_count: u32) -> Capabilities {
+    let vmm_ipc = api.aclrtMemExportToShareableHandle.is_some()
+        && api.aclrtMemSetPidToShareableHandle.is_some()
+        && api.aclrtMemImportFromShareableHandle.is_some();
+    let key_ipc = api.aclrtIpcMemGetExportKey.is_some()
+        && api.aclrtIpcMemSetImportPid.is_some()
+        && api.aclrtIpcMemImportByKey.is_some()
+        && api.aclrtIpcMemClose.is_some();
+    let notify_ipc = api.aclrtCreateNotify.is_some()
+        && api.aclrtDestroyNotify.is_some()
+        && api.aclrtNotifyGetExportKey.is_some()
+        && api.aclrtNotifySetImportPid.is_some()
+        && api.aclrtNotifyImportByKey.is_some()
+        && api.aclrtRecordNotify.is_some()
+        && api.aclrtWaitAndResetNotify.is_some();
+    let mut caps = Capabilities::default();
+    // Every Ascend export is trustlisted by default (aclrt*SetImportPid / SetPid...).
+    caps.access_control = true;
+    caps.export_allocation = vmm_ipc;
+    caps.export_external = key_ipc;
+    caps.signals = notify_ipc;
+    caps.cross_device_import = device_count > 1 && (vmm_ipc || key_ipc);
+    // The DISABLE_PID_VALIDATION flags are defined with each export family.
+    caps.disable_pid_validation = vmm_ipc || key_ipc || notify_ipc;
+    caps
+}
+
+/// Live devipc backends per loaded runtime (keyed by the address of its `aclFinalize`),
+/// and whether devipc's `aclInit` initialised ACL there. See the [module docs](self).
+static ACL_INITS: Mutex<Vec<InitEntry>> = Mutex::new(Vec::new());
+
+#[derive(Debug)]
+struct InitEntry {
+    runtime: usize,
+    live: usize,
+    devipc_initialized: bool,
+}
+
+/// One backend's hold on the process-wide ACL initialisation; released on drop.
+#[derive(Debug)]
+struct AclInit {
+    api: Arc<AclApi>,
+    runtime: usize,
+}
+
+impl AclInit {
+    /// Calls `aclInit(NULL)` unless another live backend on the same runtime already did,
+    /// accepting `ACL_ERROR_REPEAT_INITIALIZE`.
+    fn acquire(api: &Arc<AclApi>) -> Result<AclInit> {
+        let runtime = api.aclFinalize as usize;
+        let mut inits = lock(&ACL_INITS);
+        if let Some(entry) = inits.iter_mut().find(|e| e.runtime == runtime) {
+            entry.live += 1;
+        } else {
+            // SAFETY: a NULL config path is documented as "no configuration file".
+            let code = unsafe { (api.aclInit)(std::ptr::null()) };
+            let devipc_initialized = match code {
+                ACL_SUCCESS => true,
+                ACL_ERROR_REPEAT_INITIALIZE => false,
+                _ => return Err(vendor_error(api, "aclInit", code)),
+            };
+            inits.push(InitEntry {
+                runtime,
+                live: 1,
+                devipc_initialized,
+            });
+        }
+        Ok(AclInit {
+            api: Arc::clone(api),
+            runtime,
+        })
+    }
+
+    fn devipc_initialized(&self) -> bool {
+        lock(&ACL_INITS)
+            .iter()
+            .any(|e| e.runtime == self.runtime && e.devipc_initialized)
+    }
+}
+
+impl Drop for AclInit {
+    /// The last backend on the runtime finalizes ACL, if devipc initialised it. The lock
+    /// is held across `aclFinalize` so that a backend starting meanwhile initialises
+    /// afresh rather than racing the teardown.
+    fn drop(&mut self) {
+        let mut inits = lock(&ACL_INITS);
+        let Some(index) = inits.iter().position(|e| e.runtime == self.runtime) else {
+            return;
+        };
+        inits[index].live -= 1;
+        if inits[index].live > 0 {
+            return;
+        }
+        let entry = inits.swap_remove(index);
+        if entry.devipc_initialized {
+            // SAFETY: no arguments; devipc's own aclInit is being balanced, and no other
+            // devipc backend on this runtime is alive.
+            let code = unsafe { (self.api.aclFinalize)() };
+            // REPEAT_FINALIZE: the framework finalized ACL already; nothing left to do.
+            if code != ACL_SUCCESS && code != ACL_ERROR_REPEAT_FINALIZE {
+                eprintln!(
+                    "devipc-ascend: {}",
+                    vendor_error(&self.api, "aclFinalize", code)
+                );
+            }
+        }
+    }
+}
+
+impl Drop for AscendBackend {
+    /// Releases what the caller never released: signals, then mappings, then keys
+    /// exported for framework memory, then allocations (a mapping may view one of our own
+    /// allocations through the facade). Failures are reported on stderr; `Drop` never
+    /// panics. ACL itself is finalized afterwards, when the `init` field drops.
+    fn drop(&mut self) {
+        for (_, record) in self.signals.drain() {
+            if let Err(e) = self.release_signal(record) {
+                eprintln!("devipc-ascend: destroying a leftover notify failed: {e}");
+            }
+        }
+        for (_, mut record) in self.mappings.drain() {
+            if let Err(e) = self.release_mapping(&mut record) {
+                eprintln!("devipc-ascend: closing a leftover mapping failed: {e}");
+            }
+        }
+        let exports: Vec<_> = lock(&self.external).drain().collect();
+        for ((device, _), export) in exports {
+            if let Err(e) = self.release_external(device, &export) {
+                eprintln!("devipc-ascend: closing a leftover exported IPC key failed: {e}");
+            }
+        }
+        for (_, mut record) in self.allocations.drain() {
+            if let Err(e) = self.release_allocation(&mut record) {
+                eprintln!("devipc-ascend: freeing a leftover allocation failed: {e}");
+            }
+        }
+    }
+}
+
+impl DeviceIpc for AscendBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+    fn device_count(&self) -> Result<u32> {
+        Ok(self.device_count)
+    }
+    fn process_id(&self) -> Result<ProcessId> {
+        self.bare_tgid()
+    }
+    fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
+        self.enable_peer(device, peer)
+    }
+    fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
+        self.allocate_memory(device, size)
+    }
+    fn free(&self, alloc: Allocation) -> Result<()> {
+        self.free_memory(alloc)
+    }
+    fn export(
+        &self,
+        alloc: &Allocation,
+        range: Range<usize>,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        self.export_allocation(alloc, range, opts)
+    }
+    fn export_external(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        self.export_external_memory(device, ptr, len, opts)
+    }
+    fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
+        self.grant_memory(token, peers)
+    }
+    fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        self.import_memory(token, device)
+    }
+    fn close(&self, mapping: Mapping) -> Result<()> {
+        self.close_mapping(mapping)
+    }
+    fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        self.write_memory(dst, src)
+    }
+    fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+        self.read_memory(src, dst)
+    }
+    fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
+        self.create_signal_impl(device)
+    }
+    fn export_signal(&self, signal: &SignalHandle, opts: ExportOptions) -> Result<SignalToken> {
+        self.export_signal_impl(signal, opts)
+    }
+    fn grant_signal(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
+        self.grant_signal_impl(token, peers)
+    }
+    fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
+        self.import_signal_impl(token, device)
+    }
+    fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
+        self.notify_impl(signal, stream)
+    }
+    fn wait(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        self.wait_impl(signal, stream, timeout)
+    }
+    fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
+        self.destroy_signal_impl(signal)
+    }
+}

@@ -1,0 +1,292 @@
+//! Framework memory (`aclrtMalloc`) shared through IPC keys: `export_external`, grant and
+//! import of `ascend-ipc-key` tokens (api-facts A.7, C.4).
+//!
+//! A key names a whole `aclrtMalloc` block, so the exporter resolves the block that holds
+//! the pointer (`aclrtMemGetAddressRange`) and exports its base and size, as torch_npu
+//! does; the token carries the range's offset within the block and the importer adds it
+//! to the base `aclrtIpcMemImportByKey` returns. Without `aclrtMemGetAddressRange` (older
+//! runtimes) the pointer must be the block's base and `len` its size.
+//!
+//! Keys are 65 bytes and binary safe: the token carries the runtime's whole buffer, never
+//! a copy cut at the first NUL, and devipc hands the runtime that buffer back (after
+//! checking that it holds a NUL, so the runtime cannot read past it).
+//!
+//! # The exporter's key
+//!
+//! In the exporting process `aclrtIpcMemClose(key)` destroys the key, and the vendor rule
+//! is that every importer closes its mapping **before** the exporter closes the key, and
+//! that the block is freed only after that. devipc therefore exports each block once and
+//! keeps its key (later exports of the same block, any range, reuse it; as for VMM, the
+//! validation of the first export is the one that counts) until the owner says the
+//! importers are done: [`AscendBackend::close_external`], to be called before the
+//! framework frees the block, or the backend's drop.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use devipc_ascend_sys::consts::{
+    ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
+    ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
+    ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS,
+};
+use devipc_core::token::MemTokenParts;
+use devipc_core::{
+    DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken, PidValidation, Result,
+};
+
+use crate::backend::{AscendBackend, DeviceRange, lock};
+use crate::call::{check, optional};
+use crate::device::DeviceScope;
+use crate::memory::{MappingRecord, check_range, token_range};
+use crate::rollback::{Rollback, Undo, as_ptr};
+
+/// A 65-byte IPC key buffer (memory or notify), as the runtime wrote it.
+pub(crate) type Key = [u8; ACL_IPC_KEY_LEN];
+
+/// Generations of exported keys: unique in the process, never reused.
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// A key this process exported for a framework block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ExternalExport {
+    pub(crate) key: Key,
+    /// The block's size (its base is the map key).
+    pub(crate) size: usize,
+    pub(crate) validation: PidValidation,
+    /// Tells this export from an earlier one of a block at the same address.
+    pub(crate) generation: u64,
+}
+
+/// What the backend keeps for a [`Mapping`] of an imported key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeyMapping {
+    pub(crate) device: DeviceId,
+    pub(crate) key: Key,
+    /// The block base the import returned.
+    pub(crate) base: u64,
+}
+
+/// The key of a token payload: exactly 65 bytes holding a NUL (the runtime reads it as a
+/// C string).
+pub(crate) fn key_payload(payload: &[u8], mechanism: Mechanism) -> Result<Key> {
+    let key: Key = payload.try_into().map_err(|_| {
+        Error::invalid_token(format!(
+            "an {mechanism} payload is {ACL_IPC_KEY_LEN} bytes, not {}",
+            payload.len()
+        ))
+    })?;
+    if !key.contains(&0) {
+        return Err(Error::invalid_token(format!(
+            "the {mechanism} key is not NUL-terminated within its {ACL_IPC_KEY_LEN} bytes"
+        )));
+    }
+    Ok(key)
+}
+
+/// Checks that a key the runtime wrote is NUL-terminated within the buffer.
+pub(crate) fn check_written_key(key: &Key, api: &'static str) -> Result<()> {
+    if key.contains(&0) {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(format!(
+            "{api} wrote a key without a NUL in its {ACL_IPC_KEY_LEN} bytes"
+        )))
+    }
+}
+
+impl AscendBackend {
+    pub(crate) fn export_external_memory(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        let dev = self.check_device(device)?;
+        if ptr.is_null() || len == 0 {
+            return Err(Error::invalid_argument(
+                "external export needs a non-null pointer and a non-zero length",
+            ));
+        }
+        let get_key = optional!(self.api, aclrtIpcMemGetExportKey)?;
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let (base, size) = self.block_of(ptr, len)?;
+        let offset = ptr
+            .0
+            .checked_sub(base)
+            .and_then(|o| usize::try_from(o).ok())
+            .ok_or_else(|| {
+                Error::invalid_argument("pointer lies outside the block the runtime reported")
+            })?;
+        let range = offset..offset.saturating_add(len);
+        check_range(&range, size)?;
+        let mut external = lock(&self.external);
+        let export = match external.get(&(device, base)) {
+            Some(e) if e.size != size => {
+                return Err(Error::invalid_argument(format!(
+                    "the block at {base:#x} on device {device} was exported with {} bytes and \
+                     now has {size}: it was freed and reallocated without close_external",
+                    e.size
+                )));
+            }
+            Some(e) if e.validation != opts.validation => {
+                return Err(Error::invalid_argument(format!(
+                    "the block at {base:#x} was first exported with PID validation {:?}; its \
+                     one key cannot also be exported with {:?}",
+                    e.validation, opts.validation
+                )));
+            }
+            Some(e) => *e,
+            None => {
+                let flags = match opts.validation {
+                    PidValidation::Trustlist => ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
+                    PidValidation::AnyProcess => ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+                };
+                let mut key: Key = [0; ACL_IPC_KEY_LEN];
+                // SAFETY: `key` is a writable buffer of ACL_IPC_KEY_LEN bytes, the `len`
+                // passed; base/size name the block the runtime reported.
+                let code = unsafe {
+                    get_key(
+                        as_ptr(base),
+                        size,
+                        key.as_mut_ptr().cast(),
+                        ACL_IPC_KEY_LEN,
+                        flags,
+                    )
+                };
+                check(&self.api, "aclrtIpcMemGetExportKey", code)?;
+                // Never hand the runtime an unterminated buffer, not even to close it.
+                check_written_key(&key, "aclrtIpcMemGetExportKey")?;
+                let export = ExternalExport {
+                    key,
+                    size,
+                    validation: opts.validation,
+                    generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
+                };
+                external.insert((device, base), export);
+                export
+            }
+        };
+        drop(external);
+        MemToken::new(MemTokenParts {
+            mechanism: Mechanism::AscendIpcKey,
+            emulated: self.info.source.is_emulated(),
+            device,
+            origin: self.origin()?,
+            generation: export.generation,
+            object_size: size as u64,
+            offset: range.start as u64,
+            len: len as u64,
+            payload: export.key.to_vec(),
+        })
+    }
+
+    /// The base and size of the `aclrtMalloc` block holding `ptr` (see the module docs
+    /// for runtimes without `aclrtMemGetAddressRange`). The device must be bound.
+    fn block_of(&self, ptr: DevicePtr, len: usize) -> Result<(u64, usize)> {
+        let Some(range) = self.api.aclrtMemGetAddressRange else {
+            return Ok((ptr.0, len));
+        };
+        let mut base: *mut c_void = std::ptr::null_mut();
+        let mut size: usize = 0;
+        // SAFETY: both out-pointers are valid for the call; the runtime checks `ptr`.
+        let code = unsafe { range(as_ptr(ptr.0), &mut base, &mut size) };
+        check(&self.api, "aclrtMemGetAddressRange", code)?;
+        Ok((base as usize as u64, size))
+    }
+
+    /// Closes the key this process exported for the framework block holding `ptr` on
+    /// `device` (`aclrtIpcMemClose` in the exporter), so the framework may free the block.
+    ///
+    /// Call it only after every importer closed its mapping: the runtime requires
+    /// importers to close first. Tokens of the block stop working; a later
+    /// `export_external` of the block creates a new key. Fails with
+    /// [`Error::InvalidArgument`] when this backend exported no block holding `ptr`.
+    pub fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        self.check_device(device)?;
+        let mut external = lock(&self.external);
+        let found = external
+            .iter()
+            .find(|((d, base), e)| *d == device && (*base..*base + e.size as u64).contains(&ptr.0))
+            .map(|(k, e)| (*k, *e));
+        let Some((map_key, export)) = found else {
+            return Err(Error::invalid_argument(format!(
+                "no block exported with export_external holds {ptr} on device {device}"
+            )));
+        };
+        self.release_external(device, &export)?;
+        external.remove(&map_key);
+        Ok(())
+    }
+
+    /// `aclrtIpcMemClose` of an exported key.
+    pub(crate) fn release_external(&self, device: DeviceId, export: &ExternalExport) -> Result<()> {
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        Undo::IpcClose(export.key).run(&self.api)
+    }
+
+    /// Sets the trustlist of an `ascend-ipc-key` token (`aclrtIpcMemSetImportPid`).
+    pub(crate) fn grant_key(&self, token: &MemToken, dev: i32, pids: &mut [i32]) -> Result<()> {
+        let key = key_payload(token.payload(), token.mechanism())?;
+        let set_pids = optional!(self.api, aclrtIpcMemSetImportPid)?;
+        // The runtime rejects an empty list (num must be > 0); granting nobody is a no-op.
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        // SAFETY: `key` is a NUL-terminated buffer; `pids` a live buffer of `pids.len()`
+        // int32 values.
+        let code = unsafe { set_pids(key.as_ptr().cast(), pids.as_mut_ptr(), pids.len()) };
+        check(&self.api, "aclrtIpcMemSetImportPid", code)
+    }
+
+    /// Maps an `ascend-ipc-key` token on `device` (`aclrtIpcMemImportByKey`), with the
+    /// runtime's peer-access flag when `device` is not the exporter's.
+    pub(crate) fn import_key(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        let key = key_payload(token.payload(), token.mechanism())?;
+        let (size, offset, len) = token_range(token)?;
+        let import = optional!(self.api, aclrtIpcMemImportByKey)?;
+        let cross_device = device != token.device();
+        let flags = if cross_device {
+            ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS
+        } else {
+            ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT
+        };
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        let mut rollback = Rollback::new(&self.api);
+        let mut base: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `base` is a valid out-pointer; `key` is a NUL-terminated buffer.
+        let code = unsafe { import(&mut base, key.as_ptr().cast(), flags) };
+        check(&self.api, "aclrtIpcMemImportByKey", code)?;
+        rollback.push(Undo::IpcClose(key));
+        let base = base as usize as u64;
+        let ptr = DevicePtr(base).offset(offset)?;
+        let end = DevicePtr(base).offset(size)?.0;
+        rollback.commit();
+        let id = self
+            .mappings
+            .insert(MappingRecord::Key(KeyMapping { device, key, base }));
+        self.add_range(
+            base,
+            DeviceRange {
+                end,
+                device,
+                staged: cross_device,
+            },
+        );
+        Ok(Mapping {
+            id,
+            device,
+            ptr,
+            len,
+        })
+    }
+
+    /// `aclrtIpcMemClose` of an imported key, in the importer.
+    pub(crate) fn release_key_mapping(&self, mapping: &KeyMapping) -> Result<()> {
+        let _scope = DeviceScope::bind(&self.api, mapping.device.as_c_int()?)?;
+        Undo::IpcClose(mapping.key).run(&self.api)?;
+        self.remove_range(mapping.base);
+        Ok(())
+    }
+}

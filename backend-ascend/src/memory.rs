@@ -1,0 +1,612 @@
+//! Device memory on ACL through the VMM API: allocation, shareable-handle export, grant,
+//! import and close; host <-> device copies; peer access.
+//!
+//! `allocate` is `aclrtMallocPhysical` (size rounded up to the allocation granularity),
+//! `aclrtReserveMemAddress`, `aclrtMapMem` and `aclrtMemSetAccess`; `export` is
+//! `aclrtMemExportToShareableHandle` (api-facts A.5, A.6, C.5). The runtime keeps **one**
+//! shareable handle per physical handle ("exporting the same handle twice is an error"),
+//! so the backend exports an allocation once, caches the `u64` it got, and every further
+//! export of that allocation, whatever the range, reuses it: tokens of one allocation
+//! differ only in their range. The PID-validation flag of that first export is the one
+//! the runtime applies; a later export asking for the other setting fails with
+//! [`Error::InvalidArgument`] instead of silently getting the first one.
+//!
+//! Memory the framework allocated itself goes through IPC keys instead, see
+//! [`external`](crate::external).
+
+use std::ffi::c_void;
+use std::ops::Range;
+
+use devipc_ascend_sys::consts::{
+    ACL_RT_VMM_EXPORT_FLAG_DEFAULT, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+};
+use devipc_ascend_sys::types::{
+    ACL_HBM_MEM_HUGE, ACL_MEM_ALLOCATION_TYPE_PINNED, ACL_MEM_HANDLE_TYPE_NONE,
+    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE,
+    ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclrtDrvMemHandle, aclrtMemAccessDesc, aclrtMemLocation,
+    aclrtPhysicalMemProp,
+};
+use devipc_core::token::MemTokenParts;
+use devipc_core::{
+    Allocation, DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken,
+    PidValidation, ProcessId, Result,
+};
+
+use crate::backend::{AscendBackend, DeviceRange, lock};
+use crate::call::{acl, acl_opt, check, optional};
+use crate::device::DeviceScope;
+use crate::external::KeyMapping;
+use crate::rollback::{Rollback, Undo, as_ptr};
+
+/// Granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity` (the
+/// 2024 headers): 2 MiB, the huge-page size of the `ACL_HBM_MEM_HUGE` memory devipc
+/// allocates, which every VMM size must be a multiple of.
+pub const FALLBACK_GRANULARITY: usize = 2 << 20;
+
+/// The memory kind of devipc's physical allocations: HBM in 2 MiB pages, the kind
+/// torch_npu's expandable segments export, and a value every header since 2024 knows
+/// (the newer `ACL_MEM_HUGE` is absent from the 2024 header).
+pub const MEM_ATTR: i32 = ACL_HBM_MEM_HUGE;
+
+/// The VMM objects behind an allocation or a VMM import, and how far their teardown got
+/// (so a release that fails midway can be retried from where it stopped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VmmObjects {
+    pub(crate) device: DeviceId,
+    /// The `aclrtDrvMemHandle`, as an address.
+    pub(crate) phys: usize,
+    /// The reserved and mapped virtual address.
+    pub(crate) va: u64,
+    /// The physical size (a multiple of the granularity).
+    pub(crate) size: usize,
+    pub(crate) stage: Teardown,
+}
+
+/// How far a [`VmmObjects`] teardown got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Teardown {
+    /// Nothing released yet.
+    Mapped,
+    /// `aclrtUnmapMem` done.
+    Unmapped,
+    /// `aclrtReleaseMemAddress` done too; only `aclrtFreePhysical` is left.
+    AddressReleased,
+}
+
+/// The one shareable handle of an allocation and the validation it was exported with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shareable {
+    pub(crate) handle: u64,
+    pub(crate) validation: PidValidation,
+}
+
+/// What the backend keeps for an [`Allocation`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AllocRecord {
+    pub(crate) vmm: VmmObjects,
+    pub(crate) shared: Option<Shareable>,
+}
+
+/// What the backend keeps for a [`Mapping`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MappingRecord {
+    /// A VMM shareable handle imported, reserved and mapped here.
+    Vmm(VmmObjects),
+    /// An IPC key imported here.
+    Key(KeyMapping),
+}
+
+/// The physical-memory properties of devipc's allocations on `device`.
+pub(crate) fn physical_prop(device: u32) -> aclrtPhysicalMemProp {
+    aclrtPhysicalMemProp {
+        handleType: ACL_MEM_HANDLE_TYPE_NONE,
+        allocationType: ACL_MEM_ALLOCATION_TYPE_PINNED,
+        memAttr: MEM_ATTR,
+        location: aclrtMemLocation {
+            id: device,
+            r#type: ACL_MEM_LOCATION_TYPE_DEVICE,
+        },
+        reserve: 0,
+    }
+}
+
+/// The `int32_t` pid list the trustlist functions take; an empty list stays empty.
+pub(crate) fn pid_args(peers: &[ProcessId]) -> Result<Vec<i32>> {
+    peers.iter().map(|p| p.as_c_int()).collect()
+}
+
+/// A token's (object size, offset, length) as host sizes.
+pub(crate) fn token_range(token: &MemToken) -> Result<(usize, usize, usize)> {
+    let conv = |v: u64, what: &str| {
+        usize::try_from(v)
+            .map_err(|_| Error::invalid_token(format!("{what} {v} does not fit this platform")))
+    };
+    Ok((
+        conv(token.object_size(), "object size")?,
+        conv(token.offset(), "offset")?,
+        conv(token.len(), "length")?,
+    ))
+}
+
+impl AscendBackend {
+    /// The VMM allocation granularity for `prop` (minimum: what `aclrtMapMem` requires),
+    /// or [`FALLBACK_GRANULARITY`] when the runtime cannot tell. The thread's device must
+    /// be bound.
+    pub(crate) fn granularity(&self, prop: &mut aclrtPhysicalMemProp) -> Result<usize> {
+        if self.api.aclrtMemGetAllocationGranularity.is_none() {
+            return Ok(FALLBACK_GRANULARITY);
+        }
+        let mut granularity: usize = 0;
+        // SAFETY: `prop` and `granularity` are valid for the call; the option is a
+        // documented enumerator.
+        unsafe {
+            acl_opt!(
+                self.api,
+                aclrtMemGetAllocationGranularity(
+                    prop,
+                    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
+                    &mut granularity
+                )
+            )
+        }?;
+        if granularity == 0 {
+            return Err(Error::invalid_argument(
+                "aclrtMemGetAllocationGranularity reported a granularity of 0",
+            ));
+        }
+        Ok(granularity)
+    }
+
+    pub(crate) fn allocate_memory(&self, device: DeviceId, size: usize) -> Result<Allocation> {
+        let dev = self.check_device(device)?;
+        if size == 0 {
+            return Err(Error::invalid_argument("cannot allocate 0 bytes"));
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let mut prop = physical_prop(device.0);
+        let granularity = self.granularity(&mut prop)?;
+        let size = size.checked_next_multiple_of(granularity).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "{size} bytes rounded up to the granularity {granularity} overflow"
+            ))
+        })?;
+        let mut rollback = Rollback::new(&self.api);
+        let mut phys: aclrtDrvMemHandle = std::ptr::null_mut();
+        // SAFETY: `phys` is a valid out-pointer, `prop` a valid property block; the size
+        // is a non-zero multiple of the granularity; flags are reserved (0).
+        unsafe { acl!(self.api, aclrtMallocPhysical(&mut phys, size, &prop, 0)) }?;
+        rollback.push(Undo::FreePhysical(phys as usize));
+        let va = self.reserve_and_map(&mut rollback, phys, size, device)?;
+        rollback.commit();
+        let record = AllocRecord {
+            vmm: VmmObjects {
+                device,
+                phys: phys as usize,
+                va,
+                size,
+                stage: Teardown::Mapped,
+            },
+            shared: None,
+        };
+        let id = self.allocations.insert(record);
+        self.add_range(
+            va,
+            DeviceRange {
+                end: va + size as u64,
+                device,
+                staged: false,
+            },
+        );
+        Ok(Allocation {
+            id,
+            device,
+            ptr: DevicePtr(va),
+            size,
+        })
+    }
+
+    /// Reserves `size` bytes of address space, maps `phys` there and grants `device`
+    /// read-write access (when the runtime has `aclrtMemSetAccess`; without it the mapping
+    /// device has access by default). Each step is pushed onto `rollback`. The device must
+    /// be bound.
+    fn reserve_and_map(
+        &self,
+        rollback: &mut Rollback<'_>,
+        phys: aclrtDrvMemHandle,
+        size: usize,
+        device: DeviceId,
+    ) -> Result<u64> {
+        let mut va: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `va` is a valid out-pointer; alignment, expectPtr and flags are the
+        // documented defaults (0, NULL, 0); size is non-zero.
+        unsafe {
+            acl!(
+                self.api,
+                aclrtReserveMemAddress(&mut va, size, 0, std::ptr::null_mut(), 0)
+            )
+        }?;
+        let va = va as usize as u64;
+        rollback.push(Undo::ReleaseAddress(va));
+        // SAFETY: `va` was reserved above for `size` bytes, `phys` holds `size` bytes;
+        // offset and flags must be 0.
+        unsafe { acl!(self.api, aclrtMapMem(as_ptr(va), size, 0, phys, 0)) }?;
+        rollback.push(Undo::Unmap(va));
+        if self.api.aclrtMemSetAccess.is_some() {
+            let mut desc = aclrtMemAccessDesc {
+                flags: ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+                location: aclrtMemLocation {
+                    id: device.0,
+                    r#type: ACL_MEM_LOCATION_TYPE_DEVICE,
+                },
+                rsv: [0; 12],
+            };
+            // SAFETY: `va`/`size` are exactly those mapped above; `desc` is one valid
+            // descriptor.
+            unsafe { acl_opt!(self.api, aclrtMemSetAccess(as_ptr(va), size, &mut desc, 1)) }?;
+        }
+        Ok(va)
+    }
+
+    pub(crate) fn free_memory(&self, alloc: Allocation) -> Result<()> {
+        self.allocation(&alloc)?;
+        let mut record = self.allocations.remove(alloc.id)?;
+        self.release_allocation(&mut record).inspect_err(|_| {
+            self.allocations.restore(alloc.id, record);
+        })
+    }
+
+    /// Unmaps, releases and frees an allocation already taken out of the table. On an
+    /// error `record` says how far it got, so the caller can put it back and retry.
+    pub(crate) fn release_allocation(&self, record: &mut AllocRecord) -> Result<()> {
+        self.release_vmm(&mut record.vmm)
+    }
+
+    /// Unmap, release the address, free the physical handle (api-facts A.5: unmap before
+    /// releasing the address), resuming from `vmm.stage`.
+    pub(crate) fn release_vmm(&self, vmm: &mut VmmObjects) -> Result<()> {
+        let _scope = DeviceScope::bind(&self.api, vmm.device.as_c_int()?)?;
+        if vmm.stage == Teardown::Mapped {
+            Undo::Unmap(vmm.va).run(&self.api)?;
+            vmm.stage = Teardown::Unmapped;
+            self.remove_range(vmm.va);
+        }
+        if vmm.stage == Teardown::Unmapped {
+            Undo::ReleaseAddress(vmm.va).run(&self.api)?;
+            vmm.stage = Teardown::AddressReleased;
+        }
+        Undo::FreePhysical(vmm.phys).run(&self.api)
+    }
+
+    /// The record behind `alloc`, checked against what the caller holds.
+    fn allocation(&self, alloc: &Allocation) -> Result<AllocRecord> {
+        let record = self.allocations.get(alloc.id)?;
+        let vmm = record.vmm;
+        if vmm.va != alloc.ptr.0 || vmm.size != alloc.size || vmm.device != alloc.device {
+            return Err(Error::invalid_argument(format!(
+                "allocation {} does not match the backend's record (pointer, size or device changed)",
+                alloc.id
+            )));
+        }
+        Ok(record)
+    }
+
+    pub(crate) fn export_allocation(
+        &self,
+        alloc: &Allocation,
+        range: Range<usize>,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        let record = self.allocation(alloc)?;
+        check_range(&range, record.vmm.size)?;
+        let export = optional!(self.api, aclrtMemExportToShareableHandle)?;
+        let _exporting = lock(&self.export_lock);
+        // Re-read under the lock: another thread may have exported meanwhile.
+        let shared = self.allocations.get(alloc.id)?.shared;
+        let handle = match shared {
+            Some(s) if s.validation == opts.validation => s.handle,
+            Some(s) => {
+                return Err(Error::invalid_argument(format!(
+                    "allocation {} was first exported with PID validation {:?}; ACL allows one \
+                     shareable handle per physical allocation, so a later export cannot ask for \
+                     {:?}: allocate separate memory for it",
+                    alloc.id, s.validation, opts.validation
+                )));
+            }
+            None => {
+                let flags = match opts.validation {
+                    PidValidation::Trustlist => ACL_RT_VMM_EXPORT_FLAG_DEFAULT,
+                    PidValidation::AnyProcess => ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+                };
+                let _scope = DeviceScope::bind(&self.api, record.vmm.device.as_c_int()?)?;
+                let mut handle: u64 = 0;
+                // SAFETY: the physical handle is live (its record is in the table and the
+                // export lock is held); `handle` is a valid out-pointer; V1 export requires
+                // handle type NONE.
+                let code = unsafe {
+                    export(
+                        record.vmm.phys as aclrtDrvMemHandle,
+                        ACL_MEM_HANDLE_TYPE_NONE,
+                        flags,
+                        &mut handle,
+                    )
+                };
+                check(&self.api, "aclrtMemExportToShareableHandle", code)?;
+                let shared = Shareable {
+                    handle,
+                    validation: opts.validation,
+                };
+                self.allocations
+                    .with(alloc.id, |r| r.shared = Some(shared))?;
+                handle
+            }
+        };
+        MemToken::new(MemTokenParts {
+            mechanism: Mechanism::AscendVmm,
+            emulated: self.info.source.is_emulated(),
+            device: record.vmm.device,
+            origin: self.origin()?,
+            generation: alloc.id.0,
+            object_size: record.vmm.size as u64,
+            offset: range.start as u64,
+            len: (range.end - range.start) as u64,
+            payload: handle.to_le_bytes().to_vec(),
+        })
+    }
+
+    pub(crate) fn grant_memory(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
+        self.check_token(
+            token.mechanism(),
+            token.emulated(),
+            &[Mechanism::AscendVmm, Mechanism::AscendIpcKey],
+        )?;
+        let dev = self.check_device(token.device())?;
+        let mut pids = pid_args(peers)?;
+        if token.mechanism() == Mechanism::AscendIpcKey {
+            return self.grant_key(token, dev, &mut pids);
+        }
+        let handle = vmm_payload(token)?;
+        let set_pids = optional!(self.api, aclrtMemSetPidToShareableHandle)?;
+        // The runtime rejects an empty list (pidNum must be > 0); granting nobody is a no-op.
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        // SAFETY: `pids` is a live buffer of `pids.len()` int32 values.
+        let code = unsafe { set_pids(handle, pids.as_mut_ptr(), pids.len()) };
+        check(&self.api, "aclrtMemSetPidToShareableHandle", code)
+    }
+
+    pub(crate) fn import_memory(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        self.check_token(
+            token.mechanism(),
+            token.emulated(),
+            &[Mechanism::AscendVmm, Mechanism::AscendIpcKey],
+        )?;
+        self.check_device(device)?;
+        self.check_device(token.device())?;
+        if token.mechanism() == Mechanism::AscendIpcKey {
+            return self.import_key(token, device);
+        }
+        let handle = vmm_payload(token)?;
+        let (size, offset, len) = token_range(token)?;
+        let import = optional!(self.api, aclrtMemImportFromShareableHandle)?;
+        if device != token.device() {
+            // VMM memory of another device needs peer access (api-facts C.5).
+            self.enable_peer(device, token.device())?;
+        }
+        let dev = device.as_c_int()?;
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let mut rollback = Rollback::new(&self.api);
+        let mut phys: aclrtDrvMemHandle = std::ptr::null_mut();
+        // SAFETY: `phys` is a valid out-pointer; the shareable handle and device id are
+        // plain values the runtime validates.
+        let code = unsafe { import(handle, dev, &mut phys) };
+        check(&self.api, "aclrtMemImportFromShareableHandle", code)?;
+        rollback.push(Undo::FreePhysical(phys as usize));
+        let va = self.reserve_and_map(&mut rollback, phys, size, device)?;
+        let ptr = DevicePtr(va).offset(offset)?;
+        rollback.commit();
+        let id = self.mappings.insert(MappingRecord::Vmm(VmmObjects {
+            device,
+            phys: phys as usize,
+            va,
+            size,
+            stage: Teardown::Mapped,
+        }));
+        self.add_range(
+            va,
+            DeviceRange {
+                end: va + size as u64,
+                device,
+                staged: false,
+            },
+        );
+        Ok(Mapping {
+            id,
+            device,
+            ptr,
+            len,
+        })
+    }
+
+    pub(crate) fn close_mapping(&self, mapping: Mapping) -> Result<()> {
+        let mut record = self.mappings.remove(mapping.id)?;
+        self.release_mapping(&mut record).inspect_err(|_| {
+            self.mappings.restore(mapping.id, record);
+        })
+    }
+
+    /// Releases a mapping already taken out of the table (resumable, like
+    /// [`AscendBackend::release_vmm`]).
+    pub(crate) fn release_mapping(&self, record: &mut MappingRecord) -> Result<()> {
+        match record {
+            MappingRecord::Vmm(vmm) => self.release_vmm(vmm),
+            MappingRecord::Key(key) => self.release_key_mapping(key),
+        }
+    }
+
+    pub(crate) fn enable_peer(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
+        let dev = self.check_device(device)?;
+        let peer_dev = self.check_device(peer)?;
+        if device == peer || lock(&self.peers_enabled).contains(&(device, peer)) {
+            return Ok(());
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        // SAFETY: plain value arguments; flags are reserved (0).
+        let code = unsafe { (self.api.aclrtDeviceEnablePeerAccess)(peer_dev, 0) };
+        check(&self.api, "aclrtDeviceEnablePeerAccess", code)?;
+        lock(&self.peers_enabled).push((device, peer));
+        Ok(())
+    }
+
+    pub(crate) fn write_memory(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        let range = self.range_of(dst.0);
+        let _scope = match range {
+            Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
+            None => None,
+        };
+        if range.is_some_and(|r| r.staged) {
+            // The host buffer is only read when copying to the device.
+            return self.staged_copy(
+                dst.0,
+                src.as_ptr().cast_mut().cast(),
+                src.len(),
+                Direction::ToDevice,
+            );
+        }
+        // SAFETY: `src` is a live host slice of `src.len()` bytes; the runtime checks `dst`.
+        unsafe {
+            acl!(
+                self.api,
+                aclrtMemcpy(
+                    as_ptr(dst.0),
+                    src.len(),
+                    src.as_ptr().cast(),
+                    src.len(),
+                    ACL_MEMCPY_HOST_TO_DEVICE
+                )
+            )
+        }
+    }
+
+    pub(crate) fn read_memory(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let range = self.range_of(src.0);
+        let _scope = match range {
+            Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
+            None => None,
+        };
+        if range.is_some_and(|r| r.staged) {
+            return self.staged_copy(src.0, dst.as_mut_ptr().cast(), dst.len(), Direction::ToHost);
+        }
+        // SAFETY: `dst` is a live, exclusively borrowed host slice of `dst.len()` bytes;
+        // the runtime checks `src`.
+        unsafe {
+            acl!(
+                self.api,
+                aclrtMemcpy(
+                    dst.as_mut_ptr().cast(),
+                    dst.len(),
+                    as_ptr(src.0),
+                    dst.len(),
+                    ACL_MEMCPY_DEVICE_TO_HOST
+                )
+            )
+        }
+    }
+
+    /// A host copy to or from memory imported from another device through an IPC key,
+    /// which the runtime forbids to copy to or from the host directly (api-facts C.4):
+    /// through a temporary `aclrtMalloc` buffer on the bound device and a device-to-device
+    /// copy.
+    fn staged_copy(
+        &self,
+        device_addr: u64,
+        host: *mut c_void,
+        len: usize,
+        dir: Direction,
+    ) -> Result<()> {
+        let mut tmp: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `tmp` is a valid out-pointer; len is non-zero.
+        unsafe {
+            acl!(
+                self.api,
+                aclrtMalloc(&mut tmp, len, ACL_MEM_MALLOC_HUGE_FIRST)
+            )
+        }?;
+        let mut rollback = Rollback::new(&self.api);
+        rollback.push(Undo::Free(tmp as usize as u64));
+        // SAFETY: `host` is a live host buffer of `len` bytes (borrowed by the caller for
+        // this call); `tmp` holds `len` bytes; the runtime checks `device_addr`.
+        unsafe {
+            match dir {
+                Direction::ToDevice => {
+                    acl!(
+                        self.api,
+                        aclrtMemcpy(tmp, len, host, len, ACL_MEMCPY_HOST_TO_DEVICE)
+                    )?;
+                    acl!(
+                        self.api,
+                        aclrtMemcpy(
+                            as_ptr(device_addr),
+                            len,
+                            tmp,
+                            len,
+                            ACL_MEMCPY_DEVICE_TO_DEVICE
+                        )
+                    )
+                }
+                Direction::ToHost => {
+                    acl!(
+                        self.api,
+                        aclrtMemcpy(
+                            tmp,
+                            len,
+                            as_ptr(device_addr),
+                            len,
+                            ACL_MEMCPY_DEVICE_TO_DEVICE
+                        )
+                    )?;
+                    acl!(
+                        self.api,
+                        aclrtMemcpy(host, len, tmp, len, ACL_MEMCPY_DEVICE_TO_HOST)
+                    )
+                }
+            }
+        }
+        // The rollback frees the temporary buffer on success and failure alike.
+    }
+}
+
+/// Which way a staged copy goes.
+#[derive(Debug, Clone, Copy)]
+enum Direction {
+    ToDevice,
+    ToHost,
+}
+
+/// The shareable handle of an `ascend-vmm` token.
+fn vmm_payload(token: &MemToken) -> Result<u64> {
+    let bytes: [u8; 8] = token
+        .payload()
+        .try_into()
+        .map_err(|_| Error::invalid_token("an ascend-vmm payload is 8 bytes"))?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+/// A non-empty range inside `size` bytes.
+pub(crate) fn check_range(range: &Range<usize>, size: usize) -> Result<()> {
+    if range.start >= range.end || range.end > size {
+        return Err(Error::invalid_argument(format!(
+            "range {}..{} is empty or outside the {size}-byte allocation",
+            range.start, range.end
+        )));
+    }
+    Ok(())
+}

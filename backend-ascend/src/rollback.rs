@@ -1,0 +1,100 @@
+//! [`Rollback`]: what a multi-step acquire has got so far, released if it fails midway.
+//!
+//! A VMM allocation is four vendor calls (`aclrtMallocPhysical`, `aclrtReserveMemAddress`,
+//! `aclrtMapMem`, `aclrtMemSetAccess`), an import four more. Each successful acquire is
+//! pushed onto a `Rollback` at once, before the next fallible call (STYLE pattern 6); if
+//! the function returns early the guard undoes the steps in reverse order, and only
+//! [`Rollback::commit`] hands them over to a record in a handle table. Undo failures go
+//! to stderr: the original error is the one the caller sees.
+
+use std::ffi::c_void;
+
+use devipc_ascend_sys::AclApi;
+use devipc_ascend_sys::consts::ACL_IPC_KEY_LEN;
+
+use crate::call::{acl, acl_opt};
+
+/// One acquired vendor object and how to release it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Undo {
+    /// `aclrtFreePhysical` of a physical handle (an address).
+    FreePhysical(usize),
+    /// `aclrtReleaseMemAddress` of a reserved range.
+    ReleaseAddress(u64),
+    /// `aclrtUnmapMem` of a mapped range.
+    Unmap(u64),
+    /// `aclrtFree` of an `aclrtMalloc` block.
+    Free(u64),
+    /// `aclrtIpcMemClose` of an imported or exported key.
+    IpcClose([u8; ACL_IPC_KEY_LEN]),
+    /// `aclrtDestroyNotify` of a notify (an address).
+    DestroyNotify(usize),
+}
+
+/// An address as the C `void *` the ACL functions take.
+pub(crate) fn as_ptr(addr: u64) -> *mut c_void {
+    addr as usize as *mut c_void
+}
+
+impl Undo {
+    /// Releases the object; the caller has bound its device.
+    pub(crate) fn run(self, api: &AclApi) -> devipc_core::Result<()> {
+        // SAFETY: each value was produced by the matching acquire call and is released
+        // once: the `Rollback` (or record) holding it is consumed by this release. A key
+        // buffer is NUL-terminated (checked when it entered devipc).
+        unsafe {
+            match self {
+                Undo::FreePhysical(handle) => {
+                    acl!(api, aclrtFreePhysical(handle as *mut c_void))
+                }
+                Undo::ReleaseAddress(va) => acl!(api, aclrtReleaseMemAddress(as_ptr(va))),
+                Undo::Unmap(va) => acl!(api, aclrtUnmapMem(as_ptr(va))),
+                Undo::Free(ptr) => acl!(api, aclrtFree(as_ptr(ptr))),
+                Undo::IpcClose(key) => acl_opt!(api, aclrtIpcMemClose(key.as_ptr().cast())),
+                Undo::DestroyNotify(notify) => {
+                    acl_opt!(api, aclrtDestroyNotify(notify as *mut c_void))
+                }
+            }
+        }
+    }
+}
+
+/// Steps to undo if the current operation fails; see the module docs.
+///
+/// Declare it *after* the [`DeviceScope`](crate::device::DeviceScope) of the operation,
+/// so that it is dropped (and undoes) while the device is still bound.
+#[must_use = "a Rollback undoes its steps when dropped unless committed"]
+pub(crate) struct Rollback<'a> {
+    api: &'a AclApi,
+    steps: Vec<Undo>,
+}
+
+impl<'a> Rollback<'a> {
+    /// An empty rollback.
+    pub(crate) fn new(api: &'a AclApi) -> Self {
+        Rollback {
+            api,
+            steps: Vec::with_capacity(4),
+        }
+    }
+
+    /// Records an acquired object.
+    pub(crate) fn push(&mut self, undo: Undo) {
+        self.steps.push(undo);
+    }
+
+    /// The operation succeeded: the caller owns everything acquired.
+    pub(crate) fn commit(mut self) {
+        self.steps.clear();
+    }
+}
+
+impl Drop for Rollback<'_> {
+    fn drop(&mut self) {
+        while let Some(step) = self.steps.pop() {
+            if let Err(e) = step.run(self.api) {
+                eprintln!("devipc-ascend: undoing {step:?} after a failed operation failed: {e}");
+            }
+        }
+    }
+}
