@@ -5,10 +5,11 @@
 //! `extern "C"` entry points). Everything above it (`state::*`, `local`) works with safe
 //! types: [`MappedRegion`] (an owned `MAP_SHARED` mapping of a file), [`Reservation`] (an
 //! owned `PROT_NONE` address range that file mappings can be placed into), `flock`,
-//! `futex`, `posix_fallocate`, `getrandom` and friends, plus the two socket calls the
+//! `futex`, `posix_fallocate`, `getrandom` and friends, plus the socket calls the
 //! facade's rendezvous needs and `std` does not offer on stable: the kernel-verified
-//! credentials of a Unix-socket peer ([`peer_credentials`], `SO_PEERCRED`) and waiting for
-//! a pending connection with a timeout ([`wait_readable`], `poll`). Errors are plain
+//! credentials of a Unix-socket peer ([`peer_credentials`], `SO_PEERCRED`), waiting for
+//! a pending connection with a timeout ([`wait_readable`], `poll`) and sending without
+//! `SIGPIPE` ([`send_nosignal`]). Errors are plain
 //! [`std::io::Error`]s; callers add the path or operation context.
 #![allow(unsafe_code)]
 
@@ -534,6 +535,32 @@ pub fn peer_credentials(socket: &impl AsFd) -> io::Result<PeerCred> {
     })
 }
 
+/// Sends bytes on a connected stream socket with `MSG_NOSIGNAL`: a peer that has gone away
+/// gives `EPIPE` as an error instead of raising `SIGPIPE`, whose default action would kill
+/// a host process (a C or Python program embedding devipc) that does not ignore it.
+/// Returns how many bytes were sent; the socket's send timeout (`SO_SNDTIMEO`) applies.
+pub fn send_nosignal(socket: &impl AsFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: the fd is borrowed from a live socket for the call; the pointer and
+        // length describe the readable slice `buf`, which the kernel only reads.
+        let n = unsafe {
+            libc::send(
+                socket.as_fd().as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}
+
 /// Waits until `fd` is readable (for a listening socket: a connection is pending), for
 /// at most `timeout` (`None`: no limit). Returns `Ok(false)` when the time ran out.
 /// `EINTR` restarts the wait with the time that is left.
@@ -695,6 +722,19 @@ mod tests {
             line.trim(),
             format!("{} {}", child.id(), std::process::id()),
             "the child's own pid and its view of the listener"
+        );
+    }
+
+    #[test]
+    fn send_nosignal_reports_a_closed_peer_as_an_error() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(send_nosignal(&a, b"hi").unwrap(), 2);
+        drop(b);
+        // Without MSG_NOSIGNAL this would raise SIGPIPE (ignored by the Rust runtime, so
+        // the test checks the error, which is what an embedding host would see too).
+        assert_eq!(
+            send_nosignal(&a, b"hi").unwrap_err().kind(),
+            io::ErrorKind::BrokenPipe
         );
     }
 
