@@ -158,12 +158,14 @@
 pub mod config;
 pub mod error;
 pub mod handle;
+pub mod hip;
 pub mod local;
 pub mod state;
 pub mod sys;
 
 pub use config::{Config, HipVersion};
 pub use error::{EmuError, Result};
+pub use hip::hip_api;
 pub use state::{BinarySemaphore, GcReport, ObjectId, Registry, State};
 
 /// Runs garbage collection on the process-wide state directory ([`State::global`]): reclaims

@@ -1,0 +1,495 @@
+//! Events: `hipEventCreateWithFlags`, `hipEventDestroy`, `hipEventRecord`,
+//! `hipEventQuery`, `hipEventSynchronize`, `hipStreamWaitEvent`, and their IPC export
+//! and import (`hipIpcGetEventHandle`, `hipIpcOpenEventHandle`).
+//!
+//! An event is two 32-bit words: `recorded` (how many records were submitted) and
+//! `completed` (the index of the latest record that completed). A record takes the next
+//! index and completes it when its stream runs it, at once unless the stream is held
+//! ([`super::stream`]). The event's state is that of its most recent record, as in HIP:
+//! complete when `completed` has reached `recorded`. An event never recorded is complete
+//! ([`rules::EVENT_UNRECORDED_IS_COMPLETE`]).
+//!
+//! An interprocess event (`hipEventInterprocess | hipEventDisableTiming`) keeps its words
+//! in an `Event` object of the state directory: word 0 of the object's one-page segment
+//! is `recorded`, word 1 `completed`. Every process that opened the handle maps the same
+//! page, so a record in one process is seen by `hipEventQuery` / `hipEventSynchronize`
+//! in another, and waiters sleep on the `completed` word with a cross-process futex.
+//! Each open adds one holder; `hipEventDestroy` removes it; the page lives while any
+//! process holds it (using an imported event after the exporter destroyed the original
+//! is undefined in HIP; the emulator keeps working). The 64-byte handle carries the
+//! object id and payload `[flags, device, exporter pid, 0]`.
+//!
+//! Other events keep their words in this process's memory. Events carry no timing data.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use devipc_hip_sys::*;
+
+use super::errors::{Failure, HipResult};
+use super::rules::{
+    self, EVENT_EXPORT_NEEDS_INTERPROCESS, EVENT_INTERPROCESS_NEEDS_DISABLE_TIMING,
+    EVENT_INVALID_HANDLE_REJECTED, EVENT_ONE_RELEASE_FLAG, EVENT_OPEN_IN_EXPORTER_REJECTED,
+    EVENT_UNKNOWN_FLAGS_REJECTED, EVENT_UNRECORDED_IS_COMPLETE,
+    STREAM_WAIT_EVENT_FLAGS_MUST_BE_ZERO,
+};
+use super::runtime::{current_device, me, state};
+use super::stream::{self, Op};
+use crate::config::HipVersion;
+use crate::error::EmuError;
+use crate::handle::{Handle64, decode_handle64, encode_handle64};
+use crate::local::HandleTable;
+use crate::state::futex::{wait_until, wake_all};
+use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, SharedMapping, Vendor};
+
+/// Offset of the `recorded` word in an event's shared page.
+const RECORDED: usize = 0;
+/// Offset of the `completed` word in an event's shared page.
+const COMPLETED: usize = 4;
+
+/// Whether `completed` has reached `target` (indices wrap around).
+fn reached(completed: u32, target: u32) -> bool {
+    completed.wrapping_sub(target) as i32 >= 0
+}
+
+/// Where an event's two words live.
+#[derive(Debug)]
+enum Words {
+    Local([AtomicU32; 2]),
+    Shared(SharedMapping),
+}
+
+/// The `recorded` / `completed` words of one event.
+#[derive(Debug)]
+pub(crate) struct EventWords(Words);
+
+impl EventWords {
+    fn local() -> EventWords {
+        EventWords(Words::Local([AtomicU32::new(0), AtomicU32::new(0)]))
+    }
+
+    fn shared(mapping: SharedMapping) -> EventWords {
+        EventWords(Words::Shared(mapping))
+    }
+
+    fn pair(&self) -> HipResult<(&AtomicU32, &AtomicU32)> {
+        Ok(match &self.0 {
+            Words::Local([r, c]) => (r, c),
+            Words::Shared(m) => (m.word(RECORDED)?, m.word(COMPLETED)?),
+        })
+    }
+
+    /// Starts a record: its index.
+    fn begin_record(&self) -> HipResult<u32> {
+        let (recorded, _) = self.pair()?;
+        Ok(recorded.fetch_add(1, Ordering::AcqRel).wrapping_add(1))
+    }
+
+    /// Completes the record `index` (never moves `completed` backwards) and wakes waiters.
+    pub(crate) fn complete(&self, index: u32) -> HipResult<()> {
+        let (_, completed) = self.pair()?;
+        let mut seen = completed.load(Ordering::Acquire);
+        while !reached(seen, index) {
+            match completed.compare_exchange_weak(seen, index, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(now) => seen = now,
+            }
+        }
+        wake_all(completed)?;
+        Ok(())
+    }
+
+    /// The record index a query or wait looks at: the latest record; for an event never
+    /// recorded, 0 (complete) or, with [`EVENT_UNRECORDED_IS_COMPLETE`] switched off, 1
+    /// (pending until the first record completes).
+    fn target(&self) -> HipResult<u32> {
+        let (recorded, _) = self.pair()?;
+        let r = recorded.load(Ordering::Acquire);
+        if r == 0 && !rules::enforced(EVENT_UNRECORDED_IS_COMPLETE) {
+            return Ok(1);
+        }
+        Ok(r)
+    }
+
+    fn is_complete(&self, target: u32) -> HipResult<bool> {
+        let (_, completed) = self.pair()?;
+        Ok(reached(completed.load(Ordering::Acquire), target))
+    }
+
+    /// Blocks until record `target` completed (no timeout, as `hipEventSynchronize`).
+    pub(crate) fn wait(&self, target: u32) -> HipResult<()> {
+        let (_, completed) = self.pair()?;
+        wait_until(completed, |c| reached(c, target), None)?;
+        Ok(())
+    }
+
+    fn snapshot(&self) -> HipResult<(u32, u32)> {
+        let (r, c) = self.pair()?;
+        Ok((r.load(Ordering::Acquire), c.load(Ordering::Acquire)))
+    }
+}
+
+/// What this process keeps per `hipEvent_t`.
+#[derive(Debug, Clone)]
+struct Event {
+    flags: u32,
+    device: u32,
+    words: Arc<EventWords>,
+    /// The `Event` object, for interprocess events (created or opened here).
+    shared: Option<ObjectId>,
+}
+
+static EVENTS: HandleTable<Event> = HandleTable::new("event", 0x4845);
+
+fn event(handle: usize) -> HipResult<Event> {
+    if handle == 0 {
+        return Err(Failure::invalid_handle("NULL event"));
+    }
+    EVENTS.get(handle).map_err(|_| {
+        Failure::invalid_handle(format!("{handle:#x} is not an event of this process"))
+    })
+}
+
+/// Checks creation flags against the emulated version (api-facts C.2).
+fn check_flags(flags: u32, version: HipVersion) -> HipResult<()> {
+    let six = version.at_least(6, 0);
+    let fence = if six { hipEventDisableSystemFence } else { 0 };
+    let known = hipEventDefault
+        | hipEventBlockingSync
+        | hipEventDisableTiming
+        | hipEventInterprocess
+        | hipEventReleaseToDevice
+        | hipEventReleaseToSystem
+        | fence;
+    let unknown = flags & !known;
+    if unknown != 0 && rules::enforced(EVENT_UNKNOWN_FLAGS_REJECTED) {
+        return Err(Failure::rule(
+            hipErrorInvalidValue,
+            EVENT_UNKNOWN_FLAGS_REJECTED,
+            format!("flags {flags:#x}: bits {unknown:#x} are not event flags of HIP {version}"),
+        ));
+    }
+    let release = flags & (hipEventReleaseToDevice | hipEventReleaseToSystem | fence);
+    if release.count_ones() > 1 && rules::enforced(EVENT_ONE_RELEASE_FLAG) {
+        return Err(Failure::rule(
+            hipErrorInvalidValue,
+            EVENT_ONE_RELEASE_FLAG,
+            format!("flags {flags:#x}: at most one release flag ({release:#x} given)"),
+        ));
+    }
+    if flags & hipEventInterprocess != 0
+        && flags & hipEventDisableTiming == 0
+        && rules::enforced(EVENT_INTERPROCESS_NEEDS_DISABLE_TIMING)
+    {
+        return Err(Failure::rule(
+            hipErrorInvalidValue,
+            EVENT_INTERPROCESS_NEEDS_DISABLE_TIMING,
+            format!("flags {flags:#x}: hipEventInterprocess needs hipEventDisableTiming"),
+        ));
+    }
+    Ok(())
+}
+
+/// A new `Event` object on `device` with the words `(recorded, completed)`, mapped.
+fn create_shared(device: u32, flags: u32, words: (u32, u32)) -> HipResult<(ObjectId, EventWords)> {
+    let state = state()?;
+    let reg = state.registry();
+    let mut spec = NewObject::event(Vendor::Hip, device);
+    spec.aux = u64::from(flags);
+    let created = reg.create(spec)?;
+    let id = created.meta.id();
+    let mapped = created
+        .segment
+        .as_ref()
+        .ok_or_else(|| Failure::new(hipErrorUnknown, "event object without a segment"))
+        .and_then(|seg| Ok(seg.map()?))
+        .and_then(|mapping| {
+            mapping.word(RECORDED)?.store(words.0, Ordering::Release);
+            mapping.word(COMPLETED)?.store(words.1, Ordering::Release);
+            Ok(EventWords::shared(mapping))
+        });
+    match mapped {
+        Ok(words) => Ok((id, words)),
+        Err(e) => {
+            let _ = reg.release(id, me()?);
+            Err(e)
+        }
+    }
+}
+
+/// `hipEventCreateWithFlags(flags)`: a new event on the current device.
+pub(crate) fn create(flags: u32) -> HipResult<usize> {
+    let state = state()?;
+    check_flags(flags, state.config().hip_version)?;
+    let device = current_device(state)?;
+    let (words, shared) = if flags & hipEventInterprocess != 0 {
+        let (id, words) = create_shared(device, flags, (0, 0))?;
+        (words, Some(id))
+    } else {
+        (EventWords::local(), None)
+    };
+    let inserted = EVENTS.insert(Event {
+        flags,
+        device,
+        words: Arc::new(words),
+        shared,
+    });
+    match inserted {
+        Ok(handle) => Ok(handle),
+        Err(e) => {
+            if let Some(id) = shared {
+                let _ = state.registry().release(id, me()?);
+            }
+            Err(e.into())
+        }
+    }
+}
+
+/// `hipEventDestroy`: forgets the event; an interprocess event drops this process's hold.
+/// Records still queued on a held stream complete into the words when it is released.
+pub(crate) fn destroy(handle: usize) -> HipResult<()> {
+    if handle == 0 {
+        return Err(Failure::invalid_handle("NULL event"));
+    }
+    let e = EVENTS.remove(handle).map_err(|_| {
+        Failure::invalid_handle(format!("{handle:#x} is not an event of this process"))
+    })?;
+    if let Some(id) = e.shared {
+        state()?.registry().release(id, me()?)?;
+    }
+    Ok(())
+}
+
+/// `hipEventRecord(event, stream)`.
+pub(crate) fn record(handle: usize, stream_handle: usize) -> HipResult<()> {
+    let e = event(handle)?;
+    let stream = stream::resolve(stream_handle)?;
+    let index = e.words.begin_record()?;
+    stream.submit(Op::Record(e.words, index))
+}
+
+/// `hipEventQuery`: `Ok` when complete, the `hipErrorNotReady` status otherwise.
+pub(crate) fn query(handle: usize) -> HipResult<()> {
+    let e = event(handle)?;
+    let target = e.words.target()?;
+    if e.words.is_complete(target)? {
+        Ok(())
+    } else {
+        Err(Failure::status(hipErrorNotReady))
+    }
+}
+
+/// `hipEventSynchronize`: waits until the event's latest record completed.
+pub(crate) fn synchronize(handle: usize) -> HipResult<()> {
+    let e = event(handle)?;
+    let target = e.words.target()?;
+    e.words.wait(target)
+}
+
+/// `hipStreamWaitEvent(stream, event, flags)`.
+pub(crate) fn stream_wait(stream_handle: usize, handle: usize, flags: u32) -> HipResult<()> {
+    if flags != 0 && rules::enforced(STREAM_WAIT_EVENT_FLAGS_MUST_BE_ZERO) {
+        return Err(Failure::rule(
+            hipErrorInvalidValue,
+            STREAM_WAIT_EVENT_FLAGS_MUST_BE_ZERO,
+            format!("flags {flags:#x}: hipStreamWaitEvent takes flags = 0"),
+        ));
+    }
+    let stream = stream::resolve(stream_handle)?;
+    let e = event(handle)?;
+    let target = e.words.target()?;
+    stream.submit(Op::Wait(e.words, target))
+}
+
+/// `hipIpcGetEventHandle(event)`.
+pub(crate) fn get_handle(handle: usize) -> HipResult<[u8; 64]> {
+    let mut e = event(handle)?;
+    let id = match e.shared {
+        Some(id) => id,
+        None if rules::enforced(EVENT_EXPORT_NEEDS_INTERPROCESS) => {
+            return Err(Failure::rule(
+                hipErrorInvalidConfiguration,
+                EVENT_EXPORT_NEEDS_INTERPROCESS,
+                format!(
+                    "event {handle:#x} was created with flags {:#x}, without hipEventInterprocess",
+                    e.flags
+                ),
+            ));
+        }
+        None => promote(handle, &mut e)?,
+    };
+    let state = state()?;
+    state.registry().update(id, |m| {
+        m.flags.insert(ObjectFlags::EXPORTED);
+        Ok::<_, EmuError>(())
+    })?;
+    Ok(encode_handle64(&Handle64 {
+        vendor: Vendor::Hip,
+        kind: ObjectKind::Event,
+        id,
+        payload: [u64::from(e.flags), u64::from(e.device), me()?.pid as u64, 0],
+    }))
+}
+
+/// With [`EVENT_EXPORT_NEEDS_INTERPROCESS`] switched off: moves a process-local event's
+/// words into a new shared object so it can be exported.
+fn promote(handle: usize, e: &mut Event) -> HipResult<ObjectId> {
+    let (id, words) = create_shared(e.device, e.flags, e.words.snapshot()?)?;
+    let words = Arc::new(words);
+    let swapped = EVENTS.with(handle, |entry| {
+        entry.words = words.clone();
+        entry.shared = Some(id);
+    });
+    if swapped.is_err() {
+        let _ = state()?.registry().release(id, me()?);
+        return Err(Failure::invalid_handle(
+            "the event was destroyed concurrently",
+        ));
+    }
+    e.words = words;
+    e.shared = Some(id);
+    Ok(id)
+}
+
+/// Why an open was refused inside the object's update.
+enum Refusal {
+    Emu(EmuError),
+    Hip(Failure),
+}
+
+impl From<EmuError> for Refusal {
+    fn from(e: EmuError) -> Self {
+        Refusal::Emu(e)
+    }
+}
+
+fn invalid_handle(why: impl std::fmt::Display) -> Failure {
+    let message = format!("the handle names no event that can be opened: {why}");
+    if rules::enforced(EVENT_INVALID_HANDLE_REJECTED) {
+        Failure::rule(hipErrorInvalidValue, EVENT_INVALID_HANDLE_REJECTED, message)
+    } else {
+        Failure::new(hipErrorUnknown, message)
+    }
+}
+
+/// `hipIpcOpenEventHandle(handle)`: a new event of this process on the shared words.
+pub(crate) fn open(handle: &[u8; 64]) -> HipResult<usize> {
+    let h = decode_handle64(handle).map_err(invalid_handle)?;
+    if (h.vendor, h.kind) != (Vendor::Hip, ObjectKind::Event) {
+        return Err(invalid_handle(format!(
+            "it is a {} {} handle",
+            h.vendor, h.kind
+        )));
+    }
+    let state = state()?;
+    let device = current_device(state)?;
+    let me = me()?;
+    let reg = state.registry();
+    reg.update(h.id, |m| {
+        m.expect(Vendor::Hip, ObjectKind::Event)?;
+        let exporter = m.info().exporter;
+        if exporter == me && rules::enforced(EVENT_OPEN_IN_EXPORTER_REJECTED) {
+            return Err(Refusal::Hip(Failure::rule(
+                hipErrorInvalidContext,
+                EVENT_OPEN_IN_EXPORTER_REJECTED,
+                format!(
+                    "this process (pid {}) exported the event; use the original hipEvent_t",
+                    me.pid
+                ),
+            )));
+        }
+        m.add_holder(me)?;
+        Ok(())
+    })
+    .map_err(|r| match r {
+        Refusal::Hip(f) => f,
+        Refusal::Emu(
+            e @ (EmuError::NoSuchObject { .. }
+            | EmuError::WrongKind { .. }
+            | EmuError::BadHandle { .. }),
+        ) => invalid_handle(e),
+        Refusal::Emu(e) => e.into(),
+    })?;
+    let opened = reg
+        .open_segment(h.id)
+        .and_then(|seg| seg.map())
+        .map_err(Failure::from)
+        .and_then(|mapping| {
+            Ok(EVENTS.insert(Event {
+                flags: hipEventInterprocess | hipEventDisableTiming,
+                device,
+                words: Arc::new(EventWords::shared(mapping)),
+                shared: Some(h.id),
+            })?)
+        });
+    if opened.is_err() {
+        let _ = reg.release(h.id, me);
+    }
+    opened
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_compare_across_wrap_around() {
+        assert!(reached(0, 0));
+        assert!(reached(5, 3));
+        assert!(!reached(3, 5));
+        assert!(reached(2, u32::MAX)); // completed wrapped past the target
+        assert!(!reached(u32::MAX, 2));
+    }
+
+    #[test]
+    fn local_words_record_complete_and_wait() {
+        let w = EventWords::local();
+        assert!(w.is_complete(w.target().unwrap()).unwrap());
+        let i = w.begin_record().unwrap();
+        assert_eq!(i, 1);
+        assert!(!w.is_complete(w.target().unwrap()).unwrap());
+        let j = w.begin_record().unwrap();
+        w.complete(j).unwrap();
+        // The most recent record decides; completing the older one later changes nothing.
+        assert!(w.is_complete(w.target().unwrap()).unwrap());
+        w.complete(i).unwrap();
+        assert_eq!(w.snapshot().unwrap(), (2, 2));
+        w.wait(2).unwrap();
+    }
+
+    #[test]
+    fn flag_rules_follow_the_version() {
+        let v6 = HipVersion::parse("6.2").unwrap();
+        let v5 = HipVersion::parse("5.2").unwrap();
+        let ipc = hipEventInterprocess | hipEventDisableTiming;
+        for v in [v5, v6] {
+            check_flags(0, v).unwrap();
+            check_flags(ipc | hipEventBlockingSync, v).unwrap();
+            check_flags(hipEventReleaseToSystem, v).unwrap();
+            let rule = |flags| check_flags(flags, v).unwrap_err().rule;
+            assert_eq!(
+                rule(hipEventInterprocess),
+                Some(EVENT_INTERPROCESS_NEEDS_DISABLE_TIMING)
+            );
+            assert_eq!(rule(0x100), Some(EVENT_UNKNOWN_FLAGS_REJECTED));
+            assert_eq!(
+                rule(hipEventReleaseToDevice | hipEventReleaseToSystem),
+                Some(EVENT_ONE_RELEASE_FLAG)
+            );
+        }
+        check_flags(hipEventDisableSystemFence, v6).unwrap();
+        assert_eq!(
+            check_flags(hipEventDisableSystemFence, v5)
+                .unwrap_err()
+                .rule,
+            Some(EVENT_UNKNOWN_FLAGS_REJECTED)
+        );
+        assert_eq!(
+            check_flags(hipEventDisableSystemFence | hipEventReleaseToDevice, v6)
+                .unwrap_err()
+                .code,
+            hipErrorInvalidValue
+        );
+    }
+}

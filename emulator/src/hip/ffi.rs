@@ -1,0 +1,479 @@
+//! The HIP C ABI: one `pub unsafe extern "C" fn` per function of
+//! [`devipc_hip_sys::for_each_hip_fn!`], with exactly the list's signature, and
+//! [`hip_api`], the [`HipApi`] table made of them.
+//!
+//! This file is the only `unsafe` of the HIP surface: each function checks its pointer
+//! arguments for NULL (`hipErrorInvalidValue`), calls the safe logic of the other
+//! modules through [`call`] (which records the last error and never lets a panic
+//! unwind into C), and only then reads or writes through the caller's pointers. The
+//! functions are plain Rust items, not `#[no_mangle]`: the vendor names stay out of the
+//! process's dynamic symbol table. The `cdylib` re-exports them under the vendor names
+//! with [`devipc_hip_sys::hip_export_c_abi!`].
+#![allow(unsafe_code, non_snake_case)]
+
+use devipc_hip_sys::HipApi;
+use devipc_hip_sys::types::*;
+
+use super::errors::{self, Failure, HipResult, call};
+use super::{event, ipc_mem, memory, peer, runtime, stream};
+use crate::config::HipVersion;
+
+/// `p`, or `hipErrorInvalidValue` naming the parameter when it is NULL.
+fn non_null<T>(p: *mut T, name: &str) -> HipResult<*mut T> {
+    if p.is_null() {
+        Err(Failure::invalid_value(format!("{name} is NULL")))
+    } else {
+        Ok(p)
+    }
+}
+
+/// The version whose names and descriptions the error strings follow.
+fn text_version() -> HipVersion {
+    runtime::config().map_or(HipVersion::DEFAULT, |c| c.hip_version)
+}
+
+/// Builds the [`HipApi`] of the emulator: every field is the function of the same name in
+/// [`crate::hip`], [`LibrarySource::Emulated`](devipc_core::LibrarySource::Emulated) as
+/// its source. No library is loaded and no symbol is exported.
+pub fn hip_api() -> HipApi {
+    // SAFETY: every function of crate::hip implements the HIP runtime C function of its
+    // name with the table's exact prototype (a mismatch would not compile): out-pointers
+    // are written only on success and only after a NULL check, handles are passed by
+    // value, and no function unwinds.
+    unsafe { devipc_hip_sys::hip_api_from_module!(crate::hip) }
+}
+
+/// `hipError_t hipInit(unsigned int flags)`: initialises the emulator (optional, as in
+/// HIP). `flags != 0` is `hipErrorInvalidValue`; no device is `hipErrorInvalidDevice`.
+///
+/// # Safety
+/// None beyond the C contract: takes no pointers.
+pub unsafe extern "C" fn hipInit(flags: c_uint) -> hipError_t {
+    call("hipInit", || runtime::init(flags))
+}
+
+/// `hipError_t hipRuntimeGetVersion(int* runtimeVersion)`: writes
+/// `DEVIPC_EMU_HIP_VERSION` encoded as `HIP_VERSION` (default 60200000).
+///
+/// # Safety
+/// `runtime_version` must be NULL or valid for writing one `int`.
+pub unsafe extern "C" fn hipRuntimeGetVersion(runtime_version: *mut c_int) -> hipError_t {
+    call("hipRuntimeGetVersion", || {
+        let out = non_null(runtime_version, "runtimeVersion")?;
+        let v = runtime::version()?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(v) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipDriverGetVersion(int* driverVersion)`: the same number as
+/// `hipRuntimeGetVersion`.
+///
+/// # Safety
+/// `driver_version` must be NULL or valid for writing one `int`.
+pub unsafe extern "C" fn hipDriverGetVersion(driver_version: *mut c_int) -> hipError_t {
+    call("hipDriverGetVersion", || {
+        let out = non_null(driver_version, "driverVersion")?;
+        let v = runtime::version()?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(v) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipGetDeviceCount(int* count)`: writes `DEVIPC_EMU_DEVICES`; with no
+/// device writes 0 and returns `hipErrorNoDevice`.
+///
+/// # Safety
+/// `count` must be NULL or valid for writing one `int`.
+pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> hipError_t {
+    call("hipGetDeviceCount", || {
+        let out = non_null(count, "count")?;
+        let n = runtime::device_count()?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(n) };
+        if n == 0 {
+            return Err(runtime::no_device());
+        }
+        Ok(())
+    })
+}
+
+/// `hipError_t hipSetDevice(int deviceId)`: the calling thread's device;
+/// `hipErrorInvalidDevice` outside `0..DEVIPC_EMU_DEVICES`.
+///
+/// # Safety
+/// None beyond the C contract: takes no pointers.
+pub unsafe extern "C" fn hipSetDevice(device_id: c_int) -> hipError_t {
+    call("hipSetDevice", || runtime::set_device(device_id))
+}
+
+/// `hipError_t hipGetDevice(int* deviceId)`: the calling thread's device (0 until
+/// `hipSetDevice`).
+///
+/// # Safety
+/// `device_id` must be NULL or valid for writing one `int`.
+pub unsafe extern "C" fn hipGetDevice(device_id: *mut c_int) -> hipError_t {
+    call("hipGetDevice", || {
+        let out = non_null(device_id, "deviceId")?;
+        let d = runtime::get_device()?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(d) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipDeviceSynchronize(void)`: waits for this process's streams of the
+/// current device (only held streams ever have pending work).
+///
+/// # Safety
+/// None beyond the C contract: takes no pointers.
+pub unsafe extern "C" fn hipDeviceSynchronize() -> hipError_t {
+    call("hipDeviceSynchronize", runtime::device_synchronize)
+}
+
+/// `hipError_t hipMalloc(void** ptr, size_t size)`: shared device memory on the current
+/// device, charged to `DEVIPC_EMU_MEM_LIMIT` (`hipErrorOutOfMemory` over it); size 0
+/// writes NULL and succeeds.
+///
+/// # Safety
+/// `ptr` must be NULL or valid for writing one pointer.
+pub unsafe extern "C" fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> hipError_t {
+    call("hipMalloc", || {
+        let out = non_null(ptr, "ptr")?;
+        let base = memory::malloc(size)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(base as *mut c_void) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipFree(void* ptr)`: frees a `hipMalloc` allocation of this process (NULL
+/// is a no-op). Processes that opened its IPC handle keep the memory until they close.
+///
+/// # Safety
+/// None: the pointer is looked up, never dereferenced. The caller must not use the
+/// memory afterwards.
+pub unsafe extern "C" fn hipFree(ptr: *mut c_void) -> hipError_t {
+    call("hipFree", || memory::free(ptr as usize))
+}
+
+/// `hipError_t hipMemcpy(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind
+/// kind)`: a synchronous copy. Operands the kind puts on the device (for
+/// `hipMemcpyDefault`: operands inside device memory) must lie wholly inside device
+/// memory of this process, else `hipErrorInvalidValue`; an unknown kind is
+/// `hipErrorInvalidMemcpyDirection`.
+///
+/// # Safety
+/// Host operands must be valid for reading (`src`) or writing (`dst`) `size_bytes`
+/// bytes, as in C; device operands are checked.
+pub unsafe extern "C" fn hipMemcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    size_bytes: usize,
+    kind: hipMemcpyKind,
+) -> hipError_t {
+    call("hipMemcpy", || {
+        if let Some(plan) = memory::plan_memcpy(dst as usize, src as usize, size_bytes, kind)? {
+            // SAFETY: device operands lie inside live mappings of this process (checked by
+            // plan_memcpy, kept mapped by `plan` until the copy ends); host operands are
+            // valid for `len` bytes by the caller's contract. `copy` allows overlap.
+            unsafe {
+                std::ptr::copy(plan.src as *const u8, plan.dst as *mut u8, plan.len);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `hipError_t hipMemset(void* dst, int value, size_t sizeBytes)`: fills device memory of
+/// this process with the low byte of `value`.
+///
+/// # Safety
+/// None: `dst` is checked to lie inside device memory of this process.
+pub unsafe extern "C" fn hipMemset(
+    dst: *mut c_void,
+    value: c_int,
+    size_bytes: usize,
+) -> hipError_t {
+    call("hipMemset", || {
+        memory::memset(dst as usize, value, size_bytes)
+    })
+}
+
+/// `hipError_t hipMemGetAddressRange(hipDeviceptr_t* pbase, size_t* psize,
+/// hipDeviceptr_t dptr)`: base and size of the allocation (or IPC mapping) holding
+/// `dptr`; an unknown pointer is `hipErrorNotFound`, as CLR 6.2 returns.
+///
+/// # Safety
+/// `pbase` and `psize` must each be NULL or valid for writing one value.
+pub unsafe extern "C" fn hipMemGetAddressRange(
+    pbase: *mut hipDeviceptr_t,
+    psize: *mut usize,
+    dptr: hipDeviceptr_t,
+) -> hipError_t {
+    call("hipMemGetAddressRange", || {
+        let out_base = non_null(pbase, "pbase")?;
+        let out_size = non_null(psize, "psize")?;
+        let (base, size) = memory::address_range(dptr as usize)?;
+        // SAFETY: both non-null (checked) and valid for writes (the caller's contract).
+        unsafe {
+            out_base.write(base as hipDeviceptr_t);
+            out_size.write(size);
+        }
+        Ok(())
+    })
+}
+
+/// `hipError_t hipStreamCreate(hipStream_t* stream)`: a stream on the current device.
+///
+/// # Safety
+/// `stream` must be NULL or valid for writing one `hipStream_t`.
+pub unsafe extern "C" fn hipStreamCreate(stream: *mut hipStream_t) -> hipError_t {
+    call("hipStreamCreate", || {
+        let out = non_null(stream, "stream")?;
+        let s = stream::create()?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(s as hipStream_t) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipStreamDestroy(hipStream_t stream)`: `hipErrorInvalidHandle` for NULL or
+/// a stream not created in this process.
+///
+/// # Safety
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn hipStreamDestroy(stream: hipStream_t) -> hipError_t {
+    call("hipStreamDestroy", || stream::destroy(stream as usize))
+}
+
+/// `hipError_t hipStreamSynchronize(hipStream_t stream)`: NULL is the null stream.
+///
+/// # Safety
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn hipStreamSynchronize(stream: hipStream_t) -> hipError_t {
+    call("hipStreamSynchronize", || {
+        stream::synchronize(stream as usize)
+    })
+}
+
+/// `hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t* handle, void* devPtr)`: a handle
+/// naming the whole allocation that contains `devPtr` (interior pointers included; the
+/// offset is recorded in the handle).
+///
+/// # Safety
+/// `handle` must be NULL or valid for writing one `hipIpcMemHandle_t`; `dev_ptr` is
+/// looked up, never dereferenced.
+pub unsafe extern "C" fn hipIpcGetMemHandle(
+    handle: *mut hipIpcMemHandle_t,
+    dev_ptr: *mut c_void,
+) -> hipError_t {
+    call("hipIpcGetMemHandle", || {
+        let out = non_null(handle, "handle")?;
+        let bytes = ipc_mem::get_handle(dev_ptr as usize)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(hipIpcMemHandle_t::from_bytes(bytes)) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipIpcOpenMemHandle(void** devPtr, hipIpcMemHandle_t handle, unsigned int
+/// flags)`: maps the exported allocation and writes its *base*. `flags` must equal the
+/// emulated version's `hipIpcMemLazyEnablePeerAccess`; see [`super::rules`] for every
+/// refusal.
+///
+/// # Safety
+/// `dev_ptr` must be NULL or valid for writing one pointer.
+pub unsafe extern "C" fn hipIpcOpenMemHandle(
+    dev_ptr: *mut *mut c_void,
+    handle: hipIpcMemHandle_t,
+    flags: c_uint,
+) -> hipError_t {
+    call("hipIpcOpenMemHandle", || {
+        let out = non_null(dev_ptr, "devPtr")?;
+        let base = ipc_mem::open(&handle.to_bytes(), flags)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(base as *mut c_void) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipIpcCloseMemHandle(void* devPtr)`: one close per open; the mapping goes
+/// with the last.
+///
+/// # Safety
+/// None: the pointer is looked up, never dereferenced. The caller must not use the
+/// memory after its last close.
+pub unsafe extern "C" fn hipIpcCloseMemHandle(dev_ptr: *mut c_void) -> hipError_t {
+    call("hipIpcCloseMemHandle", || ipc_mem::close(dev_ptr as usize))
+}
+
+/// `hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned flags)`: IPC events
+/// need `hipEventInterprocess | hipEventDisableTiming`.
+///
+/// # Safety
+/// `event` must be NULL or valid for writing one `hipEvent_t`.
+pub unsafe extern "C" fn hipEventCreateWithFlags(
+    event: *mut hipEvent_t,
+    flags: c_uint,
+) -> hipError_t {
+    call("hipEventCreateWithFlags", || {
+        let out = non_null(event, "event")?;
+        let e = event::create(flags)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(e as hipEvent_t) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipEventDestroy(hipEvent_t event)`.
+///
+/// # Safety
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn hipEventDestroy(event: hipEvent_t) -> hipError_t {
+    call("hipEventDestroy", || event::destroy(event as usize))
+}
+
+/// `hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream)`: completes at once
+/// unless the stream is held ([`super::hold_stream`]).
+///
+/// # Safety
+/// None: the handles are looked up, never dereferenced.
+pub unsafe extern "C" fn hipEventRecord(event: hipEvent_t, stream: hipStream_t) -> hipError_t {
+    call("hipEventRecord", || {
+        event::record(event as usize, stream as usize)
+    })
+}
+
+/// `hipError_t hipEventSynchronize(hipEvent_t event)`: waits for the latest record;
+/// returns at once for an event never recorded.
+///
+/// # Safety
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn hipEventSynchronize(event: hipEvent_t) -> hipError_t {
+    call("hipEventSynchronize", || event::synchronize(event as usize))
+}
+
+/// `hipError_t hipEventQuery(hipEvent_t event)`: `hipSuccess` when the latest record
+/// completed (or none was made), `hipErrorNotReady` while it is pending.
+///
+/// # Safety
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn hipEventQuery(event: hipEvent_t) -> hipError_t {
+    call("hipEventQuery", || event::query(event as usize))
+}
+
+/// `hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int
+/// flags)`: `flags` must be 0.
+///
+/// # Safety
+/// None: the handles are looked up, never dereferenced.
+pub unsafe extern "C" fn hipStreamWaitEvent(
+    stream: hipStream_t,
+    event: hipEvent_t,
+    flags: c_uint,
+) -> hipError_t {
+    call("hipStreamWaitEvent", || {
+        event::stream_wait(stream as usize, event as usize, flags)
+    })
+}
+
+/// `hipError_t hipIpcGetEventHandle(hipIpcEventHandle_t* handle, hipEvent_t event)`:
+/// `hipErrorInvalidConfiguration` for an event without `hipEventInterprocess`.
+///
+/// # Safety
+/// `handle` must be NULL or valid for writing one `hipIpcEventHandle_t`.
+pub unsafe extern "C" fn hipIpcGetEventHandle(
+    handle: *mut hipIpcEventHandle_t,
+    event: hipEvent_t,
+) -> hipError_t {
+    call("hipIpcGetEventHandle", || {
+        let out = non_null(handle, "handle")?;
+        if event.is_null() {
+            return Err(Failure::invalid_value("event is NULL"));
+        }
+        let bytes = event::get_handle(event as usize)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(hipIpcEventHandle_t::from_bytes(bytes)) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipIpcOpenEventHandle(hipEvent_t* event, hipIpcEventHandle_t handle)`: a
+/// new event of this process on the exported event; `hipErrorInvalidContext` in the
+/// exporting process.
+///
+/// # Safety
+/// `event` must be NULL or valid for writing one `hipEvent_t`.
+pub unsafe extern "C" fn hipIpcOpenEventHandle(
+    event: *mut hipEvent_t,
+    handle: hipIpcEventHandle_t,
+) -> hipError_t {
+    call("hipIpcOpenEventHandle", || {
+        let out = non_null(event, "event")?;
+        let e = event::open(&handle.to_bytes())?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(e as hipEvent_t) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipDeviceCanAccessPeer(int* canAccessPeer, int deviceId, int
+/// peerDeviceId)`: 1 for distinct devices, 0 for the same device.
+///
+/// # Safety
+/// `can_access_peer` must be NULL or valid for writing one `int`.
+pub unsafe extern "C" fn hipDeviceCanAccessPeer(
+    can_access_peer: *mut c_int,
+    device_id: c_int,
+    peer_device_id: c_int,
+) -> hipError_t {
+    call("hipDeviceCanAccessPeer", || {
+        let out = non_null(can_access_peer, "canAccessPeer")?;
+        let can = peer::can_access(device_id, peer_device_id)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(can) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipDeviceEnablePeerAccess(int peerDeviceId, unsigned int flags)`: from the
+/// current device, once per process and pair (`hipErrorPeerAccessAlreadyEnabled` after).
+///
+/// # Safety
+/// None beyond the C contract: takes no pointers.
+pub unsafe extern "C" fn hipDeviceEnablePeerAccess(
+    peer_device_id: c_int,
+    flags: c_uint,
+) -> hipError_t {
+    call("hipDeviceEnablePeerAccess", || {
+        peer::enable(peer_device_id, flags)
+    })
+}
+
+/// `const char* hipGetErrorName(hipError_t hip_error)`: the canonical name as the
+/// emulated version spells it (`hipErrorUnknown` for codes it does not define). The
+/// string is static.
+///
+/// # Safety
+/// None: takes no pointers; the result is never NULL and lives as long as the process.
+pub unsafe extern "C" fn hipGetErrorName(hip_error: hipError_t) -> *const c_char {
+    std::panic::catch_unwind(|| errors::error_name_c(hip_error, text_version()))
+        .unwrap_or(c"hipErrorUnknown")
+        .as_ptr()
+}
+
+/// `const char* hipGetErrorString(hipError_t hipError)`: right after a call on this thread
+/// failed with `hip_error`, the description plus what went wrong and the violated rule;
+/// otherwise the static description (the name on ROCm 5.x). See [`super::errors`]. The
+/// string lives as long as the process.
+///
+/// # Safety
+/// None: takes no pointers; the result is never NULL and lives as long as the process.
+pub unsafe extern "C" fn hipGetErrorString(hip_error: hipError_t) -> *const c_char {
+    std::panic::catch_unwind(|| errors::error_string_c(hip_error, text_version()))
+        .unwrap_or(c"unknown error")
+        .as_ptr()
+}

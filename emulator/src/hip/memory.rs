@@ -1,0 +1,233 @@
+//! Device memory of this process: `hipMalloc`, `hipFree`, `hipMemcpy`, `hipMemset`,
+//! `hipMemGetAddressRange`.
+//!
+//! An allocation is a `Memory` object of the state directory (its bytes charged to the
+//! device's `DEVIPC_EMU_MEM_LIMIT` across all processes; over the limit is
+//! `hipErrorOutOfMemory`), mapped `MAP_SHARED` into this process. The mapping's host
+//! address is the "device pointer": emulated device memory is host-addressable, so
+//! `hipMemcpy` of every kind is a plain copy. Every mapped range, allocated here or opened
+//! with `hipIpcOpenMemHandle` ([`super::ipc_mem`]), is in [`RANGES`], so interior
+//! pointers resolve to their allocation and unknown pointers are refused instead of
+//! dereferenced (the host side of a copy is the caller's responsibility, as in C).
+//!
+//! `hipMalloc(ptr, 0)` succeeds and writes NULL, as CLR does. `hipFree(NULL)` succeeds.
+//! `hipFree` of an exported allocation drops only this process's hold: importers keep the
+//! pages until they close (see [`super::rules::MEM_OPEN_AFTER_FREE_REJECTED`]).
+// Matching on the vendor's constants keeps their C names.
+#![allow(non_upper_case_globals)]
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use devipc_hip_sys::*;
+
+use super::errors::{Failure, HipResult};
+use super::rules::{self, MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND};
+use super::runtime::{current_device, me, state};
+use crate::error::EmuError;
+use crate::local::{LocalRange, RangeMap};
+use crate::state::{NewObject, ObjectFlags, ObjectId, SharedMapping, Vendor};
+
+/// How a range came to be mapped in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// `hipMalloc` in this process.
+    Allocation,
+    /// `hipIpcOpenMemHandle` in this process.
+    Import,
+}
+
+/// A mapped device range of this process.
+#[derive(Debug, Clone)]
+pub(crate) struct Mapped {
+    /// The `Memory` object.
+    pub id: ObjectId,
+    /// Allocation or import.
+    pub role: Role,
+    /// Keeps the mapping alive while any operation uses it; unmapped with the last clone.
+    pub mapping: Arc<SharedMapping>,
+}
+
+/// Every device range mapped in this process.
+pub(crate) static RANGES: RangeMap<Mapped> = RangeMap::new();
+
+/// `hipMalloc(size)` on the current device: the new base, or 0 for `size == 0`.
+pub(crate) fn malloc(size: usize) -> HipResult<usize> {
+    if size == 0 {
+        return Ok(0);
+    }
+    let state = state()?;
+    let device = current_device(state)?;
+    let reg = state.registry();
+    let created = reg.create(NewObject::memory(Vendor::Hip, device, size as u64))?;
+    let id = created.meta.id();
+    let mapped = created
+        .segment
+        .as_ref()
+        .ok_or_else(|| Failure::new(hipErrorUnknown, "memory object without a segment"))
+        .and_then(|seg| Ok(seg.map()?))
+        .and_then(|mapping| {
+            let base = mapping.addr();
+            RANGES.insert(
+                base,
+                size,
+                Mapped {
+                    id,
+                    role: Role::Allocation,
+                    mapping: Arc::new(mapping),
+                },
+            )?;
+            Ok(base)
+        });
+    if mapped.is_err() {
+        // Best effort: the allocation is useless without its mapping.
+        let _ = reg.release(id, me()?);
+    }
+    mapped
+}
+
+/// `hipFree(ptr)`: unmaps an allocation of this process and drops this process's hold.
+pub(crate) fn free(ptr: usize) -> HipResult<()> {
+    if ptr == 0 {
+        return Ok(());
+    }
+    let hit = RANGES.resolve(ptr).ok_or_else(|| {
+        Failure::invalid_value(format!("{ptr:#x} is not device memory of this process"))
+    })?;
+    if hit.value.role != Role::Allocation {
+        return Err(Failure::invalid_value(format!(
+            "{ptr:#x} was opened with hipIpcOpenMemHandle; close it with hipIpcCloseMemHandle"
+        )));
+    }
+    if hit.base != ptr {
+        return Err(Failure::invalid_value(format!(
+            "{ptr:#x} is {:#x} bytes into the allocation at {:#x}; hipFree takes the base",
+            ptr - hit.base,
+            hit.base
+        )));
+    }
+    let state = state()?;
+    let me = me()?;
+    // Whoever removes the range frees it (a concurrent hipFree of the same pointer fails).
+    let removed = RANGES
+        .remove(ptr)
+        .ok_or_else(|| Failure::invalid_value(format!("{ptr:#x} was freed concurrently")))?;
+    drop(removed);
+    state.registry().update(hit.value.id, |m| {
+        // Importers keep their mappings; new opens of the handle are refused.
+        m.flags.insert(ObjectFlags::CLOSED);
+        m.remove_holder(me).map(drop)
+    })?;
+    Ok(())
+}
+
+/// A validated copy: the device operands lie inside live mappings, kept alive by
+/// `_keep` until the copy is done.
+#[derive(Debug)]
+pub(crate) struct CopyPlan {
+    /// Destination address.
+    pub dst: usize,
+    /// Source address.
+    pub src: usize,
+    /// Bytes to copy.
+    pub len: usize,
+    _keep: Vec<Arc<SharedMapping>>,
+}
+
+/// A device span `addr..addr+len` of this process.
+fn device_span(addr: usize, len: usize, what: &str) -> HipResult<LocalRange<Mapped>> {
+    RANGES.resolve_span(addr, len).map_err(|e| match e {
+        EmuError::UnknownPointer { .. } => Failure::invalid_value(format!(
+            "{what} {addr:#x} is not device memory of this process"
+        )),
+        other => Failure::invalid_value(format!("{what}: {other}")),
+    })
+}
+
+/// Validates `hipMemcpy(dst, src, len, kind)`; `None` when there is nothing to copy.
+pub(crate) fn plan_memcpy(
+    dst: usize,
+    src: usize,
+    len: usize,
+    kind: hipMemcpyKind,
+) -> HipResult<Option<CopyPlan>> {
+    let version = super::runtime::config()?.hip_version;
+    // Which operands the kind says are on the device; `None`: inferred (hipMemcpyDefault).
+    let (dst_dev, src_dev) = match kind {
+        hipMemcpyHostToHost => (Some(false), Some(false)),
+        hipMemcpyHostToDevice => (Some(true), Some(false)),
+        hipMemcpyDeviceToHost => (Some(false), Some(true)),
+        hipMemcpyDeviceToDevice => (Some(true), Some(true)),
+        hipMemcpyDeviceToDeviceNoCU if version.at_least(6, 1) => (Some(true), Some(true)),
+        hipMemcpyDefault => (None, None),
+        other => {
+            return Err(Failure::new(
+                hipErrorInvalidMemcpyDirection,
+                format!("copy kind {other} is not a hipMemcpyKind of HIP {version}"),
+            ));
+        }
+    };
+    if len == 0 {
+        return Ok(None);
+    }
+    if dst == 0 || src == 0 {
+        return Err(Failure::invalid_value("NULL pointer with a non-zero size"));
+    }
+    let mut keep = Vec::new();
+    for (addr, on_device, what) in [(dst, dst_dev, "destination"), (src, src_dev, "source")] {
+        let check = match on_device {
+            Some(d) => d,
+            None => RANGES.resolve(addr).is_some(),
+        };
+        if check {
+            keep.push(device_span(addr, len, what)?.value.mapping);
+        }
+    }
+    Ok(Some(CopyPlan {
+        dst,
+        src,
+        len,
+        _keep: keep,
+    }))
+}
+
+/// `hipMemset(dst, value, len)`: fills device memory with the low byte of `value`.
+pub(crate) fn memset(dst: usize, value: c_int, len: usize) -> HipResult<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    if dst == 0 {
+        return Err(Failure::invalid_value("NULL destination"));
+    }
+    let hit = device_span(dst, len, "destination")?;
+    const CHUNK: usize = 64 << 10;
+    let fill = vec![value as u8; CHUNK.min(len)];
+    let mut offset = hit.offset_of(dst);
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(fill.len());
+        hit.value.mapping.write_at(offset, &fill[..n])?;
+        offset += n;
+        left -= n;
+    }
+    Ok(())
+}
+
+/// `hipMemGetAddressRange(ptr)`: base and size of the allocation containing `ptr`.
+pub(crate) fn address_range(ptr: usize) -> HipResult<(usize, usize)> {
+    match RANGES.resolve(ptr) {
+        Some(hit) => Ok((hit.base, hit.len)),
+        None => {
+            let message = format!("{ptr:#x} is inside no allocation of this process");
+            if rules::enforced(MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND) {
+                Err(Failure::rule(
+                    hipErrorNotFound,
+                    MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND,
+                    message,
+                ))
+            } else {
+                Err(Failure::new(hipErrorInvalidDevicePointer, message))
+            }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! Peer access: `hipDeviceCanAccessPeer` and `hipDeviceEnablePeerAccess`.
+//!
+//! Every pair of distinct emulated devices can access each other (they share host memory).
+//! Enabled peer access is per process, from the calling thread's current device to a peer,
+//! as in HIP. Opening IPC memory on another device does not require it
+//! ([`super::ipc_mem`], "Devices and peer access").
+
+use std::collections::BTreeSet;
+use std::ffi::{c_int, c_uint};
+use std::sync::Mutex;
+
+use devipc_hip_sys::{
+    hipErrorInvalidDevice, hipErrorInvalidValue, hipErrorPeerAccessAlreadyEnabled,
+};
+
+use super::errors::{Failure, HipResult};
+use super::rules::{
+    self, PEER_ALREADY_ENABLED_REJECTED, PEER_ENABLE_FLAGS_MUST_BE_ZERO, PEER_SELF_IS_NOT_A_PEER,
+};
+use super::runtime::{current_device, device_arg, state};
+
+/// `(device, peer)` pairs enabled in this process.
+static ENABLED: Mutex<BTreeSet<(u32, u32)>> = Mutex::new(BTreeSet::new());
+
+/// `hipDeviceCanAccessPeer(device, peer)`: 1 for distinct devices, 0 for the same one.
+pub(crate) fn can_access(device: c_int, peer: c_int) -> HipResult<c_int> {
+    let state = state()?;
+    let device = device_arg(state, device)?;
+    let peer = device_arg(state, peer)?;
+    let same = device == peer && rules::enforced(PEER_SELF_IS_NOT_A_PEER);
+    Ok(c_int::from(!same))
+}
+
+/// `hipDeviceEnablePeerAccess(peer, flags)` from the current device.
+pub(crate) fn enable(peer: c_int, flags: c_uint) -> HipResult<()> {
+    if flags != 0 && rules::enforced(PEER_ENABLE_FLAGS_MUST_BE_ZERO) {
+        return Err(Failure::rule(
+            hipErrorInvalidValue,
+            PEER_ENABLE_FLAGS_MUST_BE_ZERO,
+            format!("flags {flags:#x}: hipDeviceEnablePeerAccess takes flags = 0"),
+        ));
+    }
+    let state = state()?;
+    let device = current_device(state)?;
+    let peer = device_arg(state, peer)?;
+    if device == peer && rules::enforced(PEER_SELF_IS_NOT_A_PEER) {
+        return Err(Failure::rule(
+            hipErrorInvalidDevice,
+            PEER_SELF_IS_NOT_A_PEER,
+            format!("device {device} is the current device, not a peer"),
+        ));
+    }
+    let newly = ENABLED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert((device, peer));
+    if !newly && rules::enforced(PEER_ALREADY_ENABLED_REJECTED) {
+        return Err(Failure::rule(
+            hipErrorPeerAccessAlreadyEnabled,
+            PEER_ALREADY_ENABLED_REJECTED,
+            format!(
+                "peer access from device {device} to {peer} is already enabled in this process"
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,350 @@
+//! The vendor rules the HIP surface enforces, as data: one id per rule, the `hipError_t`
+//! a violation returns, and where the rule comes from.
+//!
+//! Every check in the surface names its rule by one of the constants below and asks
+//! [`enforced`] right where it would fail, so `DEVIPC_EMU_BREAK_RULE=<id>` switches exactly
+//! that rule off (the conformance suite uses this to show that a rule's scenario can
+//! fail). [`ALL`] lists every rule with its code, its [`Basis`] (documented by AMD,
+//! observed in the CLR implementation, or chosen by the emulator where the vendor is
+//! silent or UNVERIFIED) and its source, citing `/work/shared/research/api-facts.md`
+//! sections and ROCm CLR files.
+//!
+//! A rule whose `code` is `hipSuccess` describes a behaviour rather than a refusal (e.g.
+//! "open returns the base"); [`RuleInfo::when_broken`] says what the emulator does
+//! instead when the rule is switched off.
+
+use devipc_hip_sys::{
+    hipError_t, hipErrorInvalidConfiguration, hipErrorInvalidContext, hipErrorInvalidDevice,
+    hipErrorInvalidValue, hipErrorNotFound, hipErrorPeerAccessAlreadyEnabled, hipSuccess,
+};
+
+use crate::config::Config;
+
+/// Why the emulator enforces a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Basis {
+    /// AMD documents it (header comments or the HIP API reference).
+    Documented,
+    /// AMD does not document it, but the CLR runtime (ROCm 6.2) implements it.
+    Implementation,
+    /// The vendor is silent or the behaviour is UNVERIFIED; the emulator chose, and
+    /// [`RuleInfo::summary`] says why.
+    Chosen,
+}
+
+/// One enforced rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RuleInfo {
+    /// Stable id, e.g. `hip.mem.open-in-exporter-rejected`.
+    pub id: &'static str,
+    /// What a violation returns (`hipSuccess` for a behaviour rule).
+    pub code: hipError_t,
+    /// Documented, implemented or chosen.
+    pub basis: Basis,
+    /// The rule in one or two sentences, with the reason for a chosen behaviour.
+    pub summary: &'static str,
+    /// What the emulator does instead when the rule is switched off
+    /// (`DEVIPC_EMU_BREAK_RULE`).
+    pub when_broken: &'static str,
+    /// Where the rule comes from: api-facts section and CLR file.
+    pub source: &'static str,
+}
+
+/// `hipInit` accepts only `flags == 0`.
+pub const INIT_FLAGS_MUST_BE_ZERO: &str = "hip.init.flags-must-be-zero";
+/// `hipIpcOpenMemHandle`'s `flags` must equal the runtime's `hipIpcMemLazyEnablePeerAccess`
+/// (0 on ROCm 5.x, 1 from 6.0).
+pub const MEM_FLAGS_MUST_EQUAL_LAZY_ENABLE: &str = "hip.mem.flags-must-equal-lazy-enable";
+/// A zeroed, garbage or foreign `hipIpcMemHandle_t` is refused.
+pub const MEM_INVALID_HANDLE_REJECTED: &str = "hip.mem.invalid-handle-rejected";
+/// Opening a memory handle in the process that exported it is refused.
+pub const MEM_OPEN_IN_EXPORTER_REJECTED: &str = "hip.mem.open-in-exporter-rejected";
+/// `hipIpcOpenMemHandle` returns the allocation's base, even for a handle exported from
+/// an interior pointer.
+pub const MEM_OPEN_RETURNS_BASE: &str = "hip.mem.open-returns-base";
+/// Opening the same handle twice in one process returns the same pointer, reference
+/// counted: one `hipIpcCloseMemHandle` per open, unmapped when the count reaches zero.
+pub const MEM_OPEN_TWICE_REFCOUNTED: &str = "hip.mem.open-twice-refcounted";
+/// A handle whose allocation the exporter already freed cannot be opened any more.
+pub const MEM_OPEN_AFTER_FREE_REJECTED: &str = "hip.mem.open-after-free-rejected";
+/// `hipIpcCloseMemHandle` of a pointer that no `hipIpcOpenMemHandle` returned is refused.
+pub const MEM_CLOSE_NON_IPC_POINTER_REJECTED: &str = "hip.mem.close-non-ipc-pointer-rejected";
+/// `hipMemGetAddressRange` of an unknown pointer returns `hipErrorNotFound`.
+pub const MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND: &str = "hip.mem.address-range-unknown-not-found";
+/// `hipEventInterprocess` requires `hipEventDisableTiming`.
+pub const EVENT_INTERPROCESS_NEEDS_DISABLE_TIMING: &str =
+    "hip.event.interprocess-needs-disable-timing";
+/// Event creation flags outside the runtime's known set are refused.
+pub const EVENT_UNKNOWN_FLAGS_REJECTED: &str = "hip.event.unknown-flags-rejected";
+/// At most one release-scope flag per event.
+pub const EVENT_ONE_RELEASE_FLAG: &str = "hip.event.one-release-flag";
+/// `hipIpcGetEventHandle` needs an event created with `hipEventInterprocess`.
+pub const EVENT_EXPORT_NEEDS_INTERPROCESS: &str = "hip.event.export-needs-interprocess";
+/// Opening an event handle in the process that exported it is refused.
+pub const EVENT_OPEN_IN_EXPORTER_REJECTED: &str = "hip.event.open-in-exporter-rejected";
+/// A zeroed, garbage or foreign `hipIpcEventHandle_t` is refused.
+pub const EVENT_INVALID_HANDLE_REJECTED: &str = "hip.event.invalid-handle-rejected";
+/// An event never recorded is complete: `hipEventQuery` succeeds and `hipEventSynchronize`
+/// returns at once (so a HIP event alone is not a binary semaphore; DESIGN 5.5).
+pub const EVENT_UNRECORDED_IS_COMPLETE: &str = "hip.event.unrecorded-is-complete";
+/// `hipStreamWaitEvent`'s `flags` must be 0.
+pub const STREAM_WAIT_EVENT_FLAGS_MUST_BE_ZERO: &str = "hip.stream.wait-event-flags-must-be-zero";
+/// A device is not its own peer: `hipDeviceCanAccessPeer(d, d)` writes 0 and
+/// `hipDeviceEnablePeerAccess` of the current device fails.
+pub const PEER_SELF_IS_NOT_A_PEER: &str = "hip.peer.self-is-not-a-peer";
+/// `hipDeviceEnablePeerAccess` accepts only `flags == 0`.
+pub const PEER_ENABLE_FLAGS_MUST_BE_ZERO: &str = "hip.peer.enable-flags-must-be-zero";
+/// Enabling peer access that is already enabled returns
+/// `hipErrorPeerAccessAlreadyEnabled`.
+pub const PEER_ALREADY_ENABLED_REJECTED: &str = "hip.peer.already-enabled-rejected";
+
+/// Every rule the HIP surface enforces.
+pub const ALL: &[RuleInfo] = &[
+    RuleInfo {
+        id: INIT_FLAGS_MUST_BE_ZERO,
+        code: hipErrorInvalidValue,
+        basis: Basis::Implementation,
+        summary: "hipInit(flags) with flags != 0 fails with hipErrorInvalidValue.",
+        when_broken: "any flags are accepted",
+        source: "api-facts B.1; CLR hipamd/src/hip_context.cpp (hipInit)",
+    },
+    RuleInfo {
+        id: MEM_FLAGS_MUST_EQUAL_LAZY_ENABLE,
+        code: hipErrorInvalidValue,
+        basis: Basis::Documented,
+        summary: "hipIpcOpenMemHandle compares flags for exact equality with \
+                  hipIpcMemLazyEnablePeerAccess of the running version: 0 on ROCm 5.x, 1 from \
+                  6.0 (ABI break, commit 8bb3011cb); anything else is hipErrorInvalidValue.",
+        when_broken: "any flags are accepted",
+        source: "api-facts B.2, C.1; CLR hipamd/src/hip_memory.cpp (hipIpcOpenMemHandle)",
+    },
+    RuleInfo {
+        id: MEM_INVALID_HANDLE_REJECTED,
+        code: hipErrorInvalidValue,
+        basis: Basis::Implementation,
+        summary: "A zeroed or garbage hipIpcMemHandle_t (CLR: psize == 0), a handle of another \
+                  kind or state directory, or one naming an allocation that no longer exists \
+                  is hipErrorInvalidValue.",
+        when_broken: "the handle reaches the attach step, which fails with \
+                      hipErrorInvalidDevicePointer (the code ROCr attach failures map to)",
+        source: "api-facts C.1; CLR hipamd/src/hip_memory.cpp, rocclr/device/device.cpp (IpcAttach)",
+    },
+    RuleInfo {
+        id: MEM_OPEN_IN_EXPORTER_REJECTED,
+        code: hipErrorInvalidContext,
+        basis: Basis::Implementation,
+        summary: "Opening a memory handle in the exporting process is hipErrorInvalidContext \
+                  (CLR commit 30e740023, in rocm-5.6.0 and later). Before 5.6 there is no \
+                  check and the behaviour is UNVERIFIED (api-facts D.7); the emulator rejects \
+                  it in every version, because devipc must never depend on it (DESIGN 5.1: \
+                  same-process import is served without a vendor call) and strictness \
+                  surfaces such bugs.",
+        when_broken: "the exporter gets a second mapping of its own allocation",
+        source: "api-facts C.1, D.7; CLR hipamd/src/hip_memory.cpp (owners_process_id check)",
+    },
+    RuleInfo {
+        id: MEM_OPEN_RETURNS_BASE,
+        code: hipSuccess,
+        basis: Basis::Implementation,
+        summary: "A handle exported from an interior pointer names the whole allocation and \
+                  records the offset (CLR poffset), but hipIpcOpenMemHandle returns the base \
+                  of the allocation, not base + offset (rocclr commit 88fca7bf9, confirmed on \
+                  hardware on ROCm 6.4.1 and 7.2). The exporter must send the offset itself.",
+        when_broken: "open returns base + offset, as ROCm 4.0/4.1 did",
+        source: "api-facts C.1; CLR rocclr/device/device.cpp (IpcAttach -> getSvmPtr)",
+    },
+    RuleInfo {
+        id: MEM_OPEN_TWICE_REFCOUNTED,
+        code: hipSuccess,
+        basis: Basis::Implementation,
+        summary: "Opening the same handle twice in one process returns the same pointer and \
+                  retains it: each open needs its own hipIpcCloseMemHandle, the mapping goes \
+                  when the count reaches 0 (CLR finds the existing memory object and retains \
+                  it; the HIP doc only says the pointer is not guaranteed to be the same).",
+        when_broken: "every open maps the memory again at a new address",
+        source: "api-facts C.1; CLR hipamd/src/hip_memory.cpp (ihipIpcMemHandleOpen)",
+    },
+    RuleInfo {
+        id: MEM_OPEN_AFTER_FREE_REJECTED,
+        code: hipErrorInvalidValue,
+        basis: Basis::Chosen,
+        summary: "Freeing an exported allocation before its importers close it is undefined \
+                  behaviour in HIP. The emulator keeps the pages alive for processes that \
+                  already opened the handle (their mappings stay valid until they close), \
+                  but refuses new opens of the handle with hipErrorInvalidValue, exactly as \
+                  once the last holder is gone, so the answer does not depend on whether \
+                  some other process still maps it.",
+        when_broken: "new opens succeed while any process still holds the memory",
+        source: "api-facts C.1 (header doc: hipFree before importers close is undefined)",
+    },
+    RuleInfo {
+        id: MEM_CLOSE_NON_IPC_POINTER_REJECTED,
+        code: hipErrorInvalidValue,
+        basis: Basis::Implementation,
+        summary: "hipIpcCloseMemHandle of a pointer that is not inside memory opened with \
+                  hipIpcOpenMemHandle (a hipMalloc pointer, an unknown pointer, a mapping \
+                  already closed) is hipErrorInvalidValue.",
+        when_broken: "the call succeeds and does nothing",
+        source: "api-facts C.1; CLR hipamd/src/hip_memory.cpp (hipIpcCloseMemHandle)",
+    },
+    RuleInfo {
+        id: MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND,
+        code: hipErrorNotFound,
+        basis: Basis::Implementation,
+        summary: "hipMemGetAddressRange of a pointer inside no allocation returns \
+                  hipErrorNotFound (CLR 6.2), although the header documents \
+                  hipErrorInvalidDevicePointer.",
+        when_broken: "the header-documented hipErrorInvalidDevicePointer is returned",
+        source: "api-facts B.3; CLR hipamd/src/hip_memory.cpp (hipMemGetAddressRange)",
+    },
+    RuleInfo {
+        id: EVENT_INTERPROCESS_NEEDS_DISABLE_TIMING,
+        code: hipErrorInvalidValue,
+        basis: Basis::Documented,
+        summary: "hipEventCreateWithFlags with hipEventInterprocess but without \
+                  hipEventDisableTiming fails with hipErrorInvalidValue.",
+        when_broken: "the interprocess event is created anyway",
+        source: "api-facts C.2; CLR hipamd/src/hip_event.cpp (ihipEventCreateWithFlags)",
+    },
+    RuleInfo {
+        id: EVENT_UNKNOWN_FLAGS_REJECTED,
+        code: hipErrorInvalidValue,
+        basis: Basis::Implementation,
+        summary: "Event flags outside hipEventDefault | BlockingSync | DisableTiming | \
+                  Interprocess | ReleaseToDevice | ReleaseToSystem (plus \
+                  hipEventDisableSystemFence from 6.0) are hipErrorInvalidValue.",
+        when_broken: "unknown bits are ignored",
+        source: "api-facts B.2, C.2; CLR hipamd/src/hip_event.cpp (hipEventCreateWithFlags)",
+    },
+    RuleInfo {
+        id: EVENT_ONE_RELEASE_FLAG,
+        code: hipErrorInvalidValue,
+        basis: Basis::Implementation,
+        summary: "More than one release flag (hipEventReleaseToDevice, \
+                  hipEventReleaseToSystem, and from 6.0 hipEventDisableSystemFence) is \
+                  hipErrorInvalidValue.",
+        when_broken: "several release flags are accepted",
+        source: "api-facts C.2; CLR hipamd/src/hip_event.cpp (hipEventCreateWithFlags)",
+    },
+    RuleInfo {
+        id: EVENT_EXPORT_NEEDS_INTERPROCESS,
+        code: hipErrorInvalidConfiguration,
+        basis: Basis::Implementation,
+        summary: "hipIpcGetEventHandle of an event created without hipEventInterprocess is \
+                  hipErrorInvalidConfiguration.",
+        when_broken: "the event is moved into shared memory and exported",
+        source: "api-facts C.2; CLR hipamd/src/hip_event.hpp, hip_event_ipc.cpp",
+    },
+    RuleInfo {
+        id: EVENT_OPEN_IN_EXPORTER_REJECTED,
+        code: hipErrorInvalidContext,
+        basis: Basis::Documented,
+        summary: "hipIpcOpenEventHandle in the process that exported the event is \
+                  hipErrorInvalidContext (documented and implemented in 5.2-era hipamd and 6.2).",
+        when_broken: "the exporter gets a second event handle on the same shared event",
+        source: "api-facts C.2; CLR hipamd/src/hip_event_ipc.cpp (hipIpcOpenEventHandle)",
+    },
+    RuleInfo {
+        id: EVENT_INVALID_HANDLE_REJECTED,
+        code: hipErrorInvalidValue,
+        basis: Basis::Implementation,
+        summary: "An event handle whose shared memory cannot be mapped (zeroed, garbage, of \
+                  another kind, or naming an event that no longer exists) is \
+                  hipErrorInvalidValue.",
+        when_broken: "hipErrorUnknown (the emulator has no later check to fall through to)",
+        source: "api-facts C.2; CLR hipamd/src/hip_event_ipc.cpp (shared memory open)",
+    },
+    RuleInfo {
+        id: EVENT_UNRECORDED_IS_COMPLETE,
+        code: hipSuccess,
+        basis: Basis::Documented,
+        summary: "An event that was never recorded is complete: hipEventQuery returns \
+                  hipSuccess and hipEventSynchronize / hipStreamWaitEvent return at once. \
+                  A HIP event alone is therefore not a binary semaphore; devipc's backend \
+                  adds a sequence word (DESIGN 5.5).",
+        when_broken: "an unrecorded event counts as pending until its first record \
+                      (hipEventQuery: hipErrorNotReady; hipEventSynchronize waits)",
+        source: "DESIGN 5.5; HIP API reference (hipEventSynchronize, hipEventQuery)",
+    },
+    RuleInfo {
+        id: STREAM_WAIT_EVENT_FLAGS_MUST_BE_ZERO,
+        code: hipErrorInvalidValue,
+        basis: Basis::Documented,
+        summary: "hipStreamWaitEvent accepts only flags == 0.",
+        when_broken: "flags are ignored",
+        source: "api-facts B.3; HIP header doc (hipStreamWaitEvent)",
+    },
+    RuleInfo {
+        id: PEER_SELF_IS_NOT_A_PEER,
+        code: hipErrorInvalidDevice,
+        basis: Basis::Documented,
+        summary: "hipDeviceCanAccessPeer(d, d) writes 0, and hipDeviceEnablePeerAccess of the \
+                  current device (a peer that cannot be accessed) fails with \
+                  hipErrorInvalidDevice.",
+        when_broken: "a device reports access to itself and enabling it succeeds",
+        source: "api-facts B.3; CLR hipamd/src/hip_peer.cpp",
+    },
+    RuleInfo {
+        id: PEER_ENABLE_FLAGS_MUST_BE_ZERO,
+        code: hipErrorInvalidValue,
+        basis: Basis::Documented,
+        summary: "hipDeviceEnablePeerAccess accepts only flags == 0.",
+        when_broken: "flags are ignored",
+        source: "api-facts B.3; CLR hipamd/src/hip_peer.cpp",
+    },
+    RuleInfo {
+        id: PEER_ALREADY_ENABLED_REJECTED,
+        code: hipErrorPeerAccessAlreadyEnabled,
+        basis: Basis::Documented,
+        summary: "Enabling peer access from the current device to a peer a second time in the \
+                  same process returns hipErrorPeerAccessAlreadyEnabled.",
+        when_broken: "the second enable succeeds",
+        source: "api-facts B.3; CLR hipamd/src/hip_peer.cpp",
+    },
+];
+
+/// The rule with this id, if the HIP surface has one.
+pub fn info(id: &str) -> Option<&'static RuleInfo> {
+    ALL.iter().find(|r| r.id == id)
+}
+
+/// Whether `rule` is enforced in this process: true unless `DEVIPC_EMU_BREAK_RULE` names
+/// it. A process whose configuration does not parse enforces every rule (its state-using
+/// calls fail anyway).
+pub fn enforced(rule: &str) -> bool {
+    Config::global().map_or(true, |c| c.enforces(rule))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::validate_rule_id;
+
+    #[test]
+    fn ids_are_unique_well_formed_and_hip_scoped() {
+        let mut ids: Vec<&str> = ALL.iter().map(|r| r.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), ALL.len(), "duplicate rule id");
+        for r in ALL {
+            validate_rule_id(r.id).unwrap();
+            assert!(r.id.starts_with("hip."), "{}", r.id);
+            assert!(!r.summary.is_empty() && !r.source.is_empty() && !r.when_broken.is_empty());
+            assert!(
+                devipc_hip_sys::error_name(r.code).is_some(),
+                "{}: unknown code {}",
+                r.id,
+                r.code
+            );
+            assert_eq!(info(r.id), Some(r));
+        }
+        assert_eq!(info("hip.no-such-rule"), None);
+    }
+
+    #[test]
+    fn chosen_rules_say_why() {
+        for r in ALL.iter().filter(|r| r.basis == Basis::Chosen) {
+            assert!(r.summary.contains("emulator"), "{}", r.id);
+        }
+    }
+}
