@@ -155,6 +155,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod acl;
 pub mod config;
 pub mod error;
 pub mod handle;
@@ -163,6 +164,7 @@ pub mod local;
 pub mod state;
 pub mod sys;
 
+pub use acl::acl_api;
 pub use config::{Config, HipVersion};
 pub use error::{EmuError, Result};
 pub use hip::hip_api;

@@ -1,0 +1,168 @@
+//! Devices, the per-thread current device ("context"), and peer access.
+//!
+//! - `aclrtSetDevice(d)` makes `d` the calling thread's current device and counts one use
+//!   of `d` by the process; `aclrtResetDevice(d)` uncounts one (a reset of a device the
+//!   process does not use is a no-op). When a device's count drops to 0 its default
+//!   context is gone: every thread that had it current has no context any more, and the
+//!   streams created on it are destroyed (as the vendor's reset releases the context's
+//!   streams). Memory and notifies are not released by a reset.
+//! - Calls that work on "the current device" fail with `ACL_ERROR_RT_CONTEXT_NULL`
+//!   (107002, rule `ascend.context.set-device-required`) on a thread without one:
+//!   `aclrtGetDevice`, `aclrtMalloc`, `aclrtCreateStream`, `aclrtDeviceEnablePeerAccess`,
+//!   `aclrtIpcMemGetExportKey` / `ImportByKey` / `Close` (as RT-SRC does, api-facts C.4),
+//!   `aclrtCreateNotify` and `aclrtNotifyImportByKey`. The VMM calls name their device
+//!   explicitly and need no context.
+//! - Peer access is per process and one-directional: `aclrtDeviceEnablePeerAccess(p, 0)`
+//!   on a thread whose current device is `d` enables `d -> p`; enabling it again is a
+//!   no-op success. `aclrtDeviceCanAccessPeer` reports 1 for two distinct valid devices
+//!   (every emulated device can reach every other) and 0 for a device and itself.
+//! - `aclrtDeviceGetBareTgid` reports the pid of the process. The emulator runs all
+//!   processes in one pid namespace and has no container distinction, so the bare tgid
+//!   (the host pid the NPU driver sees) is `getpid()`; trustlists hold the same values.
+
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard};
+
+use crate::config::MAX_DEVICES;
+
+use super::errors::{AclFailure, AclResult, check};
+use super::{rules, shared, stream};
+
+/// Per-device use counts of this process and the generation of each device's context.
+struct Devices {
+    uses: [u64; MAX_DEVICES as usize],
+    generation: [u64; MAX_DEVICES as usize],
+}
+
+static DEVICES: Mutex<Devices> = Mutex::new(Devices {
+    uses: [0; MAX_DEVICES as usize],
+    generation: [0; MAX_DEVICES as usize],
+});
+
+/// Enabled peer access of this process: `(from, to)` device pairs.
+static PEERS: Mutex<BTreeSet<(u32, u32)>> = Mutex::new(BTreeSet::new());
+
+thread_local! {
+    /// The thread's current device and the context generation it was set in.
+    static CURRENT: Cell<Option<(u32, u64)>> = const { Cell::new(None) };
+}
+
+fn devices() -> MutexGuard<'static, Devices> {
+    DEVICES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn peers() -> MutexGuard<'static, BTreeSet<(u32, u32)>> {
+    PEERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Checks a device id from C against the configured count
+/// (`ascend.device.id-range-checked`); `rule` lets a caller name a more specific rule.
+pub fn check_id_as(device: i32, rule: &'static str) -> AclResult<u32> {
+    let count = shared::device_count()?;
+    match u32::try_from(device) {
+        Ok(d) if d < count => Ok(d),
+        _ => Err(AclFailure::rule(
+            rule,
+            format!("device id {device} is invalid: {count} emulated device(s)"),
+        )),
+    }
+}
+
+/// [`check_id_as`] with the general rule.
+pub fn check_id(device: i32) -> AclResult<u32> {
+    check_id_as(device, rules::DEVICE_ID_RANGE)
+}
+
+/// `aclrtSetDevice`.
+pub fn set_device(device: i32) -> AclResult<()> {
+    let d = check_id(device)?;
+    let mut devs = devices();
+    devs.uses[d as usize] += 1;
+    let generation = devs.generation[d as usize];
+    drop(devs);
+    CURRENT.with(|c| c.set(Some((d, generation))));
+    Ok(())
+}
+
+/// `aclrtResetDevice`.
+pub fn reset_device(device: i32) -> AclResult<()> {
+    let d = check_id(device)?;
+    let mut devs = devices();
+    let uses = &mut devs.uses[d as usize];
+    if *uses == 0 {
+        return Ok(());
+    }
+    *uses -= 1;
+    if *uses > 0 {
+        return Ok(());
+    }
+    devs.generation[d as usize] += 1;
+    drop(devs);
+    stream::destroy_on_device(d);
+    Ok(())
+}
+
+/// The calling thread's current device, if its context is still alive.
+fn current_device() -> Option<u32> {
+    let (d, generation) = CURRENT.with(Cell::get)?;
+    (devices().generation[d as usize] == generation).then_some(d)
+}
+
+/// The calling thread's current device, or `ACL_ERROR_RT_CONTEXT_NULL`
+/// (`ascend.context.set-device-required`; when that rule is switched off, device 0).
+pub fn require_current(function_needs: &str) -> AclResult<u32> {
+    if let Some(d) = current_device() {
+        return Ok(d);
+    }
+    check(true, rules::CONTEXT_REQUIRED, || {
+        format!("{function_needs} needs a current device: call aclrtSetDevice on this thread first")
+    })?;
+    Ok(0)
+}
+
+/// `aclrtGetDevice`.
+pub fn get_device() -> AclResult<i32> {
+    let d = require_current("aclrtGetDevice")?;
+    Ok(d as i32)
+}
+
+/// `aclrtDeviceCanAccessPeer`.
+pub fn can_access_peer(device: i32, peer: i32) -> AclResult<i32> {
+    let d = check_id(device)?;
+    let p = check_id(peer)?;
+    Ok(i32::from(d != p))
+}
+
+/// `aclrtDeviceEnablePeerAccess`.
+pub fn enable_peer_access(peer: i32, flags: u32) -> AclResult<()> {
+    check(flags != 0, rules::PARAM_RESERVED_ZERO, || {
+        format!("flags is reserved and must be 0, got {flags:#x}")
+    })?;
+    let d = require_current("aclrtDeviceEnablePeerAccess")?;
+    let p = check_id(peer)?;
+    if d == p {
+        check(true, rules::PEER_DISTINCT, || {
+            format!("peer device {p} is the current device")
+        })?;
+        return Ok(());
+    }
+    enable_peer(d, p);
+    Ok(())
+}
+
+/// Records peer access `from -> to` for this process (also done by
+/// `aclrtIpcMemImportByKey` with `ENABLE_PEER_ACCESS`).
+pub fn enable_peer(from: u32, to: u32) {
+    peers().insert((from, to));
+}
+
+/// Whether this process enabled peer access `from -> to`.
+pub fn peer_enabled(from: u32, to: u32) -> bool {
+    peers().contains(&(from, to))
+}
+
+/// `aclrtDeviceGetBareTgid`: the pid (see the module docs).
+pub fn bare_tgid() -> AclResult<i32> {
+    Ok(shared::me()?.pid)
+}

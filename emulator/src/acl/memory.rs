@@ -1,0 +1,327 @@
+//! `aclrtMalloc` memory, the map of this process's device address ranges, and the checks
+//! behind `aclrtMemcpy`, `aclrtMemset` and `aclrtMemGetAddressRange`.
+//!
+//! Device memory is a segment of the state directory mapped `MAP_SHARED`; its host
+//! address is the "device pointer". Every device range this process can address is in
+//! [`RANGES`]: `aclrtMalloc` blocks, addresses imported by IPC key, and VMM mappings. The
+//! map lets interior pointers resolve to their allocation, bounds copies, and rejects
+//! unknown pointers before anything is dereferenced.
+//!
+//! - `aclrtMalloc(size)` allocates `size` rounded up to 32 bytes plus 32 bytes of padding
+//!   on the current device, as the vendor header describes; that block size is what is
+//!   charged to the device's limit (`DEVIPC_EMU_MEM_LIMIT`, shared by all processes:
+//!   207001 `ACL_ERROR_RT_MEMORY_ALLOCATION` beyond it) and what
+//!   `aclrtMemGetAddressRange` reports. The policy must be a known
+//!   `aclrtMemMallocPolicy` (optionally or-ed with its flag bits); page kinds make no
+//!   difference to host memory. Blocks start page aligned.
+//! - `aclrtFree` takes the base of a block allocated by this process. Memory exported by
+//!   key stays alive while importers hold it (see [`super::ipc_key`]).
+//! - `aclrtMemcpy(dst, destMax, src, count, kind)`: `count <= destMax`; device operands
+//!   must lie inside one range; `kind` must match which operands are device memory
+//!   (`ACL_MEMCPY_DEFAULT` infers it). Copies run synchronously. Host operands are the
+//!   caller's memory and are not checked (the vendor's contract).
+//! - `aclrtMemset(ptr, maxCount, value, count)`: `count <= maxCount`; like the vendor it
+//!   decides from the address whether `ptr` is device memory (bounded by its range) or
+//!   host memory.
+//!
+//! Not emulated: the vendor forbids `aclrtMemcpy` host<->device and synchronous
+//! device<->device copies on memory imported by IPC key (api-facts C.4: only
+//! asynchronous D2D on the same device). devipc's function list has no asynchronous copy,
+//! so the emulator allows synchronous copies on imported memory too.
+
+use std::sync::Arc;
+
+use devipc_ascend_sys::types::{
+    ACL_MEM_ACCESS_USER_SPACE_READONLY, ACL_MEM_MALLOC_HUGE1G_ONLY_P2P,
+    ACL_MEM_TYPE_HIGH_BAND_WIDTH, ACL_MEM_TYPE_LOW_BAND_WIDTH, ACL_MEMCPY_DEFAULT,
+    ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE,
+    ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_HOST_TO_HOST, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
+    ACL_MEMCPY_INTER_DEVICE_TO_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READ,
+    ACL_RT_MEM_ACCESS_FLAGS_READWRITE, aclrtMemAccessFlags, aclrtMemMallocPolicy, aclrtMemcpyKind,
+};
+
+use crate::local::{LocalRange, RangeMap};
+use crate::state::{NewObject, ObjectId, SharedMapping, Vendor};
+
+use super::errors::{AclFailure, AclResult, check};
+use super::{device, rules, shared, vmm};
+
+/// What backs one device range of this process.
+#[derive(Debug, Clone)]
+pub enum Backing {
+    /// An `aclrtMalloc` block: memory object `id`, mapped by `mapping`.
+    Malloc {
+        /// The memory object.
+        id: ObjectId,
+        /// Keeps the block mapped while anyone uses the range.
+        mapping: Arc<SharedMapping>,
+    },
+    /// An address returned by `aclrtIpcMemImportByKey`.
+    KeyImport {
+        /// The memory object the key names.
+        memory: ObjectId,
+        /// The importer's mapping of the whole block.
+        mapping: Arc<SharedMapping>,
+    },
+    /// An `aclrtMapMem` mapping inside a reservation.
+    Vmm {
+        /// The `aclrtDrvMemHandle` mapped.
+        handle: usize,
+        /// Access set by `aclrtMemSetAccess` (READWRITE until then).
+        access: aclrtMemAccessFlags,
+    },
+}
+
+/// One device range: its device and backing.
+#[derive(Debug, Clone)]
+pub struct DeviceRange {
+    /// The device the memory belongs to.
+    pub device: u32,
+    /// What backs it.
+    pub backing: Backing,
+}
+
+/// Every device range this process can address.
+pub static RANGES: RangeMap<DeviceRange> = RangeMap::new();
+
+/// The block size `aclrtMalloc(size)` allocates: `size` rounded up to 32, plus 32.
+pub fn malloc_block_size(size: usize) -> Option<usize> {
+    size.checked_next_multiple_of(32)?.checked_add(32)
+}
+
+fn check_policy(policy: aclrtMemMallocPolicy) -> AclResult<()> {
+    let flags = ACL_MEM_TYPE_LOW_BAND_WIDTH
+        | ACL_MEM_TYPE_HIGH_BAND_WIDTH
+        | ACL_MEM_ACCESS_USER_SPACE_READONLY;
+    let base = policy & !flags;
+    check(
+        !(0..=ACL_MEM_MALLOC_HUGE1G_ONLY_P2P).contains(&base),
+        rules::PARAM_ENUM_VALUE,
+        || format!("{policy:#x} is not an aclrtMemMallocPolicy"),
+    )
+}
+
+/// `aclrtMalloc`: returns the block's address.
+pub fn malloc(size: usize, policy: aclrtMemMallocPolicy) -> AclResult<usize> {
+    if size == 0 {
+        return Err(AclFailure::rule(rules::PARAM_SIZE_NONZERO, "size is 0"));
+    }
+    check_policy(policy)?;
+    let device = device::require_current("aclrtMalloc")?;
+    let block = malloc_block_size(size).ok_or_else(|| {
+        AclFailure::rule(rules::MEM_DEVICE_LIMIT, format!("size {size} is too large"))
+    })?;
+    let reg = shared::registry()?;
+    let created = reg.create(NewObject::memory(Vendor::Acl, device, block as u64))?;
+    let id = created.meta.id();
+    let me = shared::me()?;
+    let mapped = created
+        .segment
+        .as_ref()
+        .ok_or_else(|| {
+            AclFailure::code(
+                devipc_ascend_sys::codes::ACL_ERROR_RT_INTERNAL_ERROR,
+                "memory without a segment",
+            )
+        })
+        .and_then(|s| Ok(s.map()?));
+    let mapping = match mapped {
+        Ok(m) => Arc::new(m),
+        Err(e) => {
+            let _ = reg.release(id, me);
+            return Err(e);
+        }
+    };
+    let addr = mapping.addr();
+    let range = DeviceRange {
+        device,
+        backing: Backing::Malloc { id, mapping },
+    };
+    if let Err(e) = RANGES.insert(addr, block, range) {
+        let _ = reg.release(id, me);
+        return Err(e.into());
+    }
+    Ok(addr)
+}
+
+/// `aclrtFree`.
+pub fn free(ptr: usize) -> AclResult<()> {
+    let block = RANGES.get(ptr).and_then(|r| match r.value.backing {
+        Backing::Malloc { id, .. } => Some(id),
+        _ => None,
+    });
+    let Some(id) = block else {
+        let what = match RANGES.resolve(ptr).map(|r| r.value.backing) {
+            Some(Backing::KeyImport { .. }) => {
+                "memory imported by key (close it with aclrtIpcMemClose)"
+            }
+            Some(Backing::Vmm { .. }) => "a VMM mapping (unmap it with aclrtUnmapMem)",
+            Some(Backing::Malloc { .. }) => "inside an aclrtMalloc block, not its base",
+            None => "not device memory of this process",
+        };
+        return Err(AclFailure::rule(
+            rules::MEM_KNOWN_POINTER,
+            format!("{ptr:#x} is {what}"),
+        ));
+    };
+    // Unmap (once no copy in flight holds the mapping) before giving up the hold.
+    drop(RANGES.remove(ptr));
+    shared::registry()?.release(id, shared::me()?)?;
+    Ok(())
+}
+
+/// `aclrtMemGetAddressRange`: base and size of the range containing `ptr`.
+pub fn address_range(ptr: usize) -> AclResult<(usize, usize)> {
+    RANGES.resolve(ptr).map(|r| (r.base, r.len)).ok_or_else(|| {
+        AclFailure::rule(
+            rules::MEM_KNOWN_POINTER,
+            format!("{ptr:#x} is not device memory of this process"),
+        )
+    })
+}
+
+/// A validated copy or fill: holds what keeps its device operands mapped until dropped.
+#[derive(Debug)]
+pub struct Validated {
+    _mappings: Vec<Arc<SharedMapping>>,
+    _vmm: vmm::MappingGuard,
+}
+
+/// The device range containing `addr..addr+len`, checked for `access`; `None` for host
+/// memory.
+fn device_operand(
+    addr: usize,
+    len: usize,
+    write: bool,
+    keep: &mut Vec<Arc<SharedMapping>>,
+) -> AclResult<Option<LocalRange<DeviceRange>>> {
+    let Some(hit) = RANGES.resolve(addr) else {
+        return Ok(None);
+    };
+    let fits = addr.checked_add(len).is_some_and(|end| end <= hit.end());
+    if !fits {
+        return Err(AclFailure::rule(
+            rules::MEM_COPY_BOUNDS,
+            format!(
+                "{len:#x} bytes at {addr:#x} run past the end of the device range {:#x}+{:#x}",
+                hit.base, hit.len
+            ),
+        ));
+    }
+    match &hit.value.backing {
+        Backing::Malloc { mapping, .. } | Backing::KeyImport { mapping, .. } => {
+            keep.push(mapping.clone());
+        }
+        Backing::Vmm { access, .. } => {
+            let allowed = if write {
+                *access == ACL_RT_MEM_ACCESS_FLAGS_READWRITE
+            } else {
+                access & ACL_RT_MEM_ACCESS_FLAGS_READ != 0
+            };
+            check(!allowed, rules::VMM_ACCESS_RESPECTED, || {
+                format!(
+                    "the mapping at {:#x} has access {access:#x}: it cannot be {}",
+                    hit.base,
+                    if write { "written" } else { "read" }
+                )
+            })?;
+        }
+    }
+    Ok(Some(hit))
+}
+
+/// Checks `aclrtMemcpy(dst, destMax, src, count, kind)`.
+pub fn check_copy(
+    dst: usize,
+    dest_max: usize,
+    src: usize,
+    count: usize,
+    kind: aclrtMemcpyKind,
+) -> AclResult<Validated> {
+    if count > dest_max {
+        return Err(AclFailure::rule(
+            rules::MEM_COPY_BOUNDS,
+            format!("count {count} exceeds destMax {dest_max}"),
+        ));
+    }
+    let expected = match kind {
+        ACL_MEMCPY_HOST_TO_HOST => Some((false, false)),
+        ACL_MEMCPY_HOST_TO_DEVICE | ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE => Some((true, false)),
+        ACL_MEMCPY_DEVICE_TO_HOST => Some((false, true)),
+        ACL_MEMCPY_DEVICE_TO_DEVICE
+        | ACL_MEMCPY_INNER_DEVICE_TO_DEVICE
+        | ACL_MEMCPY_INTER_DEVICE_TO_DEVICE => Some((true, true)),
+        ACL_MEMCPY_DEFAULT => None,
+        other => {
+            return Err(AclFailure::rule(
+                rules::PARAM_ENUM_VALUE,
+                format!("{other} is not an aclrtMemcpyKind"),
+            ));
+        }
+    };
+    let guard = vmm::mapping_guard();
+    let mut keep = Vec::new();
+    let d = device_operand(dst, count, true, &mut keep)?;
+    let s = device_operand(src, count, false, &mut keep)?;
+    if let Some((dst_dev, src_dev)) = expected {
+        let side = |dev: bool| if dev { "device" } else { "host" };
+        check(
+            (d.is_some(), s.is_some()) != (dst_dev, src_dev),
+            rules::MEM_COPY_KIND,
+            || {
+                format!(
+                    "kind {kind} copies {} to {}, but src {src:#x} is {} memory and dst {dst:#x} is {} memory",
+                    side(src_dev),
+                    side(dst_dev),
+                    side(s.is_some()),
+                    side(d.is_some()),
+                )
+            },
+        )?;
+    }
+    Ok(Validated {
+        _mappings: keep,
+        _vmm: guard,
+    })
+}
+
+/// Checks `aclrtMemset(ptr, maxCount, value, count)`.
+pub fn check_fill(ptr: usize, max_count: usize, count: usize) -> AclResult<Validated> {
+    if count > max_count {
+        return Err(AclFailure::rule(
+            rules::MEM_COPY_BOUNDS,
+            format!("count {count} exceeds maxCount {max_count}"),
+        ));
+    }
+    let guard = vmm::mapping_guard();
+    let mut keep = Vec::new();
+    device_operand(ptr, count, true, &mut keep)?;
+    Ok(Validated {
+        _mappings: keep,
+        _vmm: guard,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_sizes_follow_the_header() {
+        assert_eq!(malloc_block_size(1), Some(64));
+        assert_eq!(malloc_block_size(32), Some(64));
+        assert_eq!(malloc_block_size(33), Some(96));
+        assert_eq!(malloc_block_size(4096), Some(4128));
+        assert_eq!(malloc_block_size(usize::MAX), None);
+    }
+
+    #[test]
+    fn policies() {
+        assert!(check_policy(0).is_ok());
+        assert!(
+            check_policy(ACL_MEM_MALLOC_HUGE1G_ONLY_P2P | ACL_MEM_TYPE_HIGH_BAND_WIDTH).is_ok()
+        );
+        assert!(check_policy(8).is_err());
+        assert!(check_policy(-1).is_err());
+    }
+}

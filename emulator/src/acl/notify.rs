@@ -1,0 +1,233 @@
+//! Notifies and notify IPC (api-facts A.8, C.6).
+//!
+//! A notify is an object with one page of shared words; word 0 is a cross-process
+//! [`BinarySemaphore`]. Every process that created or imported it maps the page and keeps
+//! a handle (`aclrtNotify`); the object lives until every one of them called
+//! `aclrtDestroyNotify` (`ascend.notify.freed-when-all-destroyed`). The export key is
+//! `devipc-emu:acl:notify:<id>` in 65 bytes ([`crate::handle`]).
+//!
+//! - create: `flag` `ACL_NOTIFY_DEFAULT` or `ACL_NOTIFY_DEVICE_USE_ONLY`, on the current
+//!   device (107002 without one).
+//! - export key: `len >= 65`; flags 0 or `DISABLE_PID_VALIDATION` = **0x02** (the memory
+//!   flag 0x1 is rejected, 107000: a caller passing the memory constant would otherwise
+//!   silently keep pid validation on). Only the creating process exports; exporting again
+//!   returns the same key.
+//! - set pid: a non-empty pid list (107000, documented), by the creating process only,
+//!   after export.
+//! - import: flags 0 or `ENABLE_PEER_ACCESS` = **0x02**; the importer's pid on the
+//!   trustlist unless exported with 0x02 (the creating process itself is trusted). The
+//!   emulated notify is reachable from every device, so importing on another device needs
+//!   no peer access (the vendor only recommends the flag).
+//! - record / wait-and-reset run at once in the calling thread (streams are synchronous,
+//!   see [`super::stream`]): record sets word 0 and wakes all waiters; wait blocks until it
+//!   is set and resets it atomically, so each record releases exactly one wait
+//!   (`ascend.notify.binary-semaphore`).
+//! - `timeout` of `aclrtWaitAndResetNotify` is in **seconds** (RT-DOC 08 and the CntNotify
+//!   docs; the header comment says ms, unverified, api-facts A.8); 0 waits forever. On
+//!   expiry the wait returns `ACL_ERROR_RT_WAIT_TIMEOUT` (107019) and consumes nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use devipc_ascend_sys::consts::{
+    ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT, ACL_NOTIFY_DEVICE_USE_ONLY,
+    ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS,
+};
+
+use crate::error::EmuError;
+use crate::handle::{KEY_LEN, decode_key, encode_key};
+use crate::local::HandleTable;
+use crate::state::futex::wait_until;
+use crate::state::{
+    BinarySemaphore, NewObject, ObjectFlags, ObjectId, ObjectKind, SharedMapping, Vendor,
+};
+
+use super::errors::{AclFailure, AclResult, check};
+use super::{device, rules, shared, stream};
+
+/// One notify handle of this process.
+#[derive(Debug)]
+struct NotifyLocal {
+    id: ObjectId,
+    /// Whether this process created it (rather than imported it).
+    created: bool,
+    /// The mapped page of words; word 0 is the semaphore.
+    words: SharedMapping,
+}
+
+static NOTIFIES: HandleTable<Arc<NotifyLocal>> = HandleTable::new("aclrtNotify", 0xac53);
+
+/// `aclrtCreateNotify`: returns the handle.
+pub fn create(flag: u64) -> AclResult<usize> {
+    let known = [
+        u64::from(ACL_NOTIFY_DEFAULT),
+        u64::from(ACL_NOTIFY_DEVICE_USE_ONLY),
+    ];
+    if !known.contains(&flag) {
+        return Err(AclFailure::rule(
+            rules::PARAM_ENUM_VALUE,
+            format!("flag {flag:#x} is not ACL_NOTIFY_DEFAULT or ACL_NOTIFY_DEVICE_USE_ONLY"),
+        ));
+    }
+    let device = device::require_current("aclrtCreateNotify")?;
+    let reg = shared::registry()?;
+    let me = shared::me()?;
+    let mut spec = NewObject::notify(Vendor::Acl, device);
+    spec.aux = flag;
+    let created = reg.create(spec)?;
+    let id = created.meta.id();
+    let mapped = match created.segment.as_ref() {
+        Some(segment) => segment.map().map_err(AclFailure::from),
+        None => Err(EmuError::InvalidArgument("notify without words".into()).into()),
+    };
+    register(id, true, mapped).inspect_err(|_| {
+        let _ = reg.release(id, me);
+    })
+}
+
+fn register(id: ObjectId, created: bool, words: AclResult<SharedMapping>) -> AclResult<usize> {
+    let local = NotifyLocal {
+        id,
+        created,
+        words: words?,
+    };
+    // Word 0 must exist before the handle is handed out.
+    local.words.word(0)?;
+    Ok(NOTIFIES.insert(Arc::new(local))?)
+}
+
+/// `aclrtDestroyNotify`.
+pub fn destroy(handle: usize) -> AclResult<()> {
+    let local = NOTIFIES.remove(handle)?;
+    let id = local.id;
+    // The page is unmapped when the last user (a wait in flight) lets go.
+    drop(local);
+    shared::registry()?.release(id, shared::me()?)?;
+    Ok(())
+}
+
+/// `aclrtNotifyGetExportKey`: the key's 65 bytes.
+pub fn export(handle: usize, len: usize, flags: u64) -> AclResult<[u8; KEY_LEN]> {
+    if len < ACL_IPC_KEY_LEN {
+        return Err(AclFailure::rule(
+            rules::NOTIFY_MIN_LEN,
+            format!("key buffer len {len} is shorter than {ACL_IPC_KEY_LEN}"),
+        ));
+    }
+    check(
+        flags & !ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION != 0,
+        rules::NOTIFY_FLAGS,
+        || {
+            format!(
+                "flags {flags:#x} is not DEFAULT (0) or DISABLE_PID_VALIDATION (0x02; 0x1 is the memory flag)"
+            )
+        },
+    )?;
+    let local = NOTIFIES.get(handle)?;
+    check(!local.created, rules::ONLY_EXPORTER_TRUSTS, || {
+        "this notify was imported; only the process that created it exports it".to_owned()
+    })?;
+    shared::registry()?.update(local.id, |m| {
+        m.flags.insert(ObjectFlags::EXPORTED);
+        if flags & ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION != 0 {
+            m.flags.insert(ObjectFlags::PID_VALIDATION_DISABLED);
+        }
+        Ok::<_, EmuError>(())
+    })?;
+    Ok(encode_key(Vendor::Acl, ObjectKind::Notify, local.id))
+}
+
+/// `aclrtNotifySetImportPid` (`pids` is non-empty).
+pub fn set_pids(handle: usize, pids: &[i32]) -> AclResult<()> {
+    let local = NOTIFIES.get(handle)?;
+    check(!local.created, rules::ONLY_EXPORTER_TRUSTS, || {
+        "this notify was imported; only the process that created it sets its trustlist".to_owned()
+    })?;
+    shared::registry()?.update(local.id, |m| {
+        if !m.flags.contains(ObjectFlags::EXPORTED) {
+            return Err(AclFailure::rule(
+                rules::HANDLE_VALID,
+                "the notify has no export key yet (aclrtNotifyGetExportKey first)",
+            ));
+        }
+        Ok(m.trust(pids)?)
+    })
+}
+
+/// `aclrtNotifyImportByKey`: returns the new handle.
+pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
+    check(
+        flags & !ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS != 0,
+        rules::NOTIFY_FLAGS,
+        || {
+            format!(
+                "flags {flags:#x} is not DEFAULT (0) or ENABLE_PEER_ACCESS (0x02; 0x1 is the memory flag)"
+            )
+        },
+    )?;
+    device::require_current("aclrtNotifyImportByKey")?;
+    let (vendor, kind, raw) = decode_key(key)?;
+    if (vendor, kind) != (Vendor::Acl, ObjectKind::Notify) {
+        return Err(AclFailure::rule(
+            rules::HANDLE_VALID,
+            format!("the key names a {vendor} {kind}, not an ACL notify"),
+        ));
+    }
+    let reg = shared::registry()?;
+    let me = shared::me()?;
+    let id = reg.resolve(raw.raw())?;
+    reg.update(id, |m| {
+        m.expect(Vendor::Acl, ObjectKind::Notify)?;
+        if !m.flags.contains(ObjectFlags::EXPORTED) {
+            return Err(AclFailure::rule(
+                rules::HANDLE_VALID,
+                "the notify was never exported",
+            ));
+        }
+        let trusted = m.info().exporter == me || m.is_trusted(me.pid);
+        check(!trusted, rules::NOTIFY_TRUSTLIST, || {
+            format!(
+                "pid {} is not on the notify's trustlist (aclrtNotifySetImportPid), and it was not exported with DISABLE_PID_VALIDATION (0x02)",
+                me.pid
+            )
+        })?;
+        m.add_holder(me)?;
+        Ok::<_, AclFailure>(())
+    })?;
+    let mapped = reg
+        .open_segment(id)
+        .and_then(|s| s.map())
+        .map_err(AclFailure::from);
+    register(id, false, mapped).inspect_err(|_| {
+        let _ = reg.release(id, me);
+    })
+}
+
+/// `aclrtRecordNotify`.
+pub fn record(handle: usize, stream_handle: usize) -> AclResult<()> {
+    stream::check(stream_handle)?;
+    let local = NOTIFIES.get(handle)?;
+    BinarySemaphore::new(local.words.word(0)?).record()?;
+    Ok(())
+}
+
+/// `aclrtWaitAndResetNotify`; `timeout` in seconds, 0 = forever.
+pub fn wait_and_reset(handle: usize, stream_handle: usize, timeout: u32) -> AclResult<()> {
+    stream::check(stream_handle)?;
+    let local = NOTIFIES.get(handle)?;
+    let word = local.words.word(0)?;
+    let limit = (timeout > 0).then(|| Duration::from_secs(u64::from(timeout)));
+    let waited = if rules::enforced(rules::NOTIFY_BINARY_SEMAPHORE) {
+        BinarySemaphore::new(word).wait_and_reset(limit)
+    } else {
+        // Rule switched off: wait without resetting, so one record releases every wait.
+        wait_until(word, |v| v != 0, limit).map(drop)
+    };
+    waited.map_err(|e| match e {
+        EmuError::Timeout(_) => AclFailure::rule(
+            rules::NOTIFY_WAIT_TIMEOUT,
+            format!("no record arrived within {timeout} s (the timeout unit is seconds)"),
+        ),
+        other => other.into(),
+    })
+}
