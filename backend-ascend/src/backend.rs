@@ -74,9 +74,6 @@ pub struct AscendBackend {
 pub(crate) struct DeviceRange {
     pub(crate) end: u64,
     pub(crate) device: DeviceId,
-    /// Imported memory of another device through an IPC key: host copies go through a
-    /// device buffer (see `memory::write_memory`).
-    pub(crate) staged: bool,
 }
 
 impl AscendBackend {

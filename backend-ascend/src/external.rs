@@ -266,14 +266,7 @@ impl AscendBackend {
         let id = self
             .mappings
             .insert(MappingRecord::Key(KeyMapping { device, key, base }));
-        self.add_range(
-            base,
-            DeviceRange {
-                end,
-                device,
-                staged: cross_device,
-            },
-        );
+        self.add_range(base, DeviceRange { end, device });
         Ok(Mapping {
             id,
             device,

@@ -13,6 +13,13 @@
 //!
 //! Memory the framework allocated itself goes through IPC keys instead, see
 //! [`external`](crate::external).
+//!
+//! `read` and `write` are synchronous `aclrtMemcpy` calls. The vendor forbids host copies
+//! (and synchronous device copies) on memory imported by IPC key and used from another
+//! device than the exporter's (api-facts C.4: only asynchronous device-to-device copies);
+//! `aclrtMemcpyAsync` is not in devipc's function table, so on a real runtime such a
+//! mapping is for kernels and the peer's own copies, and `read`/`write` on it return the
+//! runtime's error.
 
 use std::ffi::c_void;
 use std::ops::Range;
@@ -22,10 +29,9 @@ use devipc_ascend_sys::consts::{
 };
 use devipc_ascend_sys::types::{
     ACL_HBM_MEM_HUGE, ACL_MEM_ALLOCATION_TYPE_PINNED, ACL_MEM_HANDLE_TYPE_NONE,
-    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE,
-    ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
-    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclrtDrvMemHandle, aclrtMemAccessDesc, aclrtMemLocation,
-    aclrtPhysicalMemProp,
+    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE,
+    ACL_RT_MEM_ACCESS_FLAGS_READWRITE, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclrtDrvMemHandle,
+    aclrtMemAccessDesc, aclrtMemLocation, aclrtPhysicalMemProp,
 };
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
@@ -195,7 +201,6 @@ impl AscendBackend {
             DeviceRange {
                 end: va + size as u64,
                 device,
-                staged: false,
             },
         );
         Ok(Allocation {
@@ -419,7 +424,6 @@ impl AscendBackend {
             DeviceRange {
                 end: va + size as u64,
                 device,
-                staged: false,
             },
         );
         Ok(Mapping {
@@ -460,6 +464,9 @@ impl AscendBackend {
         Ok(())
     }
 
+    /// `aclrtMemcpy` host to device. The device bound is the one of the devipc allocation
+    /// or mapping holding `dst`; for memory devipc did not map (framework memory) the
+    /// thread's current device is used as it is.
     pub(crate) fn write_memory(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         if src.is_empty() {
             return Ok(());
@@ -469,15 +476,6 @@ impl AscendBackend {
             Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
             None => None,
         };
-        if range.is_some_and(|r| r.staged) {
-            // The host buffer is only read when copying to the device.
-            return self.staged_copy(
-                dst.0,
-                src.as_ptr().cast_mut().cast(),
-                src.len(),
-                Direction::ToDevice,
-            );
-        }
         // SAFETY: `src` is a live host slice of `src.len()` bytes; the runtime checks `dst`.
         unsafe {
             acl!(
@@ -493,6 +491,7 @@ impl AscendBackend {
         }
     }
 
+    /// `aclrtMemcpy` device to host, binding the device as [`Self::write_memory`] does.
     pub(crate) fn read_memory(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
         if dst.is_empty() {
             return Ok(());
@@ -502,9 +501,6 @@ impl AscendBackend {
             Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
             None => None,
         };
-        if range.is_some_and(|r| r.staged) {
-            return self.staged_copy(src.0, dst.as_mut_ptr().cast(), dst.len(), Direction::ToHost);
-        }
         // SAFETY: `dst` is a live, exclusively borrowed host slice of `dst.len()` bytes;
         // the runtime checks `src`.
         unsafe {
@@ -520,75 +516,6 @@ impl AscendBackend {
             )
         }
     }
-
-    /// A host copy to or from memory imported from another device through an IPC key,
-    /// which the runtime forbids to copy to or from the host directly (api-facts C.4):
-    /// through a temporary `aclrtMalloc` buffer on the bound device and a device-to-device
-    /// copy.
-    fn staged_copy(
-        &self,
-        device_addr: u64,
-        host: *mut c_void,
-        len: usize,
-        dir: Direction,
-    ) -> Result<()> {
-        let mut tmp: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `tmp` is a valid out-pointer; len is non-zero.
-        unsafe {
-            acl!(
-                self.api,
-                aclrtMalloc(&mut tmp, len, ACL_MEM_MALLOC_HUGE_FIRST)
-            )
-        }?;
-        let mut rollback = Rollback::new(&self.api);
-        rollback.push(Undo::Free(tmp as usize as u64));
-        // SAFETY: `host` is a live host buffer of `len` bytes (borrowed by the caller for
-        // this call); `tmp` holds `len` bytes; the runtime checks `device_addr`.
-        unsafe {
-            match dir {
-                Direction::ToDevice => {
-                    acl!(
-                        self.api,
-                        aclrtMemcpy(tmp, len, host, len, ACL_MEMCPY_HOST_TO_DEVICE)
-                    )?;
-                    acl!(
-                        self.api,
-                        aclrtMemcpy(
-                            as_ptr(device_addr),
-                            len,
-                            tmp,
-                            len,
-                            ACL_MEMCPY_DEVICE_TO_DEVICE
-                        )
-                    )
-                }
-                Direction::ToHost => {
-                    acl!(
-                        self.api,
-                        aclrtMemcpy(
-                            tmp,
-                            len,
-                            as_ptr(device_addr),
-                            len,
-                            ACL_MEMCPY_DEVICE_TO_DEVICE
-                        )
-                    )?;
-                    acl!(
-                        self.api,
-                        aclrtMemcpy(host, len, tmp, len, ACL_MEMCPY_DEVICE_TO_HOST)
-                    )
-                }
-            }
-        }
-        // The rollback frees the temporary buffer on success and failure alike.
-    }
-}
-
-/// Which way a staged copy goes.
-#[derive(Debug, Clone, Copy)]
-enum Direction {
-    ToDevice,
-    ToHost,
 }
 
 /// The shareable handle of an `ascend-vmm` token.

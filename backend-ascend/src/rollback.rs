@@ -23,8 +23,6 @@ pub(crate) enum Undo {
     ReleaseAddress(u64),
     /// `aclrtUnmapMem` of a mapped range.
     Unmap(u64),
-    /// `aclrtFree` of an `aclrtMalloc` block.
-    Free(u64),
     /// `aclrtIpcMemClose` of an imported or exported key.
     IpcClose([u8; ACL_IPC_KEY_LEN]),
     /// `aclrtDestroyNotify` of a notify (an address).
@@ -49,7 +47,6 @@ impl Undo {
                 }
                 Undo::ReleaseAddress(va) => acl!(api, aclrtReleaseMemAddress(as_ptr(va))),
                 Undo::Unmap(va) => acl!(api, aclrtUnmapMem(as_ptr(va))),
-                Undo::Free(ptr) => acl!(api, aclrtFree(as_ptr(ptr))),
                 Undo::IpcClose(key) => acl_opt!(api, aclrtIpcMemClose(key.as_ptr().cast())),
                 Undo::DestroyNotify(notify) => {
                     acl_opt!(api, aclrtDestroyNotify(notify as *mut c_void))
