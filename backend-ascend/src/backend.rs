@@ -86,6 +86,15 @@ impl AscendBackend {
         AscendBackend::from_api(Arc::new(AclApi::discover()?))
     }
 
+    /// Starts the backend on the devipc emulator linked into this process (feature
+    /// `emulator`): every ACL function over host shared memory, across real processes,
+    /// with the vendor's IPC rules and codes. Configured by the `DEVIPC_EMU_*` environment
+    /// variables (state directory, device count, memory limit) on first use.
+    #[cfg(feature = "emulator")]
+    pub fn emulated() -> Result<Self> {
+        AscendBackend::from_api(Arc::new(devipc_emulator::acl::acl_api()))
+    }
+
     /// Starts the backend on a filled table (loaded from a library or the emulator's).
     ///
     /// Initialises ACL (accepting `ACL_ERROR_REPEAT_INITIALIZE`: the framework may have
