@@ -31,6 +31,7 @@ mod imported;
 mod local_exports;
 #[cfg(test)]
 mod probe;
+pub mod rendezvous;
 mod runtime;
 mod selection;
 mod shared;
@@ -46,6 +47,9 @@ pub use devipc_core::{
     SignalToken, TokenIdentity, TokenOrigin,
 };
 pub use imported::ImportedBuffer;
+pub use rendezvous::{
+    ConnectOptions, Connected, PeerCredentials, PeerInfo, PidCheck, ShareOptions, ShareServer,
+};
 pub use runtime::Runtime;
 pub use selection::{BACKEND_ENV, BackendChoice, DEFAULT_KIND};
 pub use shared::SharedBuffer;

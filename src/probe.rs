@@ -17,12 +17,25 @@ use devipc_core::{
 pub struct ProbeBackend {
     info: BackendInfo,
     calls: Mutex<Vec<&'static str>>,
+    /// What `process_id` reports and tokens name as their producer.
+    pid: ProcessId,
+    /// Fill byte of the tokens' vendor payload (their identity).
+    payload: u8,
 }
 
 impl ProbeBackend {
     /// A probe reporting itself as `kind`.
     pub fn new(kind: BackendKind) -> Self {
+        ProbeBackend::with_identity(kind, ProcessId::current(), 7)
+    }
+
+    /// A probe whose process id is `pid` and whose tokens carry payload bytes `payload`
+    /// (tests that export give each probe its own, so their exports stay apart in the
+    /// process-wide table of local exports).
+    pub fn with_identity(kind: BackendKind, pid: ProcessId, payload: u8) -> Self {
         ProbeBackend {
+            pid,
+            payload,
             info: BackendInfo {
                 kind,
                 source: LibrarySource::Emulated,
@@ -57,12 +70,12 @@ impl ProbeBackend {
             mechanism: Mechanism::HipIpcMem,
             emulated: true,
             device: DeviceId(0),
-            origin: TokenOrigin::current(ProcessId::current()),
+            origin: TokenOrigin::current(self.pid),
             generation: 1,
             object_size: 64,
             offset: 0,
             len: 64,
-            payload: vec![7; 64],
+            payload: vec![self.payload; 64],
         })
     }
 }
@@ -78,7 +91,7 @@ impl DeviceIpc for ProbeBackend {
     }
     fn process_id(&self) -> Result<ProcessId> {
         self.record("process_id");
-        Ok(ProcessId::current())
+        Ok(self.pid)
     }
     fn enable_peer_access(&self, _device: DeviceId, _peer: DeviceId) -> Result<()> {
         self.record("enable_peer_access");
@@ -155,9 +168,9 @@ impl DeviceIpc for ProbeBackend {
             mechanism: Mechanism::HipIpcEvent,
             emulated: true,
             device: signal.device,
-            origin: TokenOrigin::current(ProcessId::current()),
+            origin: TokenOrigin::current(self.pid),
             generation: 1,
-            payload: vec![1; 72],
+            payload: vec![self.payload; 72],
         })
     }
     fn grant_signal(&self, _token: &SignalToken, _peers: &[ProcessId]) -> Result<()> {

@@ -44,6 +44,11 @@ impl Signal {
             .expect("signal handle present until drop")
     }
 
+    /// The runtime it belongs to (the rendezvous grants through it).
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
     /// The device it belongs to.
     pub fn device(&self) -> DeviceId {
         self.handle().device

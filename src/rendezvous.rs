@@ -1,0 +1,2190 @@
+//! Rendezvous over a Unix socket: hand a [`SharedBuffer`] and its [`Signal`]s to a peer
+//! process without building a side channel.
+//!
+//! Sharing otherwise takes three steps the user wires up: learn the importer's
+//! [`ProcessId`], [`grant`](SharedBuffer::grant) it, send the tokens. Here the exporter
+//! calls [`SharedBuffer::share`] with a socket path and [`ShareServer::accept`]s importers;
+//! each importer calls [`Runtime::connect`] with the same path. The importer sends its
+//! process id, the exporter checks it against the kernel's view of the socket peer
+//! (`SO_PEERCRED`), grants it on the buffer's token and every signal's token, and replies
+//! with the tokens; the importer imports them. This module sits on top of the safe API
+//! ([`SharedBuffer::export_range`], grants, [`Runtime::import`],
+//! [`Runtime::import_signal`]) and adds no backend calls of its own.
+//!
+//! ```no_run
+//! # fn main() -> devipc::Result<()> {
+//! use devipc::{BackendKind, DeviceId, Runtime, ShareOptions};
+//! // Exporter.
+//! let rt = Runtime::emulated(BackendKind::Hip)?;
+//! let buffer = rt.allocate(DeviceId(0), 4096)?;
+//! let ready = rt.create_signal(DeviceId(0))?;
+//! let server = buffer
+//!     .share("/run/user/1000/model.sock", ShareOptions::new())?
+//!     .with_signal(&ready)?;
+//! let peer = server.accept()?; // one importer; call again for the next
+//! println!("granted pid {}", peer.process_id);
+//!
+//! // Importer (another process).
+//! let rt = Runtime::emulated(BackendKind::Hip)?;
+//! let shared = rt.connect("/run/user/1000/model.sock", DeviceId(0))?;
+//! shared.signals[0].wait(None)?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Protocol, version 1
+//!
+//! Lines of printable ASCII (`0x20..=0x7e`) ended by `\n`, each at most [`MAX_LINE`]
+//! bytes before the `\n`; fields are separated by single spaces. One exchange per
+//! connection:
+//!
+//! ```text
+//! importer -> exporter   DEVIPC-RENDEZVOUS 1 pid=<ProcessId> backend=<ascend|hip>
+//! exporter -> importer   OK
+//!                        mem <MemToken text>
+//!                        signal <SignalToken text>     zero to MAX_SIGNALS lines, in the
+//!                                                      order the exporter added them
+//!                        END
+//!                  or    ERR <code> <reason>
+//! ```
+//!
+//! - The hello names the protocol ([`MAGIC`]) and its version ([`PROTOCOL_VERSION`]),
+//!   then `key=value` fields: `pid` is the importer's [`Runtime::process_id`] (decimal,
+//!   non-zero), the id the exporter grants; `backend` its backend kind. Unknown keys are
+//!   ignored (later minor additions stay compatible); a repeated key is an error. An
+//!   exporter refuses another version with `ERR protocol`, before reading any field.
+//! - Tokens are in their text form (`devipc1:...`, see [`token`](crate::token)).
+//! - `<code>` says who is at fault and becomes the importer's error:
+//!   `denied` (credentials refused: [`Error::Io`] of kind
+//!   [`PermissionDenied`](std::io::ErrorKind::PermissionDenied)), `protocol` (a malformed
+//!   or late hello: [`Error::InvalidArgument`]), `backend` (the importer runs another
+//!   backend: [`Error::BackendMismatch`]), `failed` (the exporter could not grant:
+//!   [`Error::Io`] of kind `Other`; also any code a later version adds). `<reason>` is a
+//!   human-readable sentence.
+//! - Nothing else is sent; either side then closes the connection.
+//!
+//! Both sides bound every wait: the exporter gives a connected importer
+//! [`ShareOptions::io_timeout`] for the whole exchange (a silent or trickling peer
+//! cannot hold the server), and the importer gives the exchange
+//! [`ConnectOptions::timeout`]. Line and signal-count limits bound what either side
+//! buffers.
+//!
+//! # Who may import
+//!
+//! - The socket file is created with mode 0600 ([`ShareOptions::socket_mode`]), so only
+//!   our uid (and root) can connect at all.
+//! - The peer's uid as the kernel reports it (`SO_PEERCRED`) must equal ours, or be
+//!   listed with [`ShareOptions::allow_uid`]. Root is not special: list uid 0 to allow it.
+//!   The importer checks the exporter's uid the same way ([`ConnectOptions::allow_uid`]),
+//!   so it never imports from a socket someone else planted.
+//! - The claimed process id. When this runtime's [`Runtime::process_id`] is the kernel pid
+//!   of our own pid namespace (HIP, the emulator, Ascend outside containers), the claim
+//!   must equal the peer's `SO_PEERCRED` pid: a process cannot obtain a grant for another
+//!   process, and a peer whose pid is not visible in our namespace is refused
+//!   ([`PidCheck::Verified`]). Ascend inside a container names processes by their bare
+//!   tgid, the host pid, which the kernel does not show us; then a claim that differs from
+//!   the socket pid is accepted on the uid check alone ([`PidCheck::Unverified`]): a
+//!   process of our uid could obtain a grant for another pid. That is the weaker
+//!   guarantee such deployments get; the 0600 socket limits it to our uid.
+//! - Grants accumulate: every accepted importer stays on the tokens' trustlists (there is
+//!   no revoke in the vendor APIs). Tokens exported with [`ExportOptions::any_process`]
+//!   need no grant, and none is made.
+
+use std::io::{self, Read};
+use std::ops::Range;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use devipc_core::{
+    BackendKind, DeviceId, DeviceIpc, Error, ExportOptions, MemToken, PidValidation, ProcessId,
+    Result, SignalToken,
+};
+use devipc_shm::sys;
+
+use crate::imported::ImportedBuffer;
+use crate::runtime::Runtime;
+use crate::shared::SharedBuffer;
+use crate::signal::Signal;
+
+/// First field of the importer's hello: names the protocol.
+pub const MAGIC: &str = "DEVIPC-RENDEZVOUS";
+/// The protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Longest line either side accepts, in bytes without the `\n` (a signal token line
+/// needs about 270).
+pub const MAX_LINE: usize = 1024;
+/// Most signals one exporter hands out with a buffer.
+pub const MAX_SIGNALS: usize = 64;
+/// Default time a connected importer has for the whole exchange with the exporter.
+pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time an importer gives the whole rendezvous, connecting included.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most time the exporter spends sending an `ERR` reply, on top of the exchange's own
+/// timeout (the refusal may be for a peer that ran out of time).
+const REFUSAL_GRACE: Duration = Duration::from_secs(1);
+/// How often [`ConnectOptions::wait_for_server`] retries a socket that is not there yet.
+const RETRY_INTERVAL: Duration = Duration::from_millis(20);
+
+// ---------------------------------------------------------------------------------------
+// Public types.
+
+/// How [`SharedBuffer::share`] serves importers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareOptions {
+    export: ExportOptions,
+    io_timeout: Duration,
+    allowed_uids: Vec<u32>,
+    socket_mode: u32,
+}
+
+impl Default for ShareOptions {
+    fn default() -> Self {
+        ShareOptions {
+            export: ExportOptions::trustlist(),
+            io_timeout: DEFAULT_IO_TIMEOUT,
+            allowed_uids: Vec::new(),
+            socket_mode: 0o600,
+        }
+    }
+}
+
+impl ShareOptions {
+    /// Trustlist exports, [`DEFAULT_IO_TIMEOUT`], only our uid, socket mode 0600.
+    pub fn new() -> Self {
+        ShareOptions::default()
+    }
+
+    /// How the buffer and the signals are exported (default
+    /// [`ExportOptions::trustlist`]: each importer is granted as it connects).
+    pub fn export_options(mut self, export: ExportOptions) -> Self {
+        self.export = export;
+        self
+    }
+
+    /// The time a connected importer has for the whole exchange (default
+    /// [`DEFAULT_IO_TIMEOUT`]); must not be zero.
+    pub fn io_timeout(mut self, timeout: Duration) -> Self {
+        self.io_timeout = timeout;
+        self
+    }
+
+    /// Also accepts importers running as `uid` (our own uid is always accepted). They
+    /// need a [`socket_mode`](ShareOptions::socket_mode) and directory permissions that
+    /// let them connect.
+    pub fn allow_uid(mut self, uid: u32) -> Self {
+        if !self.allowed_uids.contains(&uid) {
+            self.allowed_uids.push(uid);
+        }
+        self
+    }
+
+    /// Permission bits of the socket file (default 0600; at most 0777). Connecting needs
+    /// write permission; the uid check applies whatever the mode.
+    pub fn socket_mode(mut self, mode: u32) -> Self {
+        self.socket_mode = mode;
+        self
+    }
+}
+
+/// How [`Runtime::connect_with`] reaches an exporter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectOptions {
+    timeout: Duration,
+    wait_for_server: bool,
+    allowed_uids: Vec<u32>,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            timeout: DEFAULT_CONNECT_TIMEOUT,
+            wait_for_server: false,
+            allowed_uids: Vec::new(),
+        }
+    }
+}
+
+impl ConnectOptions {
+    /// [`DEFAULT_CONNECT_TIMEOUT`], fail at once when nobody listens, only our uid.
+    pub fn new() -> Self {
+        ConnectOptions::default()
+    }
+
+    /// The time the whole rendezvous may take, waiting for the exporter to
+    /// [`accept`](ShareServer::accept) included (default [`DEFAULT_CONNECT_TIMEOUT`]);
+    /// must not be zero.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Whether to keep retrying, within the timeout, while the socket does not exist yet
+    /// or nobody listens on it (the exporter has not started). Default: fail at once.
+    pub fn wait_for_server(mut self, wait: bool) -> Self {
+        self.wait_for_server = wait;
+        self
+    }
+
+    /// Also trusts an exporter running as `uid` (our own uid is always trusted).
+    pub fn allow_uid(mut self, uid: u32) -> Self {
+        if !self.allowed_uids.contains(&uid) {
+            self.allowed_uids.push(uid);
+        }
+        self
+    }
+}
+
+/// The kernel's record of the process at the other end of the socket (`SO_PEERCRED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerCredentials {
+    /// Its pid in our pid namespace; 0 when it lives where we cannot see it.
+    pub pid: u32,
+    /// Its effective uid when it connected (importer) or started listening (exporter).
+    pub uid: u32,
+    /// Its effective gid at the same moment.
+    pub gid: u32,
+}
+
+impl From<sys::PeerCred> for PeerCredentials {
+    fn from(c: sys::PeerCred) -> Self {
+        PeerCredentials {
+            pid: c.pid,
+            uid: c.uid,
+            gid: c.gid,
+        }
+    }
+}
+
+/// How far the exporter could verify an importer's claimed [`ProcessId`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PidCheck {
+    /// The claim equals the kernel's pid of the socket peer.
+    Verified,
+    /// The claim differs from the socket pid and the exporter's backend names processes
+    /// by host pid (Ascend in a container), so it could not be checked; accepted on the
+    /// uid check alone (see the [module docs](self)).
+    Unverified,
+}
+
+/// An importer the exporter served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerInfo {
+    /// The id the importer claimed, now granted on every handed-out token.
+    pub process_id: ProcessId,
+    /// What the kernel says about the importer.
+    pub credentials: PeerCredentials,
+    /// Whether the claim was checked against the kernel's pid.
+    pub pid_check: PidCheck,
+}
+
+/// What [`Runtime::connect`] obtained from an exporter.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Connected {
+    /// The exporter's buffer (or the range it shared), mapped here.
+    pub buffer: ImportedBuffer,
+    /// The exporter's signals, in the order it added them.
+    pub signals: Vec<Signal>,
+    /// What the kernel says about the exporter (the process that listens on the socket).
+    pub exporter: PeerCredentials,
+}
+
+/// A socket at which a [`SharedBuffer`] (and signals) are handed to importers; made by
+/// [`SharedBuffer::share`].
+///
+/// Holds the buffer, so its memory stays allocated while the server lives. Signals are
+/// exported when added but not held: keep them alive while importers may connect (an
+/// importer of a destroyed signal gets a typed error, never a dangling handle).
+/// Dropping the server removes the socket file (if it is still ours). Importers that
+/// already imported keep their mappings.
+#[derive(Debug)]
+pub struct ShareServer {
+    listener: UnixListener,
+    path: PathBuf,
+    /// `(st_dev, st_ino)` of the socket file we created: Drop removes only that one.
+    socket_id: (u64, u64),
+    buffer: SharedBuffer,
+    token: MemToken,
+    signals: Vec<(Runtime, SignalToken)>,
+    opts: ShareOptions,
+}
+
+// ---------------------------------------------------------------------------------------
+// Exporter.
+
+impl SharedBuffer {
+    /// Serves the whole buffer at the Unix socket `path`: exports it with `opts`'s export
+    /// options and binds the socket. Importers then need [`ShareServer::accept`].
+    ///
+    /// The socket appears at `path` already with its final mode (it is bound under a
+    /// temporary name in the same directory and renamed). A stale socket at `path` (no
+    /// one listening) is replaced; a live one gives [`Error::Io`] of kind `AddrInUse`, and
+    /// any other file gives [`Error::Io`] of kind `AlreadyExists`: devipc never removes
+    /// what it did not create.
+    pub fn share(&self, path: impl AsRef<Path>, opts: ShareOptions) -> Result<ShareServer> {
+        self.share_range(0..self.len(), path, opts)
+    }
+
+    /// As [`SharedBuffer::share`], for `range` of the buffer only.
+    pub fn share_range(
+        &self,
+        range: Range<usize>,
+        path: impl AsRef<Path>,
+        opts: ShareOptions,
+    ) -> Result<ShareServer> {
+        if opts.io_timeout.is_zero() {
+            return Err(Error::invalid_argument(
+                "ShareOptions::io_timeout must not be zero",
+            ));
+        }
+        if opts.socket_mode & !0o777 != 0 {
+            return Err(Error::invalid_argument(format!(
+                "socket mode {:#o} has bits outside 0o777",
+                opts.socket_mode
+            )));
+        }
+        let token = self.export_range(range, opts.export)?;
+        let (listener, path, socket_id) = bind_socket(path.as_ref(), opts.socket_mode)?;
+        Ok(ShareServer {
+            listener,
+            path,
+            socket_id,
+            buffer: self.clone(),
+            token,
+            signals: Vec::new(),
+            opts,
+        })
+    }
+}
+
+impl ShareServer {
+    /// Adds `signal` to what importers receive (after the ones added before).
+    pub fn with_signal(mut self, signal: &Signal) -> Result<Self> {
+        self.add_signal(signal)?;
+        Ok(self)
+    }
+
+    /// Adds `signal` to what importers receive: exports it now, grants each importer.
+    /// At most [`MAX_SIGNALS`]; the signal must come from a runtime of the buffer's
+    /// backend kind.
+    pub fn add_signal(&mut self, signal: &Signal) -> Result<()> {
+        if self.signals.len() >= MAX_SIGNALS {
+            return Err(Error::invalid_argument(format!(
+                "a rendezvous hands out at most {MAX_SIGNALS} signals"
+            )));
+        }
+        let rt = signal.runtime();
+        let (ours, theirs) = (self.runtime().info().kind, rt.info().kind);
+        if ours != theirs {
+            return Err(Error::BackendMismatch {
+                expected: format!("a {ours} signal (the shared buffer is {ours} memory)"),
+                found: format!("a {theirs} signal"),
+            });
+        }
+        let token = signal.export(self.opts.export)?;
+        self.signals.push((rt.clone(), token));
+        Ok(())
+    }
+
+    /// The socket's path (absolute).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The token importers receive for the buffer.
+    pub fn token(&self) -> &MemToken {
+        &self.token
+    }
+
+    /// The tokens importers receive for the signals, in order.
+    pub fn signal_tokens(&self) -> impl ExactSizeIterator<Item = &SignalToken> {
+        self.signals.iter().map(|(_, t)| t)
+    }
+
+    /// Waits (without a limit) for the next importer and serves it: checks its
+    /// credentials, grants its process id, replies with the tokens.
+    ///
+    /// Serving one importer takes at most [`ShareOptions::io_timeout`] (plus up to a
+    /// second to deliver a refusal). A refused or
+    /// misbehaving importer gives an error here (after an `ERR` reply when it is still
+    /// listening); the server stays usable, so call `accept` again for the next one.
+    /// Several threads may call it at once, each serving its own importer.
+    pub fn accept(&self) -> Result<PeerInfo> {
+        self.accept_within(None)
+    }
+
+    /// As [`ShareServer::accept`], but gives [`Error::Timeout`] when no importer connects
+    /// within `timeout`.
+    pub fn accept_timeout(&self, timeout: Duration) -> Result<PeerInfo> {
+        self.accept_within(Some(timeout))
+    }
+
+    fn runtime(&self) -> &Runtime {
+        self.buffer.runtime()
+    }
+
+    fn context(&self) -> String {
+        format!("devipc rendezvous at {}", self.path.display())
+    }
+
+    fn accept_within(&self, timeout: Option<Duration>) -> Result<PeerInfo> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let pending = sys::wait_readable(&self.listener, left).map_err(|e| {
+                Error::io(format!("{}: waiting for an importer", self.context()), e)
+            })?;
+            if !pending {
+                return Err(Error::Timeout {
+                    what: format!("{}: waiting for an importer to connect", self.context()),
+                    after: timeout.unwrap_or_default(),
+                });
+            }
+            match self.listener.accept() {
+                Ok((stream, _)) => return self.serve(stream),
+                // Another thread took the connection, or the peer gave up before we got
+                // to it: wait for the next one.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::Interrupted
+                            | io::ErrorKind::ConnectionAborted
+                    ) => {}
+                Err(e) => {
+                    return Err(Error::io(
+                        format!("{}: accepting a connection", self.context()),
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// One exchange with a connected importer.
+    fn serve(&self, stream: UnixStream) -> Result<PeerInfo> {
+        let deadline = Instant::now() + self.opts.io_timeout;
+        let ctx = self.context();
+        // The listener is non-blocking; accepted sockets do not inherit that on Linux,
+        // but make sure, since every read and write below relies on socket timeouts.
+        stream
+            .set_nonblocking(false)
+            .map_err(|e| Error::io(format!("{ctx}: configuring the connection"), e))?;
+        let credentials: PeerCredentials = sys::peer_credentials(&stream)
+            .map_err(|e| {
+                Error::io(
+                    format!("{ctx}: reading the importer's credentials (SO_PEERCRED)"),
+                    e,
+                )
+            })?
+            .into();
+        let who = format!("importer pid {} uid {}", credentials.pid, credentials.uid);
+        let refuse = |code: ErrCode, reason: &str| {
+            // Best effort: the peer may be gone, and its error is ours to return anyway.
+            // A fresh, short budget, since the refusal may be for running out of time.
+            let grace = Instant::now() + self.opts.io_timeout.min(REFUSAL_GRACE);
+            let _ = send_all(&stream, encode_refusal(code, reason).as_bytes(), grace);
+        };
+
+        let own_uid = sys::effective_uid();
+        if !uid_allowed(credentials.uid, own_uid, &self.opts.allowed_uids) {
+            let reason = format!(
+                "uid {} may not import from this exporter (uid {own_uid}); the exporter can allow it with ShareOptions::allow_uid",
+                credentials.uid
+            );
+            refuse(ErrCode::Denied, &reason);
+            return Err(denied(format!("{ctx}: refused {who}"), reason));
+        }
+
+        let line = match LineReader::new(&stream, deadline).read_line() {
+            Ok(line) => line,
+            Err(e) => {
+                let reason = e.describe("the hello", self.opts.io_timeout);
+                refuse(ErrCode::Protocol, &reason);
+                return Err(e.into_error(
+                    format!("{ctx}: {who}"),
+                    "the hello",
+                    self.opts.io_timeout,
+                ));
+            }
+        };
+        let hello = match Hello::parse(&line) {
+            Ok(hello) => hello,
+            Err(reason) => {
+                refuse(ErrCode::Protocol, &reason);
+                return Err(Error::invalid_argument(format!(
+                    "{ctx}: {who} sent a bad hello: {reason}"
+                )));
+            }
+        };
+
+        let kind = self.runtime().info().kind;
+        if hello.backend != kind {
+            let reason = format!(
+                "this exporter runs {kind}, the importer runs {}",
+                hello.backend
+            );
+            refuse(ErrCode::Backend, &reason);
+            return Err(Error::BackendMismatch {
+                expected: format!("an importer running {kind}"),
+                found: format!("{who} running {} ({ctx})", hello.backend),
+            });
+        }
+
+        let strict = self.runtime().process_id() == ProcessId::current();
+        let pid_check = match check_claim(hello.pid, credentials.pid, strict) {
+            Ok(check) => check,
+            Err(reason) => {
+                refuse(ErrCode::Denied, &reason);
+                return Err(denied(format!("{ctx}: refused {who}"), reason));
+            }
+        };
+
+        if let Err(e) = self.grant(hello.pid) {
+            refuse(
+                ErrCode::Failed,
+                &format!("the exporter could not grant process {}: {e}", hello.pid),
+            );
+            return Err(e);
+        }
+        let tokens: Vec<&SignalToken> = self.signal_tokens().collect();
+        send_all(
+            &stream,
+            encode_offer(&self.token, &tokens).as_bytes(),
+            deadline,
+        )
+        .map_err(|e| Error::io(format!("{ctx}: sending the tokens to {who}"), e))?;
+        Ok(PeerInfo {
+            process_id: hello.pid,
+            credentials,
+            pid_check,
+        })
+    }
+
+    /// Grants `pid` on every handed-out token (nothing to do for any-process exports).
+    fn grant(&self, pid: ProcessId) -> Result<()> {
+        if self.opts.export.validation != PidValidation::Trustlist {
+            return Ok(());
+        }
+        self.buffer.grant(&self.token, &[pid])?;
+        for (rt, token) in &self.signals {
+            rt.inner.backend.grant_signal(token, &[pid])?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ShareServer {
+    fn drop(&mut self) {
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(m) if m.file_type().is_socket() && (m.dev(), m.ino()) == self.socket_id => {
+                if let Err(e) = std::fs::remove_file(&self.path)
+                    && e.kind() != io::ErrorKind::NotFound
+                {
+                    eprintln!(
+                        "devipc: removing the rendezvous socket {} failed: {e}",
+                        self.path.display()
+                    );
+                }
+            }
+            // Gone already, or replaced by someone else's file: not ours to remove.
+            _ => {}
+        }
+    }
+}
+
+/// Binds a listening socket at `path` with `mode`, replacing only a stale socket.
+/// Returns the listener (non-blocking), the absolute path and the socket file's identity.
+fn bind_socket(path: &Path, mode: u32) -> Result<(UnixListener, PathBuf, (u64, u64))> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let shown = path.display();
+    let name = path.file_name().ok_or_else(|| {
+        Error::invalid_argument(format!("rendezvous path {shown} does not name a file"))
+    })?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir = dir.canonicalize().map_err(|e| {
+        Error::io(
+            format!("devipc rendezvous at {shown}: resolving its directory"),
+            e,
+        )
+    })?;
+    let path = dir.join(name);
+    let ctx = format!("devipc rendezvous at {}", path.display());
+
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_socket() => match UnixStream::connect(&path) {
+            Ok(_) => {
+                return Err(Error::io(
+                    ctx,
+                    io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        "another process is serving at this path",
+                    ),
+                ));
+            }
+            // Nobody listens: a stale socket, which the rename below replaces.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) => {
+                return Err(Error::io(format!("{ctx}: checking the existing socket"), e));
+            }
+        },
+        Ok(m) => {
+            return Err(Error::io(
+                ctx,
+                io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "a {} is in the way; devipc only replaces stale sockets",
+                        file_kind(&m.file_type())
+                    ),
+                ),
+            ));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(format!("{ctx}: inspecting the path"), e)),
+    }
+
+    // Bind under a temporary name, set the mode, then rename: the socket never appears
+    // at `path` with the umask's mode.
+    let temp = dir.join(format!(
+        ".devipc-{}-{}.sock",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_file(&temp);
+    let listener = UnixListener::bind(&temp)
+        .map_err(|e| Error::io(format!("{ctx}: binding {}", temp.display()), e))?;
+    let finish = || -> io::Result<(u64, u64)> {
+        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
+        let m = std::fs::symlink_metadata(&temp)?;
+        listener.set_nonblocking(true)?;
+        std::fs::rename(&temp, &path)?;
+        Ok((m.dev(), m.ino()))
+    };
+    match finish() {
+        Ok(socket_id) => Ok((listener, path, socket_id)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(Error::io(format!("{ctx}: creating the socket"), e))
+        }
+    }
+}
+
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "directory"
+    } else if t.is_symlink() {
+        "symbolic link"
+    } else if t.is_file() {
+        "regular file"
+    } else {
+        "special file"
+    }
+}
+
+fn uid_allowed(uid: u32, own: u32, extra: &[u32]) -> bool {
+    uid == own || extra.contains(&uid)
+}
+
+/// Checks an importer's claimed id against the kernel's pid of the socket peer.
+/// `strict`: the exporter's process ids are kernel pids of this namespace, so the claim
+/// must be the peer's pid. Returns the refusal reason.
+fn check_claim(
+    claim: ProcessId,
+    peer_pid: u32,
+    strict: bool,
+) -> std::result::Result<PidCheck, String> {
+    if peer_pid != 0 && claim.0 == peer_pid {
+        return Ok(PidCheck::Verified);
+    }
+    if !strict {
+        return Ok(PidCheck::Unverified);
+    }
+    if peer_pid == 0 {
+        Err(format!(
+            "the importer claims process {claim}, but its pid is not visible in the exporter's pid namespace, so the claim cannot be checked"
+        ))
+    } else {
+        Err(format!(
+            "the importer claims process {claim}, but the kernel says it is process {peer_pid}; a process may only ask for itself"
+        ))
+    }
+}
+
+/// A refusal on credentials: [`Error::Io`] of kind `PermissionDenied`.
+fn denied(context: String, reason: String) -> Error {
+    Error::io(
+        context,
+        io::Error::new(io::ErrorKind::PermissionDenied, reason),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Importer.
+
+impl Runtime {
+    /// Obtains a buffer (and its signals) from the exporter serving at the Unix socket
+    /// `path` ([`SharedBuffer::share`]) and imports them on `device`, with the default
+    /// [`ConnectOptions`].
+    pub fn connect(&self, path: impl AsRef<Path>, device: DeviceId) -> Result<Connected> {
+        self.connect_with(path, device, ConnectOptions::default())
+    }
+
+    /// As [`Runtime::connect`], with `opts`.
+    ///
+    /// Errors: the socket's [`Error::Io`] (e.g. `NotFound`, `ConnectionRefused`); an
+    /// exporter of another uid is refused (`PermissionDenied`); the exporter's refusal as
+    /// described in the [module docs](self); [`Error::Timeout`] when the exchange does
+    /// not finish within [`ConnectOptions::timeout`]; [`Error::InvalidArgument`] or
+    /// [`Error::InvalidToken`] when the peer does not speak the protocol; then whatever
+    /// importing the tokens gives.
+    pub fn connect_with(
+        &self,
+        path: impl AsRef<Path>,
+        device: DeviceId,
+        opts: ConnectOptions,
+    ) -> Result<Connected> {
+        if opts.timeout.is_zero() {
+            return Err(Error::invalid_argument(
+                "ConnectOptions::timeout must not be zero",
+            ));
+        }
+        let path = path.as_ref();
+        let ctx = format!("devipc rendezvous at {}", path.display());
+        let deadline = Instant::now() + opts.timeout;
+        let stream = connect_stream(path, deadline, &opts, &ctx)?;
+        let exporter: PeerCredentials = sys::peer_credentials(&stream)
+            .map_err(|e| {
+                Error::io(
+                    format!("{ctx}: reading the exporter's credentials (SO_PEERCRED)"),
+                    e,
+                )
+            })?
+            .into();
+        let own_uid = sys::effective_uid();
+        if !uid_allowed(exporter.uid, own_uid, &opts.allowed_uids) {
+            return Err(denied(
+                format!("{ctx}: checking the exporter"),
+                format!(
+                    "the socket is served by uid {} (pid {}), not by our uid {own_uid}; \
+                     not importing from it (trust it with ConnectOptions::allow_uid)",
+                    exporter.uid, exporter.pid
+                ),
+            ));
+        }
+
+        let hello = Hello {
+            version: PROTOCOL_VERSION,
+            pid: self.process_id(),
+            backend: self.info().kind,
+        };
+        send_all(&stream, hello.encode().as_bytes(), deadline)
+            .map_err(|e| io_or_timeout(e, format!("{ctx}: sending the hello"), opts.timeout))?;
+
+        let mut reader = LineReader::new(&stream, deadline);
+        let mut decoder = ReplyDecoder::default();
+        let reply = loop {
+            let line = reader
+                .read_line()
+                .map_err(|e| e.into_error(ctx.clone(), "the exporter's reply", opts.timeout))?;
+            match decoder.push(&line) {
+                Ok(Some(reply)) => break reply,
+                Ok(None) => {}
+                Err(e) => return Err(e.into_error(&ctx)),
+            }
+        };
+        drop(stream);
+
+        match reply {
+            Reply::Refused { code, reason } => Err(code.into_error(&ctx, reason, self)),
+            Reply::Offer { mem, signals } => {
+                let buffer = self.import(&mem, device)?;
+                let signals = signals
+                    .iter()
+                    .map(|t| self.import_signal(t, device))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Connected {
+                    buffer,
+                    signals,
+                    exporter,
+                })
+            }
+        }
+    }
+}
+
+/// Connects, retrying while nobody listens yet when `opts` says so.
+fn connect_stream(
+    path: &Path,
+    deadline: Instant,
+    opts: &ConnectOptions,
+    ctx: &str,
+) -> Result<UnixStream> {
+    loop {
+        match UnixStream::connect(path) {
+            Ok(stream) => return Ok(stream),
+            Err(e)
+                if opts.wait_for_server
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+                    ) =>
+            {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(Error::Timeout {
+                        what: format!("{ctx}: waiting for an exporter to listen ({e})"),
+                        after: opts.timeout,
+                    });
+                }
+                std::thread::sleep(left.min(RETRY_INTERVAL));
+            }
+            Err(e) => return Err(Error::io(format!("{ctx}: connecting"), e)),
+        }
+    }
+}
+
+fn io_or_timeout(e: io::Error, context: String, after: Duration) -> Error {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+    ) {
+        Error::Timeout {
+            what: context,
+            after,
+        }
+    } else {
+        Error::io(context, e)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Wire format.
+
+/// The importer's first and only line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Hello {
+    version: u32,
+    pid: ProcessId,
+    backend: BackendKind,
+}
+
+impl Hello {
+    fn encode(&self) -> String {
+        format!(
+            "{MAGIC} {} pid={} backend={}\n",
+            self.version, self.pid, self.backend
+        )
+    }
+
+    /// Parses a hello line (without its `\n`); the error is the reason sent back.
+    fn parse(line: &str) -> std::result::Result<Hello, String> {
+        let mut fields = line.split(' ');
+        if fields.next() != Some(MAGIC) {
+            return Err(format!(
+                "not a devipc rendezvous hello (expected it to start with `{MAGIC} `)"
+            ));
+        }
+        let version = fields
+            .next()
+            .and_then(parse_decimal)
+            .ok_or("the protocol version is missing or not a decimal number")?;
+        if version != PROTOCOL_VERSION {
+            return Err(format!(
+                "unsupported protocol version {version}; this exporter speaks version {PROTOCOL_VERSION}"
+            ));
+        }
+        let (mut pid, mut backend) = (None, None);
+        for field in fields {
+            let (key, value) = field
+                .split_once('=')
+                .filter(|(k, _)| !k.is_empty())
+                .ok_or_else(|| format!("field `{field}` is not key=value"))?;
+            let seen = match key {
+                "pid" => pid.replace(value).is_some(),
+                "backend" => backend.replace(value).is_some(),
+                _ => false,
+            };
+            if seen {
+                return Err(format!("field `{key}` appears twice"));
+            }
+        }
+        let pid = pid.ok_or("the pid field is missing")?;
+        let pid = parse_decimal(pid)
+            .filter(|p| *p != 0)
+            .ok_or_else(|| format!("pid `{pid}` is not a non-zero decimal process id"))?;
+        let backend = backend.ok_or("the backend field is missing")?;
+        let backend = BackendKind::ALL
+            .into_iter()
+            .find(|k| k.name() == backend)
+            .ok_or_else(|| format!("unknown backend `{backend}`"))?;
+        Ok(Hello {
+            version,
+            pid: ProcessId(pid),
+            backend,
+        })
+    }
+}
+
+/// A `u32` in plain decimal: digits only, no sign, no leading zeros beyond `0` itself.
+fn parse_decimal(s: &str) -> Option<u32> {
+    let canonical =
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    canonical.then(|| s.parse().ok()).flatten()
+}
+
+/// The category of an `ERR` reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ErrCode {
+    /// Credentials refused.
+    Denied,
+    /// The hello was malformed, late or of another version.
+    Protocol,
+    /// The importer runs another backend.
+    Backend,
+    /// The exporter failed (or a code this version does not know).
+    Failed,
+}
+
+impl ErrCode {
+    fn as_str(self) -> &'static str {
+        match self {
+            ErrCode::Denied => "denied",
+            ErrCode::Protocol => "protocol",
+            ErrCode::Backend => "backend",
+            ErrCode::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> ErrCode {
+        match s {
+            "denied" => ErrCode::Denied,
+            "protocol" => ErrCode::Protocol,
+            "backend" => ErrCode::Backend,
+            _ => ErrCode::Failed,
+        }
+    }
+
+    /// The importer's error for an exporter's refusal.
+    fn into_error(self, ctx: &str, reason: String, rt: &Runtime) -> Error {
+        let context = format!("{ctx}: the exporter refused");
+        match self {
+            ErrCode::Denied => Error::io(
+                context,
+                io::Error::new(io::ErrorKind::PermissionDenied, reason),
+            ),
+            ErrCode::Protocol => Error::invalid_argument(format!("{context}: {reason}")),
+            ErrCode::Backend => Error::BackendMismatch {
+                expected: format!("an exporter running {}", rt.info().kind),
+                found: format!("{ctx}: {reason}"),
+            },
+            ErrCode::Failed => Error::io(context, io::Error::other(reason)),
+        }
+    }
+}
+
+/// `ERR <code> <reason>\n`, the reason made printable ASCII and cut to fit [`MAX_LINE`].
+fn encode_refusal(code: ErrCode, reason: &str) -> String {
+    let mut line = format!("ERR {} ", code.as_str());
+    let room = MAX_LINE - line.len();
+    line.extend(
+        reason
+            .chars()
+            .map(|c| {
+                if c == ' ' || c.is_ascii_graphic() {
+                    c
+                } else {
+                    '?'
+                }
+            })
+            .take(room),
+    );
+    line.push('\n');
+    line
+}
+
+/// `OK`, the memory token, the signal tokens, `END`.
+fn encode_offer(mem: &MemToken, signals: &[&SignalToken]) -> String {
+    let mut out = format!("OK\nmem {mem}\n");
+    for s in signals {
+        out.push_str(&format!("signal {s}\n"));
+    }
+    out.push_str("END\n");
+    out
+}
+
+/// What the exporter answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reply {
+    /// The tokens, already granted to us.
+    Offer {
+        mem: MemToken,
+        signals: Vec<SignalToken>,
+    },
+    /// `ERR <code> <reason>`.
+    Refused { code: ErrCode, reason: String },
+}
+
+/// Reads the exporter's reply line by line.
+#[derive(Debug, Default)]
+struct ReplyDecoder {
+    state: DecodeState,
+    mem: Option<MemToken>,
+    signals: Vec<SignalToken>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum DecodeState {
+    /// Expecting `OK` or `ERR`.
+    #[default]
+    Start,
+    /// Expecting `mem <token>`.
+    Mem,
+    /// Expecting `signal <token>` or `END`.
+    Signals,
+}
+
+/// A reply that breaks the protocol.
+#[derive(Debug)]
+enum ReplyError {
+    /// Not the line the protocol expects here.
+    Protocol(String),
+    /// A token line whose token does not parse.
+    Token(String),
+}
+
+impl ReplyError {
+    fn into_error(self, ctx: &str) -> Error {
+        match self {
+            ReplyError::Protocol(what) => Error::invalid_argument(format!(
+                "{ctx}: the peer does not speak the devipc rendezvous protocol: {what}"
+            )),
+            ReplyError::Token(reason) => {
+                Error::invalid_token(format!("{ctx}: the exporter sent {reason}"))
+            }
+        }
+    }
+}
+
+impl ReplyDecoder {
+    /// Feeds one line; `Some` when the reply is complete.
+    fn push(&mut self, line: &str) -> std::result::Result<Option<Reply>, ReplyError> {
+        let unexpected = |want: &str| {
+            let shown: String = line.chars().take(64).collect();
+            ReplyError::Protocol(format!("expected {want}, got `{shown}`"))
+        };
+        match self.state {
+            DecodeState::Start => {
+                if line == "OK" {
+                    self.state = DecodeState::Mem;
+                    return Ok(None);
+                }
+                if let Some(rest) = line.strip_prefix("ERR ") {
+                    let (code, reason) = rest.split_once(' ').unwrap_or((rest, ""));
+                    return Ok(Some(Reply::Refused {
+                        code: ErrCode::parse(code),
+                        reason: reason.to_owned(),
+                    }));
+                }
+                Err(unexpected("`OK` or `ERR <code> <reason>`"))
+            }
+            DecodeState::Mem => {
+                let text = line
+                    .strip_prefix("mem ")
+                    .ok_or_else(|| unexpected("`mem <token>`"))?;
+                let mem = MemToken::from_text(text)
+                    .map_err(|e| ReplyError::Token(format!("a bad memory token: {e}")))?;
+                self.mem = Some(mem);
+                self.state = DecodeState::Signals;
+                Ok(None)
+            }
+            DecodeState::Signals => {
+                if line == "END" {
+                    let mem = self
+                        .mem
+                        .take()
+                        .ok_or_else(|| unexpected("a memory token first"))?;
+                    return Ok(Some(Reply::Offer {
+                        mem,
+                        signals: std::mem::take(&mut self.signals),
+                    }));
+                }
+                let text = line
+                    .strip_prefix("signal ")
+                    .ok_or_else(|| unexpected("`signal <token>` or `END`"))?;
+                if self.signals.len() >= MAX_SIGNALS {
+                    return Err(ReplyError::Protocol(format!(
+                        "more than {MAX_SIGNALS} signals"
+                    )));
+                }
+                let signal = SignalToken::from_text(text).map_err(|e| {
+                    ReplyError::Token(format!(
+                        "a bad token for signal {}: {e}",
+                        self.signals.len()
+                    ))
+                })?;
+                self.signals.push(signal);
+                Ok(None)
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Bounded, deadline-limited line I/O.
+
+/// Why no line could be read.
+#[derive(Debug)]
+enum LineError {
+    /// The deadline passed.
+    Timeout,
+    /// The peer closed the connection first.
+    Eof,
+    /// No `\n` within [`MAX_LINE`] bytes.
+    TooLong,
+    /// A byte outside printable ASCII.
+    NotText(u8),
+    /// The socket failed.
+    Io(io::Error),
+}
+
+impl LineError {
+    /// A sentence for an `ERR` reply.
+    fn describe(&self, what: &str, after: Duration) -> String {
+        match self {
+            LineError::Timeout => format!("no complete {what} within {after:?}"),
+            LineError::Eof => format!("the connection closed before {what} was complete"),
+            LineError::TooLong => format!("{what} is longer than {MAX_LINE} bytes"),
+            LineError::NotText(b) => {
+                format!("{what} contains byte {b:#04x}; lines are printable ASCII")
+            }
+            LineError::Io(e) => format!("reading {what} failed: {e}"),
+        }
+    }
+
+    fn into_error(self, ctx: impl std::fmt::Display, what: &str, after: Duration) -> Error {
+        let sentence = self.describe(what, after);
+        match self {
+            LineError::Timeout => Error::Timeout {
+                what: format!("{ctx}: {what}"),
+                after,
+            },
+            LineError::Eof => Error::io(
+                format!("{ctx}: reading {what}"),
+                io::Error::new(io::ErrorKind::UnexpectedEof, sentence),
+            ),
+            LineError::TooLong | LineError::NotText(_) => {
+                Error::invalid_argument(format!("{ctx}: {sentence}"))
+            }
+            LineError::Io(e) => Error::io(format!("{ctx}: reading {what}"), e),
+        }
+    }
+}
+
+/// Reads `\n`-terminated lines of at most [`MAX_LINE`] bytes from a socket, never past a
+/// deadline.
+struct LineReader<'a> {
+    stream: &'a UnixStream,
+    deadline: Instant,
+    buf: Vec<u8>,
+}
+
+impl<'a> LineReader<'a> {
+    fn new(stream: &'a UnixStream, deadline: Instant) -> Self {
+        LineReader {
+            stream,
+            deadline,
+            buf: Vec::with_capacity(512),
+        }
+    }
+
+    fn read_line(&mut self) -> std::result::Result<String, LineError> {
+        loop {
+            if let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
+                if end > MAX_LINE {
+                    return Err(LineError::TooLong);
+                }
+                let line: Vec<u8> = self.buf.drain(..=end).take(end).collect();
+                if let Some(&bad) = line.iter().find(|b| !(b' '..=b'~').contains(*b)) {
+                    return Err(LineError::NotText(bad));
+                }
+                return Ok(line.into_iter().map(char::from).collect());
+            }
+            if self.buf.len() > MAX_LINE {
+                return Err(LineError::TooLong);
+            }
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(LineError::Timeout);
+            }
+            self.stream
+                .set_read_timeout(Some(left))
+                .map_err(LineError::Io)?;
+            let mut chunk = [0u8; 512];
+            let mut stream = self.stream;
+            match stream.read(&mut chunk) {
+                Ok(0) => return Err(LineError::Eof),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(LineError::Timeout);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(LineError::Io(e)),
+            }
+        }
+    }
+}
+
+/// Sends all of `bytes` before `deadline`, without `SIGPIPE` (a vanished peer is an
+/// error, not a signal that kills an embedding host).
+fn send_all(stream: &UnixStream, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
+    while !bytes.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the peer did not take the data in time",
+            ));
+        }
+        stream.set_write_timeout(Some(left))?;
+        match sys::send_nosignal(stream, bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the peer did not take the data in time",
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    use devipc_core::token::{MemTokenParts, SignalTokenParts};
+    use devipc_core::{Mechanism, TokenOrigin};
+
+    use super::*;
+    use crate::Backend;
+    use crate::probe::ProbeBackend;
+
+    const LONG: Duration = Duration::from_secs(30);
+
+    /// A private directory for one test's sockets, removed on drop.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let dir =
+                std::env::temp_dir().join(format!("devipc-rdv-ut-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Dir(dir)
+        }
+
+        fn sock(&self) -> PathBuf {
+            self.0.join("rdv.sock")
+        }
+
+        /// Every name in the directory, sorted.
+        fn names(&self) -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(&self.0)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A probe runtime of `kind` with process id `pid` and its own token identity.
+    fn probe_runtime_as(kind: BackendKind, pid: ProcessId) -> Runtime {
+        // Distinct payloads keep this test's exports apart from other tests' in the
+        // process-wide table of local exports.
+        static NEXT: AtomicU8 = AtomicU8::new(100);
+        let payload = NEXT.fetch_add(1, Ordering::Relaxed);
+        Runtime::from_backend(Backend::from(ProbeBackend::with_identity(
+            kind, pid, payload,
+        )))
+    }
+
+    /// A probe runtime whose process ids are this process's kernel pid (strict checks).
+    fn probe_runtime() -> Runtime {
+        probe_runtime_as(BackendKind::Hip, ProcessId::current())
+    }
+
+    fn probe(rt: &Runtime) -> &ProbeBackend {
+        match rt.backend() {
+            Backend::Probe(p) => p,
+            #[allow(unreachable_patterns, reason = "other variants exist per feature")]
+            _ => unreachable!("probe runtime"),
+        }
+    }
+
+    fn mem_token() -> MemToken {
+        MemToken::new(MemTokenParts {
+            mechanism: Mechanism::HipIpcMem,
+            emulated: true,
+            device: DeviceId(0),
+            origin: TokenOrigin::current(ProcessId(42)),
+            generation: 3,
+            object_size: 4096,
+            offset: 0,
+            len: 4096,
+            payload: vec![5; 64],
+        })
+        .unwrap()
+    }
+
+    fn signal_token(fill: u8) -> SignalToken {
+        SignalToken::new(SignalTokenParts {
+            mechanism: Mechanism::HipIpcEvent,
+            emulated: true,
+            device: DeviceId(0),
+            origin: TokenOrigin::current(ProcessId(42)),
+            generation: 1,
+            payload: vec![fill; 72],
+        })
+        .unwrap()
+    }
+
+    /// Sends `bytes` on a raw connection to `path` and returns the whole reply.
+    fn raw_exchange(path: &Path, bytes: &[u8]) -> String {
+        let mut s = UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(LONG)).unwrap();
+        s.write_all(bytes).unwrap();
+        let mut reply = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match s.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => reply.extend_from_slice(&chunk[..n]),
+                // A server that closes with our bytes still unread resets the connection
+                // after its reply instead of ending it.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("reading the reply: {e}"),
+            }
+        }
+        String::from_utf8(reply).unwrap()
+    }
+
+    fn is_io(err: &Error, kind: io::ErrorKind) -> bool {
+        matches!(err, Error::Io { source, .. } if source.kind() == kind)
+    }
+
+    // -- codec --------------------------------------------------------------------------
+
+    #[test]
+    fn hello_encodes_and_parses() {
+        let hello = Hello {
+            version: PROTOCOL_VERSION,
+            pid: ProcessId(4242),
+            backend: BackendKind::Ascend,
+        };
+        let line = hello.encode();
+        assert_eq!(line, "DEVIPC-RENDEZVOUS 1 pid=4242 backend=ascend\n");
+        assert_eq!(Hello::parse(line.trim_end()), Ok(hello));
+        // Field order is free and unknown fields are ignored.
+        assert_eq!(
+            Hello::parse("DEVIPC-RENDEZVOUS 1 future=x backend=ascend pid=4242"),
+            Ok(hello)
+        );
+    }
+
+    #[test]
+    fn bad_hellos_are_refused_with_a_reason() {
+        let cases = [
+            ("", "not a devipc rendezvous hello"),
+            ("GET / HTTP/1.1", "not a devipc rendezvous hello"),
+            ("DEVIPC-RENDEZVOUS", "version is missing"),
+            (
+                "DEVIPC-RENDEZVOUS x pid=1 backend=hip",
+                "version is missing",
+            ),
+            (
+                "DEVIPC-RENDEZVOUS 2 pid=1 backend=hip",
+                "unsupported protocol version 2",
+            ),
+            ("DEVIPC-RENDEZVOUS 1 backend=hip", "pid field is missing"),
+            ("DEVIPC-RENDEZVOUS 1 pid=1", "backend field is missing"),
+            ("DEVIPC-RENDEZVOUS 1 pid=0 backend=hip", "non-zero decimal"),
+            ("DEVIPC-RENDEZVOUS 1 pid=-1 backend=hip", "non-zero decimal"),
+            ("DEVIPC-RENDEZVOUS 1 pid=+1 backend=hip", "non-zero decimal"),
+            ("DEVIPC-RENDEZVOUS 1 pid=01 backend=hip", "non-zero decimal"),
+            (
+                "DEVIPC-RENDEZVOUS 1 pid=4294967296 backend=hip",
+                "non-zero decimal",
+            ),
+            (
+                "DEVIPC-RENDEZVOUS 1 pid=1 backend=cuda",
+                "unknown backend `cuda`",
+            ),
+            (
+                "DEVIPC-RENDEZVOUS 1 pid=1 backend=HIP",
+                "unknown backend `HIP`",
+            ),
+            (
+                "DEVIPC-RENDEZVOUS 1 pid=1 pid=2 backend=hip",
+                "`pid` appears twice",
+            ),
+            (
+                "DEVIPC-RENDEZVOUS 1 pid=1  backend=hip",
+                "field `` is not key=value",
+            ),
+            (
+                "DEVIPC-RENDEZVOUS 1 pid=1 backend=hip x",
+                "field `x` is not key=value",
+            ),
+            (
+                "DEVIPC-RENDEZVOUS 1 pid=1 backend=hip =y",
+                "field `=y` is not key=value",
+            ),
+        ];
+        for (line, want) in cases {
+            let reason = Hello::parse(line).unwrap_err();
+            assert!(reason.contains(want), "{line:?}: {reason:?} lacks {want:?}");
+        }
+    }
+
+    #[test]
+    fn decimals_are_canonical() {
+        assert_eq!(parse_decimal("0"), Some(0));
+        assert_eq!(parse_decimal("4294967295"), Some(u32::MAX));
+        for bad in [
+            "",
+            "00",
+            "007",
+            "1e3",
+            " 1",
+            "1 ",
+            "0x10",
+            "4294967296",
+            "١",
+        ] {
+            assert_eq!(parse_decimal(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_one_bounded_printable_line() {
+        let line = encode_refusal(ErrCode::Denied, "pid 7\nis not\tyou: ünïcode");
+        assert_eq!(line, "ERR denied pid 7?is not?you: ?n?code\n");
+        let long = encode_refusal(ErrCode::Failed, &"x".repeat(5 * MAX_LINE));
+        assert_eq!(long.len(), MAX_LINE + 1);
+        let mut decoder = ReplyDecoder::default();
+        assert_eq!(
+            decoder.push(long.trim_end()).unwrap(),
+            Some(Reply::Refused {
+                code: ErrCode::Failed,
+                reason: "x".repeat(MAX_LINE - "ERR failed ".len())
+            })
+        );
+    }
+
+    #[test]
+    fn offers_decode_back_to_their_tokens() {
+        let mem = mem_token();
+        for n in [0, 1, 3] {
+            let signals: Vec<SignalToken> = (0..n).map(|i| signal_token(i as u8 + 1)).collect();
+            let refs: Vec<&SignalToken> = signals.iter().collect();
+            let text = encode_offer(&mem, &refs);
+            let mut decoder = ReplyDecoder::default();
+            let mut reply = None;
+            for line in text.lines() {
+                assert!(line.len() <= MAX_LINE);
+                assert!(reply.is_none(), "lines after the end: {text}");
+                reply = decoder.push(line).unwrap();
+            }
+            assert_eq!(
+                reply,
+                Some(Reply::Offer {
+                    mem: mem.clone(),
+                    signals
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn replies_that_break_the_protocol_are_typed_errors() {
+        let mem = format!("mem {}", mem_token());
+        let sig = format!("signal {}", signal_token(1));
+        let bad_mem = format!("mem {}", &mem_token().to_text()[..40]);
+        let cases: Vec<(Vec<&str>, &str)> = vec![
+            (vec!["HTTP/1.1 200 OK"], "expected `OK`"),
+            (vec!["ok"], "expected `OK`"),
+            (vec!["OK", "END"], "expected `mem <token>`"),
+            (vec!["OK", &sig], "expected `mem <token>`"),
+            (vec!["OK", "mem garbage"], "bad memory token"),
+            (vec!["OK", &bad_mem], "bad memory token"),
+            (vec!["OK", &mem, &mem], "expected `signal <token>` or `END`"),
+            (
+                vec!["OK", &mem, "signal devipc1:AAAA"],
+                "bad token for signal 0",
+            ),
+            (vec!["OK", &mem, &mem[4..]], "expected `signal"),
+        ];
+        for (lines, want) in cases {
+            let mut decoder = ReplyDecoder::default();
+            let mut result = Ok(None);
+            for line in &lines {
+                result = decoder.push(line);
+                if result.is_err() {
+                    break;
+                }
+            }
+            let err = result.unwrap_err().into_error("ctx");
+            assert!(err.to_string().contains(want), "{lines:?}: {err}");
+            let token_error = want.contains("bad");
+            assert_eq!(
+                matches!(err, Error::InvalidToken { .. }),
+                token_error,
+                "{err:?}"
+            );
+            assert_eq!(
+                matches!(err, Error::InvalidArgument { .. }),
+                !token_error,
+                "{err:?}"
+            );
+        }
+        // At most MAX_SIGNALS signals.
+        let mut decoder = ReplyDecoder::default();
+        decoder.push("OK").unwrap();
+        decoder.push(&mem).unwrap();
+        for _ in 0..MAX_SIGNALS {
+            decoder.push(&sig).unwrap();
+        }
+        let err = decoder.push(&sig).unwrap_err().into_error("ctx");
+        assert!(err.to_string().contains("more than 64 signals"), "{err}");
+    }
+
+    #[test]
+    fn refusal_codes_become_typed_importer_errors() {
+        let rt = probe_runtime();
+        let err = |code: &str| {
+            let mut d = ReplyDecoder::default();
+            match d.push(&format!("ERR {code} because")).unwrap().unwrap() {
+                Reply::Refused { code, reason } => code.into_error("ctx", reason, &rt),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(is_io(&err("denied"), io::ErrorKind::PermissionDenied));
+        assert!(matches!(err("protocol"), Error::InvalidArgument { .. }));
+        assert!(matches!(err("backend"), Error::BackendMismatch { .. }));
+        assert!(is_io(&err("failed"), io::ErrorKind::Other));
+        assert!(is_io(&err("from-the-future"), io::ErrorKind::Other));
+        assert!(err("denied").to_string().contains("because"));
+    }
+
+    #[test]
+    fn claims_are_checked_against_the_kernel_pid_when_pids_are_kernel_pids() {
+        let p = ProcessId(100);
+        assert_eq!(check_claim(p, 100, true), Ok(PidCheck::Verified));
+        assert_eq!(check_claim(p, 100, false), Ok(PidCheck::Verified));
+        let lie = check_claim(p, 101, true).unwrap_err();
+        assert!(lie.contains("kernel says it is process 101"), "{lie}");
+        let invisible = check_claim(p, 0, true).unwrap_err();
+        assert!(invisible.contains("not visible"), "{invisible}");
+        // Ascend in a container: the claim is a host pid the kernel does not show us.
+        assert_eq!(check_claim(p, 101, false), Ok(PidCheck::Unverified));
+        assert_eq!(check_claim(p, 0, false), Ok(PidCheck::Unverified));
+    }
+
+    #[test]
+    fn uids_must_match_unless_allowed() {
+        assert!(uid_allowed(1000, 1000, &[]));
+        assert!(!uid_allowed(0, 1000, &[]));
+        assert!(!uid_allowed(1001, 1000, &[]));
+        assert!(uid_allowed(1001, 1000, &[1001]));
+        let opts = ShareOptions::new().allow_uid(5).allow_uid(5);
+        assert_eq!(opts.allowed_uids, [5]);
+    }
+
+    // -- line I/O -----------------------------------------------------------------------
+
+    #[test]
+    fn lines_are_split_bounded_and_deadline_limited() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.write_all(b"first\nsecond\nthi").unwrap();
+        let mut r = LineReader::new(&a, Instant::now() + LONG);
+        assert_eq!(r.read_line().unwrap(), "first");
+        assert_eq!(r.read_line().unwrap(), "second");
+        b.write_all(b"rd\n").unwrap();
+        assert_eq!(r.read_line().unwrap(), "third");
+        // Exactly MAX_LINE is fine, one more is not.
+        b.write_all(&[b'x'; MAX_LINE]).unwrap();
+        b.write_all(b"\n").unwrap();
+        assert_eq!(r.read_line().unwrap().len(), MAX_LINE);
+        b.write_all(&[b'y'; MAX_LINE + 1]).unwrap();
+        b.write_all(b"\n").unwrap();
+        assert!(matches!(r.read_line(), Err(LineError::TooLong)));
+
+        // Without a newline at all, the reader stops after MAX_LINE + 1 bytes, not at EOF.
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = b.write_all(&vec![b'z'; 64 * MAX_LINE]);
+            b
+        });
+        let mut r = LineReader::new(&a, Instant::now() + LONG);
+        assert!(matches!(r.read_line(), Err(LineError::TooLong)));
+        drop(a);
+        drop(writer.join().unwrap());
+
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.write_all(b"tab\there\n").unwrap();
+        assert!(matches!(
+            LineReader::new(&a, Instant::now() + LONG).read_line(),
+            Err(LineError::NotText(b'\t'))
+        ));
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.write_all(b"cr\r\n").unwrap();
+        assert!(matches!(
+            LineReader::new(&a, Instant::now() + LONG).read_line(),
+            Err(LineError::NotText(b'\r'))
+        ));
+
+        // A peer that says nothing runs into the deadline; one that leaves, into EOF.
+        let (a, b) = UnixStream::pair().unwrap();
+        let start = Instant::now();
+        let mut r = LineReader::new(&a, start + Duration::from_millis(100));
+        assert!(matches!(r.read_line(), Err(LineError::Timeout)));
+        assert!(start.elapsed() >= Duration::from_millis(100));
+        drop(b);
+        let mut r = LineReader::new(&a, Instant::now() + LONG);
+        assert!(matches!(r.read_line(), Err(LineError::Eof)));
+    }
+
+    #[test]
+    fn a_trickling_peer_cannot_outlast_the_deadline() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let trickler = std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                if b.write_all(b"x").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let start = Instant::now();
+        let mut r = LineReader::new(&a, start + Duration::from_millis(200));
+        assert!(matches!(r.read_line(), Err(LineError::Timeout)));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        stop.store(true, Ordering::Relaxed);
+        trickler.join().unwrap();
+    }
+
+    #[test]
+    fn sending_to_a_vanished_peer_is_an_error() {
+        let (a, b) = UnixStream::pair().unwrap();
+        drop(b);
+        let err = send_all(&a, b"hello\n", Instant::now() + LONG).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+        // A peer that never reads: the deadline ends the send.
+        let (a, _b) = UnixStream::pair().unwrap();
+        let big = vec![0u8; 16 << 20];
+        let err = send_all(&a, &big, Instant::now() + Duration::from_millis(100)).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    }
+
+    // -- exporter and importer, in one process ------------------------------------------
+
+    #[test]
+    fn a_buffer_and_its_signals_reach_the_importer() {
+        let dir = Dir::new("roundtrip");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let (s1, s2) = (
+            rt.create_signal(DeviceId(0)).unwrap(),
+            rt.create_signal(DeviceId(1)).unwrap(),
+        );
+        let server = buffer
+            .share(dir.sock(), ShareOptions::new())
+            .unwrap()
+            .with_signal(&s1)
+            .unwrap()
+            .with_signal(&s2)
+            .unwrap();
+        assert!(server.path().is_absolute());
+        assert_eq!(server.signal_tokens().len(), 2);
+        let mode = std::fs::metadata(dir.sock()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(dir.names(), ["rdv.sock"], "no temporary socket left");
+
+        let (peer, connected) = std::thread::scope(|s| {
+            let served = s.spawn(|| server.accept_timeout(LONG));
+            let connected = rt.connect(dir.sock(), DeviceId(1)).unwrap();
+            (served.join().unwrap().unwrap(), connected)
+        });
+        assert_eq!(peer.process_id, ProcessId::current());
+        assert_eq!(peer.pid_check, PidCheck::Verified);
+        assert_eq!(peer.credentials.pid, std::process::id());
+        assert_eq!(peer.credentials.uid, sys::effective_uid());
+        assert_eq!(connected.exporter.pid, std::process::id());
+        assert_eq!(connected.signals.len(), 2);
+        // Our own export: the same-process shortcut, through the rendezvous.
+        assert!(connected.buffer.is_local());
+        assert_eq!(connected.buffer.device(), DeviceId(1));
+        let p = probe(&rt);
+        assert_eq!(p.count("export"), 1);
+        assert_eq!(p.count("export_signal"), 2);
+        assert_eq!(p.count("grant"), 1);
+        assert_eq!(p.count("grant_signal"), 2);
+        assert_eq!(p.count("import_signal"), 2);
+
+        drop(server);
+        assert!(dir.names().is_empty(), "the socket outlived its server");
+        // The importer's buffer keeps the exporter's memory alive (same process here).
+        drop(buffer);
+        assert_eq!(p.count("free"), 0);
+        drop(connected);
+        assert_eq!(p.count("free"), 1);
+    }
+
+    /// Serves one misbehaving client at a time and checks the server's error and the
+    /// client's reply, then that a well-behaved importer is still served.
+    #[test]
+    fn a_bad_client_gets_an_error_and_the_server_serves_the_next() {
+        let dir = Dir::new("bad-clients");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let server = buffer
+            .share(
+                dir.sock(),
+                ShareOptions::new().io_timeout(Duration::from_millis(300)),
+            )
+            .unwrap();
+        let me = std::process::id();
+        let hello = |pid: u32, backend: &str| {
+            format!("{MAGIC} {PROTOCOL_VERSION} pid={pid} backend={backend}\n").into_bytes()
+        };
+        let overlong = vec![b'A'; 4 * MAX_LINE];
+        type Check = fn(&Error) -> bool;
+        let cases: Vec<(&str, Vec<u8>, &str, Check)> = vec![
+            (
+                "a liar",
+                hello(me + 1, "hip"),
+                "ERR denied the importer claims process",
+                |e| {
+                    is_io(e, io::ErrorKind::PermissionDenied)
+                        && e.to_string().contains("kernel says")
+                },
+            ),
+            (
+                "garbage",
+                b"\x00\x01binary\n".to_vec(),
+                "ERR protocol the hello contains byte 0x00",
+                |e| matches!(e, Error::InvalidArgument { .. }),
+            ),
+            (
+                "another protocol",
+                b"GET / HTTP/1.1\n".to_vec(),
+                "ERR protocol not a devipc rendezvous hello",
+                |e| matches!(e, Error::InvalidArgument { .. }),
+            ),
+            (
+                "an overlong line",
+                overlong,
+                "ERR protocol the hello is longer than 1024 bytes",
+                |e| matches!(e, Error::InvalidArgument { .. }),
+            ),
+            (
+                "a newer version",
+                format!("{MAGIC} 2 pid={me} backend=hip\n").into_bytes(),
+                "ERR protocol unsupported protocol version 2",
+                |e| matches!(e, Error::InvalidArgument { .. }),
+            ),
+            (
+                "another backend",
+                hello(me, "ascend"),
+                "ERR backend this exporter runs hip, the importer runs ascend",
+                |e| matches!(e, Error::BackendMismatch { .. }),
+            ),
+            (
+                "silence",
+                Vec::new(),
+                "ERR protocol no complete the hello within",
+                |e| matches!(e, Error::Timeout { .. }),
+            ),
+            (
+                "half a hello",
+                format!("{MAGIC} 1 pid=").into_bytes(),
+                "ERR protocol no complete the hello within",
+                |e| matches!(e, Error::Timeout { .. }),
+            ),
+        ];
+        for (what, bytes, want_reply, check) in cases {
+            let (served, reply) = std::thread::scope(|s| {
+                let served = s.spawn(|| server.accept_timeout(LONG));
+                let reply = raw_exchange(server.path(), &bytes);
+                (served.join().unwrap(), reply)
+            });
+            let err = served.unwrap_err();
+            assert!(check(&err), "{what}: unexpected server error {err:?}");
+            assert!(
+                reply.starts_with(want_reply)
+                    && reply.ends_with('\n')
+                    && reply.lines().count() == 1,
+                "{what}: reply {reply:?}"
+            );
+        }
+
+        // A client that connects and leaves at once.
+        std::thread::scope(|s| {
+            let served = s.spawn(|| server.accept_timeout(LONG));
+            drop(UnixStream::connect(server.path()).unwrap());
+            let err = served.join().unwrap().unwrap_err();
+            assert!(is_io(&err, io::ErrorKind::UnexpectedEof), "{err:?}");
+        });
+
+        assert_eq!(probe(&rt).count("grant"), 0, "nobody was granted");
+        let (peer, connected) = std::thread::scope(|s| {
+            let served = s.spawn(|| server.accept_timeout(LONG));
+            let connected = rt.connect(server.path(), DeviceId(0)).unwrap();
+            (served.join().unwrap().unwrap(), connected)
+        });
+        assert_eq!(peer.process_id, ProcessId::current());
+        assert!(connected.signals.is_empty());
+        assert_eq!(probe(&rt).count("grant"), 1);
+    }
+
+    #[test]
+    fn the_importer_sees_the_exporters_refusal_as_a_typed_error() {
+        let dir = Dir::new("refused");
+        // Exporter on ascend, importer on hip.
+        let exporter = probe_runtime_as(BackendKind::Ascend, ProcessId::current());
+        let buffer = exporter.allocate(DeviceId(0), 64).unwrap();
+        let server = buffer.share(dir.sock(), ShareOptions::new()).unwrap();
+        let importer = probe_runtime();
+        std::thread::scope(|s| {
+            let served = s.spawn(|| server.accept_timeout(LONG));
+            let err = importer.connect(dir.sock(), DeviceId(0)).unwrap_err();
+            assert!(matches!(err, Error::BackendMismatch { .. }), "{err:?}");
+            assert!(err.to_string().contains("exporter runs ascend"), "{err}");
+            let served = served.join().unwrap().unwrap_err();
+            assert!(
+                matches!(served, Error::BackendMismatch { .. }),
+                "{served:?}"
+            );
+        });
+    }
+
+    /// Ascend in a container: the exporter's process ids are host pids, so a claim that
+    /// differs from the socket pid is granted, marked unverified.
+    #[test]
+    fn host_pid_claims_are_granted_unverified_when_pids_are_not_kernel_pids() {
+        let dir = Dir::new("host-pids");
+        let rt = probe_runtime_as(BackendKind::Hip, ProcessId(std::process::id() + 1000));
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let signal = rt.create_signal(DeviceId(0)).unwrap();
+        let server = buffer
+            .share(dir.sock(), ShareOptions::new())
+            .unwrap()
+            .with_signal(&signal)
+            .unwrap();
+        let reply = std::thread::scope(|s| {
+            let served = s.spawn(|| server.accept_timeout(LONG));
+            let reply = raw_exchange(
+                server.path(),
+                format!("{MAGIC} 1 pid=77777 backend=hip\n").as_bytes(),
+            );
+            let peer = served.join().unwrap().unwrap();
+            assert_eq!(peer.process_id, ProcessId(77777));
+            assert_eq!(peer.pid_check, PidCheck::Unverified);
+            reply
+        });
+        let lines: Vec<&str> = reply.lines().collect();
+        assert_eq!(lines.len(), 4, "{reply}");
+        assert_eq!(lines[0], "OK");
+        assert_eq!(lines[1], format!("mem {}", server.token()));
+        assert_eq!(lines[3], "END");
+        assert_eq!(probe(&rt).count("grant"), 1);
+        assert_eq!(probe(&rt).count("grant_signal"), 1);
+
+        // A real importer of this exporter goes through the vendor import (the token is
+        // not its own), and is granted under its own (kernel) pid.
+        let importer = probe_runtime();
+        let connected = std::thread::scope(|s| {
+            let served = s.spawn(|| server.accept_timeout(LONG));
+            let connected = importer.connect(dir.sock(), DeviceId(0)).unwrap();
+            let peer = served.join().unwrap().unwrap();
+            assert_eq!(peer.pid_check, PidCheck::Verified);
+            connected
+        });
+        assert!(!connected.buffer.is_local());
+        assert_eq!(probe(&importer).count("import"), 1);
+        assert_eq!(probe(&importer).count("import_signal"), 1);
+    }
+
+    #[test]
+    fn any_process_exports_are_handed_out_without_grants() {
+        let dir = Dir::new("any-process");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let signal = rt.create_signal(DeviceId(0)).unwrap();
+        let server = buffer
+            .share(
+                dir.sock(),
+                ShareOptions::new().export_options(ExportOptions::any_process()),
+            )
+            .unwrap()
+            .with_signal(&signal)
+            .unwrap();
+        std::thread::scope(|s| {
+            let served = s.spawn(|| server.accept_timeout(LONG));
+            let connected = rt.connect(dir.sock(), DeviceId(0)).unwrap();
+            served.join().unwrap().unwrap();
+            assert_eq!(connected.signals.len(), 1);
+        });
+        assert_eq!(probe(&rt).count("grant"), 0);
+        assert_eq!(probe(&rt).count("grant_signal"), 0);
+    }
+
+    #[test]
+    fn signals_must_match_the_buffers_backend_and_are_bounded() {
+        let dir = Dir::new("signals");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let mut server = buffer.share(dir.sock(), ShareOptions::new()).unwrap();
+        let ascend = probe_runtime_as(BackendKind::Ascend, ProcessId::current());
+        let foreign = ascend.create_signal(DeviceId(0)).unwrap();
+        let err = server.add_signal(&foreign).unwrap_err();
+        assert!(matches!(err, Error::BackendMismatch { .. }), "{err:?}");
+        let signal = rt.create_signal(DeviceId(0)).unwrap();
+        for _ in 0..MAX_SIGNALS {
+            server.add_signal(&signal).unwrap();
+        }
+        let err = server.add_signal(&signal).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn options_are_validated() {
+        let dir = Dir::new("options");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        for opts in [
+            ShareOptions::new().io_timeout(Duration::ZERO),
+            ShareOptions::new().socket_mode(0o4600),
+        ] {
+            let err = buffer.share(dir.sock(), opts).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+        }
+        let err = rt
+            .connect_with(
+                dir.sock(),
+                DeviceId(0),
+                ConnectOptions::new().timeout(Duration::ZERO),
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+        let err = buffer.share("/", ShareOptions::new()).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+        assert!(dir.names().is_empty());
+        // A wider mode when other uids are allowed.
+        let server = buffer
+            .share(dir.sock(), ShareOptions::new().socket_mode(0o660))
+            .unwrap();
+        let mode = std::fs::metadata(server.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o660);
+    }
+
+    #[test]
+    fn accept_times_out_without_an_importer() {
+        let dir = Dir::new("accept-timeout");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let server = buffer.share(dir.sock(), ShareOptions::new()).unwrap();
+        let start = Instant::now();
+        let err = server
+            .accept_timeout(Duration::from_millis(100))
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+        assert!(start.elapsed() >= Duration::from_millis(100));
+    }
+
+    // -- the socket file ----------------------------------------------------------------
+
+    #[test]
+    fn a_stale_socket_is_replaced_and_other_files_are_refused() {
+        let dir = Dir::new("paths");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let path = dir.sock();
+
+        // Stale: a socket nobody listens on (its server died without cleaning up).
+        drop(UnixListener::bind(&path).unwrap());
+        assert!(path.exists());
+        let server = buffer.share(&path, ShareOptions::new()).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+
+        // Live: refused, and the live server's socket stays.
+        let err = buffer.share(&path, ShareOptions::new()).unwrap_err();
+        assert!(is_io(&err, io::ErrorKind::AddrInUse), "{err:?}");
+        assert!(path.exists());
+        // (The probe connection above reached the live server; it was never accepted.)
+        drop(server);
+        assert!(!path.exists());
+
+        // Not a socket: refused and left alone.
+        std::fs::write(&path, b"precious").unwrap();
+        let err = buffer.share(&path, ShareOptions::new()).unwrap_err();
+        assert!(is_io(&err, io::ErrorKind::AlreadyExists), "{err:?}");
+        assert!(err.to_string().contains("regular file"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let err = buffer.share(&path, ShareOptions::new()).unwrap_err();
+        assert!(err.to_string().contains("directory"), "{err}");
+        std::fs::remove_dir(&path).unwrap();
+        std::os::unix::fs::symlink(dir.0.join("elsewhere"), &path).unwrap();
+        let err = buffer.share(&path, ShareOptions::new()).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+        assert!(dir.names().is_empty(), "{:?}", dir.names());
+
+        // A missing directory is an I/O error naming the path.
+        let err = buffer
+            .share(dir.0.join("missing/rdv.sock"), ShareOptions::new())
+            .unwrap_err();
+        assert!(is_io(&err, io::ErrorKind::NotFound), "{err:?}");
+    }
+
+    #[test]
+    fn drop_removes_only_its_own_socket() {
+        let dir = Dir::new("drop");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let server = buffer.share(dir.sock(), ShareOptions::new()).unwrap();
+        // Someone replaced the socket file: the server must not remove theirs.
+        std::fs::remove_file(dir.sock()).unwrap();
+        std::fs::write(dir.sock(), b"theirs").unwrap();
+        drop(server);
+        assert_eq!(std::fs::read(dir.sock()).unwrap(), b"theirs");
+        std::fs::remove_file(dir.sock()).unwrap();
+        // A relative path is resolved once, so a later chdir does not matter.
+        let server = buffer.share(dir.sock(), ShareOptions::new()).unwrap();
+        assert!(server.path().is_absolute());
+        drop(server);
+        assert!(dir.names().is_empty());
+    }
+
+    // -- the importer's side ------------------------------------------------------------
+
+    #[test]
+    fn connecting_to_nothing_fails_or_waits_for_the_exporter() {
+        let dir = Dir::new("connect");
+        let rt = probe_runtime();
+        let err = rt.connect(dir.sock(), DeviceId(0)).unwrap_err();
+        assert!(is_io(&err, io::ErrorKind::NotFound), "{err:?}");
+        drop(UnixListener::bind(dir.sock()).unwrap());
+        let err = rt.connect(dir.sock(), DeviceId(0)).unwrap_err();
+        assert!(is_io(&err, io::ErrorKind::ConnectionRefused), "{err:?}");
+        std::fs::remove_file(dir.sock()).unwrap();
+
+        let waiting = ConnectOptions::new()
+            .wait_for_server(true)
+            .timeout(Duration::from_millis(100));
+        let err = rt
+            .connect_with(dir.sock(), DeviceId(0), waiting)
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+
+        // The exporter shows up while the importer waits.
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        std::thread::scope(|s| {
+            let importer = s.spawn(|| {
+                rt.connect_with(
+                    dir.sock(),
+                    DeviceId(0),
+                    ConnectOptions::new().wait_for_server(true),
+                )
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            let server = buffer.share(dir.sock(), ShareOptions::new()).unwrap();
+            server.accept_timeout(LONG).unwrap();
+            importer.join().unwrap().unwrap();
+        });
+    }
+
+    /// Fake exporters: each answers the hello with `reply` and closes (or stays silent).
+    #[test]
+    fn an_exporter_that_breaks_the_protocol_is_a_typed_error() {
+        let dir = Dir::new("fake-exporter");
+        let rt = probe_runtime();
+        let listener = UnixListener::bind(dir.sock()).unwrap();
+        let fast = ConnectOptions::new().timeout(Duration::from_millis(300));
+        let sig = format!("signal {}\n", signal_token(1));
+        let many = format!(
+            "OK\nmem {}\n{}END\n",
+            mem_token(),
+            sig.repeat(MAX_SIGNALS + 1)
+        );
+        type Check = fn(&Error) -> bool;
+        let cases: Vec<(String, Check)> = vec![
+            ("hello?\n".into(), |e| {
+                matches!(e, Error::InvalidArgument { .. })
+            }),
+            ("OK\nmem devipc1:AAAA\n".into(), |e| {
+                matches!(e, Error::InvalidToken { .. })
+            }),
+            (format!("OK\n{}\n", "x".repeat(MAX_LINE + 1)), |e| {
+                matches!(e, Error::InvalidArgument { .. })
+            }),
+            (many, |e| e.to_string().contains("more than 64 signals")),
+            // Cut short, and silent: EOF, then a timeout.
+            (format!("OK\nmem {}\n", mem_token()), |e| {
+                is_io(e, io::ErrorKind::UnexpectedEof)
+            }),
+            (String::new(), |e| matches!(e, Error::Timeout { .. })),
+        ];
+        for (reply, check) in cases {
+            std::thread::scope(|s| {
+                let fake = s.spawn(|| {
+                    let (mut conn, _) = listener.accept().unwrap();
+                    let mut hello = [0u8; 256];
+                    let _ = conn.read(&mut hello).unwrap();
+                    if reply.is_empty() {
+                        // Silent until the importer gives up and closes.
+                        let _ = conn.read(&mut hello);
+                    } else {
+                        let _ = conn.write_all(reply.as_bytes());
+                    }
+                });
+                let err = rt
+                    .connect_with(dir.sock(), DeviceId(0), fast.clone())
+                    .unwrap_err();
+                assert!(check(&err), "reply {:.80?}: {err:?}", reply);
+                fake.join().unwrap();
+            });
+        }
+    }
+}
