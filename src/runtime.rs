@@ -34,11 +34,6 @@ impl Runtime {
     ///
     /// Fails with [`Error::Unsupported`] when `kind` was not compiled in, and with the
     /// backend's own error (e.g. [`Error::LibraryNotFound`]) when it cannot start.
-    #[allow(
-        unreachable_code,
-        unused_variables,
-        reason = "backend types are uninhabited until their implementations land"
-    )]
     pub fn open(kind: BackendKind) -> Result<Runtime> {
         let backend = match kind {
             #[cfg(feature = "ascend")]
