@@ -4,17 +4,8 @@
 //! for (VMM allocations, mappings, notifies); each lives in a [`HandleTable`] until the
 //! matching release call, and whatever is still live when the backend is dropped is
 //! released then. Keys exported for framework memory (`export_external`) are kept too,
-//! until [`AscendBackend::close_external`] or the drop.
-//!
-//! # ACL initialisation
-//!
-//! `aclInit` is process-wide, and the framework around devipc (torch_npu, MindSpore) has
-//! usually called it already; ACL then answers `ACL_ERROR_REPEAT_INITIALIZE` (100002),
-//! which devipc accepts. `aclFinalize` tears down every ACL resource of the process, so
-//! devipc calls it only when devipc's own `aclInit` was the one that initialised ACL, and
-//! only when the last devipc backend on that runtime goes away: the process keeps one
-//! count of live backends per loaded runtime (two backends on one runtime must not
-//! finalize ACL under each other), and a second backend does not call `aclInit` again.
+//! until [`AscendBackend::close_external`] or the drop. How devipc shares ACL's
+//! process-wide initialisation with the framework is documented on [`AscendBackend`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_char;
@@ -41,6 +32,33 @@ use crate::memory::{AllocRecord, MappingRecord};
 use crate::signal::SignalRecord;
 
 /// The Ascend backend.
+///
+/// # ACL initialisation
+///
+/// `aclInit` is process-wide, and the framework around devipc (torch_npu, MindSpore) has
+/// usually called it already; ACL then answers `ACL_ERROR_REPEAT_INITIALIZE` (100002),
+/// which devipc accepts. `aclFinalize` tears down every ACL resource of the process, so
+/// devipc calls it only when devipc's own `aclInit` was the one that initialised ACL, and
+/// only when the last devipc backend on that runtime goes away: the process keeps one
+/// count of live backends per loaded runtime (two backends on one runtime must not
+/// finalize ACL under each other), and a second backend does not call `aclInit` again.
+///
+/// # The current device
+///
+/// ACL keeps a current device per thread. Each call makes the device it needs current
+/// (`aclrtSetDevice`) and puts the caller's back afterwards. A thread that had no device
+/// (`aclrtGetDevice` fails with `ACL_ERROR_RT_CONTEXT_NULL`) is left on the device devipc
+/// set: ACL's only way to unbind a thread is `aclrtResetDevice`, which drops the
+/// process's reference on the device's default context and, at zero, releases what was
+/// made in it, including the memory devipc just mapped.
+///
+/// # Process id
+///
+/// [`DeviceIpc::process_id`] is `aclrtDeviceGetBareTgid` (the host pid the NPU driver
+/// knows, even inside a container: what trustlists expect), read once. A runtime without
+/// that symbol predates every IPC family that needs the value; there it is `getpid()`.
+///
+/// # Threads
 ///
 /// `Send + Sync` because every field is: the table holds only function pointers, the
 /// records hold addresses as integers, and the ACL runtime may be called from any thread;
@@ -98,7 +116,7 @@ impl AscendBackend {
     /// Starts the backend on a filled table (loaded from a library or the emulator's).
     ///
     /// Initialises ACL (accepting `ACL_ERROR_REPEAT_INITIALIZE`: the framework may have
-    /// done it; see the [module docs](self)), counts the devices, reads the version and
+    /// done it; see [`AscendBackend`]), counts the devices, reads the version and
     /// derives the capabilities from the functions the runtime exports.
     ///
     /// A runtime that reports no device (`ACL_ERROR_RT_NO_DEVICE`, or success with a count
@@ -335,7 +353,7 @@ fn capabilities(api: &AclApi, device_count: u32) -> Capabilities {
 }
 
 /// Live devipc backends per loaded runtime (keyed by the address of its `aclFinalize`),
-/// and whether devipc's `aclInit` initialised ACL there. See the [module docs](self).
+/// and whether devipc's `aclInit` initialised ACL there. See [`AscendBackend`].
 static ACL_INITS: Mutex<Vec<InitEntry>> = Mutex::new(Vec::new());
 
 #[derive(Debug)]

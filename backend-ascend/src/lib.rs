@@ -8,8 +8,8 @@
 //! | trait | ACL |
 //! |---|---|
 //! | allocate / free | `aclrtMemGetAllocationGranularity`, `aclrtMallocPhysical`, `aclrtReserveMemAddress`, `aclrtMapMem`, `aclrtMemSetAccess` / unmap, release, `aclrtFreePhysical` |
-//! | export | `aclrtMemExportToShareableHandle`, once per allocation (see [`memory`](crate::memory)); the token carries the `u64` handle and the range |
-//! | export_external | IPC key of the whole `aclrtMalloc` block: `aclrtMemGetAddressRange`, `aclrtIpcMemGetExportKey` (see [`external`](crate::external)) |
+//! | export | `aclrtMemExportToShareableHandle`, once per allocation (see [`memory`]); the token carries the `u64` handle and the range |
+//! | export_external | IPC key of the whole `aclrtMalloc` block: `aclrtMemGetAddressRange`, `aclrtIpcMemGetExportKey` (see [`external`]) |
 //! | grant | `aclrtMemSetPidToShareableHandle` / `aclrtIpcMemSetImportPid` / `aclrtNotifySetImportPid` |
 //! | import / close | `aclrtMemImportFromShareableHandle`, reserve, map, set access / unmap, release, free; or `aclrtIpcMemImportByKey` / `aclrtIpcMemClose` |
 //! | signals | IPC Notify (see [`signal`]) |
@@ -22,7 +22,7 @@
 //! device it needs and restores the caller's. Which optional families the runtime has
 //! shows in [`Capabilities`](devipc_core::Capabilities).
 //!
-//! With feature `emulator`, [`AscendBackend::emulated`] starts the backend on the devipc
+//! With feature `emulator`, `AscendBackend::emulated()` starts the backend on the devipc
 //! emulator linked into the process (host shared memory, no device).
 
 mod backend;

@@ -12,6 +12,14 @@
 //! As for memory, a notify is exported once and its key cached: later exports reuse it,
 //! and the validation of the first export is the one that counts.
 //!
+//! The peer-access import flag is documented, but the ACL wrapper of the open-source CANN
+//! runtime (`aclrtNotifyImportByKeyImpl`, hicann/runtime `src/acl/aclrt_impl/notify.cpp`)
+//! rejects every import flag above `ACL_NOTIFY_DEVICE_USE_ONLY` (1) with
+//! `ACL_ERROR_INVALID_PARAM`, the documented `0x02` included. When a cross-device import
+//! with the flag fails with exactly that code, devipc enables peer access with
+//! `aclrtDeviceEnablePeerAccess` (the other way the IPC documentation gives) and imports
+//! once more without the flag.
+//!
 //! `aclrtRecordNotify` and `aclrtWaitAndResetNotify` are stream tasks. `notify` only
 //! queues the record, ordered after the work already on the caller's stream. `wait`
 //! queues the wait and then synchronises the stream (`aclrtSynchronizeStream`), so it
@@ -27,7 +35,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use devipc_ascend_sys::codes::ACL_ERROR_RT_WAIT_TIMEOUT;
+use devipc_ascend_sys::codes::{ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_WAIT_TIMEOUT};
 use devipc_ascend_sys::consts::{
     ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
     ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
@@ -226,7 +234,21 @@ impl AscendBackend {
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut notify: aclrtNotify = std::ptr::null_mut();
         // SAFETY: `notify` is a valid out-pointer; `key` is a NUL-terminated buffer.
-        let code = unsafe { import(&mut notify, key.as_ptr().cast(), flags) };
+        let mut code = unsafe { import(&mut notify, key.as_ptr().cast(), flags) };
+        if code == ACL_ERROR_INVALID_PARAM && flags != ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT {
+            // Some runtimes' ACL wrapper rejects the documented peer-access flag (see the
+            // module docs): enable peer access the other documented way and import
+            // without the flag.
+            self.enable_peer(device, token.device())?;
+            // SAFETY: as above.
+            code = unsafe {
+                import(
+                    &mut notify,
+                    key.as_ptr().cast(),
+                    ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
+                )
+            };
+        }
         check(&self.api, "aclrtNotifyImportByKey", code)?;
         let id = self.signals.insert(SignalRecord {
             device,

@@ -53,6 +53,9 @@ mod fake {
         pub key: [u8; 65],
         /// What `aclrtMemGetAddressRange` reports: (base, size).
         pub block: (usize, usize),
+        /// `aclrtNotifyImportByKey` rejects flags above this with 100000, as the ACL
+        /// wrapper of the open-source CANN runtime does for flags above 1.
+        pub notify_import_flag_limit: Option<u64>,
     }
 
     impl Default for Fake {
@@ -71,6 +74,7 @@ mod fake {
                 bare_tgid: 4242,
                 key,
                 block: (0x20_0000_0000, 1 << 20),
+                notify_import_flag_limit: None,
             }
         }
     }
@@ -472,6 +476,9 @@ mod fake {
         flags: u64,
     ) -> aclError {
         forced!("aclrtNotifyImportByKey", format!("{flags:#x}"));
+        if with(|s| s.notify_import_flag_limit).is_some_and(|limit| flags > limit) {
+            return 100000;
+        }
         // SAFETY: the caller (the backend) passes pointers valid for this access, as
         // the function's ACL contract requires.
         unsafe { *notify = next_addr(1) as aclrtNotify };
@@ -1306,4 +1313,34 @@ fn drop_releases_everything_still_live() {
     assert_eq!(count(&c, "aclrtFreePhysical"), 2, "{c:?}");
     assert_eq!(count(&c, "aclrtIpcMemClose"), 1, "{c:?}");
     assert_eq!(count(&c, "aclFinalize"), 1, "{c:?}");
+}
+
+#[test]
+#[serial]
+fn a_runtime_rejecting_the_notify_peer_flag_gets_peer_access_enabled_instead() {
+    let b = backend(fake_api());
+    let s = b.create_signal(DeviceId(1)).unwrap();
+    let t = b.export_signal(&s, ExportOptions::default()).unwrap();
+    fake::with(|s| s.notify_import_flag_limit = Some(1));
+    calls();
+    let imported = b.import_signal(&t, DeviceId(0)).unwrap();
+    let c = calls();
+    let wanted = [
+        "aclrtNotifyImportByKey(0x2)",
+        "aclrtDeviceEnablePeerAccess(0->1,0)",
+        "aclrtNotifyImportByKey(0x0)",
+    ];
+    let seen: Vec<&String> = c.iter().filter(|c| wanted.contains(&c.as_str())).collect();
+    assert_eq!(seen, wanted, "{c:?}");
+    // Another failure of the flagged import is reported as it is.
+    fail("aclrtNotifyImportByKey", 507899);
+    let err = b.import_signal(&t, DeviceId(0)).unwrap_err();
+    assert_eq!(
+        err.vendor_name(),
+        Some("ACL_ERROR_RT_DRV_INTERNAL_ERROR"),
+        "{err}"
+    );
+    unfail("aclrtNotifyImportByKey");
+    b.destroy_signal(imported).unwrap();
+    b.destroy_signal(s).unwrap();
 }
