@@ -409,7 +409,9 @@ impl ShareServer {
     /// Serving one importer takes at most [`ShareOptions::io_timeout`] (plus up to a
     /// second to deliver a refusal). A refused or
     /// misbehaving importer gives an error here (after an `ERR` reply when it is still
-    /// listening); the server stays usable, so call `accept` again for the next one.
+    /// listening); the server stays usable, so call `accept` again for the next one. A
+    /// connection closed without a byte (a liveness probe, such as another exporter's
+    /// check that the path is in use) is skipped, not served.
     /// Several threads may call it at once, each serving its own importer.
     pub fn accept(&self) -> Result<PeerInfo> {
         self.accept_within(None)
@@ -443,7 +445,12 @@ impl ShareServer {
                 });
             }
             match self.listener.accept() {
-                Ok((stream, _)) => return self.serve(stream),
+                Ok((stream, _)) => {
+                    // `None`: a liveness probe, not an importer; keep waiting.
+                    if let Some(peer) = self.serve(stream)? {
+                        return Ok(peer);
+                    }
+                }
                 // Another thread took the connection, or the peer gave up before we got
                 // to it: wait for the next one.
                 Err(e)
@@ -463,8 +470,10 @@ impl ShareServer {
         }
     }
 
-    /// One exchange with a connected importer.
-    fn serve(&self, stream: UnixStream) -> Result<PeerInfo> {
+    /// One exchange with a connected importer. `None`: the peer closed the connection
+    /// without sending a byte, as [`SharedBuffer::share`] does to test whether a socket is
+    /// live; that is not an importer, and not an error.
+    fn serve(&self, stream: UnixStream) -> Result<Option<PeerInfo>> {
         let deadline = Instant::now() + self.opts.io_timeout;
         let ctx = self.context();
         // The listener is non-blocking; accepted sockets do not inherit that on Linux,
@@ -500,6 +509,7 @@ impl ShareServer {
 
         let line = match LineReader::new(&stream, deadline).read_line() {
             Ok(line) => line,
+            Err(LineError::Closed) => return Ok(None),
             Err(e) => {
                 let reason = e.describe("the hello", self.opts.io_timeout);
                 refuse(ErrCode::Protocol, &reason);
@@ -556,11 +566,11 @@ impl ShareServer {
             deadline,
         )
         .map_err(|e| Error::io(format!("{ctx}: sending the tokens to {who}"), e))?;
-        Ok(PeerInfo {
+        Ok(Some(PeerInfo {
             process_id: hello.pid,
             credentials,
             pid_check,
-        })
+        }))
     }
 
     /// Grants `pid` on every handed-out token (nothing to do for any-process exports).
@@ -1143,7 +1153,9 @@ impl ReplyDecoder {
 enum LineError {
     /// The deadline passed.
     Timeout,
-    /// The peer closed the connection first.
+    /// The peer closed the connection before sending a single byte.
+    Closed,
+    /// The peer closed the connection in the middle of a line.
     Eof,
     /// No `\n` within [`MAX_LINE`] bytes.
     TooLong,
@@ -1158,7 +1170,9 @@ impl LineError {
     fn describe(&self, what: &str, after: Duration) -> String {
         match self {
             LineError::Timeout => format!("no complete {what} within {after:?}"),
-            LineError::Eof => format!("the connection closed before {what} was complete"),
+            LineError::Closed | LineError::Eof => {
+                format!("the connection closed before {what} was complete")
+            }
             LineError::TooLong => format!("{what} is longer than {MAX_LINE} bytes"),
             LineError::NotText(b) => {
                 format!("{what} contains byte {b:#04x}; lines are printable ASCII")
@@ -1174,7 +1188,7 @@ impl LineError {
                 what: format!("{ctx}: {what}"),
                 after,
             },
-            LineError::Eof => Error::io(
+            LineError::Closed | LineError::Eof => Error::io(
                 format!("{ctx}: reading {what}"),
                 io::Error::new(io::ErrorKind::UnexpectedEof, sentence),
             ),
@@ -1192,6 +1206,8 @@ struct LineReader<'a> {
     stream: &'a UnixStream,
     deadline: Instant,
     buf: Vec<u8>,
+    /// Whether any byte arrived yet.
+    received: bool,
 }
 
 impl<'a> LineReader<'a> {
@@ -1200,6 +1216,7 @@ impl<'a> LineReader<'a> {
             stream,
             deadline,
             buf: Vec::with_capacity(512),
+            received: false,
         }
     }
 
@@ -1228,8 +1245,12 @@ impl<'a> LineReader<'a> {
             let mut chunk = [0u8; 512];
             let mut stream = self.stream;
             match stream.read(&mut chunk) {
+                Ok(0) if !self.received => return Err(LineError::Closed),
                 Ok(0) => return Err(LineError::Eof),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    self.received = true;
+                    self.buf.extend_from_slice(&chunk[..n]);
+                }
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -1674,7 +1695,22 @@ mod tests {
         assert!(start.elapsed() >= Duration::from_millis(100));
         drop(b);
         let mut r = LineReader::new(&a, Instant::now() + LONG);
+        assert!(matches!(r.read_line(), Err(LineError::Closed)));
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.write_all(b"whole\nhalf").unwrap();
+        drop(b);
+        let mut r = LineReader::new(&a, Instant::now() + LONG);
+        assert_eq!(r.read_line().unwrap(), "whole");
         assert!(matches!(r.read_line(), Err(LineError::Eof)));
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.write_all(b"whole\n").unwrap();
+        drop(b);
+        let mut r = LineReader::new(&a, Instant::now() + LONG);
+        assert_eq!(r.read_line().unwrap(), "whole");
+        assert!(
+            matches!(r.read_line(), Err(LineError::Eof)),
+            "after a line, closing ends a conversation; it is not a probe"
+        );
     }
 
     #[test]
@@ -1853,13 +1889,22 @@ mod tests {
             );
         }
 
-        // A client that connects and leaves at once.
+        // A client that leaves in the middle of its hello.
         std::thread::scope(|s| {
             let served = s.spawn(|| server.accept_timeout(LONG));
-            drop(UnixStream::connect(server.path()).unwrap());
+            let mut c = UnixStream::connect(server.path()).unwrap();
+            c.write_all(MAGIC.as_bytes()).unwrap();
+            drop(c);
             let err = served.join().unwrap().unwrap_err();
             assert!(is_io(&err, io::ErrorKind::UnexpectedEof), "{err:?}");
         });
+        // One that connects and leaves without a byte (a liveness probe, such as another
+        // exporter's at the same path) is no importer: accept keeps waiting.
+        drop(UnixStream::connect(server.path()).unwrap());
+        let err = server
+            .accept_timeout(Duration::from_millis(200))
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
 
         assert_eq!(probe(&rt).count("grant"), 0, "nobody was granted");
         let (peer, connected) = std::thread::scope(|s| {

@@ -1,0 +1,473 @@
+//! The rendezvous (`SharedBuffer::share` / `Runtime::connect`) between real processes, on
+//! both emulated backends.
+//!
+//! The emulator reads its configuration from the environment once per process, so the
+//! parent only orchestrates: exporters, importers and misbehaving clients are children
+//! (this test binary re-run on `child_role`, see `devipc-testkit`), each with the test's
+//! own `DEVIPC_EMU_DIR` / `DEVIPC_RUNTIME_DIR`. The exporter child is driven by commands
+//! on its stdin (`accept`, `pingpong <n>`, `drop`, `exit`) and reports each outcome; the
+//! socket lives in the test's root directory. On emulated Ascend the trustlists are
+//! enforced, so a successful import proves the rendezvous granted the importer.
+#![cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use devipc::rendezvous::{MAGIC, MAX_LINE, PROTOCOL_VERSION};
+use devipc::{BackendKind, DeviceId, Error, PidCheck, Runtime, ShareOptions};
+use devipc_testkit::{Child, LONG, Parent, TestRoot};
+
+/// The backend a child runs (`ascend` or `hip`).
+const KIND_ENV: &str = "RDV_TEST_KIND";
+/// The socket path a child serves or connects to.
+const SOCK_ENV: &str = "RDV_TEST_SOCK";
+/// The exporter's per-importer timeout, in milliseconds.
+const IO_TIMEOUT_ENV: &str = "RDV_TEST_IO_TIMEOUT_MS";
+/// What the exporter writes at offset 16 for importers to find.
+const PATTERN: &[u8] = b"through the rendezvous";
+const SIZE: usize = 1 << 16;
+
+// ---------------------------------------------------------------------------------------
+// Child roles.
+
+#[test]
+fn child_role() {
+    devipc_testkit::run_child(|role, parent| {
+        let result = match role {
+            "exporter" => exporter(parent),
+            "importer" => importer(parent),
+            "share-at" => share_at(parent),
+            "raw" => raw_client(parent),
+            "thief" => thief(parent),
+            other => Err(format!("unknown role {other}").into()),
+        };
+        result.map_err(|e| e.to_string())
+    });
+}
+
+type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn env(name: &str) -> AnyResult<String> {
+    std::env::var(name).map_err(|e| format!("{name}: {e}").into())
+}
+
+fn child_runtime() -> AnyResult<Runtime> {
+    Ok(Runtime::emulated(env(KIND_ENV)?.parse()?)?)
+}
+
+/// A short name for how an exporter's `accept` failed.
+fn category(e: &Error) -> &'static str {
+    match e {
+        Error::Timeout { .. } => "timeout",
+        Error::InvalidArgument { .. } => "protocol",
+        Error::BackendMismatch { .. } => "backend",
+        Error::Io { source, .. } => match source.kind() {
+            std::io::ErrorKind::PermissionDenied => "denied",
+            std::io::ErrorKind::UnexpectedEof => "eof",
+            _ => "io",
+        },
+        _ => "other",
+    }
+}
+
+/// Shares a buffer (pattern at offset 16) with two signals, `ping` then `pong`, and
+/// follows the parent's commands.
+fn exporter(parent: &Parent) -> AnyResult<()> {
+    let rt = child_runtime()?;
+    let device = DeviceId(0);
+    let buffer = rt.allocate(device, SIZE)?;
+    buffer.write(16, PATTERN)?;
+    let ping = rt.create_signal(device)?;
+    let pong = rt.create_signal(device)?;
+    let mut opts = ShareOptions::new();
+    if let Ok(ms) = env(IO_TIMEOUT_ENV) {
+        opts = opts.io_timeout(Duration::from_millis(ms.parse()?));
+    }
+    let mut server = Some(
+        buffer
+            .share(env(SOCK_ENV)?, opts)?
+            .with_signal(&ping)?
+            .with_signal(&pong)?,
+    );
+    parent.say("ready", &format!("{} {}", rt.process_id(), buffer.len()));
+    loop {
+        let command = parent.hear();
+        let mut words = command.split(' ');
+        match words.next().unwrap_or("") {
+            "accept" => {
+                let server = server.as_ref().ok_or("accept after drop")?;
+                match server.accept_timeout(LONG) {
+                    Ok(peer) => {
+                        let check = match peer.pid_check {
+                            PidCheck::Verified => "verified",
+                            PidCheck::Unverified => "unverified",
+                        };
+                        parent.say(
+                            "served",
+                            &format!("{} {} {check}", peer.process_id, peer.credentials.pid),
+                        );
+                    }
+                    Err(e) => parent.say("refused", &format!("{} {e}", category(&e))),
+                }
+            }
+            "pingpong" => {
+                let n: u64 = words.next().ok_or("pingpong needs a number")?.parse()?;
+                buffer.write(0, &n.to_le_bytes())?;
+                ping.notify()?;
+                pong.wait(Some(LONG))?;
+                let mut answer = [0u8; 8];
+                buffer.read(8, &mut answer)?;
+                parent.say("answer", &u64::from_le_bytes(answer).to_string());
+            }
+            "token" => {
+                let server = server.as_ref().ok_or("token after drop")?;
+                parent.say("token", &server.token().to_string());
+            }
+            "drop" => {
+                server = None;
+                parent.say("dropped", "");
+            }
+            "exit" | "" => return Ok(()),
+            other => return Err(format!("unknown command {other:?}").into()),
+        }
+    }
+}
+
+/// Connects, checks the pattern, then answers `ping` rounds (value doubled at offset 8,
+/// then `pong`) until the parent says `exit`.
+fn importer(parent: &Parent) -> AnyResult<()> {
+    let rt = child_runtime()?;
+    let connected = rt.connect(env(SOCK_ENV)?, DeviceId(0))?;
+    let mut seen = vec![0u8; PATTERN.len()];
+    connected.buffer.read(16, &mut seen)?;
+    if seen != PATTERN {
+        return Err(format!("read {seen:?} through the import, expected the pattern").into());
+    }
+    let [ping, pong] = &connected.signals[..] else {
+        return Err(format!("{} signals, expected 2", connected.signals.len()).into());
+    };
+    parent.say(
+        "imported",
+        &format!(
+            "{} {} {}",
+            connected.buffer.len(),
+            rt.process_id(),
+            connected.exporter.pid
+        ),
+    );
+    while parent.hear() == "round" {
+        ping.wait(Some(LONG))?;
+        let mut value = [0u8; 8];
+        connected.buffer.read(0, &mut value)?;
+        let doubled = 2 * u64::from_le_bytes(value);
+        connected.buffer.write(8, &doubled.to_le_bytes())?;
+        pong.notify()?;
+    }
+    Ok(())
+}
+
+/// Imports a token it was never granted (heard from the parent) and reports the outcome.
+fn thief(parent: &Parent) -> AnyResult<()> {
+    let rt = child_runtime()?;
+    let token: devipc::MemToken = parent.hear().parse()?;
+    match rt.import(&token, DeviceId(0)) {
+        Ok(_) => parent.say("stolen", ""),
+        Err(e) => parent.say(
+            "error",
+            &format!("{} {e}", e.vendor_name().unwrap_or("not-a-vendor-error")),
+        ),
+    }
+    Ok(())
+}
+
+/// Tries to share a buffer at the path and reports the outcome.
+fn share_at(parent: &Parent) -> AnyResult<()> {
+    let rt = child_runtime()?;
+    let buffer = rt.allocate(DeviceId(0), 4096)?;
+    match buffer.share(env(SOCK_ENV)?, ShareOptions::new()) {
+        Ok(_server) => parent.say("shared", ""),
+        Err(e) => parent.say("error", &format!("{} {e}", category(&e))),
+    }
+    Ok(())
+}
+
+/// A client that does not follow the protocol; the first command line says how:
+/// `claim <pid>`, `garbage`, `overlong`, `silent`. Reports the exporter's reply.
+fn raw_client(parent: &Parent) -> AnyResult<()> {
+    let kind: BackendKind = env(KIND_ENV)?.parse()?;
+    let command = parent.hear();
+    let mut stream = UnixStream::connect(env(SOCK_ENV)?)?;
+    stream.set_read_timeout(Some(LONG))?;
+    let (how, arg) = command.split_once(' ').unwrap_or((&command, ""));
+    let bytes: Vec<u8> = match how {
+        "claim" => format!("{MAGIC} {PROTOCOL_VERSION} pid={arg} backend={kind}\n").into_bytes(),
+        "garbage" => b"\x7fELF\x02\x01\x01\n".to_vec(),
+        "overlong" => vec![b'9'; 8 * MAX_LINE],
+        "silent" => Vec::new(),
+        other => return Err(format!("unknown raw client {other:?}").into()),
+    };
+    stream.write_all(&bytes)?;
+    parent.say("sent", "");
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => reply.extend_from_slice(&chunk[..n]),
+            // The exporter closed with our bytes unread: reset after its reply.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let reply = String::from_utf8(reply)?;
+    parent.say("reply", reply.trim_end());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Parent side.
+
+struct Setup {
+    root: TestRoot,
+    kind: BackendKind,
+    /// The exporter's buffer length (its allocation granularity may round `SIZE` up).
+    len: std::cell::Cell<usize>,
+}
+
+impl Setup {
+    fn new(name: &str, kind: BackendKind) -> Setup {
+        Setup {
+            root: TestRoot::new(&format!("rdv-{name}-{kind}")),
+            kind,
+            len: std::cell::Cell::new(0),
+        }
+    }
+
+    fn sock(&self) -> PathBuf {
+        self.root.path().join("rdv.sock")
+    }
+
+    fn spawn(&self, role: &str, extra: &[(&str, String)]) -> Child {
+        let mut env = vec![
+            (KIND_ENV, self.kind.to_string()),
+            (SOCK_ENV, self.sock().display().to_string()),
+        ];
+        env.extend(extra.iter().cloned());
+        Child::spawn("child_role", role, &self.root, &env)
+    }
+
+    /// An exporter that is listening; returns it and its process id.
+    fn exporter(&self, extra: &[(&str, String)]) -> (Child, u32) {
+        let mut exporter = self.spawn("exporter", extra);
+        let ready = exporter.expect("ready");
+        let (pid, len) = ready.split_once(' ').unwrap();
+        self.len.set(len.parse().unwrap());
+        (exporter, pid.parse().unwrap())
+    }
+
+    /// Lets `exporter` serve one importer, which imports and is checked.
+    fn serve_importer(&self, exporter: &mut Child) -> Child {
+        exporter.send("accept");
+        let mut importer = self.spawn("importer", &[]);
+        let imported = importer.expect("imported");
+        let served = exporter.expect("served");
+        let imported: Vec<&str> = imported.split(' ').collect();
+        let served: Vec<&str> = served.split(' ').collect();
+        assert_eq!(imported[0], self.len.get().to_string(), "the whole buffer");
+        let importer_pid = importer.pid().to_string();
+        assert_eq!(imported[1], importer_pid, "the importer's process id");
+        assert_eq!(
+            served,
+            [importer_pid.as_str(), importer_pid.as_str(), "verified"],
+            "granted the importer's own pid, checked against SO_PEERCRED"
+        );
+        importer
+    }
+
+    /// A raw client sends `how`; returns the exporter's report and the client's reply.
+    fn misbehave(&self, exporter: &mut Child, how: &str) -> (String, String) {
+        exporter.send("accept");
+        let mut raw = self.spawn("raw", &[]);
+        raw.send(how);
+        raw.expect("sent");
+        let outcome = exporter.expect("refused");
+        let reply = raw.expect("reply");
+        raw.wait_success();
+        (outcome, reply)
+    }
+}
+
+fn happy_path(kind: BackendKind) {
+    let setup = Setup::new("happy", kind);
+    let (mut exporter, exporter_pid) = setup.exporter(&[]);
+    let mut importer = setup.serve_importer(&mut exporter);
+    if kind == BackendKind::Ascend {
+        // Control: the emulated ACL runtime enforces trustlists, so the import above
+        // worked because the rendezvous granted the importer; a process that was not
+        // granted cannot import the same token.
+        exporter.send("token");
+        let token = exporter.expect("token");
+        let mut thief = setup.spawn("thief", &[]);
+        thief.send(&token);
+        let error = thief.expect("error");
+        assert!(
+            error.starts_with("ACL_ERROR_"),
+            "the runtime itself refuses: {error}"
+        );
+        eprintln!("ascend: an ungranted import fails: {error}");
+        thief.wait_success();
+    }
+    // Signals handed out through the rendezvous work both ways.
+    let start = Instant::now();
+    for n in [21u64, 1 << 40, 7] {
+        importer.send("round");
+        exporter.send(&format!("pingpong {n}"));
+        assert_eq!(exporter.expect("answer"), (2 * n).to_string());
+    }
+    let rounds = start.elapsed();
+    importer.send("exit");
+    importer.wait_success();
+    // A second importer of the same server, while the first is gone.
+    let second = setup.serve_importer(&mut exporter);
+    drop(second);
+    exporter.send("drop");
+    exporter.expect("dropped");
+    assert!(
+        !setup.sock().exists(),
+        "the socket file outlived its server"
+    );
+    exporter.send("exit");
+    exporter.wait_success();
+    setup.root.assert_emulator_clean();
+    eprintln!("{kind}: exporter {exporter_pid}, 3 signal round trips in {rounds:.2?}");
+}
+
+#[test]
+fn buffer_and_signals_cross_processes_ascend() {
+    happy_path(BackendKind::Ascend);
+}
+
+#[test]
+fn buffer_and_signals_cross_processes_hip() {
+    happy_path(BackendKind::Hip);
+}
+
+fn misbehaving_clients(kind: BackendKind) {
+    let setup = Setup::new("bad", kind);
+    let (mut exporter, exporter_pid) = setup.exporter(&[(IO_TIMEOUT_ENV, "500".into())]);
+
+    // A client that claims another process's pid (the test runner's, the exporter's).
+    for victim in [std::process::id(), exporter_pid] {
+        let (outcome, reply) = setup.misbehave(&mut exporter, &format!("claim {victim}"));
+        assert!(outcome.starts_with("denied "), "{outcome}");
+        assert!(outcome.contains("kernel says"), "{outcome}");
+        assert!(
+            reply.starts_with(&format!("ERR denied the importer claims process {victim}")),
+            "{reply}"
+        );
+    }
+    let cases = [
+        (
+            "garbage",
+            "protocol",
+            "ERR protocol the hello contains byte 0x7f",
+        ),
+        (
+            "overlong",
+            "protocol",
+            "ERR protocol the hello is longer than 1024 bytes",
+        ),
+        (
+            "silent",
+            "timeout",
+            "ERR protocol no complete the hello within 500ms",
+        ),
+    ];
+    for (how, want_outcome, want_reply) in cases {
+        let (outcome, reply) = setup.misbehave(&mut exporter, how);
+        assert!(outcome.starts_with(want_outcome), "{how}: {outcome}");
+        assert!(reply.starts_with(want_reply), "{how}: {reply}");
+    }
+    // The server still serves a well-behaved importer.
+    let mut importer = setup.serve_importer(&mut exporter);
+    importer.send("round");
+    exporter.send("pingpong 5");
+    assert_eq!(exporter.expect("answer"), "10");
+    importer.send("exit");
+    importer.wait_success();
+    exporter.send("exit");
+    exporter.wait_success();
+    assert!(!setup.sock().exists());
+    setup.root.assert_emulator_clean();
+}
+
+#[test]
+fn misbehaving_clients_are_refused_and_the_server_keeps_serving_ascend() {
+    misbehaving_clients(BackendKind::Ascend);
+}
+
+#[test]
+fn misbehaving_clients_are_refused_and_the_server_keeps_serving_hip() {
+    misbehaving_clients(BackendKind::Hip);
+}
+
+/// An exporter killed with SIGKILL leaves its socket file behind; the next exporter at
+/// the path replaces it, and a file that is not a socket is never replaced.
+#[test]
+fn a_killed_exporters_socket_is_replaced_and_other_files_are_refused() {
+    let setup = Setup::new("paths", BackendKind::Hip);
+    let (exporter, _) = setup.exporter(&[]);
+    exporter.kill();
+    assert!(setup.sock().exists(), "SIGKILL leaves the socket file");
+
+    let (mut exporter, _) = setup.exporter(&[]);
+    // A second exporter at the live path is refused.
+    let mut second = setup.spawn("share-at", &[]);
+    let error = second.expect("error");
+    assert!(error.starts_with("io "), "{error}");
+    assert!(error.contains("another process is serving"), "{error}");
+    second.wait_success();
+    // The refused exporter's liveness probe is still queued at the live one, which
+    // skips it and serves the next importer.
+    let importer = setup.serve_importer(&mut exporter);
+    drop(importer);
+    exporter.send("exit");
+    exporter.wait_success();
+    assert!(!setup.sock().exists());
+
+    std::fs::write(setup.sock(), b"not a socket").unwrap();
+    let mut refused = setup.spawn("share-at", &[]);
+    let error = refused.expect("error");
+    assert!(error.starts_with("io "), "{error}");
+    assert!(error.contains("regular file"), "{error}");
+    refused.wait_success();
+    assert_eq!(std::fs::read(setup.sock()).unwrap(), b"not a socket");
+    std::fs::remove_file(setup.sock()).unwrap();
+    // No emulator cleanliness check here: the killed exporter's memory is reclaimed
+    // lazily by the emulator (its own tests cover that).
+}
+
+/// The socket's permissions and the leftovers of binding: mode 0600 at the final path, no
+/// temporary name left in the directory.
+#[test]
+fn the_socket_is_private_and_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let setup = Setup::new("mode", BackendKind::Ascend);
+    let (mut exporter, _) = setup.exporter(&[]);
+    let mode = std::fs::metadata(setup.sock())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let names: Vec<String> = std::fs::read_dir(setup.root.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sock"))
+        .collect();
+    assert_eq!(names, ["rdv.sock"]);
+    exporter.send("exit");
+    exporter.wait_success();
+    assert!(!Path::new(&setup.sock()).exists());
+}
