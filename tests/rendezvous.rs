@@ -471,3 +471,54 @@ fn the_socket_is_private_and_alone() {
     exporter.wait_success();
     assert!(!Path::new(&setup.sock()).exists());
 }
+
+/// `examples/rendezvous.rs` (built by `cargo test`) runs to completion on both emulated
+/// backends: the exporter starts its importer, which only knows the socket path.
+#[test]
+fn the_example_runs_on_both_emulated_backends() {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let example = profile_dir.join("examples").join("rendezvous");
+    assert!(
+        example.exists(),
+        "cargo test builds the examples: {example:?} is missing"
+    );
+    for backend in ["emulated-ascend", "emulated-hip"] {
+        let root = TestRoot::new(&format!("rdv-example-{backend}"));
+        let out = std::process::Command::new(&example)
+            .envs(root.env())
+            .env("DEVIPC_BACKEND", backend)
+            // The example's default socket goes to the temporary directory.
+            .env("TMPDIR", root.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{backend}: {}\n{stdout}\n{stderr}",
+            out.status
+        );
+        for want in [
+            "granted process",
+            "hello through the rendezvous",
+            "answered 1000 rounds",
+            "1000 round trips",
+        ] {
+            assert!(
+                stdout.contains(want),
+                "{backend}: no {want:?} in\n{stdout}\n{stderr}"
+            );
+        }
+        let sockets: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".sock"))
+            .collect();
+        assert!(
+            sockets.is_empty(),
+            "{backend}: socket left behind: {sockets:?}"
+        );
+        root.assert_emulator_clean();
+    }
+}
