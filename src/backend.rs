@@ -97,6 +97,7 @@ mod tests {
         backend
             .export_external(d, DevicePtr(0x10), 64, ExportOptions::any_process())
             .unwrap();
+        backend.close_external(d, DevicePtr(0x10)).unwrap();
         backend.grant(&token, &[ProcessId(9)]).unwrap();
         let mapping = backend.import(&token, d).unwrap();
         assert_eq!(mapping.len, 64);
@@ -131,6 +132,7 @@ mod tests {
                 "allocate",
                 "export",
                 "export_external",
+                "close_external",
                 "grant",
                 "import",
                 "write",

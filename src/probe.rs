@@ -129,6 +129,10 @@ impl DeviceIpc for ProbeBackend {
         self.record("export_external");
         self.mem_token()
     }
+    fn close_external(&self, _device: DeviceId, _ptr: DevicePtr) -> Result<()> {
+        self.record("close_external");
+        Ok(())
+    }
     fn grant(&self, _token: &MemToken, _peers: &[ProcessId]) -> Result<()> {
         self.record("grant");
         Ok(())

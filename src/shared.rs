@@ -71,6 +71,13 @@ impl Runtime {
         Ok(token)
     }
 
+    /// Ends the exports of the framework block holding `ptr` on `device` (see
+    /// [`DeviceIpc::close_external`]); call it after every importer closed and before the
+    /// framework frees the block.
+    pub fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        self.inner.backend.close_external(device, ptr)
+    }
+
     /// Lets `peers` import `token` (see [`SharedBuffer::grant`]).
     pub fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
         self.inner.backend.grant(token, peers)

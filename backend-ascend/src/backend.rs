@@ -500,6 +500,9 @@ impl DeviceIpc for AscendBackend {
     ) -> Result<MemToken> {
         self.export_external_memory(device, ptr, len, opts)
     }
+    fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        AscendBackend::close_external(self, device, ptr)
+    }
     fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
         self.grant_memory(token, peers)
     }

@@ -202,6 +202,11 @@ impl DeviceIpc for HipBackend {
     ) -> Result<MemToken> {
         self.export_external_memory(device, ptr, len, opts)
     }
+    /// HIP keeps no exporter-side handle for an IPC export: nothing to release beyond
+    /// checking the device.
+    fn close_external(&self, device: DeviceId, _ptr: DevicePtr) -> Result<()> {
+        self.check_device(device).map(drop)
+    }
     /// HIP has no access control: any process holding the token may import, so granting
     /// only checks that the token is one of ours.
     fn grant(&self, token: &MemToken, _peers: &[ProcessId]) -> Result<()> {

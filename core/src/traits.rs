@@ -3,7 +3,7 @@
 //! Every backend (Ascend, HIP; real runtime or emulator) implements it; the `devipc`
 //! facade dispatches to it through an `enum_dispatch` enum and wraps the plain-data
 //! handles in RAII types. The trait is object safe, has no generics or associated types,
-//! and every acquire has its release: `allocate`/`free`, `export*` + `import`/`close`,
+//! and every acquire has its release: `allocate`/`free`, `export*` + `import`/`close`, `export_external`/`close_external`,
 //! `create_signal` or `import_signal`/`destroy_signal`.
 //!
 //! Contract for implementors:
@@ -69,6 +69,12 @@ macro_rules! device_ipc_trait {
             /// [`DeviceIpc::allocate`]: `len` bytes starting at `ptr` on `device`.
             fn export_external(&self, device: DeviceId, ptr: DevicePtr, len: usize, opts: ExportOptions)
             -> Result<MemToken>;
+
+            /// Ends the exports [`DeviceIpc::export_external`] made of the framework block that
+            /// holds `ptr` on `device`, so the framework may free the block (Ascend:
+            /// `aclrtIpcMemClose` of the exporter's key, after every importer closed; HIP:
+            /// nothing to release). Tokens of the block stop working.
+            fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()>;
 
             /// Allows `peers` to import `token` (a no-op where the vendor has no access control,
             /// see [`Capabilities::access_control`](crate::Capabilities::access_control)).
