@@ -4,8 +4,10 @@
 //! A producer allocates or names device memory, exports it as a
 //! [`MemToken`], sends the token to a peer over any channel, grants
 //! the peer, and the peer imports a mapping of the same memory. Signals
-//! ([`SignalToken`]) order the two sides. Frameworks write this
-//! once against [`DeviceIpc`] and pick backends with cargo features:
+//! ([`SignalToken`]) order the two sides. The [`rendezvous`] module does the exchange
+//! over a Unix socket ([`SharedBuffer::share`], [`Runtime::connect`]), checking the peer's
+//! credentials. Frameworks write this once against [`DeviceIpc`] and pick backends with
+//! cargo features:
 //!
 //! | feature | backend | vendor library (found at run time) |
 //! |---|---|---|

@@ -407,12 +407,13 @@ impl ShareServer {
     /// credentials, grants its process id, replies with the tokens.
     ///
     /// Serving one importer takes at most [`ShareOptions::io_timeout`] (plus up to a
-    /// second to deliver a refusal). A refused or
-    /// misbehaving importer gives an error here (after an `ERR` reply when it is still
-    /// listening); the server stays usable, so call `accept` again for the next one. A
-    /// connection closed without a byte (a liveness probe, such as another exporter's
-    /// check that the path is in use) is skipped, not served.
-    /// Several threads may call it at once, each serving its own importer.
+    /// second to deliver a refusal). A refused or misbehaving importer gives an error here
+    /// (after an `ERR` reply when it is still listening); the server stays usable, so call
+    /// `accept` again for the next one. A connection closed without a byte (a liveness
+    /// probe, such as another exporter's check that the path is in use) is skipped, not
+    /// served. Returns once the tokens are sent: whether the importer then imports them
+    /// is its business. Several threads may call it at once, each serving its own
+    /// importer.
     pub fn accept(&self) -> Result<PeerInfo> {
         self.accept_within(None)
     }
@@ -793,8 +794,22 @@ impl Runtime {
             pid: self.process_id(),
             backend: self.info().kind,
         };
-        send_all(&stream, hello.encode().as_bytes(), deadline)
-            .map_err(|e| io_or_timeout(e, format!("{ctx}: sending the hello"), opts.timeout))?;
+        if let Err(e) = send_all(&stream, hello.encode().as_bytes(), deadline) {
+            // An exporter that refused us before reading (a uid it does not accept) and
+            // closed: its reason waits in our receive queue, and says more than EPIPE.
+            let mut reader = LineReader::new(&stream, Instant::now() + RETRY_INTERVAL);
+            if let Ok(line) = reader.read_line()
+                && let Ok(Some(Reply::Refused { code, reason })) =
+                    ReplyDecoder::default().push(&line)
+            {
+                return Err(code.into_error(&ctx, reason, self));
+            }
+            return Err(io_or_timeout(
+                e,
+                format!("{ctx}: sending the hello"),
+                opts.timeout,
+            ));
+        }
 
         let mut reader = LineReader::new(&stream, deadline);
         let mut decoder = ReplyDecoder::default();
@@ -2178,6 +2193,28 @@ mod tests {
             server.accept_timeout(LONG).unwrap();
             importer.join().unwrap().unwrap();
         });
+    }
+
+    /// An exporter that refuses before reading the hello (as for a uid it does not
+    /// accept) and closes: the importer reports the refusal, not a broken pipe.
+    #[test]
+    fn a_refusal_before_the_hello_reaches_the_importer() {
+        let dir = Dir::new("early-refusal");
+        let rt = probe_runtime();
+        let listener = UnixListener::bind(dir.sock()).unwrap();
+        for _ in 0..20 {
+            std::thread::scope(|s| {
+                let fake = s.spawn(|| {
+                    let (mut conn, _) = listener.accept().unwrap();
+                    conn.write_all(b"ERR denied uid 1234 may not import\n")
+                        .unwrap();
+                });
+                let err = rt.connect(dir.sock(), DeviceId(0)).unwrap_err();
+                assert!(is_io(&err, io::ErrorKind::PermissionDenied), "{err:?}");
+                assert!(err.to_string().contains("uid 1234 may not import"), "{err}");
+                fake.join().unwrap();
+            });
+        }
     }
 
     /// Fake exporters: each answers the hello with `reply` and closes (or stays silent).
