@@ -319,7 +319,7 @@ impl SharedBuffer {
     /// options and binds the socket. Importers then need [`ShareServer::accept`].
     ///
     /// The socket appears at `path` already with its final mode (it is bound under a
-    /// temporary name in the same directory and renamed). A stale socket at `path` (no
+    /// temporary name in the same directory and linked). A stale socket at `path` (no
     /// one listening) is replaced; a live one gives [`Error::Io`] of kind `AddrInUse`, and
     /// any other file gives [`Error::Io`] of kind `AlreadyExists`: devipc never removes
     /// what it did not create.
@@ -627,7 +627,7 @@ fn bind_socket(path: &Path, mode: u32) -> Result<(UnixListener, PathBuf, (u64, u
     let path = dir.join(name);
     let ctx = format!("devipc rendezvous at {}", path.display());
 
-    match std::fs::symlink_metadata(&path) {
+    let stale = match std::fs::symlink_metadata(&path) {
         Ok(m) if m.file_type().is_socket() => match UnixStream::connect(&path) {
             Ok(_) => {
                 return Err(Error::io(
@@ -638,8 +638,8 @@ fn bind_socket(path: &Path, mode: u32) -> Result<(UnixListener, PathBuf, (u64, u
                     ),
                 ));
             }
-            // Nobody listens: a stale socket, which the rename below replaces.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            // Nobody listens: a stale socket, replaced below.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => true,
             Err(e) => {
                 return Err(Error::io(format!("{ctx}: checking the existing socket"), e));
             }
@@ -656,33 +656,61 @@ fn bind_socket(path: &Path, mode: u32) -> Result<(UnixListener, PathBuf, (u64, u
                 ),
             ));
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
         Err(e) => return Err(Error::io(format!("{ctx}: inspecting the path"), e)),
-    }
+    };
 
-    // Bind under a temporary name, set the mode, then rename: the socket never appears
-    // at `path` with the umask's mode.
+    // Bind under a temporary name and set the mode, then link it to `path`: the socket
+    // never appears at `path` with the umask's mode, and linking does not replace a file
+    // that appeared meanwhile (only the stale socket found above is removed first).
     let temp = dir.join(format!(
         ".devipc-{}-{}.sock",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    let _ = std::fs::remove_file(&temp);
+    // A leftover of an earlier process with our pid (only ever a socket of ours).
+    if std::fs::symlink_metadata(&temp).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(&temp);
+    }
     let listener = UnixListener::bind(&temp)
         .map_err(|e| Error::io(format!("{ctx}: binding {}", temp.display()), e))?;
     let finish = || -> io::Result<(u64, u64)> {
         std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
         let m = std::fs::symlink_metadata(&temp)?;
         listener.set_nonblocking(true)?;
-        std::fs::rename(&temp, &path)?;
+        if stale {
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        match std::fs::hard_link(&temp, &path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    "another process created a file at this path meanwhile",
+                ));
+            }
+            // A filesystem without hard links: rename instead (it would replace a file
+            // that appeared since the check above).
+            Err(_) => std::fs::rename(&temp, &path)?,
+        }
         Ok((m.dev(), m.ino()))
     };
-    match finish() {
+    let result = finish();
+    // Gone already after a rename; after a link or a failure, ours to remove.
+    if let Err(e) = std::fs::remove_file(&temp)
+        && e.kind() != io::ErrorKind::NotFound
+    {
+        eprintln!(
+            "devipc: removing the temporary socket {} failed: {e}",
+            temp.display()
+        );
+    }
+    match result {
         Ok(socket_id) => Ok((listener, path, socket_id)),
-        Err(e) => {
-            let _ = std::fs::remove_file(&temp);
-            Err(Error::io(format!("{ctx}: creating the socket"), e))
-        }
+        Err(e) => Err(Error::io(format!("{ctx}: creating the socket"), e)),
     }
 }
 
