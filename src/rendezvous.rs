@@ -566,7 +566,13 @@ impl ShareServer {
             encode_offer(&self.token, &tokens).as_bytes(),
             deadline,
         )
-        .map_err(|e| Error::io(format!("{ctx}: sending the tokens to {who}"), e))?;
+        .map_err(|e| {
+            io_or_timeout(
+                e,
+                format!("{ctx}: sending the tokens to {who}"),
+                self.opts.io_timeout,
+            )
+        })?;
         Ok(Some(PeerInfo {
             process_id: hello.pid,
             credentials,
@@ -1212,7 +1218,7 @@ impl LineError {
     /// A sentence for an `ERR` reply.
     fn describe(&self, what: &str, after: Duration) -> String {
         match self {
-            LineError::Timeout => format!("no complete {what} within {after:?}"),
+            LineError::Timeout => format!("{what} did not complete within {after:?}"),
             LineError::Closed | LineError::Eof => {
                 format!("the connection closed before {what} was complete")
             }
@@ -1906,13 +1912,13 @@ mod tests {
             (
                 "silence",
                 Vec::new(),
-                "ERR protocol no complete the hello within",
+                "ERR protocol the hello did not complete within",
                 |e| matches!(e, Error::Timeout { .. }),
             ),
             (
                 "half a hello",
                 format!("{MAGIC} 1 pid=").into_bytes(),
-                "ERR protocol no complete the hello within",
+                "ERR protocol the hello did not complete within",
                 |e| matches!(e, Error::Timeout { .. }),
             ),
         ];

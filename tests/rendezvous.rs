@@ -382,7 +382,7 @@ fn misbehaving_clients(kind: BackendKind) {
         (
             "silent",
             "timeout",
-            "ERR protocol no complete the hello within 500ms",
+            "ERR protocol the hello did not complete within 500ms",
         ),
     ];
     for (how, want_outcome, want_reply) in cases {
