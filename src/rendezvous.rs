@@ -76,8 +76,8 @@
 //!   listed with [`ShareOptions::allow_uid`]. Root is not special: list uid 0 to allow it.
 //!   The importer checks the exporter's uid the same way ([`ConnectOptions::allow_uid`]),
 //!   so it never imports from a socket someone else planted.
-//! - The claimed process id. When this runtime's [`Runtime::process_id`] is the kernel pid
-//!   of our own pid namespace (HIP, the emulator, Ascend outside containers), the claim
+//! - The claimed process id. When the exporter's [`Runtime::process_id`] is its kernel
+//!   pid, `std::process::id()` (HIP, the emulator, Ascend outside containers), the claim
 //!   must equal the peer's `SO_PEERCRED` pid: a process cannot obtain a grant for another
 //!   process, and a peer whose pid is not visible in our namespace is refused
 //!   ([`PidCheck::Verified`]). Ascend inside a container names processes by their bare
