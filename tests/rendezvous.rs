@@ -25,6 +25,8 @@ const KIND_ENV: &str = "RDV_TEST_KIND";
 const SOCK_ENV: &str = "RDV_TEST_SOCK";
 /// The exporter's per-importer timeout, in milliseconds.
 const IO_TIMEOUT_ENV: &str = "RDV_TEST_IO_TIMEOUT_MS";
+/// The exporter's socket mode, in octal.
+const SOCKET_MODE_ENV: &str = "RDV_TEST_SOCKET_MODE";
 /// What the exporter writes at offset 16 for importers to find.
 const PATTERN: &[u8] = b"through the rendezvous";
 const SIZE: usize = 1 << 16;
@@ -41,6 +43,7 @@ fn child_role() {
             "share-at" => share_at(parent),
             "raw" => raw_client(parent),
             "thief" => thief(parent),
+            "refused-importer" => refused_importer(parent),
             other => Err(format!("unknown role {other}").into()),
         };
         result.map_err(|e| e.to_string())
@@ -84,6 +87,9 @@ fn exporter(parent: &Parent) -> AnyResult<()> {
     let mut opts = ShareOptions::new();
     if let Ok(ms) = env(IO_TIMEOUT_ENV) {
         opts = opts.io_timeout(Duration::from_millis(ms.parse()?));
+    }
+    if let Ok(mode) = env(SOCKET_MODE_ENV) {
+        opts = opts.socket_mode(u32::from_str_radix(&mode, 8)?);
     }
     let mut server = Some(
         buffer
@@ -182,6 +188,16 @@ fn thief(parent: &Parent) -> AnyResult<()> {
     Ok(())
 }
 
+/// Connects, expecting to refuse or be refused, and reports the error.
+fn refused_importer(parent: &Parent) -> AnyResult<()> {
+    let rt = child_runtime()?;
+    match rt.connect(env(SOCK_ENV)?, DeviceId(0)) {
+        Ok(_) => parent.say("connected", ""),
+        Err(e) => parent.say("error", &format!("{} {e}", category(&e))),
+    }
+    Ok(())
+}
+
 /// Tries to share a buffer at the path and reports the outcome.
 fn share_at(parent: &Parent) -> AnyResult<()> {
     let rt = child_runtime()?;
@@ -203,12 +219,21 @@ fn raw_client(parent: &Parent) -> AnyResult<()> {
     let (how, arg) = command.split_once(' ').unwrap_or((&command, ""));
     let bytes: Vec<u8> = match how {
         "claim" => format!("{MAGIC} {PROTOCOL_VERSION} pid={arg} backend={kind}\n").into_bytes(),
+        "honest" => format!(
+            "{MAGIC} {PROTOCOL_VERSION} pid={} backend={kind}\n",
+            std::process::id()
+        )
+        .into_bytes(),
         "garbage" => b"\x7fELF\x02\x01\x01\n".to_vec(),
         "overlong" => vec![b'9'; 8 * MAX_LINE],
         "silent" => Vec::new(),
         other => return Err(format!("unknown raw client {other:?}").into()),
     };
-    stream.write_all(&bytes)?;
+    match stream.write_all(&bytes) {
+        // An exporter may refuse (a uid it does not accept) and close before reading.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
     parent.say("sent", "");
     let mut reply = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -521,4 +546,137 @@ fn the_example_runs_on_both_emulated_backends() {
         );
         root.assert_emulator_clean();
     }
+}
+
+/// A child running as another uid (root can start one); speaks the testkit's `@@` lines.
+struct Foreign {
+    proc: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    inp: std::process::ChildStdin,
+}
+
+impl Foreign {
+    fn spawn(setup: &Setup, uid: u32, role: &str, env: &[(&str, &std::ffi::OsStr)]) -> Foreign {
+        use std::os::unix::process::CommandExt;
+        use std::process::Stdio;
+        let mut proc = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["child_role", "--exact", "--nocapture", "--test-threads=1"])
+            .uid(uid)
+            .gid(uid)
+            .env(devipc_testkit::ROLE_ENV, role)
+            .env(KIND_ENV, setup.kind.to_string())
+            .env(SOCK_ENV, setup.sock())
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Foreign {
+            out: std::io::BufReader::new(proc.stdout.take().unwrap()),
+            inp: proc.stdin.take().unwrap(),
+            proc,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.inp, "{line}").unwrap();
+    }
+
+    fn expect(&mut self, key: &str) -> String {
+        use std::io::BufRead;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                self.out.read_line(&mut line).unwrap() > 0,
+                "child exited before {key:?}"
+            );
+            let Some((_, msg)) = line.trim_end().split_once("@@ ") else {
+                continue;
+            };
+            let (k, v) = msg.split_once(' ').unwrap_or((msg, ""));
+            assert_ne!(k, "fail", "child failed: {v}");
+            if k == key {
+                return v.to_owned();
+            }
+        }
+    }
+
+    fn wait_success(mut self) {
+        assert!(self.proc.wait().unwrap().success());
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        if let Ok(None) = self.proc.try_wait() {
+            let _ = self.proc.kill();
+            let _ = self.proc.wait();
+        }
+    }
+}
+
+/// An importer of another uid is refused by the exporter even when the socket's mode
+/// lets it connect, and an importer refuses an exporter of another uid. Needs root (to
+/// start a child as `nobody`); says so loudly and does nothing otherwise.
+#[test]
+fn other_uids_are_refused_both_ways() {
+    const NOBODY: u32 = 65534;
+    if devipc_shm::sys::effective_uid() != 0 {
+        eprintln!(
+            "SKIPPED other_uids_are_refused_both_ways: needs root to run a child as uid {NOBODY}"
+        );
+        return;
+    }
+    let setup = Setup::new("uids", BackendKind::Hip);
+    let (mut exporter, _) = setup.exporter(&[(SOCKET_MODE_ENV, "666".into())]);
+
+    exporter.send("accept");
+    let mut stranger = Foreign::spawn(&setup, NOBODY, "raw", &[]);
+    stranger.send("honest");
+    stranger.expect("sent");
+    let outcome = exporter.expect("refused");
+    assert!(outcome.starts_with("denied "), "{outcome}");
+    assert!(
+        outcome.contains(&format!("uid {NOBODY} may not import")),
+        "{outcome}"
+    );
+    let reply = stranger.expect("reply");
+    assert!(
+        reply.starts_with(&format!("ERR denied uid {NOBODY} may not import")),
+        "{reply}"
+    );
+    stranger.wait_success();
+
+    // The other way round: `nobody` with an emulator of its own refuses the root exporter
+    // before sending anything.
+    let own = std::env::temp_dir().join(format!("devipc-rdv-nobody-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&own);
+    let env = [
+        ("DEVIPC_EMU_DIR", own.join("emu").into_os_string()),
+        ("DEVIPC_RUNTIME_DIR", own.join("run").into_os_string()),
+    ];
+    std::fs::create_dir_all(&own).unwrap();
+    std::os::unix::fs::chown(&own, Some(NOBODY), Some(NOBODY)).unwrap();
+    let env: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+    let mut importer = Foreign::spawn(&setup, NOBODY, "refused-importer", &env);
+    let error = importer.expect("error");
+    importer.wait_success();
+    let _ = std::fs::remove_dir_all(&own);
+    assert!(error.starts_with("denied "), "{error}");
+    assert!(error.contains("served by uid 0"), "{error}");
+    // Its connection still waits in the exporter's queue: refused for its uid, although
+    // it already left.
+    exporter.send("accept");
+    let outcome = exporter.expect("refused");
+    assert!(
+        outcome.contains(&format!("uid {NOBODY} may not import")),
+        "{outcome}"
+    );
+
+    // Still serving our own uid.
+    drop(setup.serve_importer(&mut exporter));
+    exporter.send("exit");
+    exporter.wait_success();
+    setup.root.assert_emulator_clean();
 }
