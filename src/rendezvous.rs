@@ -409,9 +409,9 @@ impl ShareServer {
     /// Serving one importer takes at most [`ShareOptions::io_timeout`] (plus up to a
     /// second to deliver a refusal). A refused or misbehaving importer gives an error here
     /// (after an `ERR` reply when it is still listening); the server stays usable, so call
-    /// `accept` again for the next one. A connection closed without a byte (a liveness
-    /// probe, such as another exporter's check that the path is in use) is skipped, not
-    /// served. Returns once the tokens are sent: whether the importer then imports them
+    /// `accept` again for the next one. A connection of an accepted uid closed without a
+    /// byte (a liveness probe, such as another exporter's check that the path is in use)
+    /// is skipped, not served. Returns once the tokens are sent: whether the importer then imports them
     /// is its business. Several threads may call it at once, each serving its own
     /// importer.
     pub fn accept(&self) -> Result<PeerInfo> {
