@@ -11,7 +11,11 @@ fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
     let path = profile_dir.join("examples").join(name);
-    assert!(path.exists(), "cargo test builds the examples: {} is missing", path.display());
+    assert!(
+        path.exists(),
+        "cargo test builds the examples: {} is missing",
+        path.display()
+    );
     path
 }
 
@@ -26,9 +30,16 @@ fn quickstart_runs_on_both_emulated_backends() {
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{backend}: {}\n{stdout}\n{stderr}", out.status);
+        assert!(
+            out.status.success(),
+            "{backend}: {}\n{stdout}\n{stderr}",
+            out.status
+        );
         assert!(stdout.contains("1000 round trips"), "{backend}: {stdout}");
-        assert!(stderr.contains("consumer: answered 1000 rounds"), "{backend}: {stderr}");
+        assert!(
+            stderr.contains("consumer: answered 1000 rounds"),
+            "{backend}: {stderr}"
+        );
         root.assert_emulator_clean();
     }
 }
