@@ -1,0 +1,501 @@
+//! `devipc`: the command-line companion of the devipc library. Its one command, `devipc
+//! doctor`, answers "can this machine share device memory between processes, and if not,
+//! why not?".
+//!
+//! ```text
+//! devipc doctor [--json] [--no-probe]
+//! ```
+//!
+//! For every backend compiled in (features `ascend`, `hip`) the doctor reports the real
+//! vendor runtime: every library path discovery tried with the loader's answer, the
+//! runtime (and HIP driver) version, the device count, the peer-access matrix and the
+//! capabilities; then the same for the devipc emulator speaking that vendor's ABI
+//! (feature `emulator`), labelled `emulated-*`. On every backend that starts it runs a
+//! two-process probe (see [`probe`]): it re-executes itself as a child, shares a buffer
+//! and two signals with it, checks bytes in both directions and times signal round trips.
+//!
+//! Exit status: 0 when every backend that started passed its probe (a backend that
+//! cannot start here, e.g. no library or no device, is reported, not a failure); 1 when a
+//! probe failed; 2 for a usage error.
+//!
+//! # `--json`
+//!
+//! The same report as one JSON object (schema `devipc-doctor/1`; fields are only ever
+//! added within a schema version):
+//!
+//! ```text
+//! {
+//!   "schema": "devipc-doctor/1",
+//!   "devipc_version": "0.1.0",
+//!   "compiled_backends": ["ascend", "hip"],   // Backend::COMPILED
+//!   "emulator_compiled": true,
+//!   "ok": true,                               // the exit status is 0
+//!   "backends": [ {                           // real runtimes first, then emulated
+//!     "name": "hip",                          // a DEVIPC_BACKEND value: hip, emulated-hip, ...
+//!     "kind": "hip" | "ascend",
+//!     "emulated": false,
+//!     "discovery": [                          // null for emulated backends
+//!       { "path": "libamdhip64.so",           // as handed to the dynamic loader
+//!         "origin": "loader search path",     // why it is a candidate
+//!         "result": "loaded" | "load_failed" | "rejected" | "not_tried",
+//!         "error": "..." | null,              // the loader's message (load_failed, rejected)
+//!         "resolved": "/usr/lib/..." | null } // the file mapped for a loaded candidate
+//!     ],
+//!     "library": "/usr/lib/..." | "emulated" | null,  // what the backend runs on
+//!     "runtime_version": "5.2.21153" | null,
+//!     "driver_version": "..." | null,         // HIP only
+//!     "available": false,                     // the backend started
+//!     "error": null | {                       // why it did not start
+//!       "kind": "library_not_found" | "missing_symbol" | "vendor" | "unsupported" | ...,
+//!       "message": "...",
+//!       "api": "hipGetDeviceCount", "code": 100, "name": "hipErrorNoDevice"  // vendor only, else null
+//!     },
+//!     "process_id": 1234 | null,
+//!     "device_count": 2 | null,
+//!     "peer_matrix": [[null, true], [true, null]] | null,  // row device can access column
+//!                                             // device; null on the diagonal; a string
+//!                                             // when the query failed
+//!     "capabilities": { "access_control": true, "export_allocation": true,
+//!                       "export_external": true, "signals": true,
+//!                       "cross_device_import": true, "disable_pid_validation": true } | null,
+//!     "probe": null | {                       // null when not started or --no-probe
+//!       "passed": true, "total_ms": 41.3,
+//!       "steps": [ { "name": "spawn" | "export" | "import" | "bytes-to-child" |
+//!                            "bytes-to-parent" | "signal-round-trips" | "child-exit",
+//!                    "passed": true, "ms": 3.1, "detail": "..." } ],
+//!       "signal_round_trip_us": { "rounds": 200, "min": 9.8, "median": 14.2,
+//!                                 "p99": 40.0, "max": 61.0 } | null,
+//!       "child_stderr": null | "..."          // only when the probe failed
+//!     }
+//!   } ]
+//! }
+//! ```
+
+mod inspect;
+mod json;
+mod probe;
+
+use std::process::ExitCode;
+
+use devipc::{Backend, BackendChoice, Capabilities};
+
+use inspect::{BackendReport, Outcome, PeerCell};
+use json::Json;
+use probe::ProbeReport;
+
+const USAGE: &str = "\
+usage: devipc doctor [--json] [--no-probe]
+
+Reports every devipc backend compiled into this program: the vendor runtime (library
+paths tried, versions, devices, peer access, capabilities) and the devipc emulator,
+and runs a two-process sharing probe on each backend that starts.
+
+  --json      print the report as JSON (schema devipc-doctor/1)
+  --no-probe  skip the two-process probes
+
+Exit status: 0 when every probe passed (backends that cannot start are reported, not
+failures), 1 when a probe failed, 2 for a usage error.";
+
+/// Schema identifier of the JSON report.
+const SCHEMA: &str = "devipc-doctor/1";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some(probe::CHILD_COMMAND) => match args.get(1) {
+            Some(choice) => probe::child_main(choice),
+            None => usage_error("__probe-child needs a backend"),
+        },
+        Some("doctor") => {
+            let mut json = false;
+            let mut run_probes = true;
+            for arg in &args[1..] {
+                match arg.as_str() {
+                    "--json" => json = true,
+                    "--no-probe" => run_probes = false,
+                    "-h" | "--help" => {
+                        println!("{USAGE}");
+                        return ExitCode::SUCCESS;
+                    }
+                    other => return usage_error(&format!("unknown option `{other}`")),
+                }
+            }
+            doctor(json, run_probes)
+        }
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some(other) => usage_error(&format!("unknown command `{other}`")),
+        None => usage_error("no command given"),
+    }
+}
+
+fn usage_error(what: &str) -> ExitCode {
+    eprintln!("devipc: {what}\n\n{USAGE}");
+    ExitCode::from(2)
+}
+
+/// One backend's inspection plus its probe.
+struct Entry {
+    report: BackendReport,
+    probe: Option<ProbeReport>,
+}
+
+fn doctor(json: bool, run_probes: bool) -> ExitCode {
+    let mut entries = Vec::new();
+    for &kind in Backend::COMPILED {
+        entries.push(inspect::real(kind));
+    }
+    if cfg!(feature = "emulator") {
+        for &kind in Backend::COMPILED {
+            entries.push(inspect::emulated(kind));
+        }
+    }
+    let entries: Vec<Entry> = entries
+        .into_iter()
+        .map(|report| {
+            let probe = match (&report.start, run_probes) {
+                (Ok((rt, _)), true) => {
+                    let choice = if report.emulated {
+                        BackendChoice::Emulated(report.kind)
+                    } else {
+                        BackendChoice::Real(report.kind)
+                    };
+                    Some(probe::run(choice, rt))
+                }
+                _ => None,
+            };
+            Entry { report, probe }
+        })
+        .collect();
+    let ok = entries
+        .iter()
+        .all(|e| e.probe.as_ref().is_none_or(|p| p.passed));
+    if json {
+        print!("{}", to_json(&entries, ok).pretty());
+    } else {
+        print!("{}", to_text(&entries, ok));
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn capability_list(c: &Capabilities) -> [(&'static str, bool); 6] {
+    [
+        ("access_control", c.access_control),
+        ("export_allocation", c.export_allocation),
+        ("export_external", c.export_external),
+        ("signals", c.signals),
+        ("cross_device_import", c.cross_device_import),
+        ("disable_pid_validation", c.disable_pid_validation),
+    ]
+}
+
+fn to_json(entries: &[Entry], ok: bool) -> Json {
+    let backends = entries.iter().map(entry_json).collect();
+    Json::obj([
+        ("schema", Json::str(SCHEMA)),
+        ("devipc_version", Json::str(env!("CARGO_PKG_VERSION"))),
+        (
+            "compiled_backends",
+            Json::Arr(Backend::COMPILED.iter().map(|k| k.name().into()).collect()),
+        ),
+        ("emulator_compiled", cfg!(feature = "emulator").into()),
+        ("ok", ok.into()),
+        ("backends", Json::Arr(backends)),
+    ])
+}
+
+fn entry_json(entry: &Entry) -> Json {
+    let r = &entry.report;
+    let started = r.start.as_ref().ok().map(|(_, info)| info);
+    let discovery = r.discovery.as_ref().map(|rows| {
+        Json::Arr(
+            rows.iter()
+                .map(|c| {
+                    let (result, error, resolved) = match &c.outcome {
+                        Outcome::Loaded { resolved } => ("loaded", None, resolved.as_ref()),
+                        Outcome::LoadFailed(e) => ("load_failed", Some(e), None),
+                        Outcome::Rejected(e) => ("rejected", Some(e), None),
+                        Outcome::NotTried => ("not_tried", None, None),
+                    };
+                    Json::obj([
+                        ("path", Json::str(c.path.display().to_string())),
+                        ("origin", Json::str(c.origin.clone())),
+                        ("result", result.into()),
+                        ("error", Json::opt(error, |e| Json::str(e.clone()))),
+                        (
+                            "resolved",
+                            Json::opt(resolved, |p| Json::str(p.display().to_string())),
+                        ),
+                    ])
+                })
+                .collect(),
+        )
+    });
+    let error = r.start.as_ref().err().map(|e| {
+        Json::obj([
+            ("kind", e.kind.into()),
+            ("message", Json::str(e.message.clone())),
+            ("api", Json::opt(e.api.clone(), Json::from)),
+            ("code", Json::opt(e.code, Json::from)),
+            ("name", Json::opt(e.name.clone(), Json::from)),
+        ])
+    });
+    let peer_matrix = started.map(|info| {
+        Json::Arr(
+            info.peer_matrix
+                .iter()
+                .map(|row| {
+                    Json::Arr(
+                        row.iter()
+                            .map(|cell| match cell {
+                                PeerCell::SameDevice => Json::Null,
+                                PeerCell::Access(b) => (*b).into(),
+                                PeerCell::Failed(e) => Json::str(e.clone()),
+                            })
+                            .collect(),
+                    )
+                })
+                .collect(),
+        )
+    });
+    let capabilities = started.map(|info| {
+        Json::obj(
+            capability_list(&info.capabilities)
+                .into_iter()
+                .map(|(k, v)| (k, v.into())),
+        )
+    });
+    Json::obj([
+        ("name", Json::str(r.name.clone())),
+        ("kind", r.kind.name().into()),
+        ("emulated", r.emulated.into()),
+        ("discovery", discovery.unwrap_or(Json::Null)),
+        (
+            "library",
+            Json::opt(started, |i| Json::str(i.library.clone())),
+        ),
+        (
+            "runtime_version",
+            Json::opt(r.runtime_version.clone(), Json::from),
+        ),
+        (
+            "driver_version",
+            Json::opt(r.driver_version.clone(), Json::from),
+        ),
+        ("available", started.is_some().into()),
+        ("error", error.unwrap_or(Json::Null)),
+        ("process_id", Json::opt(started, |i| i.process_id.into())),
+        (
+            "device_count",
+            Json::opt(started, |i| i.device_count.into()),
+        ),
+        ("peer_matrix", peer_matrix.unwrap_or(Json::Null)),
+        ("capabilities", capabilities.unwrap_or(Json::Null)),
+        ("probe", Json::opt(entry.probe.as_ref(), probe_json)),
+    ])
+}
+
+fn probe_json(p: &ProbeReport) -> Json {
+    Json::obj([
+        ("passed", p.passed.into()),
+        ("total_ms", p.total_ms.into()),
+        (
+            "steps",
+            Json::Arr(
+                p.steps
+                    .iter()
+                    .map(|s| {
+                        Json::obj([
+                            ("name", s.name.into()),
+                            ("passed", s.passed.into()),
+                            ("ms", s.ms.into()),
+                            ("detail", Json::str(s.detail.clone())),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
+        (
+            "signal_round_trip_us",
+            Json::opt(p.round_trips, |r| {
+                Json::obj([
+                    ("rounds", r.rounds.into()),
+                    ("min", r.min_us.into()),
+                    ("median", r.median_us.into()),
+                    ("p99", r.p99_us.into()),
+                    ("max", r.max_us.into()),
+                ])
+            }),
+        ),
+        (
+            "child_stderr",
+            Json::opt(p.child_stderr.clone(), Json::from),
+        ),
+    ])
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+fn to_text(entries: &[Entry], ok: bool) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let compiled: Vec<&str> = Backend::COMPILED.iter().map(|k| k.name()).collect();
+    let _ = writeln!(
+        out,
+        "devipc doctor {} (pid {})\ncompiled backends: {}; emulator: {}",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id(),
+        compiled.join(", "),
+        if cfg!(feature = "emulator") {
+            "compiled in"
+        } else {
+            "not compiled in"
+        }
+    );
+    for entry in entries {
+        let r = &entry.report;
+        let label = if r.emulated {
+            "devipc emulator, no device"
+        } else {
+            "vendor runtime"
+        };
+        let _ = writeln!(out, "\n== {} ({label}) ==", r.name);
+        if let Some(rows) = &r.discovery {
+            let _ = writeln!(out, "  library discovery, in order:");
+            for c in rows {
+                let path = c.path.display();
+                let origin = &c.origin;
+                let _ = match &c.outcome {
+                    Outcome::Loaded { resolved } => writeln!(
+                        out,
+                        "    [loaded]  {path}  ({origin}){}",
+                        resolved
+                            .as_ref()
+                            .map(|p| format!(" -> {}", p.display()))
+                            .unwrap_or_default()
+                    ),
+                    Outcome::LoadFailed(e) => {
+                        writeln!(out, "    [failed]  {path}  ({origin}): {e}")
+                    }
+                    Outcome::Rejected(e) => {
+                        writeln!(out, "    [rejected] {path}  ({origin}): {e}")
+                    }
+                    Outcome::NotTried => writeln!(
+                        out,
+                        "    [skipped] {path}  ({origin}): an earlier candidate loaded"
+                    ),
+                };
+            }
+        }
+        if let Some(v) = &r.runtime_version {
+            let _ = writeln!(out, "  runtime version: {v}");
+        }
+        if let Some(v) = &r.driver_version {
+            let _ = writeln!(out, "  driver version: {v}");
+        }
+        match &r.start {
+            Err(e) => {
+                // The attempts of a library-not-found error are the discovery list above.
+                let message = if r.discovery.is_some() && e.kind == "library_not_found" {
+                    e.message.lines().next().unwrap_or_default().to_owned()
+                } else {
+                    e.message.replace('\n', "\n    ")
+                };
+                let _ = writeln!(out, "  status: UNAVAILABLE ({}): {message}", e.kind);
+            }
+            Ok((_, info)) => {
+                let _ = writeln!(out, "  status: started: {}", info.description);
+                let _ = writeln!(out, "  library: {}", info.library);
+                let _ = writeln!(out, "  process id: {}", info.process_id);
+                let _ = writeln!(out, "  devices: {}", info.device_count);
+                if info.device_count > 0 {
+                    let _ = writeln!(out, "  peer access (row device can access column device):");
+                    let header: String =
+                        (0..info.device_count).map(|d| format!("{d:>5}")).collect();
+                    let _ = writeln!(out, "        {header}");
+                    for (d, row) in info.peer_matrix.iter().enumerate() {
+                        let cells: String = row
+                            .iter()
+                            .map(|c| match c {
+                                PeerCell::SameDevice => format!("{:>5}", "-"),
+                                PeerCell::Access(b) => format!("{:>5}", yes_no(*b)),
+                                PeerCell::Failed(_) => format!("{:>5}", "ERR"),
+                            })
+                            .collect();
+                        let _ = writeln!(out, "    {d:>4}{cells}");
+                    }
+                    for (d, row) in info.peer_matrix.iter().enumerate() {
+                        for (p, c) in row.iter().enumerate() {
+                            if let PeerCell::Failed(e) = c {
+                                let _ = writeln!(out, "    {d} -> {p}: {e}");
+                            }
+                        }
+                    }
+                }
+                let caps: Vec<String> = capability_list(&info.capabilities)
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={}", yes_no(v)))
+                    .collect();
+                let _ = writeln!(out, "  capabilities: {}", caps.join(", "));
+            }
+        }
+        if let Some(p) = &entry.probe {
+            let _ = writeln!(
+                out,
+                "  probe: {} in {:.1} ms",
+                if p.passed { "PASS" } else { "FAIL" },
+                p.total_ms
+            );
+            for s in &p.steps {
+                let _ = writeln!(
+                    out,
+                    "    [{}] {:<19} {:>8.2} ms  {}",
+                    if s.passed { "ok" } else { "FAIL" },
+                    s.name,
+                    s.ms,
+                    s.detail
+                );
+            }
+            if let Some(stderr) = &p.child_stderr {
+                if !stderr.trim().is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "    child stderr:\n      {}",
+                        stderr.trim().replace('\n', "\n      ")
+                    );
+                }
+            }
+        }
+    }
+    let started: Vec<&Entry> = entries.iter().filter(|e| e.report.start.is_ok()).collect();
+    let probed = started.iter().filter(|e| e.probe.is_some()).count();
+    let passed = started
+        .iter()
+        .filter(|e| e.probe.as_ref().is_some_and(|p| p.passed))
+        .count();
+    let unavailable: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.report.start.is_err())
+        .map(|e| e.report.name.as_str())
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nsummary: {} backend(s) started, {passed} of {probed} probe(s) passed; unavailable here: {}\nresult: {}",
+        started.len(),
+        if unavailable.is_empty() {
+            "none".to_owned()
+        } else {
+            unavailable.join(", ")
+        },
+        if ok { "OK" } else { "PROBE FAILED" }
+    );
+    out
+}
