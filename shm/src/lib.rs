@@ -7,13 +7,17 @@
 //!
 //! - [`sys`]: the only `unsafe` code: `mmap` of files (`MAP_SHARED`), address
 //!   reservations, `flock`, `futex`, `posix_fallocate`, `getrandom`, with safe types on top;
+//! - [`process`]: process identity that survives pid reuse (pid + start time);
 //! - [`private_dir`]: creating and validating a 0700 directory for such files;
 //! - [`word_file`]: a named page of such words that a token can point a peer at;
+//! - [`lease`]: crash-safe holder lists that keep an exported object from being released under its importers;
 //! - [`futex`]: waiting on and waking a 32-bit word across processes, and the
 //!   [`BinarySemaphore`](futex::BinarySemaphore) built on it.
 #![deny(unsafe_code)]
 
 pub mod futex;
+pub mod lease;
 pub mod private_dir;
+pub mod process;
 pub mod sys;
 pub mod word_file;

@@ -29,13 +29,8 @@ impl WordFile {
     /// Creates a fresh, zeroed, page-sized word file with a random name in `dir` (which
     /// should come from [`open_private_dir`](crate::private_dir::open_private_dir)).
     pub fn create(dir: &Path) -> io::Result<WordFile> {
-        let mut random = [0u8; NAME_LEN / 2];
-        sys::random_bytes(&mut random)?;
-        let mut name = [0u8; NAME_LEN];
-        for (i, b) in random.iter().enumerate() {
-            name[2 * i..2 * i + 2].copy_from_slice(format!("{b:02x}").as_bytes());
-        }
-        let path = dir.join(name_str(&name)?);
+        let name = random_name()?;
+        let path = dir.join(valid_name(&name)?);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -64,7 +59,7 @@ impl WordFile {
                 "word file name has the wrong length",
             )
         })?;
-        let path = dir.join(name_str(&name)?);
+        let path = dir.join(valid_name(&name)?);
         let file: File = OpenOptions::new().read(true).write(true).open(&path)?;
         if file.metadata()?.len() < sys::page_size() as u64 {
             return Err(io::Error::new(
@@ -100,8 +95,19 @@ impl WordFile {
     }
 }
 
+/// A fresh random name: [`NAME_LEN`] lower-case hex digits.
+pub(crate) fn random_name() -> io::Result<[u8; NAME_LEN]> {
+    let mut random = [0u8; NAME_LEN / 2];
+    sys::random_bytes(&mut random)?;
+    let mut name = [0u8; NAME_LEN];
+    for (i, b) in random.iter().enumerate() {
+        name[2 * i..2 * i + 2].copy_from_slice(format!("{b:02x}").as_bytes());
+    }
+    Ok(name)
+}
+
 /// The name as a path component: lower-case hex only, so it cannot escape the directory.
-fn name_str(name: &[u8; NAME_LEN]) -> io::Result<&str> {
+pub(crate) fn valid_name(name: &[u8; NAME_LEN]) -> io::Result<&str> {
     if name
         .iter()
         .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))

@@ -1,0 +1,242 @@
+//! [`Lease`]: a crash-safe list of the processes that hold a shared object.
+//!
+//! An exporter that must not release an object while importers use it (HIP: `hipFree`
+//! before the importers' `hipIpcCloseMemHandle` is undefined behaviour; Ascend IPC keys:
+//! importers must close before the exporter) creates a lease file and names it in the
+//! token. Each importer adds itself ([`Lease::acquire`]) before it maps the object and
+//! removes itself ([`Lease::release`]) after it unmapped it. The exporter asks
+//! [`Lease::live_holders`] before releasing.
+//!
+//! Holders are [`ProcessIdentity`]s (pid + start time) with a count, so an importer that
+//! crashed, or a pid reused by another process, is recognised as dead and dropped from the
+//! lease the next time anyone reads it: a killed importer can never keep an object alive
+//! for ever.
+//!
+//! The file (`lease-<32 hex>` in a [private directory](crate::private_dir)) holds one line
+//! per holder, `<pid> <start time> <count>`, and is read and rewritten under an exclusive
+//! `flock` on the file itself.
+
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::process::ProcessIdentity;
+use crate::sys::{self, FlockMode};
+use crate::word_file::{NAME_LEN, random_name, valid_name};
+
+/// Largest lease file read (a lease lists at most a few thousand holders).
+const MAX_LEN: u64 = 1 << 20;
+
+/// A lease file.
+#[derive(Debug)]
+pub struct Lease {
+    path: PathBuf,
+    name: [u8; NAME_LEN],
+}
+
+impl Lease {
+    /// Creates an empty lease with a random name in `dir`.
+    pub fn create(dir: &Path) -> io::Result<Lease> {
+        let name = random_name()?;
+        let path = dir.join(format!("lease-{}", valid_name(&name)?));
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        Ok(Lease { path, name })
+    }
+
+    /// The existing lease `name` in `dir`. A malformed name is `InvalidInput`; a lease that
+    /// is gone (its object was released) is `NotFound`.
+    pub fn open(dir: &Path, name: &[u8]) -> io::Result<Lease> {
+        let name: [u8; NAME_LEN] = name.try_into().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "lease name has the wrong length",
+            )
+        })?;
+        let path = dir.join(format!("lease-{}", valid_name(&name)?));
+        std::fs::metadata(&path)?;
+        Ok(Lease { path, name })
+    }
+
+    /// The name to send to importers.
+    pub fn name(&self) -> &[u8; NAME_LEN] {
+        &self.name
+    }
+
+    /// Adds one hold by `who` (the calling process, normally).
+    pub fn acquire(&self, who: ProcessIdentity) -> io::Result<()> {
+        self.update(
+            |holders| match holders.iter_mut().find(|(p, _)| *p == who) {
+                Some((_, n)) => *n += 1,
+                None => holders.push((who, 1)),
+            },
+        )
+    }
+
+    /// Removes one hold by `who`; releasing a hold it does not have is a no-op.
+    pub fn release(&self, who: ProcessIdentity) -> io::Result<()> {
+        self.update(|holders| {
+            if let Some(i) = holders.iter().position(|(p, _)| *p == who) {
+                holders[i].1 -= 1;
+                if holders[i].1 == 0 {
+                    holders.remove(i);
+                }
+            }
+        })
+    }
+
+    /// The number of holds by live processes, after dropping those of dead ones.
+    pub fn live_holders(&self) -> io::Result<u64> {
+        let mut live = 0;
+        self.update(|holders| live = holders.iter().map(|(_, n)| n).sum())?;
+        Ok(live)
+    }
+
+    /// Deletes the lease file; importers that try to acquire it afterwards get `NotFound`.
+    pub fn remove(&self) -> io::Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Reads the holders under the file's lock, drops dead ones, applies `change`, and
+    /// writes the result back.
+    fn update(&self, change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>)) -> io::Result<()> {
+        let mut file: File = OpenOptions::new().read(true).write(true).open(&self.path)?;
+        sys::flock(&file, FlockMode::Exclusive, true)?;
+        let mut text = String::new();
+        (&mut file).take(MAX_LEN).read_to_string(&mut text)?;
+        let mut holders = parse(&text)?;
+        holders.retain(|(who, _)| who.is_alive());
+        change(&mut holders);
+        let mut out = String::new();
+        for (who, n) in &holders {
+            let _ = writeln!(out, "{} {} {n}", who.pid, who.start_time);
+        }
+        file.seek(SeekFrom::Start(0))?;
+        file.set_len(0)?;
+        file.write_all(out.as_bytes())?;
+        // The lock goes with the file descriptor.
+        Ok(())
+    }
+}
+
+/// Parses `<pid> <start time> <count>` lines.
+fn parse(text: &str) -> io::Result<Vec<(ProcessIdentity, u64)>> {
+    let bad = |line: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("malformed lease line {line:?}"),
+        )
+    };
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let mut f = line.split_ascii_whitespace();
+            let mut next = || f.next().ok_or_else(|| bad(line));
+            let pid = next()?.parse().map_err(|_| bad(line))?;
+            let start_time = next()?.parse().map_err(|_| bad(line))?;
+            let count = next()?.parse().map_err(|_| bad(line))?;
+            Ok((ProcessIdentity { pid, start_time }, count))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("devipc-lease-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        crate::private_dir::open_private_dir(&p).unwrap()
+    }
+
+    #[test]
+    fn holds_are_counted_per_process_and_released() {
+        let dir = scratch("count");
+        let lease = Lease::create(&dir).unwrap();
+        let me = ProcessIdentity::current().unwrap();
+        assert_eq!(lease.live_holders().unwrap(), 0);
+        let other = Lease::open(&dir, lease.name()).unwrap();
+        lease.acquire(me).unwrap();
+        other.acquire(me).unwrap();
+        assert_eq!(lease.live_holders().unwrap(), 2);
+        other.release(me).unwrap();
+        assert_eq!(lease.live_holders().unwrap(), 1);
+        lease.release(me).unwrap();
+        lease.release(me).unwrap();
+        assert_eq!(lease.live_holders().unwrap(), 0);
+        lease.remove().unwrap();
+        assert_eq!(
+            Lease::open(&dir, lease.name()).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn dead_holders_do_not_count() {
+        let dir = scratch("dead");
+        let lease = Lease::create(&dir).unwrap();
+        let me = ProcessIdentity::current().unwrap();
+        // The same pid with another start time is a process that reused the pid.
+        let ghost = ProcessIdentity {
+            pid: me.pid,
+            start_time: me.start_time + 1,
+        };
+        lease.acquire(ghost).unwrap();
+        lease
+            .acquire(ProcessIdentity {
+                pid: 0x7fff_fff0,
+                start_time: 1,
+            })
+            .unwrap();
+        assert_eq!(lease.live_holders().unwrap(), 0);
+        lease.acquire(me).unwrap();
+        assert_eq!(lease.live_holders().unwrap(), 1);
+        lease.remove().unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_killed_holder_is_reclaimed() {
+        let dir = scratch("killed");
+        let lease = Lease::create(&dir).unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let who = ProcessIdentity::of_pid(child.id() as i32).unwrap().unwrap();
+        lease.acquire(who).unwrap();
+        assert_eq!(lease.live_holders().unwrap(), 1);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(lease.live_holders().unwrap(), 0);
+        lease.remove().unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn malformed_files_and_names_are_errors() {
+        let dir = scratch("bad");
+        let lease = Lease::create(&dir).unwrap();
+        std::fs::write(&lease.path, "12 x\n").unwrap();
+        assert_eq!(
+            lease.live_holders().unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        assert_eq!(
+            Lease::open(&dir, b"../x").unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        lease.remove().unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+    }
+}

@@ -1,0 +1,238 @@
+//! Process identity that survives pid reuse: pid plus the process start time.
+//!
+//! The emulator's registry and devipc's leases record who holds a shared object as a
+//! [`ProcessIdentity`]. A holder is reclaimed when its process is gone; since Linux reuses
+//! pids, "a process with this pid exists" is not enough: the start time (field 22 of
+//! `/proc/<pid>/stat`, in clock ticks since boot) must match too. A zombie (state `Z`/`X`)
+//! counts as dead: it can no longer use or release anything.
+//!
+//! Pids are those of the caller's pid namespace; processes sharing one state directory
+//! are expected to share a pid namespace (as on a host or in one container).
+
+use std::fmt;
+use std::io;
+use std::sync::Mutex;
+
+/// Who holds an object: a pid and that process's start time (clock ticks since boot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessIdentity {
+    /// The process id (thread-group id) in the caller's pid namespace.
+    pub pid: i32,
+    /// Field 22 (`starttime`) of `/proc/<pid>/stat`.
+    pub start_time: u64,
+}
+
+/// The two fields of `/proc/<pid>/stat` devipc uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatFields {
+    /// Field 3, the one-letter state (`R`, `S`, `D`, `Z`, `X`, ...).
+    pub state: char,
+    /// Field 22, start time in clock ticks since boot.
+    pub start_time: u64,
+}
+
+/// Why a `/proc/<pid>/stat` line could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatParseError(pub &'static str);
+
+impl fmt::Display for StatParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed /proc/<pid>/stat: {}", self.0)
+    }
+}
+
+impl std::error::Error for StatParseError {}
+
+/// Parses a `/proc/<pid>/stat` line. The command name (field 2) is enclosed in
+/// parentheses and may itself contain spaces and parentheses, so fields are counted from
+/// the *last* `)`.
+pub fn parse_stat(line: &str) -> Result<StatFields, StatParseError> {
+    let open = line.find('(').ok_or(StatParseError("no '(' before comm"))?;
+    let close = line.rfind(')').ok_or(StatParseError("no ')' after comm"))?;
+    if close < open {
+        return Err(StatParseError("')' before '('"));
+    }
+    line[..open]
+        .trim()
+        .parse::<i32>()
+        .map_err(|_| StatParseError("field 1 (pid) is not a number"))?;
+    // After ")" come fields 3, 4, ...: field n is at index n - 3.
+    let mut rest = line[close + 1..].split_ascii_whitespace();
+    let state = rest
+        .next()
+        .and_then(|s| {
+            let mut chars = s.chars();
+            let c = chars.next()?;
+            chars.next().is_none().then_some(c)
+        })
+        .ok_or(StatParseError(
+            "field 3 (state) missing or not one character",
+        ))?;
+    let start_time = rest
+        .nth(22 - 4)
+        .ok_or(StatParseError("fewer than 22 fields"))?
+        .parse::<u64>()
+        .map_err(|_| StatParseError("field 22 (starttime) is not a number"))?;
+    Ok(StatFields { state, start_time })
+}
+
+/// Reads and parses `/proc/<pid>/stat`; `Ok(None)` when no such process exists.
+pub fn read_stat(pid: i32) -> io::Result<Option<StatFields>> {
+    if pid <= 0 {
+        return Ok(None);
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(line) => parse_stat(&line)
+            .map(Some)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) => {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Per-process cache of [`ProcessIdentity::current`], keyed by pid so a forked child
+/// recomputes its own.
+static CURRENT: Mutex<Option<ProcessIdentity>> = Mutex::new(None);
+
+impl ProcessIdentity {
+    /// The identity of the calling process (cached; recomputed after `fork`).
+    pub fn current() -> io::Result<ProcessIdentity> {
+        let pid = std::process::id() as i32;
+        let mut cached = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(me) = cached.filter(|me| me.pid == pid) {
+            return Ok(me);
+        }
+        let me = ProcessIdentity::of_pid(pid)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "/proc/self/stat is missing"))?;
+        *cached = Some(me);
+        Ok(me)
+    }
+
+    /// The identity of the live process `pid`, `Ok(None)` if there is none (or it is a
+    /// zombie).
+    pub fn of_pid(pid: i32) -> io::Result<Option<ProcessIdentity>> {
+        Ok(read_stat(pid)?
+            .filter(|s| !is_dead_state(s.state))
+            .map(|s| ProcessIdentity {
+                pid,
+                start_time: s.start_time,
+            }))
+    }
+
+    /// Whether this exact process still runs: a process with this pid exists, is not a
+    /// zombie, and started at the same time (so a reused pid is not mistaken for it).
+    ///
+    /// When `/proc` cannot be read for another reason (permissions, malformed line) the
+    /// answer is `true`: nothing is reclaimed that cannot be proven dead.
+    pub fn is_alive(&self) -> bool {
+        match read_stat(self.pid) {
+            Ok(Some(stat)) => self.matches(&stat),
+            Ok(None) => false,
+            Err(_) => true,
+        }
+    }
+
+    /// The pure part of [`ProcessIdentity::is_alive`]: whether a stat of this pid
+    /// describes this live process.
+    pub fn matches(&self, stat: &StatFields) -> bool {
+        !is_dead_state(stat.state) && stat.start_time == self.start_time
+    }
+}
+
+fn is_dead_state(state: char) -> bool {
+    matches!(state, 'Z' | 'X' | 'x')
+}
+
+impl fmt::Display for ProcessIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pid {} (started at tick {})", self.pid, self.start_time)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat_line(comm: &str, state: char, start: u64) -> String {
+        // Fields 4..=21 are 18 numbers, then 22 = start time, then a few more.
+        let middle = (4..=21)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        format!("4242 ({comm}) {state} {middle} {start} 23 24 25\n")
+    }
+
+    #[test]
+    fn parses_plain_and_hostile_comm() {
+        for comm in ["bash", "a b", "x) S 1 2 (y", "((", ")", ""] {
+            let f = parse_stat(&stat_line(comm, 'S', 987654)).unwrap();
+            assert_eq!(f.state, 'S', "comm {comm:?}");
+            assert_eq!(f.start_time, 987654, "comm {comm:?}");
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_lines() {
+        assert!(parse_stat("").is_err());
+        assert!(parse_stat("12 (x S 1 2").is_err());
+        assert!(parse_stat("12 x) S 1 2").is_err());
+        assert!(parse_stat("abc (x) S 1 2").is_err());
+        assert!(parse_stat("12 (x) S 4 5 6").is_err());
+        assert!(parse_stat(&stat_line("x", 'S', 1).replace(" 1 23", " q 23")).is_err());
+        assert!(parse_stat("12 (x) SS 4").is_err());
+    }
+
+    #[test]
+    fn current_process_is_alive() {
+        let me = ProcessIdentity::current().unwrap();
+        assert_eq!(me.pid, std::process::id() as i32);
+        assert!(me.is_alive());
+        assert_eq!(ProcessIdentity::of_pid(me.pid).unwrap(), Some(me));
+    }
+
+    #[test]
+    fn pid_reuse_is_detected_by_start_time() {
+        let me = ProcessIdentity::current().unwrap();
+        // Same pid, different start time: a different process that reused the pid.
+        let impostor = ProcessIdentity {
+            pid: me.pid,
+            start_time: me.start_time + 1,
+        };
+        assert!(!impostor.is_alive());
+        let stat = StatFields {
+            state: 'R',
+            start_time: me.start_time,
+        };
+        assert!(me.matches(&stat));
+        assert!(!impostor.matches(&stat));
+        assert!(!me.matches(&StatFields { state: 'Z', ..stat }));
+    }
+
+    #[test]
+    fn nonexistent_pids_are_dead() {
+        assert!(
+            !ProcessIdentity {
+                pid: 0,
+                start_time: 0
+            }
+            .is_alive()
+        );
+        assert!(
+            !ProcessIdentity {
+                pid: -5,
+                start_time: 0
+            }
+            .is_alive()
+        );
+        // Above the kernel's pid_max limit (4194304), so never a live process.
+        assert!(
+            !ProcessIdentity {
+                pid: 0x7fff_fff0,
+                start_time: 1
+            }
+            .is_alive()
+        );
+    }
+}
