@@ -19,7 +19,7 @@
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::process::ProcessIdentity;
@@ -97,6 +97,23 @@ impl Lease {
         Ok(live)
     }
 
+    /// If no live process holds the lease: runs `release` (the exporter's release of the
+    /// object) and, when it reports success, deletes the lease, all under the lease's lock,
+    /// so no importer can acquire it in between. Returns `Ok(None)` when someone still
+    /// holds it (nothing is run), else `Ok(Some(released))`.
+    pub fn release_if_unheld(&self, release: impl FnOnce() -> bool) -> io::Result<Option<bool>> {
+        let mut outcome = None;
+        self.update_then(|holders| {
+            if holders.is_empty() {
+                outcome = Some(release());
+            }
+            // Unlinked while the lock is still held: an acquirer waiting for the lock
+            // then finds the file unlinked and fails with NotFound.
+            outcome == Some(true)
+        })?;
+        Ok(outcome)
+    }
+
     /// Deletes the lease file; importers that try to acquire it afterwards get `NotFound`.
     pub fn remove(&self) -> io::Result<()> {
         match std::fs::remove_file(&self.path) {
@@ -108,13 +125,34 @@ impl Lease {
     /// Reads the holders under the file's lock, drops dead ones, applies `change`, and
     /// writes the result back.
     fn update(&self, change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>)) -> io::Result<()> {
+        self.update_then(|holders| {
+            change(holders);
+            false
+        })
+    }
+
+    /// As [`Lease::update`]; when `change` returns true the file is unlinked before the
+    /// lock is released.
+    fn update_then(
+        &self,
+        change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>) -> bool,
+    ) -> io::Result<()> {
         let mut file: File = OpenOptions::new().read(true).write(true).open(&self.path)?;
         sys::flock(&file, FlockMode::Exclusive, true)?;
+        if file.metadata()?.nlink() == 0 {
+            // Removed between our open and our lock: the object was released.
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "the lease was removed",
+            ));
+        }
         let mut text = String::new();
         (&mut file).take(MAX_LEN).read_to_string(&mut text)?;
         let mut holders = parse(&text)?;
         holders.retain(|(who, _)| who.is_alive());
-        change(&mut holders);
+        if change(&mut holders) {
+            return self.remove();
+        }
         let mut out = String::new();
         for (who, n) in &holders {
             let _ = writeln!(out, "{} {} {n}", who.pid, who.start_time);
@@ -220,6 +258,49 @@ mod tests {
         child.wait().unwrap();
         assert_eq!(lease.live_holders().unwrap(), 0);
         lease.remove().unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn release_runs_only_when_unheld_and_removes_the_lease() {
+        let dir = scratch("release");
+        let lease = Lease::create(&dir).unwrap();
+        let me = ProcessIdentity::current().unwrap();
+        lease.acquire(me).unwrap();
+        let mut ran = false;
+        assert_eq!(
+            lease
+                .release_if_unheld(|| {
+                    ran = true;
+                    true
+                })
+                .unwrap(),
+            None
+        );
+        assert!(!ran);
+        lease.release(me).unwrap();
+        // A failed release keeps the lease.
+        assert_eq!(lease.release_if_unheld(|| false).unwrap(), Some(false));
+        assert!(Lease::open(&dir, lease.name()).is_ok());
+        assert_eq!(lease.release_if_unheld(|| true).unwrap(), Some(true));
+        assert_eq!(
+            Lease::open(&dir, lease.name()).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        // A holder that opened the lease before it was removed cannot acquire it.
+        let early = Lease::create(&dir).unwrap();
+        let path = early.path.clone();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        early.remove().unwrap();
+        drop(file);
+        assert_eq!(
+            early.acquire(me).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
         std::fs::remove_dir(&dir).unwrap();
     }
 
