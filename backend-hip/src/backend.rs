@@ -18,6 +18,7 @@ use devipc_core::{
 use devipc_hip_sys::{HipApi, hipErrorNoDevice, ipc_mem_lazy_enable_peer_access};
 
 use crate::call::{check, hip};
+use crate::lease::Deferred;
 use crate::memory::{AllocRecord, MappingRecord};
 use crate::signal::SignalRecord;
 
@@ -36,6 +37,7 @@ pub struct HipBackend {
     pub(crate) allocations: HandleTable<AllocRecord>,
     pub(crate) mappings: HandleTable<MappingRecord>,
     pub(crate) signals: HandleTable<SignalRecord>,
+    pub(crate) deferred: Deferred,
 }
 
 impl HipBackend {
@@ -94,6 +96,7 @@ impl HipBackend {
             allocations: HandleTable::new("allocation"),
             mappings: HandleTable::new("mapping"),
             signals: HandleTable::new("signal"),
+            deferred: Deferred::default(),
         })
     }
 
@@ -154,15 +157,16 @@ impl Drop for HipBackend {
             }
         }
         for (_, record) in self.mappings.drain() {
-            if let Err(e) = self.release_mapping(record) {
+            if let Err(e) = self.release_mapping(&record) {
                 eprintln!("devipc-hip: closing a leftover IPC mapping failed: {e}");
             }
         }
         for (_, record) in self.allocations.drain() {
-            if let Err(e) = self.release_allocation(record) {
+            if let Err(e) = self.free_or_defer(record) {
                 eprintln!("devipc-hip: freeing a leftover allocation failed: {e}");
             }
         }
+        self.drop_deferred();
     }
 }
 

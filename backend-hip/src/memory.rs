@@ -8,6 +8,7 @@
 
 use std::ffi::c_void;
 use std::ops::Range;
+use std::sync::Arc;
 
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
@@ -19,24 +20,30 @@ use devipc_hip_sys::{
     hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
 };
 
+use devipc_shm::lease::Lease;
+use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
+
 use crate::backend::HipBackend;
 use crate::call::{check, hip};
 use crate::device::DeviceScope;
 
 /// What the backend keeps for an [`Allocation`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct AllocRecord {
     pub(crate) device: DeviceId,
     pub(crate) ptr: u64,
     pub(crate) size: usize,
+    /// Importers' holds, created by the first export (see [`crate::lease`]).
+    pub(crate) lease: Option<Arc<Lease>>,
 }
 
 /// What the backend keeps for a [`Mapping`]: the base `hipIpcOpenMemHandle` returned,
-/// which is what `hipIpcCloseMemHandle` takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// which is what `hipIpcCloseMemHandle` takes, and the exporter's lease this process holds.
+#[derive(Debug, Clone)]
 pub(crate) struct MappingRecord {
     pub(crate) device: DeviceId,
     pub(crate) base: u64,
+    pub(crate) lease: Option<Arc<Lease>>,
 }
 
 fn as_ptr(addr: u64) -> *mut c_void {
@@ -49,20 +56,25 @@ impl HipBackend {
         if size == 0 {
             return Err(Error::invalid_argument("cannot allocate 0 bytes"));
         }
+        if self.deferred_frees() > 0 {
+            // Memory whose importers have closed since is free to reuse.
+            let _ = self.reap_deferred();
+        }
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
         // SAFETY: `ptr` is a valid out-pointer; the size is non-zero.
         unsafe { hip!(self.api, hipMalloc(&mut ptr, size)) }?;
-        let record = AllocRecord {
+        let addr = ptr as usize as u64;
+        let id = self.allocations.insert(AllocRecord {
             device,
-            ptr: ptr as usize as u64,
+            ptr: addr,
             size,
-        };
-        let id = self.allocations.insert(record);
+            lease: None,
+        });
         Ok(Allocation {
             id,
             device,
-            ptr: DevicePtr(record.ptr),
+            ptr: DevicePtr(addr),
             size,
         })
     }
@@ -70,12 +82,12 @@ impl HipBackend {
     pub(crate) fn free_memory(&self, alloc: Allocation) -> Result<()> {
         self.allocation(&alloc)?;
         let record = self.allocations.remove(alloc.id)?;
-        self.release_allocation(record)
+        self.free_or_defer(record.clone())
             .inspect_err(|_| self.allocations.restore(alloc.id, record))
     }
 
     /// `hipFree` for a record already taken out of the table.
-    pub(crate) fn release_allocation(&self, record: AllocRecord) -> Result<()> {
+    pub(crate) fn release_allocation(&self, record: &AllocRecord) -> Result<()> {
         let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
         // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
         // record was taken out of the table by the caller.
@@ -103,7 +115,10 @@ impl HipBackend {
         let record = self.allocation(alloc)?;
         check_range(&range, record.size)?;
         let handle = self.ipc_handle(record.device, record.ptr)?;
-        self.mem_token(record.device, handle, record.size, range, alloc.id)
+        let lease = self.export_lease(alloc.id)?;
+        let mut payload = handle.to_bytes().to_vec();
+        payload.extend_from_slice(lease.name());
+        self.mem_token(record.device, payload, record.size, range, alloc.id)
     }
 
     pub(crate) fn export_external_memory(
@@ -139,8 +154,9 @@ impl HipBackend {
         let range = offset..offset.saturating_add(len);
         check_range(&range, size)?;
         let handle = self.ipc_handle(device, base as usize as u64)?;
-        // Memory devipc did not allocate has no generation of its own.
-        self.mem_token(device, handle, size, range, HandleId(0))
+        // Memory devipc did not allocate has no generation and no lease of its own: its
+        // lifetime is the framework's.
+        self.mem_token(device, handle.to_bytes().to_vec(), size, range, HandleId(0))
     }
 
     fn ipc_handle(&self, device: DeviceId, base: u64) -> Result<hipIpcMemHandle_t> {
@@ -154,7 +170,7 @@ impl HipBackend {
     fn mem_token(
         &self,
         device: DeviceId,
-        handle: hipIpcMemHandle_t,
+        payload: Vec<u8>,
         object_size: usize,
         range: Range<usize>,
         generation: HandleId,
@@ -168,7 +184,7 @@ impl HipBackend {
             object_size: object_size as u64,
             offset: range.start as u64,
             len: (range.end - range.start) as u64,
-            payload: handle.to_bytes().to_vec(),
+            payload,
         })
     }
 
@@ -176,11 +192,22 @@ impl HipBackend {
         self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)?;
         let dev = self.check_device(device)?;
         self.check_device(token.device())?;
-        let bytes: [u8; HIP_IPC_HANDLE_SIZE] = token.payload().try_into().map_err(|_| {
-            Error::invalid_token(format!(
-                "a hip-ipc-mem payload is {HIP_IPC_HANDLE_SIZE} bytes"
-            ))
-        })?;
+        let payload = token.payload();
+        let (handle, lease_name) = match payload.len() {
+            HIP_IPC_HANDLE_SIZE => (payload, None),
+            n if n == HIP_IPC_HANDLE_SIZE + LEASE_NAME_LEN => {
+                let (h, l) = payload.split_at(HIP_IPC_HANDLE_SIZE);
+                (h, Some(l))
+            }
+            n => {
+                return Err(Error::invalid_token(format!(
+                    "a hip-ipc-mem payload is {HIP_IPC_HANDLE_SIZE} or {} bytes, not {n}",
+                    HIP_IPC_HANDLE_SIZE + LEASE_NAME_LEN
+                )));
+            }
+        };
+        let mut bytes = [0u8; HIP_IPC_HANDLE_SIZE];
+        bytes.copy_from_slice(handle);
         let offset = usize::try_from(token.offset())
             .map_err(|_| Error::invalid_token("offset does not fit this platform"))?;
         let len = usize::try_from(token.len())
@@ -190,44 +217,57 @@ impl HipBackend {
             // access enabled explicitly for a cross-device open.
             self.enable_peer(device, token.device())?;
         }
+        // Hold the exporter's lease before mapping, so its free waits for our close.
+        let lease = lease_name.map(|name| self.hold_lease(name)).transpose()?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut base: *mut c_void = std::ptr::null_mut();
+        let handle = hipIpcMemHandle_t::from_bytes(bytes);
         // SAFETY: `base` is a valid out-pointer; the handle is passed by value.
-        unsafe {
+        let opened = unsafe {
             hip!(
                 self.api,
-                hipIpcOpenMemHandle(
-                    &mut base,
-                    hipIpcMemHandle_t::from_bytes(bytes),
-                    self.lazy_peer_flag
-                )
+                hipIpcOpenMemHandle(&mut base, handle, self.lazy_peer_flag)
             )
-        }?;
-        let record = MappingRecord {
-            device,
-            base: base as usize as u64,
         };
-        let id = self.mappings.insert(record);
+        if let Err(e) = opened {
+            if let Some(lease) = &lease {
+                self.drop_hold(lease);
+            }
+            return Err(e);
+        }
+        let addr = base as usize as u64;
+        let id = self.mappings.insert(MappingRecord {
+            device,
+            base: addr,
+            lease,
+        });
         Ok(Mapping {
             id,
             device,
-            ptr: DevicePtr(record.base).offset(offset)?,
+            ptr: DevicePtr(addr).offset(offset)?,
             len,
         })
     }
 
     pub(crate) fn close_mapping(&self, mapping: Mapping) -> Result<()> {
         let record = self.mappings.remove(mapping.id)?;
-        self.release_mapping(record)
+        self.release_mapping(&record)
             .inspect_err(|_| self.mappings.restore(mapping.id, record))
     }
 
-    /// `hipIpcCloseMemHandle` for a record already taken out of the table.
-    pub(crate) fn release_mapping(&self, record: MappingRecord) -> Result<()> {
-        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-        // SAFETY: `base` came from hipIpcOpenMemHandle and is closed once: its record was
-        // taken out of the table by the caller.
-        unsafe { hip!(self.api, hipIpcCloseMemHandle(as_ptr(record.base))) }
+    /// `hipIpcCloseMemHandle` for a record already taken out of the table, then the
+    /// release of this process's hold on the exporter's lease.
+    pub(crate) fn release_mapping(&self, record: &MappingRecord) -> Result<()> {
+        {
+            let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+            // SAFETY: `base` came from hipIpcOpenMemHandle and is closed once: its record
+            // was taken out of the table by the caller.
+            unsafe { hip!(self.api, hipIpcCloseMemHandle(as_ptr(record.base))) }?;
+        }
+        if let Some(lease) = &record.lease {
+            self.drop_hold(lease);
+        }
+        Ok(())
     }
 
     pub(crate) fn enable_peer(&self, device: DeviceId, peer: DeviceId) -> Result<()> {

@@ -31,15 +31,12 @@ use devipc_hip_sys::{
     hipIpcEventHandle_t,
 };
 use devipc_shm::futex::{BinarySemaphore, WaitError};
-use devipc_shm::private_dir::open_private_dir;
+use devipc_shm::private_dir::RUNTIME_DIR_ENV;
 use devipc_shm::word_file::{NAME_LEN, WordFile};
 
 use crate::backend::HipBackend;
 use crate::call::hip;
 use crate::device::DeviceScope;
-
-/// Environment variable naming devipc's runtime directory for host shared state.
-pub const RUNTIME_DIR_ENV: &str = "DEVIPC_RUNTIME_DIR";
 
 /// What the backend keeps for a [`SignalHandle`].
 #[derive(Debug)]
@@ -52,16 +49,9 @@ pub(crate) struct SignalRecord {
     created: bool,
 }
 
-/// devipc's runtime directory: `DEVIPC_RUNTIME_DIR`, else `/dev/shm/devipc-$UID`.
-pub fn runtime_dir() -> Result<PathBuf> {
-    let path = match std::env::var_os(RUNTIME_DIR_ENV) {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => PathBuf::from(format!(
-            "/dev/shm/devipc-{}",
-            devipc_shm::sys::effective_uid()
-        )),
-    };
-    open_private_dir(&path).map_err(|e| {
+/// devipc's runtime directory (`DEVIPC_RUNTIME_DIR`), as a devipc [`Error`].
+pub(crate) fn runtime_dir() -> Result<PathBuf> {
+    devipc_shm::private_dir::runtime_dir().map_err(|e| {
         Error::io(
             format!("devipc runtime directory (set {RUNTIME_DIR_ENV})"),
             std::io::Error::other(e),

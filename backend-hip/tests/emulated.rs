@@ -57,6 +57,8 @@ fn child_role() {
         "signal-owner" => signal_owner(parent),
         "signal-peer" => signal_peer(parent),
         "own-import" => own_import(parent),
+        "lease-exporter" => lease_exporter(parent),
+        "lease-importer" => lease_importer(parent),
         other => Err(format!("unknown role {other}")),
     });
 }
@@ -284,6 +286,55 @@ fn own_import(parent: &Parent) -> Result<(), String> {
     Ok(())
 }
 
+/// Exports an allocation, frees it when told, and reports what happened to the free.
+fn lease_exporter(parent: &Parent) -> Result<(), String> {
+    let b = backend()?;
+    let alloc = b.allocate(DeviceId(0), 8192).map_err(e2s)?;
+    b.write(alloc.ptr, &pattern(3, 8192)).map_err(e2s)?;
+    let token = b
+        .export(&alloc, 0..8192, ExportOptions::default())
+        .map_err(e2s)?;
+    parent.say("token", &token.to_text());
+    parent.hear_exactly("free")?;
+    b.free(alloc).map_err(e2s)?;
+    parent.say("deferred", &b.deferred_frees().to_string());
+    loop {
+        match parent.hear().as_str() {
+            "reap" => {
+                let freed = b.reap_deferred().map_err(e2s)?;
+                parent.say("reaped", &format!("{freed} {}", b.deferred_frees()));
+            }
+            "exit" => return Ok(()),
+            other => return Err(format!("unexpected {other:?}")),
+        }
+    }
+}
+
+/// Imports, then on request reads (checking the exporter's bytes) and closes.
+fn lease_importer(parent: &Parent) -> Result<(), String> {
+    let b = backend()?;
+    let token: MemToken = parent.hear().parse().map_err(e2s)?;
+    let mapping = b.import(&token, DeviceId(0)).map_err(e2s)?;
+    parent.say("imported", "");
+    parent.hear_exactly("read")?;
+    let mut got = vec![0u8; 8192];
+    b.read(mapping.ptr, &mut got).map_err(e2s)?;
+    if got != pattern(3, 8192) {
+        return Err("the exporter's bytes are gone".into());
+    }
+    parent.say("read-ok", "");
+    parent.hear_exactly("close")?;
+    b.close(mapping).map_err(e2s)?;
+    parent.say("closed", "");
+    // A new import after the exporter's deferred free went through is refused.
+    parent.hear_exactly("import-again")?;
+    match b.import(&token, DeviceId(0)) {
+        Err(Error::InvalidArgument { what }) if what.contains("freed") => parent.say("refused", ""),
+        other => return Err(format!("importing freed memory gave {other:?}")),
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------
 // Tests (parent side).
 
@@ -379,4 +430,58 @@ fn error_paths_map_to_their_hip_errors() {
         child.wait_success();
         root.assert_emulator_clean();
     }
+}
+
+#[test]
+fn a_free_waits_for_the_importers_to_close() {
+    let root = TestRoot::new("lease-orderly");
+    let mut exp = Child::spawn("child_role", "lease-exporter", &root, &[]);
+    let token = exp.expect("token");
+    let mut imp = Child::spawn("child_role", "lease-importer", &root, &[]);
+    imp.send(&token);
+    imp.expect("imported");
+    exp.send("free");
+    assert_eq!(
+        exp.expect("deferred"),
+        "1",
+        "the free must wait for the importer"
+    );
+    exp.send("reap");
+    assert_eq!(exp.expect("reaped"), "0 1", "still held");
+    imp.send("read");
+    imp.expect("read-ok");
+    imp.send("close");
+    imp.expect("closed");
+    exp.send("reap");
+    assert_eq!(
+        exp.expect("reaped"),
+        "1 0",
+        "freed once the importer closed"
+    );
+    imp.send("import-again");
+    imp.expect("refused");
+    imp.wait_success();
+    exp.send("exit");
+    exp.wait_success();
+    root.assert_emulator_clean();
+}
+
+#[test]
+fn a_killed_importer_does_not_hold_the_memory() {
+    let root = TestRoot::new("lease-killed");
+    let mut exp = Child::spawn("child_role", "lease-exporter", &root, &[]);
+    let token = exp.expect("token");
+    let mut imp = Child::spawn("child_role", "lease-importer", &root, &[]);
+    imp.send(&token);
+    imp.expect("imported");
+    imp.kill();
+    exp.send("free");
+    assert_eq!(
+        exp.expect("deferred"),
+        "0",
+        "a dead importer's hold is reclaimed"
+    );
+    exp.send("exit");
+    exp.wait_success();
+    root.assert_emulator_clean();
 }

@@ -163,6 +163,20 @@ impl std::error::Error for PrivateDirError {
     }
 }
 
+/// Environment variable naming devipc's runtime directory for host shared state.
+pub const RUNTIME_DIR_ENV: &str = "DEVIPC_RUNTIME_DIR";
+
+/// devipc's runtime directory for host shared state (HIP signal words, leases): the
+/// private directory `$DEVIPC_RUNTIME_DIR`, else `/dev/shm/devipc-$UID`. Processes that
+/// share devipc objects must agree on it.
+pub fn runtime_dir() -> Result<PathBuf, PrivateDirError> {
+    let path = match std::env::var_os(RUNTIME_DIR_ENV) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(format!("/dev/shm/devipc-{}", crate::sys::effective_uid())),
+    };
+    open_private_dir(&path)
+}
+
 /// Opens the private directory at `path` (made absolute), creating it with mode 0700 if
 /// missing, and validates it with [`check_dir_facts`] against the effective uid.
 pub fn open_private_dir(path: &Path) -> Result<PathBuf, PrivateDirError> {
