@@ -16,13 +16,11 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use devipc_core::{Error, HandleId, Result};
-use devipc_shm::lease::Lease;
-use devipc_shm::process::ProcessIdentity;
+use devipc_core::{HandleId, Result};
+use devipc_shm::lease::{Lease, held};
 
 use crate::backend::HipBackend;
 use crate::memory::AllocRecord;
-use crate::signal::runtime_dir;
 
 /// Allocations whose free waits for importers.
 #[derive(Debug, Default)]
@@ -36,58 +34,17 @@ impl Deferred {
     }
 }
 
-fn lease_error(what: &str, e: std::io::Error) -> Error {
-    Error::io(format!("{what} (devipc lease in DEVIPC_RUNTIME_DIR)"), e)
-}
-
 impl HipBackend {
     /// The lease of allocation `id`, created by its first export.
     pub(crate) fn export_lease(&self, id: HandleId) -> Result<Arc<Lease>> {
-        let dir = runtime_dir()?;
         self.allocations.with(id, |record| match &record.lease {
             Some(lease) => Ok(lease.clone()),
             None => {
-                let lease =
-                    Arc::new(Lease::create(&dir).map_err(|e| lease_error("creating a lease", e))?);
+                let lease = held::create()?;
                 record.lease = Some(lease.clone());
                 Ok(lease)
             }
         })?
-    }
-
-    /// Adds this process's hold on the exporter's lease `name`.
-    pub(crate) fn hold_lease(&self, name: &[u8]) -> Result<Arc<Lease>> {
-        let dir = runtime_dir()?;
-        let lease = Lease::open(&dir, name).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::invalid_argument(
-                "the exporter already freed this memory (or runs with another DEVIPC_RUNTIME_DIR)",
-            ),
-            std::io::ErrorKind::InvalidInput => {
-                Error::invalid_token("malformed lease name in a hip-ipc-mem token")
-            }
-            _ => lease_error("opening a lease", e),
-        })?;
-        let me = ProcessIdentity::current().map_err(|e| Error::io("reading /proc/self/stat", e))?;
-        lease.acquire(me).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                Error::invalid_argument("the exporter freed this memory meanwhile")
-            }
-            _ => lease_error("holding a lease", e),
-        })?;
-        Ok(Arc::new(lease))
-    }
-
-    /// Drops this process's hold (after its mapping is closed). Failures are reported, not
-    /// returned: the mapping is gone either way, and a stale hold of a live process is the
-    /// only consequence (a dead process's holds are dropped by the exporter).
-    pub(crate) fn drop_hold(&self, lease: &Lease) {
-        let released = ProcessIdentity::current().and_then(|me| lease.release(me));
-        match released {
-            Ok(()) => {}
-            // The exporter removed the lease (it was dropped): nothing to release.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => eprintln!("devipc-hip: releasing a lease hold failed: {e}"),
-        }
     }
 
     /// Frees `record` now, or defers it while importers hold its lease.
@@ -105,15 +62,7 @@ impl HipBackend {
         let Some(lease) = &record.lease else {
             return self.release_allocation(record).map(|()| true);
         };
-        let mut result = Ok(());
-        let outcome = lease
-            .release_if_unheld(|| {
-                result = self.release_allocation(record);
-                result.is_ok()
-            })
-            .map_err(|e| lease_error("checking a lease", e))?;
-        result?;
-        Ok(outcome.is_some())
+        Ok(held::release_if_unheld(lease, || self.release_allocation(record))?.is_some())
     }
 
     /// Frees every deferred allocation no importer holds any more; returns how many it

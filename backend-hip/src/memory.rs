@@ -20,7 +20,7 @@ use devipc_hip_sys::{
     hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
 };
 
-use devipc_shm::lease::Lease;
+use devipc_shm::lease::{Lease, held};
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
 use crate::backend::HipBackend;
@@ -218,7 +218,7 @@ impl HipBackend {
             self.enable_peer(device, token.device())?;
         }
         // Hold the exporter's lease before mapping, so its free waits for our close.
-        let lease = lease_name.map(|name| self.hold_lease(name)).transpose()?;
+        let lease = lease_name.map(held::hold).transpose()?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut base: *mut c_void = std::ptr::null_mut();
         let handle = hipIpcMemHandle_t::from_bytes(bytes);
@@ -231,7 +231,7 @@ impl HipBackend {
         };
         if let Err(e) = opened {
             if let Some(lease) = &lease {
-                self.drop_hold(lease);
+                held::drop_hold(lease);
             }
             return Err(e);
         }
@@ -265,7 +265,7 @@ impl HipBackend {
             unsafe { hip!(self.api, hipIpcCloseMemHandle(as_ptr(record.base))) }?;
         }
         if let Some(lease) = &record.lease {
-            self.drop_hold(lease);
+            held::drop_hold(lease);
         }
         Ok(())
     }

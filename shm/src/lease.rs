@@ -165,6 +165,86 @@ impl Lease {
     }
 }
 
+/// devipc's use of leases, with devipc errors: leases live in the
+/// [runtime directory](crate::private_dir::runtime_dir), and the holder is always the
+/// calling process.
+pub mod held {
+    use std::io;
+    use std::sync::Arc;
+
+    use devipc_core::{Error, Result};
+
+    use super::Lease;
+    use crate::private_dir::{RUNTIME_DIR_ENV, runtime_dir};
+    use crate::process::ProcessIdentity;
+
+    fn io_error(what: &str, e: io::Error) -> Error {
+        Error::io(format!("{what} (a devipc lease in {RUNTIME_DIR_ENV})"), e)
+    }
+
+    /// A new lease in the runtime directory, for an export.
+    pub fn create() -> Result<Arc<Lease>> {
+        let dir = runtime_dir()
+            .map_err(|e| io_error("opening the runtime directory", io::Error::other(e)))?;
+        Lease::create(&dir)
+            .map(Arc::new)
+            .map_err(|e| io_error("creating a lease", e))
+    }
+
+    /// Adds the calling process's hold on the exporter's lease `name` (from a token).
+    pub fn hold(name: &[u8]) -> Result<Arc<Lease>> {
+        let dir = runtime_dir()
+            .map_err(|e| io_error("opening the runtime directory", io::Error::other(e)))?;
+        let lease = Lease::open(&dir, name).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => Error::invalid_argument(format!(
+                "the exporter already freed this memory (or runs with another {RUNTIME_DIR_ENV})"
+            )),
+            io::ErrorKind::InvalidInput => {
+                Error::invalid_token("malformed lease name in the token")
+            }
+            _ => io_error("opening a lease", e),
+        })?;
+        let me = ProcessIdentity::current().map_err(|e| io_error("reading /proc/self/stat", e))?;
+        lease.acquire(me).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => {
+                Error::invalid_argument("the exporter freed this memory meanwhile")
+            }
+            _ => io_error("holding a lease", e),
+        })?;
+        Ok(Arc::new(lease))
+    }
+
+    /// Drops the calling process's hold (after its mapping is closed). Failures are
+    /// reported on stderr, not returned: the mapping is gone either way, and a dead
+    /// process's holds are dropped by the exporter anyway.
+    pub fn drop_hold(lease: &Lease) {
+        match ProcessIdentity::current().and_then(|me| lease.release(me)) {
+            Ok(()) => {}
+            // The exporter removed the lease (it was dropped): nothing to release.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => eprintln!("devipc: releasing a lease hold failed: {e}"),
+        }
+    }
+
+    /// As [`Lease::release_if_unheld`], with devipc errors: `Ok(None)` while someone holds
+    /// it, else the result of `release` (the lease is removed when it succeeded).
+    pub fn release_if_unheld<T>(
+        lease: &Lease,
+        release: impl FnOnce() -> Result<T>,
+    ) -> Result<Option<T>> {
+        let mut result = None;
+        lease
+            .release_if_unheld(|| {
+                let r = release();
+                let ok = r.is_ok();
+                result = Some(r);
+                ok
+            })
+            .map_err(|e| io_error("checking a lease", e))?;
+        result.transpose()
+    }
+}
+
 /// Parses `<pid> <start time> <count>` lines.
 fn parse(text: &str) -> io::Result<Vec<(ProcessIdentity, u64)>> {
     let bad = |line: &str| {
