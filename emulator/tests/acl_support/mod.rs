@@ -1,0 +1,1010 @@
+//! Harness of the ACL surface tests: real child processes that call the C ABI.
+//!
+//! Every ACL call runs in a child process: the test binary re-executes itself on its
+//! `child_role` test with `DEVIPC_EMU_ACL_SHELL` set, and the child becomes an *ACL
+//! shell*: it reads one command per line from stdin (`malloc 4096`, `import 123 0`, ...),
+//! makes that one call through the [`AclApi`] table of `devipc_emulator::acl_api()`, and
+//! answers `@@ ok <values...>` or `@@ err <code> <aclGetRecentErrMsg text>` on stdout
+//! (other output is ignored). Handles and pointers travel as hex, keys as their text.
+//! The child finds its state directory through the real `DEVIPC_EMU_*` variables, so each
+//! test gives its children its own temporary `DEVIPC_EMU_DIR`; the parent never calls ACL
+//! itself and inspects that directory with an explicit [`State`] (gc, usage, leftovers).
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different part of the harness"
+)]
+
+use std::ffi::{CStr, c_char, c_void};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use devipc_ascend_sys::AclApi;
+use devipc_ascend_sys::types::*;
+use devipc_emulator::state::process::read_stat;
+use devipc_emulator::{Config, State};
+
+/// Set in children: they run the shell instead of the tests.
+pub const SHELL_ENV: &str = "DEVIPC_EMU_ACL_SHELL";
+/// A child that lives longer than this kills itself, so a broken test leaves no process.
+const CHILD_WATCHDOG: Duration = Duration::from_secs(300);
+
+/// The byte pattern both sides of a transfer agree on.
+pub fn pattern(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ (i >> 8) as u8)
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Parent side.
+
+/// A test's private root (`<tmp>/devipc-emu-acl-<pid>-<name>`) with the state directory
+/// `state/` inside; removed on drop.
+pub struct TestRoot {
+    pub root: PathBuf,
+    pub config: Config,
+}
+
+impl TestRoot {
+    /// A fresh root; `config` describes the state directory the children will use.
+    pub fn new(name: &str) -> TestRoot {
+        let root =
+            std::env::temp_dir().join(format!("devipc-emu-acl-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let config = Config::for_dir(root.join("state"));
+        TestRoot { root, config }
+    }
+
+    /// The state directory, opened by the parent for inspection.
+    pub fn state(&self) -> State {
+        State::open(self.config.clone()).unwrap()
+    }
+
+    /// Bytes in use on `device` across all processes.
+    pub fn used(&self, device: u32) -> u64 {
+        self.state().registry().used(device).unwrap()
+    }
+
+    /// Number of objects (`<id>.meta` files) in the state directory.
+    pub fn objects(&self) -> usize {
+        self.state()
+            .dir()
+            .entry_names()
+            .unwrap()
+            .iter()
+            .filter(|n| n.ends_with(".meta"))
+            .count()
+    }
+
+    /// The state directory holds only the ledger and no memory is accounted.
+    pub fn assert_clean(&self) {
+        let state = self.state();
+        let mut names = state.dir().entry_names().unwrap();
+        names.sort();
+        assert_eq!(names, ["ledger"], "leftover files in the state directory");
+        let used = state.registry().ledger_snapshot().unwrap().used;
+        assert!(
+            used.iter().all(|u| *u == 0),
+            "memory still accounted: {used:?}"
+        );
+    }
+
+    /// Starts an ACL shell child with this root's state directory and extra variables.
+    pub fn spawn(&self, name: &str, env: &[(&str, &str)]) -> Acl {
+        Acl::spawn(name, self, env)
+    }
+}
+
+impl Drop for TestRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A failed call: the code and the `aclGetRecentErrMsg` text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Failure {
+    /// Asserts the code and that the message names `rule`.
+    #[track_caller]
+    pub fn expect(&self, code: i32, rule: &str) {
+        assert_eq!(self.code, code, "wrong code; message: {}", self.message);
+        assert!(
+            self.message.contains(&format!("[rule {rule}]")),
+            "message does not name rule {rule}: {}",
+            self.message
+        );
+        // The rule table agrees with the code.
+        let info = devipc_emulator::acl::rules::info(rule).expect("rule in the table");
+        if info.code != 0 {
+            assert_eq!(info.code, code, "rule table code of {rule}");
+        }
+    }
+}
+
+/// An ACL shell child process; killed and reaped on drop.
+pub struct Acl {
+    name: String,
+    proc: std::process::Child,
+    out: BufReader<ChildStdout>,
+    inp: ChildStdin,
+}
+
+impl Acl {
+    fn spawn(name: &str, root: &TestRoot, env: &[(&str, &str)]) -> Acl {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["child_role", "--exact", "--nocapture", "--test-threads=1"])
+            .env(SHELL_ENV, name)
+            .env("DEVIPC_EMU_DIR", &root.config.dir)
+            .env_remove("DEVIPC_EMU_BREAK_RULE")
+            .env_remove("DEVIPC_EMU_MEM_LIMIT")
+            .env_remove("DEVIPC_EMU_DEVICES")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut proc = cmd.spawn().unwrap();
+        let out = BufReader::new(proc.stdout.take().unwrap());
+        let inp = proc.stdin.take().unwrap();
+        let mut child = Acl {
+            name: name.to_owned(),
+            proc,
+            out,
+            inp,
+        };
+        child.reply_line("ready");
+        child
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> i32 {
+        self.proc.id() as i32
+    }
+
+    /// Sends a command without waiting for its answer (for calls that block).
+    pub fn send(&mut self, cmd: &str) {
+        writeln!(self.inp, "{cmd}").unwrap();
+        self.inp.flush().unwrap();
+    }
+
+    /// Reads the next `@@ <kind> <rest>` line whose kind is in `kinds`.
+    fn reply_line(&mut self, kind: &str) -> String {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self.out.read_line(&mut line).unwrap();
+            assert!(
+                n > 0,
+                "ACL child {} exited while a reply ({kind}) was due",
+                self.name
+            );
+            // libtest may print `test child_role ... ` on the same line first.
+            let Some(at) = line.find("@@ ") else {
+                continue;
+            };
+            let msg = line[at + 3..].trim_end();
+            let (k, rest) = msg.split_once(' ').unwrap_or((msg, ""));
+            if k == kind || (kind == "reply" && (k == "ok" || k == "err")) {
+                return if kind == "reply" {
+                    msg.to_owned()
+                } else {
+                    rest.to_owned()
+                };
+            }
+        }
+    }
+
+    /// The answer to the last command sent.
+    pub fn reply(&mut self) -> Result<Vec<String>, Failure> {
+        let msg = self.reply_line("reply");
+        if let Some(rest) = msg.strip_prefix("ok") {
+            return Ok(rest.split_whitespace().map(str::to_owned).collect());
+        }
+        let rest = msg.strip_prefix("err ").unwrap_or("");
+        let (code, message) = rest.split_once(' ').unwrap_or((rest, ""));
+        Err(Failure {
+            code: code.parse().unwrap_or(i32::MIN),
+            message: message.to_owned(),
+        })
+    }
+
+    /// Runs a command that must succeed; returns its values.
+    #[track_caller]
+    pub fn ok(&mut self, cmd: &str) -> Vec<String> {
+        self.send(cmd);
+        match self.reply() {
+            Ok(v) => v,
+            Err(f) => panic!(
+                "{}: `{cmd}` failed with {}: {}",
+                self.name, f.code, f.message
+            ),
+        }
+    }
+
+    /// Runs a command that must succeed and returns its single value.
+    #[track_caller]
+    pub fn val(&mut self, cmd: &str) -> String {
+        let v = self.ok(cmd);
+        assert_eq!(v.len(), 1, "`{cmd}` returned {v:?}");
+        v.into_iter().next().unwrap()
+    }
+
+    /// Runs a command that must fail; returns the failure.
+    #[track_caller]
+    pub fn fail(&mut self, cmd: &str) -> Failure {
+        self.send(cmd);
+        match self.reply() {
+            Ok(v) => panic!(
+                "{}: `{cmd}` succeeded with {v:?}, expected a failure",
+                self.name
+            ),
+            Err(f) => f,
+        }
+    }
+
+    /// Runs a command that must fail with `code`, naming `rule`.
+    #[track_caller]
+    pub fn fails(&mut self, cmd: &str, code: i32, rule: &str) {
+        self.fail(cmd).expect(code, rule);
+    }
+
+    /// Ends the shell normally and checks its exit status.
+    pub fn exit(mut self) {
+        self.send("exit");
+        let status = self.proc.wait().unwrap();
+        assert!(
+            status.success(),
+            "ACL child {} exited with {status}",
+            self.name
+        );
+    }
+
+    /// SIGKILL, then waits until the kernel has killed it (zombie or gone) without
+    /// reaping; [`Acl::reap`] reaps.
+    pub fn kill9(&mut self) {
+        self.proc.kill().unwrap();
+        let pid = self.pid();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match read_stat(pid).unwrap() {
+                Some(s) if s.state != 'Z' => {}
+                _ => return,
+            }
+            assert!(Instant::now() < deadline, "child {pid} did not die");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Reaps a killed child.
+    pub fn reap(&mut self) {
+        let _ = self.proc.wait();
+    }
+}
+
+impl Drop for Acl {
+    fn drop(&mut self) {
+        if let Ok(None) = self.proc.try_wait() {
+            let _ = self.proc.kill();
+            let _ = self.proc.wait();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Child side: the ACL shell.
+
+/// Entry of child processes (call from the binary's `child_role` test); returns at once
+/// in the parent.
+pub fn child_main() {
+    if std::env::var_os(SHELL_ENV).is_none() {
+        return;
+    }
+    std::thread::spawn(move || {
+        std::thread::sleep(CHILD_WATCHDOG);
+        eprintln!("ACL child watchdog: giving up");
+        std::process::exit(97);
+    });
+    let mut shell = Shell {
+        api: devipc_emulator::acl_api(),
+    };
+    say(&format!("ready {}", std::process::id()));
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
+            std::process::exit(0);
+        }
+        let cmd = line.trim();
+        if cmd == "exit" {
+            std::process::exit(0);
+        }
+        let reply = match shell.exec(cmd) {
+            Ok(values) => format!("ok {}", values.join(" ")),
+            Err((code, message)) => format!("err {code} {message}"),
+        };
+        say(reply.trim_end());
+    }
+}
+
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "@@ {text}");
+    let _ = out.flush();
+}
+
+type Reply = Result<Vec<String>, (i32, String)>;
+
+struct Shell {
+    api: AclApi,
+}
+
+/// Calls a required function of the table.
+macro_rules! req {
+    ($api:expr, $f:ident ( $($arg:expr),* )) => {{
+        let f = $api.$f;
+        // SAFETY: the shell passes arguments that follow the ACL contract (or are NULL,
+        // which every emulated function checks); handles and pointers come from earlier
+        // calls of this process.
+        unsafe { f($($arg),*) }
+    }};
+}
+
+/// Calls an optional function of the table (the emulator has them all).
+macro_rules! opt {
+    ($api:expr, $f:ident ( $($arg:expr),* )) => {{
+        let f = $api.$f.expect(concat!(stringify!($f), " is present in the emulator"));
+        // SAFETY: as for `req!`.
+        unsafe { f($($arg),*) }
+    }};
+}
+
+fn hex(v: usize) -> String {
+    format!("{v:#x}")
+}
+
+fn parse_num(tok: &str) -> Result<i128, (i32, String)> {
+    let parsed = if let Some(h) = tok.strip_prefix("0x") {
+        i128::from_str_radix(h, 16)
+    } else {
+        tok.parse()
+    };
+    parsed.map_err(|_| (-1, format!("shell: bad number {tok:?}")))
+}
+
+/// A 65-byte key buffer from its text (`null` gives NULL).
+fn key_buf(tok: &str) -> Option<[c_char; 65]> {
+    if tok == "null" {
+        return None;
+    }
+    let mut buf = [0 as c_char; 65];
+    for (slot, b) in buf.iter_mut().zip(tok.bytes().take(64)) {
+        *slot = b as c_char;
+    }
+    Some(buf)
+}
+
+fn key_ptr(buf: &Option<[c_char; 65]>) -> *const c_char {
+    buf.as_ref().map_or(ptr::null(), |b| b.as_ptr())
+}
+
+fn key_text(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn vptr(v: i128) -> *mut c_void {
+    ptr::with_exposed_provenance_mut(v as usize)
+}
+
+impl Shell {
+    fn status(&self, code: aclError, values: Vec<String>) -> Reply {
+        if code == 0 {
+            return Ok(values);
+        }
+        let p = req!(self.api, aclGetRecentErrMsg());
+        let message = if p.is_null() {
+            "<NULL>".to_owned()
+        } else {
+            // SAFETY: a non-NULL result is a NUL-terminated string valid until the next
+            // aclGetRecentErrMsg on this thread.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        };
+        Err((code, message.replace('\n', " ")))
+    }
+
+    fn exec(&mut self, line: &str) -> Reply {
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        let Some((&cmd, args)) = toks.split_first() else {
+            return Err((-1, "shell: empty command".into()));
+        };
+        let n = |i: usize| -> Result<i128, (i32, String)> {
+            args.get(i)
+                .ok_or((-1, format!("shell: {cmd} needs argument {i}")))
+                .and_then(|t| parse_num(t))
+        };
+        let n_or = |i: usize, default: i128| -> Result<i128, (i32, String)> {
+            if i < args.len() { n(i) } else { Ok(default) }
+        };
+        let api = &self.api;
+        match cmd {
+            "init" => {
+                let path = args.first().map(|p| std::ffi::CString::new(*p).unwrap());
+                let code = req!(
+                    api,
+                    aclInit(path.as_ref().map_or(ptr::null(), |p| p.as_ptr()))
+                );
+                self.status(code, vec![])
+            }
+            "finalize" => self.status(req!(api, aclFinalize()), vec![]),
+            "errmsg" => {
+                let p = req!(api, aclGetRecentErrMsg());
+                // SAFETY: as in `status`.
+                let text = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+                Ok(vec![format!("[{text}]")])
+            }
+            "set-device" => self.status(req!(api, aclrtSetDevice(n(0)? as i32)), vec![]),
+            "reset-device" => self.status(req!(api, aclrtResetDevice(n(0)? as i32)), vec![]),
+            "get-device" => {
+                let mut d = -1;
+                let code = req!(api, aclrtGetDevice(&mut d));
+                self.status(code, vec![d.to_string()])
+            }
+            "thread-get-device" => {
+                let f = api.aclrtGetDevice;
+                let code = std::thread::spawn(move || {
+                    let mut d = -1;
+                    // SAFETY: `d` is writable.
+                    unsafe { f(&mut d) }
+                })
+                .join()
+                .unwrap();
+                let reply = self.status(code, vec![]);
+                // The message belongs to the other thread; this thread has none.
+                reply.map_err(|(c, _)| (c, "(on another thread)".into()))
+            }
+            "device-count" => {
+                let mut c = 0u32;
+                let code = req!(api, aclrtGetDeviceCount(&mut c));
+                self.status(code, vec![c.to_string()])
+            }
+            "malloc" => {
+                let mut p = ptr::null_mut();
+                let code = req!(api, aclrtMalloc(&mut p, n(0)? as usize, n_or(1, 0)? as i32));
+                self.status(code, vec![hex(p.addr())])
+            }
+            "free" => self.status(req!(api, aclrtFree(vptr(n(0)?))), vec![]),
+            "host-alloc" => {
+                let buf: &'static mut [u8] = vec![0u8; n(0)? as usize].leak();
+                Ok(vec![hex(buf.as_mut_ptr().expose_provenance())])
+            }
+            "write" => {
+                // write <ptr> <seed> <len> [offset]: H2D copy of the pattern.
+                let data = pattern(n(1)? as u8, n(2)? as usize);
+                let dst = vptr(n(0)? + n_or(3, 0)?);
+                let code = req!(
+                    api,
+                    aclrtMemcpy(
+                        dst,
+                        data.len(),
+                        data.as_ptr().cast(),
+                        data.len(),
+                        ACL_MEMCPY_HOST_TO_DEVICE
+                    )
+                );
+                self.status(code, vec![])
+            }
+            "check" => {
+                // check <ptr> <seed> <len> [offset]: D2H copy, compared with the pattern.
+                let want = pattern(n(1)? as u8, n(2)? as usize);
+                let mut got = vec![0u8; want.len()];
+                let src = vptr(n(0)? + n_or(3, 0)?);
+                let code = req!(
+                    api,
+                    aclrtMemcpy(
+                        got.as_mut_ptr().cast(),
+                        got.len(),
+                        src,
+                        got.len(),
+                        ACL_MEMCPY_DEVICE_TO_HOST
+                    )
+                );
+                if code == 0 && got != want {
+                    let at = got.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(0);
+                    return Err((-2, format!("bytes differ from the pattern at offset {at}")));
+                }
+                self.status(code, vec![])
+            }
+            "check-byte" => {
+                // check-byte <ptr> <len> <value>: D2H copy, every byte equal to value.
+                let mut got = vec![0u8; n(1)? as usize];
+                let value = n(2)?;
+                let code = req!(
+                    api,
+                    aclrtMemcpy(
+                        got.as_mut_ptr().cast(),
+                        got.len(),
+                        vptr(n(0)?),
+                        got.len(),
+                        ACL_MEMCPY_DEVICE_TO_HOST
+                    )
+                );
+                if code == 0 && got.iter().any(|b| i128::from(*b) != value) {
+                    return Err((-2, "bytes differ from the fill value".into()));
+                }
+                self.status(code, vec![])
+            }
+            "memcpy" => {
+                // memcpy <dst> <destMax> <src> <count> <kind>
+                let code = req!(
+                    api,
+                    aclrtMemcpy(
+                        vptr(n(0)?),
+                        n(1)? as usize,
+                        vptr(n(2)?),
+                        n(3)? as usize,
+                        n(4)? as i32
+                    )
+                );
+                self.status(code, vec![])
+            }
+            "memset" => {
+                let code = req!(
+                    api,
+                    aclrtMemset(vptr(n(0)?), n(1)? as usize, n(2)? as i32, n(3)? as usize)
+                );
+                self.status(code, vec![])
+            }
+            "range" => {
+                let (mut base, mut size) = (ptr::null_mut(), 0usize);
+                let code = opt!(
+                    api,
+                    aclrtMemGetAddressRange(vptr(n(0)?), &mut base, &mut size)
+                );
+                self.status(code, vec![hex(base.addr()), size.to_string()])
+            }
+            "stream-create" => {
+                let mut s = ptr::null_mut();
+                let code = req!(api, aclrtCreateStream(&mut s));
+                self.status(code, vec![hex(s.addr())])
+            }
+            "stream-destroy" => self.status(req!(api, aclrtDestroyStream(vptr(n(0)?))), vec![]),
+            "stream-sync" => self.status(req!(api, aclrtSynchronizeStream(vptr(n(0)?))), vec![]),
+            "granularity" => {
+                // granularity <device> <option> [memAttr] [locationType]
+                let mut prop = phys_prop(n(0)?, n_or(2, i128::from(ACL_MEM_HUGE))?, n_or(3, 1)?, 0);
+                let mut g = 0usize;
+                let code = opt!(
+                    api,
+                    aclrtMemGetAllocationGranularity(&mut prop, n(1)? as i32, &mut g)
+                );
+                self.status(code, vec![g.to_string()])
+            }
+            "malloc-physical" => {
+                // malloc-physical <device> <size> [flags] [memAttr] [locationType] [handleType]
+                let prop = phys_prop(
+                    n(0)?,
+                    n_or(3, i128::from(ACL_MEM_HUGE))?,
+                    n_or(4, 1)?,
+                    n_or(5, 0)?,
+                );
+                let mut h = ptr::null_mut();
+                let code = req!(
+                    api,
+                    aclrtMallocPhysical(&mut h, n(1)? as usize, &prop, n_or(2, 0)? as u64)
+                );
+                self.status(code, vec![hex(h.addr())])
+            }
+            "free-physical" => self.status(req!(api, aclrtFreePhysical(vptr(n(0)?))), vec![]),
+            "reserve" => {
+                // reserve <size> [alignment] [expectPtr] [flags]
+                let mut va = ptr::null_mut();
+                let code = req!(
+                    api,
+                    aclrtReserveMemAddress(
+                        &mut va,
+                        n(0)? as usize,
+                        n_or(1, 0)? as usize,
+                        vptr(n_or(2, 0)?),
+                        n_or(3, 0)? as u64
+                    )
+                );
+                self.status(code, vec![hex(va.addr())])
+            }
+            "release-address" => {
+                self.status(req!(api, aclrtReleaseMemAddress(vptr(n(0)?))), vec![])
+            }
+            "map" => {
+                // map <va> <size> <handle> [offset] [flags]
+                let code = req!(
+                    api,
+                    aclrtMapMem(
+                        vptr(n(0)?),
+                        n(1)? as usize,
+                        n_or(3, 0)? as usize,
+                        vptr(n(2)?),
+                        n_or(4, 0)? as u64
+                    )
+                );
+                self.status(code, vec![])
+            }
+            "unmap" => self.status(req!(api, aclrtUnmapMem(vptr(n(0)?))), vec![]),
+            "set-access" => {
+                // set-access <va> <size> <flags> <device> [locationType]
+                let mut desc = aclrtMemAccessDesc {
+                    flags: n(2)? as i32,
+                    location: aclrtMemLocation {
+                        id: n(3)? as u32,
+                        r#type: n_or(4, 1)? as i32,
+                    },
+                    rsv: [0; 12],
+                };
+                let code = opt!(
+                    api,
+                    aclrtMemSetAccess(vptr(n(0)?), n(1)? as usize, &mut desc, 1)
+                );
+                self.status(code, vec![])
+            }
+            "export" => {
+                // export <handle> [handleType] [flags]
+                let mut sh = 0u64;
+                let code = opt!(
+                    api,
+                    aclrtMemExportToShareableHandle(
+                        vptr(n(0)?),
+                        n_or(1, 0)? as i32,
+                        n_or(2, 0)? as u64,
+                        &mut sh
+                    )
+                );
+                self.status(code, vec![sh.to_string()])
+            }
+            "set-pid" => {
+                // set-pid <shareable> [pid...] (no pids: NULL, 0)
+                let mut pids = pid_list(&args[1..])?;
+                let (p, len) = pid_args(&mut pids);
+                let code = opt!(api, aclrtMemSetPidToShareableHandle(n(0)? as u64, p, len));
+                self.status(code, vec![])
+            }
+            "set-pid-zero" => {
+                // set-pid-zero <shareable> <pid>: a valid array but pidNum 0.
+                let mut pid = n(1)? as i32;
+                let code = opt!(
+                    api,
+                    aclrtMemSetPidToShareableHandle(n(0)? as u64, &mut pid, 0)
+                );
+                self.status(code, vec![])
+            }
+            "import" => {
+                let mut h = ptr::null_mut();
+                let code = opt!(
+                    api,
+                    aclrtMemImportFromShareableHandle(n(0)? as u64, n(1)? as i32, &mut h)
+                );
+                self.status(code, vec![hex(h.addr())])
+            }
+            "key-export" => {
+                // key-export <ptr> <size> [len] [flags]
+                let mut key = [0 as c_char; 128];
+                let len = n_or(2, 65)? as usize;
+                let code = opt!(
+                    api,
+                    aclrtIpcMemGetExportKey(
+                        vptr(n(0)?),
+                        n(1)? as usize,
+                        key.as_mut_ptr(),
+                        len.min(128),
+                        n_or(3, 0)? as u64
+                    )
+                );
+                if code == 0 && key[64] != 0 {
+                    return Err((-3, "the key is not NUL terminated within 65 bytes".into()));
+                }
+                self.status(code, vec![key_text(&key)])
+            }
+            "key-set-pid" => {
+                // key-set-pid <key> [pid...]
+                let key = key_buf(args.first().copied().unwrap_or("null"));
+                let mut pids = pid_list(&args[1..])?;
+                let (p, len) = pid_args(&mut pids);
+                let code = opt!(api, aclrtIpcMemSetImportPid(key_ptr(&key), p, len));
+                self.status(code, vec![])
+            }
+            "key-import" => {
+                // key-import <key> [flags]
+                let key = key_buf(args.first().copied().unwrap_or("null"));
+                let mut p = ptr::null_mut();
+                let code = opt!(
+                    api,
+                    aclrtIpcMemImportByKey(&mut p, key_ptr(&key), n_or(1, 0)? as u64)
+                );
+                self.status(code, vec![hex(p.addr())])
+            }
+            "key-close" => {
+                let key = key_buf(args.first().copied().unwrap_or("null"));
+                let code = opt!(api, aclrtIpcMemClose(key_ptr(&key)));
+                self.status(code, vec![])
+            }
+            "bare-tgid" => {
+                let mut pid = 0;
+                let code = opt!(api, aclrtDeviceGetBareTgid(&mut pid));
+                self.status(code, vec![pid.to_string()])
+            }
+            "can-access" => {
+                let mut can = -1;
+                let code = req!(
+                    api,
+                    aclrtDeviceCanAccessPeer(&mut can, n(0)? as i32, n(1)? as i32)
+                );
+                self.status(code, vec![can.to_string()])
+            }
+            "enable-peer" => {
+                let code = req!(
+                    api,
+                    aclrtDeviceEnablePeerAccess(n(0)? as i32, n_or(1, 0)? as u32)
+                );
+                self.status(code, vec![])
+            }
+            "notify-create" => {
+                let mut h = ptr::null_mut();
+                let code = opt!(api, aclrtCreateNotify(&mut h, n_or(0, 0)? as u64));
+                self.status(code, vec![hex(h.addr())])
+            }
+            "notify-destroy" => self.status(opt!(api, aclrtDestroyNotify(vptr(n(0)?))), vec![]),
+            "notify-export" => {
+                // notify-export <notify> [len] [flags]
+                let mut key = [0 as c_char; 128];
+                let len = n_or(1, 65)? as usize;
+                let code = opt!(
+                    api,
+                    aclrtNotifyGetExportKey(
+                        vptr(n(0)?),
+                        key.as_mut_ptr(),
+                        len.min(128),
+                        n_or(2, 0)? as u64
+                    )
+                );
+                self.status(code, vec![key_text(&key)])
+            }
+            "notify-set-pid" => {
+                let mut pids = pid_list(&args[1..])?;
+                let (p, len) = pid_args(&mut pids);
+                let code = opt!(api, aclrtNotifySetImportPid(vptr(n(0)?), p, len));
+                self.status(code, vec![])
+            }
+            "notify-import" => {
+                let key = key_buf(args.first().copied().unwrap_or("null"));
+                let mut h = ptr::null_mut();
+                let code = opt!(
+                    api,
+                    aclrtNotifyImportByKey(&mut h, key_ptr(&key), n_or(1, 0)? as u64)
+                );
+                self.status(code, vec![hex(h.addr())])
+            }
+            "notify-record" => {
+                let code = opt!(api, aclrtRecordNotify(vptr(n(0)?), vptr(n_or(1, 0)?)));
+                self.status(code, vec![])
+            }
+            "notify-wait" => {
+                // notify-wait <notify> <timeout s> [stream]; answers the elapsed ms.
+                let t0 = Instant::now();
+                let code = opt!(
+                    api,
+                    aclrtWaitAndResetNotify(vptr(n(0)?), vptr(n_or(2, 0)?), n(1)? as u32)
+                );
+                self.status(code, vec![t0.elapsed().as_millis().to_string()])
+            }
+            "ping" | "pong" => {
+                // ping <record> <wait> <rounds>: record, then wait, per round.
+                // pong <wait> <record> <rounds>: wait, then record, per round.
+                let (a, b, rounds) = (vptr(n(0)?), vptr(n(1)?), n(2)?);
+                let t0 = Instant::now();
+                for _ in 0..rounds {
+                    let code = if cmd == "ping" {
+                        match opt!(api, aclrtRecordNotify(a, ptr::null_mut())) {
+                            0 => opt!(api, aclrtWaitAndResetNotify(b, ptr::null_mut(), 60)),
+                            c => c,
+                        }
+                    } else {
+                        match opt!(api, aclrtWaitAndResetNotify(a, ptr::null_mut(), 60)) {
+                            0 => opt!(api, aclrtRecordNotify(b, ptr::null_mut())),
+                            c => c,
+                        }
+                    };
+                    if code != 0 {
+                        return self.status(code, vec![]);
+                    }
+                }
+                Ok(vec![t0.elapsed().as_micros().to_string()])
+            }
+            "version" => {
+                let (mut a, mut b, mut c) = (0, 0, 0);
+                let code = opt!(api, aclrtGetVersion(&mut a, &mut b, &mut c));
+                self.status(code, vec![a.to_string(), b.to_string(), c.to_string()])
+            }
+            "version-str" => {
+                let mut name = std::ffi::CString::new(args.first().copied().unwrap_or(""))
+                    .unwrap()
+                    .into_bytes_with_nul();
+                let mut out = [0 as c_char; 128];
+                let code = opt!(
+                    api,
+                    aclsysGetVersionStr(name.as_mut_ptr().cast(), out.as_mut_ptr())
+                );
+                self.status(code, vec![key_text(&out)])
+            }
+            "null" => self.null_call(args.first().copied().unwrap_or("")),
+            other => Err((-1, format!("shell: unknown command {other:?}"))),
+        }
+    }
+
+    /// Calls one function with a NULL pointer where the contract needs one.
+    fn null_call(&mut self, which: &str) -> Reply {
+        let api = &self.api;
+        let null = ptr::null_mut::<c_void>();
+        let prop = phys_prop(0, i128::from(ACL_MEM_HUGE), 1, 0);
+        let key = key_buf("devipc-emu:acl:memkey:0000010000000001");
+        let code = match which {
+            "get-device" => req!(api, aclrtGetDevice(ptr::null_mut())),
+            "device-count" => req!(api, aclrtGetDeviceCount(ptr::null_mut())),
+            "malloc" => req!(api, aclrtMalloc(ptr::null_mut(), 64, 0)),
+            "free" => req!(api, aclrtFree(null)),
+            "memcpy-dst" => req!(api, aclrtMemcpy(null, 1, [0u8].as_ptr().cast(), 1, 0)),
+            "memcpy-src" => req!(api, aclrtMemcpy([0u8].as_mut_ptr().cast(), 1, null, 1, 0)),
+            "memset" => req!(api, aclrtMemset(null, 1, 0, 1)),
+            "stream-create" => req!(api, aclrtCreateStream(ptr::null_mut())),
+            "stream-destroy" => req!(api, aclrtDestroyStream(null)),
+            "malloc-physical-handle" => {
+                req!(api, aclrtMallocPhysical(ptr::null_mut(), 2 << 20, &prop, 0))
+            }
+            "malloc-physical-prop" => {
+                let mut h = null;
+                req!(api, aclrtMallocPhysical(&mut h, 2 << 20, ptr::null(), 0))
+            }
+            "free-physical" => req!(api, aclrtFreePhysical(null)),
+            "reserve" => req!(
+                api,
+                aclrtReserveMemAddress(ptr::null_mut(), 2 << 20, 0, null, 0)
+            ),
+            "release-address" => req!(api, aclrtReleaseMemAddress(null)),
+            "map" => req!(api, aclrtMapMem(null, 2 << 20, 0, null, 0)),
+            "unmap" => req!(api, aclrtUnmapMem(null)),
+            "can-access" => req!(api, aclrtDeviceCanAccessPeer(ptr::null_mut(), 0, 1)),
+            "range" => opt!(
+                api,
+                aclrtMemGetAddressRange(null, ptr::null_mut(), ptr::null_mut())
+            ),
+            "granularity" => opt!(
+                api,
+                aclrtMemGetAllocationGranularity(ptr::null_mut(), 0, ptr::null_mut())
+            ),
+            "set-access" => opt!(api, aclrtMemSetAccess(null, 2 << 20, ptr::null_mut(), 1)),
+            "export" => opt!(
+                api,
+                aclrtMemExportToShareableHandle(null, 0, 0, ptr::null_mut())
+            ),
+            "import" => opt!(
+                api,
+                aclrtMemImportFromShareableHandle(1, 0, ptr::null_mut())
+            ),
+            "key-export" => opt!(
+                api,
+                aclrtIpcMemGetExportKey(null, 64, ptr::null_mut(), 65, 0)
+            ),
+            "key-set-pid" => {
+                let mut pid = 1;
+                opt!(api, aclrtIpcMemSetImportPid(ptr::null(), &mut pid, 1))
+            }
+            "key-import" => opt!(
+                api,
+                aclrtIpcMemImportByKey(ptr::null_mut(), key_ptr(&key), 0)
+            ),
+            "key-close" => opt!(api, aclrtIpcMemClose(ptr::null())),
+            "bare-tgid" => opt!(api, aclrtDeviceGetBareTgid(ptr::null_mut())),
+            "notify-create" => opt!(api, aclrtCreateNotify(ptr::null_mut(), 0)),
+            "notify-destroy" => opt!(api, aclrtDestroyNotify(null)),
+            "notify-export" => opt!(api, aclrtNotifyGetExportKey(null, ptr::null_mut(), 65, 0)),
+            "notify-set-pid" => {
+                let mut pid = 1;
+                opt!(api, aclrtNotifySetImportPid(null, &mut pid, 1))
+            }
+            "notify-import" => opt!(api, aclrtNotifyImportByKey(ptr::null_mut(), ptr::null(), 0)),
+            "notify-record" => opt!(api, aclrtRecordNotify(null, null)),
+            "notify-wait" => opt!(api, aclrtWaitAndResetNotify(null, null, 1)),
+            "version" => opt!(
+                api,
+                aclrtGetVersion(ptr::null_mut(), ptr::null_mut(), ptr::null_mut())
+            ),
+            "version-str" => opt!(api, aclsysGetVersionStr(ptr::null_mut(), ptr::null_mut())),
+            other => return Err((-1, format!("shell: no NULL case {other:?}"))),
+        };
+        self.status(code, vec![])
+    }
+}
+
+/// The NULL-pointer cases of [`Shell::null_call`].
+pub const NULL_CASES: &[&str] = &[
+    "get-device",
+    "device-count",
+    "malloc",
+    "free",
+    "memcpy-dst",
+    "memcpy-src",
+    "memset",
+    "stream-create",
+    "stream-destroy",
+    "malloc-physical-handle",
+    "malloc-physical-prop",
+    "free-physical",
+    "reserve",
+    "release-address",
+    "map",
+    "unmap",
+    "can-access",
+    "range",
+    "granularity",
+    "set-access",
+    "export",
+    "import",
+    "key-export",
+    "key-set-pid",
+    "key-import",
+    "key-close",
+    "bare-tgid",
+    "notify-create",
+    "notify-destroy",
+    "notify-export",
+    "notify-set-pid",
+    "notify-import",
+    "notify-record",
+    "notify-wait",
+    "version",
+    "version-str",
+];
+
+fn phys_prop(
+    device: i128,
+    mem_attr: i128,
+    location_type: i128,
+    handle_type: i128,
+) -> aclrtPhysicalMemProp {
+    aclrtPhysicalMemProp {
+        handleType: handle_type as i32,
+        allocationType: ACL_MEM_ALLOCATION_TYPE_PINNED,
+        memAttr: mem_attr as i32,
+        location: aclrtMemLocation {
+            id: device as u32,
+            r#type: location_type as i32,
+        },
+        reserve: 0,
+    }
+}
+
+fn pid_list(toks: &[&str]) -> Result<Vec<i32>, (i32, String)> {
+    toks.iter()
+        .map(|t| parse_num(t).map(|v| v as i32))
+        .collect()
+}
+
+/// The (pointer, count) of a pid list: NULL and 0 when empty.
+fn pid_args(pids: &mut [i32]) -> (*mut i32, usize) {
+    if pids.is_empty() {
+        (ptr::null_mut(), 0)
+    } else {
+        (pids.as_mut_ptr(), pids.len())
+    }
+}
