@@ -455,6 +455,9 @@ impl Drop for AscendBackend {
             if let Err(e) = self.release_external(device, &export) {
                 eprintln!("devipc-ascend: closing a leftover exported IPC key failed: {e}");
             }
+            if let Ok(lease) = devipc_shm::lease::held::reopen(&export.lease) {
+                let _ = lease.remove();
+            }
         }
         for (_, mut record) in self.allocations.drain() {
             if let Err(e) = self.release_allocation(&mut record) {

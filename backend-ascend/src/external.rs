@@ -20,6 +20,12 @@
 //! validation of the first export is the one that counts) until the owner says the
 //! importers are done: [`AscendBackend::close_external`], to be called before the
 //! framework frees the block, or the backend's drop.
+//!
+//! devipc enforces the order instead of leaving it to "exceptions may occur": each
+//! exported key comes with a crash-safe lease (devipc-shm) named in the token after the
+//! key; importers hold it from before `aclrtIpcMemImportByKey` until after their
+//! `aclrtIpcMemClose`, and `close_external` refuses with `InvalidArgument` while a live
+//! importer holds it (a killed importer's hold does not count).
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,6 +39,8 @@ use devipc_core::token::MemTokenParts;
 use devipc_core::{
     DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken, PidValidation, Result,
 };
+use devipc_shm::lease::held;
+use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
 use crate::backend::{AscendBackend, DeviceRange, lock};
 use crate::call::{check, optional};
@@ -50,6 +58,8 @@ static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ExternalExport {
     pub(crate) key: Key,
+    /// The lease importers hold while they have the block mapped (see the module docs).
+    pub(crate) lease: LeaseName,
     /// The block's size (its base is the map key).
     pub(crate) size: usize,
     pub(crate) validation: PidValidation,
@@ -62,6 +72,8 @@ pub(crate) struct ExternalExport {
 pub(crate) struct KeyMapping {
     pub(crate) device: DeviceId,
     pub(crate) key: Key,
+    /// The exporter's lease this process holds while the mapping lives, if the token named one.
+    pub(crate) lease: Option<LeaseName>,
     /// The block base the import returned.
     pub(crate) base: u64,
 }
@@ -81,6 +93,26 @@ pub(crate) fn key_payload(payload: &[u8], mechanism: Mechanism) -> Result<Key> {
         )));
     }
     Ok(key)
+}
+
+/// The name of a [`devipc_shm::lease::Lease`].
+pub(crate) type LeaseName = [u8; LEASE_NAME_LEN];
+
+/// The key and lease name of an `ascend-ipc-key` token: the 65-byte key, then (from
+/// devipc's own exporters) the 32-byte name of the exporter's lease.
+pub(crate) fn key_token_payload(
+    payload: &[u8],
+    mechanism: Mechanism,
+) -> Result<(Key, Option<LeaseName>)> {
+    if payload.len() == ACL_IPC_KEY_LEN + LEASE_NAME_LEN {
+        let (key, lease) = payload.split_at(ACL_IPC_KEY_LEN);
+        let lease: LeaseName = lease
+            .try_into()
+            .map_err(|_| Error::invalid_token("bad lease name"))?;
+        Ok((key_payload(key, mechanism)?, Some(lease)))
+    } else {
+        Ok((key_payload(payload, mechanism)?, None))
+    }
 }
 
 /// Checks that a key the runtime wrote is NUL-terminated within the buffer.
@@ -157,8 +189,17 @@ impl AscendBackend {
                 check(&self.api, "aclrtIpcMemGetExportKey", code)?;
                 // Never hand the runtime an unterminated buffer, not even to close it.
                 check_written_key(&key, "aclrtIpcMemGetExportKey")?;
+                let lease = match held::create() {
+                    Ok(lease) => *lease.name(),
+                    Err(e) => {
+                        // Never leave a key devipc cannot account for.
+                        let _ = Undo::IpcClose(key).run(&self.api);
+                        return Err(e);
+                    }
+                };
                 let export = ExternalExport {
                     key,
+                    lease,
                     size,
                     validation: opts.validation,
                     generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
@@ -177,7 +218,7 @@ impl AscendBackend {
             object_size: size as u64,
             offset: range.start as u64,
             len: len as u64,
-            payload: export.key.to_vec(),
+            payload: [&export.key[..], &export.lease[..]].concat(),
         })
     }
 
@@ -214,9 +255,17 @@ impl AscendBackend {
                 "no block exported with export_external holds {ptr} on device {device}"
             )));
         };
-        self.release_external(device, &export)?;
-        external.remove(&map_key);
-        Ok(())
+        let lease = held::reopen(&export.lease)?;
+        match held::release_if_unheld(&lease, || self.release_external(device, &export))? {
+            Some(()) => {
+                external.remove(&map_key);
+                Ok(())
+            }
+            None => Err(Error::invalid_argument(format!(
+                "importers still have the block at {ptr} mapped: the runtime requires every \
+                 importer to close it (aclrtIpcMemClose) before the exporter closes its key"
+            ))),
+        }
     }
 
     /// `aclrtIpcMemClose` of an exported key.
@@ -227,7 +276,7 @@ impl AscendBackend {
 
     /// Sets the trustlist of an `ascend-ipc-key` token (`aclrtIpcMemSetImportPid`).
     pub(crate) fn grant_key(&self, token: &MemToken, dev: i32, pids: &mut [i32]) -> Result<()> {
-        let key = key_payload(token.payload(), token.mechanism())?;
+        let (key, _lease) = key_token_payload(token.payload(), token.mechanism())?;
         let set_pids = optional!(self.api, aclrtIpcMemSetImportPid)?;
         // The runtime rejects an empty list (num must be > 0); granting nobody is a no-op.
         if pids.is_empty() {
@@ -243,7 +292,7 @@ impl AscendBackend {
     /// Maps an `ascend-ipc-key` token on `device` (`aclrtIpcMemImportByKey`), with the
     /// runtime's peer-access flag when `device` is not the exporter's.
     pub(crate) fn import_key(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
-        let key = key_payload(token.payload(), token.mechanism())?;
+        let (key, lease) = key_token_payload(token.payload(), token.mechanism())?;
         let (size, offset, len) = token_range(token)?;
         let import = optional!(self.api, aclrtIpcMemImportByKey)?;
         let cross_device = device != token.device();
@@ -254,18 +303,28 @@ impl AscendBackend {
         };
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
         let mut rollback = Rollback::new(&self.api);
+        // Hold the exporter's lease before mapping, so its close waits for ours.
+        let held_lease = lease.map(|name| held::hold(&name)).transpose()?;
         let mut base: *mut c_void = std::ptr::null_mut();
         // SAFETY: `base` is a valid out-pointer; `key` is a NUL-terminated buffer.
         let code = unsafe { import(&mut base, key.as_ptr().cast(), flags) };
-        check(&self.api, "aclrtIpcMemImportByKey", code)?;
+        if let Err(e) = check(&self.api, "aclrtIpcMemImportByKey", code) {
+            if let Some(l) = &held_lease {
+                held::drop_hold(l);
+            }
+            return Err(e);
+        }
         rollback.push(Undo::IpcClose(key));
         let base = base as usize as u64;
         let ptr = DevicePtr(base).offset(offset)?;
         let end = DevicePtr(base).offset(size)?.0;
         rollback.commit();
-        let id = self
-            .mappings
-            .insert(MappingRecord::Key(KeyMapping { device, key, base }));
+        let id = self.mappings.insert(MappingRecord::Key(KeyMapping {
+            device,
+            key,
+            lease,
+            base,
+        }));
         self.add_range(base, DeviceRange { end, device });
         Ok(Mapping {
             id,
@@ -280,6 +339,9 @@ impl AscendBackend {
         let _scope = DeviceScope::bind(&self.api, mapping.device.as_c_int()?)?;
         Undo::IpcClose(mapping.key).run(&self.api)?;
         self.remove_range(mapping.base);
+        if let Some(lease) = &mapping.lease {
+            held::drop_hold_by_name(lease);
+        }
         Ok(())
     }
 }

@@ -1085,7 +1085,11 @@ fn external_exports_carry_the_whole_key_and_the_offset_in_the_block() {
         .export_external(DeviceId(1), ptr, 100, ExportOptions::default())
         .unwrap();
     assert_eq!(t.mechanism(), Mechanism::AscendIpcKey);
-    assert_eq!(t.payload().len(), 65);
+    assert_eq!(
+        t.payload().len(),
+        65 + 32,
+        "the key buffer, then the lease name"
+    );
     assert_eq!(
         &t.payload()[..8],
         b"key\0tail",

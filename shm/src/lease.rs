@@ -226,6 +226,25 @@ pub mod held {
         }
     }
 
+    /// The exporter's own lease `name`, reopened (its holders may have changed since).
+    pub fn reopen(name: &[u8]) -> Result<Lease> {
+        let dir = runtime_dir()
+            .map_err(|e| io_error("opening the runtime directory", io::Error::other(e)))?;
+        Lease::open(&dir, name).map_err(|e| io_error("reopening a lease", e))
+    }
+
+    /// [`drop_hold`] on the lease `name`; a lease that is gone has no hold to drop.
+    pub fn drop_hold_by_name(name: &[u8]) {
+        match runtime_dir()
+            .map_err(io::Error::other)
+            .and_then(|dir| Lease::open(&dir, name))
+        {
+            Ok(lease) => drop_hold(&lease),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => eprintln!("devipc: releasing a lease hold failed: {e}"),
+        }
+    }
+
     /// As [`Lease::release_if_unheld`], with devipc errors: `Ok(None)` while someone holds
     /// it, else the result of `release` (the lease is removed when it succeeded).
     pub fn release_if_unheld<T>(
