@@ -1,0 +1,401 @@
+//! ACL surface: VMM (physical memory, reservations, mappings, access) and VMM IPC with
+//! shareable handles, across real processes through the C ABI (see `acl_support`).
+//! Every test has its own state directory and checks that it is clean at the end.
+
+mod acl_support;
+
+use acl_support::TestRoot;
+use devipc_emulator::acl::rules;
+
+const G: usize = 2 << 20;
+
+/// Entry point of the child processes; a no-op in the parent run.
+#[test]
+fn child_role() {
+    acl_support::child_main();
+}
+
+#[test]
+fn granularity_and_physical_allocation_rules() {
+    let root = TestRoot::new("vmm-phys");
+    let mut a = root.spawn("a", &[]);
+    // ACL_MEM_HUGE (13) and ACL_HBM_MEM_NORMAL (5): 2 MiB; ACL_MEM_HUGE1G (14): 1 GiB.
+    assert_eq!(a.val("granularity 0 0"), G.to_string());
+    assert_eq!(a.val("granularity 0 1 5"), G.to_string());
+    assert_eq!(a.val("granularity 1 1 14"), (1usize << 30).to_string());
+    a.fails("granularity 0 2", 100000, rules::PARAM_ENUM_VALUE);
+    // DDR (0) is host-only; a host location is reserved.
+    a.fails("granularity 0 0 0", 100000, rules::VMM_PROP_VALID);
+    a.fails("granularity 0 0 13 0", 100000, rules::VMM_PROP_VALID);
+    a.fails("granularity 2 0", 107001, rules::DEVICE_ID_RANGE);
+
+    a.fails(
+        &format!("malloc-physical 0 {G} 1"),
+        100000,
+        rules::PARAM_RESERVED_ZERO,
+    );
+    a.fails("malloc-physical 0 0", 100000, rules::PARAM_SIZE_NONZERO);
+    a.fails(
+        &format!("malloc-physical 0 {}", 1 << 20),
+        107000,
+        rules::VMM_SIZE_GRANULARITY,
+    );
+    a.fails(
+        &format!("malloc-physical 0 {G} 0 3"),
+        100000,
+        rules::VMM_PROP_VALID,
+    );
+    a.fails(
+        &format!("malloc-physical 0 {G} 0 13 1 1"),
+        100000,
+        rules::VMM_PROP_VALID,
+    );
+    a.fails(
+        &format!("malloc-physical 3 {G}"),
+        107001,
+        rules::DEVICE_ID_RANGE,
+    );
+    // No context needed: the device is in prop.
+    let h = a.val(&format!("malloc-physical 1 {}", 2 * G));
+    assert_eq!(root.used(1), 2 * G as u64);
+    a.ok(&format!("free-physical {h}"));
+    a.fails(&format!("free-physical {h}"), 107017, rules::HANDLE_VALID);
+    assert_eq!(root.used(1), 0);
+    a.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn reserve_map_access_unmap_release() {
+    let root = TestRoot::new("vmm-map");
+    let mut a = root.spawn("a", &[]);
+    let h = a.val(&format!("malloc-physical 0 {G}"));
+    a.fails(
+        &format!("reserve {G} 1"),
+        100000,
+        rules::PARAM_RESERVED_ZERO,
+    );
+    a.fails(
+        &format!("reserve {G} 0 0 1"),
+        100000,
+        rules::PARAM_RESERVED_ZERO,
+    );
+    a.fails("reserve 0", 100000, rules::PARAM_SIZE_NONZERO);
+    assert_eq!(
+        a.fail(&format!("reserve {G} 0 0x7f0000000000")).code,
+        207000
+    );
+    let va = a.val(&format!("reserve {}", 2 * G));
+    let base = u64::from_str_radix(&va[2..], 16).unwrap();
+    assert_eq!(
+        base % G as u64,
+        0,
+        "reservations are aligned to the granularity"
+    );
+    let second = format!("{:#x}", base + G as u64);
+    let outside = format!("{:#x}", base + 2 * G as u64);
+
+    a.fails(
+        &format!("map {va} {} {h}", G / 2),
+        107000,
+        rules::VMM_MAP_WHOLE,
+    );
+    a.fails(
+        &format!("map {va} {G} {h} 4096"),
+        100000,
+        rules::PARAM_RESERVED_ZERO,
+    );
+    a.fails(
+        &format!("map {va} {G} {h} 0 1"),
+        100000,
+        rules::PARAM_RESERVED_ZERO,
+    );
+    a.fails(
+        &format!("map {outside} {G} {h}"),
+        107000,
+        rules::VMM_MAP_RESERVED,
+    );
+    a.fails(
+        &format!("map {:#x} {G} {h}", base + 100),
+        107000,
+        rules::VMM_MAP_RESERVED,
+    );
+    a.fails(&format!("map {va} {G} 0x4242"), 107017, rules::HANDLE_VALID);
+    a.ok(&format!("map {second} {G} {h}"));
+    a.fails(
+        &format!("map {second} {G} {h}"),
+        107000,
+        rules::VMM_MAP_RESERVED,
+    );
+    a.ok(&format!("map {va} {G} {h}"));
+    // Both mappings show the same physical memory.
+    a.ok(&format!("write {va} 3 {G}"));
+    a.ok(&format!("check {second} 3 {G}"));
+    assert_eq!(
+        a.ok(&format!("range {:#x}", base + 77)),
+        [va.clone(), G.to_string()]
+    );
+
+    // Access: READ only refuses writes, NONE refuses reads too; descriptors are checked.
+    a.fails(
+        &format!("set-access {va} {} 3 0", G / 2),
+        107000,
+        rules::VMM_SET_ACCESS_MATCHES,
+    );
+    a.fails(
+        &format!("set-access {va} {G} 2 0"),
+        100000,
+        rules::PARAM_ENUM_VALUE,
+    );
+    a.fails(
+        &format!("set-access {va} {G} 3 0 0"),
+        100000,
+        rules::PARAM_ENUM_VALUE,
+    );
+    a.fails(
+        &format!("set-access {va} {G} 3 9"),
+        107001,
+        rules::DEVICE_ID_RANGE,
+    );
+    a.ok(&format!("set-access {va} {G} 1 0"));
+    a.fails(
+        &format!("write {va} 4 64"),
+        107000,
+        rules::VMM_ACCESS_RESPECTED,
+    );
+    a.ok(&format!("check {va} 3 64"));
+    a.ok(&format!("set-access {va} {G} 0 0"));
+    a.fails(
+        &format!("check {va} 3 64"),
+        107000,
+        rules::VMM_ACCESS_RESPECTED,
+    );
+    a.ok(&format!("set-access {va} {G} 3 0"));
+    a.ok(&format!("write {va} 4 64"));
+
+    // Release needs everything unmapped; free while mapped is deferred.
+    a.fails(
+        &format!("release-address {va}"),
+        107000,
+        rules::VMM_UNMAP_BEFORE_RELEASE,
+    );
+    a.fails(
+        &format!("release-address {second}"),
+        107000,
+        rules::VMM_UNMAP_BEFORE_RELEASE,
+    );
+    a.ok(&format!("free-physical {h}"));
+    assert_eq!(root.used(0), G as u64, "still mapped: not released yet");
+    a.ok(&format!("check {second} 4 64"));
+    a.fails(
+        &format!("map {outside} {G} {h}"),
+        107017,
+        rules::HANDLE_VALID,
+    );
+    a.ok(&format!("unmap {va}"));
+    a.fails(&format!("unmap {va}"), 107000, rules::VMM_MAP_RESERVED);
+    a.fails(&format!("check {va} 4 64"), 107000, rules::MEM_COPY_KIND);
+    assert_eq!(root.used(0), G as u64);
+    a.ok(&format!("unmap {second}"));
+    assert_eq!(root.used(0), 0, "released at the last unmap");
+    a.ok(&format!("release-address {va}"));
+    a.fails(
+        &format!("release-address {va}"),
+        107000,
+        rules::VMM_UNMAP_BEFORE_RELEASE,
+    );
+    a.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn export_rules_in_the_exporting_process() {
+    let root = TestRoot::new("vmm-export");
+    let mut a = root.spawn("a", &[]);
+    let h = a.val(&format!("malloc-physical 0 {G}"));
+    a.fails(
+        &format!("export {h} 2"),
+        100000,
+        rules::VMM_HANDLE_TYPE_NONE,
+    );
+    a.fails(&format!("export {h} 0 2"), 107000, rules::VMM_EXPORT_FLAGS);
+    a.fails("export 0x999990 0 0", 107017, rules::HANDLE_VALID);
+    let sh = a.val(&format!("export {h} 0 0"));
+    a.fails(&format!("export {h} 0 0"), 507899, rules::VMM_ONE_EXPORT);
+    a.fails(&format!("export {h} 0 1"), 507899, rules::VMM_ONE_EXPORT);
+    a.fails(&format!("import {sh} 0"), 507899, rules::VMM_SAME_PROCESS);
+    a.fails(&format!("import {sh} 1"), 507899, rules::VMM_SAME_PROCESS);
+    a.fails(&format!("import {sh} 2"), 107001, rules::VMM_DEVICE_RANGE);
+    a.fails("import 12345 0", 107017, rules::HANDLE_VALID);
+    a.fails("set-pid 12345 7", 107017, rules::HANDLE_VALID);
+    a.ok(&format!("set-pid {sh} 4242 4343"));
+    a.ok(&format!("free-physical {h}"));
+    a.fails(&format!("import {sh} 0"), 107017, rules::HANDLE_VALID);
+    a.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn vmm_bytes_cross_processes_with_trustlist_one_import_and_lifetime() {
+    let root = TestRoot::new("vmm-ipc");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    let h = a.val(&format!("malloc-physical 0 {G}"));
+    let va = a.val(&format!("reserve {G}"));
+    a.ok(&format!("map {va} {G} {h}"));
+    a.ok(&format!("write {va} 11 {G}"));
+    let sh = a.val(&format!("export {h} 0 0"));
+
+    // Not trusted yet; only the exporter may trust.
+    b.fails(&format!("import {sh} 0"), 507899, rules::VMM_TRUSTLIST);
+    let bpid = b.val("bare-tgid");
+    b.fails(
+        &format!("set-pid {sh} {bpid}"),
+        507899,
+        rules::ONLY_EXPORTER_TRUSTS,
+    );
+    a.ok(&format!("set-pid {sh} {bpid}"));
+    b.fails(&format!("import {sh} 9"), 107001, rules::VMM_DEVICE_RANGE);
+    let bh = b.val(&format!("import {sh} 0"));
+    b.fails(&format!("import {sh} 0"), 507899, rules::VMM_ONE_IMPORT);
+    b.fails(&format!("export {bh} 0 0"), 507899, rules::VMM_ONE_EXPORT);
+    let bva = b.val(&format!("reserve {G}"));
+    b.ok(&format!("map {bva} {G} {bh}"));
+    b.ok(&format!("set-access {bva} {G} 3 0"));
+    b.ok(&format!("check {bva} 11 {G}"));
+    b.ok(&format!("write {bva} 12 4096 8192"));
+    a.ok(&format!("check {va} 12 4096 8192"));
+
+    // The exporter lets go: the importer's memory stays (one holder left).
+    a.ok(&format!("unmap {va}"));
+    a.ok(&format!("free-physical {h}"));
+    a.ok(&format!("release-address {va}"));
+    assert_eq!(root.used(0), G as u64);
+    b.ok(&format!("check {bva} 12 4096 8192"));
+    b.ok(&format!("free-physical {bh}")); // deferred: still mapped
+    b.ok(&format!("check {bva} 11 4096"));
+    b.ok(&format!("unmap {bva}"));
+    assert_eq!(root.used(0), 0, "freed once every holder freed it");
+    // Gone for everyone now.
+    b.fails(&format!("import {sh} 0"), 107017, rules::HANDLE_VALID);
+    b.ok(&format!("release-address {bva}"));
+    a.exit();
+    b.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn one_import_per_process_until_it_is_freed() {
+    let root = TestRoot::new("vmm-reimport");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    let h = a.val(&format!("malloc-physical 1 {G}"));
+    let sh = a.val(&format!("export {h} 0 1"));
+    let first = b.val(&format!("import {sh} 1"));
+    b.fails(&format!("import {sh} 1"), 507899, rules::VMM_ONE_IMPORT);
+    b.ok(&format!("free-physical {first}"));
+    let again = b.val(&format!("import {sh} 1"));
+    b.ok(&format!("free-physical {again}"));
+    a.ok(&format!("free-physical {h}"));
+    a.exit();
+    b.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn cross_device_import_needs_peer_access() {
+    let root = TestRoot::new("vmm-peer");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    let h = a.val(&format!("malloc-physical 0 {G}"));
+    let va = a.val(&format!("reserve {G}"));
+    a.ok(&format!("map {va} {G} {h}"));
+    a.ok(&format!("write {va} 21 {G}"));
+    let sh = a.val(&format!("export {h} 0 1"));
+
+    b.fails(&format!("import {sh} 1"), 507899, rules::VMM_CROSS_DEVICE);
+    // Peer access 0 -> 1 is the wrong direction.
+    b.ok("set-device 0");
+    b.ok("enable-peer 1");
+    b.fails(&format!("import {sh} 1"), 507899, rules::VMM_CROSS_DEVICE);
+    b.ok("set-device 1");
+    b.ok("enable-peer 0");
+    let bh = b.val(&format!("import {sh} 1"));
+    let bva = b.val(&format!("reserve {G}"));
+    b.ok(&format!("map {bva} {G} {bh}"));
+    b.ok(&format!("set-access {bva} {G} 3 1"));
+    b.ok(&format!("check {bva} 21 {G}"));
+    b.ok(&format!("unmap {bva}"));
+    b.ok(&format!("free-physical {bh}"));
+    b.ok(&format!("release-address {bva}"));
+    // The same device needs no peer access (another process, same device).
+    let mut c = root.spawn("same-device", &[]);
+    let ch = c.val(&format!("import {sh} 0"));
+    c.ok(&format!("free-physical {ch}"));
+    a.ok(&format!("unmap {va}"));
+    a.ok(&format!("free-physical {h}"));
+    a.ok(&format!("release-address {va}"));
+    a.exit();
+    b.exit();
+    c.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn killed_importer_is_reclaimed_by_gc_and_memory_freed() {
+    let root = TestRoot::new("vmm-kill");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    let h = a.val(&format!("malloc-physical 0 {G}"));
+    let sh = a.val(&format!("export {h} 0 1"));
+    let bh = b.val(&format!("import {sh} 0"));
+    let bva = b.val(&format!("reserve {G}"));
+    b.ok(&format!("map {bva} {G} {bh}"));
+    a.ok(&format!("free-physical {h}"));
+    assert_eq!(root.used(0), G as u64, "the importer still holds it");
+
+    b.kill9();
+    let report = root.state().gc().unwrap();
+    assert_eq!(report.holders_reclaimed, 1, "{report}");
+    assert_eq!(report.objects_freed, 1, "{report}");
+    assert_eq!(root.used(0), 0);
+    b.reap();
+    a.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn switching_rules_off_shows_their_scenarios_fail() {
+    let root = TestRoot::new("vmm-break");
+    // Same-process import switched off: the exporter can import its own handle.
+    let mut a = root.spawn("a", &[("DEVIPC_EMU_BREAK_RULE", rules::VMM_SAME_PROCESS)]);
+    let h = a.val(&format!("malloc-physical 0 {G}"));
+    let sh = a.val(&format!("export {h} 0 1"));
+    let own = a.val(&format!("import {sh} 0"));
+    a.ok(&format!("free-physical {own}"));
+
+    // Lifetime switched off: the allocator's free destroys the memory for the importer.
+    let mut e = root.spawn("e", &[("DEVIPC_EMU_BREAK_RULE", rules::VMM_LIFETIME)]);
+    let mut b = root.spawn("b", &[]);
+    let eh = e.val(&format!("malloc-physical 0 {G}"));
+    let esh = e.val(&format!("export {eh} 0 1"));
+    let bh = b.val(&format!("import {esh} 0"));
+    e.ok(&format!("free-physical {eh}"));
+    let bva = b.val(&format!("reserve {G}"));
+    b.fails(&format!("map {bva} {G} {bh}"), 107017, rules::HANDLE_VALID);
+    assert_eq!(b.fail(&format!("free-physical {bh}")).code, 107017);
+    b.ok(&format!("release-address {bva}"));
+
+    // Trustlist switched off: an untrusted process imports.
+    let mut t = root.spawn("t", &[("DEVIPC_EMU_BREAK_RULE", rules::VMM_TRUSTLIST)]);
+    let sh2_handle = a.val(&format!("malloc-physical 0 {G}"));
+    let sh2 = a.val(&format!("export {sh2_handle} 0 0"));
+    let th = t.val(&format!("import {sh2} 0"));
+    t.ok(&format!("free-physical {th}"));
+    a.ok(&format!("free-physical {sh2_handle}"));
+    a.ok(&format!("free-physical {h}"));
+    for c in [a, e, b, t] {
+        c.exit();
+    }
+    root.assert_clean();
+}
