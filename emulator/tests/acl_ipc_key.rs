@@ -1,0 +1,312 @@
+//! ACL surface: key-based IPC memory (`aclrtIpcMem*`) across real processes through the
+//! C ABI (see `acl_support`). Every test has its own state directory and checks that it
+//! is clean at the end.
+
+mod acl_support;
+
+use acl_support::TestRoot;
+use devipc_emulator::acl::rules;
+
+const MB: usize = 1 << 20;
+
+/// Entry point of the child processes; a no-op in the parent run.
+#[test]
+fn child_role() {
+    acl_support::child_main();
+}
+
+fn addr(hex: &str) -> u64 {
+    u64::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap()
+}
+
+#[test]
+fn export_and_argument_rules_in_one_process() {
+    let root = TestRoot::new("key-local");
+    let mut a = root.spawn("a", &[]);
+    a.ok("set-device 0");
+    let p = a.val(&format!("malloc {MB}"));
+    a.ok(&format!("write {p} 1 {MB}"));
+    let host = a.val("host-alloc 8192");
+    a.ok("reset-device 0");
+    a.fails(
+        &format!("key-export {p} {MB}"),
+        107002,
+        rules::CONTEXT_REQUIRED,
+    );
+    a.ok("set-device 0");
+    a.fails(
+        &format!("key-export {p} {MB} 64"),
+        107000,
+        rules::KEY_MIN_LEN,
+    );
+    a.fails(
+        &format!("key-export {p} {MB} 0"),
+        107000,
+        rules::KEY_MIN_LEN,
+    );
+    a.fails(
+        &format!("key-export {p} 0"),
+        107000,
+        rules::KEY_SIZE_NONZERO,
+    );
+    a.fails(
+        &format!("key-export {p} {MB} 65 2"),
+        107000,
+        rules::KEY_FLAGS,
+    );
+    a.fails(
+        &format!("key-export {host} 4096"),
+        107000,
+        rules::KEY_MALLOC_ONLY,
+    );
+    a.fails(
+        &format!("key-export {p} {}", 2 * MB),
+        107000,
+        rules::KEY_MALLOC_ONLY,
+    );
+    a.fails(
+        &format!("key-export {:#x} 4096", addr(&p) + 64),
+        107000,
+        rules::KEY_PAGE_ALIGNED,
+    );
+    // A page-aligned interior range is fine, and so is a longer buffer.
+    let sub = a.val(&format!("key-export {:#x} 8192 100", addr(&p) + 4096));
+    assert!(sub.starts_with("devipc-emu:acl:memkey:"), "{sub}");
+    let key = a.val(&format!("key-export {p} {MB}"));
+    assert_ne!(key, sub, "every export makes a new key");
+
+    a.fails(&format!("key-import {key} 2"), 107000, rules::KEY_FLAGS);
+    a.fails("key-import garbage", 107017, rules::HANDLE_VALID);
+    a.fails(
+        "key-import devipc-emu:acl:notify:0000010000000001",
+        107017,
+        rules::HANDLE_VALID,
+    );
+    a.fails("key-close garbage", 107017, rules::HANDLE_VALID);
+    a.fails("key-set-pid garbage 5", 107017, rules::HANDLE_VALID);
+    a.ok(&format!("key-set-pid {key} 4242"));
+
+    // The exporter may import its own key; each import is a new address, closed in turn,
+    // and the last close destroys the key.
+    let own = a.val(&format!("key-import {key}"));
+    let own2 = a.val(&format!("key-import {key}"));
+    assert!(own != p && own2 != p && own != own2);
+    a.ok(&format!("check {own} 1 {MB}"));
+    // The interior key names offset 4096 of the block, 8192 bytes long.
+    let sub_va = a.val(&format!("key-import {sub}"));
+    a.ok(&format!("write {sub_va} 2 8192"));
+    a.ok(&format!("check {p} 2 8192 4096"));
+    assert_eq!(
+        a.ok(&format!("range {:#x}", addr(&sub_va) + 100)),
+        [sub_va.clone(), "8192".to_owned()]
+    );
+    a.fails(
+        &format!("write {sub_va} 2 8193"),
+        107000,
+        rules::MEM_COPY_BOUNDS,
+    );
+    a.fails(&format!("free {own}"), 107000, rules::MEM_KNOWN_POINTER);
+    a.ok(&format!("key-close {key}"));
+    a.ok(&format!("key-close {key}"));
+    a.ok(&format!("key-close {key}"));
+    a.fails(&format!("key-close {key}"), 107017, rules::HANDLE_VALID);
+    a.fails(&format!("key-import {key}"), 107017, rules::HANDLE_VALID);
+    a.ok(&format!("key-close {sub}"));
+    a.ok(&format!("key-close {sub}"));
+    a.ok(&format!("free {p}"));
+    a.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn bytes_trustlist_repeat_imports_and_close_order_across_processes() {
+    let root = TestRoot::new("key-ipc");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    a.ok("set-device 0");
+    b.ok("set-device 0");
+    let p = a.val(&format!("malloc {}", 4 * MB));
+    a.ok(&format!("write {p} 5 {}", 4 * MB));
+    let key = a.val(&format!("key-export {p} {}", 4 * MB));
+
+    b.fails(&format!("key-import {key}"), 507899, rules::KEY_TRUSTLIST);
+    let bpid = b.val("bare-tgid");
+    b.fails(
+        &format!("key-set-pid {key} {bpid}"),
+        507899,
+        rules::ONLY_EXPORTER_TRUSTS,
+    );
+    a.ok(&format!("key-set-pid {key} {bpid}"));
+    // Repeated imports in one process: each a new address.
+    let v1 = b.val(&format!("key-import {key}"));
+    let v2 = b.val(&format!("key-import {key}"));
+    assert_ne!(v1, v2);
+    b.ok(&format!("check {v1} 5 {}", 4 * MB));
+    b.ok(&format!("check {v2} 5 4096"));
+    b.ok(&format!("write {v2} 6 4096 65536"));
+    a.ok(&format!("check {p} 6 4096 65536"));
+    b.ok(&format!("check {v1} 6 4096 65536"));
+    assert_eq!(
+        b.ok(&format!("range {:#x}", addr(&v1) + 12345)),
+        [v1.clone(), (4 * MB).to_string()]
+    );
+    b.fails(&format!("free {v1}"), 107000, rules::MEM_KNOWN_POINTER);
+
+    // Importers close before the exporter.
+    a.fails(
+        &format!("key-close {key}"),
+        507899,
+        rules::KEY_IMPORTERS_CLOSE_FIRST,
+    );
+    b.ok(&format!("key-close {key}"));
+    a.fails(
+        &format!("key-close {key}"),
+        507899,
+        rules::KEY_IMPORTERS_CLOSE_FIRST,
+    );
+    b.ok(&format!("key-close {key}"));
+    b.fails(&format!("key-close {key}"), 107017, rules::HANDLE_VALID);
+    a.ok(&format!("key-close {key}"));
+    a.ok(&format!("free {p}"));
+    assert_eq!(root.used(0), 0);
+    a.exit();
+    b.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn memory_outlives_the_exporters_free_while_imported() {
+    let root = TestRoot::new("key-lifetime");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    a.ok("set-device 1");
+    b.ok("set-device 1");
+    let p = a.val(&format!("malloc {MB}"));
+    a.ok(&format!("write {p} 9 {MB}"));
+    let key = a.val(&format!("key-export {p} {MB} 65 1"));
+    let v = b.val(&format!("key-import {key}"));
+    a.ok(&format!("free {p}"));
+    assert!(root.used(1) > 0, "the importer still holds the block");
+    b.ok(&format!("check {v} 9 {MB}"));
+    b.ok(&format!("key-close {key}"));
+    assert_eq!(root.used(1), 0);
+    // The key outlives the block; the exporter destroys it.
+    a.ok(&format!("key-close {key}"));
+    a.exit();
+    b.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn cross_device_import_needs_the_flag_or_peer_access() {
+    let root = TestRoot::new("key-peer");
+    let mut a = root.spawn("exporter", &[]);
+    a.ok("set-device 0");
+    let p = a.val(&format!("malloc {MB}"));
+    a.ok(&format!("write {p} 13 {MB}"));
+    let key = a.val(&format!("key-export {p} {MB} 65 1"));
+
+    let mut b = root.spawn("flag", &[]);
+    b.ok("set-device 1");
+    b.fails(
+        &format!("key-import {key}"),
+        507899,
+        rules::KEY_CROSS_DEVICE,
+    );
+    let v = b.val(&format!("key-import {key} 1"));
+    b.ok(&format!("check {v} 13 {MB}"));
+    // ENABLE_PEER_ACCESS enabled peer access 1 -> 0 for the process.
+    let v2 = b.val(&format!("key-import {key}"));
+    b.ok(&format!("key-close {key}"));
+    b.ok(&format!("key-close {key}"));
+    let _ = v2;
+
+    let mut c = root.spawn("peer", &[]);
+    c.ok("set-device 1");
+    c.ok("enable-peer 0");
+    let v = c.val(&format!("key-import {key}"));
+    c.ok(&format!("check {v} 13 4096"));
+    c.ok(&format!("key-close {key}"));
+
+    let mut d = root.spawn("same-device", &[]);
+    d.ok("set-device 0");
+    d.val(&format!("key-import {key}"));
+    d.ok(&format!("key-close {key}"));
+
+    a.ok(&format!("key-close {key}"));
+    a.ok(&format!("free {p}"));
+    for x in [a, b, c, d] {
+        x.exit();
+    }
+    root.assert_clean();
+}
+
+#[test]
+fn killed_importer_does_not_block_the_exporter_and_gc_frees_its_hold() {
+    let root = TestRoot::new("key-kill");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    a.ok("set-device 0");
+    b.ok("set-device 0");
+    let p = a.val(&format!("malloc {MB}"));
+    let key = a.val(&format!("key-export {p} {MB} 65 1"));
+    b.val(&format!("key-import {key}"));
+    b.val(&format!("key-import {key}"));
+    a.ok(&format!("free {p}"));
+    assert!(root.used(0) > 0);
+
+    b.kill9();
+    // The dead importer's imports no longer count.
+    a.ok(&format!("key-close {key}"));
+    // Its hold on the block is reclaimed by gc, which frees the block.
+    let report = root.state().gc().unwrap();
+    assert_eq!(report.holders_reclaimed, 1, "{report}");
+    assert_eq!(report.objects_freed, 1, "{report}");
+    assert_eq!(root.used(0), 0);
+    b.reap();
+    a.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn switching_rules_off_shows_their_scenarios_fail() {
+    let root = TestRoot::new("key-break");
+    let mut a = root.spawn(
+        "exporter",
+        &[("DEVIPC_EMU_BREAK_RULE", rules::KEY_IMPORTERS_CLOSE_FIRST)],
+    );
+    let mut b = root.spawn(
+        "no-repeat",
+        &[("DEVIPC_EMU_BREAK_RULE", rules::KEY_REPEAT_IMPORT)],
+    );
+    let mut t = root.spawn(
+        "untrusted",
+        &[("DEVIPC_EMU_BREAK_RULE", rules::KEY_TRUSTLIST)],
+    );
+    for x in [&mut a, &mut b, &mut t] {
+        x.ok("set-device 0");
+    }
+    let p = a.val(&format!("malloc {MB}"));
+    let key = a.val(&format!("key-export {p} {MB}"));
+    // Trustlist off: an untrusted process imports.
+    t.val(&format!("key-import {key}"));
+    t.ok(&format!("key-close {key}"));
+    // Repeat imports off: the second import fails, naming the rule.
+    let bpid = b.val("bare-tgid");
+    a.ok(&format!("key-set-pid {key} {bpid}"));
+    b.val(&format!("key-import {key}"));
+    b.fails(
+        &format!("key-import {key}"),
+        507899,
+        rules::KEY_REPEAT_IMPORT,
+    );
+    // Close order off: the exporter destroys the key under the importer, whose close
+    // then fails.
+    a.ok(&format!("key-close {key}"));
+    b.fails(&format!("key-close {key}"), 107017, rules::HANDLE_VALID);
+    a.ok(&format!("free {p}"));
+    for x in [a, b, t] {
+        x.exit();
+    }
+    root.assert_clean();
+}
