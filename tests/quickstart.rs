@@ -1,6 +1,6 @@
-//! The README's first command: the quickstart example runs to completion on both emulated
-//! backends (it builds with `cargo test`; this runs the built binary) and leaves nothing
-//! behind in the emulator's state directory.
+//! The examples run to completion on both emulated backends and leave nothing behind in
+//! the emulator's state directory: the quickstart (the README's first command) and
+//! many_consumers. `cargo test` builds the examples; these tests run the built binaries.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -39,6 +39,31 @@ fn quickstart_runs_on_both_emulated_backends() {
         assert!(
             stderr.contains("consumer: answered 1000 rounds"),
             "{backend}: {stderr}"
+        );
+        root.assert_emulator_clean();
+    }
+}
+
+#[test]
+fn many_consumers_runs_on_both_emulated_backends() {
+    for backend in ["emulated-ascend", "emulated-hip"] {
+        let root = TestRoot::new(&format!("many-consumers-{backend}"));
+        let out = Command::new(example("many_consumers"))
+            .arg("6")
+            .envs(root.env())
+            .env("DEVIPC_BACKEND", backend)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{backend}: {}\n{stdout}\n{stderr}",
+            out.status
+        );
+        assert!(
+            stdout.contains("6 consumers imported the buffer"),
+            "{backend}: {stdout}"
         );
         root.assert_emulator_clean();
     }
