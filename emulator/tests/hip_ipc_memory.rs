@@ -408,3 +408,29 @@ fn out_of_memory_after_a_killed_allocator_is_recovered_by_gc() {
     b.exit();
     root.assert_clean();
 }
+
+#[test]
+fn a_dead_exporters_handle_opens_no_more_but_importers_keep_the_pages() {
+    let root = TestRoot::new("exporter-dies");
+    let mut a = Hip::spawn("exporter", &root, "5.2", &[]);
+    let p = a.ok("malloc 65536").num(0);
+    a.ok(&format!("fill {} 65536 4", hexptr(p)));
+    let h = a.ok(&format!("export {}", hexptr(p))).val(0).to_owned();
+    let mut b = Hip::spawn("importer", &root, "5.2", &[]);
+    let q = b.ok(&format!("open {h} 0")).num(0);
+    a.kill();
+    let mut c = Hip::spawn("late", &root, "5.2", &[]);
+    c.expect_rule(
+        &format!("open {h} 0"),
+        hipErrorInvalidValue,
+        rules::MEM_OPEN_AFTER_FREE_REJECTED,
+    );
+    assert_eq!(b.ok(&format!("check {} 65536 4", hexptr(q))).val(0), "same");
+    // The refused open reclaimed the dead exporter's hold: only the importer is left.
+    assert_eq!(root.meta(&h).holders().len(), 1);
+    b.ok(&format!("close {}", hexptr(q)));
+    assert_eq!(root.used(0), 0);
+    b.exit();
+    c.exit();
+    root.assert_clean();
+}

@@ -153,14 +153,16 @@ pub(crate) fn open(handle: &[u8; 64], flags: u32) -> HipResult<usize> {
                     "its size or offset does not match the allocation",
                 )));
             }
-            if m.flags.contains(ObjectFlags::CLOSED)
-                && rules::enforced(MEM_OPEN_AFTER_FREE_REJECTED)
-            {
+            // Freed by the exporter (hipFree) or gone with it (the exporter died: its
+            // hold was reclaimed on this touch).
+            let exporter_gone = m.flags.contains(ObjectFlags::CLOSED)
+                || m.hold_count(info.exporter) == 0;
+            if exporter_gone && rules::enforced(MEM_OPEN_AFTER_FREE_REJECTED) {
                 return Err(Refusal::Hip(Failure::rule(
                     hipErrorInvalidValue,
                     MEM_OPEN_AFTER_FREE_REJECTED,
                     format!(
-                        "the exporter ({}) freed the allocation; processes that opened it before keep it, new opens are refused",
+                        "the exporter ({}) freed the allocation or exited; processes that opened it before keep it, new opens are refused",
                         info.exporter
                     ),
                 )));

@@ -65,7 +65,8 @@ pub const MEM_OPEN_RETURNS_BASE: &str = "hip.mem.open-returns-base";
 /// Opening the same handle twice in one process returns the same pointer, reference
 /// counted: one `hipIpcCloseMemHandle` per open, unmapped when the count reaches zero.
 pub const MEM_OPEN_TWICE_REFCOUNTED: &str = "hip.mem.open-twice-refcounted";
-/// A handle whose allocation the exporter already freed cannot be opened any more.
+/// A handle whose allocation the exporter already freed (or whose exporter exited) cannot
+/// be opened any more.
 pub const MEM_OPEN_AFTER_FREE_REJECTED: &str = "hip.mem.open-after-free-rejected";
 /// `hipIpcCloseMemHandle` of a pointer that no `hipIpcOpenMemHandle` returned is refused.
 pub const MEM_CLOSE_NON_IPC_POINTER_REJECTED: &str = "hip.mem.close-non-ipc-pointer-rejected";
@@ -171,9 +172,9 @@ pub const ALL: &[RuleInfo] = &[
         summary: "Freeing an exported allocation before its importers close it is undefined \
                   behaviour in HIP. The emulator keeps the pages alive for processes that \
                   already opened the handle (their mappings stay valid until they close), \
-                  but refuses new opens of the handle with hipErrorInvalidValue, exactly as \
-                  once the last holder is gone, so the answer does not depend on whether \
-                  some other process still maps it.",
+                  but refuses new opens of the handle with hipErrorInvalidValue once the \
+                  exporter freed it or exited, exactly as once the last holder is gone, so \
+                  the answer does not depend on whether some other process still maps it.",
         when_broken: "new opens succeed while any process still holds the memory",
         source: "api-facts C.1 (header doc: hipFree before importers close is undefined)",
     },

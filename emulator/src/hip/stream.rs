@@ -14,6 +14,10 @@
 //! `hipStreamSynchronize` / `hipDeviceSynchronize` on a held stream wait for its release
 //! (from another thread); `hipStreamDestroy` of a held stream releases it first.
 //!
+//! A record pending on a held stream stays pending if the holding process dies before
+//! releasing it (its waiters in other processes keep waiting, as for a device that never
+//! finishes the work): hold streams only in tests that release them.
+//!
 //! A stream that waits for a pending event (`hipStreamWaitEvent`) while not held blocks
 //! the calling thread until the event completes: with synchronous streams, "the stream
 //! waits" is "the submitting thread waits". Waiting on an event recorded on a stream the
@@ -52,7 +56,10 @@ impl Op {
 #[derive(Debug, Default)]
 struct Queue {
     held: bool,
+    /// A release is running the queued operations.
     draining: bool,
+    /// Held again while draining: stay held once the queue is empty.
+    rehold: bool,
     ops: VecDeque<Op>,
 }
 
@@ -90,7 +97,11 @@ impl Stream {
     }
 
     fn hold(&self) {
-        self.lock().held = true;
+        let mut q = self.lock();
+        if q.draining {
+            q.rehold = true;
+        }
+        q.held = true;
     }
 
     /// Runs the queued operations in order, then lets new ones run at once. A second
@@ -109,9 +120,11 @@ impl Stream {
                 match q.ops.pop_front() {
                     Some(op) => op,
                     None => {
-                        q.held = false;
+                        q.held = std::mem::take(&mut q.rehold);
                         q.draining = false;
-                        self.idle.notify_all();
+                        if !q.held {
+                            self.idle.notify_all();
+                        }
                         return Ok(());
                     }
                 }

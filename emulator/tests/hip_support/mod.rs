@@ -22,6 +22,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use devipc_emulator::handle::decode_handle64;
@@ -58,9 +59,12 @@ pub struct TestRoot {
 }
 
 impl TestRoot {
+    /// A fresh root; `name` is for humans, a counter keeps concurrent tests apart.
     pub fn new(name: &str) -> TestRoot {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let root =
-            std::env::temp_dir().join(format!("devipc-emu-hip-{}-{name}", std::process::id()));
+            std::env::temp_dir().join(format!("devipc-emu-hip-{}-{n}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
         TestRoot { root }
