@@ -89,6 +89,7 @@ fn unusable_configuration_is_not_initialized() {
     // Names still work without a configuration.
     assert_eq!(a.ok("errname 201").val(0), "hipErrorInvalidContext");
     a.exit();
+    assert!(!root.state_dir().exists(), "nothing was created");
 }
 
 fn copies_and_ranges(version: &str) {

@@ -1,7 +1,7 @@
 //! `hipError_t` results: the surface's error type, the entry-point wrapper that records
 //! the per-thread last error, and the texts of `hipGetErrorName` / `hipGetErrorString`.
 //!
-//! Every entry point runs its safe logic through [`call`], which turns a [`Failure`] into
+//! Every entry point runs its safe logic through `call`, which turns a `Failure` into
 //! its code, catches panics (nothing unwinds across the C boundary) and records the
 //! failure on the calling thread: in this module's slot ([`last_error`],
 //! [`last_error_message`]) and, mirrored, in [`crate::local`]'s per-thread last error, so

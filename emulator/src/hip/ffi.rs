@@ -33,8 +33,7 @@ fn text_version() -> HipVersion {
 }
 
 /// Builds the [`HipApi`] of the emulator: every field is the function of the same name in
-/// [`crate::hip`], [`LibrarySource::Emulated`](devipc_core::LibrarySource::Emulated) as
-/// its source. No library is loaded and no symbol is exported.
+/// [`crate::hip`], `LibrarySource::Emulated` (devipc-core) as its source. No library is loaded and no symbol is exported.
 pub fn hip_api() -> HipApi {
     // SAFETY: every function of crate::hip implements the HIP runtime C function of its
     // name with the table's exact prototype (a mismatch would not compile): out-pointers

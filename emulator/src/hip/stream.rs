@@ -201,12 +201,22 @@ pub(crate) fn synchronize_device(device: u32) -> HipResult<()> {
     Ok(())
 }
 
-/// Emulator only: holds `stream` (NULL: the current device's null stream), so the work
-/// submitted to it from now on stays pending until [`release_stream`], as if a
+/// Emulator only: holds `stream` (NULL: the calling thread's device's null stream), so
+/// the work submitted to it from now on stays pending until [`release_stream`], as if a
 /// long-running kernel occupied it. Returns `hipSuccess`, or `hipErrorInvalidHandle` for
-/// a stream that is not this process's. See the [module docs](self) for what waits.
+/// a stream that is not this process's.
 ///
-/// Real HIP has no such call: this is how tests make an event pending across processes.
+/// While a stream is held: an event recorded on it is pending (`hipEventQuery` returns
+/// `hipErrorNotReady` in every process that opened the event, `hipEventSynchronize`
+/// waits); `hipStreamWaitEvent` on it queues; `hipStreamSynchronize` and
+/// `hipDeviceSynchronize` wait for the release (from another thread);
+/// `hipStreamDestroy` releases it first. A stream that is not held and waits for a
+/// pending event (`hipStreamWaitEvent`) blocks the calling thread until the event
+/// completes, since streams execute synchronously. If the holding process dies, its
+/// pending records never complete: hold streams only in tests that release them.
+///
+/// Real HIP has no such call: this is how tests make device work pending, e.g. an event
+/// that another process sees as not ready.
 pub fn hold_stream(stream: hipStream_t) -> hipError_t {
     call("hold_stream", || {
         resolve(stream as usize)?.hold();
