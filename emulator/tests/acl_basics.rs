@@ -332,3 +332,36 @@ fn the_rule_table_lists_every_rule_with_code_and_source() {
         assert!(rules::info(id).is_some(), "{id} missing");
     }
 }
+
+#[test]
+fn every_rule_is_exercised_by_a_test() {
+    // Pairs `NAME = "id"` of the rule table's source, checked against the test sources.
+    let table = include_str!("../src/acl/rules.rs");
+    let tests = [
+        include_str!("acl_basics.rs"),
+        include_str!("acl_vmm.rs"),
+        include_str!("acl_ipc_key.rs"),
+        include_str!("acl_notify.rs"),
+    ]
+    .concat();
+    let mut checked = 0;
+    for line in table.lines() {
+        let Some((name, rest)) = line.trim().split_once(" = \"") else {
+            continue;
+        };
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        {
+            continue;
+        }
+        let id = rest.split('"').next().unwrap();
+        assert!(rules::info(id).is_some(), "{id} is not in rules::ALL");
+        assert!(
+            tests.contains(&format!("rules::{name}")),
+            "no test exercises rule {id} (rules::{name})"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, rules::ALL.len(), "every rule constant was found");
+}

@@ -137,7 +137,7 @@ fn bytes_trustlist_repeat_imports_and_close_order_across_processes() {
         rules::ONLY_EXPORTER_TRUSTS,
     );
     a.ok(&format!("key-set-pid {key} {bpid}"));
-    // Repeated imports in one process: each a new address.
+    // Repeated imports in one process: each a new address (rules::KEY_REPEAT_IMPORT).
     let v1 = b.val(&format!("key-import {key}"));
     let v2 = b.val(&format!("key-import {key}"));
     assert_ne!(v1, v2);

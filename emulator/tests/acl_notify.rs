@@ -85,7 +85,7 @@ fn binary_semaphore_and_timeout_in_seconds() {
     let mut a = root.spawn("a", &[]);
     a.ok("set-device 0");
     let n = a.val("notify-create");
-    // Two records before a wait count once.
+    // Two records before a wait count once (rules::NOTIFY_BINARY_SEMAPHORE).
     a.ok(&format!("notify-record {n}"));
     a.ok(&format!("notify-record {n}"));
     a.ok(&format!("notify-wait {n} 5"));
@@ -161,7 +161,8 @@ fn ping_pong_across_processes() {
     let waited: u64 = b.reply().unwrap()[0].parse().unwrap();
     assert!(waited >= 250, "returned before the record: {waited} ms");
 
-    // The notify lives until every process destroyed it.
+    // The notify lives until every process destroyed it
+    // (rules::NOTIFY_FREED_WHEN_ALL_DESTROYED).
     let objects = root.objects();
     a.ok(&format!("notify-destroy {na}"));
     assert_eq!(root.objects(), objects, "B still holds A's notify");

@@ -173,7 +173,8 @@ fn reserve_map_access_unmap_release() {
     a.ok(&format!("set-access {va} {G} 3 0"));
     a.ok(&format!("write {va} 4 64"));
 
-    // Release needs everything unmapped; free while mapped is deferred.
+    // Release needs everything unmapped; free while mapped is deferred
+    // (rules::VMM_FREE_DEFERRED).
     a.fails(
         &format!("release-address {va}"),
         107000,
@@ -266,7 +267,8 @@ fn vmm_bytes_cross_processes_with_trustlist_one_import_and_lifetime() {
     b.ok(&format!("write {bva} 12 4096 8192"));
     a.ok(&format!("check {va} 12 4096 8192"));
 
-    // The exporter lets go: the importer's memory stays (one holder left).
+    // The exporter lets go: the importer's memory stays (one holder left,
+    // rules::VMM_LIFETIME).
     a.ok(&format!("unmap {va}"));
     a.ok(&format!("free-physical {h}"));
     a.ok(&format!("release-address {va}"));

@@ -131,7 +131,8 @@ rules! {
     /// Sizes must not be 0.
     PARAM_SIZE_NONZERO = "ascend.param.size-nonzero", ACL_ERROR_INVALID_PARAM,
         CodeBasis::Chosen(WHY_ACL_PARAM), false,
-        "aclrtMalloc, aclrtMallocPhysical and aclrtReserveMemAddress reject size 0",
+        "aclrtMalloc, aclrtMallocPhysical and aclrtReserveMemAddress reject size 0, \
+         aclrtMemSetAccess a descriptor count of 0",
         "api-facts A.5 (RT-DOC 11-04: size must not be 0)";
     /// A repeated aclInit returns 100002 and counts.
     INIT_REPEAT = "ascend.init.repeat-initialize-counted", ACL_ERROR_REPEAT_INITIALIZE,
@@ -300,7 +301,8 @@ rules! {
     /// Only the exporting process sets a trustlist.
     ONLY_EXPORTER_TRUSTS = "ascend.ipc.only-exporter-sets-trustlist", ACL_ERROR_RT_DRV_INTERNAL_ERROR,
         CodeBasis::Chosen(WHY_DRIVER), true,
-        "only the process that exported a shareable handle, key or notify sets its trustlist",
+        "only the process that exported a shareable handle or key sets its trustlist; only \
+         the process that created a notify exports it or sets its trustlist",
         "api-facts C.4, C.5, C.6 (the exporter grants; RT-DOC flows)";
 
     // ---- IPC keys ------------------------------------------------------------------------
