@@ -153,6 +153,17 @@ pub(crate) fn open(handle: &[u8; 64], flags: u32) -> HipResult<usize> {
                     "its size or offset does not match the allocation",
                 )));
             }
+            // CLR checks the pid in the handle before attaching.
+            if info.exporter == me && rules::enforced(MEM_OPEN_IN_EXPORTER_REJECTED) {
+                return Err(Refusal::Hip(Failure::rule(
+                    hipErrorInvalidContext,
+                    MEM_OPEN_IN_EXPORTER_REJECTED,
+                    format!(
+                        "this process (pid {}) exported the handle; use the original pointer",
+                        me.pid
+                    ),
+                )));
+            }
             // Freed by the exporter (hipFree) or gone with it (the exporter died: its
             // hold was reclaimed on this touch).
             let exporter_gone = m.flags.contains(ObjectFlags::CLOSED)
@@ -164,16 +175,6 @@ pub(crate) fn open(handle: &[u8; 64], flags: u32) -> HipResult<usize> {
                     format!(
                         "the exporter ({}) freed the allocation or exited; processes that opened it before keep it, new opens are refused",
                         info.exporter
-                    ),
-                )));
-            }
-            if info.exporter == me && rules::enforced(MEM_OPEN_IN_EXPORTER_REJECTED) {
-                return Err(Refusal::Hip(Failure::rule(
-                    hipErrorInvalidContext,
-                    MEM_OPEN_IN_EXPORTER_REJECTED,
-                    format!(
-                        "this process (pid {}) exported the handle; use the original pointer",
-                        me.pid
                     ),
                 )));
             }

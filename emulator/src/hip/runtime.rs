@@ -93,8 +93,8 @@ pub(crate) fn version() -> HipResult<c_int> {
     Ok(config()?.hip_version.encoded())
 }
 
-/// `hipGetDeviceCount`: the count to write, and whether to fail with
-/// `hipErrorNoDevice` afterwards (no device: writes 0, then fails, like HIP).
+/// `hipGetDeviceCount`: the count to write. With no device the entry point writes 0 and
+/// then fails with [`no_device`], like HIP.
 pub(crate) fn device_count() -> HipResult<c_int> {
     let count = state()?.registry().devices();
     // MAX_DEVICES is 64, so the count always fits.
