@@ -22,9 +22,13 @@
 //!   see [`super::stream`]): record sets word 0 and wakes all waiters; wait blocks until it
 //!   is set and resets it atomically, so each record releases exactly one wait
 //!   (`ascend.notify.binary-semaphore`).
-//! - `timeout` of `aclrtWaitAndResetNotify` is in **seconds** (RT-DOC 08 and the CntNotify
-//!   docs; the header comment says ms, unverified, api-facts A.8); 0 waits forever. On
-//!   expiry the wait returns `ACL_ERROR_RT_WAIT_TIMEOUT` (107019) and consumes nothing.
+//! - `timeout` of `aclrtWaitAndResetNotify` is in **seconds**: RT-DOC 08 says so, and the
+//!   runtime's `rtNotifyWaitWithTimeOut` logs the value as `timeout=%us`; only the header
+//!   comment says ms (api-facts A.8). 0 waits forever, and so does `u32::MAX` (the
+//!   runtime's `rtsNotifyWaitAndReset` maps it to an untimed wait). On expiry the wait
+//!   returns `ACL_ERROR_RT_WAIT_TIMEOUT` (107019) and consumes nothing. On a device the
+//!   wait is a stream task whose expiry surfaces when the stream is synchronised; the
+//!   emulator runs streams synchronously, so the wait call itself returns the code.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -216,7 +220,8 @@ pub fn wait_and_reset(handle: usize, stream_handle: usize, timeout: u32) -> AclR
     stream::check(stream_handle)?;
     let local = NOTIFIES.get(handle)?;
     let word = local.words.word(0)?;
-    let limit = (timeout > 0).then(|| Duration::from_secs(u64::from(timeout)));
+    let limit =
+        (timeout != 0 && timeout != u32::MAX).then(|| Duration::from_secs(u64::from(timeout)));
     let waited = if rules::enforced(rules::NOTIFY_BINARY_SEMAPHORE) {
         BinarySemaphore::new(word).wait_and_reset(limit)
     } else {

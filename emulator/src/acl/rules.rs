@@ -395,8 +395,9 @@ rules! {
         "api-facts A.8, C.6 (RT-DOC 08)";
     /// A wait that expires returns 107019.
     NOTIFY_WAIT_TIMEOUT = "ascend.notify.wait-timeout", ACL_ERROR_RT_WAIT_TIMEOUT,
-        CodeBasis::Chosen("the runtime's wait-timeout code; the unit of timeout is unverified \
-                           (header: ms, RT-DOC 08: s) and the emulator uses seconds"), false,
+        CodeBasis::Chosen("the runtime's wait-timeout code; on a device the expiry surfaces \
+                           at stream synchronisation. The unit is seconds as in RT-DOC 08 and \
+                           the runtime's log (timeout=%us); the header comment says ms"), false,
         "aclrtWaitAndResetNotify with timeout > 0 (seconds) fails when no record arrives in \
          time; 0 waits forever",
         "api-facts A.8 (RT-DOC 08)";
