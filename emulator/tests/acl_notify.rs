@@ -154,12 +154,19 @@ fn ping_pong_across_processes() {
         rules::NOTIFY_WAIT_TIMEOUT,
     );
 
-    // Timeout 0 waits forever, until the other process records.
+    // Timeout 0 waits forever, until the other process records (were 0 a poll, B would
+    // fail with 107019 here unless it was slower than the sleep). Its wait consumes the
+    // record: nothing is left for A.
     b.send(&format!("notify-wait {na_in_b} 0"));
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(500));
     a.ok(&format!("notify-record {na}"));
-    let waited: u64 = b.reply().unwrap()[0].parse().unwrap();
-    assert!(waited >= 250, "returned before the record: {waited} ms");
+    let waited = b.reply().unwrap();
+    eprintln!("B waited {} ms for the record", waited[0]);
+    a.fails(
+        &format!("notify-wait {na} 1"),
+        107019,
+        rules::NOTIFY_WAIT_TIMEOUT,
+    );
 
     // The notify lives until every process destroyed it
     // (rules::NOTIFY_FREED_WHEN_ALL_DESTROYED).
