@@ -1,0 +1,672 @@
+//! The ACL shell: ACL runtime calls through the raw [`AclApi`] table, one per command,
+//! and [`Acl`], the typed client scenarios call.
+//!
+//! Vendor rules for Ascend run here, so they check whatever fills the table: the devipc
+//! emulator, or the real `libascendcl.so` on an Ascend machine. The shell keeps no
+//! objects of its own: handles, addresses and notifies travel as their numeric values
+//! (meaningful only in the process that made them), keys as hex of their 65 bytes. Each
+//! command is one vendor call (or a documented sequence, such as reserve + map + set
+//! access), and a failure carries the code and `aclGetRecentErrMsg`.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::sync::Arc;
+
+use devipc_ascend_sys::AclApi;
+use devipc_ascend_sys::codes::{ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS};
+use devipc_ascend_sys::consts::{ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT};
+use devipc_ascend_sys::types::{
+    ACL_HBM_MEM_HUGE, ACL_MEM_ALLOCATION_TYPE_PINNED, ACL_MEM_HANDLE_TYPE_NONE,
+    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_HOST,
+    ACL_MEMCPY_HOST_TO_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclError, aclrtDrvMemHandle, aclrtMemAccessDesc,
+    aclrtMemLocation, aclrtNotify, aclrtPhysicalMemProp,
+};
+
+use crate::shell::{Exec, Failure, Handler, Pids, Reply, arg, hex, unhex, word};
+
+/// VMM granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity`.
+const FALLBACK_GRANULARITY: usize = 2 << 20;
+
+/// The shell's state: the table and whether `aclInit` was called here.
+pub struct AclShell {
+    api: Arc<AclApi>,
+    initialized: bool,
+}
+
+impl std::fmt::Debug for AclShell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AclShell")
+            .field("source", self.api.source())
+            .finish()
+    }
+}
+
+impl AclShell {
+    /// A shell on `api`; calls `aclInit` (accepting `ACL_ERROR_REPEAT_INITIALIZE`).
+    pub fn new(api: Arc<AclApi>) -> Result<AclShell, Failure> {
+        let mut shell = AclShell {
+            api,
+            initialized: false,
+        };
+        // SAFETY: a NULL config path is documented as "no configuration".
+        let code = unsafe { (shell.api.aclInit)(std::ptr::null()) };
+        if code != ACL_SUCCESS && code != ACL_ERROR_REPEAT_INITIALIZE {
+            return Err(shell.failure("aclInit", code));
+        }
+        shell.initialized = true;
+        Ok(shell)
+    }
+
+    /// A vendor failure with the runtime's last message.
+    fn failure(&self, api: &str, code: aclError) -> Failure {
+        // SAFETY: aclGetRecentErrMsg takes no arguments and returns NULL or a string the
+        // runtime owns, valid until the next ACL call on this thread (copied at once).
+        let msg = unsafe { (self.api.aclGetRecentErrMsg)() };
+        let message = if msg.is_null() {
+            String::new()
+        } else {
+            // SAFETY: non-NULL, NUL-terminated (the runtime's contract).
+            unsafe { CStr::from_ptr(msg) }
+                .to_string_lossy()
+                .trim()
+                .to_owned()
+        };
+        Failure::Vendor {
+            api: api.to_owned(),
+            code,
+            message,
+        }
+    }
+
+    fn check(&self, api: &str, code: aclError) -> Result<(), Failure> {
+        if code == ACL_SUCCESS {
+            Ok(())
+        } else {
+            Err(self.failure(api, code))
+        }
+    }
+
+    fn prop(device: u32) -> aclrtPhysicalMemProp {
+        aclrtPhysicalMemProp {
+            handleType: ACL_MEM_HANDLE_TYPE_NONE,
+            allocationType: ACL_MEM_ALLOCATION_TYPE_PINNED,
+            memAttr: ACL_HBM_MEM_HUGE,
+            location: aclrtMemLocation {
+                id: device,
+                r#type: ACL_MEM_LOCATION_TYPE_DEVICE,
+            },
+            reserve: 0,
+        }
+    }
+
+    fn granularity(&self, device: u32) -> Result<usize, Failure> {
+        let Some(f) = self.api.aclrtMemGetAllocationGranularity else {
+            return Ok(FALLBACK_GRANULARITY);
+        };
+        let mut prop = Self::prop(device);
+        let mut g = 0usize;
+        // SAFETY: valid pointers for the call; the option is a documented enumerator.
+        let code = unsafe { f(&mut prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &mut g) };
+        self.check("aclrtMemGetAllocationGranularity", code)?;
+        Ok(g)
+    }
+}
+
+/// The optional function `$name` of the table, or a harness failure naming it.
+macro_rules! opt {
+    ($api:expr, $name:ident) => {
+        $api.$name.ok_or_else(|| {
+            Failure::harness(concat!(
+                "this runtime lacks ",
+                stringify!($name),
+                " (too old for the rule)"
+            ))
+        })?
+    };
+}
+
+fn ptr(v: u64) -> *mut c_void {
+    v as usize as *mut c_void
+}
+
+fn pid_args(pids: &Pids) -> (Vec<i32>, bool) {
+    match pids {
+        Pids::Null => (Vec::new(), true),
+        Pids::List(l) => (l.clone(), false),
+    }
+}
+
+/// A 65-byte key buffer from its hex form.
+fn key_buf(text: &str) -> Result<Vec<u8>, Failure> {
+    let mut key = unhex(text)?;
+    if key.len() < ACL_IPC_KEY_LEN {
+        key.resize(ACL_IPC_KEY_LEN, 0);
+    }
+    Ok(key)
+}
+
+impl Handler for AclShell {
+    fn handle(&mut self, name: &str, a: &[&str]) -> Reply {
+        let api = Arc::clone(&self.api);
+        let none = || Ok(Vec::new());
+        let one = |v: u64| Ok(vec![v.to_string()]);
+        // SAFETY (every call below): out-pointers point at live locals; pointer arguments
+        // are values this shell or its peer got from the runtime, or deliberately invalid
+        // values whose rejection is the rule under test (the runtime validates them);
+        // buffers are live Vecs of the stated length.
+        unsafe {
+            match name {
+                "set-device" => self.check("aclrtSetDevice", (api.aclrtSetDevice)(arg(a, 0)?))
+                    .and_then(|()| none()),
+                "device-count" => {
+                    let mut n = 0u32;
+                    self.check("aclrtGetDeviceCount", (api.aclrtGetDeviceCount)(&mut n))?;
+                    one(u64::from(n))
+                }
+                "pid" => {
+                    let f = opt!(api, aclrtDeviceGetBareTgid);
+                    let mut pid = 0i32;
+                    self.check("aclrtDeviceGetBareTgid", f(&mut pid))?;
+                    Ok(vec![pid.to_string()])
+                }
+                "granularity" => one(self.granularity(arg(a, 0)?)? as u64),
+                "phys.alloc" => {
+                    let (dev, size): (u32, usize) = (arg(a, 0)?, arg(a, 1)?);
+                    let prop = Self::prop(dev);
+                    let mut h: aclrtDrvMemHandle = std::ptr::null_mut();
+                    self.check(
+                        "aclrtMallocPhysical",
+                        (api.aclrtMallocPhysical)(&mut h, size, &prop, 0),
+                    )?;
+                    one(h as usize as u64)
+                }
+                "phys.free" => self
+                    .check("aclrtFreePhysical", (api.aclrtFreePhysical)(ptr(arg(a, 0)?)))
+                    .and_then(|()| none()),
+                "va.map" => {
+                    let (h, size, dev): (u64, usize, u32) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                    let mut va: *mut c_void = std::ptr::null_mut();
+                    self.check(
+                        "aclrtReserveMemAddress",
+                        (api.aclrtReserveMemAddress)(&mut va, size, 0, std::ptr::null_mut(), 0),
+                    )?;
+                    let code = (api.aclrtMapMem)(va, size, 0, ptr(h), 0);
+                    if code != ACL_SUCCESS {
+                        let f = self.failure("aclrtMapMem", code);
+                        (api.aclrtReleaseMemAddress)(va);
+                        return Err(f);
+                    }
+                    if let Some(set_access) = api.aclrtMemSetAccess {
+                        let mut desc = aclrtMemAccessDesc {
+                            flags: ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+                            location: aclrtMemLocation {
+                                id: dev,
+                                r#type: ACL_MEM_LOCATION_TYPE_DEVICE,
+                            },
+                            rsv: [0; 12],
+                        };
+                        let code = set_access(va, size, &mut desc, 1);
+                        if code != ACL_SUCCESS {
+                            let f = self.failure("aclrtMemSetAccess", code);
+                            (api.aclrtUnmapMem)(va);
+                            (api.aclrtReleaseMemAddress)(va);
+                            return Err(f);
+                        }
+                    }
+                    one(va as usize as u64)
+                }
+                "va.unmap" => {
+                    let va = ptr(arg(a, 0)?);
+                    self.check("aclrtUnmapMem", (api.aclrtUnmapMem)(va))?;
+                    self.check("aclrtReleaseMemAddress", (api.aclrtReleaseMemAddress)(va))?;
+                    none()
+                }
+                "vmm.export" => {
+                    let f = opt!(api, aclrtMemExportToShareableHandle);
+                    let (h, flags): (u64, u64) = (arg(a, 0)?, arg(a, 1)?);
+                    let mut sh = 0u64;
+                    self.check(
+                        "aclrtMemExportToShareableHandle",
+                        f(ptr(h), ACL_MEM_HANDLE_TYPE_NONE, flags, &mut sh),
+                    )?;
+                    one(sh)
+                }
+                "vmm.set-pid" => {
+                    let f = opt!(api, aclrtMemSetPidToShareableHandle);
+                    let sh: u64 = arg(a, 0)?;
+                    let (mut pids, null) = pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
+                    let (p, n) = if null {
+                        (std::ptr::null_mut(), 1)
+                    } else {
+                        (pids.as_mut_ptr(), pids.len())
+                    };
+                    self.check("aclrtMemSetPidToShareableHandle", f(sh, p, n))
+                        .and_then(|()| none())
+                }
+                "vmm.import" => {
+                    let f = opt!(api, aclrtMemImportFromShareableHandle);
+                    let (sh, dev): (u64, i32) = (arg(a, 0)?, arg(a, 1)?);
+                    let mut h: aclrtDrvMemHandle = std::ptr::null_mut();
+                    self.check("aclrtMemImportFromShareableHandle", f(sh, dev, &mut h))?;
+                    one(h as usize as u64)
+                }
+                "malloc" => {
+                    let size: usize = arg(a, 0)?;
+                    let mut p: *mut c_void = std::ptr::null_mut();
+                    self.check(
+                        "aclrtMalloc",
+                        (api.aclrtMalloc)(&mut p, size, ACL_MEM_MALLOC_HUGE_FIRST),
+                    )?;
+                    one(p as usize as u64)
+                }
+                "free" => self
+                    .check("aclrtFree", (api.aclrtFree)(ptr(arg(a, 0)?)))
+                    .and_then(|()| none()),
+                "write" => {
+                    let dst = ptr(arg(a, 0)?);
+                    let bytes = unhex(a.get(1).copied().unwrap_or(""))?;
+                    self.check(
+                        "aclrtMemcpy",
+                        (api.aclrtMemcpy)(
+                            dst,
+                            bytes.len(),
+                            bytes.as_ptr().cast(),
+                            bytes.len(),
+                            ACL_MEMCPY_HOST_TO_DEVICE,
+                        ),
+                    )?;
+                    none()
+                }
+                "read" => {
+                    let (src, len): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
+                    let mut buf = vec![0u8; len];
+                    self.check(
+                        "aclrtMemcpy",
+                        (api.aclrtMemcpy)(
+                            buf.as_mut_ptr().cast(),
+                            len,
+                            ptr(src),
+                            len,
+                            ACL_MEMCPY_DEVICE_TO_HOST,
+                        ),
+                    )?;
+                    Ok(vec![hex(&buf)])
+                }
+                "key.export" => {
+                    let f = opt!(api, aclrtIpcMemGetExportKey);
+                    let (p, size, len, flags): (u64, usize, usize, u64) =
+                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?, arg(a, 3)?);
+                    let mut key = vec![0u8; len.max(ACL_IPC_KEY_LEN)];
+                    self.check(
+                        "aclrtIpcMemGetExportKey",
+                        f(ptr(p), size, key.as_mut_ptr().cast::<c_char>(), len, flags),
+                    )?;
+                    key.truncate(ACL_IPC_KEY_LEN);
+                    Ok(vec![hex(&key)])
+                }
+                "key.export-no-context" => {
+                    // The same export from a fresh thread that never called aclrtSetDevice.
+                    let f = opt!(api, aclrtIpcMemGetExportKey);
+                    let (p, size): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
+                    let api2 = Arc::clone(&api);
+                    let (code, msg) = std::thread::spawn(move || {
+                        let mut key = vec![0u8; ACL_IPC_KEY_LEN];
+                        let code = f(
+                            ptr(p),
+                            size,
+                            key.as_mut_ptr().cast::<c_char>(),
+                            ACL_IPC_KEY_LEN,
+                            0,
+                        );
+                        let m = (api2.aclGetRecentErrMsg)();
+                        let msg = if m.is_null() {
+                            String::new()
+                        } else {
+                            CStr::from_ptr(m).to_string_lossy().into_owned()
+                        };
+                        (code, (msg, key))
+                    })
+                    .join()
+                    .map_err(|_| Failure::harness("the export thread panicked"))?;
+                    if code == ACL_SUCCESS {
+                        // Destroy the key again; the rule expects no key at all.
+                        let key = msg.1;
+                        if let Some(close) = api.aclrtIpcMemClose {
+                            close(key.as_ptr().cast());
+                        }
+                        return Ok(vec![hex(&key)]);
+                    }
+                    Err(Failure::Vendor {
+                        api: "aclrtIpcMemGetExportKey".into(),
+                        code,
+                        message: msg.0.trim().to_owned(),
+                    })
+                }
+                "key.set-pid" => {
+                    let f = opt!(api, aclrtIpcMemSetImportPid);
+                    let key = key_buf(a.first().copied().unwrap_or(""))?;
+                    let (mut pids, null) = pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
+                    let (p, n) = if null {
+                        (std::ptr::null_mut(), 1)
+                    } else {
+                        (pids.as_mut_ptr(), pids.len())
+                    };
+                    self.check("aclrtIpcMemSetImportPid", f(key.as_ptr().cast(), p, n))
+                        .and_then(|()| none())
+                }
+                "key.import" => {
+                    let f = opt!(api, aclrtIpcMemImportByKey);
+                    let key = key_buf(a.first().copied().unwrap_or(""))?;
+                    let flags: u64 = arg(a, 1)?;
+                    let mut p: *mut c_void = std::ptr::null_mut();
+                    self.check(
+                        "aclrtIpcMemImportByKey",
+                        f(&mut p, key.as_ptr().cast(), flags),
+                    )?;
+                    one(p as usize as u64)
+                }
+                "key.close" => {
+                    let f = opt!(api, aclrtIpcMemClose);
+                    let key = key_buf(a.first().copied().unwrap_or(""))?;
+                    self.check("aclrtIpcMemClose", f(key.as_ptr().cast()))
+                        .and_then(|()| none())
+                }
+                "notify.create" => {
+                    let f = opt!(api, aclrtCreateNotify);
+                    let mut n: aclrtNotify = std::ptr::null_mut();
+                    self.check(
+                        "aclrtCreateNotify",
+                        f(&mut n, u64::from(ACL_NOTIFY_DEFAULT)),
+                    )?;
+                    one(n as usize as u64)
+                }
+                "notify.export" => {
+                    let f = opt!(api, aclrtNotifyGetExportKey);
+                    let (n, len, flags): (u64, usize, u64) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                    let mut key = vec![0u8; len.max(ACL_IPC_KEY_LEN)];
+                    self.check(
+                        "aclrtNotifyGetExportKey",
+                        f(ptr(n), key.as_mut_ptr().cast::<c_char>(), len, flags),
+                    )?;
+                    key.truncate(ACL_IPC_KEY_LEN);
+                    Ok(vec![hex(&key)])
+                }
+                "notify.set-pid" => {
+                    let f = opt!(api, aclrtNotifySetImportPid);
+                    let n: u64 = arg(a, 0)?;
+                    let (mut pids, null) = pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
+                    let (p, num) = if null {
+                        (std::ptr::null_mut(), 1)
+                    } else {
+                        (pids.as_mut_ptr(), pids.len())
+                    };
+                    self.check("aclrtNotifySetImportPid", f(ptr(n), p, num))
+                        .and_then(|()| none())
+                }
+                "notify.import" => {
+                    let f = opt!(api, aclrtNotifyImportByKey);
+                    let key = key_buf(a.first().copied().unwrap_or(""))?;
+                    let flags: u64 = arg(a, 1)?;
+                    let mut n: aclrtNotify = std::ptr::null_mut();
+                    self.check(
+                        "aclrtNotifyImportByKey",
+                        f(&mut n, key.as_ptr().cast(), flags),
+                    )?;
+                    one(n as usize as u64)
+                }
+                "notify.record" => {
+                    let f = opt!(api, aclrtRecordNotify);
+                    self.check("aclrtRecordNotify", f(ptr(arg(a, 0)?), std::ptr::null_mut()))
+                        .and_then(|()| none())
+                }
+                "notify.wait" => {
+                    let f = opt!(api, aclrtWaitAndResetNotify);
+                    let (n, timeout): (u64, u32) = (arg(a, 0)?, arg(a, 1)?);
+                    self.check(
+                        "aclrtWaitAndResetNotify",
+                        f(ptr(n), std::ptr::null_mut(), timeout),
+                    )
+                    .and_then(|()| none())
+                }
+                "notify.destroy" => {
+                    let f = opt!(api, aclrtDestroyNotify);
+                    self.check("aclrtDestroyNotify", f(ptr(arg(a, 0)?)))
+                        .and_then(|()| none())
+                }
+                "peer.can" => {
+                    let (d, p): (i32, i32) = (arg(a, 0)?, arg(a, 1)?);
+                    let mut v = 0i32;
+                    self.check(
+                        "aclrtDeviceCanAccessPeer",
+                        (api.aclrtDeviceCanAccessPeer)(&mut v, d, p),
+                    )?;
+                    Ok(vec![v.to_string()])
+                }
+                "peer.enable" => {
+                    let (p, flags): (i32, u32) = (arg(a, 0)?, arg(a, 1)?);
+                    self.check(
+                        "aclrtDeviceEnablePeerAccess",
+                        (api.aclrtDeviceEnablePeerAccess)(p, flags),
+                    )
+                    .and_then(|()| none())
+                }
+                other => Err(Failure::harness(format!("unknown ACL shell command `{other}`"))),
+            }
+        }
+    }
+}
+
+impl Drop for AclShell {
+    fn drop(&mut self) {
+        if self.initialized {
+            // SAFETY: balances the aclInit of `new`; no arguments.
+            unsafe { (self.api.aclFinalize)() };
+        }
+    }
+}
+
+/// A VMM allocation made through the shell: physical handle, mapped address, size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vmm {
+    /// The `aclrtDrvMemHandle`, as a number.
+    pub phys: u64,
+    /// Where it is mapped.
+    pub va: u64,
+    /// Its size (a multiple of the granularity).
+    pub size: usize,
+}
+
+/// The typed client of an ACL shell, local or remote.
+#[derive(Debug)]
+pub struct Acl<E>(pub E);
+
+impl<E: Exec> Acl<E> {
+    fn run(&mut self, line: String) -> Reply {
+        self.0.exec(&line)
+    }
+
+    /// `aclrtSetDevice`.
+    pub fn set_device(&mut self, dev: u32) -> Result<(), Failure> {
+        self.run(format!("set-device {dev}")).map(drop)
+    }
+
+    /// `aclrtGetDeviceCount`.
+    pub fn device_count(&mut self) -> Result<u32, Failure> {
+        word(&self.run("device-count".into())?, 0)
+    }
+
+    /// `aclrtDeviceGetBareTgid`.
+    pub fn pid(&mut self) -> Result<i32, Failure> {
+        word(&self.run("pid".into())?, 0)
+    }
+
+    /// The VMM allocation granularity on `dev`.
+    pub fn granularity(&mut self, dev: u32) -> Result<usize, Failure> {
+        word(&self.run(format!("granularity {dev}"))?, 0)
+    }
+
+    /// `aclrtMallocPhysical` of `size` bytes on `dev`.
+    pub fn phys_alloc(&mut self, dev: u32, size: usize) -> Result<u64, Failure> {
+        word(&self.run(format!("phys.alloc {dev} {size}"))?, 0)
+    }
+
+    /// `aclrtFreePhysical`.
+    pub fn phys_free(&mut self, phys: u64) -> Result<(), Failure> {
+        self.run(format!("phys.free {phys}")).map(drop)
+    }
+
+    /// Reserve, map and grant `dev` read-write access: the address.
+    pub fn map(&mut self, phys: u64, size: usize, dev: u32) -> Result<u64, Failure> {
+        word(&self.run(format!("va.map {phys} {size} {dev}"))?, 0)
+    }
+
+    /// Unmap and release an address from [`Acl::map`].
+    pub fn unmap(&mut self, va: u64) -> Result<(), Failure> {
+        self.run(format!("va.unmap {va}")).map(drop)
+    }
+
+    /// One granule of physical memory on `dev`, mapped.
+    pub fn vmm_alloc(&mut self, dev: u32) -> Result<Vmm, Failure> {
+        let size = self.granularity(dev)?;
+        let phys = self.phys_alloc(dev, size)?;
+        match self.map(phys, size, dev) {
+            Ok(va) => Ok(Vmm { phys, va, size }),
+            Err(e) => {
+                let _ = self.phys_free(phys);
+                Err(e)
+            }
+        }
+    }
+
+    /// Unmaps and frees a [`Vmm`].
+    pub fn vmm_free(&mut self, vmm: Vmm) -> Result<(), Failure> {
+        self.unmap(vmm.va)?;
+        self.phys_free(vmm.phys)
+    }
+
+    /// `aclrtMemExportToShareableHandle` with `flags`.
+    pub fn vmm_export(&mut self, phys: u64, flags: u64) -> Result<u64, Failure> {
+        word(&self.run(format!("vmm.export {phys} {flags}"))?, 0)
+    }
+
+    /// `aclrtMemSetPidToShareableHandle`.
+    pub fn vmm_set_pid(&mut self, shareable: u64, pids: &Pids) -> Result<(), Failure> {
+        self.run(format!("vmm.set-pid {shareable} {}", pids.wire()))
+            .map(drop)
+    }
+
+    /// `aclrtMemImportFromShareableHandle` on `dev`: the physical handle.
+    pub fn vmm_import(&mut self, shareable: u64, dev: i32) -> Result<u64, Failure> {
+        word(&self.run(format!("vmm.import {shareable} {dev}"))?, 0)
+    }
+
+    /// `aclrtMalloc`.
+    pub fn malloc(&mut self, size: usize) -> Result<u64, Failure> {
+        word(&self.run(format!("malloc {size}"))?, 0)
+    }
+
+    /// `aclrtFree`.
+    pub fn free(&mut self, ptr: u64) -> Result<(), Failure> {
+        self.run(format!("free {ptr}")).map(drop)
+    }
+
+    /// `aclrtMemcpy` host to device.
+    pub fn write(&mut self, dst: u64, bytes: &[u8]) -> Result<(), Failure> {
+        self.run(format!("write {dst} {}", hex(bytes))).map(drop)
+    }
+
+    /// `aclrtMemcpy` device to host.
+    pub fn read(&mut self, src: u64, len: usize) -> Result<Vec<u8>, Failure> {
+        unhex(&word::<String>(&self.run(format!("read {src} {len}"))?, 0)?)
+    }
+
+    /// `aclrtIpcMemGetExportKey` with a key buffer of `len` bytes.
+    pub fn key_export(
+        &mut self,
+        ptr: u64,
+        size: usize,
+        len: usize,
+        flags: u64,
+    ) -> Result<String, Failure> {
+        word(&self.run(format!("key.export {ptr} {size} {len} {flags}"))?, 0)
+    }
+
+    /// `aclrtIpcMemGetExportKey` from a thread without a device context.
+    pub fn key_export_no_context(&mut self, ptr: u64, size: usize) -> Result<String, Failure> {
+        word(&self.run(format!("key.export-no-context {ptr} {size}"))?, 0)
+    }
+
+    /// `aclrtIpcMemSetImportPid`.
+    pub fn key_set_pid(&mut self, key: &str, pids: &Pids) -> Result<(), Failure> {
+        self.run(format!("key.set-pid {key} {}", pids.wire()))
+            .map(drop)
+    }
+
+    /// `aclrtIpcMemImportByKey`: the address.
+    pub fn key_import(&mut self, key: &str, flags: u64) -> Result<u64, Failure> {
+        word(&self.run(format!("key.import {key} {flags}"))?, 0)
+    }
+
+    /// `aclrtIpcMemClose`.
+    pub fn key_close(&mut self, key: &str) -> Result<(), Failure> {
+        self.run(format!("key.close {key}")).map(drop)
+    }
+
+    /// `aclrtCreateNotify` (default flag).
+    pub fn notify_create(&mut self) -> Result<u64, Failure> {
+        word(&self.run("notify.create".into())?, 0)
+    }
+
+    /// `aclrtNotifyGetExportKey` with a key buffer of `len` bytes.
+    pub fn notify_export(&mut self, notify: u64, len: usize, flags: u64) -> Result<String, Failure> {
+        word(&self.run(format!("notify.export {notify} {len} {flags}"))?, 0)
+    }
+
+    /// `aclrtNotifySetImportPid`.
+    pub fn notify_set_pid(&mut self, notify: u64, pids: &Pids) -> Result<(), Failure> {
+        self.run(format!("notify.set-pid {notify} {}", pids.wire()))
+            .map(drop)
+    }
+
+    /// `aclrtNotifyImportByKey`: the notify.
+    pub fn notify_import(&mut self, key: &str, flags: u64) -> Result<u64, Failure> {
+        word(&self.run(format!("notify.import {key} {flags}"))?, 0)
+    }
+
+    /// `aclrtRecordNotify` on the default stream.
+    pub fn notify_record(&mut self, notify: u64) -> Result<(), Failure> {
+        self.run(format!("notify.record {notify}")).map(drop)
+    }
+
+    /// `aclrtWaitAndResetNotify` on the default stream (`timeout` 0: forever).
+    pub fn notify_wait(&mut self, notify: u64, timeout: u32) -> Result<(), Failure> {
+        self.run(format!("notify.wait {notify} {timeout}")).map(drop)
+    }
+
+    /// `aclrtDestroyNotify`.
+    pub fn notify_destroy(&mut self, notify: u64) -> Result<(), Failure> {
+        self.run(format!("notify.destroy {notify}")).map(drop)
+    }
+
+    /// `aclrtDeviceCanAccessPeer`.
+    pub fn can_access_peer(&mut self, dev: i32, peer: i32) -> Result<bool, Failure> {
+        Ok(word::<i32>(&self.run(format!("peer.can {dev} {peer}"))?, 0)? != 0)
+    }
+
+    /// `aclrtDeviceEnablePeerAccess` from the current device.
+    pub fn enable_peer(&mut self, peer: i32) -> Result<(), Failure> {
+        self.run(format!("peer.enable {peer} 0")).map(drop)
+    }
+}
+
+impl Acl<crate::shell::Remote> {
+    /// Starts `notify.wait` in the peer without waiting for it to return.
+    pub fn notify_wait_start(&mut self, notify: u64, timeout: u32) -> Result<(), Failure> {
+        self.0.send(&format!("notify.wait {notify} {timeout}"))
+    }
+
+    /// Collects the result of [`Acl::notify_wait_start`].
+    pub fn notify_wait_end(&mut self) -> Result<(), Failure> {
+        self.0.reply().map(drop)
+    }
+}

@@ -1,0 +1,931 @@
+//! Ascend vendor rules: what the CANN runtime documents for VMM shareable handles, IPC
+//! memory keys, notify IPC and devices (api-facts C.4-C.6, A.6-A.11), checked through
+//! the raw `AclApi` table in this process and in peers.
+//!
+//! Where the vendor documents the error code, the rule expects it; where it does not
+//! (api-facts D.4: trustlists, same-process import, one-to-one handles), the rule
+//! expects a refusal with any code and reports the one it got. Rules whose violation is
+//! undefined on real hardware (closing a key before importers, importing on another
+//! device without peer access) are emulator-only, and say so.
+
+use devipc_ascend_sys::codes::{
+    ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_INVALID_DEVICEID,
+    ACL_ERROR_RT_PARAM_INVALID,
+};
+use devipc_ascend_sys::consts::{
+    ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
+    ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
+    ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
+    ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
+    ACL_RT_VMM_EXPORT_FLAG_DEFAULT, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+};
+use std::time::{Duration, Instant};
+
+use super::{Step, ensure, pattern, same_bytes, vendor};
+use crate::acl::{Acl, Vmm};
+use crate::ctx::Ctx;
+use crate::rule::{Applies, Expect, Need, Rule, Stop, Verdict};
+use crate::shell::{Exec, Pids};
+
+const A: Applies = Applies::Ascend;
+/// Bytes checked in transfers.
+const CHECK: usize = 256;
+/// Size of `aclrtMalloc` blocks exported by key: a page multiple (api-facts C.4 FAQ).
+const KEY_BLOCK: usize = 64 << 10;
+const TWO_DEVICES: &[Need] = &[Need::Devices(2), Need::PeerAccess];
+const CROSS_DEVICE_UNDOCUMENTED: &str = "the vendor requires peer access for another device \
+    but does not document which call fails without it, so only the emulator's refusal is checked";
+
+/// Every Ascend vendor rule.
+pub static RULES: &[Rule] = &[
+    // ---- VMM shareable handles (api-facts A.6, C.5) ---------------------------------
+    vendor(
+        "ascend.vmm.export-import-shares-memory",
+        A,
+        "a physical allocation exported with aclrtMemExportToShareableHandle and imported by a \
+         trusted process maps the same bytes in both, in both directions",
+        "CANN RT-DOC 11-04 virtual memory management (documented flow); api-facts C.5",
+        Expect::Behaviour,
+        &[],
+        vmm_shares_memory,
+    ),
+    vendor(
+        "ascend.vmm.trustlist-required",
+        A,
+        "with DEFAULT flags only processes set by aclrtMemSetPidToShareableHandle may import; \
+         after the exporter adds the importer, its import succeeds",
+        "CANN RT-DOC 11-04; api-facts A.6, C.5",
+        Expect::Refused,
+        &[],
+        vmm_trustlist,
+    ),
+    vendor(
+        "ascend.vmm.disable-pid-validation",
+        A,
+        "a handle exported with ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION (0x1) is importable \
+         by any process without a trustlist",
+        "CANN RT-DOC 11-04; api-facts A.6 (ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION)",
+        Expect::Behaviour,
+        &[],
+        vmm_disable_pid_validation,
+    ),
+    vendor(
+        "ascend.vmm.same-process-import-rejected",
+        A,
+        "aclrtMemImportFromShareableHandle in the process that exported the handle is refused \
+         (only cross-process use is supported)",
+        "CANN RT-DOC 11-04 virtual memory management; api-facts C.5",
+        Expect::Refused,
+        &[],
+        vmm_same_process,
+    ),
+    vendor(
+        "ascend.vmm.one-import-per-process",
+        A,
+        "a process imports a shareable handle once: a second import in the same process is \
+         refused (no one-to-many mapping on the import side)",
+        "CANN RT-DOC 11-04; api-facts C.5 (one-to-one mapping)",
+        Expect::Refused,
+        &[],
+        vmm_double_import,
+    ),
+    vendor(
+        "ascend.vmm.one-export-per-handle",
+        A,
+        "a physical handle is exported once: exporting the same handle again is refused",
+        "CANN RT-DOC 11-04; api-facts C.5 (one-to-one mapping)",
+        Expect::Refused,
+        &[],
+        vmm_double_export,
+    ),
+    vendor(
+        "ascend.vmm.device-range-checked",
+        A,
+        "aclrtMemImportFromShareableHandle with a device id outside 0..count fails with \
+         ACL_ERROR_RT_INVALID_DEVICEID",
+        "api-facts A.6, A.11 (DRV_ERROR_INVALID_DEVICE -> 107001)",
+        Expect::Code("ACL_ERROR_RT_INVALID_DEVICEID", ACL_ERROR_RT_INVALID_DEVICEID),
+        &[],
+        vmm_device_range,
+    ),
+    vendor(
+        "ascend.vmm.lifetime-until-all-freed",
+        A,
+        "physical memory lives until every process that allocated or imported it called \
+         aclrtFreePhysical: the importer keeps reading and writing after the exporter freed",
+        "CANN RT-DOC 11-04 (memory is released when all processes freed it); api-facts C.5",
+        Expect::Behaviour,
+        &[],
+        vmm_lifetime,
+    ),
+    vendor(
+        "ascend.vmm.cross-device-import-with-peer-access",
+        A,
+        "with aclrtDeviceEnablePeerAccess to the exporter's device, a process imports and maps a \
+         shareable handle on another device and sees the bytes",
+        "CANN RT-DOC 11-04 (cross-device use needs peer access); api-facts C.5, A.10",
+        Expect::Behaviour,
+        TWO_DEVICES,
+        vmm_cross_device,
+    ),
+    vendor(
+        "ascend.vmm.cross-device-needs-peer-access",
+        A,
+        "importing a shareable handle on another device without peer access is refused",
+        "CANN RT-DOC 11-04; api-facts C.5",
+        Expect::Refused,
+        &[
+            Need::Devices(2),
+            Need::EmulatorOnly(CROSS_DEVICE_UNDOCUMENTED),
+        ],
+        vmm_cross_device_without_peer,
+    ),
+    vendor(
+        "ascend.vmm.set-pid-needs-pids",
+        A,
+        "aclrtMemSetPidToShareableHandle rejects a NULL pid array and a pid count of 0 with \
+         ACL_ERROR_INVALID_PARAM",
+        "api-facts A.6 (RT-SRC memory.cpp)",
+        Expect::Code("ACL_ERROR_INVALID_PARAM", ACL_ERROR_INVALID_PARAM),
+        &[],
+        vmm_set_pid_args,
+    ),
+    // ---- IPC memory keys (api-facts A.7, C.4) ----------------------------------------
+    vendor(
+        "ascend.ipc-key.export-import-shares-memory",
+        A,
+        "aclrtMalloc memory exported by key and imported by a trusted process maps the same \
+         bytes; importers close first, then the exporter closes and frees",
+        "CANN RT-DOC 11-07 IPC memory sharing (documented flow); api-facts C.4",
+        Expect::Behaviour,
+        &[],
+        key_shares_memory,
+    ),
+    vendor(
+        "ascend.ipc-key.min-len-65",
+        A,
+        "aclrtIpcMemGetExportKey needs a key buffer of at least 65 bytes: len 64 fails with \
+         ACL_ERROR_RT_PARAM_INVALID, len 65 succeeds",
+        "CANN RT-DOC 11-07; api-facts A.7, C.4 (RT-SRC api_error.cc)",
+        Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
+        &[],
+        key_min_len,
+    ),
+    vendor(
+        "ascend.ipc-key.size-nonzero",
+        A,
+        "aclrtIpcMemGetExportKey with size 0 fails with ACL_ERROR_RT_PARAM_INVALID",
+        "api-facts C.4 (RT-SRC api_error.cc)",
+        Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
+        &[],
+        key_size_nonzero,
+    ),
+    vendor(
+        "ascend.ipc-key.flags-valid",
+        A,
+        "IPC key export and import flags above 1 fail with ACL_ERROR_RT_PARAM_INVALID",
+        "api-facts C.4 (RT-SRC api_error.cc)",
+        Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
+        &[],
+        key_flags,
+    ),
+    vendor(
+        "ascend.ipc-key.set-pid-needs-pids",
+        A,
+        "aclrtIpcMemSetImportPid rejects a NULL pid array and num 0 with \
+         ACL_ERROR_RT_PARAM_INVALID",
+        "api-facts C.4 (RT-SRC api_error.cc)",
+        Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
+        &[],
+        key_set_pid_args,
+    ),
+    vendor(
+        "ascend.ipc-key.trustlist-required",
+        A,
+        "with DEFAULT flags only processes set by aclrtIpcMemSetImportPid may import a key; after \
+         the exporter adds the importer, its import succeeds",
+        "CANN RT-DOC 11-07; api-facts A.7, C.4",
+        Expect::Refused,
+        &[],
+        key_trustlist,
+    ),
+    vendor(
+        "ascend.ipc-key.disable-pid-validation",
+        A,
+        "a key exported with ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION is importable by \
+         any process without a trustlist",
+        "CANN RT-DOC 11-07; api-facts A.7, C.4",
+        Expect::Behaviour,
+        &[],
+        key_disable_pid_validation,
+    ),
+    vendor(
+        "ascend.ipc-key.repeat-import-allowed",
+        A,
+        "a process may import one key repeatedly: each import maps the memory again and needs \
+         its own aclrtIpcMemClose",
+        "api-facts C.4 (RT-SRC api_impl_standard_soc.cc)",
+        Expect::Behaviour,
+        &[],
+        key_repeat_import,
+    ),
+    vendor(
+        "ascend.ipc-key.importers-close-first",
+        A,
+        "the exporter's aclrtIpcMemClose is refused while an importer still holds the key, and \
+         succeeds once the importers closed",
+        "CANN RT-DOC 11-07 (importers close before the exporter); api-facts C.4",
+        Expect::Refused,
+        &[Need::EmulatorOnly(
+            "on a real runtime an early exporter close is undefined ('exceptions may occur', \
+             RT-DOC 11-07), so the suite does not provoke it; the documented order is checked \
+             by ascend.ipc-key.export-import-shares-memory",
+        )],
+        key_importers_close_first,
+    ),
+    vendor(
+        "ascend.ipc-key.cross-device-import-with-peer-access",
+        A,
+        "aclrtIpcMemImportByKey with ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS imports a key \
+         on another device than the owner's",
+        "CANN RT-DOC 11-07; api-facts C.4",
+        Expect::Behaviour,
+        TWO_DEVICES,
+        key_cross_device,
+    ),
+    vendor(
+        "ascend.ipc-key.cross-device-needs-peer-access",
+        A,
+        "importing a key on another device without ENABLE_PEER_ACCESS or peer access is refused",
+        "CANN RT-DOC 11-07; api-facts C.4",
+        Expect::Refused,
+        &[
+            Need::Devices(2),
+            Need::EmulatorOnly(CROSS_DEVICE_UNDOCUMENTED),
+        ],
+        key_cross_device_without_peer,
+    ),
+    vendor(
+        "ascend.context.set-device-required",
+        A,
+        "IPC key export from a thread without a device context (no aclrtSetDevice) fails with \
+         ACL_ERROR_RT_CONTEXT_NULL",
+        "api-facts C.4 (RT-SRC: RT_ERROR_CONTEXT_NULL -> 107002), A.11",
+        Expect::Code("ACL_ERROR_RT_CONTEXT_NULL", ACL_ERROR_RT_CONTEXT_NULL),
+        &[],
+        context_required,
+    ),
+    vendor(
+        "ascend.device.id-range-checked",
+        A,
+        "aclrtSetDevice with a device id outside 0..aclrtGetDeviceCount fails with \
+         ACL_ERROR_RT_INVALID_DEVICEID",
+        "api-facts A.11 (DRV_ERROR_INVALID_DEVICE -> 107001)",
+        Expect::Code("ACL_ERROR_RT_INVALID_DEVICEID", ACL_ERROR_RT_INVALID_DEVICEID),
+        &[],
+        device_range,
+    ),
+    // ---- notify IPC (api-facts A.8, C.6) ---------------------------------------------
+    vendor(
+        "ascend.notify.binary-semaphore",
+        A,
+        "across processes a notify is a binary semaphore: aclrtWaitAndResetNotify blocks until a \
+         record, then resets; two records release one wait",
+        "CANN RT-DOC 08 notify management (documented flow); api-facts A.8, C.6",
+        Expect::Behaviour,
+        &[],
+        notify_binary_semaphore,
+    ),
+    vendor(
+        "ascend.notify.wait-timeout",
+        A,
+        "aclrtWaitAndResetNotify with a timeout returns an error when no record arrives in time",
+        "CANN RT-DOC 08; api-facts A.8 (timeout unit unverified: header ms, docs s)",
+        Expect::Refused,
+        &[],
+        notify_wait_timeout,
+    ),
+    vendor(
+        "ascend.notify.min-len-65",
+        A,
+        "aclrtNotifyGetExportKey needs a key buffer of at least 65 bytes: len 64 is refused, 65 \
+         succeeds",
+        "CANN RT-DOC 08; api-facts C.6",
+        Expect::Refused,
+        &[],
+        notify_min_len,
+    ),
+    vendor(
+        "ascend.notify.set-pid-needs-pids",
+        A,
+        "aclrtNotifySetImportPid rejects a NULL pid array and num 0 with \
+         ACL_ERROR_RT_PARAM_INVALID",
+        "api-facts C.6 (RT-SRC notify.cpp, api_error.cc)",
+        Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
+        &[],
+        notify_set_pid_args,
+    ),
+    vendor(
+        "ascend.notify.trustlist-required",
+        A,
+        "with DEFAULT flags only processes set by aclrtNotifySetImportPid may import a notify; \
+         after the exporter adds the importer, its import succeeds",
+        "CANN RT-DOC 08; api-facts A.8, C.6",
+        Expect::Refused,
+        &[],
+        notify_trustlist,
+    ),
+    vendor(
+        "ascend.notify.disable-pid-validation",
+        A,
+        "a notify exported with ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION (0x02, not 0x1) \
+         is importable by any process, and its record releases the exporter's wait",
+        "CANN RT-DOC 08; api-facts A.8 (the 0x02 flag)",
+        Expect::Behaviour,
+        &[],
+        notify_disable_pid_validation,
+    ),
+    vendor(
+        "ascend.notify.freed-when-all-destroyed",
+        A,
+        "a notify lives until every process destroyed it: after the exporter destroyed its \
+         handle, the importer still records on and destroys its own",
+        "CANN RT-DOC 08 (every process destroys the notify); api-facts C.6",
+        Expect::Behaviour,
+        &[],
+        notify_freed_when_all_destroyed,
+    ),
+];
+
+// ---------------------------------------------------------------------------------------
+// Helpers.
+
+fn trust(pid: i32) -> Pids {
+    Pids::List(vec![pid])
+}
+
+/// An allocation on device 0 of the local shell, filled with pattern 1 and exported.
+fn exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(Vmm, u64), Stop> {
+    a.set_device(0).step("aclrtSetDevice(0)")?;
+    let vmm = a.vmm_alloc(0).step("allocating VMM memory")?;
+    a.write(vmm.va, &pattern(1, CHECK)).step("filling it")?;
+    let sh = a.vmm_export(vmm.phys, flags).step("exporting it")?;
+    Ok((vmm, sh))
+}
+
+/// A peer importing shareable handle `sh` on `dev`, mapping it: (phys, va).
+fn import_map<E: Exec>(
+    b: &mut Acl<E>,
+    sh: u64,
+    dev: u32,
+    size: usize,
+) -> Result<(u64, u64), Stop> {
+    let phys = b.vmm_import(sh, dev as i32).step("importing the handle")?;
+    let va = b.map(phys, size, dev).step("mapping the import")?;
+    Ok((phys, va))
+}
+
+fn unmap_free<E: Exec>(b: &mut Acl<E>, phys: u64, va: u64) -> Result<(), Stop> {
+    b.unmap(va).step("unmapping the import")?;
+    b.phys_free(phys).step("freeing the import")
+}
+
+/// A local `aclrtMalloc` block filled with pattern 1, exported by key with `flags`.
+fn key_exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(u64, String), Stop> {
+    a.set_device(0).step("aclrtSetDevice(0)")?;
+    let p = a.malloc(KEY_BLOCK).step("aclrtMalloc")?;
+    a.write(p, &pattern(1, CHECK)).step("filling it")?;
+    let key = a
+        .key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN, flags)
+        .step("aclrtIpcMemGetExportKey")?;
+    Ok((p, key))
+}
+
+fn key_release<E: Exec>(a: &mut Acl<E>, p: u64, key: &str) -> Result<(), Stop> {
+    a.key_close(key).step("the exporter's aclrtIpcMemClose")?;
+    a.free(p).step("aclrtFree")
+}
+
+fn peer_on<E: Exec>(b: &mut Acl<E>, dev: u32) -> Result<i32, Stop> {
+    b.set_device(dev).step("peer aclrtSetDevice")?;
+    b.pid().step("peer aclrtDeviceGetBareTgid")
+}
+
+/// A notify created and exported locally with `flags`.
+fn notify_exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(u64, String), Stop> {
+    a.set_device(0).step("aclrtSetDevice(0)")?;
+    let n = a.notify_create().step("aclrtCreateNotify")?;
+    let key = a
+        .notify_export(n, ACL_IPC_KEY_LEN, flags)
+        .step("aclrtNotifyGetExportKey")?;
+    Ok((n, key))
+}
+
+// ---------------------------------------------------------------------------------------
+// VMM.
+
+fn vmm_shares_memory(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.vmm_set_pid(sh, &trust(pid)).step("aclrtMemSetPidToShareableHandle")?;
+    let (phys, va) = import_map(&mut b, sh, 0, vmm.size)?;
+    same_bytes("importer reads", &b.read(va, CHECK).step("importer read")?, &pattern(1, CHECK))?;
+    b.write(va + 128, &pattern(2, 64)).step("importer write")?;
+    same_bytes(
+        "exporter reads the importer's bytes",
+        &a.read(vmm.va + 128, 64).step("exporter read")?,
+        &pattern(2, 64),
+    )?;
+    unmap_free(&mut b, phys, va)?;
+    b.0.finish()?;
+    a.vmm_free(vmm).step("freeing the allocation")?;
+    Ok(format!(
+        "{} bytes shared both ways through shareable handle {sh:#x}",
+        vmm.size
+    ))
+}
+
+fn vmm_trustlist(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    let seen = ctx.refused("import without the trustlist", b.vmm_import(sh, 0))?;
+    a.vmm_set_pid(sh, &trust(pid)).step("aclrtMemSetPidToShareableHandle")?;
+    let (phys, va) = import_map(&mut b, sh, 0, vmm.size)?;
+    same_bytes("granted importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    unmap_free(&mut b, phys, va)?;
+    b.0.finish()?;
+    a.vmm_free(vmm).step("free")?;
+    Ok(format!("{seen}; after the grant the import succeeds"))
+}
+
+fn vmm_disable_pid_validation(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION)?;
+    peer_on(&mut b, 0)?;
+    let (phys, va) = import_map(&mut b, sh, 0, vmm.size)?;
+    same_bytes("importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    unmap_free(&mut b, phys, va)?;
+    b.0.finish()?;
+    a.vmm_free(vmm).step("free")?;
+    Ok("an ungranted process imported the 0x1-flagged handle".into())
+}
+
+fn vmm_same_process(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let me = a.pid().step("aclrtDeviceGetBareTgid")?;
+    a.vmm_set_pid(sh, &trust(me)).step("trusting this process")?;
+    let result = a.vmm_import(sh, 0);
+    if let Ok(phys) = result {
+        let _ = a.phys_free(phys);
+    }
+    let seen = ctx.refused("import in the exporting process", result)?;
+    a.vmm_free(vmm).step("free")?;
+    Ok(seen)
+}
+
+fn vmm_double_import(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.vmm_set_pid(sh, &trust(pid)).step("grant")?;
+    let first = b.vmm_import(sh, 0).step("first import")?;
+    let second = b.vmm_import(sh, 0);
+    if let Ok(p) = second {
+        let _ = b.phys_free(p);
+    }
+    let seen = ctx.refused("second import in the same process", second)?;
+    b.phys_free(first).step("freeing the first import")?;
+    b.0.finish()?;
+    a.vmm_free(vmm).step("free")?;
+    Ok(seen)
+}
+
+fn vmm_double_export(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let seen = ctx.refused(
+        "second export of the same handle",
+        a.vmm_export(vmm.phys, ACL_RT_VMM_EXPORT_FLAG_DEFAULT),
+    )?;
+    a.vmm_free(vmm).step("free")?;
+    Ok(format!("first export gave {sh:#x}; {seen}"))
+}
+
+fn vmm_device_range(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.vmm_set_pid(sh, &trust(pid)).step("grant")?;
+    let count = b.device_count().step("aclrtGetDeviceCount")?;
+    let result = b.vmm_import(sh, count as i32);
+    if let Ok(p) = result {
+        let _ = b.phys_free(p);
+    }
+    let seen = ctx.refused(&format!("import on device {count} of {count}"), result)?;
+    b.0.finish()?;
+    a.vmm_free(vmm).step("free")?;
+    Ok(seen)
+}
+
+fn vmm_lifetime(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.vmm_set_pid(sh, &trust(pid)).step("grant")?;
+    let (phys, va) = import_map(&mut b, sh, 0, vmm.size)?;
+    a.vmm_free(vmm).step("the exporter's unmap and aclrtFreePhysical")?;
+    same_bytes(
+        "importer reads after the exporter freed",
+        &b.read(va, CHECK).step("read after the exporter's free")?,
+        &pattern(1, CHECK),
+    )?;
+    b.write(va, &pattern(3, CHECK)).step("write after the exporter's free")?;
+    same_bytes(
+        "importer reads back its write",
+        &b.read(va, CHECK).step("read back")?,
+        &pattern(3, CHECK),
+    )?;
+    unmap_free(&mut b, phys, va)?;
+    b.0.finish()?;
+    Ok("the import stayed usable after the exporter freed its handle".into())
+}
+
+fn vmm_cross_device(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 1)?;
+    a.vmm_set_pid(sh, &trust(pid)).step("grant")?;
+    b.enable_peer(0).step("aclrtDeviceEnablePeerAccess(1 -> 0)")?;
+    let (phys, va) = import_map(&mut b, sh, 1, vmm.size)?;
+    same_bytes("device-1 importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    unmap_free(&mut b, phys, va)?;
+    b.0.finish()?;
+    a.vmm_free(vmm).step("free")?;
+    Ok("imported on device 1 from device 0 with peer access".into())
+}
+
+fn vmm_cross_device_without_peer(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 1)?;
+    a.vmm_set_pid(sh, &trust(pid)).step("grant")?;
+    let result = b.vmm_import(sh, 1);
+    if let Ok(p) = result {
+        let _ = b.phys_free(p);
+    }
+    let seen = ctx.refused("import on device 1 without peer access", result)?;
+    b.0.finish()?;
+    a.vmm_free(vmm).step("free")?;
+    Ok(seen)
+}
+
+fn vmm_set_pid_args(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
+    let null = ctx.refused("NULL pid array", a.vmm_set_pid(sh, &Pids::Null))?;
+    let empty = ctx.refused("pidNum 0", a.vmm_set_pid(sh, &Pids::List(Vec::new())))?;
+    a.vmm_free(vmm).step("free")?;
+    Ok(format!("{null}; {empty}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// IPC keys.
+
+fn key_shares_memory(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.key_set_pid(&key, &trust(pid)).step("aclrtIpcMemSetImportPid")?;
+    let va = b
+        .key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT)
+        .step("aclrtIpcMemImportByKey")?;
+    same_bytes("importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    b.write(va + 128, &pattern(2, 64)).step("importer write")?;
+    same_bytes(
+        "exporter reads the importer's bytes",
+        &a.read(p + 128, 64).step("exporter read")?,
+        &pattern(2, 64),
+    )?;
+    b.key_close(&key).step("the importer's aclrtIpcMemClose")?;
+    b.0.finish()?;
+    key_release(&mut a, p, &key)?;
+    Ok("bytes shared both ways by key; importer closed, then exporter closed and freed".into())
+}
+
+fn key_min_len(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    a.set_device(0).step("aclrtSetDevice")?;
+    let p = a.malloc(KEY_BLOCK).step("aclrtMalloc")?;
+    let seen = ctx.refused(
+        "key buffer of 64 bytes",
+        a.key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN - 1, 0),
+    )?;
+    let key = a
+        .key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN, 0)
+        .step("export with a 65-byte buffer")?;
+    key_release(&mut a, p, &key)?;
+    Ok(format!("{seen}; 65 bytes succeed"))
+}
+
+fn key_size_nonzero(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    a.set_device(0).step("aclrtSetDevice")?;
+    let p = a.malloc(KEY_BLOCK).step("aclrtMalloc")?;
+    let seen = ctx.refused("export of 0 bytes", a.key_export(p, 0, ACL_IPC_KEY_LEN, 0))?;
+    a.free(p).step("aclrtFree")?;
+    Ok(seen)
+}
+
+fn key_flags(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    a.set_device(0).step("aclrtSetDevice")?;
+    let p = a.malloc(KEY_BLOCK).step("aclrtMalloc")?;
+    let export = ctx.refused("export flags 2", a.key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN, 2))?;
+    let key = a
+        .key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)
+        .step("export")?;
+    let pid = peer_on(&mut b, 0)?;
+    a.key_set_pid(&key, &trust(pid)).step("grant")?;
+    let result = b.key_import(&key, 2);
+    if result.is_ok() {
+        let _ = b.key_close(&key);
+    }
+    let import = ctx.refused("import flags 2", result)?;
+    b.0.finish()?;
+    key_release(&mut a, p, &key)?;
+    Ok(format!("{export}; {import}"))
+}
+
+fn key_set_pid_args(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    let null = ctx.refused("NULL pid array", a.key_set_pid(&key, &Pids::Null))?;
+    let empty = ctx.refused("num 0", a.key_set_pid(&key, &Pids::List(Vec::new())))?;
+    key_release(&mut a, p, &key)?;
+    Ok(format!("{null}; {empty}"))
+}
+
+fn key_trustlist(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    let result = b.key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT);
+    if result.is_ok() {
+        let _ = b.key_close(&key);
+    }
+    let seen = ctx.refused("import without the trustlist", result)?;
+    a.key_set_pid(&key, &trust(pid)).step("aclrtIpcMemSetImportPid")?;
+    let va = b
+        .key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT)
+        .step("granted import")?;
+    same_bytes("granted importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    b.key_close(&key).step("importer close")?;
+    b.0.finish()?;
+    key_release(&mut a, p, &key)?;
+    Ok(format!("{seen}; after the grant the import succeeds"))
+}
+
+fn key_disable_pid_validation(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION)?;
+    peer_on(&mut b, 0)?;
+    let va = b
+        .key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT)
+        .step("ungranted import")?;
+    same_bytes("importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    b.key_close(&key).step("importer close")?;
+    b.0.finish()?;
+    key_release(&mut a, p, &key)?;
+    Ok("an ungranted process imported the key".into())
+}
+
+fn key_repeat_import(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.key_set_pid(&key, &trust(pid)).step("grant")?;
+    let first = b.key_import(&key, 0).step("first import")?;
+    let second = b.key_import(&key, 0).step("second import of the same key")?;
+    for (n, va) in [(1, first), (2, second)] {
+        same_bytes(
+            &format!("import {n} reads"),
+            &b.read(va, CHECK).step("read")?,
+            &pattern(1, CHECK),
+        )?;
+    }
+    b.key_close(&key).step("first close")?;
+    b.key_close(&key).step("second close")?;
+    b.0.finish()?;
+    key_release(&mut a, p, &key)?;
+    Ok(format!(
+        "two imports ({first:#x}, {second:#x}) read the memory; two closes released them"
+    ))
+}
+
+fn key_importers_close_first(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.key_set_pid(&key, &trust(pid)).step("grant")?;
+    b.key_import(&key, 0).step("import")?;
+    let seen = ctx.refused("exporter close while the importer holds the key", a.key_close(&key))?;
+    b.key_close(&key).step("importer close")?;
+    b.0.finish()?;
+    key_release(&mut a, p, &key)?;
+    Ok(format!("{seen}; after the importer closed, the exporter's close succeeds"))
+}
+
+fn key_cross_device(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 1)?;
+    a.key_set_pid(&key, &trust(pid)).step("grant")?;
+    let va = b
+        .key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS)
+        .step("import on device 1 with ENABLE_PEER_ACCESS")?;
+    b.key_close(&key).step("importer close")?;
+    b.0.finish()?;
+    key_release(&mut a, p, &key)?;
+    Ok(format!(
+        "imported on device 1 at {va:#x} (host copies of cross-device key imports are not \
+         allowed, RT-DOC 11-07, so the bytes are not read)"
+    ))
+}
+
+fn key_cross_device_without_peer(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 1)?;
+    a.key_set_pid(&key, &trust(pid)).step("grant")?;
+    let result = b.key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT);
+    if result.is_ok() {
+        let _ = b.key_close(&key);
+    }
+    let seen = ctx.refused("import on device 1 without peer access", result)?;
+    b.0.finish()?;
+    key_release(&mut a, p, &key)?;
+    Ok(seen)
+}
+
+fn context_required(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    a.set_device(0).step("aclrtSetDevice")?;
+    let p = a.malloc(KEY_BLOCK).step("aclrtMalloc")?;
+    let seen = ctx.refused(
+        "export from a thread without a context",
+        a.key_export_no_context(p, KEY_BLOCK),
+    )?;
+    a.free(p).step("aclrtFree")?;
+    Ok(seen)
+}
+
+fn device_range(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let count = a.device_count().step("aclrtGetDeviceCount")?;
+    ctx.refused(&format!("aclrtSetDevice({count})"), a.set_device(count))
+}
+
+// ---------------------------------------------------------------------------------------
+// Notify.
+
+fn notify_binary_semaphore(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("recorder")?;
+    let (n, key) = notify_exported(&mut a, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.notify_set_pid(n, &trust(pid)).step("aclrtNotifySetImportPid")?;
+    let nb = b
+        .notify_import(&key, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT)
+        .step("aclrtNotifyImportByKey")?;
+    // Two records release one wait: the second wait times out.
+    b.notify_record(nb).step("first record")?;
+    b.notify_record(nb).step("second record")?;
+    a.notify_wait(n, 10).step("wait after two records")?;
+    let started = Instant::now();
+    if a.notify_wait(n, 1).is_ok() {
+        return Err(Stop::fail(
+            "a second wait returned after two records: records accumulate, the notify is not \
+             a binary semaphore",
+        ));
+    }
+    let timed_out = started.elapsed();
+    // A wait blocks until the peer records.
+    b.0.send("sleep 300").step("queueing sleep")?;
+    b.0.send(&format!("notify.record {nb}")).step("queueing the record")?;
+    let started = Instant::now();
+    a.notify_wait(n, 10).step("wait for the delayed record")?;
+    let waited = started.elapsed();
+    b.0.reply().step("peer sleep")?;
+    b.0.reply().step("peer record")?;
+    ensure(waited >= Duration::from_millis(200), || {
+        format!("the wait returned after {waited:?}, before the peer's record")
+    })?;
+    b.notify_destroy(nb).step("importer destroy")?;
+    b.0.finish()?;
+    a.notify_destroy(n).step("exporter destroy")?;
+    Ok(format!(
+        "two records released one wait (the next timed out after {timed_out:.2?}); a wait \
+         blocked {waited:.2?} until the peer's record"
+    ))
+}
+
+fn notify_wait_timeout(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    a.set_device(0).step("aclrtSetDevice")?;
+    let n = a.notify_create().step("aclrtCreateNotify")?;
+    let started = Instant::now();
+    let result = a.notify_wait(n, 1);
+    let took = started.elapsed();
+    let seen = ctx.refused("wait with timeout 1 and no record", result)?;
+    a.notify_destroy(n).step("destroy")?;
+    ensure(took < Duration::from_secs(30), || {
+        format!("the timed wait took {took:?}")
+    })?;
+    Ok(format!("{seen} after {took:.2?}"))
+}
+
+fn notify_min_len(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    a.set_device(0).step("aclrtSetDevice")?;
+    let n = a.notify_create().step("aclrtCreateNotify")?;
+    let seen = ctx.refused("key buffer of 64 bytes", a.notify_export(n, ACL_IPC_KEY_LEN - 1, 0))?;
+    a.notify_export(n, ACL_IPC_KEY_LEN, 0)
+        .step("export with a 65-byte buffer")?;
+    a.notify_destroy(n).step("destroy")?;
+    Ok(format!("{seen}; 65 bytes succeed"))
+}
+
+fn notify_set_pid_args(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let (n, _key) = notify_exported(&mut a, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT)?;
+    let null = ctx.refused("NULL pid array", a.notify_set_pid(n, &Pids::Null))?;
+    let empty = ctx.refused("num 0", a.notify_set_pid(n, &Pids::List(Vec::new())))?;
+    a.notify_destroy(n).step("destroy")?;
+    Ok(format!("{null}; {empty}"))
+}
+
+fn notify_trustlist(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (n, key) = notify_exported(&mut a, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    let result = b.notify_import(&key, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT);
+    if let Ok(nb) = result {
+        let _ = b.notify_destroy(nb);
+    }
+    let seen = ctx.refused("import without the trustlist", result)?;
+    a.notify_set_pid(n, &trust(pid)).step("aclrtNotifySetImportPid")?;
+    let nb = b.notify_import(&key, 0).step("granted import")?;
+    b.notify_destroy(nb).step("importer destroy")?;
+    b.0.finish()?;
+    a.notify_destroy(n).step("exporter destroy")?;
+    Ok(format!("{seen}; after the grant the import succeeds"))
+}
+
+fn notify_disable_pid_validation(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("recorder")?;
+    let (n, key) = notify_exported(&mut a, ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION)?;
+    peer_on(&mut b, 0)?;
+    let nb = b.notify_import(&key, 0).step("ungranted import")?;
+    b.notify_record(nb).step("record")?;
+    a.notify_wait(n, 10).step("wait for the importer's record")?;
+    b.notify_destroy(nb).step("importer destroy")?;
+    b.0.finish()?;
+    a.notify_destroy(n).step("exporter destroy")?;
+    Ok("an ungranted process imported the 0x02-flagged notify and released a wait".into())
+}
+
+fn notify_freed_when_all_destroyed(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let (n, key) = notify_exported(&mut a, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.notify_set_pid(n, &trust(pid)).step("grant")?;
+    let nb = b.notify_import(&key, 0).step("import")?;
+    a.notify_destroy(n).step("exporter destroy")?;
+    b.notify_record(nb)
+        .step("importer record after the exporter destroyed")?;
+    b.notify_destroy(nb).step("importer destroy")?;
+    b.0.finish()?;
+    Ok("the importer's handle stayed usable after the exporter destroyed its own".into())
+}

@@ -1,0 +1,723 @@
+//! HIP vendor rules: what the HIP runtime documents (or its CLR implementation shows) for
+//! IPC memory, IPC events, peer access and runtime queries (api-facts C.1, C.2, B.2-B.5),
+//! checked through the raw `HipApi` table in this process and in peers.
+//!
+//! Version matters: `hipIpcMemLazyEnablePeerAccess` is 0 on ROCm 5 and 1 from 6.0, and
+//! the open-in-exporter check exists only from ROCm 5.6; rules read the runtime version
+//! and say when an older runtime is not checked. Two rules need only the library (no
+//! device), so a machine with the runtime but no GPU still checks something real.
+
+use std::ffi::c_uint;
+
+use devipc_hip_sys::{
+    hipErrorInvalidConfiguration, hipErrorInvalidContext, hipErrorInvalidDevice,
+    hipErrorInvalidValue, hipErrorNotFound, hipErrorPeerAccessAlreadyEnabled,
+    hipEventDisableTiming, hipEventInterprocess, hipEventReleaseToDevice, hipEventReleaseToSystem,
+    ipc_mem_lazy_enable_peer_access,
+};
+
+use super::{Step, ensure, pattern, same_bytes, vendor};
+use crate::ctx::Ctx;
+use crate::hip::Hip;
+use crate::rule::{Applies, Expect, Need, Rule, Stop, Verdict};
+use crate::shell::{Exec, Failure, hex};
+
+const H: Applies = Applies::Hip;
+const CHECK: usize = 256;
+const SIZE: usize = 1 << 20;
+const IPC_EVENT: c_uint = hipEventInterprocess | hipEventDisableTiming;
+const INVALID_VALUE: Expect = Expect::Code("hipErrorInvalidValue", hipErrorInvalidValue);
+const TWO_DEVICES: &[Need] = &[Need::Devices(2), Need::PeerAccess];
+
+/// Every HIP vendor rule.
+pub static RULES: &[Rule] = &[
+    // ---- runtime queries (no device needed) ------------------------------------------
+    vendor(
+        "hip.runtime.version-reported",
+        H,
+        "hipRuntimeGetVersion works without a device and writes HIP_VERSION (major * 10^7 + \
+         minor * 10^5 + patch); a NULL pointer is hipErrorInvalidValue",
+        "HIP header hip_runtime_api.h (hipRuntimeGetVersion); api-facts B.2, B.3; DESIGN 8",
+        Expect::Behaviour,
+        &[Need::LibraryOnly],
+        runtime_version,
+    ),
+    vendor(
+        "hip.error.names-match-codes",
+        H,
+        "hipGetErrorName gives the documented name of every code the IPC rules rely on, and \
+         hipErrorUnknown for a code the runtime does not define",
+        "HIP header hip_runtime_api.h (hipError_t); api-facts B.5",
+        Expect::Behaviour,
+        &[Need::LibraryOnly],
+        error_names,
+    ),
+    vendor(
+        "hip.init.flags-must-be-zero",
+        H,
+        "hipInit accepts only flags == 0; anything else is hipErrorInvalidValue",
+        "api-facts B.1; CLR hipamd/src/hip_context.cpp (hipInit)",
+        INVALID_VALUE,
+        &[],
+        init_flags,
+    ),
+    // ---- IPC memory (api-facts C.1) ---------------------------------------------------
+    vendor(
+        "hip.mem.export-import-shares-memory",
+        H,
+        "hipMalloc memory exported with hipIpcGetMemHandle and opened in another process with \
+         hipIpcOpenMemHandle maps the same bytes, in both directions",
+        "HIP header hip_runtime_api.h (hipIpcGetMemHandle, hipIpcOpenMemHandle); api-facts C.1",
+        Expect::Behaviour,
+        &[],
+        mem_shares_memory,
+    ),
+    vendor(
+        "hip.mem.flags-must-equal-lazy-enable",
+        H,
+        "hipIpcOpenMemHandle's flags must equal hipIpcMemLazyEnablePeerAccess of the running \
+         version (0 on ROCm 5, 1 from 6.0); the other value is hipErrorInvalidValue",
+        "HIP header doc (hipIpcOpenMemHandle); api-facts B.2, C.1",
+        INVALID_VALUE,
+        &[],
+        mem_flags,
+    ),
+    vendor(
+        "hip.mem.open-in-exporter-rejected",
+        H,
+        "hipIpcOpenMemHandle in the process that exported the handle is hipErrorInvalidContext",
+        "HIP 6.x header doc (return list); CLR commit 30e740023 (rocm-5.6); api-facts C.1",
+        Expect::Code("hipErrorInvalidContext", hipErrorInvalidContext),
+        &[Need::HipAtLeast {
+            major: 5,
+            minor: 6,
+            why: "ROCm before 5.6 has no such check and its behaviour is UNVERIFIED \
+                  (api-facts D.7)",
+        }],
+        mem_open_in_exporter,
+    ),
+    vendor(
+        "hip.mem.open-returns-base",
+        H,
+        "a handle exported from an interior pointer opens to the base of the allocation, not \
+         base + offset (the exporter must send the offset)",
+        "CLR rocclr/device/device.cpp IpcAttach (commit 88fca7bf9); api-facts C.1",
+        Expect::Behaviour,
+        &[],
+        mem_open_returns_base,
+    ),
+    vendor(
+        "hip.mem.open-twice-refcounted",
+        H,
+        "opening the same handle twice in one process returns the same pointer; each open \
+         needs its own hipIpcCloseMemHandle",
+        "CLR hipamd/src/hip_memory.cpp (ihipIpcMemHandleOpen); api-facts C.1",
+        Expect::Behaviour,
+        &[],
+        mem_open_twice,
+    ),
+    vendor(
+        "hip.mem.invalid-handle-rejected",
+        H,
+        "a zeroed or garbage hipIpcMemHandle_t is hipErrorInvalidValue",
+        "CLR hipamd/src/hip_memory.cpp (psize == 0); api-facts C.1",
+        INVALID_VALUE,
+        &[],
+        mem_invalid_handle,
+    ),
+    vendor(
+        "hip.mem.close-non-ipc-pointer-rejected",
+        H,
+        "hipIpcCloseMemHandle of a pointer no hipIpcOpenMemHandle returned (a hipMalloc \
+         pointer) is hipErrorInvalidValue",
+        "HIP header doc (hipIpcCloseMemHandle); CLR hip_memory.cpp; api-facts C.1",
+        INVALID_VALUE,
+        &[],
+        mem_close_non_ipc,
+    ),
+    vendor(
+        "hip.mem.export-null-rejected",
+        H,
+        "hipIpcGetMemHandle with a NULL handle or NULL device pointer is hipErrorInvalidValue",
+        "CLR hipamd/src/hip_memory.cpp (hipIpcGetMemHandle); api-facts C.1",
+        INVALID_VALUE,
+        &[],
+        mem_export_null,
+    ),
+    vendor(
+        "hip.mem.realloc-gets-new-handle",
+        H,
+        "memory freed and allocated again (even at the same address) gets a new, different IPC \
+         handle",
+        "HIP header doc (hipIpcGetMemHandle: a freed-then-reallocated address gets a new unique \
+         handle); api-facts C.1",
+        Expect::Behaviour,
+        &[],
+        mem_realloc_new_handle,
+    ),
+    vendor(
+        "hip.mem.open-after-free-rejected",
+        H,
+        "a handle whose allocation the exporter freed cannot be opened any more \
+         (hipErrorInvalidValue)",
+        "api-facts C.1 (header doc: hipFree before importers close is undefined)",
+        INVALID_VALUE,
+        &[Need::EmulatorOnly(
+            "HIP leaves this undefined; the emulator's refusal is its own choice, so a real \
+             runtime is not held to it",
+        )],
+        mem_open_after_free,
+    ),
+    vendor(
+        "hip.mem.cross-device-open",
+        H,
+        "with peer access enabled, a process opens a handle on another device than the \
+         exporter's and sees the bytes",
+        "HIP header doc (hipIpcMemLazyEnablePeerAccess); api-facts C.1 (older runtimes ignore \
+         the lazy flag: enable peer access explicitly)",
+        Expect::Behaviour,
+        TWO_DEVICES,
+        mem_cross_device,
+    ),
+    vendor(
+        "hip.mem.address-range-unknown-not-found",
+        H,
+        "hipMemGetAddressRange of a pointer inside no allocation is hipErrorNotFound",
+        "CLR 6.2 hipamd/src/hip_memory.cpp (hipMemGetAddressRange); api-facts B.3",
+        Expect::Code("hipErrorNotFound", hipErrorNotFound),
+        &[Need::HipAtLeast {
+            major: 6,
+            minor: 0,
+            why: "the header documents hipErrorInvalidDevicePointer; hipErrorNotFound is what \
+                  CLR 6.2 returns, older runtimes are unverified",
+        }],
+        mem_address_range_unknown,
+    ),
+    // ---- IPC events (api-facts C.2) ---------------------------------------------------
+    vendor(
+        "hip.event.interprocess-needs-disable-timing",
+        H,
+        "hipEventCreateWithFlags(hipEventInterprocess) without hipEventDisableTiming is \
+         hipErrorInvalidValue; with both flags it succeeds",
+        "CLR hipamd/src/hip_event.cpp (ihipEventCreateWithFlags); api-facts C.2",
+        INVALID_VALUE,
+        &[],
+        event_needs_disable_timing,
+    ),
+    vendor(
+        "hip.event.export-needs-interprocess",
+        H,
+        "hipIpcGetEventHandle of an event created without hipEventInterprocess is \
+         hipErrorInvalidConfiguration",
+        "CLR hipamd/src/hip_event.hpp, hip_event_ipc.cpp; api-facts C.2",
+        Expect::Code("hipErrorInvalidConfiguration", hipErrorInvalidConfiguration),
+        &[],
+        event_export_needs_interprocess,
+    ),
+    vendor(
+        "hip.event.open-in-exporter-rejected",
+        H,
+        "hipIpcOpenEventHandle in the process that exported the event is hipErrorInvalidContext",
+        "HIP header doc and CLR hip_event_ipc.cpp (5.2-era and 6.2); api-facts C.2",
+        Expect::Code("hipErrorInvalidContext", hipErrorInvalidContext),
+        &[],
+        event_open_in_exporter,
+    ),
+    vendor(
+        "hip.event.invalid-handle-rejected",
+        H,
+        "a zeroed hipIpcEventHandle_t (no shared memory behind it) is hipErrorInvalidValue",
+        "CLR hipamd/src/hip_event_ipc.cpp; api-facts C.2",
+        INVALID_VALUE,
+        &[],
+        event_invalid_handle,
+    ),
+    vendor(
+        "hip.event.unrecorded-is-complete",
+        H,
+        "an event never recorded is complete: hipEventQuery succeeds and hipEventSynchronize \
+         returns at once, in the exporter and in an importer",
+        "HIP API reference (hipEventQuery, hipEventSynchronize); DESIGN 5.5",
+        Expect::Behaviour,
+        &[],
+        event_unrecorded_complete,
+    ),
+    vendor(
+        "hip.event.record-sync-across-processes",
+        H,
+        "an IPC event opened in another process can be recorded there and synchronized on and \
+         queried in the exporter",
+        "HIP header docs (hipIpcOpenEventHandle: record, synchronize, query work in either \
+         process); api-facts C.2",
+        Expect::Behaviour,
+        &[],
+        event_across_processes,
+    ),
+    vendor(
+        "hip.event.unknown-flags-rejected",
+        H,
+        "event flags outside the runtime's known set are hipErrorInvalidValue",
+        "CLR hipamd/src/hip_event.cpp (hipEventCreateWithFlags); api-facts B.2, C.2",
+        INVALID_VALUE,
+        &[],
+        event_unknown_flags,
+    ),
+    vendor(
+        "hip.event.one-release-flag",
+        H,
+        "hipEventReleaseToDevice together with hipEventReleaseToSystem is hipErrorInvalidValue",
+        "CLR hipamd/src/hip_event.cpp (hipEventCreateWithFlags); api-facts C.2",
+        INVALID_VALUE,
+        &[],
+        event_one_release_flag,
+    ),
+    // ---- peer access (api-facts B.3) --------------------------------------------------
+    vendor(
+        "hip.peer.self-is-not-a-peer",
+        H,
+        "hipDeviceCanAccessPeer(d, d) writes 0, and enabling peer access to the current device \
+         is hipErrorInvalidDevice",
+        "CLR hipamd/src/hip_peer.cpp; api-facts B.3",
+        Expect::Code("hipErrorInvalidDevice", hipErrorInvalidDevice),
+        &[],
+        peer_self,
+    ),
+    vendor(
+        "hip.peer.enable-flags-must-be-zero",
+        H,
+        "hipDeviceEnablePeerAccess accepts only flags == 0",
+        "HIP header doc (hipDeviceEnablePeerAccess); CLR hip_peer.cpp; api-facts B.3",
+        INVALID_VALUE,
+        TWO_DEVICES,
+        peer_flags,
+    ),
+    vendor(
+        "hip.peer.already-enabled-rejected",
+        H,
+        "enabling the same peer access twice in one process is hipErrorPeerAccessAlreadyEnabled",
+        "HIP header doc (hipDeviceEnablePeerAccess); CLR hip_peer.cpp; api-facts B.3",
+        Expect::Code(
+            "hipErrorPeerAccessAlreadyEnabled",
+            hipErrorPeerAccessAlreadyEnabled,
+        ),
+        TWO_DEVICES,
+        peer_twice,
+    ),
+];
+
+// ---------------------------------------------------------------------------------------
+// Helpers.
+
+/// The `hipIpcOpenMemHandle` flag the running runtime accepts.
+fn lazy<E: Exec>(h: &mut Hip<E>) -> Result<u32, Stop> {
+    let v = h.version().step("hipRuntimeGetVersion")?;
+    Ok(ipc_mem_lazy_enable_peer_access(v))
+}
+
+/// `SIZE` bytes on device 0, filled with pattern 1: (pointer, handle).
+fn exported<E: Exec>(h: &mut Hip<E>) -> Result<(u64, String), Stop> {
+    h.set_device(0).step("hipSetDevice(0)")?;
+    let p = h.malloc(SIZE).step("hipMalloc")?;
+    h.write(p, &pattern(1, CHECK)).step("filling it")?;
+    let handle = h.mem_handle(p).step("hipIpcGetMemHandle")?;
+    Ok((p, handle))
+}
+
+fn destroy_if_made<E: Exec>(h: &mut Hip<E>, r: &Result<u64, Failure>) {
+    if let Ok(e) = r {
+        let _ = h.event_destroy(*e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Runtime queries.
+
+fn runtime_version(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let v = h.version().step("hipRuntimeGetVersion")?;
+    let decoded = devipc_core::RuntimeVersion::from_hip_encoded(v)
+        .ok_or_else(|| Stop::fail(format!("hipRuntimeGetVersion wrote {v}")))?;
+    ensure(decoded.major >= 4, || {
+        format!("runtime version {decoded} ({v}) is older than any HIP with IPC")
+    })?;
+    let null = h.version_null();
+    match null {
+        Err(Failure::Vendor { code, .. }) if code == hipErrorInvalidValue => {}
+        other => {
+            return Err(Stop::fail(format!(
+                "hipRuntimeGetVersion(NULL) gave {other:?}, expected hipErrorInvalidValue"
+            )));
+        }
+    }
+    Ok(format!(
+        "HIP {decoded} ({v}); lazy-enable flag {}; NULL is hipErrorInvalidValue",
+        ipc_mem_lazy_enable_peer_access(v)
+    ))
+}
+
+fn error_names(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    // The codes devipc's IPC paths and rules name (api-facts B.5), defined since HIP 4.
+    const CODES: &[i32] = &[0, 1, 2, 9, 17, 100, 101, 201, 205, 400, 500, 600, 704, 705, 801, 999];
+    let mut wrong = Vec::new();
+    for &code in CODES {
+        let want = devipc_hip_sys::error_name(code).unwrap_or("?");
+        let got = h.error_name(code).step("hipGetErrorName")?;
+        if got != want {
+            wrong.push(format!("{code}: runtime says {got}, devipc says {want}"));
+        }
+    }
+    let unknown = h.error_name(123_456).step("hipGetErrorName(123456)")?;
+    if unknown != "hipErrorUnknown" {
+        wrong.push(format!("123456: runtime says {unknown}, expected hipErrorUnknown"));
+    }
+    if !wrong.is_empty() {
+        return Err(Stop::fail(wrong.join("; ")));
+    }
+    Ok(format!(
+        "{} codes named as documented; unknown codes are hipErrorUnknown",
+        CODES.len()
+    ))
+}
+
+fn init_flags(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let seen = ctx.refused("hipInit(1)", h.init(1))?;
+    h.init(0).step("hipInit(0)")?;
+    Ok(format!("{seen}; hipInit(0) succeeds"))
+}
+
+// ---------------------------------------------------------------------------------------
+// IPC memory.
+
+fn mem_shares_memory(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let mut p = ctx.hip_peer("importer")?;
+    let flag = lazy(&mut h)?;
+    let (ptr, handle) = exported(&mut h)?;
+    p.set_device(0).step("peer hipSetDevice")?;
+    let q = p.mem_open(&handle, flag).step("hipIpcOpenMemHandle")?;
+    same_bytes("importer reads", &p.read(q, CHECK).step("read")?, &pattern(1, CHECK))?;
+    p.write(q + 128, &pattern(2, 64)).step("importer write")?;
+    same_bytes(
+        "exporter reads the importer's bytes",
+        &h.read(ptr + 128, 64).step("exporter read")?,
+        &pattern(2, 64),
+    )?;
+    p.mem_close(q).step("hipIpcCloseMemHandle")?;
+    p.0.finish()?;
+    h.free(ptr).step("hipFree")?;
+    Ok(format!("bytes shared both ways (open flags {flag})"))
+}
+
+fn mem_flags(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let mut p = ctx.hip_peer("importer")?;
+    let flag = lazy(&mut h)?;
+    let (ptr, handle) = exported(&mut h)?;
+    p.set_device(0).step("peer hipSetDevice")?;
+    let wrong = flag ^ 1;
+    let result = p.mem_open(&handle, wrong);
+    if let Ok(q) = result {
+        let _ = p.mem_close(q);
+    }
+    let seen = ctx.refused(&format!("open with flags {wrong}"), result)?;
+    let q = p
+        .mem_open(&handle, flag)
+        .step(&format!("open with flags {flag}"))?;
+    p.mem_close(q).step("close")?;
+    p.0.finish()?;
+    h.free(ptr).step("hipFree")?;
+    Ok(format!("{seen}; flags {flag} succeed"))
+}
+
+fn mem_open_in_exporter(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let flag = lazy(&mut h)?;
+    let (ptr, handle) = exported(&mut h)?;
+    let result = h.mem_open(&handle, flag);
+    if let Ok(q) = result {
+        let _ = h.mem_close(q);
+    }
+    let seen = ctx.refused("open in the exporting process", result)?;
+    h.free(ptr).step("hipFree")?;
+    Ok(seen)
+}
+
+fn mem_open_returns_base(ctx: &mut Ctx) -> Verdict {
+    const OFFSET: u64 = 4096;
+    let mut h = ctx.hip()?;
+    let mut p = ctx.hip_peer("importer")?;
+    let flag = lazy(&mut h)?;
+    h.set_device(0).step("hipSetDevice")?;
+    let ptr = h.malloc(SIZE).step("hipMalloc")?;
+    let whole = pattern(1, OFFSET as usize + CHECK);
+    h.write(ptr, &whole).step("filling it")?;
+    let handle = h
+        .mem_handle(ptr + OFFSET)
+        .step("hipIpcGetMemHandle(base + 4096)")?;
+    p.set_device(0).step("peer hipSetDevice")?;
+    let q = p.mem_open(&handle, flag).step("hipIpcOpenMemHandle")?;
+    let got = p.read(q, CHECK).step("read at the opened pointer")?;
+    let (base, size) = p.address_range(q).step("hipMemGetAddressRange")?;
+    p.mem_close(q).step("close")?;
+    p.0.finish()?;
+    h.free(ptr).step("hipFree")?;
+    if got == whole[OFFSET as usize..] {
+        return Err(Stop::fail(
+            "the opened pointer shows the bytes at base + 4096: open returned base + offset \
+             (ROCm 4.0/4.1 behaviour)",
+        ));
+    }
+    same_bytes("bytes at the opened pointer", &got, &whole[..CHECK])?;
+    ensure(base == q, || {
+        format!("hipMemGetAddressRange says the base is {base:#x}, open returned {q:#x}")
+    })?;
+    Ok(format!(
+        "the handle of base + {OFFSET} opened to the base of the {size}-byte allocation"
+    ))
+}
+
+fn mem_open_twice(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let mut p = ctx.hip_peer("importer")?;
+    let flag = lazy(&mut h)?;
+    let (ptr, handle) = exported(&mut h)?;
+    p.set_device(0).step("peer hipSetDevice")?;
+    let q1 = p.mem_open(&handle, flag).step("first open")?;
+    let q2 = p.mem_open(&handle, flag).step("second open")?;
+    ensure(q1 == q2, || {
+        format!("the second open returned {q2:#x}, the first {q1:#x}")
+    })?;
+    p.mem_close(q1).step("first close")?;
+    same_bytes(
+        "read after one of two closes",
+        &p.read(q2, CHECK).step("read after the first close")?,
+        &pattern(1, CHECK),
+    )?;
+    p.mem_close(q2).step("second close")?;
+    p.0.finish()?;
+    h.free(ptr).step("hipFree")?;
+    Ok("two opens gave one pointer; it stayed mapped until the second close".into())
+}
+
+fn mem_invalid_handle(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let flag = lazy(&mut h)?;
+    h.set_device(0).step("hipSetDevice")?;
+    let zero = ctx.refused("open a zeroed handle", h.mem_open(&hex(&[0u8; 64]), flag))?;
+    let garbage: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(73).wrapping_add(5)).collect();
+    let junk = ctx.refused("open a garbage handle", h.mem_open(&hex(&garbage), flag))?;
+    Ok(format!("{zero}; {junk}"))
+}
+
+fn mem_close_non_ipc(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let ptr = h.malloc(SIZE).step("hipMalloc")?;
+    let seen = ctx.refused("close of a hipMalloc pointer", h.mem_close(ptr))?;
+    h.free(ptr).step("hipFree")?;
+    Ok(seen)
+}
+
+fn mem_export_null(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let ptr = h.malloc(SIZE).step("hipMalloc")?;
+    let null_handle = ctx.refused("NULL handle", h.mem_handle_null(ptr))?;
+    let null_ptr = ctx.refused("NULL device pointer", h.mem_handle(0))?;
+    h.free(ptr).step("hipFree")?;
+    Ok(format!("{null_handle}; {null_ptr}"))
+}
+
+fn mem_realloc_new_handle(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let first = h.malloc(SIZE).step("hipMalloc")?;
+    let h1 = h.mem_handle(first).step("first handle")?;
+    h.free(first).step("hipFree")?;
+    let second = h.malloc(SIZE).step("hipMalloc again")?;
+    let h2 = h.mem_handle(second).step("second handle")?;
+    h.free(second).step("hipFree")?;
+    ensure(h1 != h2, || {
+        "the reallocated memory got the same IPC handle as the freed one".into()
+    })?;
+    Ok(format!(
+        "new handle after free and malloc ({})",
+        if first == second {
+            "same address"
+        } else {
+            "different address"
+        }
+    ))
+}
+
+fn mem_open_after_free(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let mut p = ctx.hip_peer("importer")?;
+    let flag = lazy(&mut h)?;
+    let (ptr, handle) = exported(&mut h)?;
+    h.free(ptr).step("hipFree")?;
+    p.set_device(0).step("peer hipSetDevice")?;
+    let result = p.mem_open(&handle, flag);
+    if let Ok(q) = result {
+        let _ = p.mem_close(q);
+    }
+    let seen = ctx.refused("open after the exporter freed", result)?;
+    p.0.finish()?;
+    Ok(seen)
+}
+
+fn mem_cross_device(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let mut p = ctx.hip_peer("importer")?;
+    let flag = lazy(&mut h)?;
+    let (ptr, handle) = exported(&mut h)?;
+    p.set_device(1).step("peer hipSetDevice(1)")?;
+    match p.enable_peer(0, 0) {
+        Ok(()) => {}
+        Err(Failure::Vendor { code, .. }) if code == hipErrorPeerAccessAlreadyEnabled => {}
+        Err(e) => return Err(Stop::fail(format!("hipDeviceEnablePeerAccess(0): {e}"))),
+    }
+    let q = p.mem_open(&handle, flag).step("open on device 1")?;
+    same_bytes("device-1 importer reads", &p.read(q, CHECK).step("read")?, &pattern(1, CHECK))?;
+    p.mem_close(q).step("close")?;
+    p.0.finish()?;
+    h.free(ptr).step("hipFree")?;
+    Ok("opened on device 1 from device 0 with peer access".into())
+}
+
+fn mem_address_range_unknown(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    ctx.refused(
+        "hipMemGetAddressRange of an unknown pointer",
+        h.address_range(0x1000),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// IPC events.
+
+fn event_needs_disable_timing(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let bad = h.event_create(hipEventInterprocess);
+    destroy_if_made(&mut h, &bad);
+    let seen = ctx.refused("hipEventInterprocess alone", bad)?;
+    let e = h
+        .event_create(IPC_EVENT)
+        .step("hipEventInterprocess | hipEventDisableTiming")?;
+    h.event_destroy(e).step("hipEventDestroy")?;
+    Ok(format!("{seen}; with hipEventDisableTiming it succeeds"))
+}
+
+fn event_export_needs_interprocess(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let e = h
+        .event_create(hipEventDisableTiming)
+        .step("hipEventCreateWithFlags")?;
+    let seen = ctx.refused("export of a non-interprocess event", h.event_handle(e))?;
+    h.event_destroy(e).step("hipEventDestroy")?;
+    Ok(seen)
+}
+
+fn event_open_in_exporter(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let e = h.event_create(IPC_EVENT).step("hipEventCreateWithFlags")?;
+    let handle = h.event_handle(e).step("hipIpcGetEventHandle")?;
+    let opened = h.event_open(&handle);
+    destroy_if_made(&mut h, &opened);
+    let seen = ctx.refused("open in the exporting process", opened)?;
+    h.event_destroy(e).step("hipEventDestroy")?;
+    Ok(seen)
+}
+
+fn event_invalid_handle(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let opened = h.event_open(&hex(&[0u8; 64]));
+    destroy_if_made(&mut h, &opened);
+    ctx.refused("open a zeroed event handle", opened)
+}
+
+fn event_unrecorded_complete(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let mut p = ctx.hip_peer("importer")?;
+    h.set_device(0).step("hipSetDevice")?;
+    let e = h.event_create(IPC_EVENT).step("hipEventCreateWithFlags")?;
+    h.event_query(e).step("hipEventQuery of a fresh event")?;
+    h.event_sync(e).step("hipEventSynchronize of a fresh event")?;
+    let handle = h.event_handle(e).step("hipIpcGetEventHandle")?;
+    p.set_device(0).step("peer hipSetDevice")?;
+    let pe = p.event_open(&handle).step("hipIpcOpenEventHandle")?;
+    p.event_query(pe).step("importer hipEventQuery")?;
+    p.event_sync(pe).step("importer hipEventSynchronize")?;
+    p.event_destroy(pe).step("importer hipEventDestroy")?;
+    p.0.finish()?;
+    h.event_destroy(e).step("hipEventDestroy")?;
+    Ok("query and synchronize of a never-recorded event succeed in both processes".into())
+}
+
+fn event_across_processes(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let mut p = ctx.hip_peer("recorder")?;
+    h.set_device(0).step("hipSetDevice")?;
+    let e = h.event_create(IPC_EVENT).step("hipEventCreateWithFlags")?;
+    let handle = h.event_handle(e).step("hipIpcGetEventHandle")?;
+    p.set_device(0).step("peer hipSetDevice")?;
+    let pe = p.event_open(&handle).step("hipIpcOpenEventHandle")?;
+    p.event_record(pe).step("importer hipEventRecord")?;
+    p.event_sync(pe).step("importer hipEventSynchronize")?;
+    h.event_sync(e).step("exporter hipEventSynchronize")?;
+    h.event_query(e).step("exporter hipEventQuery")?;
+    p.event_destroy(pe).step("importer hipEventDestroy")?;
+    p.0.finish()?;
+    h.event_destroy(e).step("hipEventDestroy")?;
+    Ok("recorded in the importer, synchronized and queried in the exporter".into())
+}
+
+fn event_unknown_flags(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let made = h.event_create(0x100);
+    destroy_if_made(&mut h, &made);
+    ctx.refused("flags 0x100", made)
+}
+
+fn event_one_release_flag(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let made = h.event_create(hipEventReleaseToDevice | hipEventReleaseToSystem);
+    destroy_if_made(&mut h, &made);
+    ctx.refused("two release flags", made)
+}
+
+// ---------------------------------------------------------------------------------------
+// Peer access.
+
+fn peer_self(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let can = h.can_access_peer(0, 0).step("hipDeviceCanAccessPeer(0, 0)")?;
+    ensure(!can, || "hipDeviceCanAccessPeer(0, 0) wrote 1".into())?;
+    let seen = ctx.refused("hipDeviceEnablePeerAccess(0) on device 0", h.enable_peer(0, 0))?;
+    Ok(format!("device 0 is not its own peer; {seen}"))
+}
+
+fn peer_flags(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    let seen = ctx.refused("hipDeviceEnablePeerAccess(1, flags 1)", h.enable_peer(1, 1))?;
+    h.enable_peer(1, 0).step("hipDeviceEnablePeerAccess(1, 0)")?;
+    Ok(format!("{seen}; flags 0 succeed"))
+}
+
+fn peer_twice(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    h.set_device(0).step("hipSetDevice")?;
+    h.enable_peer(1, 0).step("first hipDeviceEnablePeerAccess(1)")?;
+    ctx.refused("second hipDeviceEnablePeerAccess(1)", h.enable_peer(1, 0))
+}

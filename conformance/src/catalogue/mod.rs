@@ -1,0 +1,215 @@
+//! The rule catalogue: every rule the suite checks, as data.
+//!
+//! | module | rules |
+//! |---|---|
+//! | [`ascend`] | ACL vendor rules (VMM shareable handles, IPC keys, notify IPC, devices), api-facts C.4-C.6 |
+//! | [`hip`] | HIP vendor rules (IPC memory, IPC events, peer access, runtime queries), api-facts C.1-C.2, B |
+//! | [`portable`] | devipc's portable guarantees, DESIGN section 5, on both backends |
+//! | [`selftest`] | hidden rules that prove the runner reports hangs and crashes as failures |
+//!
+//! Where the emulator enforces the same rule, a vendor rule reuses the emulator's id
+//! (`devipc_emulator::{acl,hip}::rules`), so `DEVIPC_EMU_BREAK_RULE=<id>` breaks exactly
+//! the rule of that name, and on the emulator a refusal must name it.
+
+pub mod ascend;
+pub mod hip;
+pub mod portable;
+pub mod selftest;
+
+use crate::rule::{Applies, Expect, Level, Need, Rule, Scenario, Stop};
+
+/// Environment variable that makes the hidden self-test rules visible (tests only).
+pub const SELFTEST_ENV: &str = "DEVIPC_CONFORMANCE_SELFTEST";
+
+/// Every rule, in report order; hidden rules only when [`SELFTEST_ENV`] is `1`.
+pub fn all() -> Vec<&'static Rule> {
+    let selftest = std::env::var(SELFTEST_ENV).is_ok_and(|v| v == "1");
+    ascend::RULES
+        .iter()
+        .chain(hip::RULES)
+        .chain(portable::RULES)
+        .chain(selftest::RULES)
+        .filter(|r| selftest || !r.hidden)
+        .collect()
+}
+
+/// The rule with this id (hidden ones included: a child runs what its parent chose).
+pub fn find(id: &str) -> Option<&'static Rule> {
+    ascend::RULES
+        .iter()
+        .chain(hip::RULES)
+        .chain(portable::RULES)
+        .chain(selftest::RULES)
+        .find(|r| r.id == id)
+}
+
+/// Whether the emulator enforces a rule with this id (so its refusals name it).
+pub fn emulator_enforces(id: &str) -> bool {
+    devipc_emulator::acl::rules::info(id).is_some() || devipc_emulator::hip::rules::info(id).is_some()
+}
+
+/// A vendor rule.
+pub(crate) const fn vendor(
+    id: &'static str,
+    applies: Applies,
+    summary: &'static str,
+    source: &'static str,
+    expect: Expect,
+    needs: &'static [Need],
+    scenario: Scenario,
+) -> Rule {
+    Rule {
+        id,
+        level: Level::Vendor,
+        applies,
+        summary,
+        source,
+        expect,
+        needs,
+        scenario,
+        hidden: false,
+    }
+}
+
+/// A portable guarantee (applies to every backend).
+pub(crate) const fn portable(
+    id: &'static str,
+    summary: &'static str,
+    source: &'static str,
+    expect: Expect,
+    needs: &'static [Need],
+    scenario: Scenario,
+) -> Rule {
+    Rule {
+        id,
+        level: Level::Portable,
+        applies: Applies::All,
+        summary,
+        source,
+        expect,
+        needs,
+        scenario,
+        hidden: false,
+    }
+}
+
+/// The byte pattern both sides of a transfer agree on.
+pub fn pattern(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ ((i >> 8) as u8).wrapping_mul(7))
+        .collect()
+}
+
+/// Fails unless `got == want`, naming the first differing byte.
+pub fn same_bytes(what: &str, got: &[u8], want: &[u8]) -> Result<(), Stop> {
+    if got == want {
+        return Ok(());
+    }
+    let at = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    Err(Stop::fail(format!(
+        "{what}: bytes differ at {at} (got {} bytes, want {})",
+        got.len(),
+        want.len()
+    )))
+}
+
+/// Fails with `what` unless `cond`.
+pub fn ensure(cond: bool, what: impl FnOnce() -> String) -> Result<(), Stop> {
+    if cond { Ok(()) } else { Err(Stop::Fail(what())) }
+}
+
+/// Adds context to a failing step.
+pub trait Step<T> {
+    /// On error, fails with `what: error`.
+    fn step(self, what: &str) -> Result<T, Stop>;
+}
+
+impl<T, E: std::fmt::Display> Step<T> for Result<T, E> {
+    fn step(self, what: &str) -> Result<T, Stop> {
+        self.map_err(|e| Stop::Fail(format!("{what}: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn ids_are_unique_scoped_and_documented() {
+        let mut seen = HashSet::new();
+        for r in ascend::RULES
+            .iter()
+            .chain(hip::RULES)
+            .chain(portable::RULES)
+            .chain(selftest::RULES)
+        {
+            assert!(seen.insert(r.id), "duplicate id {}", r.id);
+            let scope = r.id.split('.').next().unwrap();
+            match r.level {
+                Level::Vendor => assert!(
+                    (scope == "ascend" && r.applies == Applies::Ascend)
+                        || (scope == "hip" && r.applies == Applies::Hip),
+                    "{}",
+                    r.id
+                ),
+                Level::Portable => assert!(
+                    (scope == "portable" || (r.hidden && scope == "selftest"))
+                        && r.applies == Applies::All,
+                    "{}",
+                    r.id
+                ),
+            }
+            assert!(r.id.split('.').count() >= 3, "{}", r.id);
+            assert!(
+                r.id.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b)),
+                "{}",
+                r.id
+            );
+            assert!(!r.summary.is_empty() && !r.source.is_empty(), "{}", r.id);
+            assert_eq!(find(r.id).map(|f| f.id), Some(r.id));
+        }
+        assert!(all().len() >= 40, "the catalogue has {} rules", all().len());
+        assert!(all().iter().all(|r| !r.hidden));
+    }
+
+    /// A rule documented with a code by the emulator and by the suite agree on it.
+    #[test]
+    fn codes_agree_with_the_emulator_where_both_document_one() {
+        for r in all() {
+            let Expect::Code(name, code) = r.expect else {
+                continue;
+            };
+            if let Some(e) = devipc_emulator::acl::rules::info(r.id) {
+                assert_eq!(e.code, code, "{}", r.id);
+            }
+            if let Some(e) = devipc_emulator::hip::rules::info(r.id) {
+                assert_eq!(e.code, code, "{}", r.id);
+            }
+            let known = match r.applies {
+                Applies::Ascend => devipc_ascend_sys::error_name(code),
+                _ => devipc_hip_sys::error_name(code),
+            };
+            assert_eq!(known, Some(name), "{}", r.id);
+        }
+    }
+
+    /// Every emulator rule that a vendor rule reuses is breakable where the suite relies on
+    /// breaking it, and every vendor rule that names the emulator exists there.
+    #[test]
+    fn reused_emulator_ids_exist() {
+        let reused: Vec<_> = all()
+            .into_iter()
+            .filter(|r| emulator_enforces(r.id))
+            .map(|r| r.id)
+            .collect();
+        assert!(reused.len() >= 20, "{reused:?}");
+        assert!(reused.contains(&"hip.mem.open-in-exporter-rejected"));
+        assert!(reused.contains(&"ascend.vmm.same-process-import-rejected"));
+    }
+}

@@ -1,0 +1,203 @@
+//! [`Ctx`]: what a scenario gets: the target, its probe, the rule, and ways to reach the
+//! runtime here and in peers.
+//!
+//! A scenario runs in its own child process (a "rule child"). Through the context it
+//! opens the vendor table in this process ([`Ctx::acl`], [`Ctx::hip`]) or the devipc
+//! facade ([`Ctx::runtime`], or [`Ctx::counting_runtime`] to count vendor calls), and
+//! starts peers running the same shells in other processes ([`Ctx::acl_peer`],
+//! [`Ctx::hip_peer`], [`Ctx::facade_peer`]). It also judges vendor refusals against the
+//! rule's [`Expect`] ([`Ctx::refused`]).
+
+use std::ffi::OsString;
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use devipc::{Backend, Runtime};
+use devipc_ascend::AscendBackend;
+use devipc_ascend_sys::AclApi;
+use devipc_core::{BackendKind, RuntimeVersion};
+use devipc_hip::HipBackend;
+use devipc_hip_sys::HipApi;
+
+use crate::acl::{Acl, AclShell};
+use crate::counting;
+use crate::facade::Facade;
+use crate::hip::{Hip, HipShell};
+use crate::probe::Probe;
+use crate::rule::{Expect, Rule, Stop, Verdict};
+use crate::shell::{Failure, Local, Remote};
+use crate::target::Target;
+
+/// Peer role names (the `__role` argument).
+pub mod roles {
+    /// A peer running the ACL shell.
+    pub const ACL_SHELL: &str = "acl-shell";
+    /// A peer running the HIP shell.
+    pub const HIP_SHELL: &str = "hip-shell";
+    /// A peer running the facade shell.
+    pub const FACADE_SHELL: &str = "facade-shell";
+    /// A peer running the facade shell on a counting vendor table.
+    pub const COUNTING_FACADE_SHELL: &str = "counting-facade-shell";
+}
+
+/// Everything a scenario works with.
+#[derive(Debug)]
+pub struct Ctx {
+    /// The backend under test.
+    pub target: Target,
+    /// What it offers.
+    pub probe: Probe,
+    /// The rule being checked.
+    pub rule: &'static Rule,
+    /// How long a peer may take to answer one command.
+    pub reply_timeout: Duration,
+}
+
+/// The vendor table of `target` for this process: the emulator's, or the discovered
+/// vendor library.
+pub fn acl_table(target: Target) -> Result<AclApi, String> {
+    if target.emulated() {
+        Ok(devipc_emulator::acl::acl_api())
+    } else {
+        AclApi::discover().map_err(|e| e.to_string())
+    }
+}
+
+/// As [`acl_table`], for HIP.
+pub fn hip_table(target: Target) -> Result<HipApi, String> {
+    if target.emulated() {
+        Ok(devipc_emulator::hip::hip_api())
+    } else {
+        HipApi::discover().map_err(|e| e.to_string())
+    }
+}
+
+/// The facade runtime of `target`, on a counting table when `counting` (see
+/// [`crate::counting`]).
+pub fn facade_runtime(target: Target, counting: bool) -> Result<Runtime, String> {
+    if !counting {
+        return Runtime::from_choice(target.choice()).map_err(|e| e.to_string());
+    }
+    let backend = match target.kind() {
+        BackendKind::Ascend => {
+            let mut api = acl_table(target)?;
+            counting::wrap_acl(&mut api)?;
+            Backend::from(AscendBackend::from_api(Arc::new(api)).map_err(|e| e.to_string())?)
+        }
+        _ => {
+            let mut api = hip_table(target)?;
+            counting::wrap_hip(&mut api)?;
+            Backend::from(HipBackend::from_api(Arc::new(api)).map_err(|e| e.to_string())?)
+        }
+    };
+    Ok(Runtime::from_backend(backend))
+}
+
+impl Ctx {
+    /// A context for `rule` on `target`.
+    pub fn new(target: Target, probe: Probe, rule: &'static Rule, reply_timeout: Duration) -> Ctx {
+        Ctx {
+            target,
+            probe,
+            rule,
+            reply_timeout,
+        }
+    }
+
+    /// The ACL shell in this process.
+    pub fn acl(&self) -> Result<Acl<Local<AclShell>>, Stop> {
+        let api = acl_table(self.target).map_err(Stop::Fail)?;
+        Ok(Acl(Local(AclShell::new(Arc::new(api))?)))
+    }
+
+    /// The HIP shell in this process.
+    pub fn hip(&self) -> Result<Hip<Local<HipShell>>, Stop> {
+        let api = hip_table(self.target).map_err(Stop::Fail)?;
+        Ok(Hip(Local(HipShell::new(Arc::new(api)))))
+    }
+
+    /// The facade runtime in this process.
+    pub fn runtime(&self) -> Result<Runtime, Stop> {
+        facade_runtime(self.target, false).map_err(Stop::Fail)
+    }
+
+    /// The facade runtime in this process, on a counting vendor table (see
+    /// [`crate::counting`]); at most once per process.
+    pub fn counting_runtime(&self) -> Result<Runtime, Stop> {
+        facade_runtime(self.target, true).map_err(Stop::Fail)
+    }
+
+    fn peer(&self, name: &str, role: &str) -> Result<Remote, Stop> {
+        let env: Vec<(String, OsString)> = Vec::new();
+        Remote::spawn(name, role, self.target.name(), &env, self.reply_timeout).map_err(Stop::from)
+    }
+
+    /// A peer process running the ACL shell.
+    pub fn acl_peer(&self, name: &str) -> Result<Acl<Remote>, Stop> {
+        self.peer(name, roles::ACL_SHELL).map(Acl)
+    }
+
+    /// A peer process running the HIP shell.
+    pub fn hip_peer(&self, name: &str) -> Result<Hip<Remote>, Stop> {
+        self.peer(name, roles::HIP_SHELL).map(Hip)
+    }
+
+    /// A peer process running the facade shell (on a counting table if `counting`).
+    pub fn facade_peer(&self, name: &str, counting: bool) -> Result<Facade<Remote>, Stop> {
+        let role = if counting {
+            roles::COUNTING_FACADE_SHELL
+        } else {
+            roles::FACADE_SHELL
+        };
+        self.peer(name, role).map(Facade)
+    }
+
+    /// The runtime version the probe found.
+    pub fn version(&self) -> Option<RuntimeVersion> {
+        self.probe.version
+    }
+
+    /// Judges a call the rule says must be refused: it must fail with a vendor code, the
+    /// rule's code when the rule documents one; on the emulator the refusal must name this
+    /// rule when the emulator enforces a rule of the same id (so a different check cannot
+    /// pass for it). Returns the observation.
+    pub fn refused<T: Debug>(&self, what: &str, result: Result<T, Failure>) -> Verdict {
+        let (api, code, message) = match result {
+            Ok(v) => {
+                return Err(Stop::fail(format!(
+                    "{what} succeeded ({v:?}), but the rule says it is refused"
+                )));
+            }
+            Err(Failure::Vendor { api, code, message }) => (api, code, message),
+            Err(other) => return Err(Stop::fail(format!("{what}: {other}"))),
+        };
+        let name = code_name(self.target.kind(), code);
+        if let Expect::Code(want_name, want) = self.rule.expect
+            && code != want
+        {
+            return Err(Stop::fail(format!(
+                "{what}: {api} returned {name} ({code}), the rule expects {want_name} ({want}); \
+                 message: {message}"
+            )));
+        }
+        if self.target.emulated() && crate::catalogue::emulator_enforces(self.rule.id) {
+            let tag = format!("[rule {}]", self.rule.id);
+            if !message.contains(&tag) {
+                return Err(Stop::fail(format!(
+                    "{what}: refused with {name} ({code}) by another check than {tag}: {message}"
+                )));
+            }
+        }
+        Ok(format!("{what}: {api} -> {name} ({code})"))
+    }
+}
+
+/// The vendor's name for `code` (devipc's tables), or `code <n>`.
+pub fn code_name(kind: BackendKind, code: i32) -> String {
+    let name = match kind {
+        BackendKind::Ascend => devipc_ascend_sys::error_name(code),
+        _ => devipc_hip_sys::error_name(code),
+    };
+    name.map_or_else(|| format!("code {code}"), str::to_owned)
+}
