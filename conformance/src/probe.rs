@@ -127,6 +127,7 @@ impl Probe {
         };
         match started {
             Ok(backend) => {
+                probe.started = Ok(());
                 let info = backend.info();
                 probe.describe = info.describe();
                 probe.version = info.runtime_version.or(probe.version);

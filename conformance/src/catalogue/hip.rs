@@ -159,7 +159,7 @@ pub static RULES: &[Rule] = &[
         "hip.mem.open-after-free-rejected",
         H,
         "a handle whose allocation the exporter freed cannot be opened any more \
-         (hipErrorInvalidValue)",
+         (hipErrorInvalidValue), even while an earlier importer still maps it",
         "api-facts C.1 (header doc: hipFree before importers close is undefined)",
         INVALID_VALUE,
         &[Need::EmulatorOnly(
@@ -554,18 +554,28 @@ fn mem_realloc_new_handle(ctx: &mut Ctx) -> Verdict {
 
 fn mem_open_after_free(ctx: &mut Ctx) -> Verdict {
     let mut h = ctx.hip()?;
-    let mut p = ctx.hip_peer("importer")?;
+    let mut holder = ctx.hip_peer("holder")?;
+    let mut late = ctx.hip_peer("late-importer")?;
     let flag = lazy(&mut h)?;
     let (ptr, handle) = exported(&mut h)?;
-    h.free(ptr).step("hipFree")?;
-    p.set_device(0).step("peer hipSetDevice")?;
-    let result = p.mem_open(&handle, flag);
+    holder.set_device(0).step("holder hipSetDevice")?;
+    let q = holder.mem_open(&handle, flag).step("holder opens before the free")?;
+    h.free(ptr).step("hipFree while the holder maps it")?;
+    late.set_device(0).step("late importer hipSetDevice")?;
+    let result = late.mem_open(&handle, flag);
     if let Ok(q) = result {
-        let _ = p.mem_close(q);
+        let _ = late.mem_close(q);
     }
     let seen = ctx.refused("open after the exporter freed", result)?;
-    p.0.finish()?;
-    Ok(seen)
+    same_bytes(
+        "the earlier importer still reads",
+        &holder.read(q, CHECK).step("holder read after the free")?,
+        &pattern(1, CHECK),
+    )?;
+    holder.mem_close(q).step("holder close")?;
+    late.0.finish()?;
+    holder.0.finish()?;
+    Ok(format!("{seen}; the earlier importer's mapping stayed valid"))
 }
 
 fn mem_cross_device(ctx: &mut Ctx) -> Verdict {
