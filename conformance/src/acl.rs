@@ -150,13 +150,14 @@ impl Handler for AclShell {
         let api = Arc::clone(&self.api);
         let none = || Ok(Vec::new());
         let one = |v: u64| Ok(vec![v.to_string()]);
-        // SAFETY (every call below): out-pointers point at live locals; pointer arguments
+        // SAFETY: for every call below, out-pointers point at live locals; pointer arguments
         // are values this shell or its peer got from the runtime, or deliberately invalid
         // values whose rejection is the rule under test (the runtime validates them);
         // buffers are live Vecs of the stated length.
         unsafe {
             match name {
-                "set-device" => self.check("aclrtSetDevice", (api.aclrtSetDevice)(arg(a, 0)?))
+                "set-device" => self
+                    .check("aclrtSetDevice", (api.aclrtSetDevice)(arg(a, 0)?))
                     .and_then(|()| none()),
                 "device-count" => {
                     let mut n = 0u32;
@@ -181,7 +182,10 @@ impl Handler for AclShell {
                     one(h as usize as u64)
                 }
                 "phys.free" => self
-                    .check("aclrtFreePhysical", (api.aclrtFreePhysical)(ptr(arg(a, 0)?)))
+                    .check(
+                        "aclrtFreePhysical",
+                        (api.aclrtFreePhysical)(ptr(arg(a, 0)?)),
+                    )
                     .and_then(|()| none()),
                 "va.map" => {
                     let (h, size, dev): (u64, usize, u32) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
@@ -234,7 +238,8 @@ impl Handler for AclShell {
                 "vmm.set-pid" => {
                     let f = opt!(api, aclrtMemSetPidToShareableHandle);
                     let sh: u64 = arg(a, 0)?;
-                    let (mut pids, null) = pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
+                    let (mut pids, null) =
+                        pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
                     let (p, n) = if null {
                         (std::ptr::null_mut(), 1)
                     } else {
@@ -345,7 +350,8 @@ impl Handler for AclShell {
                 "key.set-pid" => {
                     let f = opt!(api, aclrtIpcMemSetImportPid);
                     let key = key_buf(a.first().copied().unwrap_or(""))?;
-                    let (mut pids, null) = pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
+                    let (mut pids, null) =
+                        pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
                     let (p, n) = if null {
                         (std::ptr::null_mut(), 1)
                     } else {
@@ -394,7 +400,8 @@ impl Handler for AclShell {
                 "notify.set-pid" => {
                     let f = opt!(api, aclrtNotifySetImportPid);
                     let n: u64 = arg(a, 0)?;
-                    let (mut pids, null) = pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
+                    let (mut pids, null) =
+                        pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
                     let (p, num) = if null {
                         (std::ptr::null_mut(), 1)
                     } else {
@@ -416,8 +423,11 @@ impl Handler for AclShell {
                 }
                 "notify.record" => {
                     let f = opt!(api, aclrtRecordNotify);
-                    self.check("aclrtRecordNotify", f(ptr(arg(a, 0)?), std::ptr::null_mut()))
-                        .and_then(|()| none())
+                    self.check(
+                        "aclrtRecordNotify",
+                        f(ptr(arg(a, 0)?), std::ptr::null_mut()),
+                    )
+                    .and_then(|()| none())
                 }
                 "notify.wait" => {
                     let f = opt!(api, aclrtWaitAndResetNotify);
@@ -450,7 +460,9 @@ impl Handler for AclShell {
                     )
                     .and_then(|()| none())
                 }
-                other => Err(Failure::harness(format!("unknown ACL shell command `{other}`"))),
+                other => Err(Failure::harness(format!(
+                    "unknown ACL shell command `{other}`"
+                ))),
             }
         }
     }
@@ -588,7 +600,10 @@ impl<E: Exec> Acl<E> {
         len: usize,
         flags: u64,
     ) -> Result<String, Failure> {
-        word(&self.run(format!("key.export {ptr} {size} {len} {flags}"))?, 0)
+        word(
+            &self.run(format!("key.export {ptr} {size} {len} {flags}"))?,
+            0,
+        )
     }
 
     /// `aclrtIpcMemGetExportKey` from a thread without a device context.
@@ -618,8 +633,16 @@ impl<E: Exec> Acl<E> {
     }
 
     /// `aclrtNotifyGetExportKey` with a key buffer of `len` bytes.
-    pub fn notify_export(&mut self, notify: u64, len: usize, flags: u64) -> Result<String, Failure> {
-        word(&self.run(format!("notify.export {notify} {len} {flags}"))?, 0)
+    pub fn notify_export(
+        &mut self,
+        notify: u64,
+        len: usize,
+        flags: u64,
+    ) -> Result<String, Failure> {
+        word(
+            &self.run(format!("notify.export {notify} {len} {flags}"))?,
+            0,
+        )
     }
 
     /// `aclrtNotifySetImportPid`.
@@ -640,7 +663,8 @@ impl<E: Exec> Acl<E> {
 
     /// `aclrtWaitAndResetNotify` on the default stream (`timeout` 0: forever).
     pub fn notify_wait(&mut self, notify: u64, timeout: u32) -> Result<(), Failure> {
-        self.run(format!("notify.wait {notify} {timeout}")).map(drop)
+        self.run(format!("notify.wait {notify} {timeout}"))
+            .map(drop)
     }
 
     /// `aclrtDestroyNotify`.

@@ -93,8 +93,8 @@ fn rule(target: Target, id: &str) -> i32 {
 
 fn run_rule(target: Target, id: &str) -> Result<String, Stop> {
     let rule = catalogue::find(id).ok_or_else(|| Stop::fail(format!("no rule `{id}`")))?;
-    let json = std::env::var(PROBE_ENV)
-        .map_err(|_| Stop::fail(format!("{PROBE_ENV} is not set")))?;
+    let json =
+        std::env::var(PROBE_ENV).map_err(|_| Stop::fail(format!("{PROBE_ENV} is not set")))?;
     let value: serde_json::Value =
         serde_json::from_str(&json).map_err(|e| Stop::fail(format!("{PROBE_ENV}: {e}")))?;
     let probe = Probe::from_json(&value).map_err(Stop::Fail)?;

@@ -75,7 +75,9 @@ pub fn parse(args: &[String]) -> Result<Cli, String> {
                     .parse()
                     .ok()
                     .filter(|s: &f64| s.is_finite() && *s > 0.0)
-                    .ok_or_else(|| format!("--timeout {v}: expected a positive number of seconds"))?;
+                    .ok_or_else(|| {
+                        format!("--timeout {v}: expected a positive number of seconds")
+                    })?;
                 timeout = Duration::from_secs_f64(secs);
             }
             "--help" | "-h" => return Err(USAGE.to_owned()),
@@ -114,7 +116,12 @@ pub fn main() -> i32 {
         let rules: Vec<_> = catalogue::all()
             .into_iter()
             .filter(|r| cli.options.selects(r))
-            .filter(|r| cli.options.targets.iter().any(|t| r.applies.includes(t.kind())))
+            .filter(|r| {
+                cli.options
+                    .targets
+                    .iter()
+                    .any(|t| r.applies.includes(t.kind()))
+            })
             .collect();
         if cli.json {
             println!("{}", report::json_list(&rules));

@@ -151,7 +151,11 @@ fn vendor_malloc(backend: &Backend, device: u32, size: usize) -> Result<u64, Fai
             // SAFETY: plain device id; `p` is a valid out-pointer.
             let code = unsafe {
                 let c = (api.hipSetDevice)(device as i32);
-                if c != 0 { c } else { (api.hipMalloc)(&mut p, size) }
+                if c != 0 {
+                    c
+                } else {
+                    (api.hipMalloc)(&mut p, size)
+                }
             };
             ("hipMalloc", code)
         }
@@ -235,9 +239,7 @@ impl Handler for FacadeShell {
             }
             "grant" => {
                 let token = mem_token(a.first().copied().unwrap_or(""))?;
-                self.rt
-                    .grant(&token, &[ProcessId(arg(a, 1)?)])
-                    .map_err(d)?;
+                self.rt.grant(&token, &[ProcessId(arg(a, 1)?)]).map_err(d)?;
                 none()
             }
             "import" => {
@@ -260,7 +262,9 @@ impl Handler for FacadeShell {
                 if !counting::active() {
                     return Err(Failure::harness("this peer does not count vendor calls"));
                 }
-                Ok(vec![counting::calls(a.first().copied().unwrap_or("")).to_string()])
+                Ok(vec![
+                    counting::calls(a.first().copied().unwrap_or("")).to_string(),
+                ])
             }
             "signal.create" => {
                 let s = self.rt.create_signal(DeviceId(arg(a, 0)?)).map_err(d)?;
@@ -309,19 +313,13 @@ impl Handler for FacadeShell {
             "external.write" => {
                 let p: u64 = arg(a, 0)?;
                 let bytes = unhex(a.get(1).copied().unwrap_or(""))?;
-                self.rt
-                    .backend()
-                    .write(DevicePtr(p), &bytes)
-                    .map_err(d)?;
+                self.rt.backend().write(DevicePtr(p), &bytes).map_err(d)?;
                 none()
             }
             "external.read" => {
                 let (p, len): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
                 let mut buf = vec![0u8; len];
-                self.rt
-                    .backend()
-                    .read(DevicePtr(p), &mut buf)
-                    .map_err(d)?;
+                self.rt.backend().read(DevicePtr(p), &mut buf).map_err(d)?;
                 Ok(vec![hex(&buf)])
             }
             "external.export" => {

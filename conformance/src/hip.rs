@@ -90,7 +90,7 @@ impl Handler for HipShell {
         let api = Arc::clone(&self.api);
         let none = || Ok(Vec::new());
         let one = |v: u64| Ok(vec![v.to_string()]);
-        // SAFETY (every call below): out-pointers point at live locals; pointer and event
+        // SAFETY: for every call below, out-pointers point at live locals; pointer and event
         // arguments are values this shell or its peer got from the runtime, or deliberately
         // invalid values whose rejection is the rule under test; handles are passed by
         // value as 64-byte structs; host buffers are live Vecs of the stated length.
@@ -281,7 +281,9 @@ impl Handler for HipShell {
                     )
                     .and_then(|()| none())
                 }
-                other => Err(Failure::harness(format!("unknown HIP shell command `{other}`"))),
+                other => Err(Failure::harness(format!(
+                    "unknown HIP shell command `{other}`"
+                ))),
             }
         }
     }

@@ -113,7 +113,9 @@ impl Probe {
                     Err(e.to_string())
                 }
             },
-            Target::EmulatedHip => hip_backend(Arc::new(devipc_emulator::hip::hip_api()), &mut probe),
+            Target::EmulatedHip => {
+                hip_backend(Arc::new(devipc_emulator::hip::hip_api()), &mut probe)
+            }
             Target::Hip => match HipApi::discover() {
                 Ok(api) => {
                     probe.describe = api.source().to_string();

@@ -352,7 +352,10 @@ mod tests {
             parse_message("test x ... @@ result pass fine"),
             Some(("result".into(), "pass fine".into()))
         );
-        assert_eq!(parse_message("@@ ready"), Some(("ready".into(), String::new())));
+        assert_eq!(
+            parse_message("@@ ready"),
+            Some(("ready".into(), String::new()))
+        );
         assert_eq!(parse_message("no marker"), None);
     }
 }

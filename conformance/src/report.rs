@@ -74,7 +74,7 @@ pub fn summary_line(c: Counts) -> String {
 pub fn total(reports: &[TargetReport]) -> Counts {
     reports
         .iter()
-        .fold(Counts::default(), |acc, r| acc.add(r.counts()))
+        .fold(Counts::default(), |acc, r| acc.plus(r.counts()))
 }
 
 /// A rule's static fields as JSON.
@@ -148,7 +148,11 @@ pub fn header(t: &TargetReport) -> String {
         return format!("== {}: PROBE FAILED: {} ==", t.target, first_line(why));
     }
     match (&t.probe.library, &t.probe.started) {
-        (Err(e), _) => format!("== {}: backend cannot start: {} ==", t.target, first_line(e)),
+        (Err(e), _) => format!(
+            "== {}: backend cannot start: {} ==",
+            t.target,
+            first_line(e)
+        ),
         (Ok(()), Err(e)) => format!(
             "== {}: backend cannot start (no device?): {} ==",
             t.target,
@@ -210,7 +214,13 @@ pub fn table(t: &TargetReport) -> String {
     if !failures.is_empty() {
         let _ = writeln!(out, "-- failures on {} --", t.target);
         for r in failures {
-            let _ = writeln!(out, "FAIL {}\n  source: {}\n  {}", r.rule.id, r.rule.source, r.detail.replace('\n', "\n  "));
+            let _ = writeln!(
+                out,
+                "FAIL {}\n  source: {}\n  {}",
+                r.rule.id,
+                r.rule.source,
+                r.detail.replace('\n', "\n  ")
+            );
         }
     }
     if !t.leftovers.is_empty() {

@@ -117,7 +117,7 @@ impl Counts {
     }
 
     /// Sum of two counts.
-    pub fn add(self, other: Counts) -> Counts {
+    pub fn plus(self, other: Counts) -> Counts {
         Counts {
             passed: self.passed + other.passed,
             failed: self.failed + other.failed,
@@ -174,8 +174,7 @@ impl RunDirs {
             target.name()
         ));
         let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root)
-            .map_err(|e| format!("creating {}: {e}", root.display()))?;
+        std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
         Ok(RunDirs { root })
     }
 
@@ -255,7 +254,10 @@ fn run_target(
     };
     let mut env = dirs.env();
     let reply = opts.timeout.mul_f64(0.75);
-    env.push((REPLY_TIMEOUT_ENV.into(), reply.as_millis().to_string().into()));
+    env.push((
+        REPLY_TIMEOUT_ENV.into(),
+        reply.as_millis().to_string().into(),
+    ));
     let watchdog = opts.timeout * 2 + Duration::from_secs(30);
     env.push((WATCHDOG_ENV.into(), watchdog.as_millis().to_string().into()));
 
@@ -335,7 +337,11 @@ fn everything_failed(target: Target, rules: Vec<&'static Rule>, why: String) -> 
     }
 }
 
-fn run_probe(target: Target, env: &[(String, OsString)], timeout: Duration) -> Result<Probe, String> {
+fn run_probe(
+    target: Target,
+    env: &[(String, OsString)],
+    timeout: Duration,
+) -> Result<Probe, String> {
     let mut child = Proc::spawn("probe", &["probe", target.name()], env, true)?;
     let (k, v) = child
         .next(timeout)

@@ -178,8 +178,8 @@ impl Remote {
         env: &[(String, OsString)],
         reply_timeout: Duration,
     ) -> Result<Remote, Failure> {
-        let proc = Proc::spawn(name, &[role, target, name], env, false)
-            .map_err(Failure::Harness)?;
+        let proc =
+            Proc::spawn(name, &[role, target, name], env, false).map_err(Failure::Harness)?;
         let mut remote = Remote {
             proc,
             reply_timeout,
@@ -329,11 +329,7 @@ impl Pids {
         match self {
             Pids::Null => "null".into(),
             Pids::List(l) if l.is_empty() => "-".into(),
-            Pids::List(l) => l
-                .iter()
-                .map(i32::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
+            Pids::List(l) => l.iter().map(i32::to_string).collect::<Vec<_>>().join(","),
         }
     }
 

@@ -107,7 +107,11 @@ mod tests {
             Target::parse_list("hip, emulated-ascend").unwrap(),
             [Target::Hip, Target::EmulatedAscend]
         );
-        assert!(Target::parse_list("cuda").unwrap_err().contains(Target::ACCEPTED));
+        assert!(
+            Target::parse_list("cuda")
+                .unwrap_err()
+                .contains(Target::ACCEPTED)
+        );
         assert_eq!(Target::EmulatedHip.kind(), BackendKind::Hip);
         assert_eq!(
             Target::Ascend.choice(),

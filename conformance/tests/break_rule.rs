@@ -49,13 +49,24 @@ fn breaking_a_behaviour_rule_fails_it_too() {
 #[test]
 fn the_table_reports_the_failure_with_its_source() {
     let out = run(
-        &["--backend", "emulated-hip", "--rule", "hip.mem.open-in-exporter-rejected"],
+        &[
+            "--backend",
+            "emulated-hip",
+            "--rule",
+            "hip.mem.open-in-exporter-rejected",
+        ],
         &[("DEVIPC_EMU_BREAK_RULE", "hip.mem.open-in-exporter-rejected")],
     );
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("FAIL hip.mem.open-in-exporter-rejected"), "{text}");
+    assert!(
+        text.contains("FAIL hip.mem.open-in-exporter-rejected"),
+        "{text}"
+    );
     assert!(text.contains("source: "), "{text}");
     assert!(text.contains("but the rule says it is refused"), "{text}");
-    assert!(text.trim_end().ends_with("0 passed, 1 failed, 0 skipped"), "{text}");
+    assert!(
+        text.trim_end().ends_with("0 passed, 1 failed, 0 skipped"),
+        "{text}"
+    );
 }

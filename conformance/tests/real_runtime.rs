@@ -20,7 +20,13 @@ fn hip_without_a_gpu_runs_library_rules_and_skips_the_rest() {
         eprintln!("no HIP runtime here: {lib}");
         for r in rs {
             assert_eq!(r["result"], "skip", "{r}");
-            assert!(r["detail"].as_str().unwrap().starts_with("backend cannot start"), "{r}");
+            assert!(
+                r["detail"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("backend cannot start"),
+                "{r}"
+            );
         }
         assert!(out.status.success());
         return;
@@ -56,8 +62,14 @@ fn hip_without_a_gpu_runs_library_rules_and_skips_the_rest() {
         report["summary"]["skipped"].as_u64().unwrap() as usize,
         rs.len() - passed
     );
-    assert!(out.status.success(), "skips are not failures: {}", out.status);
-    let version = b["version"].as_str().expect("the version is read without a device");
+    assert!(
+        out.status.success(),
+        "skips are not failures: {}",
+        out.status
+    );
+    let version = b["version"]
+        .as_str()
+        .expect("the version is read without a device");
     assert!(version.starts_with('5') || version.starts_with('6') || version.starts_with('7'));
 }
 

@@ -12,7 +12,14 @@ use support::{result, run_json};
 fn hanging_and_crashing_children_are_failures() {
     let started = Instant::now();
     let (report, out) = run_json(
-        &["--backend", "emulated-hip", "--rule", "selftest.*", "--timeout", "3"],
+        &[
+            "--backend",
+            "emulated-hip",
+            "--rule",
+            "selftest.*",
+            "--timeout",
+            "3",
+        ],
         &[("DEVIPC_CONFORMANCE_SELFTEST", "1")],
     );
     let took = started.elapsed();
@@ -32,12 +39,18 @@ fn hanging_and_crashing_children_are_failures() {
     assert_eq!(crash["result"], "fail");
     let detail = crash["detail"].as_str().unwrap();
     assert!(detail.contains("SIGABRT"), "{detail}");
-    assert!(detail.contains("aborting on purpose"), "the child's stderr: {detail}");
+    assert!(
+        detail.contains("aborting on purpose"),
+        "the child's stderr: {detail}"
+    );
 
     let peer = result(&report, "emulated-hip", "selftest.peer.hangs");
     assert_eq!(peer["result"], "fail");
     let detail = peer["detail"].as_str().unwrap();
-    assert!(detail.contains("sleeper") && detail.contains("did not answer"), "{detail}");
+    assert!(
+        detail.contains("sleeper") && detail.contains("did not answer"),
+        "{detail}"
+    );
 
     // Each of the three waits is bounded by the 3 s timeout (plus the start-up of the
     // children), not by the hour the scenarios ask for.

@@ -104,7 +104,10 @@ pub static RULES: &[Rule] = &[
         "aclrtMemImportFromShareableHandle with a device id outside 0..count fails with \
          ACL_ERROR_RT_INVALID_DEVICEID",
         "api-facts A.6, A.11 (DRV_ERROR_INVALID_DEVICE -> 107001)",
-        Expect::Code("ACL_ERROR_RT_INVALID_DEVICEID", ACL_ERROR_RT_INVALID_DEVICEID),
+        Expect::Code(
+            "ACL_ERROR_RT_INVALID_DEVICEID",
+            ACL_ERROR_RT_INVALID_DEVICEID,
+        ),
         &[],
         vmm_device_range,
     ),
@@ -281,7 +284,10 @@ pub static RULES: &[Rule] = &[
         "aclrtSetDevice with a device id outside 0..aclrtGetDeviceCount fails with \
          ACL_ERROR_RT_INVALID_DEVICEID",
         "api-facts A.11 (DRV_ERROR_INVALID_DEVICE -> 107001)",
-        Expect::Code("ACL_ERROR_RT_INVALID_DEVICEID", ACL_ERROR_RT_INVALID_DEVICEID),
+        Expect::Code(
+            "ACL_ERROR_RT_INVALID_DEVICEID",
+            ACL_ERROR_RT_INVALID_DEVICEID,
+        ),
         &[],
         device_range,
     ),
@@ -374,12 +380,7 @@ fn exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(Vmm, u64), Stop> {
 }
 
 /// A peer importing shareable handle `sh` on `dev`, mapping it: (phys, va).
-fn import_map<E: Exec>(
-    b: &mut Acl<E>,
-    sh: u64,
-    dev: u32,
-    size: usize,
-) -> Result<(u64, u64), Stop> {
+fn import_map<E: Exec>(b: &mut Acl<E>, sh: u64, dev: u32, size: usize) -> Result<(u64, u64), Stop> {
     let phys = b.vmm_import(sh, dev as i32).step("importing the handle")?;
     let va = b.map(phys, size, dev).step("mapping the import")?;
     Ok((phys, va))
@@ -429,9 +430,14 @@ fn vmm_shares_memory(ctx: &mut Ctx) -> Verdict {
     let mut b = ctx.acl_peer("importer")?;
     let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
     let pid = peer_on(&mut b, 0)?;
-    a.vmm_set_pid(sh, &trust(pid)).step("aclrtMemSetPidToShareableHandle")?;
+    a.vmm_set_pid(sh, &trust(pid))
+        .step("aclrtMemSetPidToShareableHandle")?;
     let (phys, va) = import_map(&mut b, sh, 0, vmm.size)?;
-    same_bytes("importer reads", &b.read(va, CHECK).step("importer read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "importer reads",
+        &b.read(va, CHECK).step("importer read")?,
+        &pattern(1, CHECK),
+    )?;
     b.write(va + 128, &pattern(2, 64)).step("importer write")?;
     same_bytes(
         "exporter reads the importer's bytes",
@@ -453,9 +459,14 @@ fn vmm_trustlist(ctx: &mut Ctx) -> Verdict {
     let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
     let pid = peer_on(&mut b, 0)?;
     let seen = ctx.refused("import without the trustlist", b.vmm_import(sh, 0))?;
-    a.vmm_set_pid(sh, &trust(pid)).step("aclrtMemSetPidToShareableHandle")?;
+    a.vmm_set_pid(sh, &trust(pid))
+        .step("aclrtMemSetPidToShareableHandle")?;
     let (phys, va) = import_map(&mut b, sh, 0, vmm.size)?;
-    same_bytes("granted importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "granted importer reads",
+        &b.read(va, CHECK).step("read")?,
+        &pattern(1, CHECK),
+    )?;
     unmap_free(&mut b, phys, va)?;
     b.0.finish()?;
     a.vmm_free(vmm).step("free")?;
@@ -468,7 +479,11 @@ fn vmm_disable_pid_validation(ctx: &mut Ctx) -> Verdict {
     let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION)?;
     peer_on(&mut b, 0)?;
     let (phys, va) = import_map(&mut b, sh, 0, vmm.size)?;
-    same_bytes("importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "importer reads",
+        &b.read(va, CHECK).step("read")?,
+        &pattern(1, CHECK),
+    )?;
     unmap_free(&mut b, phys, va)?;
     b.0.finish()?;
     a.vmm_free(vmm).step("free")?;
@@ -479,7 +494,8 @@ fn vmm_same_process(ctx: &mut Ctx) -> Verdict {
     let mut a = ctx.acl()?;
     let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
     let me = a.pid().step("aclrtDeviceGetBareTgid")?;
-    a.vmm_set_pid(sh, &trust(me)).step("trusting this process")?;
+    a.vmm_set_pid(sh, &trust(me))
+        .step("trusting this process")?;
     let result = a.vmm_import(sh, 0);
     if let Ok(phys) = result {
         let _ = a.phys_free(phys);
@@ -542,13 +558,15 @@ fn vmm_lifetime(ctx: &mut Ctx) -> Verdict {
     let pid = peer_on(&mut b, 0)?;
     a.vmm_set_pid(sh, &trust(pid)).step("grant")?;
     let (phys, va) = import_map(&mut b, sh, 0, vmm.size)?;
-    a.vmm_free(vmm).step("the exporter's unmap and aclrtFreePhysical")?;
+    a.vmm_free(vmm)
+        .step("the exporter's unmap and aclrtFreePhysical")?;
     same_bytes(
         "importer reads after the exporter freed",
         &b.read(va, CHECK).step("read after the exporter's free")?,
         &pattern(1, CHECK),
     )?;
-    b.write(va, &pattern(3, CHECK)).step("write after the exporter's free")?;
+    b.write(va, &pattern(3, CHECK))
+        .step("write after the exporter's free")?;
     same_bytes(
         "importer reads back its write",
         &b.read(va, CHECK).step("read back")?,
@@ -565,9 +583,14 @@ fn vmm_cross_device(ctx: &mut Ctx) -> Verdict {
     let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
     let pid = peer_on(&mut b, 1)?;
     a.vmm_set_pid(sh, &trust(pid)).step("grant")?;
-    b.enable_peer(0).step("aclrtDeviceEnablePeerAccess(1 -> 0)")?;
+    b.enable_peer(0)
+        .step("aclrtDeviceEnablePeerAccess(1 -> 0)")?;
     let (phys, va) = import_map(&mut b, sh, 1, vmm.size)?;
-    same_bytes("device-1 importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "device-1 importer reads",
+        &b.read(va, CHECK).step("read")?,
+        &pattern(1, CHECK),
+    )?;
     unmap_free(&mut b, phys, va)?;
     b.0.finish()?;
     a.vmm_free(vmm).step("free")?;
@@ -607,11 +630,16 @@ fn key_shares_memory(ctx: &mut Ctx) -> Verdict {
     let mut b = ctx.acl_peer("importer")?;
     let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
     let pid = peer_on(&mut b, 0)?;
-    a.key_set_pid(&key, &trust(pid)).step("aclrtIpcMemSetImportPid")?;
+    a.key_set_pid(&key, &trust(pid))
+        .step("aclrtIpcMemSetImportPid")?;
     let va = b
         .key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT)
         .step("aclrtIpcMemImportByKey")?;
-    same_bytes("importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "importer reads",
+        &b.read(va, CHECK).step("read")?,
+        &pattern(1, CHECK),
+    )?;
     b.write(va + 128, &pattern(2, 64)).step("importer write")?;
     same_bytes(
         "exporter reads the importer's bytes",
@@ -653,9 +681,17 @@ fn key_flags(ctx: &mut Ctx) -> Verdict {
     let mut b = ctx.acl_peer("importer")?;
     a.set_device(0).step("aclrtSetDevice")?;
     let p = a.malloc(KEY_BLOCK).step("aclrtMalloc")?;
-    let export = ctx.refused("export flags 2", a.key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN, 2))?;
+    let export = ctx.refused(
+        "export flags 2",
+        a.key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN, 2),
+    )?;
     let key = a
-        .key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)
+        .key_export(
+            p,
+            KEY_BLOCK,
+            ACL_IPC_KEY_LEN,
+            ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
+        )
         .step("export")?;
     let pid = peer_on(&mut b, 0)?;
     a.key_set_pid(&key, &trust(pid)).step("grant")?;
@@ -688,11 +724,16 @@ fn key_trustlist(ctx: &mut Ctx) -> Verdict {
         let _ = b.key_close(&key);
     }
     let seen = ctx.refused("import without the trustlist", result)?;
-    a.key_set_pid(&key, &trust(pid)).step("aclrtIpcMemSetImportPid")?;
+    a.key_set_pid(&key, &trust(pid))
+        .step("aclrtIpcMemSetImportPid")?;
     let va = b
         .key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT)
         .step("granted import")?;
-    same_bytes("granted importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "granted importer reads",
+        &b.read(va, CHECK).step("read")?,
+        &pattern(1, CHECK),
+    )?;
     b.key_close(&key).step("importer close")?;
     b.0.finish()?;
     key_release(&mut a, p, &key)?;
@@ -707,7 +748,11 @@ fn key_disable_pid_validation(ctx: &mut Ctx) -> Verdict {
     let va = b
         .key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT)
         .step("ungranted import")?;
-    same_bytes("importer reads", &b.read(va, CHECK).step("read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "importer reads",
+        &b.read(va, CHECK).step("read")?,
+        &pattern(1, CHECK),
+    )?;
     b.key_close(&key).step("importer close")?;
     b.0.finish()?;
     key_release(&mut a, p, &key)?;
@@ -721,7 +766,9 @@ fn key_repeat_import(ctx: &mut Ctx) -> Verdict {
     let pid = peer_on(&mut b, 0)?;
     a.key_set_pid(&key, &trust(pid)).step("grant")?;
     let first = b.key_import(&key, 0).step("first import")?;
-    let second = b.key_import(&key, 0).step("second import of the same key")?;
+    let second = b
+        .key_import(&key, 0)
+        .step("second import of the same key")?;
     for (n, va) in [(1, first), (2, second)] {
         same_bytes(
             &format!("import {n} reads"),
@@ -745,11 +792,16 @@ fn key_importers_close_first(ctx: &mut Ctx) -> Verdict {
     let pid = peer_on(&mut b, 0)?;
     a.key_set_pid(&key, &trust(pid)).step("grant")?;
     b.key_import(&key, 0).step("import")?;
-    let seen = ctx.refused("exporter close while the importer holds the key", a.key_close(&key))?;
+    let seen = ctx.refused(
+        "exporter close while the importer holds the key",
+        a.key_close(&key),
+    )?;
     b.key_close(&key).step("importer close")?;
     b.0.finish()?;
     key_release(&mut a, p, &key)?;
-    Ok(format!("{seen}; after the importer closed, the exporter's close succeeds"))
+    Ok(format!(
+        "{seen}; after the importer closed, the exporter's close succeeds"
+    ))
 }
 
 fn key_cross_device(ctx: &mut Ctx) -> Verdict {
@@ -812,7 +864,8 @@ fn notify_binary_semaphore(ctx: &mut Ctx) -> Verdict {
     let mut b = ctx.acl_peer("recorder")?;
     let (n, key) = notify_exported(&mut a, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT)?;
     let pid = peer_on(&mut b, 0)?;
-    a.notify_set_pid(n, &trust(pid)).step("aclrtNotifySetImportPid")?;
+    a.notify_set_pid(n, &trust(pid))
+        .step("aclrtNotifySetImportPid")?;
     let nb = b
         .notify_import(&key, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT)
         .step("aclrtNotifyImportByKey")?;
@@ -830,7 +883,8 @@ fn notify_binary_semaphore(ctx: &mut Ctx) -> Verdict {
     let timed_out = started.elapsed();
     // A wait blocks until the peer records.
     b.0.send("sleep 300").step("queueing sleep")?;
-    b.0.send(&format!("notify.record {nb}")).step("queueing the record")?;
+    b.0.send(&format!("notify.record {nb}"))
+        .step("queueing the record")?;
     let started = Instant::now();
     a.notify_wait(n, 10).step("wait for the delayed record")?;
     let waited = started.elapsed();
@@ -867,7 +921,10 @@ fn notify_min_len(ctx: &mut Ctx) -> Verdict {
     let mut a = ctx.acl()?;
     a.set_device(0).step("aclrtSetDevice")?;
     let n = a.notify_create().step("aclrtCreateNotify")?;
-    let seen = ctx.refused("key buffer of 64 bytes", a.notify_export(n, ACL_IPC_KEY_LEN - 1, 0))?;
+    let seen = ctx.refused(
+        "key buffer of 64 bytes",
+        a.notify_export(n, ACL_IPC_KEY_LEN - 1, 0),
+    )?;
     a.notify_export(n, ACL_IPC_KEY_LEN, 0)
         .step("export with a 65-byte buffer")?;
     a.notify_destroy(n).step("destroy")?;
@@ -893,7 +950,8 @@ fn notify_trustlist(ctx: &mut Ctx) -> Verdict {
         let _ = b.notify_destroy(nb);
     }
     let seen = ctx.refused("import without the trustlist", result)?;
-    a.notify_set_pid(n, &trust(pid)).step("aclrtNotifySetImportPid")?;
+    a.notify_set_pid(n, &trust(pid))
+        .step("aclrtNotifySetImportPid")?;
     let nb = b.notify_import(&key, 0).step("granted import")?;
     b.notify_destroy(nb).step("importer destroy")?;
     b.0.finish()?;
@@ -908,7 +966,8 @@ fn notify_disable_pid_validation(ctx: &mut Ctx) -> Verdict {
     peer_on(&mut b, 0)?;
     let nb = b.notify_import(&key, 0).step("ungranted import")?;
     b.notify_record(nb).step("record")?;
-    a.notify_wait(n, 10).step("wait for the importer's record")?;
+    a.notify_wait(n, 10)
+        .step("wait for the importer's record")?;
     b.notify_destroy(nb).step("importer destroy")?;
     b.0.finish()?;
     a.notify_destroy(n).step("exporter destroy")?;

@@ -358,7 +358,9 @@ fn runtime_version(ctx: &mut Ctx) -> Verdict {
 fn error_names(ctx: &mut Ctx) -> Verdict {
     let mut h = ctx.hip()?;
     // The codes devipc's IPC paths and rules name (api-facts B.5), defined since HIP 4.
-    const CODES: &[i32] = &[0, 1, 2, 9, 17, 100, 101, 201, 205, 400, 500, 600, 704, 705, 801, 999];
+    const CODES: &[i32] = &[
+        0, 1, 2, 9, 17, 100, 101, 201, 205, 400, 500, 600, 704, 705, 801, 999,
+    ];
     let mut wrong = Vec::new();
     for &code in CODES {
         let want = devipc_hip_sys::error_name(code).unwrap_or("?");
@@ -369,7 +371,9 @@ fn error_names(ctx: &mut Ctx) -> Verdict {
     }
     let unknown = h.error_name(123_456).step("hipGetErrorName(123456)")?;
     if unknown != "hipErrorUnknown" {
-        wrong.push(format!("123456: runtime says {unknown}, expected hipErrorUnknown"));
+        wrong.push(format!(
+            "123456: runtime says {unknown}, expected hipErrorUnknown"
+        ));
     }
     if !wrong.is_empty() {
         return Err(Stop::fail(wrong.join("; ")));
@@ -397,7 +401,11 @@ fn mem_shares_memory(ctx: &mut Ctx) -> Verdict {
     let (ptr, handle) = exported(&mut h)?;
     p.set_device(0).step("peer hipSetDevice")?;
     let q = p.mem_open(&handle, flag).step("hipIpcOpenMemHandle")?;
-    same_bytes("importer reads", &p.read(q, CHECK).step("read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "importer reads",
+        &p.read(q, CHECK).step("read")?,
+        &pattern(1, CHECK),
+    )?;
     p.write(q + 128, &pattern(2, 64)).step("importer write")?;
     same_bytes(
         "exporter reads the importer's bytes",
@@ -506,7 +514,9 @@ fn mem_invalid_handle(ctx: &mut Ctx) -> Verdict {
     let flag = lazy(&mut h)?;
     h.set_device(0).step("hipSetDevice")?;
     let zero = ctx.refused("open a zeroed handle", h.mem_open(&hex(&[0u8; 64]), flag))?;
-    let garbage: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(73).wrapping_add(5)).collect();
+    let garbage: Vec<u8> = (0..64u8)
+        .map(|i| i.wrapping_mul(73).wrapping_add(5))
+        .collect();
     let junk = ctx.refused("open a garbage handle", h.mem_open(&hex(&garbage), flag))?;
     Ok(format!("{zero}; {junk}"))
 }
@@ -559,7 +569,9 @@ fn mem_open_after_free(ctx: &mut Ctx) -> Verdict {
     let flag = lazy(&mut h)?;
     let (ptr, handle) = exported(&mut h)?;
     holder.set_device(0).step("holder hipSetDevice")?;
-    let q = holder.mem_open(&handle, flag).step("holder opens before the free")?;
+    let q = holder
+        .mem_open(&handle, flag)
+        .step("holder opens before the free")?;
     h.free(ptr).step("hipFree while the holder maps it")?;
     late.set_device(0).step("late importer hipSetDevice")?;
     let result = late.mem_open(&handle, flag);
@@ -575,7 +587,9 @@ fn mem_open_after_free(ctx: &mut Ctx) -> Verdict {
     holder.mem_close(q).step("holder close")?;
     late.0.finish()?;
     holder.0.finish()?;
-    Ok(format!("{seen}; the earlier importer's mapping stayed valid"))
+    Ok(format!(
+        "{seen}; the earlier importer's mapping stayed valid"
+    ))
 }
 
 fn mem_cross_device(ctx: &mut Ctx) -> Verdict {
@@ -590,7 +604,11 @@ fn mem_cross_device(ctx: &mut Ctx) -> Verdict {
         Err(e) => return Err(Stop::fail(format!("hipDeviceEnablePeerAccess(0): {e}"))),
     }
     let q = p.mem_open(&handle, flag).step("open on device 1")?;
-    same_bytes("device-1 importer reads", &p.read(q, CHECK).step("read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "device-1 importer reads",
+        &p.read(q, CHECK).step("read")?,
+        &pattern(1, CHECK),
+    )?;
     p.mem_close(q).step("close")?;
     p.0.finish()?;
     h.free(ptr).step("hipFree")?;
@@ -659,7 +677,8 @@ fn event_unrecorded_complete(ctx: &mut Ctx) -> Verdict {
     h.set_device(0).step("hipSetDevice")?;
     let e = h.event_create(IPC_EVENT).step("hipEventCreateWithFlags")?;
     h.event_query(e).step("hipEventQuery of a fresh event")?;
-    h.event_sync(e).step("hipEventSynchronize of a fresh event")?;
+    h.event_sync(e)
+        .step("hipEventSynchronize of a fresh event")?;
     let handle = h.event_handle(e).step("hipIpcGetEventHandle")?;
     p.set_device(0).step("peer hipSetDevice")?;
     let pe = p.event_open(&handle).step("hipIpcOpenEventHandle")?;
@@ -711,9 +730,14 @@ fn event_one_release_flag(ctx: &mut Ctx) -> Verdict {
 fn peer_self(ctx: &mut Ctx) -> Verdict {
     let mut h = ctx.hip()?;
     h.set_device(0).step("hipSetDevice")?;
-    let can = h.can_access_peer(0, 0).step("hipDeviceCanAccessPeer(0, 0)")?;
+    let can = h
+        .can_access_peer(0, 0)
+        .step("hipDeviceCanAccessPeer(0, 0)")?;
     ensure(!can, || "hipDeviceCanAccessPeer(0, 0) wrote 1".into())?;
-    let seen = ctx.refused("hipDeviceEnablePeerAccess(0) on device 0", h.enable_peer(0, 0))?;
+    let seen = ctx.refused(
+        "hipDeviceEnablePeerAccess(0) on device 0",
+        h.enable_peer(0, 0),
+    )?;
     Ok(format!("device 0 is not its own peer; {seen}"))
 }
 
@@ -721,13 +745,15 @@ fn peer_flags(ctx: &mut Ctx) -> Verdict {
     let mut h = ctx.hip()?;
     h.set_device(0).step("hipSetDevice")?;
     let seen = ctx.refused("hipDeviceEnablePeerAccess(1, flags 1)", h.enable_peer(1, 1))?;
-    h.enable_peer(1, 0).step("hipDeviceEnablePeerAccess(1, 0)")?;
+    h.enable_peer(1, 0)
+        .step("hipDeviceEnablePeerAccess(1, 0)")?;
     Ok(format!("{seen}; flags 0 succeed"))
 }
 
 fn peer_twice(ctx: &mut Ctx) -> Verdict {
     let mut h = ctx.hip()?;
     h.set_device(0).step("hipSetDevice")?;
-    h.enable_peer(1, 0).step("first hipDeviceEnablePeerAccess(1)")?;
+    h.enable_peer(1, 0)
+        .step("first hipDeviceEnablePeerAccess(1)")?;
     ctx.refused("second hipDeviceEnablePeerAccess(1)", h.enable_peer(1, 0))
 }

@@ -45,7 +45,8 @@ pub fn find(id: &str) -> Option<&'static Rule> {
 
 /// Whether the emulator enforces a rule with this id (so its refusals name it).
 pub fn emulator_enforces(id: &str) -> bool {
-    devipc_emulator::acl::rules::info(id).is_some() || devipc_emulator::hip::rules::info(id).is_some()
+    devipc_emulator::acl::rules::info(id).is_some()
+        || devipc_emulator::hip::rules::info(id).is_some()
 }
 
 /// A vendor rule.
@@ -119,7 +120,11 @@ pub fn same_bytes(what: &str, got: &[u8], want: &[u8]) -> Result<(), Stop> {
 
 /// Fails with `what` unless `cond`.
 pub fn ensure(cond: bool, what: impl FnOnce() -> String) -> Result<(), Stop> {
-    if cond { Ok(()) } else { Err(Stop::Fail(what())) }
+    if cond {
+        Ok(())
+    } else {
+        Err(Stop::Fail(what()))
+    }
 }
 
 /// Adds context to a failing step.

@@ -160,7 +160,10 @@ pub static RULES: &[Rule] = &[
 fn vendor_import_close(kind: BackendKind) -> (&'static [&'static str], &'static str) {
     match kind {
         BackendKind::Ascend => (
-            &["aclrtMemImportFromShareableHandle", "aclrtIpcMemImportByKey"],
+            &[
+                "aclrtMemImportFromShareableHandle",
+                "aclrtIpcMemImportByKey",
+            ],
             "aclrtUnmapMem",
         ),
         _ => (&["hipIpcOpenMemHandle"], "hipIpcCloseMemHandle"),
@@ -210,7 +213,11 @@ fn cross_process_bytes(ctx: &mut Ctx) -> Verdict {
     buf.grant(&token, &[pid]).step("grant")?;
     let (imp, local) = peer.import(&token, 0).step("peer import")?;
     ensure(!local, || "the peer's import claims to be local".into())?;
-    same_bytes("peer reads", &peer.read(imp, 0, CHECK).step("peer read")?, &pattern(1, CHECK))?;
+    same_bytes(
+        "peer reads",
+        &peer.read(imp, 0, CHECK).step("peer read")?,
+        &pattern(1, CHECK),
+    )?;
     peer.write(imp, 128, &pattern(2, 64)).step("peer write")?;
     let mut back = vec![0u8; 64];
     buf.read(128, &mut back).step("read")?;
@@ -233,7 +240,9 @@ fn same_process_shortcut(ctx: &mut Ctx) -> Verdict {
         .export_range(4096..4096 + CHECK, ExportOptions::default())
         .step("export")?;
     let before = counting::all_calls();
-    let view = rt.import(&token, DeviceId(0)).step("import in the exporting process")?;
+    let view = rt
+        .import(&token, DeviceId(0))
+        .step("import in the exporting process")?;
     let after = counting::all_calls();
     ensure(before == after, || {
         let made: Vec<String> = after
@@ -241,7 +250,10 @@ fn same_process_shortcut(ctx: &mut Ctx) -> Verdict {
             .filter(|(k, v)| before.get(*k) != Some(*v))
             .map(|(k, v)| format!("{k} x{}", v - before.get(k).copied().unwrap_or(0)))
             .collect();
-        format!("the same-process import made vendor calls: {}", made.join(", "))
+        format!(
+            "the same-process import made vendor calls: {}",
+            made.join(", ")
+        )
     })?;
     ensure(view.is_local(), || "the import is not a local view".into())?;
     let want = buf.ptr().offset(4096).step("pointer")?;
@@ -265,7 +277,8 @@ fn import_cache(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.counting_runtime()?;
     let mut peer = ctx.facade_peer("exporter", false)?;
     let id = peer.alloc(0, SIZE).step("peer allocate")?;
-    peer.write(id, 0, &pattern(1, OFF + CHECK)).step("peer write")?;
+    peer.write(id, 0, &pattern(1, OFF + CHECK))
+        .step("peer write")?;
     let whole = peer
         .export(id, 0, SIZE, ExportOptions::default())
         .step("peer export (whole)")?;
@@ -273,16 +286,22 @@ fn import_cache(ctx: &mut Ctx) -> Verdict {
         .export(id, OFF, OFF + CHECK, ExportOptions::default())
         .step("peer export (range)")?;
     peer.grant(&whole, rt.process_id()).step("peer grant")?;
-    peer.grant(&part, rt.process_id()).step("peer grant (range)")?;
+    peer.grant(&part, rt.process_id())
+        .step("peer grant (range)")?;
     let a = rt.import(&whole, DeviceId(0)).step("first import")?;
-    let b = rt.import(&part, DeviceId(0)).step("second import (range)")?;
+    let b = rt
+        .import(&part, DeviceId(0))
+        .step("second import (range)")?;
     let (n_imports, live) = (imports(kind), rt.live_imports());
     ensure(n_imports == 1 && live == 1, || {
         format!("two imports made {n_imports} vendor imports and {live} live mappings")
     })?;
     let want = a.ptr().offset(OFF).step("pointer")?;
     ensure(b.ptr() == want, || {
-        format!("the range view is at {}, the shared mapping puts it at {want}", b.ptr())
+        format!(
+            "the range view is at {}, the shared mapping puts it at {want}",
+            b.ptr()
+        )
     })?;
     let mut got = vec![0u8; CHECK];
     b.read(0, &mut got).step("read through the range view")?;
@@ -307,7 +326,8 @@ fn sub_range(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.runtime()?;
     let mut peer = ctx.facade_peer("exporter", false)?;
     let id = peer.alloc(0, SIZE).step("peer allocate")?;
-    peer.write(id, 0, &pattern(1, OFF + LEN)).step("peer write")?;
+    peer.write(id, 0, &pattern(1, OFF + LEN))
+        .step("peer write")?;
     let token = peer
         .export(id, OFF, OFF + LEN, ExportOptions::default())
         .step("peer export of a range")?;
@@ -319,11 +339,18 @@ fn sub_range(ctx: &mut Ctx) -> Verdict {
         "the token's range leaves its object".into()
     })?;
     let view = rt.import(&token, DeviceId(0)).step("import")?;
-    ensure(view.len() == LEN, || format!("the view is {} bytes", view.len()))?;
+    ensure(view.len() == LEN, || {
+        format!("the view is {} bytes", view.len())
+    })?;
     let mut got = vec![0u8; LEN];
     view.read(0, &mut got).step("read")?;
-    same_bytes("the view reads the range", &got, &pattern(1, OFF + LEN)[OFF..])?;
-    view.write(0, &pattern(9, 16)).step("write at the view's start")?;
+    same_bytes(
+        "the view reads the range",
+        &got,
+        &pattern(1, OFF + LEN)[OFF..],
+    )?;
+    view.write(0, &pattern(9, 16))
+        .step("write at the view's start")?;
     same_bytes(
         "the exporter sees the write at the offset",
         &peer.read(id, OFF, 16).step("peer read")?,
@@ -396,7 +423,8 @@ fn external_memory(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.runtime()?;
     let mut peer = ctx.facade_peer("exporter", false)?;
     let p = peer.external_alloc(0, BLOCK).step("peer vendor malloc")?;
-    peer.external_write(p, &pattern(1, CHECK)).step("peer write")?;
+    peer.external_write(p, &pattern(1, CHECK))
+        .step("peer write")?;
     let token = peer
         .external_export(0, p, 4096, ExportOptions::default())
         .step("export_external")?;
@@ -578,7 +606,10 @@ fn corrupt_token(ctx: &mut Ctx) -> Verdict {
     checks.push(("truncated", text[..text.len() - 5].to_owned()));
     checks.push(("garbage after the prefix", "devipc1:not-a-token".to_owned()));
     checks.push(("empty", String::new()));
-    checks.push(("another format version", text.replacen("devipc1:", "devipc9:", 1)));
+    checks.push((
+        "another format version",
+        text.replacen("devipc1:", "devipc9:", 1),
+    ));
     for (what, t) in &checks {
         expect_error(what, "InvalidToken", t.parse::<MemToken>())?;
     }
@@ -591,7 +622,9 @@ fn corrupt_token(ctx: &mut Ctx) -> Verdict {
         MemToken::from_bytes(&bytes),
     )?;
     let sig = rt.create_signal(DeviceId(0)).step("create_signal")?;
-    let stoken = sig.export(ExportOptions::any_process()).step("export signal")?;
+    let stoken = sig
+        .export(ExportOptions::any_process())
+        .step("export signal")?;
     expect_error(
         "a signal token read as a memory token",
         "InvalidToken",

@@ -12,7 +12,11 @@ use crate::rule::{Applies, Expect, Level, Need, Rule, Stop, Verdict};
 
 const NEEDS: &[Need] = &[Need::LibraryOnly];
 
-const fn hidden(id: &'static str, summary: &'static str, scenario: fn(&mut Ctx) -> Verdict) -> Rule {
+const fn hidden(
+    id: &'static str,
+    summary: &'static str,
+    scenario: fn(&mut Ctx) -> Verdict,
+) -> Rule {
     Rule {
         id,
         level: Level::Portable,
@@ -33,11 +37,7 @@ pub static RULES: &[Rule] = &[
         "the rule child sleeps far past any timeout",
         hang,
     ),
-    hidden(
-        "selftest.child.crashes",
-        "the rule child aborts",
-        crash,
-    ),
+    hidden("selftest.child.crashes", "the rule child aborts", crash),
     hidden(
         "selftest.peer.hangs",
         "a peer never answers its command",
