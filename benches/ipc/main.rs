@@ -18,7 +18,7 @@
 //! ```
 //!
 //! Method: every figure is a batch of operations timed as a whole and divided by its
-//! size (no per-operation clock reads); each measurement is repeated (11 times in a full
+//! size (no per-operation clock reads); each measurement is repeated (21 times in a full
 //! run, after a discarded warm-up) with the baseline and devipc batches interleaved and
 //! their order alternated, so drift affects both alike. The table shows the median and
 //! the min-max spread of both, and the median of the per-repetition ratios, which is what
@@ -67,6 +67,8 @@ struct Plan {
     passes: usize,
     /// P3: round trips per repetition.
     rounds: usize,
+    /// P3: repetitions (short ones, many: a burst of other load spoils few of them).
+    rounds_reps: usize,
     /// P4: copy sizes.
     copy_sizes: &'static [usize],
     /// P4: bytes copied per batch.
@@ -79,10 +81,11 @@ struct Plan {
 
 const FULL: Plan = Plan {
     full: true,
-    reps: 11,
-    batch: 32,
+    reps: 21,
+    batch: 64,
     passes: 4,
-    rounds: 2000,
+    rounds: 1000,
+    rounds_reps: 41,
     copy_sizes: &[4 << 10, 64 << 10, 1 << 20, 16 << 20],
     copy_volume: 256 << 20,
     many: 10_000,
@@ -95,6 +98,7 @@ const QUICK: Plan = Plan {
     batch: 4,
     passes: 1,
     rounds: 20,
+    rounds_reps: 2,
     copy_sizes: &[4 << 10, 64 << 10],
     copy_volume: 1 << 20,
     many: 60,
@@ -523,7 +527,15 @@ fn pattern(len: usize) -> Vec<u8> {
 // ---- the measurements --------------------------------------------------------------
 
 fn run(plan: Plan, filters: &[String]) -> BenchResult<()> {
-    let root = std::env::temp_dir().join(format!("devipc-bench-{}", std::process::id()));
+    // On tmpfs, like the emulator's default state directory: on a disk file system the
+    // emulator's metadata renames trigger writeback, and the figures measure the disk.
+    let base = Path::new("/dev/shm");
+    let base = if base.is_dir() {
+        base.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let root = base.join(format!("devipc-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root)?;
     // SAFETY: nothing else runs yet: no thread has been started and no child spawned, so
@@ -622,7 +634,7 @@ fn bench_backend(
             p2(kind, plan, &rt, &mut exporter, &mut push)?;
         }
         if wanted("P4", kind) {
-            p4(kind, plan, &rt, &mut exporter, &mut push)?;
+            p4(kind, plan, &rt, &raw, &mut exporter, &mut push)?;
         }
         if wanted("P5", kind) {
             p5(kind, plan, &rt, &mut exporter, &mut push)?;
@@ -697,6 +709,25 @@ fn p1(
             Ok(exp + imp)
         }
     })?;
+    if kind == BackendKind::Hip {
+        // The HIP backend holds the exporter's crash-safe lease (devipc-shm) for every
+        // import; the raw calls have nothing like it. Its cost alone, on a lease of our own:
+        let lease = devipc_shm::lease::held::create()?;
+        let mut costs = Vec::new();
+        for _ in 0..=plan.reps {
+            let start = Instant::now();
+            for _ in 0..n * passes {
+                let held = devipc_shm::lease::held::hold(lease.name())?;
+                devipc_shm::lease::held::drop_hold(&held);
+            }
+            costs.push(start.elapsed().as_secs_f64() / (n * passes) as f64);
+        }
+        lease.remove()?;
+        println!(
+            "  (P1 hip: one lease hold + drop alone, as every devipc import + close takes it: {})",
+            fmt_series(&costs[1..])
+        );
+    }
     let what = match kind {
         BackendKind::Ascend => "VMM 2 MiB",
         _ => "hipMalloc 64 KiB",
@@ -794,6 +825,7 @@ fn p4(
     kind: BackendKind,
     plan: Plan,
     rt: &Runtime,
+    raw: &RawApi,
     exporter: &mut Peer,
     push: &mut dyn FnMut(Row),
 ) -> BenchResult<()> {
@@ -826,6 +858,19 @@ fn p4(
                 Ok(start.elapsed().as_secs_f64() / iters as f64)
             }
         })?;
+        // Where the per-call overhead lives: the vendor copy alone, on the same mapping.
+        let raw_read = paired(plan.reps, |devipc| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                if devipc {
+                    raw.read(imported.ptr().0, black_box(&mut dst[..size]))?;
+                } else {
+                    dst[..size].copy_from_slice(black_box(&src[..size]));
+                }
+                black_box(&mut dst);
+            }
+            Ok(start.elapsed().as_secs_f64() / iters as f64)
+        })?;
         let (m, _, _) = summary(&dev);
         push(Row {
             id: "P4",
@@ -840,6 +885,16 @@ fn p4(
             devipc: dev,
             goal: Goal::AtLeast(0.95),
             judged: true,
+        });
+        push(Row {
+            id: "P4",
+            backend: kind,
+            what: format!("  control: raw vendor copy of {} alone", human_size(size)),
+            baseline_name: "memcpy",
+            baseline: raw_read.0,
+            devipc: raw_read.1,
+            goal: Goal::AtLeast(0.95),
+            judged: false,
         });
     }
     drop(imported);
@@ -876,9 +931,9 @@ fn p5(
     let (_, items) = exporter.batch(&command)?;
     let tokens = parse_tokens(&items)?;
     let (live, probe) = tokens.split_at(plan.many);
-    let cached_ops = 1024;
+    let cached_ops = 4096;
     let cold_passes = 2;
-    let measure = |held: usize| -> BenchResult<(f64, f64)> {
+    let measure = |held: usize| -> BenchResult<(f64, f64, f64)> {
         let start = Instant::now();
         for _ in 0..cold_passes {
             for t in probe {
@@ -893,19 +948,28 @@ fn p5(
             again.push(rt.import(&live[(i * stride) % held], DEV)?);
         }
         let cached = start.elapsed().as_secs_f64() / cached_ops as f64;
+        again.clear();
+        // Control: the same token every time, so the memory an import touches stays in
+        // the CPU caches however many imports are live.
+        let start = Instant::now();
+        for _ in 0..cached_ops {
+            again.push(rt.import(&live[0], DEV)?);
+        }
+        let hot = start.elapsed().as_secs_f64() / cached_ops as f64;
         drop(again);
-        Ok((cold, cached))
+        Ok((cold, cached, hot))
     };
-    let series = |held: usize| -> BenchResult<(Vec<f64>, Vec<f64>)> {
-        let (mut cold, mut cached) = (Vec::new(), Vec::new());
+    let series = |held: usize| -> BenchResult<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+        let (mut cold, mut cached, mut hot) = (Vec::new(), Vec::new(), Vec::new());
         for rep in 0..=plan.reps {
-            let (c, h) = measure(held)?;
+            let (c, h, x) = measure(held)?;
             if rep > 0 {
                 cold.push(c);
                 cached.push(h);
+                hot.push(x);
             }
         }
-        Ok((cold, cached))
+        Ok((cold, cached, hot))
     };
     let mut held: Vec<ImportedBuffer> = Vec::with_capacity(plan.many);
     for t in &live[..plan.few] {
@@ -960,20 +1024,77 @@ fn p5(
     push(Row {
         id: "P5",
         backend: kind,
-        what: format!("cached import at {} live vs {}", plan.many, plan.few),
+        what: format!(
+            "cached import (live tokens in turn) at {} live vs {}",
+            plan.many, plan.few
+        ),
         baseline_name: "few",
         baseline: small(&before.1, &after.1),
         devipc: during.1,
         goal: Goal::AtMost(1.2),
         judged: true,
     });
+    push(Row {
+        id: "P5",
+        backend: kind,
+        what: format!(
+            "  control: cached import of one token at {} live vs {}",
+            plan.many, plan.few
+        ),
+        baseline_name: "few",
+        baseline: small(&before.2, &after.2),
+        devipc: during.2,
+        goal: Goal::AtMost(1.2),
+        judged: false,
+    });
+    Ok(())
+}
+
+/// Pins this process (and so the children it spawns next) to the first CPU it may run
+/// on, and returns the previous affinity; `DEVIPC_BENCH_UNPINNED=1` leaves it alone.
+///
+/// On a small VM a wake-up that crosses to an idle vCPU costs 50-100 us and strikes at
+/// random, swamping the few microseconds a round trip takes; on one CPU every round trip
+/// is two plain context switches, for the baseline and devipc alike.
+fn pin_to_one_cpu() -> BenchResult<Option<libc::cpu_set_t>> {
+    if std::env::var_os("DEVIPC_BENCH_UNPINNED").is_some_and(|v| v == "1") {
+        return Ok(None);
+    }
+    // SAFETY: cpu_set_t is plain data; all zeroes is the empty set.
+    let mut previous: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer of the size passed.
+    let rc = unsafe {
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut previous)
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    let first = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE.
+        .find(|&cpu| unsafe { libc::CPU_ISSET(cpu, &previous) })
+        .ok_or("no CPU in the affinity mask")?;
+    // SAFETY: as above.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `first` is below CPU_SETSIZE.
+    unsafe { libc::CPU_SET(first, &mut one) };
+    set_affinity(&one)?;
+    Ok(Some(previous))
+}
+
+fn set_affinity(set: &libc::cpu_set_t) -> BenchResult<()> {
+    // SAFETY: a valid set of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
     Ok(())
 }
 
 /// P3: signal round trips between two processes: devipc `Signal`s vs raw futex
 /// semaphores in a shared word file.
 fn p3(kind: BackendKind, plan: Plan, rt: &Runtime, choice: BackendChoice) -> BenchResult<Row> {
-    let total = plan.rounds * (plan.reps + 1);
+    let total = plan.rounds * (plan.rounds_reps + 1);
+    let pinned = pin_to_one_cpu()?;
     // devipc: two signals exported and granted to the ponger.
     let mut dev_peer = Peer::spawn("ponger-devipc", choice)?;
     let pid = ProcessId(dev_peer.expect("pid")?.parse()?);
@@ -988,7 +1109,9 @@ fn p3(kind: BackendKind, plan: Plan, rt: &Runtime, choice: BackendChoice) -> Ben
     dev_peer.expect("ready")?;
     // Baseline: the same binary semaphore on a page the two processes map.
     let run_dir = std::env::var_os("DEVIPC_RUNTIME_DIR").ok_or("no runtime dir")?;
-    let dir = open_private_dir(&Path::new(&run_dir).join("bench-futex"))?;
+    // The runtime directory first, so that both it and ours are created 0700.
+    let run_dir = open_private_dir(Path::new(&run_dir))?;
+    let dir = open_private_dir(&run_dir.join("bench-futex"))?;
     let words = WordFile::create(&dir)?;
     let mut raw_peer = Peer::spawn("ponger-futex", choice)?;
     raw_peer.expect("pid")?;
@@ -999,7 +1122,7 @@ fn p3(kind: BackendKind, plan: Plan, rt: &Runtime, choice: BackendChoice) -> Ben
     let raw_ping = BinarySemaphore::new(words.word(0).ok_or("word 0")?);
     let raw_pong = BinarySemaphore::new(words.word(1).ok_or("word 1")?);
     let rounds = plan.rounds;
-    let (base, dev) = paired(plan.reps, |devipc| {
+    let (base, dev) = paired(plan.rounds_reps, |devipc| {
         if !devipc {
             let start = Instant::now();
             for _ in 0..rounds {
@@ -1019,6 +1142,9 @@ fn p3(kind: BackendKind, plan: Plan, rt: &Runtime, choice: BackendChoice) -> Ben
     dev_peer.finish()?;
     raw_peer.finish()?;
     words.unlink()?;
+    if let Some(previous) = pinned {
+        set_affinity(&previous)?;
+    }
     Ok(Row {
         id: "P3",
         backend: kind,

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use devipc::{Backend, Runtime};
 use devipc_ascend::sys::AclApi;
 use devipc_ascend::sys::consts::ACL_RT_VMM_EXPORT_FLAG_DEFAULT;
+use devipc_ascend::sys::types::ACL_MEMCPY_DEVICE_TO_HOST;
 use devipc_ascend::sys::types::{
     ACL_HBM_MEM_HUGE, ACL_MEM_ALLOCATION_TYPE_PINNED, ACL_MEM_HANDLE_TYPE_NONE,
     ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
     aclrtDrvMemHandle, aclrtMemAccessDesc, aclrtMemLocation, aclrtPhysicalMemProp,
 };
-use devipc_hip::sys::{HIP_IPC_HANDLE_SIZE, HipApi, hipIpcMemHandle_t};
+use devipc_hip::sys::{HIP_IPC_HANDLE_SIZE, HipApi, hipIpcMemHandle_t, hipMemcpyDeviceToHost};
 
 use crate::BenchResult;
 
@@ -230,6 +231,32 @@ impl RawApi {
                 }
             }
             _ => Err("handle of another backend".into()),
+        }
+    }
+
+    /// Copies device memory at `src` to `dst`: `hipMemcpy` / `aclrtMemcpy`, device to host.
+    pub fn read(&self, src: u64, dst: &mut [u8]) -> BenchResult<()> {
+        let src = src as usize as *const c_void;
+        match self {
+            // SAFETY: `dst` is a live host buffer of `dst.len()` bytes; `src` is mapped.
+            RawApi::Hip(api, _) => check("hipMemcpy", unsafe {
+                (api.hipMemcpy)(
+                    dst.as_mut_ptr().cast(),
+                    src,
+                    dst.len(),
+                    hipMemcpyDeviceToHost,
+                )
+            }),
+            // SAFETY: as above.
+            RawApi::Acl(api) => check("aclrtMemcpy", unsafe {
+                (api.aclrtMemcpy)(
+                    dst.as_mut_ptr().cast(),
+                    dst.len(),
+                    src,
+                    dst.len(),
+                    ACL_MEMCPY_DEVICE_TO_HOST,
+                )
+            }),
         }
     }
 
