@@ -422,19 +422,32 @@ impl Handler for AclShell {
                     one(n as usize as u64)
                 }
                 "notify.record" => {
+                    // A stream task: queue it, then synchronise the default stream so the
+                    // record has happened when the command returns.
                     let f = opt!(api, aclrtRecordNotify);
                     self.check(
                         "aclrtRecordNotify",
                         f(ptr(arg(a, 0)?), std::ptr::null_mut()),
+                    )?;
+                    self.check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
                     )
                     .and_then(|()| none())
                 }
                 "notify.wait" => {
                     let f = opt!(api, aclrtWaitAndResetNotify);
                     let (n, timeout): (u64, u32) = (arg(a, 0)?, arg(a, 1)?);
+                    // A stream task too: the synchronisation blocks until the wait is over
+                    // (and reports its timeout on runtimes where the call itself returns
+                    // at once).
                     self.check(
                         "aclrtWaitAndResetNotify",
                         f(ptr(n), std::ptr::null_mut(), timeout),
+                    )?;
+                    self.check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
                     )
                     .and_then(|()| none())
                 }
@@ -656,12 +669,13 @@ impl<E: Exec> Acl<E> {
         word(&self.run(format!("notify.import {key} {flags}"))?, 0)
     }
 
-    /// `aclrtRecordNotify` on the default stream.
+    /// `aclrtRecordNotify` on the default stream, then `aclrtSynchronizeStream`.
     pub fn notify_record(&mut self, notify: u64) -> Result<(), Failure> {
         self.run(format!("notify.record {notify}")).map(drop)
     }
 
-    /// `aclrtWaitAndResetNotify` on the default stream (`timeout` 0: forever).
+    /// `aclrtWaitAndResetNotify` on the default stream (`timeout` 0: forever; the unit is
+    /// seconds per RT-DOC, milliseconds per the header), then `aclrtSynchronizeStream`.
     pub fn notify_wait(&mut self, notify: u64, timeout: u32) -> Result<(), Failure> {
         self.run(format!("notify.wait {notify} {timeout}"))
             .map(drop)

@@ -30,8 +30,13 @@ use crate::shell::{Exec, Pids};
 const A: Applies = Applies::Ascend;
 /// Bytes checked in transfers.
 const CHECK: usize = 256;
-/// Size of `aclrtMalloc` blocks exported by key: a page multiple (api-facts C.4 FAQ).
-const KEY_BLOCK: usize = 64 << 10;
+/// Size of `aclrtMalloc` blocks exported by key: one 2 MiB huge page, so the exported
+/// range is page-table aligned whatever page size the runtime picks (api-facts C.4 FAQ).
+const KEY_BLOCK: usize = 2 << 20;
+/// `aclrtWaitAndResetNotify` timeout for waits that must succeed: long in either unit the
+/// vendor's documents disagree on (seconds per RT-DOC 08, milliseconds per the header,
+/// api-facts D.3); the rule's deadline bounds it anyway. Waits that must time out use 1.
+const LONG_WAIT: u32 = 10_000;
 const TWO_DEVICES: &[Need] = &[Need::Devices(2), Need::PeerAccess];
 const CROSS_DEVICE_UNDOCUMENTED: &str = "the vendor requires peer access for another device \
     but does not document which call fails without it, so only the emulator's refusal is checked";
@@ -872,7 +877,7 @@ fn notify_binary_semaphore(ctx: &mut Ctx) -> Verdict {
     // Two records release one wait: the second wait times out.
     b.notify_record(nb).step("first record")?;
     b.notify_record(nb).step("second record")?;
-    a.notify_wait(n, 10).step("wait after two records")?;
+    a.notify_wait(n, LONG_WAIT).step("wait after two records")?;
     let started = Instant::now();
     if a.notify_wait(n, 1).is_ok() {
         return Err(Stop::fail(
@@ -886,7 +891,8 @@ fn notify_binary_semaphore(ctx: &mut Ctx) -> Verdict {
     b.0.send(&format!("notify.record {nb}"))
         .step("queueing the record")?;
     let started = Instant::now();
-    a.notify_wait(n, 10).step("wait for the delayed record")?;
+    a.notify_wait(n, LONG_WAIT)
+        .step("wait for the delayed record")?;
     let waited = started.elapsed();
     b.0.reply().step("peer sleep")?;
     b.0.reply().step("peer record")?;
@@ -966,7 +972,7 @@ fn notify_disable_pid_validation(ctx: &mut Ctx) -> Verdict {
     peer_on(&mut b, 0)?;
     let nb = b.notify_import(&key, 0).step("ungranted import")?;
     b.notify_record(nb).step("record")?;
-    a.notify_wait(n, 10)
+    a.notify_wait(n, LONG_WAIT)
         .step("wait for the importer's record")?;
     b.notify_destroy(nb).step("importer destroy")?;
     b.0.finish()?;

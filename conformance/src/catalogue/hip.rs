@@ -11,9 +11,9 @@ use std::ffi::c_uint;
 
 use devipc_hip_sys::{
     hipErrorInvalidConfiguration, hipErrorInvalidContext, hipErrorInvalidDevice,
-    hipErrorInvalidValue, hipErrorNotFound, hipErrorPeerAccessAlreadyEnabled,
-    hipEventDisableTiming, hipEventInterprocess, hipEventReleaseToDevice, hipEventReleaseToSystem,
-    ipc_mem_lazy_enable_peer_access,
+    hipErrorInvalidDevicePointer, hipErrorInvalidValue, hipErrorNotFound,
+    hipErrorPeerAccessAlreadyEnabled, hipEventDisableTiming, hipEventInterprocess,
+    hipEventReleaseToDevice, hipEventReleaseToSystem, ipc_mem_lazy_enable_peer_access,
 };
 
 use super::{Step, ensure, pattern, same_bytes, vendor};
@@ -119,7 +119,8 @@ pub static RULES: &[Rule] = &[
     vendor(
         "hip.mem.invalid-handle-rejected",
         H,
-        "a zeroed or garbage hipIpcMemHandle_t is hipErrorInvalidValue",
+        "a zeroed hipIpcMemHandle_t is hipErrorInvalidValue; a garbage one is refused \
+         (hipErrorInvalidValue, or hipErrorInvalidDevicePointer from the attach step)",
         "CLR hipamd/src/hip_memory.cpp (psize == 0); api-facts C.1",
         INVALID_VALUE,
         &[],
@@ -514,10 +515,27 @@ fn mem_invalid_handle(ctx: &mut Ctx) -> Verdict {
     let flag = lazy(&mut h)?;
     h.set_device(0).step("hipSetDevice")?;
     let zero = ctx.refused("open a zeroed handle", h.mem_open(&hex(&[0u8; 64]), flag))?;
+    // Garbage with a non-zero size field may get past the first check to the ROCr attach,
+    // whose failure CLR reports as hipErrorInvalidDevicePointer (api-facts C.1): either
+    // code is a refusal; success is not.
     let garbage: Vec<u8> = (0..64u8)
         .map(|i| i.wrapping_mul(73).wrapping_add(5))
         .collect();
-    let junk = ctx.refused("open a garbage handle", h.mem_open(&hex(&garbage), flag))?;
+    let junk = match h.mem_open(&hex(&garbage), flag) {
+        Ok(q) => {
+            let _ = h.mem_close(q);
+            return Err(Stop::fail("a garbage handle opened"));
+        }
+        Err(Failure::Vendor { code, .. })
+            if code == hipErrorInvalidValue || code == hipErrorInvalidDevicePointer =>
+        {
+            format!(
+                "garbage handle -> {}",
+                crate::ctx::code_name(ctx.target.kind(), code)
+            )
+        }
+        Err(e) => return Err(Stop::fail(format!("open a garbage handle: {e}"))),
+    };
     Ok(format!("{zero}; {junk}"))
 }
 

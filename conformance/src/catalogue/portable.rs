@@ -419,7 +419,8 @@ fn grant_any_process(ctx: &mut Ctx) -> Verdict {
 }
 
 fn external_memory(ctx: &mut Ctx) -> Verdict {
-    const BLOCK: usize = 64 << 10;
+    // One 2 MiB huge page: Ascend exports whole aligned blocks (api-facts C.4 FAQ).
+    const BLOCK: usize = 2 << 20;
     let rt = ctx.runtime()?;
     let mut peer = ctx.facade_peer("exporter", false)?;
     let p = peer.external_alloc(0, BLOCK).step("peer vendor malloc")?;
