@@ -214,28 +214,66 @@ fn cross_device_import_needs_the_flag_or_peer_access() {
         rules::KEY_CROSS_DEVICE,
     );
     let v = b.val(&format!("key-import {key} 1"));
-    b.ok(&format!("check {v} 13 {MB}"));
+    // Across devices only asynchronous device-to-device copies are allowed: no
+    // synchronous aclrtMemcpy of any kind.
+    b.fails(
+        &format!("check {v} 13 4096"),
+        107000,
+        rules::KEY_CROSS_DEVICE_COPY,
+    );
+    b.fails(
+        &format!("write {v} 14 4096"),
+        107000,
+        rules::KEY_CROSS_DEVICE_COPY,
+    );
+    let local = b.val("malloc 4096");
+    b.fails(
+        &format!("memcpy {local} 4096 {v} 4096 3"),
+        107000,
+        rules::KEY_CROSS_DEVICE_COPY,
+    );
+    b.fails(
+        &format!("memcpy {local} 4096 {v} 4096 4"),
+        107000,
+        rules::KEY_CROSS_DEVICE_COPY,
+    );
+    b.ok(&format!("free {local}"));
     // ENABLE_PEER_ACCESS enabled peer access 1 -> 0 for the process.
-    let v2 = b.val(&format!("key-import {key}"));
+    b.val(&format!("key-import {key}"));
     b.ok(&format!("key-close {key}"));
     b.ok(&format!("key-close {key}"));
-    let _ = v2;
 
     let mut c = root.spawn("peer", &[]);
     c.ok("set-device 1");
     c.ok("enable-peer 0");
     let v = c.val(&format!("key-import {key}"));
-    c.ok(&format!("check {v} 13 4096"));
+    c.fails(
+        &format!("check {v} 13 4096"),
+        107000,
+        rules::KEY_CROSS_DEVICE_COPY,
+    );
     c.ok(&format!("key-close {key}"));
 
+    // On the owner's device the restrictions do not apply.
     let mut d = root.spawn("same-device", &[]);
     d.ok("set-device 0");
-    d.val(&format!("key-import {key}"));
+    let v = d.val(&format!("key-import {key}"));
+    d.ok(&format!("check {v} 13 {MB}"));
     d.ok(&format!("key-close {key}"));
+
+    // With the rule switched off, host copies across devices work.
+    let mut e = root.spawn(
+        "copy-rule-off",
+        &[("DEVIPC_EMU_BREAK_RULE", rules::KEY_CROSS_DEVICE_COPY)],
+    );
+    e.ok("set-device 1");
+    let v = e.val(&format!("key-import {key} 1"));
+    e.ok(&format!("check {v} 13 {MB}"));
+    e.ok(&format!("key-close {key}"));
 
     a.ok(&format!("key-close {key}"));
     a.ok(&format!("free {p}"));
-    for x in [a, b, c, d] {
+    for x in [a, b, c, d, e] {
         x.exit();
     }
     root.assert_clean();

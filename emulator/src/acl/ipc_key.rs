@@ -17,7 +17,8 @@
 //!   another device than the current one needs `ENABLE_PEER_ACCESS` (which enables peer
 //!   access to the owner's device, as the runtime does) or earlier
 //!   `aclrtDeviceEnablePeerAccess`. Repeated imports in one process are allowed, each
-//!   mapping the block anew at a new address.
+//!   mapping the block anew at a new address. Memory imported onto another device than
+//!   its owner's takes no synchronous copies (see [`super::memory`]).
 //! - close: in a process that imported the key, closes one imported address (the most
 //!   recent); otherwise, in the exporter, destroys the key, which fails with 507899 while
 //!   other processes still hold imports (`ascend.ipc-key.importers-close-first`; dead
@@ -210,6 +211,7 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
         device: owner,
         backing: Backing::KeyImport {
             memory,
+            imported_on: current,
             mapping: Arc::new(mapping),
         },
     };

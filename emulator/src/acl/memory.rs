@@ -24,10 +24,11 @@
 //!   decides from the address whether `ptr` is device memory (bounded by its range) or
 //!   host memory.
 //!
-//! Not emulated: the vendor forbids `aclrtMemcpy` host<->device and synchronous
-//! device<->device copies on memory imported by IPC key (api-facts C.4: only
-//! asynchronous D2D on the same device). devipc's function list has no asynchronous copy,
-//! so the emulator allows synchronous copies on imported memory too.
+//! - Memory imported by IPC key and used from another device than its owner's (the
+//!   importing thread's current device differs from the exporter's) accepts only
+//!   asynchronous device-to-device copies (RT-DOC 11-07, api-facts C.4): `aclrtMemcpy`
+//!   on it fails (`ascend.ipc-key.cross-device-copy-restricted`). On the owner's device
+//!   the restrictions do not apply. `aclrtMemset` is not restricted.
 
 use std::sync::Arc;
 
@@ -60,6 +61,8 @@ pub enum Backing {
     KeyImport {
         /// The memory object the key names.
         memory: ObjectId,
+        /// The importing thread's current device (the range's `device` is the owner's).
+        imported_on: u32,
         /// The importer's mapping of the whole block.
         mapping: Arc<SharedMapping>,
     },
@@ -187,12 +190,14 @@ pub struct Validated {
     _vmm: vmm::MappingGuard,
 }
 
-/// The device range containing `addr..addr+len`, checked for `access`; `None` for host
-/// memory.
+/// The device range containing `addr..addr+len`, checked for bounds, for the access of a
+/// VMM mapping (`write`), and, for `aclrtMemcpy` (`copy`), for the cross-device key
+/// import restriction; `None` for host memory.
 fn device_operand(
     addr: usize,
     len: usize,
     write: bool,
+    copy: bool,
     keep: &mut Vec<Arc<SharedMapping>>,
 ) -> AclResult<Option<LocalRange<DeviceRange>>> {
     let Some(hit) = RANGES.resolve(addr) else {
@@ -209,7 +214,24 @@ fn device_operand(
         ));
     }
     match &hit.value.backing {
-        Backing::Malloc { mapping, .. } | Backing::KeyImport { mapping, .. } => {
+        Backing::Malloc { mapping, .. } => keep.push(mapping.clone()),
+        Backing::KeyImport {
+            mapping,
+            imported_on,
+            ..
+        } => {
+            let owner = hit.value.device;
+            check(
+                copy && *imported_on != owner,
+                rules::KEY_CROSS_DEVICE_COPY,
+                || {
+                    format!(
+                        "{addr:#x} is memory of device {owner} imported by key on device {imported_on}: \
+                         across devices the vendor allows only asynchronous device-to-device copies \
+                         of it (no host copies, no ACL_MEMCPY_DEFAULT, no synchronous aclrtMemcpy)"
+                    )
+                },
+            )?;
             keep.push(mapping.clone());
         }
         Backing::Vmm { access, .. } => {
@@ -261,8 +283,8 @@ pub fn check_copy(
     };
     let guard = vmm::mapping_guard();
     let mut keep = Vec::new();
-    let d = device_operand(dst, count, true, &mut keep)?;
-    let s = device_operand(src, count, false, &mut keep)?;
+    let d = device_operand(dst, count, true, true, &mut keep)?;
+    let s = device_operand(src, count, false, true, &mut keep)?;
     if let Some((dst_dev, src_dev)) = expected {
         let side = |dev: bool| if dev { "device" } else { "host" };
         check(
@@ -295,7 +317,7 @@ pub fn check_fill(ptr: usize, max_count: usize, count: usize) -> AclResult<Valid
     }
     let guard = vmm::mapping_guard();
     let mut keep = Vec::new();
-    device_operand(ptr, count, true, &mut keep)?;
+    device_operand(ptr, count, true, false, &mut keep)?;
     Ok(Validated {
         _mappings: keep,
         _vmm: guard,

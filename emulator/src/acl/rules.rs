@@ -362,6 +362,14 @@ rules! {
         "importing a key on a device other than the owner's needs the ENABLE_PEER_ACCESS flag \
          or aclrtDeviceEnablePeerAccess to the owner's device",
         "api-facts C.4 (RT-DOC 11-07)";
+    /// Key imports used across devices take no synchronous or host copies.
+    KEY_CROSS_DEVICE_COPY = "ascend.ipc-key.cross-device-copy-restricted", ACL_ERROR_RT_PARAM_INVALID,
+        CodeBasis::Chosen("the copy's kind is not allowed on that memory: a runtime-layer \
+                           argument check (107000); the vendor names no code"), true,
+        "memory imported by key onto another device than its owner's accepts only asynchronous \
+         device-to-device copies: aclrtMemcpy (synchronous, any kind) on it fails; on the \
+         owner's device there is no restriction",
+        "api-facts C.4 (RT-DOC 11-07)";
 
     // ---- notify --------------------------------------------------------------------------
 
