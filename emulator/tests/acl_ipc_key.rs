@@ -348,3 +348,23 @@ fn switching_rules_off_shows_their_scenarios_fail() {
     }
     root.assert_clean();
 }
+
+#[test]
+fn concurrent_key_imports_in_one_process_each_get_an_address() {
+    let root = TestRoot::new("key-race");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    a.ok("set-device 0");
+    b.ok("set-device 0");
+    let p = a.val(&format!("malloc {MB}"));
+    let key = a.val(&format!("key-export {p} {MB} 65 1"));
+    for _ in 0..3 {
+        // rules::KEY_REPEAT_IMPORT: 8 concurrent imports, 8 distinct addresses, 8 closes.
+        assert_eq!(b.val(&format!("race-key-import {key} 8")), "8");
+    }
+    a.ok(&format!("key-close {key}"));
+    a.ok(&format!("free {p}"));
+    a.exit();
+    b.exit();
+    root.assert_clean();
+}

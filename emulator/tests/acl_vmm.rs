@@ -401,3 +401,23 @@ fn switching_rules_off_shows_their_scenarios_fail() {
     }
     root.assert_clean();
 }
+
+#[test]
+fn concurrent_imports_in_one_process_yield_exactly_one_handle() {
+    let root = TestRoot::new("vmm-race");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    let h = a.val(&format!("malloc-physical 0 {G}"));
+    let sh = a.val(&format!("export {h} 0 1"));
+    for _ in 0..5 {
+        let codes = b.ok(&format!("race-import {sh} 0 8"));
+        // One success, seven ascend.vmm.one-import-per-process rejections.
+        let mut want = vec!["0".to_owned()];
+        want.extend(std::iter::repeat_n("507899".to_owned(), 7));
+        assert_eq!(codes, want, "rules::VMM_ONE_IMPORT under concurrency");
+    }
+    a.ok(&format!("free-physical {h}"));
+    a.exit();
+    b.exit();
+    root.assert_clean();
+}

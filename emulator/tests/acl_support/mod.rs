@@ -847,6 +847,84 @@ impl Shell {
                 );
                 self.status(code, vec![key_text(&out)])
             }
+            "race-import" => {
+                // race-import <shareable> <device> <threads>: concurrent imports of one
+                // shareable handle; answers the codes sorted, then frees the imports.
+                let (sh, dev, threads) = (n(0)? as u64, n(1)? as i32, n(2)? as usize);
+                let f = api.aclrtMemImportFromShareableHandle.expect("present");
+                let free = api.aclrtFreePhysical;
+                let barrier = std::sync::Arc::new(std::sync::Barrier::new(threads));
+                let results: Vec<(i32, usize)> = (0..threads)
+                    .map(|_| {
+                        let barrier = barrier.clone();
+                        std::thread::spawn(move || {
+                            let mut h = ptr::null_mut();
+                            barrier.wait();
+                            // SAFETY: `h` is writable.
+                            let code = unsafe { f(sh, dev, &mut h) };
+                            (code, h.addr())
+                        })
+                    })
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .map(|t| t.join().unwrap())
+                    .collect();
+                for (code, h) in &results {
+                    if *code == 0 {
+                        // SAFETY: a handle this process just imported.
+                        let freed = unsafe { free(ptr::without_provenance_mut(*h)) };
+                        if freed != 0 {
+                            return Err((freed, "freeing a raced import failed".into()));
+                        }
+                    }
+                }
+                let mut codes: Vec<String> = results.iter().map(|(c, _)| c.to_string()).collect();
+                codes.sort();
+                Ok(codes)
+            }
+            "race-key-import" => {
+                // race-key-import <key> <threads>: concurrent imports of one key (each
+                // thread sets device 0 first); answers the distinct addresses, then closes.
+                let key = key_buf(args.first().copied().unwrap_or("null"));
+                let threads = n(1)? as usize;
+                let (set, import, close) = (
+                    api.aclrtSetDevice,
+                    api.aclrtIpcMemImportByKey.expect("present"),
+                    api.aclrtIpcMemClose.expect("present"),
+                );
+                let barrier = std::sync::Arc::new(std::sync::Barrier::new(threads));
+                let results: Vec<(i32, usize)> = (0..threads)
+                    .map(|_| {
+                        let (barrier, key) = (barrier.clone(), key);
+                        std::thread::spawn(move || {
+                            let mut p = ptr::null_mut();
+                            // SAFETY: plain value argument.
+                            unsafe { set(0) };
+                            barrier.wait();
+                            // SAFETY: `p` is writable and the key a 65-byte buffer.
+                            let code = unsafe { import(&mut p, key_ptr(&key), 0) };
+                            (code, p.addr())
+                        })
+                    })
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .map(|t| t.join().unwrap())
+                    .collect();
+                if let Some((code, _)) = results.iter().find(|(c, _)| *c != 0) {
+                    return Err((*code, "a raced key import failed".into()));
+                }
+                let mut addrs: Vec<usize> = results.iter().map(|(_, a)| *a).collect();
+                addrs.sort_unstable();
+                addrs.dedup();
+                for _ in 0..threads {
+                    // SAFETY: the key buffer is valid; this thread has a device set.
+                    let code = unsafe { close(key_ptr(&key)) };
+                    if code != 0 {
+                        return self.status(code, vec![]);
+                    }
+                }
+                Ok(vec![addrs.len().to_string()])
+            }
             "null" => self.null_call(args.first().copied().unwrap_or("")),
             other => Err((-1, format!("shell: unknown command {other:?}"))),
         }
