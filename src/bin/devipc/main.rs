@@ -405,7 +405,13 @@ fn to_text(entries: &[Entry], ok: bool) -> String {
             Err(e) => {
                 // The attempts of a library-not-found error are the discovery list above.
                 let message = if r.discovery.is_some() && e.kind == "library_not_found" {
-                    e.message.lines().next().unwrap_or_default().to_owned()
+                    let first = e.message.lines().next().unwrap_or_default();
+                    format!(
+                        "{} (every path tried is listed above)",
+                        first
+                            .trim_end_matches(" Tried:")
+                            .trim_end_matches(". Tried:")
+                    )
                 } else {
                     e.message.replace('\n', "\n    ")
                 };
