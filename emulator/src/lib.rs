@@ -126,7 +126,7 @@
 //! # let _ = (device_ptr, shareable_handle);
 //!
 //! // Importer (another process): resolve, check rules, become a holder, map.
-//! let me = ProcessIdentity::current()?;
+//! let me = devipc_emulator::state::process::current()?;
 //! let id = reg.resolve(shareable_handle)?;
 //! reg.update(id, |m| {
 //!     m.expect(Vendor::Acl, ObjectKind::Memory)?;

@@ -20,7 +20,7 @@ pub fn registry() -> AclResult<&'static Registry> {
 
 /// The calling process (pid + start time): what holders and exporters record.
 pub fn me() -> AclResult<ProcessIdentity> {
-    ProcessIdentity::current().map_err(AclFailure::from)
+    crate::state::process::current().map_err(AclFailure::from)
 }
 
 /// Number of emulated devices.

@@ -42,7 +42,7 @@ pub(crate) fn state() -> HipResult<&'static State> {
 
 /// This process's identity (pid and start time).
 pub(crate) fn me() -> HipResult<ProcessIdentity> {
-    Ok(ProcessIdentity::current()?)
+    Ok(crate::state::process::current()?)
 }
 
 /// A device ordinal from C: `hipErrorInvalidDevice` unless `0 <= id < devices`.

@@ -242,7 +242,7 @@ impl Registry {
     }
 
     fn create_once(&self, spec: NewObject) -> Result<Created, EmuError> {
-        let me = ProcessIdentity::current()?;
+        let me = super::process::current()?;
         self.check_device(spec.device)?;
         let (segment_len, charged) = match spec.backing {
             Backing::None => (0, 0),
