@@ -7,6 +7,7 @@
 //! an import of such a token returns a view of the local memory instead.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
 use devipc_core::{DeviceId, DevicePtr, MemToken, TokenIdentity};
@@ -43,6 +44,9 @@ pub(crate) struct LocalView {
     pub(crate) device: DeviceId,
 }
 
+/// The map's size after the last sweep of dead entries.
+static SWEPT_LEN: AtomicUsize = AtomicUsize::new(0);
+
 static EXPORTS: LazyLock<Mutex<HashMap<TokenIdentity, LocalExport>>> =
     LazyLock::new(Default::default);
 
@@ -55,8 +59,12 @@ fn exports() -> MutexGuard<'static, HashMap<TokenIdentity, LocalExport>> {
 /// `object_base`.
 pub(crate) fn register(token: &MemToken, target: LocalTarget, object_base: DevicePtr) {
     let mut map = exports();
-    // Drop entries whose buffers are gone so the map stays as small as the live exports.
-    map.retain(|_, e| !matches!(&e.target, LocalTarget::Owned(w) if w.strong_count() == 0));
+    // Drop entries whose buffers are gone, so the map stays proportional to the live
+    // exports; amortised: only when it has doubled since the last sweep.
+    if map.len() >= 2 * SWEPT_LEN.load(Ordering::Relaxed).max(64) {
+        map.retain(|_, e| !matches!(&e.target, LocalTarget::Owned(w) if w.strong_count() == 0));
+        SWEPT_LEN.store(map.len(), Ordering::Relaxed);
+    }
     map.insert(
         token.identity(),
         LocalExport {

@@ -21,6 +21,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::process::ProcessIdentity;
 use crate::sys::{self, FlockMode};
@@ -29,11 +30,14 @@ use crate::word_file::{NAME_LEN, random_name, valid_name};
 /// Largest lease file read (a lease lists at most a few thousand holders).
 const MAX_LEN: u64 = 1 << 20;
 
-/// A lease file.
+/// A lease file, kept open while the value lives.
 #[derive(Debug)]
 pub struct Lease {
     path: PathBuf,
     name: [u8; NAME_LEN],
+    /// The open file. `flock` excludes other open descriptions only, so the mutex
+    /// serialises this process's threads that share this value.
+    file: Mutex<File>,
 }
 
 impl Lease {
@@ -41,12 +45,17 @@ impl Lease {
     pub fn create(dir: &Path) -> io::Result<Lease> {
         let name = random_name()?;
         let path = dir.join(format!("lease-{}", valid_name(&name)?));
-        OpenOptions::new()
+        let file = OpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&path)?;
-        Ok(Lease { path, name })
+        Ok(Lease {
+            path,
+            name,
+            file: Mutex::new(file),
+        })
     }
 
     /// The existing lease `name` in `dir`. A malformed name is `InvalidInput`; a lease that
@@ -59,8 +68,12 @@ impl Lease {
             )
         })?;
         let path = dir.join(format!("lease-{}", valid_name(&name)?));
-        std::fs::metadata(&path)?;
-        Ok(Lease { path, name })
+        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        Ok(Lease {
+            path,
+            name,
+            file: Mutex::new(file),
+        })
     }
 
     /// The name to send to importers.
@@ -137,17 +150,31 @@ impl Lease {
         &self,
         change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>) -> bool,
     ) -> io::Result<()> {
-        let mut file: File = OpenOptions::new().read(true).write(true).open(&self.path)?;
-        sys::flock(&file, FlockMode::Exclusive, true)?;
+        let guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let file: &File = &guard;
+        sys::flock(file, FlockMode::Exclusive, true)?;
+        let result = self.update_locked(file, change);
+        // The descriptor stays open, so the lock is released explicitly.
+        let unlocked = sys::funlock(file);
+        result.and(unlocked)
+    }
+
+    /// The body of [`Lease::update_then`], with the file locked.
+    fn update_locked(
+        &self,
+        mut file: &File,
+        change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>) -> bool,
+    ) -> io::Result<()> {
         if file.metadata()?.nlink() == 0 {
-            // Removed between our open and our lock: the object was released.
+            // Removed since it was opened: the object was released.
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 "the lease was removed",
             ));
         }
+        file.seek(SeekFrom::Start(0))?;
         let mut text = String::new();
-        (&mut file).take(MAX_LEN).read_to_string(&mut text)?;
+        file.take(MAX_LEN).read_to_string(&mut text)?;
         let mut holders = parse(&text)?;
         holders.retain(|(who, _)| who.is_alive());
         if change(&mut holders) {
@@ -159,9 +186,7 @@ impl Lease {
         }
         file.seek(SeekFrom::Start(0))?;
         file.set_len(0)?;
-        file.write_all(out.as_bytes())?;
-        // The lock goes with the file descriptor.
-        Ok(())
+        file.write_all(out.as_bytes())
     }
 }
 

@@ -170,11 +170,24 @@ pub const RUNTIME_DIR_ENV: &str = "DEVIPC_RUNTIME_DIR";
 /// private directory `$DEVIPC_RUNTIME_DIR`, else `/dev/shm/devipc-$UID`. Processes that
 /// share devipc objects must agree on it.
 pub fn runtime_dir() -> Result<PathBuf, PrivateDirError> {
-    let path = match std::env::var_os(RUNTIME_DIR_ENV) {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => PathBuf::from(format!("/dev/shm/devipc-{}", crate::sys::effective_uid())),
+    // Validated once per value of the variable: every lease hold and signal import asks.
+    static CHECKED: std::sync::Mutex<Option<(Option<std::ffi::OsString>, PathBuf)>> =
+        std::sync::Mutex::new(None);
+    let var = std::env::var_os(RUNTIME_DIR_ENV).filter(|p| !p.is_empty());
+    let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((seen, dir)) = checked.as_ref()
+        && *seen == var
+        && dir.is_dir()
+    {
+        return Ok(dir.clone());
+    }
+    let path = match &var {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(format!("/dev/shm/devipc-{}", crate::sys::effective_uid())),
     };
-    open_private_dir(&path)
+    let dir = open_private_dir(&path)?;
+    *checked = Some((var, dir.clone()));
+    Ok(dir)
 }
 
 /// Opens the private directory at `path` (made absolute), creating it with mode 0700 if

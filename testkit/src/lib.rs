@@ -47,16 +47,24 @@ pub const LONG: Duration = Duration::from_secs(60);
 pub const CHILD_WATCHDOG: Duration = Duration::from_secs(180);
 
 /// A test's private directories, removed on drop (also when the test fails):
-/// `<tmp>/devipc-it-<pid>-<name>/{emu,run}`.
+/// `/dev/shm/devipc-it-<pid>-<name>/{emu,run}` (or under the temp dir).
 #[derive(Debug)]
 pub struct TestRoot {
     root: PathBuf,
 }
 
 impl TestRoot {
-    /// Creates the root for test `name` (unique per test process and name).
+    /// Creates the root for test `name` (unique per test process and name), on `/dev/shm`
+    /// when there is one (tmpfs, as the emulator's default state directory: a temp dir on
+    /// disk makes every metadata update pay for writeback), else in the temp dir.
     pub fn new(name: &str) -> TestRoot {
-        let root = std::env::temp_dir().join(format!("devipc-it-{}-{name}", std::process::id()));
+        let base = Path::new("/dev/shm");
+        let base = if base.is_dir() {
+            base.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let root = base.join(format!("devipc-it-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).expect("create the test root");
         TestRoot { root }
