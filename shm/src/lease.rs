@@ -106,7 +106,10 @@ impl Lease {
     /// The number of holds by live processes, after dropping those of dead ones.
     pub fn live_holders(&self) -> io::Result<u64> {
         let mut live = 0;
-        self.update(|holders| live = holders.iter().map(|(_, n)| n).sum())?;
+        self.update_then(true, |holders| {
+            live = holders.iter().map(|(_, n)| n).sum();
+            false
+        })?;
         Ok(live)
     }
 
@@ -116,7 +119,7 @@ impl Lease {
     /// holds it (nothing is run), else `Ok(Some(released))`.
     pub fn release_if_unheld(&self, release: impl FnOnce() -> bool) -> io::Result<Option<bool>> {
         let mut outcome = None;
-        self.update_then(|holders| {
+        self.update_then(true, |holders| {
             if holders.is_empty() {
                 outcome = Some(release());
             }
@@ -135,10 +138,12 @@ impl Lease {
         }
     }
 
-    /// Reads the holders under the file's lock, drops dead ones, applies `change`, and
-    /// writes the result back.
+    /// Reads the holders under the file's lock, applies `change`, and writes the result
+    /// back. Holds are taken and dropped by their own (live) processes, so only the
+    /// exporter's questions ([`Lease::live_holders`], [`Lease::release_if_unheld`]) pay for
+    /// checking the holders' liveness in `/proc` and drop the dead ones.
     fn update(&self, change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>)) -> io::Result<()> {
-        self.update_then(|holders| {
+        self.update_then(false, |holders| {
             change(holders);
             false
         })
@@ -148,12 +153,13 @@ impl Lease {
     /// lock is released.
     fn update_then(
         &self,
+        prune: bool,
         change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>) -> bool,
     ) -> io::Result<()> {
         let guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
         let file: &File = &guard;
         sys::flock(file, FlockMode::Exclusive, true)?;
-        let result = self.update_locked(file, change);
+        let result = self.update_locked(file, prune, change);
         // The descriptor stays open, so the lock is released explicitly.
         let unlocked = sys::funlock(file);
         result.and(unlocked)
@@ -163,6 +169,7 @@ impl Lease {
     fn update_locked(
         &self,
         mut file: &File,
+        prune: bool,
         change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>) -> bool,
     ) -> io::Result<()> {
         if file.metadata()?.nlink() == 0 {
@@ -176,7 +183,9 @@ impl Lease {
         let mut text = String::new();
         file.take(MAX_LEN).read_to_string(&mut text)?;
         let mut holders = parse(&text)?;
-        holders.retain(|(who, _)| who.is_alive());
+        if prune {
+            holders.retain(|(who, _)| who.is_alive());
+        }
         if change(&mut holders) {
             return self.remove();
         }
