@@ -53,6 +53,17 @@ pub static RULES: &[Rule] = &[
         import_cache,
     ),
     portable(
+        "portable.lifetime.free-waits-for-importers",
+        "an exporter that frees (drops) its buffer while a peer has it imported does not pull \
+         the memory from under the peer: the peer keeps reading the exporter's bytes until it \
+         closes (HIP: devipc defers hipFree on a crash-safe lease; Ascend VMM: the runtime \
+         frees physical memory when its last holder does)",
+        "issue 7 (lifetime); api-facts C.1 (HIP: hipFree before importers close is undefined), C.5",
+        Expect::Behaviour,
+        &[],
+        free_waits_for_importers,
+    ),
+    portable(
         "portable.export.sub-range-offset",
         "a sub-range export carries its offset: the importer's view starts at the range, and \
          writes through it land at the offset in the exporter",
@@ -365,6 +376,33 @@ fn sub_range(ctx: &mut Ctx) -> Verdict {
         token.offset(),
         token.object_size()
     ))
+}
+
+fn free_waits_for_importers(ctx: &mut Ctx) -> Verdict {
+    let rt = ctx.runtime()?;
+    let mut peer = ctx.facade_peer("exporter", false)?;
+    let id = peer.alloc(0, SIZE).step("peer allocate")?;
+    peer.write(id, 0, &pattern(3, CHECK)).step("peer write")?;
+    let token = peer
+        .export(id, 0, SIZE, ExportOptions::default())
+        .step("peer export")?;
+    peer.grant(&token, rt.process_id()).step("peer grant")?;
+    let view = rt.import(&token, DeviceId(0)).step("import")?;
+    peer.drop_obj(id)
+        .step("peer frees its buffer while imported")?;
+    let mut got = vec![0u8; CHECK];
+    view.read(0, &mut got)
+        .step("read after the exporter's free")?;
+    same_bytes(
+        "the import outlives the exporter's free",
+        &got,
+        &pattern(3, CHECK),
+    )?;
+    view.write(0, &pattern(4, 16))
+        .step("write after the exporter's free")?;
+    drop(view);
+    peer.0.finish()?;
+    Ok("the exporter's free waited for the importer's close".into())
 }
 
 fn grant_trustlist(ctx: &mut Ctx) -> Verdict {
