@@ -45,7 +45,7 @@ use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 use crate::backend::{AscendBackend, DeviceRange, lock};
 use crate::call::{check, optional};
 use crate::device::DeviceScope;
-use crate::memory::{MappingRecord, check_range, token_range};
+use crate::memory::{MappingRecord, token_range};
 use crate::rollback::{Rollback, Undo, as_ptr};
 
 /// A 65-byte IPC key buffer (memory or notify), as the runtime wrote it.
@@ -151,7 +151,7 @@ impl AscendBackend {
                 Error::invalid_argument("pointer lies outside the block the runtime reported")
             })?;
         let range = offset..offset.saturating_add(len);
-        check_range(&range, size)?;
+        devipc_core::Allocation::check_range(&range, size)?;
         let mut external = lock(&self.external);
         let export = match external.get(&(device, base)) {
             Some(e) if e.size != size => {

@@ -287,12 +287,7 @@ impl AscendBackend {
     fn allocation(&self, alloc: &Allocation) -> Result<AllocRecord> {
         let record = self.allocations.get(alloc.id)?;
         let vmm = record.vmm;
-        if vmm.va != alloc.ptr.0 || vmm.size != alloc.size || vmm.device != alloc.device {
-            return Err(Error::invalid_argument(format!(
-                "allocation {} does not match the backend's record (pointer, size or device changed)",
-                alloc.id
-            )));
-        }
+        alloc.check_matches(DevicePtr(vmm.va), vmm.size, vmm.device)?;
         Ok(record)
     }
 
@@ -303,7 +298,7 @@ impl AscendBackend {
         opts: ExportOptions,
     ) -> Result<MemToken> {
         let record = self.allocation(alloc)?;
-        check_range(&range, record.vmm.size)?;
+        Allocation::check_range(&range, record.vmm.size)?;
         let export = optional!(self.api, aclrtMemExportToShareableHandle)?;
         let _exporting = lock(&self.export_lock);
         // Re-read under the lock: another thread may have exported meanwhile.
@@ -525,15 +520,4 @@ fn vmm_payload(token: &MemToken) -> Result<u64> {
         .try_into()
         .map_err(|_| Error::invalid_token("an ascend-vmm payload is 8 bytes"))?;
     Ok(u64::from_le_bytes(bytes))
-}
-
-/// A non-empty range inside `size` bytes.
-pub(crate) fn check_range(range: &Range<usize>, size: usize) -> Result<()> {
-    if range.start >= range.end || range.end > size {
-        return Err(Error::invalid_argument(format!(
-            "range {}..{} is empty or outside the {size}-byte allocation",
-            range.start, range.end
-        )));
-    }
-    Ok(())
 }

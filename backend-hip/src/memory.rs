@@ -97,12 +97,7 @@ impl HipBackend {
     /// The record behind `alloc`, checked against what the caller holds.
     fn allocation(&self, alloc: &Allocation) -> Result<AllocRecord> {
         let record = self.allocations.get(alloc.id)?;
-        if record.ptr != alloc.ptr.0 || record.size != alloc.size || record.device != alloc.device {
-            return Err(Error::invalid_argument(format!(
-                "allocation {} does not match the backend's record (pointer, size or device changed)",
-                alloc.id
-            )));
-        }
+        alloc.check_matches(DevicePtr(record.ptr), record.size, record.device)?;
         Ok(record)
     }
 
@@ -113,7 +108,7 @@ impl HipBackend {
         _opts: ExportOptions,
     ) -> Result<MemToken> {
         let record = self.allocation(alloc)?;
-        check_range(&range, record.size)?;
+        Allocation::check_range(&range, record.size)?;
         let handle = self.ipc_handle(record.device, record.ptr)?;
         let lease = self.export_lease(alloc.id)?;
         let mut payload = handle.to_bytes().to_vec();
@@ -152,7 +147,7 @@ impl HipBackend {
                 Error::invalid_argument("pointer lies outside the allocation the runtime reported")
             })?;
         let range = offset..offset.saturating_add(len);
-        check_range(&range, size)?;
+        Allocation::check_range(&range, size)?;
         let handle = self.ipc_handle(device, base as usize as u64)?;
         // Memory devipc did not allocate has no generation and no lease of its own: its
         // lifetime is the framework's.
@@ -321,15 +316,4 @@ impl HipBackend {
             )
         }
     }
-}
-
-/// A non-empty range inside `size` bytes.
-fn check_range(range: &Range<usize>, size: usize) -> Result<()> {
-    if range.start >= range.end || range.end > size {
-        return Err(Error::invalid_argument(format!(
-            "range {}..{} is empty or outside the {size}-byte allocation",
-            range.start, range.end
-        )));
-    }
-    Ok(())
 }

@@ -214,6 +214,33 @@ pub struct Allocation {
     pub size: usize,
 }
 
+impl Allocation {
+    /// Checks that the backend's record of this allocation (`ptr`, `size`, `device`) is
+    /// what the caller holds: a handle whose fields were changed is refused.
+    pub fn check_matches(&self, ptr: DevicePtr, size: usize, device: DeviceId) -> Result<()> {
+        if self.ptr == ptr && self.size == size && self.device == device {
+            Ok(())
+        } else {
+            Err(Error::invalid_argument(format!(
+                "allocation {} does not match the backend's record (pointer, size or device changed)",
+                self.id
+            )))
+        }
+    }
+
+    /// Checks that `range` is a non-empty byte range inside an object of `size` bytes (the
+    /// export rule shared by every backend).
+    pub fn check_range(range: &std::ops::Range<usize>, size: usize) -> Result<()> {
+        if range.start >= range.end || range.end > size {
+            return Err(Error::invalid_argument(format!(
+                "range {}..{} is empty or outside the {size}-byte allocation",
+                range.start, range.end
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// An imported view of a peer's memory (from [`DeviceIpc::import`]).
 ///
 /// [`DeviceIpc::import`]: crate::DeviceIpc::import
@@ -316,6 +343,22 @@ mod tests {
         let s = RawStream::from_ptr(&mut x as *mut u8);
         assert_eq!(s.as_ptr::<u8>(), &mut x as *mut u8);
         assert_eq!(RawStream::DEFAULT.as_ptr::<u8>(), std::ptr::null_mut());
+    }
+
+    #[test]
+    fn allocation_checks() {
+        let a = Allocation {
+            id: HandleId(3),
+            device: DeviceId(1),
+            ptr: DevicePtr(0x1000),
+            size: 64,
+        };
+        assert!(a.check_matches(DevicePtr(0x1000), 64, DeviceId(1)).is_ok());
+        assert!(a.check_matches(DevicePtr(0x1000), 65, DeviceId(1)).is_err());
+        assert!(a.check_matches(DevicePtr(0x1000), 64, DeviceId(0)).is_err());
+        assert!(Allocation::check_range(&(0..64), 64).is_ok());
+        assert!(Allocation::check_range(&(10..10), 64).is_err());
+        assert!(Allocation::check_range(&(0..65), 64).is_err());
     }
 
     #[test]
