@@ -174,7 +174,8 @@ impl DeviceIpc for ProbeBackend {
             device: signal.device,
             origin: TokenOrigin::current(self.pid),
             generation: 1,
-            payload: vec![self.payload; 72],
+            // Unique per signal, as a vendor's handle is.
+            payload: [vec![self.payload; 64], signal.id.0.to_le_bytes().to_vec()].concat(),
         })
     }
     fn grant_signal(&self, _token: &SignalToken, _peers: &[ProcessId]) -> Result<()> {

@@ -1,52 +1,103 @@
 //! [`Signal`]: a cross-process binary semaphore (DESIGN section 5.5).
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use devipc_core::{
-    DeviceId, DeviceIpc, ExportOptions, ProcessId, RawStream, Result, SignalHandle, SignalToken,
+    DeviceId, DeviceIpc, Error, ExportOptions, ProcessId, RawStream, Result, SignalHandle,
+    SignalToken, TokenIdentity,
 };
 
 use crate::runtime::Runtime;
 
 /// A signal: `notify` once, and one `wait` (here or in a peer) returns and resets it.
-/// Dropping it destroys this process's handle.
+/// Dropping it destroys this process's handle (once the last same-process import of it
+/// is dropped too).
 #[derive(Debug)]
 pub struct Signal {
+    inner: Arc<SignalInner>,
+}
+
+/// One backend signal handle, shared by a [`Signal`] and this process's own imports of it.
+#[derive(Debug)]
+struct SignalInner {
     rt: Runtime,
     handle: Option<SignalHandle>,
+}
+
+impl Drop for SignalInner {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take()
+            && let Err(e) = self.rt.inner.backend.destroy_signal(handle)
+        {
+            eprintln!("devipc: destroying a signal failed: {e}");
+        }
+    }
+}
+
+/// Signals this process exported, for the same-process shortcut: a vendor cannot open
+/// its own export (HIP answers `hipErrorInvalidContext`), so an import of a token this
+/// process exported shares the local handle instead (as DESIGN 5.1 does for memory).
+static LOCAL_SIGNALS: LazyLock<Mutex<HashMap<TokenIdentity, Weak<SignalInner>>>> =
+    LazyLock::new(Default::default);
+
+fn local_signals() -> MutexGuard<'static, HashMap<TokenIdentity, Weak<SignalInner>>> {
+    // Every critical section is one map operation, so a poisoned map is consistent.
+    LOCAL_SIGNALS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Runtime {
     /// Creates an exportable signal on `device`.
     pub fn create_signal(&self, device: DeviceId) -> Result<Signal> {
         let handle = self.inner.backend.create_signal(device)?;
-        Ok(Signal {
-            rt: self.clone(),
-            handle: Some(handle),
-        })
+        Ok(Signal::new(self, handle))
     }
 
-    /// Opens a peer's signal on `device`.
+    /// Opens a peer's signal on `device`. A token this process exported gives a `Signal`
+    /// sharing the local handle, without a vendor call.
     pub fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<Signal> {
+        if token.origin() == self.inner.origin {
+            let local = local_signals()
+                .get(&token.identity())
+                .and_then(Weak::upgrade);
+            return match local {
+                Some(inner) => Ok(Signal { inner }),
+                None => Err(Error::invalid_argument(
+                    "this process exported the signal token, but the signal has been destroyed",
+                )),
+            };
+        }
         let handle = self.inner.backend.import_signal(token, device)?;
-        Ok(Signal {
-            rt: self.clone(),
-            handle: Some(handle),
-        })
+        Ok(Signal::new(self, handle))
     }
 }
 
 impl Signal {
+    fn new(rt: &Runtime, handle: SignalHandle) -> Signal {
+        Signal {
+            inner: Arc::new(SignalInner {
+                rt: rt.clone(),
+                handle: Some(handle),
+            }),
+        }
+    }
+
     fn handle(&self) -> &SignalHandle {
         // Only `drop` takes it.
-        self.handle
+        self.inner
+            .handle
             .as_ref()
             .expect("signal handle present until drop")
     }
 
+    fn rt(&self) -> &Runtime {
+        &self.inner.rt
+    }
+
     /// The runtime it belongs to (the rendezvous grants through it).
     pub(crate) fn runtime(&self) -> &Runtime {
-        &self.rt
+        self.rt()
     }
 
     /// The device it belongs to.
@@ -56,12 +107,16 @@ impl Signal {
 
     /// Exports it as a token for a peer.
     pub fn export(&self, opts: ExportOptions) -> Result<SignalToken> {
-        self.rt.inner.backend.export_signal(self.handle(), opts)
+        let token = self.rt().inner.backend.export_signal(self.handle(), opts)?;
+        let mut local = local_signals();
+        local.retain(|_, w| w.strong_count() > 0);
+        local.insert(token.identity(), Arc::downgrade(&self.inner));
+        Ok(token)
     }
 
     /// Allows `peers` to import `token`.
     pub fn grant(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
-        self.rt.inner.backend.grant_signal(token, peers)
+        self.rt().inner.backend.grant_signal(token, peers)
     }
 
     /// Raises the signal after the work queued so far on the default stream.
@@ -71,7 +126,7 @@ impl Signal {
 
     /// Raises the signal after the work queued so far on `stream` (the caller's own).
     pub fn notify_on(&self, stream: RawStream) -> Result<()> {
-        self.rt.inner.backend.notify(self.handle(), stream)
+        self.rt().inner.backend.notify(self.handle(), stream)
     }
 
     /// Blocks until the signal is raised, then resets it. `None` waits forever; a
@@ -82,16 +137,51 @@ impl Signal {
 
     /// As [`Signal::wait`], and orders `stream`'s later work after the notifier's.
     pub fn wait_on(&self, stream: RawStream, timeout: Option<Duration>) -> Result<()> {
-        self.rt.inner.backend.wait(self.handle(), stream, timeout)
+        self.rt().inner.backend.wait(self.handle(), stream, timeout)
     }
 }
 
-impl Drop for Signal {
-    fn drop(&mut self) {
-        if let Some(handle) = self.handle.take()
-            && let Err(e) = self.rt.inner.backend.destroy_signal(handle)
-        {
-            eprintln!("devipc: destroying a signal failed: {e}");
-        }
+#[cfg(test)]
+mod tests {
+    use devipc_core::BackendKind;
+
+    use super::*;
+    use crate::Backend;
+    use crate::probe::ProbeBackend;
+
+    #[test]
+    fn a_same_process_signal_import_shares_the_handle_without_a_vendor_call() {
+        let probe = ProbeBackend::with_identity(BackendKind::Hip, ProcessId::current(), 41);
+        let rt = Runtime::from_backend(Backend::from(probe));
+        let count = |m: &str| match rt.backend() {
+            Backend::Probe(p) => p.count(m),
+            #[allow(unreachable_patterns, reason = "other variants exist per feature")]
+            _ => unreachable!("probe runtime"),
+        };
+        let signal = rt.create_signal(DeviceId(0)).unwrap();
+        let token = signal.export(ExportOptions::default()).unwrap();
+        let local = rt.import_signal(&token, DeviceId(0)).unwrap();
+        assert_eq!(
+            count("import_signal"),
+            0,
+            "no vendor import of one's own signal"
+        );
+        local.notify().unwrap();
+        assert_eq!(count("notify"), 1);
+        drop(signal);
+        assert_eq!(
+            count("destroy_signal"),
+            0,
+            "the import still uses the handle"
+        );
+        drop(local);
+        assert_eq!(
+            count("destroy_signal"),
+            1,
+            "destroyed once, by the last user"
+        );
+        let err = rt.import_signal(&token, DeviceId(0)).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+        assert_eq!(count("import_signal"), 0);
     }
 }

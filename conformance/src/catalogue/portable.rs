@@ -44,6 +44,17 @@ pub static RULES: &[Rule] = &[
         same_process_shortcut,
     ),
     portable(
+        "portable.signal.same-process-import",
+        "importing a signal token in the process that exported it shares the local signal \
+         without any vendor call (HIP cannot open its own IPC event), and a notify through \
+         the import releases a wait on the original",
+        "DESIGN 5.1 and 5.5; api-facts C.2 (hipIpcOpenEventHandle in the exporter: \
+         hipErrorInvalidContext)",
+        Expect::Behaviour,
+        &[],
+        signal_same_process,
+    ),
+    portable(
         "portable.import.cache-refcounted",
         "importing the same export twice in one process (whole and sub-range tokens) shares one \
          mapping: one vendor import, and one vendor close when the last user drops",
@@ -280,6 +291,27 @@ fn same_process_shortcut(ctx: &mut Ctx) -> Verdict {
         "local view at the range start; 0 vendor calls ({} vendor calls in the whole scenario)",
         after.values().sum::<u64>()
     ))
+}
+
+fn signal_same_process(ctx: &mut Ctx) -> Verdict {
+    let rt = ctx.counting_runtime()?;
+    let signal = rt.create_signal(DeviceId(0)).step("create_signal")?;
+    let token = signal.export(ExportOptions::default()).step("export")?;
+    let before = counting::all_calls();
+    let local = rt
+        .import_signal(&token, DeviceId(0))
+        .step("import in the exporting process")?;
+    let after = counting::all_calls();
+    ensure(before == after, || {
+        "the same-process signal import made vendor calls".into()
+    })?;
+    local.notify().step("notify through the import")?;
+    signal
+        .wait(Some(Duration::from_secs(10)))
+        .step("wait on the original")?;
+    drop(local);
+    drop(signal);
+    Ok("the import shares the local signal; notify and wait meet".into())
 }
 
 fn import_cache(ctx: &mut Ctx) -> Verdict {
