@@ -15,8 +15,9 @@
 //! ordered after the notifier's earlier work without a host synchronisation.
 //!
 //! The token payload is the 64-byte event handle followed by the word file's 32-byte
-//! name. The creator unlinks the word file when it destroys the signal; a creator that
-//! crashes leaves one page-sized file behind in the runtime directory.
+//! name. The creator unlinks the word file when it destroys the signal; the file records
+//! its creator, so the words of a creator that crashed are removed by the next process
+//! that creates a signal in the same runtime directory.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,6 +68,11 @@ impl HipBackend {
     pub(crate) fn create_signal_impl(&self, device: DeviceId) -> Result<SignalHandle> {
         let dev = self.check_device(device)?;
         let dir = runtime_dir()?;
+        // Once per process: remove the words of signals whose creator crashed.
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| {
+            let _ = devipc_shm::word_file::sweep_orphans(&dir);
+        });
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut event: hipEvent_t = std::ptr::null_mut();
         // SAFETY: `event` is a valid out-pointer; the flags are the documented IPC pair.

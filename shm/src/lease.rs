@@ -29,6 +29,10 @@ use crate::word_file::{NAME_LEN, random_name, valid_name};
 
 /// Largest lease file read (a lease lists at most a few thousand holders).
 const MAX_LEN: u64 = 1 << 20;
+/// Prefix of the line naming the process that created the lease (the exporter).
+const CREATOR: &str = "creator ";
+/// Prefix of lease file names.
+const PREFIX: &str = "lease-";
 
 /// A lease file, kept open while the value lives.
 #[derive(Debug)]
@@ -44,13 +48,18 @@ impl Lease {
     /// Creates an empty lease with a random name in `dir`.
     pub fn create(dir: &Path) -> io::Result<Lease> {
         let name = random_name()?;
-        let path = dir.join(format!("lease-{}", valid_name(&name)?));
-        let file = OpenOptions::new()
+        let path = dir.join(format!("{PREFIX}{}", valid_name(&name)?));
+        let mut file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&path)?;
+        let me = ProcessIdentity::current()?;
+        if let Err(e) = writeln!(file, "{CREATOR}{} {}", me.pid, me.start_time) {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
         Ok(Lease {
             path,
             name,
@@ -67,7 +76,7 @@ impl Lease {
                 "lease name has the wrong length",
             )
         })?;
-        let path = dir.join(format!("lease-{}", valid_name(&name)?));
+        let path = dir.join(format!("{PREFIX}{}", valid_name(&name)?));
         let file = OpenOptions::new().read(true).write(true).open(&path)?;
         Ok(Lease {
             path,
@@ -190,6 +199,9 @@ impl Lease {
             return self.remove();
         }
         let mut out = String::new();
+        if let Some(creator) = parse_creator(&text) {
+            let _ = writeln!(out, "{CREATOR}{} {}", creator.pid, creator.start_time);
+        }
         for (who, n) in &holders {
             let _ = writeln!(out, "{} {} {n}", who.pid, who.start_time);
         }
@@ -197,6 +209,33 @@ impl Lease {
         file.set_len(0)?;
         file.write_all(out.as_bytes())
     }
+}
+
+/// Removes the leases in `dir` whose creator (the exporter) is dead: what a crashed
+/// exporter left behind. Returns how many it removed; unreadable entries are skipped.
+pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let Some(name) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let Ok(lease) = Lease::open(dir, name.as_bytes()) else {
+            continue;
+        };
+        let mut text = String::new();
+        let Ok(()) = File::open(&lease.path)
+            .and_then(|f| f.take(MAX_LEN).read_to_string(&mut text))
+            .map(drop)
+        else {
+            continue;
+        };
+        if parse_creator(&text).is_some_and(|c| !c.is_alive()) && lease.remove().is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// devipc's use of leases, with devipc errors: leases live in the
@@ -298,7 +337,17 @@ pub mod held {
     }
 }
 
-/// Parses `<pid> <start time> <count>` lines.
+/// The `creator <pid> <start time>` line of a lease, if any.
+fn parse_creator(text: &str) -> Option<ProcessIdentity> {
+    let line = text.lines().find(|l| l.starts_with(CREATOR))?;
+    let mut f = line[CREATOR.len()..].split_ascii_whitespace();
+    Some(ProcessIdentity {
+        pid: f.next()?.parse().ok()?,
+        start_time: f.next()?.parse().ok()?,
+    })
+}
+
+/// Parses `<pid> <start time> <count>` lines (the `creator` line is not a holder).
 fn parse(text: &str) -> io::Result<Vec<(ProcessIdentity, u64)>> {
     let bad = |line: &str| {
         io::Error::new(
@@ -307,7 +356,7 @@ fn parse(text: &str) -> io::Result<Vec<(ProcessIdentity, u64)>> {
         )
     };
     text.lines()
-        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !l.trim().is_empty() && !l.starts_with(CREATOR))
         .map(|line| {
             let mut f = line.split_ascii_whitespace();
             let mut next = || f.next().ok_or_else(|| bad(line));
@@ -434,6 +483,24 @@ mod tests {
             early.acquire(me).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn leases_of_dead_creators_are_swept() {
+        let dir = scratch("sweep");
+        let mine = Lease::create(&dir).unwrap();
+        let me = ProcessIdentity::current().unwrap();
+        mine.acquire(me).unwrap();
+        let orphan = Lease::create(&dir).unwrap();
+        // Rewrite the orphan's creator as a process that no longer exists.
+        std::fs::write(&orphan.path, "creator 2147483632 1\n").unwrap();
+        assert_eq!(sweep_orphans(&dir).unwrap(), 1);
+        assert!(Lease::open(&dir, orphan.name()).is_err());
+        // The live creator's lease and its holder line survive, creator line included.
+        assert_eq!(mine.live_holders().unwrap(), 1);
+        assert_eq!(sweep_orphans(&dir).unwrap(), 0);
+        mine.remove().unwrap();
         std::fs::remove_dir(&dir).unwrap();
     }
 

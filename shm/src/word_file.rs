@@ -10,8 +10,9 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::process::ProcessIdentity;
 use crate::sys::{self, MappedRegion};
 
 /// Length of a name in bytes (random, hex encoded).
@@ -30,7 +31,7 @@ impl WordFile {
     /// should come from [`open_private_dir`](crate::private_dir::open_private_dir)).
     pub fn create(dir: &Path) -> io::Result<WordFile> {
         let name = random_name()?;
-        let path = dir.join(valid_name(&name)?);
+        let path = dir.join(format!("{PREFIX}{}", valid_name(&name)?));
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -40,12 +41,37 @@ impl WordFile {
         let mapped = file
             .set_len(sys::page_size() as u64)
             .and_then(|()| MappedRegion::map_file(&file, sys::page_size()));
-        match mapped {
-            Ok(region) => Ok(WordFile { path, name, region }),
-            Err(e) => {
-                let _ = std::fs::remove_file(&path);
-                Err(e)
-            }
+        let created = mapped.and_then(|region| {
+            let me = ProcessIdentity::current()?;
+            let word = WordFile {
+                path: path.clone(),
+                name,
+                region,
+            };
+            word.record_creator(me);
+            Ok(word)
+        });
+        if created.is_err() {
+            let _ = std::fs::remove_file(&path);
+        }
+        created
+    }
+
+    /// Writes `who` into the creator words (the last three words of the page).
+    fn record_creator(&self, who: ProcessIdentity) {
+        let [pid, lo, hi] = creator_words(&self.region);
+        pid.store(who.pid as u32, Ordering::Release);
+        lo.store(who.start_time as u32, Ordering::Release);
+        hi.store((who.start_time >> 32) as u32, Ordering::Release);
+    }
+
+    /// The process that created the file.
+    pub fn creator(&self) -> ProcessIdentity {
+        let [pid, lo, hi] = creator_words(&self.region);
+        ProcessIdentity {
+            pid: pid.load(Ordering::Acquire) as i32,
+            start_time: u64::from(lo.load(Ordering::Acquire))
+                | (u64::from(hi.load(Ordering::Acquire)) << 32),
         }
     }
 
@@ -59,7 +85,7 @@ impl WordFile {
                 "word file name has the wrong length",
             )
         })?;
-        let path = dir.join(valid_name(&name)?);
+        let path = dir.join(format!("{PREFIX}{}", valid_name(&name)?));
         let file: File = OpenOptions::new().read(true).write(true).open(&path)?;
         if file.metadata()?.len() < sys::page_size() as u64 {
             return Err(io::Error::new(
@@ -81,8 +107,12 @@ impl WordFile {
         &self.path
     }
 
-    /// Word `index` (0-based) of the file.
+    /// Word `index` (0-based) of the file, for the caller's use: the last three words of
+    /// the page record the creator and are not handed out.
     pub fn word(&self, index: usize) -> Option<&AtomicU32> {
+        if index >= sys::page_size() / 4 - 3 {
+            return None;
+        }
         self.region.atomic_u32(index.checked_mul(4)?)
     }
 
@@ -93,6 +123,40 @@ impl WordFile {
             _ => Ok(()),
         }
     }
+}
+
+/// Prefix of word file names.
+const PREFIX: &str = "word-";
+
+/// The three words at the end of the page that record the creator.
+fn creator_words(region: &MappedRegion) -> [&AtomicU32; 3] {
+    let last = sys::page_size() - 12;
+    [0, 4, 8].map(|off| {
+        region
+            .atomic_u32(last + off)
+            .expect("a mapping is a whole page")
+    })
+}
+
+/// Removes the word files in `dir` whose creator is dead: what a crashed creator left
+/// behind (mappings other processes still have stay valid). Returns how many it removed;
+/// unreadable entries are skipped.
+pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let Some(name) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let Ok(word) = WordFile::open(dir, name.as_bytes()) else {
+            continue;
+        };
+        if !word.creator().is_alive() && word.unlink().is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// A fresh random name: [`NAME_LEN`] lower-case hex digits.
@@ -150,6 +214,30 @@ mod tests {
             WordFile::open(&dir, a.name()).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn orphans_of_dead_creators_are_swept() {
+        let dir =
+            std::env::temp_dir().join(format!("devipc-wordfile-sweep-{}", std::process::id()));
+        let dir = crate::private_dir::open_private_dir(&dir).unwrap();
+        let mine = WordFile::create(&dir).unwrap();
+        assert_eq!(mine.creator(), ProcessIdentity::current().unwrap());
+        let orphan = WordFile::create(&dir).unwrap();
+        orphan.record_creator(ProcessIdentity {
+            pid: 0x7fff_fff0,
+            start_time: 1 << 40,
+        });
+        assert_eq!(orphan.creator().start_time, 1 << 40);
+        assert_eq!(sweep_orphans(&dir).unwrap(), 1);
+        assert!(WordFile::open(&dir, orphan.name()).is_err());
+        assert!(WordFile::open(&dir, mine.name()).is_ok());
+        assert!(
+            mine.word(sys::page_size() / 4 - 3).is_none(),
+            "creator words are reserved"
+        );
+        mine.unlink().unwrap();
         std::fs::remove_dir(&dir).unwrap();
     }
 
