@@ -91,7 +91,22 @@ pub struct AscendBackend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DeviceRange {
     pub(crate) end: u64,
+    /// The device the range is mapped on (bound for copies).
     pub(crate) device: DeviceId,
+    /// How host copies reach it.
+    pub(crate) route: CopyRoute,
+}
+
+/// How `read`/`write` copy between the host and a [`DeviceRange`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CopyRoute {
+    /// Synchronous `aclrtMemcpy` host <-> device.
+    Direct,
+    /// Through a staging buffer on the range's device, with asynchronous
+    /// device-to-device copies: memory imported by IPC key onto another device than the
+    /// exporter's, which takes no other copy (RT-DOC 11-07, api-facts C.4; see
+    /// [`staging`](crate::staging)).
+    Staged,
 }
 
 impl AscendBackend {

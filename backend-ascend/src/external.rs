@@ -42,7 +42,7 @@ use devipc_core::{
 use devipc_shm::lease::held;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
-use crate::backend::{AscendBackend, DeviceRange, lock};
+use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
 use crate::call::{check, optional};
 use crate::device::DeviceScope;
 use crate::memory::{MappingRecord, token_range};
@@ -325,7 +325,15 @@ impl AscendBackend {
             lease,
             base,
         }));
-        self.add_range(base, DeviceRange { end, device });
+        // The vendor allows only asynchronous device-to-device copies of a key import
+        // used on another device than the exporter's (RT-DOC 11-07): host copies of it
+        // are staged.
+        let route = if cross_device {
+            CopyRoute::Staged
+        } else {
+            CopyRoute::Direct
+        };
+        self.add_range(base, DeviceRange { end, device, route });
         Ok(Mapping {
             id,
             device,

@@ -12,6 +12,7 @@
 //! | export_external | IPC key of the whole `aclrtMalloc` block: `aclrtMemGetAddressRange`, `aclrtIpcMemGetExportKey` (see [`external`]) |
 //! | grant | `aclrtMemSetPidToShareableHandle` / `aclrtIpcMemSetImportPid` / `aclrtNotifySetImportPid` |
 //! | import / close | `aclrtMemImportFromShareableHandle`, reserve, map, set access / unmap, release, free; or `aclrtIpcMemImportByKey` / `aclrtIpcMemClose` |
+//! | read / write | `aclrtMemcpy`; for memory imported by IPC key onto another device than the exporter's, a staging buffer and `aclrtMemcpyAsync` device to device (see [`staging`]) |
 //! | signals | IPC Notify (see [`signal`]) |
 //! | process_id | `aclrtDeviceGetBareTgid` (the host pid, even inside a container) |
 //!
@@ -32,6 +33,7 @@ pub mod external;
 pub mod memory;
 mod rollback;
 pub mod signal;
+pub mod staging;
 
 pub use backend::AscendBackend;
 pub use devipc_ascend_sys as sys;

@@ -14,12 +14,11 @@
 //! Memory the framework allocated itself goes through IPC keys instead, see
 //! [`external`](crate::external).
 //!
-//! `read` and `write` are synchronous `aclrtMemcpy` calls. The vendor forbids host copies
-//! (and synchronous device copies) on memory imported by IPC key and used from another
-//! device than the exporter's (api-facts C.4: only asynchronous device-to-device copies);
-//! `aclrtMemcpyAsync` is not in devipc's function table, so on a real runtime such a
-//! mapping is for kernels and the peer's own copies, and `read`/`write` on it return the
-//! runtime's error.
+//! `read` and `write` are synchronous `aclrtMemcpy` calls, except on memory imported by
+//! IPC key and used from another device than the exporter's: the vendor forbids host
+//! copies (and synchronous device copies) of it (api-facts C.4: only asynchronous
+//! device-to-device copies), so those go through a staging buffer on the importing device
+//! (see [`staging`](crate::staging)).
 
 use std::ffi::c_void;
 use std::ops::Range;
@@ -39,11 +38,12 @@ use devipc_core::{
     PidValidation, ProcessId, Result,
 };
 
-use crate::backend::{AscendBackend, DeviceRange, lock};
+use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
 use crate::call::{acl, acl_opt, check, optional};
 use crate::device::DeviceScope;
 use crate::external::KeyMapping;
 use crate::rollback::{Rollback, Undo, as_ptr};
+use crate::staging::Transfer;
 
 /// Granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity` (the
 /// 2024 headers): 2 MiB, the huge-page size of the `ACL_HBM_MEM_HUGE` memory devipc
@@ -201,6 +201,7 @@ impl AscendBackend {
             DeviceRange {
                 end: va + size as u64,
                 device,
+                route: CopyRoute::Direct,
             },
         );
         Ok(Allocation {
@@ -419,6 +420,7 @@ impl AscendBackend {
             DeviceRange {
                 end: va + size as u64,
                 device,
+                route: CopyRoute::Direct,
             },
         );
         Ok(Mapping {
@@ -461,12 +463,16 @@ impl AscendBackend {
 
     /// `aclrtMemcpy` host to device. The device bound is the one of the devipc allocation
     /// or mapping holding `dst`; for memory devipc did not map (framework memory) the
-    /// thread's current device is used as it is.
+    /// thread's current device is used as it is. A `CopyRoute::Staged` mapping is
+    /// written through a staging buffer ([`staging`](crate::staging)).
     pub(crate) fn write_memory(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         if src.is_empty() {
             return Ok(());
         }
         let range = self.range_of(dst.0);
+        if let Some(r) = range.filter(|r| r.route == CopyRoute::Staged) {
+            return self.staged_copy(r.device, dst.0, Transfer::Write(src));
+        }
         let _scope = match range {
             Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
             None => None,
@@ -486,12 +492,16 @@ impl AscendBackend {
         }
     }
 
-    /// `aclrtMemcpy` device to host, binding the device as [`Self::write_memory`] does.
+    /// `aclrtMemcpy` device to host, binding the device (and staging) as
+    /// [`Self::write_memory`] does.
     pub(crate) fn read_memory(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
         if dst.is_empty() {
             return Ok(());
         }
         let range = self.range_of(src.0);
+        if let Some(r) = range.filter(|r| r.route == CopyRoute::Staged) {
+            return self.staged_copy(r.device, src.0, Transfer::Read(dst));
+        }
         let _scope = match range {
             Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
             None => None,

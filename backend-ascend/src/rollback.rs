@@ -5,7 +5,9 @@
 //! pushed onto a `Rollback` at once, before the next fallible call (STYLE pattern 6); if
 //! the function returns early the guard undoes the steps in reverse order, and only
 //! [`Rollback::commit`] hands them over to a record in a handle table. Undo failures go
-//! to stderr: the original error is the one the caller sees.
+//! to stderr: the original error is the one the caller sees. An operation that needs its
+//! objects only while it runs (the staging buffer and stream of a staged copy) ends with
+//! [`Rollback::release`] instead, which releases them and reports the first failure.
 
 use std::ffi::c_void;
 
@@ -27,6 +29,10 @@ pub(crate) enum Undo {
     IpcClose([u8; ACL_IPC_KEY_LEN]),
     /// `aclrtDestroyNotify` of a notify (an address).
     DestroyNotify(usize),
+    /// `aclrtFree` of an `aclrtMalloc` block.
+    Free(u64),
+    /// `aclrtDestroyStream` of a stream (an address).
+    DestroyStream(usize),
 }
 
 /// An address as the C `void *` the ACL functions take.
@@ -50,6 +56,10 @@ impl Undo {
                 Undo::IpcClose(key) => acl_opt!(api, aclrtIpcMemClose(key.as_ptr().cast())),
                 Undo::DestroyNotify(notify) => {
                     acl_opt!(api, aclrtDestroyNotify(notify as *mut c_void))
+                }
+                Undo::Free(ptr) => acl!(api, aclrtFree(as_ptr(ptr))),
+                Undo::DestroyStream(stream) => {
+                    acl!(api, aclrtDestroyStream(stream as *mut c_void))
                 }
             }
         }
@@ -83,6 +93,21 @@ impl<'a> Rollback<'a> {
     /// The operation succeeded: the caller owns everything acquired.
     pub(crate) fn commit(mut self) {
         self.steps.clear();
+    }
+
+    /// The operation is done with what it acquired: releases every step now, in reverse
+    /// order, and returns the first failure (the later steps are still released).
+    pub(crate) fn release(mut self) -> devipc_core::Result<()> {
+        let mut first = Ok(());
+        while let Some(step) = self.steps.pop() {
+            let result = step.run(self.api);
+            if first.is_ok() {
+                first = result;
+            } else if let Err(e) = result {
+                eprintln!("devipc-ascend: releasing {step:?} failed as well: {e}");
+            }
+        }
+        first
     }
 }
 

@@ -1,6 +1,7 @@
 //! The backend on the devipc emulator, across real processes: export, grant, import,
 //! read/write and close on both memory paths (VMM shareable handles and IPC keys), a
-//! notify ping-pong, cross-device imports, and the error paths, each mapped to the vendor
+//! notify ping-pong, cross-device imports (a key import on another device is read and
+//! written through staged asynchronous copies), and the error paths, each mapped to the vendor
 //! code and name the emulator documents for it (its rule id appears in the runtime
 //! message).
 //!
@@ -22,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use devipc_ascend::AscendBackend;
-use devipc_ascend::sys::types::ACL_MEM_MALLOC_HUGE_FIRST;
+use devipc_ascend::sys::types::{ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_HOST};
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
     DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, LibrarySource, Mechanism, MemToken,
@@ -509,6 +510,21 @@ fn cross_device_imports() {
     run_pair("cross_device");
 }
 
+/// The framework block exported by key in `cross_device`: more than one staging chunk.
+const KEY_BLOCK: usize = devipc_ascend::staging::STAGING_CHUNK + (1 << 20);
+/// Where and how much the importer writes into it: across the chunk boundary of a
+/// write that starts there.
+const KEY_WRITE_AT: usize = 1000;
+const KEY_WRITE_LEN: usize = devipc_ascend::staging::STAGING_CHUNK + 123;
+
+/// A pattern that differs between positions 256 bytes (and 4 MiB) apart, so a chunk
+/// copied to the wrong place shows.
+fn long_pattern(seed: u8, len: usize) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 ^ seed)
+        .collect()
+}
+
 fn cross_device_a(b: &AscendBackend, peer: &mut Peer) {
     let alloc = b.allocate(DeviceId(1), 1).unwrap();
     b.write(alloc.ptr, &pattern(5, 256)).unwrap();
@@ -516,10 +532,11 @@ fn cross_device_a(b: &AscendBackend, peer: &mut Peer) {
         .export(&alloc, 0..256, ExportOptions::any_process())
         .unwrap();
     assert_eq!(vmm.device(), DeviceId(1));
-    let block = framework_malloc(b, 1, 8192);
-    b.write(block, &pattern(6, 64)).unwrap();
+    // Larger than one staging chunk, so the peer's staged copies take several.
+    let block = framework_malloc(b, 1, KEY_BLOCK);
+    b.write(block, &long_pattern(6, KEY_BLOCK)).unwrap();
     let key = b
-        .export_external(DeviceId(1), block, 64, ExportOptions::any_process())
+        .export_external(DeviceId(1), block, KEY_BLOCK, ExportOptions::any_process())
         .unwrap();
     let signal = b.create_signal(DeviceId(1)).unwrap();
     let signal_token = b
@@ -530,6 +547,11 @@ fn cross_device_a(b: &AscendBackend, peer: &mut Peer) {
     peer.send("signal", signal_token.to_text());
     b.wait(&signal, RawStream::DEFAULT, Some(LONG)).unwrap();
     assert_eq!(read(b, alloc.ptr, 256), pattern(7, 256));
+    // What the peer wrote through its cross-device key import, around it what it did not.
+    let mut want = long_pattern(6, KEY_BLOCK);
+    want[KEY_WRITE_AT..KEY_WRITE_AT + KEY_WRITE_LEN]
+        .copy_from_slice(&long_pattern(8, KEY_WRITE_LEN));
+    assert!(read(b, block, KEY_BLOCK) == want, "the peer's staged write");
     peer.recv("closed");
     b.destroy_signal(signal).unwrap();
     b.close_external(DeviceId(1), block).unwrap();
@@ -547,16 +569,44 @@ fn cross_device_b(b: &AscendBackend, peer: &mut Peer) {
     assert_eq!(m.device, DeviceId(0));
     assert_eq!(read(b, m.ptr, 256), pattern(5, 256));
     let k = b.import(&key, DeviceId(0)).unwrap();
+    assert_eq!(k.len, KEY_BLOCK);
     // The vendor allows only asynchronous device-to-device copies of key-imported memory
-    // across devices (RT-DOC 11-07): a host read is refused, as on an NPU.
+    // across devices (RT-DOC 11-07): a raw host copy is refused, as on an NPU ...
     let mut host = [0u8; 64];
-    let err = b.read(k.ptr, &mut host).unwrap_err();
-    assert_vendor(
-        &err,
-        "aclrtMemcpy",
-        107_000,
-        "ACL_ERROR_RT_PARAM_INVALID",
-        "ascend.ipc-key.cross-device-copy-restricted",
+    let api = b.api();
+    // SAFETY: `host` is a live buffer of 64 bytes; the emulator checks the device side.
+    let code = unsafe {
+        (api.aclrtMemcpy)(
+            host.as_mut_ptr().cast(),
+            host.len(),
+            k.ptr.0 as usize as *const c_void,
+            host.len(),
+            ACL_MEMCPY_DEVICE_TO_HOST,
+        )
+    };
+    assert_eq!(code, 107_000);
+    // SAFETY: no arguments; the message is copied at once.
+    let message = unsafe { std::ffi::CStr::from_ptr((api.aclGetRecentErrMsg)()) }
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        message.contains("ascend.ipc-key.cross-device-copy-restricted"),
+        "{message}"
+    );
+    // ... so the backend stages its reads and writes through device 0 memory, in chunks.
+    assert!(read(b, k.ptr, KEY_BLOCK) == long_pattern(6, KEY_BLOCK));
+    assert_eq!(
+        read(b, k.ptr.offset(KEY_WRITE_AT).unwrap(), 100),
+        long_pattern(6, KEY_BLOCK)[KEY_WRITE_AT..KEY_WRITE_AT + 100]
+    );
+    b.write(
+        k.ptr.offset(KEY_WRITE_AT).unwrap(),
+        &long_pattern(8, KEY_WRITE_LEN),
+    )
+    .unwrap();
+    assert!(
+        read(b, k.ptr.offset(KEY_WRITE_AT).unwrap(), KEY_WRITE_LEN)
+            == long_pattern(8, KEY_WRITE_LEN)
     );
     let s = b.import_signal(&signal_token, DeviceId(0)).unwrap();
     b.write(m.ptr, &pattern(7, 256)).unwrap();

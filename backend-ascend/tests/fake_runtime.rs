@@ -5,7 +5,7 @@
 //! maps their failures: start-up (`aclInit` repeat tolerated, `aclFinalize` only when
 //! devipc initialised ACL, no device), error names and messages, optional symbols absent,
 //! device binding and restoring, rollback after a failed step, the one-export rule, key
-//! payloads and the notify timeout.
+//! payloads, the notify timeout, and the staged copies of cross-device key imports.
 //!
 //! The fake keeps its state per thread (each test drives the backend from its own
 //! thread). The process-wide `aclInit` accounting of the backend is keyed by the
@@ -36,12 +36,36 @@ mod fake {
 
     use devipc_ascend_sys::types::*;
 
+    /// One recorded copy.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct CopyCall {
+        pub dst: usize,
+        pub dest_max: usize,
+        pub src: usize,
+        pub count: usize,
+        pub kind: aclrtMemcpyKind,
+        /// The stream of an `aclrtMemcpyAsync` (0: the default stream); `None` for a
+        /// synchronous `aclrtMemcpy`.
+        pub stream: Option<usize>,
+    }
+
     /// The fake runtime's state for the current thread.
     pub struct Fake {
         /// Every call, as `name` or `name(detail)`.
         pub calls: Vec<String>,
         /// Codes forced per function (returned on every call until removed).
         pub fail: HashMap<&'static str, aclError>,
+        /// A code forced on the n-th call (1-based, counted from when it was set) of a
+        /// function only.
+        pub fail_nth: HashMap<&'static str, (usize, aclError)>,
+        /// Calls per function since its `fail_nth` entry was set.
+        pub seen: HashMap<&'static str, usize>,
+        /// Every `aclrtMemcpy` / `aclrtMemcpyAsync`, with its addresses.
+        pub copies: Vec<CopyCall>,
+        /// The address the last `aclrtMalloc` returned.
+        pub last_malloc: usize,
+        /// The handle the last `aclrtCreateStream` returned.
+        pub last_stream: usize,
         /// What `aclGetRecentErrMsg` returns.
         pub message: Option<CString>,
         pub device_count: u32,
@@ -66,6 +90,11 @@ mod fake {
             Fake {
                 calls: Vec::new(),
                 fail: HashMap::new(),
+                fail_nth: HashMap::new(),
+                seen: HashMap::new(),
+                copies: Vec::new(),
+                last_malloc: 0,
+                last_stream: 0,
                 message: None,
                 device_count: 2,
                 current: None,
@@ -95,6 +124,13 @@ mod fake {
             } else {
                 format!("{name}({detail})")
             });
+            if let Some(&(n, code)) = s.fail_nth.get(name) {
+                let seen = s.seen.entry(name).or_default();
+                *seen += 1;
+                if *seen == n {
+                    return code;
+                }
+            }
             s.fail.get(name).copied().unwrap_or(0)
         })
     }
@@ -158,12 +194,14 @@ mod fake {
     pub unsafe extern "C" fn aclrtMalloc(
         devPtr: *mut *mut c_void,
         size: usize,
-        _policy: aclrtMemMallocPolicy,
+        policy: aclrtMemMallocPolicy,
     ) -> aclError {
-        forced!("aclrtMalloc");
+        forced!("aclrtMalloc", format!("{size},{policy}"));
+        let addr = next_addr(size);
+        with(|s| s.last_malloc = addr);
         // SAFETY: the caller (the backend) passes pointers valid for this access, as
         // the function's ACL contract requires.
-        unsafe { *devPtr = next_addr(size) as *mut c_void };
+        unsafe { *devPtr = addr as *mut c_void };
         0
     }
     pub unsafe extern "C" fn aclrtFree(devPtr: *mut c_void) -> aclError {
@@ -171,13 +209,44 @@ mod fake {
         0
     }
     pub unsafe extern "C" fn aclrtMemcpy(
-        _dst: *mut c_void,
+        dst: *mut c_void,
         destMax: usize,
-        _src: *const c_void,
+        src: *const c_void,
         count: usize,
         kind: aclrtMemcpyKind,
     ) -> aclError {
         forced!("aclrtMemcpy", format!("{destMax},{count},{kind}"));
+        with(|s| {
+            s.copies.push(CopyCall {
+                dst: dst.addr(),
+                dest_max: destMax,
+                src: src.addr(),
+                count,
+                kind,
+                stream: None,
+            })
+        });
+        0
+    }
+    pub unsafe extern "C" fn aclrtMemcpyAsync(
+        dst: *mut c_void,
+        destMax: usize,
+        src: *const c_void,
+        count: usize,
+        kind: aclrtMemcpyKind,
+        stream: aclrtStream,
+    ) -> aclError {
+        forced!("aclrtMemcpyAsync", format!("{destMax},{count},{kind}"));
+        with(|s| {
+            s.copies.push(CopyCall {
+                dst: dst.addr(),
+                dest_max: destMax,
+                src: src.addr(),
+                count,
+                kind,
+                stream: Some(stream.addr()),
+            })
+        });
         0
     }
     pub unsafe extern "C" fn aclrtMemset(
@@ -191,17 +260,19 @@ mod fake {
     }
     pub unsafe extern "C" fn aclrtCreateStream(stream: *mut aclrtStream) -> aclError {
         forced!("aclrtCreateStream");
+        let addr = next_addr(1);
+        with(|s| s.last_stream = addr);
         // SAFETY: the caller (the backend) passes pointers valid for this access, as
         // the function's ACL contract requires.
-        unsafe { *stream = next_addr(1) as aclrtStream };
+        unsafe { *stream = addr as aclrtStream };
         0
     }
-    pub unsafe extern "C" fn aclrtDestroyStream(_stream: aclrtStream) -> aclError {
-        forced!("aclrtDestroyStream");
+    pub unsafe extern "C" fn aclrtDestroyStream(stream: aclrtStream) -> aclError {
+        forced!("aclrtDestroyStream", format!("{stream:p}"));
         0
     }
-    pub unsafe extern "C" fn aclrtSynchronizeStream(_stream: aclrtStream) -> aclError {
-        forced!("aclrtSynchronizeStream");
+    pub unsafe extern "C" fn aclrtSynchronizeStream(stream: aclrtStream) -> aclError {
+        forced!("aclrtSynchronizeStream", format!("{stream:p}"));
         0
     }
     pub unsafe extern "C" fn aclrtMallocPhysical(
@@ -1192,6 +1263,325 @@ fn write_and_read_bind_the_device_of_the_range() {
     b.write(DevicePtr(0x1234), &[1]).unwrap();
     assert_eq!(calls(), ["aclrtMemcpy(1,1,1)"]);
     b.free(alloc).unwrap();
+}
+
+/// A key token as another process on `device` would send it: key "abc", an object of
+/// `object_size` bytes, the range `offset..offset + len`.
+fn foreign_key_token(device: DeviceId, object_size: u64, offset: u64, len: u64) -> MemToken {
+    let mut key = vec![0u8; 65];
+    key[..3].copy_from_slice(b"abc");
+    MemToken::new(MemTokenParts {
+        mechanism: Mechanism::AscendIpcKey,
+        emulated: true,
+        device,
+        origin: TokenOrigin::current(ProcessId(1)),
+        generation: 1,
+        object_size,
+        offset,
+        len,
+        payload: key,
+    })
+    .unwrap()
+}
+
+fn copies() -> Vec<fake::CopyCall> {
+    fake::with(|s| std::mem::take(&mut s.copies))
+}
+
+/// The staging buffer and stream of the last staged copy.
+fn staging_and_stream() -> (usize, usize) {
+    fake::with(|s| (s.last_malloc, s.last_stream))
+}
+
+fn fail_nth(name: &'static str, n: usize, code: i32) {
+    fake::with(|s| {
+        s.fail_nth.insert(name, (n, code));
+        s.seen.remove(name);
+    });
+}
+
+#[test]
+#[serial]
+fn a_cross_device_key_import_is_written_and_read_through_a_staging_buffer() {
+    let b = backend(fake_api());
+    let token = foreign_key_token(DeviceId(1), 8192, 4096, 100);
+    let cross = b.import(&token, DeviceId(0)).unwrap();
+    let same = b.import(&token, DeviceId(1)).unwrap();
+    fake::with(|s| s.current = Some(1));
+    calls();
+    copies();
+
+    let data: Vec<u8> = (0..100).collect();
+    b.write(cross.ptr, &data).unwrap();
+    let (staging, stream) = staging_and_stream();
+    assert_eq!(
+        calls(),
+        [
+            "aclrtGetDevice".to_owned(),
+            "aclrtSetDevice(0)".to_owned(),
+            "aclrtMalloc(100,0)".to_owned(),
+            "aclrtCreateStream".to_owned(),
+            "aclrtMemcpy(100,100,1)".to_owned(),
+            "aclrtMemcpyAsync(100,100,3)".to_owned(),
+            format!("aclrtSynchronizeStream({stream:#x})"),
+            format!("aclrtDestroyStream({stream:#x})"),
+            format!("aclrtFree({staging:#x})"),
+            "aclrtSetDevice(1)".to_owned(),
+        ]
+    );
+    let c = copies();
+    assert_eq!(
+        c,
+        [
+            fake::CopyCall {
+                dst: staging,
+                dest_max: 100,
+                src: data.as_ptr().addr(),
+                count: 100,
+                kind: 1,
+                stream: None,
+            },
+            fake::CopyCall {
+                dst: cross.ptr.0 as usize,
+                dest_max: 100,
+                src: staging,
+                count: 100,
+                kind: 3,
+                stream: Some(stream),
+            },
+        ]
+    );
+
+    let mut back = [0u8; 64];
+    b.read(cross.ptr.offset(8).unwrap(), &mut back).unwrap();
+    let (staging, stream) = staging_and_stream();
+    assert_eq!(
+        calls(),
+        [
+            "aclrtGetDevice".to_owned(),
+            "aclrtSetDevice(0)".to_owned(),
+            "aclrtMalloc(64,0)".to_owned(),
+            "aclrtCreateStream".to_owned(),
+            "aclrtMemcpyAsync(64,64,3)".to_owned(),
+            format!("aclrtSynchronizeStream({stream:#x})"),
+            "aclrtMemcpy(64,64,2)".to_owned(),
+            format!("aclrtDestroyStream({stream:#x})"),
+            format!("aclrtFree({staging:#x})"),
+            "aclrtSetDevice(1)".to_owned(),
+        ]
+    );
+    let c = copies();
+    assert_eq!(
+        (c[0].dst, c[0].src, c[0].stream),
+        (staging, cross.ptr.0 as usize + 8, Some(stream))
+    );
+    assert_eq!((c[1].dst, c[1].src), (back.as_ptr().addr(), staging));
+
+    // On the exporter's device the plain synchronous copy is allowed.
+    b.read(same.ptr, &mut back).unwrap();
+    assert_eq!(calls(), ["aclrtGetDevice", "aclrtMemcpy(64,64,2)"]);
+    b.close(cross).unwrap();
+    b.close(same).unwrap();
+}
+
+#[test]
+#[serial]
+fn large_staged_copies_go_in_bounded_chunks_through_one_buffer() {
+    const MIB: usize = 1 << 20;
+    assert_eq!(devipc_ascend::staging::STAGING_CHUNK, 4 * MIB);
+    let len = 9 * MIB + 5;
+    let b = backend(fake_api());
+    let token = foreign_key_token(DeviceId(1), 16 << 20, 0, 16 << 20);
+    let cross = b.import(&token, DeviceId(0)).unwrap();
+    let base = cross.ptr.0 as usize;
+    let data = vec![7u8; len];
+    calls();
+    copies();
+    b.write(cross.ptr, &data).unwrap();
+    let (staging, stream) = staging_and_stream();
+    let c = calls();
+    assert_eq!(count(&c, "aclrtMalloc"), 1, "{c:?}");
+    assert!(c.contains(&format!("aclrtMalloc({},0)", 4 * MIB)), "{c:?}");
+    assert_eq!(count(&c, "aclrtCreateStream"), 1, "{c:?}");
+    assert_eq!(count(&c, "aclrtSynchronizeStream"), 3, "{c:?}");
+    assert_eq!(count(&c, "aclrtDestroyStream"), 1, "{c:?}");
+    assert_eq!(count(&c, "aclrtFree"), 1, "{c:?}");
+    let chunks = [(0, 4 * MIB), (4 * MIB, 4 * MIB), (8 * MIB, MIB + 5)];
+    let mut want = Vec::new();
+    for (offset, n) in chunks {
+        want.push(fake::CopyCall {
+            dst: staging,
+            dest_max: 4 * MIB,
+            src: data.as_ptr().addr() + offset,
+            count: n,
+            kind: 1,
+            stream: None,
+        });
+        want.push(fake::CopyCall {
+            dst: base + offset,
+            dest_max: n,
+            src: staging,
+            count: n,
+            kind: 3,
+            stream: Some(stream),
+        });
+    }
+    assert_eq!(copies(), want);
+
+    let mut back = vec![0u8; len];
+    b.read(cross.ptr, &mut back).unwrap();
+    let (staging, stream) = staging_and_stream();
+    let mut want = Vec::new();
+    for (offset, n) in chunks {
+        want.push(fake::CopyCall {
+            dst: staging,
+            dest_max: 4 * MIB,
+            src: base + offset,
+            count: n,
+            kind: 3,
+            stream: Some(stream),
+        });
+        want.push(fake::CopyCall {
+            dst: back.as_ptr().addr() + offset,
+            dest_max: n,
+            src: staging,
+            count: n,
+            kind: 2,
+            stream: None,
+        });
+    }
+    assert_eq!(copies(), want);
+    let c = calls();
+    // Each chunk's async copy is synchronised before the buffer is copied or reused.
+    let n = names(&c);
+    let order: Vec<&str> = n
+        .iter()
+        .copied()
+        .filter(|x| x.starts_with("aclrtMemcpy") || *x == "aclrtSynchronizeStream")
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "aclrtMemcpyAsync",
+            "aclrtSynchronizeStream",
+            "aclrtMemcpy",
+            "aclrtMemcpyAsync",
+            "aclrtSynchronizeStream",
+            "aclrtMemcpy",
+            "aclrtMemcpyAsync",
+            "aclrtSynchronizeStream",
+            "aclrtMemcpy",
+        ]
+    );
+    b.close(cross).unwrap();
+}
+
+#[test]
+#[serial]
+fn a_failing_staged_copy_releases_the_buffer_and_the_stream_and_restores_the_device() {
+    let b = backend(fake_api());
+    let token = foreign_key_token(DeviceId(1), 16 << 20, 0, 16 << 20);
+    let cross = b.import(&token, DeviceId(0)).unwrap();
+    fake::with(|s| s.current = Some(1));
+    let data = vec![1u8; 9 << 20];
+    let mut back = vec![0u8; 9 << 20];
+
+    // (function failing, on which call, whether a write (else a read), what is released)
+    let cases: [(&'static str, usize, bool, bool, bool); 9] = [
+        ("aclrtMalloc", 1, true, false, false),
+        ("aclrtCreateStream", 1, true, true, false),
+        ("aclrtMemcpy", 1, true, true, true),
+        ("aclrtMemcpyAsync", 2, true, true, true),
+        ("aclrtSynchronizeStream", 3, true, true, true),
+        ("aclrtMemcpyAsync", 1, false, true, true),
+        ("aclrtSynchronizeStream", 2, false, true, true),
+        ("aclrtMemcpy", 3, false, true, true),
+        ("aclrtMalloc", 1, false, false, false),
+    ];
+    for (name, nth, write, freed, destroyed) in cases {
+        calls();
+        fail_nth(name, nth, 507_899);
+        let err = if write {
+            b.write(cross.ptr, &data).unwrap_err()
+        } else {
+            b.read(cross.ptr, &mut back).unwrap_err()
+        };
+        let case = format!("{name} #{nth}, write {write}");
+        assert!(
+            matches!(&err, Error::Vendor { api, code: 507_899, .. } if *api == name),
+            "{case}: {err:?}"
+        );
+        let c = calls();
+        assert_eq!(count(&c, "aclrtFree"), usize::from(freed), "{case}: {c:?}");
+        assert_eq!(
+            count(&c, "aclrtDestroyStream"),
+            usize::from(destroyed),
+            "{case}: {c:?}"
+        );
+        if destroyed {
+            let n = names(&c);
+            let destroy = n.iter().position(|x| *x == "aclrtDestroyStream").unwrap();
+            let free = n.iter().position(|x| *x == "aclrtFree").unwrap();
+            assert!(destroy < free, "the stream goes before its buffer: {c:?}");
+        }
+        assert_eq!(
+            c.last().map(String::as_str),
+            Some("aclrtSetDevice(1)"),
+            "{case}"
+        );
+        assert_eq!(fake::with(|s| s.current), Some(1), "{case}");
+        fake::with(|s| s.fail_nth.clear());
+    }
+
+    // A release that fails after a complete transfer is the call's error; the other
+    // object is still released.
+    calls();
+    fail("aclrtDestroyStream", 107_017);
+    let err = b.write(cross.ptr, &data[..100]).unwrap_err();
+    assert_eq!(err.vendor_code(), Some(107_017), "{err}");
+    assert!(err.to_string().contains("aclrtDestroyStream"), "{err}");
+    assert_eq!(count(&calls(), "aclrtFree"), 1);
+    unfail("aclrtDestroyStream");
+    fail("aclrtFree", 107_000);
+    let err = b.read(cross.ptr, &mut back[..100]).unwrap_err();
+    assert!(err.to_string().contains("aclrtFree"), "{err}");
+    unfail("aclrtFree");
+
+    // All well again.
+    b.write(cross.ptr, &data).unwrap();
+    b.close(cross).unwrap();
+}
+
+#[test]
+#[serial]
+fn without_async_copies_a_cross_device_key_import_is_unsupported_for_host_copies() {
+    let mut api = fake_api();
+    api.aclrtMemcpyAsync = None;
+    let b = backend(api);
+    assert_eq!(b.api().missing_optional(), ["aclrtMemcpyAsync"]);
+    let token = foreign_key_token(DeviceId(1), 8192, 0, 8192);
+    let cross = b.import(&token, DeviceId(0)).unwrap();
+    let same = b.import(&token, DeviceId(1)).unwrap();
+    calls();
+    let mut buf = [0u8; 16];
+    let err = b.read(cross.ptr, &mut buf).unwrap_err();
+    match &err {
+        Error::Unsupported { what, .. } => {
+            assert!(what.contains("aclrtMemcpyAsync"), "{what}");
+            assert!(what.contains("another device"), "{what}");
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    assert!(matches!(
+        b.write(cross.ptr, &buf),
+        Err(Error::Unsupported { .. })
+    ));
+    assert!(calls().is_empty(), "nothing is called before the refusal");
+    // Same-device imports and allocations copy as before.
+    b.read(same.ptr, &mut buf).unwrap();
+    b.write(same.ptr, &buf).unwrap();
+    b.close(cross).unwrap();
+    b.close(same).unwrap();
 }
 
 #[test]

@@ -214,8 +214,42 @@ fn streams_are_checked_handles_and_synchronous() {
     a.ok(&format!("stream-sync {s}"));
     a.ok("stream-sync 0"); // the default stream
     a.fails("stream-sync 0x1234", 107017, rules::HANDLE_VALID);
+    // Asynchronous copies run at once, on a stream or the default stream, checked like
+    // synchronous ones.
+    let p = a.val("malloc 8192");
+    let q = a.val("malloc 8192");
+    let host = a.val("host-alloc 8192");
+    a.ok(&format!("write {p} 3 8192"));
+    a.ok(&format!("memcpy-async {q} 8192 {p} 8192 3 {s}"));
+    a.ok(&format!("stream-sync {s}"));
+    a.ok(&format!("check {q} 3 8192"));
+    a.ok(&format!("memcpy-async {host} 8192 {q} 8192 2"));
+    a.ok(&format!("memcpy-async {p} 8192 {host} 4096 1 {s}"));
+    a.ok(&format!("check {p} 3 4096"));
+    a.fails(
+        &format!("memcpy-async {q} 8192 {p} 8192 3 0x1234"),
+        107017,
+        rules::HANDLE_VALID,
+    );
+    a.fails(
+        &format!("memcpy-async {q} 100 {p} 101 3 {s}"),
+        107000,
+        rules::MEM_COPY_BOUNDS,
+    );
+    a.fails(
+        &format!("memcpy-async {q} 100 {host} 100 3 {s}"),
+        107000,
+        rules::MEM_COPY_KIND,
+    );
+    a.ok(&format!("free {p}"));
+    a.ok(&format!("free {q}"));
     a.ok(&format!("stream-destroy {s}"));
     a.fails(&format!("stream-destroy {s}"), 107017, rules::HANDLE_VALID);
+    a.fails(
+        &format!("memcpy-async {host} 16 {host} 16 0 {s}"),
+        107017,
+        rules::HANDLE_VALID,
+    );
     // Resetting the device destroys its streams.
     let s2 = a.val("stream-create");
     a.ok("reset-device 0");

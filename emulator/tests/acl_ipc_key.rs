@@ -237,6 +237,35 @@ fn cross_device_import_needs_the_flag_or_peer_access() {
         107000,
         rules::KEY_CROSS_DEVICE_COPY,
     );
+    // Asynchronous device-to-device copies are the ones allowed, both ways, on a stream
+    // or the default stream: staged through local memory, the bytes reach the host.
+    let stream = b.val("stream-create");
+    b.ok(&format!("memcpy-async {local} 4096 {v} 4096 3 {stream}"));
+    b.ok(&format!("stream-sync {stream}"));
+    b.ok(&format!("check {local} 13 4096"));
+    b.ok(&format!("write {local} 15 4096"));
+    b.ok(&format!("memcpy-async {v} 4096 {local} 4096 3"));
+    b.ok("stream-sync 0");
+    a.ok(&format!("check {p} 15 4096"));
+    b.ok(&format!("memcpy-async {local} 4096 {v} 4096 6 {stream}"));
+    b.ok(&format!("memcpy-async {v} 4096 {local} 4096 7 {stream}"));
+    // Asynchronous host copies and the automatic direction stay refused.
+    let host = b.val("host-alloc 4096");
+    for (dst, src, kind) in [
+        (&v, &host, 1),
+        (&host, &v, 2),
+        (&local, &v, 4),
+        (&v, &host, 5),
+    ] {
+        b.fails(
+            &format!("memcpy-async {dst} 4096 {src} 4096 {kind} {stream}"),
+            107000,
+            rules::KEY_CROSS_DEVICE_COPY,
+        );
+    }
+    a.ok(&format!("check {p} 15 4096"));
+    a.ok(&format!("write {p} 13 4096"));
+    b.ok(&format!("stream-destroy {stream}"));
     b.ok(&format!("free {local}"));
     // ENABLE_PEER_ACCESS enabled peer access 1 -> 0 for the process.
     b.val(&format!("key-import {key}"));

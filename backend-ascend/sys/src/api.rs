@@ -26,6 +26,12 @@
 //! `aclrtMemGetAllocationGranularity` and `aclrtMemSetAccess` (absent from the 2024
 //! header), `aclsysGetVersionStr`, and the deprecated `aclrtGetVersion` (which a future
 //! runtime may drop).
+//!
+//! One optional function is not newer: `aclrtMemcpyAsync` is in every header, but devipc
+//! calls it on one path only (`read`/`write` of memory imported by IPC key onto another
+//! device than the exporter's, where the vendor allows no other copy), so a table
+//! without it (a partial shim, an older emulator) still loads and only that path fails
+//! with `Error::Unsupported`.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -147,6 +153,14 @@ macro_rules! for_each_acl_fn {
                 fn aclrtDeviceEnablePeerAccess(peerDeviceId: i32, flags: u32) -> aclError;
             }
             optional {
+                /// Asynchronous copy on `stream` (NULL: the default stream); complete once
+                /// `aclrtSynchronizeStream` returns. The only copy the vendor allows on
+                /// memory imported by IPC key and used from another device than the
+                /// exporter's, and only device to device (RT-DOC 11-07; api-facts A.3,
+                /// C.4). Optional although every header since 2024 declares it: devipc
+                /// needs it only for `read`/`write` of such imports, so a runtime or shim
+                /// without it still loads and only that path reports `Unsupported`.
+                fn aclrtMemcpyAsync(dst: *mut c_void, destMax: usize, src: *const c_void, count: usize, kind: aclrtMemcpyKind, stream: aclrtStream) -> aclError;
                 /// Base and size of the allocation containing `ptr` (`aclrtMalloc`,
                 /// host and VMM memory). Optional: newer than the 2024 header; used to
                 /// export whole blocks of framework memory. api-facts A.3, C.4.
@@ -562,7 +576,7 @@ mod tests {
             .collect();
         assert_eq!(required, AclApi::REQUIRED_SYMBOLS);
         assert_eq!(optional, AclApi::OPTIONAL_SYMBOLS);
-        assert_eq!(FUNCTION_DECLS.len(), 42);
+        assert_eq!(FUNCTION_DECLS.len(), 43);
         assert_eq!(AclApi::REQUIRED_SYMBOLS[0], "aclInit");
     }
 
@@ -581,6 +595,7 @@ mod tests {
             "aclrtWaitAndResetNotify",
             "aclrtDeviceGetBareTgid",
             "aclrtMemGetAddressRange",
+            "aclrtMemcpyAsync",
             "aclsysGetVersionStr",
             "aclrtGetVersion",
         ] {

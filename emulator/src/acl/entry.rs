@@ -281,7 +281,7 @@ pub unsafe extern "C" fn aclrtMemcpy(
     run("aclrtMemcpy", || {
         non_null(dst, "dst")?;
         not_null(src, "src")?;
-        let _mapped = memory::check_copy(dst.addr(), destMax, src.addr(), count, kind)?;
+        let _mapped = memory::check_copy(dst.addr(), destMax, src.addr(), count, kind, false)?;
         if count > 0 {
             // SAFETY: device operands lie inside live mappings of this process (checked
             // and kept mapped by `_mapped`); host operands are valid for `count` bytes by
@@ -487,6 +487,40 @@ pub unsafe extern "C" fn aclrtDeviceCanAccessPeer(
 pub unsafe extern "C" fn aclrtDeviceEnablePeerAccess(peerDeviceId: i32, flags: u32) -> aclError {
     run("aclrtDeviceEnablePeerAccess", || {
         device::enable_peer_access(peerDeviceId, flags)
+    })
+}
+
+// ---- optional: asynchronous copy ------------------------------------------------------------
+
+/// `aclrtMemcpyAsync`: copy of `count` bytes on `stream` (NULL: the default stream).
+/// Streams run synchronously, so the bytes are copied before the call returns. Checked
+/// like `aclrtMemcpy`, except that on memory imported by key and used from another device
+/// the device-to-device kinds are allowed.
+///
+/// # Safety
+///
+/// Host operands (per `kind`) are valid for `count` bytes; device operands and the stream
+/// are checked.
+pub unsafe extern "C" fn aclrtMemcpyAsync(
+    dst: *mut c_void,
+    destMax: usize,
+    src: *const c_void,
+    count: usize,
+    kind: aclrtMemcpyKind,
+    stream: aclrtStream,
+) -> aclError {
+    run("aclrtMemcpyAsync", || {
+        non_null(dst, "dst")?;
+        not_null(src, "src")?;
+        stream::check(stream.addr())?;
+        let _mapped = memory::check_copy(dst.addr(), destMax, src.addr(), count, kind, true)?;
+        if count > 0 {
+            // SAFETY: as for aclrtMemcpy: device operands lie inside live mappings of this
+            // process (checked and kept mapped by `_mapped`), host operands are valid for
+            // `count` bytes by the contract, and `copy` allows overlap.
+            unsafe { ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), count) };
+        }
+        Ok(())
     })
 }
 

@@ -1,5 +1,5 @@
 //! `aclrtMalloc` memory, the map of this process's device address ranges, and the checks
-//! behind `aclrtMemcpy`, `aclrtMemset` and `aclrtMemGetAddressRange`.
+//! behind `aclrtMemcpy`, `aclrtMemcpyAsync`, `aclrtMemset` and `aclrtMemGetAddressRange`.
 //!
 //! Device memory is a segment of the state directory mapped `MAP_SHARED`; its host
 //! address is the "device pointer". Every device range this process can address is in
@@ -20,6 +20,10 @@
 //!   must lie inside one range; `kind` must match which operands are device memory
 //!   (`ACL_MEMCPY_DEFAULT` infers it). Copies run synchronously. Host operands are the
 //!   caller's memory and are not checked (the vendor's contract).
+//! - `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)`: the same checks, plus a
+//!   valid stream (NULL is the default stream). Streams run synchronously (see
+//!   [`super::stream`]), so the copy is done when the call returns and
+//!   `aclrtSynchronizeStream` has nothing left to wait for.
 //! - `aclrtMemset(ptr, maxCount, value, count)`: `count <= maxCount`; like the vendor it
 //!   decides from the address whether `ptr` is device memory (bounded by its range) or
 //!   host memory.
@@ -27,8 +31,11 @@
 //! - Memory imported by IPC key and used from another device than its owner's (the
 //!   importing thread's current device differs from the exporter's) accepts only
 //!   asynchronous device-to-device copies (RT-DOC 11-07, api-facts C.4): `aclrtMemcpy`
-//!   on it fails (`ascend.ipc-key.cross-device-copy-restricted`). On the owner's device
-//!   the restrictions do not apply. `aclrtMemset` is not restricted.
+//!   of any kind on it fails, and so does `aclrtMemcpyAsync` of a host kind or
+//!   `ACL_MEMCPY_DEFAULT`; `aclrtMemcpyAsync` of a device-to-device kind
+//!   (`ACL_MEMCPY_DEVICE_TO_DEVICE`, `..._INNER_...`, `..._INTER_...`) is allowed
+//!   (`ascend.ipc-key.cross-device-copy-restricted`). On the owner's device the
+//!   restrictions do not apply. `aclrtMemset` is not restricted.
 
 use std::sync::Arc;
 
@@ -190,14 +197,46 @@ pub struct Validated {
     _vmm: vmm::MappingGuard,
 }
 
+/// Which call touches an operand, for the cross-device key import restriction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// `aclrtMemset`: not restricted.
+    Fill,
+    /// `aclrtMemcpy`: restricted whatever the kind.
+    SyncCopy,
+    /// `aclrtMemcpyAsync` of this kind: allowed for the device-to-device kinds only.
+    AsyncCopy(aclrtMemcpyKind),
+}
+
+impl Access {
+    /// Whether the access is refused on a key import used from another device.
+    fn cross_device_refused(self) -> bool {
+        match self {
+            Access::Fill => false,
+            Access::SyncCopy => true,
+            Access::AsyncCopy(kind) => !is_device_to_device(kind),
+        }
+    }
+}
+
+/// Whether `kind` is one of the explicit device-to-device copy kinds.
+fn is_device_to_device(kind: aclrtMemcpyKind) -> bool {
+    matches!(
+        kind,
+        ACL_MEMCPY_DEVICE_TO_DEVICE
+            | ACL_MEMCPY_INNER_DEVICE_TO_DEVICE
+            | ACL_MEMCPY_INTER_DEVICE_TO_DEVICE
+    )
+}
+
 /// The device range containing `addr..addr+len`, checked for bounds, for the access of a
-/// VMM mapping (`write`), and, for `aclrtMemcpy` (`copy`), for the cross-device key
-/// import restriction; `None` for host memory.
+/// VMM mapping (`write`), and for the cross-device key import restriction (`access`);
+/// `None` for host memory.
 fn device_operand(
     addr: usize,
     len: usize,
     write: bool,
-    copy: bool,
+    access: Access,
     keep: &mut Vec<Arc<SharedMapping>>,
 ) -> AclResult<Option<LocalRange<DeviceRange>>> {
     let Some(hit) = RANGES.resolve(addr) else {
@@ -222,13 +261,20 @@ fn device_operand(
         } => {
             let owner = hit.value.device;
             check(
-                copy && *imported_on != owner,
+                access.cross_device_refused() && *imported_on != owner,
                 rules::KEY_CROSS_DEVICE_COPY,
                 || {
+                    let refused = match access {
+                        Access::AsyncCopy(kind) => {
+                            format!("aclrtMemcpyAsync of kind {kind} is not device to device")
+                        }
+                        _ => "aclrtMemcpy is synchronous".to_owned(),
+                    };
                     format!(
                         "{addr:#x} is memory of device {owner} imported by key on device {imported_on}: \
                          across devices the vendor allows only asynchronous device-to-device copies \
-                         of it (no host copies, no ACL_MEMCPY_DEFAULT, no synchronous aclrtMemcpy)"
+                         of it (no host copies, no ACL_MEMCPY_DEFAULT, no synchronous aclrtMemcpy), \
+                         and {refused}"
                     )
                 },
             )?;
@@ -252,13 +298,16 @@ fn device_operand(
     Ok(Some(hit))
 }
 
-/// Checks `aclrtMemcpy(dst, destMax, src, count, kind)`.
+/// Checks `aclrtMemcpy(dst, destMax, src, count, kind)` (`asynchronous` false) or
+/// `aclrtMemcpyAsync` with the same arguments (`asynchronous` true; the caller checks the
+/// stream).
 pub fn check_copy(
     dst: usize,
     dest_max: usize,
     src: usize,
     count: usize,
     kind: aclrtMemcpyKind,
+    asynchronous: bool,
 ) -> AclResult<Validated> {
     if count > dest_max {
         return Err(AclFailure::rule(
@@ -281,10 +330,15 @@ pub fn check_copy(
             ));
         }
     };
+    let access = if asynchronous {
+        Access::AsyncCopy(kind)
+    } else {
+        Access::SyncCopy
+    };
     let guard = vmm::mapping_guard();
     let mut keep = Vec::new();
-    let d = device_operand(dst, count, true, true, &mut keep)?;
-    let s = device_operand(src, count, false, true, &mut keep)?;
+    let d = device_operand(dst, count, true, access, &mut keep)?;
+    let s = device_operand(src, count, false, access, &mut keep)?;
     if let Some((dst_dev, src_dev)) = expected {
         let side = |dev: bool| if dev { "device" } else { "host" };
         check(
@@ -317,7 +371,7 @@ pub fn check_fill(ptr: usize, max_count: usize, count: usize) -> AclResult<Valid
     }
     let guard = vmm::mapping_guard();
     let mut keep = Vec::new();
-    device_operand(ptr, count, true, false, &mut keep)?;
+    device_operand(ptr, count, true, Access::Fill, &mut keep)?;
     Ok(Validated {
         _mappings: keep,
         _vmm: guard,
@@ -335,6 +389,28 @@ mod tests {
         assert_eq!(malloc_block_size(33), Some(96));
         assert_eq!(malloc_block_size(4096), Some(4128));
         assert_eq!(malloc_block_size(usize::MAX), None);
+    }
+
+    #[test]
+    fn only_async_device_to_device_copies_pass_a_cross_device_key_import() {
+        assert!(!Access::Fill.cross_device_refused());
+        assert!(Access::SyncCopy.cross_device_refused());
+        for kind in [
+            ACL_MEMCPY_DEVICE_TO_DEVICE,
+            ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
+            ACL_MEMCPY_INTER_DEVICE_TO_DEVICE,
+        ] {
+            assert!(!Access::AsyncCopy(kind).cross_device_refused(), "{kind}");
+        }
+        for kind in [
+            ACL_MEMCPY_HOST_TO_HOST,
+            ACL_MEMCPY_HOST_TO_DEVICE,
+            ACL_MEMCPY_DEVICE_TO_HOST,
+            ACL_MEMCPY_DEFAULT,
+            ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE,
+        ] {
+            assert!(Access::AsyncCopy(kind).cross_device_refused(), "{kind}");
+        }
     }
 
     #[test]

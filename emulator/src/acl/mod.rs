@@ -13,14 +13,14 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `entry` | the 42 C entry points: NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
+//! | `entry` | the 43 C entry points: NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
 //! | [`rules`] | the rule ids, their codes, and whether each code is documented or chosen |
 //! | `errors` | [`AclFailure`]; infrastructure error -> code mapping; `aclGetRecentErrMsg` |
 //! | `shared` | the process-wide state directory and identity |
 //! | `init` | `aclInit` / `aclFinalize` counting, version queries |
 //! | `device` | devices, the per-thread current device, peer access, bare tgid |
 //! | `stream` | streams (synchronous: work runs in the calling thread) |
-//! | `memory` | `aclrtMalloc` blocks, the device address ranges, copy and fill checks |
+//! | `memory` | `aclrtMalloc` blocks, the device address ranges, copy (sync and async) and fill checks |
 //! | `vmm` | granularity, physical memory, reservations, mappings, access |
 //! | `shareable` | VMM export / trustlist / import of shareable handles |
 //! | `ipc_key` | key-based IPC memory |
@@ -52,7 +52,7 @@
 //! | importer not on a trustlist (VMM, key, notify) | 507899 `ACL_ERROR_RT_DRV_INTERNAL_ERROR` | driver errors outside the runtime's table map to 507899; observed for key imports |
 //! | same-process VMM import; second export or import of one shareable handle; cross-device import without peer access; trustlist set by a non-exporter | 507899 | the driver refuses these; same mapping |
 //! | exporter destroys a key while importers hold it (`ascend.ipc-key.importers-close-first`) | 507899 | the driver's destroy of a name still open elsewhere fails; same mapping. The key stays valid, so the exporter can retry after the importers closed |
-//! | unaligned key export, size not a multiple of the granularity, mapping outside a reservation, copy out of bounds or of the wrong kind, synchronous copy of a key import used on another device, unknown device pointer | 107000 `ACL_ERROR_RT_PARAM_INVALID` | runtime-layer argument validation |
+//! | unaligned key export, size not a multiple of the granularity, mapping outside a reservation, copy out of bounds or of the wrong kind, synchronous or host copy of a key import used on another device, unknown device pointer | 107000 `ACL_ERROR_RT_PARAM_INVALID` | runtime-layer argument validation |
 //! | unknown/stale handle, stream, notify, key, shareable handle | 107017 `ACL_ERROR_RT_INVALID_HANDLE` | `DRV_ERROR_INVALID_HANDLE` mapping |
 //! | notify wait expired | 107019 `ACL_ERROR_RT_WAIT_TIMEOUT` | the runtime's wait-timeout code; `timeout` is taken in **seconds** (RT-DOC and the runtime's own log; the header says ms) |
 //! | notify key `len < 65`, bad notify flags (e.g. the memory flag 0x1) | 107000 | the documented code of the same checks for memory keys |

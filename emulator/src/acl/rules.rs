@@ -186,14 +186,14 @@ rules! {
     /// Copies stay inside their buffers.
     MEM_COPY_BOUNDS = "ascend.mem.copy-within-bounds", ACL_ERROR_RT_PARAM_INVALID,
         CodeBasis::Chosen(WHY_RT_PARAM), false,
-        "aclrtMemcpy/aclrtMemset: count must not exceed destMax/maxCount, and device operands \
-         must lie inside one allocation",
+        "aclrtMemcpy/aclrtMemcpyAsync/aclrtMemset: count must not exceed destMax/maxCount, and \
+         device operands must lie inside one allocation",
         "api-facts A.3";
     /// The copy kind must match the operands.
     MEM_COPY_KIND = "ascend.mem.copy-kind-matches", ACL_ERROR_RT_PARAM_INVALID,
         CodeBasis::Chosen(WHY_RT_PARAM), true,
-        "aclrtMemcpy's kind must match which operands are device memory \
-         (ACL_MEMCPY_DEFAULT infers it)",
+        "the kind of aclrtMemcpy and aclrtMemcpyAsync must match which operands are device \
+         memory (ACL_MEMCPY_DEFAULT infers it)",
         "api-facts A.4";
 
     // ---- VMM -----------------------------------------------------------------------------
@@ -367,8 +367,9 @@ rules! {
         CodeBasis::Chosen("the copy's kind is not allowed on that memory: a runtime-layer \
                            argument check (107000); the vendor names no code"), true,
         "memory imported by key onto another device than its owner's accepts only asynchronous \
-         device-to-device copies: aclrtMemcpy (synchronous, any kind) on it fails; on the \
-         owner's device there is no restriction",
+         device-to-device copies: aclrtMemcpy (synchronous, any kind) on it fails, and so does \
+         aclrtMemcpyAsync of a host kind or ACL_MEMCPY_DEFAULT; aclrtMemcpyAsync device to \
+         device works; on the owner's device there is no restriction",
         "api-facts C.4 (RT-DOC 11-07)";
 
     // ---- notify --------------------------------------------------------------------------

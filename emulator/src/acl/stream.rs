@@ -1,10 +1,10 @@
 //! Streams: `aclrtCreateStream`, `aclrtDestroyStream`, `aclrtSynchronizeStream`.
 //!
-//! The emulator has no device queue: work "on a stream" (copies, notify record and wait)
-//! runs synchronously in the calling thread, so a stream is only a checked handle tied to
-//! the device it was created on, and synchronising one returns at once. NULL is the
-//! default stream and always valid. Unknown or destroyed streams fail with
-//! `ACL_ERROR_RT_INVALID_HANDLE` (107017, `ascend.handle.valid`).
+//! The emulator has no device queue: work "on a stream" (`aclrtMemcpyAsync`, notify
+//! record and wait) runs synchronously in the calling thread, so a stream is only a
+//! checked handle tied to the device it was created on, and synchronising one returns at
+//! once. NULL is the default stream and always valid. Unknown or destroyed streams fail
+//! with `ACL_ERROR_RT_INVALID_HANDLE` (107017, `ascend.handle.valid`).
 
 use crate::local::HandleTable;
 

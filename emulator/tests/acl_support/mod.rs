@@ -562,6 +562,21 @@ impl Shell {
                 );
                 self.status(code, vec![])
             }
+            "memcpy-async" => {
+                // memcpy-async <dst> <destMax> <src> <count> <kind> [stream]
+                let code = opt!(
+                    api,
+                    aclrtMemcpyAsync(
+                        vptr(n(0)?),
+                        n(1)? as usize,
+                        vptr(n(2)?),
+                        n(3)? as usize,
+                        n(4)? as i32,
+                        vptr(n_or(5, 0)?)
+                    )
+                );
+                self.status(code, vec![])
+            }
             "memset" => {
                 let code = req!(
                     api,
@@ -943,6 +958,14 @@ impl Shell {
             "free" => req!(api, aclrtFree(null)),
             "memcpy-dst" => req!(api, aclrtMemcpy(null, 1, [0u8].as_ptr().cast(), 1, 0)),
             "memcpy-src" => req!(api, aclrtMemcpy([0u8].as_mut_ptr().cast(), 1, null, 1, 0)),
+            "memcpy-async-dst" => opt!(
+                api,
+                aclrtMemcpyAsync(null, 1, [0u8].as_ptr().cast(), 1, 0, null)
+            ),
+            "memcpy-async-src" => opt!(
+                api,
+                aclrtMemcpyAsync([0u8].as_mut_ptr().cast(), 1, null, 1, 0, null)
+            ),
             "memset" => req!(api, aclrtMemset(null, 1, 0, 1)),
             "stream-create" => req!(api, aclrtCreateStream(ptr::null_mut())),
             "stream-destroy" => req!(api, aclrtDestroyStream(null)),
@@ -1022,6 +1045,8 @@ pub const NULL_CASES: &[&str] = &[
     "free",
     "memcpy-dst",
     "memcpy-src",
+    "memcpy-async-dst",
+    "memcpy-async-src",
     "memset",
     "stream-create",
     "stream-destroy",

@@ -1,0 +1,199 @@
+//! Host copies (`read`/`write`) of memory imported by IPC key onto another device than the
+//! exporter's, staged through a buffer on the importing device.
+//!
+//! The vendor allows only *asynchronous device-to-device* copies of such memory: no host
+//! copies, no `ACL_MEMCPY_DEFAULT`, no synchronous `aclrtMemcpy` (RT-DOC 11-07,
+//! api-facts C.4). The backend marks these imports `CopyRoute::Staged` when it maps
+//! them, and `read`/`write` on them go through a staging buffer on the importing device,
+//! which is ordinary local memory the host may copy to and from:
+//!
+//! 1. bind the importing device; `aclrtMalloc` a staging buffer of
+//!    `min(len, STAGING_CHUNK)` bytes; `aclrtCreateStream` (each pushed onto a
+//!    rollback guard right after it succeeds);
+//! 2. per chunk of at most [`STAGING_CHUNK`] bytes:
+//!    - write: `aclrtMemcpy` host -> staging, then `aclrtMemcpyAsync` staging -> import
+//!      (`ACL_MEMCPY_DEVICE_TO_DEVICE`) on the stream, then `aclrtSynchronizeStream`;
+//!    - read: `aclrtMemcpyAsync` import -> staging on the stream,
+//!      `aclrtSynchronizeStream`, then `aclrtMemcpy` staging -> host;
+//!
+//!    so the stream is idle before the buffer is reused;
+//! 3. destroy the stream, then free the buffer (no task of the stream can still use the
+//!    buffer when it goes), on success and on every error path alike; a release that
+//!    fails after a complete transfer is reported as the call's error.
+//!
+//! The copies run on a stream of their own rather than the default stream: synchronising
+//! the default stream would also wait for whatever the framework queued on it.
+//!
+//! A runtime without `aclrtMemcpyAsync` cannot copy such memory from the host at all:
+//! [`Error::Unsupported`], before any vendor call.
+
+use std::ffi::c_void;
+
+use devipc_ascend_sys::types::{
+    ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST,
+    ACL_MEMCPY_HOST_TO_DEVICE, aclrtStream,
+};
+use devipc_core::{BackendKind, DeviceId, Error, Result};
+
+use crate::backend::AscendBackend;
+use crate::call::{acl, check};
+use crate::device::DeviceScope;
+use crate::rollback::{Rollback, Undo, as_ptr};
+
+/// The most bytes one staged chunk moves, and so the largest staging buffer: large
+/// enough that the per-chunk calls cost little next to the copy, small enough to fit
+/// next to the framework's memory.
+pub const STAGING_CHUNK: usize = 4 << 20;
+
+/// The direction and host side of a staged copy.
+pub(crate) enum Transfer<'a> {
+    /// Host -> device: `write`.
+    Write(&'a [u8]),
+    /// Device -> host: `read`.
+    Read(&'a mut [u8]),
+}
+
+impl Transfer<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Transfer::Write(src) => src.len(),
+            Transfer::Read(dst) => dst.len(),
+        }
+    }
+}
+
+/// The error for a staged copy on a runtime without `aclrtMemcpyAsync`.
+fn no_async_copy() -> Error {
+    Error::unsupported(
+        BackendKind::Ascend,
+        "host reads and writes of memory imported by IPC key onto another device than the \
+         exporter's on this runtime: the vendor allows only asynchronous device-to-device \
+         copies of such memory (RT-DOC 11-07), and the runtime does not export \
+         aclrtMemcpyAsync (import the key on the exporter's device instead)",
+    )
+}
+
+impl AscendBackend {
+    /// Copies between the host and `len` bytes of device memory at `remote`, a
+    /// `CopyRoute::Staged` range mapped on `device`, as the module docs describe.
+    pub(crate) fn staged_copy(
+        &self,
+        device: DeviceId,
+        remote: u64,
+        mut transfer: Transfer<'_>,
+    ) -> Result<()> {
+        let copy_async = self.api.aclrtMemcpyAsync.ok_or_else(no_async_copy)?;
+        let len = transfer.len();
+        if len == 0 {
+            return Ok(());
+        }
+        if u64::try_from(len)
+            .ok()
+            .and_then(|l| remote.checked_add(l))
+            .is_none()
+        {
+            return Err(Error::invalid_argument(format!(
+                "{len} bytes at {remote:#x} overflow the address space"
+            )));
+        }
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        let mut held = Rollback::new(&self.api);
+        let capacity = len.min(STAGING_CHUNK);
+        let mut staging: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `staging` is a valid out-pointer; the size is non-zero and the policy a
+        // documented enumerator.
+        unsafe {
+            acl!(
+                self.api,
+                aclrtMalloc(&mut staging, capacity, ACL_MEM_MALLOC_HUGE_FIRST)
+            )
+        }?;
+        let staging = staging as usize as u64;
+        held.push(Undo::Free(staging));
+        let mut stream: aclrtStream = std::ptr::null_mut();
+        // SAFETY: `stream` is a valid out-pointer; the importing device is bound.
+        unsafe { acl!(self.api, aclrtCreateStream(&mut stream)) }?;
+        held.push(Undo::DestroyStream(stream as usize));
+        let mut offset = 0;
+        while offset < len {
+            let n = (len - offset).min(STAGING_CHUNK);
+            // No overflow: remote + len fits, checked above.
+            let at = as_ptr(remote + offset as u64);
+            match &mut transfer {
+                Transfer::Write(src) => {
+                    let chunk = &src[offset..offset + n];
+                    // SAFETY: `chunk` is a live host slice of `n` bytes; the staging
+                    // buffer holds `capacity >= n` bytes and no task uses it (the stream
+                    // was synchronised after the previous chunk).
+                    unsafe {
+                        acl!(
+                            self.api,
+                            aclrtMemcpy(
+                                as_ptr(staging),
+                                capacity,
+                                chunk.as_ptr().cast(),
+                                n,
+                                ACL_MEMCPY_HOST_TO_DEVICE
+                            )
+                        )
+                    }?;
+                    // SAFETY: both operands are device memory (the staging buffer, the
+                    // import the runtime checks) and stay mapped until the stream is
+                    // synchronised below (the buffer is freed only after the stream is
+                    // destroyed); the stream is live.
+                    let code = unsafe {
+                        copy_async(
+                            at,
+                            n,
+                            as_ptr(staging),
+                            n,
+                            ACL_MEMCPY_DEVICE_TO_DEVICE,
+                            stream,
+                        )
+                    };
+                    check(&self.api, "aclrtMemcpyAsync", code)?;
+                    self.synchronize(stream)?;
+                }
+                Transfer::Read(dst) => {
+                    // SAFETY: as for the write: device memory on both sides, the stream
+                    // live, the buffer kept until the stream is gone.
+                    let code = unsafe {
+                        copy_async(
+                            as_ptr(staging),
+                            capacity,
+                            at,
+                            n,
+                            ACL_MEMCPY_DEVICE_TO_DEVICE,
+                            stream,
+                        )
+                    };
+                    check(&self.api, "aclrtMemcpyAsync", code)?;
+                    self.synchronize(stream)?;
+                    let chunk = &mut dst[offset..offset + n];
+                    // SAFETY: `chunk` is a live, exclusively borrowed host slice of `n`
+                    // bytes; the staging buffer holds the `n` bytes just copied.
+                    unsafe {
+                        acl!(
+                            self.api,
+                            aclrtMemcpy(
+                                chunk.as_mut_ptr().cast(),
+                                n,
+                                as_ptr(staging),
+                                n,
+                                ACL_MEMCPY_DEVICE_TO_HOST
+                            )
+                        )
+                    }?;
+                }
+            }
+            offset += n;
+        }
+        held.release()
+    }
+
+    /// `aclrtSynchronizeStream`.
+    fn synchronize(&self, stream: aclrtStream) -> Result<()> {
+        // SAFETY: `stream` was created by this operation and is still live.
+        unsafe { acl!(self.api, aclrtSynchronizeStream(stream)) }
+    }
+}
