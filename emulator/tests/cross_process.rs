@@ -1,176 +1,38 @@
 //! Cross-process behaviour of the emulator infrastructure, with real processes.
 //!
-//! Each test starts children by re-running this test binary on the `child_role` test with
-//! `DEVIPC_EMU_TEST_ROLE` set; the child finds its state directory through the real
+//! Each test starts children with `devipc_testkit` (this test binary re-run on the
+//! `child_role` test); the child finds its state directory through the real
 //! `DEVIPC_EMU_DIR` / `DEVIPC_EMU_MEM_LIMIT` variables ([`State::global`]) and talks to the
 //! parent over its stdin/stdout: lines starting with `@@ ` (anything else, such as the
-//! test harness's own output, is ignored). Every test uses its own temporary state
-//! directory and asserts at the end that it holds nothing but the `ledger` and that no
+//! test harness's own output, is ignored). Every test uses its own [`TestRoot`] and
+//! asserts at the end that the state directory holds nothing but the `ledger` and that no
 //! device memory is accounted.
 
-use std::io::{BufRead, BufReader, Write};
+mod emu_support;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use devipc_emulator::EmuError;
 use devipc_emulator::state::futex::wait_until;
 use devipc_emulator::state::lock::{FileLock, LockMode, OpenMode};
-use devipc_emulator::state::process::read_stat;
 use devipc_emulator::state::{
     BinarySemaphore, NewObject, ObjectId, ProcessIdentity, Released, State, Vendor,
 };
-use devipc_emulator::{Config, EmuError};
+use devipc_testkit::{Child, LONG, Parent, ROLE_ENV, TestRoot};
+use emu_support::{EmuRoot, assert_state_clean, identity};
 
-const ROLE_ENV: &str = "DEVIPC_EMU_TEST_ROLE";
-/// Generous: waits that should succeed must not fail on a loaded 2-core machine.
-const LONG: Duration = Duration::from_secs(60);
-/// A child that outlives this kills itself, so a broken test never leaves processes.
-const CHILD_WATCHDOG: Duration = Duration::from_secs(180);
+/// Names the test root for the children (the `counter` role's files live there).
+const TEST_ROOT_ENV: &str = "DEVIPC_EMU_TEST_ROOT";
 
-// ---------------------------------------------------------------------------------------
-// Harness: temp dirs, children, protocol.
-
-/// A test's private root (`<tmp>/devipc-emu-it-<pid>-<name>`) with the state directory
-/// `state/` inside; removed on drop, also when the test fails.
-struct TestRoot {
-    root: PathBuf,
-}
-
-impl TestRoot {
-    fn new(name: &str) -> TestRoot {
-        let root =
-            std::env::temp_dir().join(format!("devipc-emu-it-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
-        TestRoot { root }
-    }
-
-    fn state_dir(&self) -> PathBuf {
-        self.root.join("state")
-    }
-
-    fn config(&self) -> Config {
-        Config::for_dir(self.state_dir())
-    }
-
-    /// The state directory holds only the ledger and no memory is accounted.
-    fn assert_clean(&self, state: &State) {
-        let mut names = state.dir().entry_names().unwrap();
-        names.sort();
-        assert_eq!(names, ["ledger"], "leftover files in the state directory");
-        let used = state.registry().ledger_snapshot().unwrap().used;
-        assert!(
-            used.iter().all(|u| *u == 0),
-            "memory still accounted: {used:?}"
-        );
-    }
-}
-
-impl Drop for TestRoot {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-/// A child process running one role; killed and reaped on drop.
-struct Child {
-    role: String,
-    proc: std::process::Child,
-    out: BufReader<ChildStdout>,
-    inp: ChildStdin,
-}
-
-impl Child {
-    fn spawn(role: &str, root: &TestRoot, env: &[(&str, String)]) -> Child {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args(["child_role", "--exact", "--nocapture", "--test-threads=1"])
-            .env(ROLE_ENV, role)
-            .env("DEVIPC_EMU_DIR", root.state_dir())
-            .env("DEVIPC_EMU_TEST_ROOT", &root.root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut proc = cmd.spawn().unwrap();
-        let out = BufReader::new(proc.stdout.take().unwrap());
-        let inp = proc.stdin.take().unwrap();
-        Child {
-            role: role.to_owned(),
-            proc,
-            out,
-            inp,
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.proc.id() as i32
-    }
-
-    /// Reads protocol lines until `@@ <key> <value>` and returns the value. A child that
-    /// exits first (EOF) fails the test; its stderr is shown by the harness.
-    fn expect(&mut self, key: &str) -> String {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = self.out.read_line(&mut line).unwrap();
-            assert!(n > 0, "child {} exited before saying {key:?}", self.role);
-            // The harness prints "test child_role ... " without a newline before the
-            // test runs, so the first message may follow it on the same line.
-            let Some((_, msg)) = line.trim_end().split_once("@@ ") else {
-                continue;
-            };
-            let (k, v) = msg.split_once(' ').unwrap_or((msg, ""));
-            if k == "fail" {
-                panic!("child {} failed: {v}", self.role);
-            }
-            if k == key {
-                return v.to_owned();
-            }
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.inp, "{line}").unwrap();
-        self.inp.flush().unwrap();
-    }
-
-    fn wait_success(mut self) {
-        let status = self.proc.wait().unwrap();
-        assert!(status.success(), "child {} exited with {status}", self.role);
-    }
-
-    /// SIGKILL without reaping: the child becomes a zombie until [`Child::reap`].
-    fn kill_no_reap(&mut self) {
-        self.proc.kill().unwrap();
-        // Wait until the kernel has actually killed it (state Z), without reaping.
-        let pid = self.pid();
-        let deadline = Instant::now() + LONG;
-        loop {
-            match read_stat(pid).unwrap() {
-                Some(s) if s.state == 'Z' => return,
-                None => return,
-                _ => {}
-            }
-            assert!(Instant::now() < deadline, "child {pid} did not die");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn reap(&mut self) {
-        let _ = self.proc.wait();
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        if let Ok(None) = self.proc.try_wait() {
-            let _ = self.proc.kill();
-            let _ = self.proc.wait();
-        }
-    }
+/// Starts a child playing `role` on `root`, with `env` on top.
+fn spawn(role: &str, root: &TestRoot, env: &[(&str, String)]) -> Child {
+    Child::build("child_role", role, root)
+        .env(TEST_ROOT_ENV, root.path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .spawn()
 }
 
 fn me() -> ProcessIdentity {
@@ -190,36 +52,7 @@ fn pattern(seed: u8, len: usize) -> Vec<u8> {
 /// Entry point of child processes; a no-op test in the parent run.
 #[test]
 fn child_role() {
-    let Ok(role) = std::env::var(ROLE_ENV) else {
-        return;
-    };
-    std::thread::spawn(|| {
-        std::thread::sleep(CHILD_WATCHDOG);
-        eprintln!("child watchdog: giving up");
-        std::process::exit(97);
-    });
-    let result = run_role(&role);
-    let code = match result {
-        Ok(()) => 0,
-        Err(e) => {
-            say("fail", &e);
-            eprintln!("child role {role} failed: {e}");
-            1
-        }
-    };
-    std::process::exit(code);
-}
-
-fn say(key: &str, value: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "@@ {key} {value}");
-    let _ = out.flush();
-}
-
-fn hear() -> String {
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line).unwrap_or(0);
-    line.trim_end().to_owned()
+    devipc_testkit::run_child(run_role);
 }
 
 fn env(name: &str) -> Result<String, String> {
@@ -235,7 +68,7 @@ fn e2s(e: EmuError) -> String {
     e.to_string()
 }
 
-fn run_role(role: &str) -> Result<(), String> {
+fn run_role(role: &str, parent: &Parent) -> Result<(), String> {
     let state = State::global().map_err(e2s)?;
     let reg = state.registry();
     let me = ProcessIdentity::current().map_err(|e| e.to_string())?;
@@ -250,27 +83,23 @@ fn run_role(role: &str) -> Result<(), String> {
             if got != pattern(7, 4096) {
                 return Err("parent's bytes differ".into());
             }
-            say("read-ok", "");
+            parent.say("read-ok", "");
             map.write_at(4096, &pattern(9, 4096)).map_err(e2s)?;
-            say("wrote", "");
-            if hear() != "release" {
-                return Err("expected release".into());
-            }
+            parent.say("wrote", "");
+            parent.hear_exactly("release")?;
             drop(map);
             match reg.release(id, me).map_err(e2s)? {
-                Released::StillHeld { remaining: 0 } => say("released", ""),
+                Released::StillHeld { remaining: 0 } => parent.say("released", ""),
                 other => return Err(format!("unexpected {other:?}")),
             }
             Ok(())
         }
         // Read-modify-write of a counter file under a cross-process lock.
         "counter" => {
-            let root = PathBuf::from(env("DEVIPC_EMU_TEST_ROOT")?);
+            let root = PathBuf::from(env(TEST_ROOT_ENV)?);
             let iters: u32 = env("ITERS")?.parse().map_err(|_| "ITERS")?;
-            say("ready", "");
-            if hear() != "go" {
-                return Err("expected go".into());
-            }
+            parent.say("ready", "");
+            parent.hear_exactly("go")?;
             for _ in 0..iters {
                 let _g = FileLock::open(
                     &root.join("counter.lock"),
@@ -289,14 +118,14 @@ fn run_role(role: &str) -> Result<(), String> {
                 std::fs::write(&path, format!("{}", n + 1)).map_err(|e| e.to_string())?;
                 append(&root.join("log"), &format!("exit {}\n", me.pid))?;
             }
-            say("done", "");
+            parent.say("done", "");
             Ok(())
         }
         // Becomes a holder, then waits to be killed.
         "holder" => {
             let id = env_id("ID")?;
             reg.acquire(id, me).map_err(e2s)?;
-            say("held", "");
+            parent.say("held", "");
             loop {
                 std::thread::sleep(Duration::from_secs(1));
             }
@@ -307,7 +136,7 @@ fn run_role(role: &str) -> Result<(), String> {
             let c = reg
                 .create(NewObject::memory(Vendor::Hip, 0, size))
                 .map_err(e2s)?;
-            say("allocated", &c.meta.id().raw().to_string());
+            parent.say("allocated", &c.meta.id().raw().to_string());
             loop {
                 std::thread::sleep(Duration::from_secs(1));
             }
@@ -324,7 +153,7 @@ fn run_role(role: &str) -> Result<(), String> {
                 BinarySemaphore::new(ma.word(0).map_err(e2s)?),
                 BinarySemaphore::new(mb.word(0).map_err(e2s)?),
             );
-            say("ready", "");
+            parent.say("ready", "");
             for _ in 0..rounds {
                 sa.wait_and_reset(Some(LONG)).map_err(e2s)?;
                 sb.record().map_err(e2s)?;
@@ -334,17 +163,15 @@ fn run_role(role: &str) -> Result<(), String> {
             drop((ma, mb));
             reg.release(a, me).map_err(e2s)?;
             reg.release(b, me).map_err(e2s)?;
-            say("done", "");
+            parent.say("done", "");
             Ok(())
         }
         // Acquire/release the same object many times, concurrently with a sibling.
         "churn" => {
             let id = env_id("ID")?;
             let iters: u32 = env("ITERS")?.parse().map_err(|_| "ITERS")?;
-            say("ready", "");
-            if hear() != "go" {
-                return Err("expected go".into());
-            }
+            parent.say("ready", "");
+            parent.hear_exactly("go")?;
             for i in 0..iters {
                 reg.acquire(id, me).map_err(e2s)?;
                 if i % 3 == 0 {
@@ -353,7 +180,7 @@ fn run_role(role: &str) -> Result<(), String> {
                 }
                 reg.release(id, me).map_err(e2s)?;
             }
-            say("done", "");
+            parent.say("done", "");
             Ok(())
         }
         other => Err(format!("unknown role {other}")),
@@ -375,7 +202,7 @@ fn append(path: &Path, text: &str) -> Result<(), String> {
 #[test]
 fn bytes_written_in_one_process_are_read_in_another() {
     let root = TestRoot::new("bytes");
-    let state = State::open(root.config()).unwrap();
+    let state = root.state();
     let reg = state.registry();
     let c = reg
         .create(NewObject::memory(Vendor::Acl, 0, 1 << 20))
@@ -384,7 +211,7 @@ fn bytes_written_in_one_process_are_read_in_another() {
     let map = c.segment.as_ref().unwrap().map().unwrap();
     map.write_at(0, &pattern(7, 4096)).unwrap();
 
-    let mut child = Child::spawn("reader", &root, &[("ID", id.raw().to_string())]);
+    let mut child = spawn("reader", &root, &[("ID", id.raw().to_string())]);
     child.expect("read-ok");
     child.expect("wrote");
     let mut got = vec![0u8; 4096];
@@ -395,10 +222,7 @@ fn bytes_written_in_one_process_are_read_in_another() {
         "child's bytes not visible in the parent"
     );
     let holders = reg.get(id).unwrap();
-    assert_eq!(
-        holders.hold_count(ProcessIdentity::of_pid(child.pid()).unwrap().unwrap()),
-        1
-    );
+    assert_eq!(holders.hold_count(identity(&child)), 1);
     child.send("release");
     child.expect("released");
     child.wait_success();
@@ -406,17 +230,17 @@ fn bytes_written_in_one_process_are_read_in_another() {
     assert_eq!(reg.get(id).unwrap().holders().len(), 1);
     drop(map);
     assert_eq!(reg.release(id, me()).unwrap(), Released::Freed);
-    root.assert_clean(&state);
+    assert_state_clean(&state);
 }
 
 #[test]
 fn two_processes_contending_on_a_lock_serialize() {
     const ITERS: u32 = 25;
     let root = TestRoot::new("lock");
-    let state = State::open(root.config()).unwrap();
+    let state = root.state();
     let env = [("ITERS", ITERS.to_string())];
-    let mut a = Child::spawn("counter", &root, &env);
-    let mut b = Child::spawn("counter", &root, &env);
+    let mut a = spawn("counter", &root, &env);
+    let mut b = spawn("counter", &root, &env);
     a.expect("ready");
     b.expect("ready");
     a.send("go");
@@ -426,14 +250,14 @@ fn two_processes_contending_on_a_lock_serialize() {
     a.wait_success();
     b.wait_success();
 
-    let count = std::fs::read_to_string(root.root.join("counter")).unwrap();
+    let count = std::fs::read_to_string(root.path().join("counter")).unwrap();
     assert_eq!(
         count.trim(),
         (2 * ITERS).to_string(),
         "lost updates: no mutual exclusion"
     );
     // The log alternates enter/exit of the same pid: critical sections never overlap.
-    let log = std::fs::read_to_string(root.root.join("log")).unwrap();
+    let log = std::fs::read_to_string(root.path().join("log")).unwrap();
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 4 * ITERS as usize);
     let mut pids = std::collections::BTreeSet::new();
@@ -444,26 +268,25 @@ fn two_processes_contending_on_a_lock_serialize() {
         pids.insert(enter.to_owned());
     }
     assert_eq!(pids.len(), 2);
-    root.assert_clean(&state);
+    assert_state_clean(&state);
 }
 
 #[test]
 fn killed_holder_is_reclaimed_by_the_next_touch() {
     let root = TestRoot::new("touch");
-    let state = State::open(root.config()).unwrap();
+    let state = root.state();
     let reg = state.registry();
     let id = reg
         .create(NewObject::memory(Vendor::Hip, 0, 64 << 10))
         .unwrap()
         .meta
         .id();
-    let mut child = Child::spawn("holder", &root, &[("ID", id.raw().to_string())]);
+    let mut child = spawn("holder", &root, &[("ID", id.raw().to_string())]);
     child.expect("held");
-    let child_id = ProcessIdentity::of_pid(child.pid()).unwrap().unwrap();
+    let child_id = identity(&child);
     assert_eq!(reg.get(id).unwrap().hold_count(child_id), 1);
 
-    child.proc.kill().unwrap(); // SIGKILL
-    child.reap();
+    child.kill(); // SIGKILL, reaped
     let m = reg.get(id).unwrap();
     assert_eq!(
         m.hold_count(child_id),
@@ -473,13 +296,13 @@ fn killed_holder_is_reclaimed_by_the_next_touch() {
     assert_eq!(m.holders().len(), 1);
 
     assert_eq!(reg.release(id, me()).unwrap(), Released::Freed);
-    root.assert_clean(&state);
+    assert_state_clean(&state);
 }
 
 #[test]
 fn gc_reclaims_a_killed_holder_and_frees_its_object() {
     let root = TestRoot::new("gc");
-    let state = State::open(root.config()).unwrap();
+    let state = root.state();
     let reg = state.registry();
     let kept = reg
         .create(NewObject::notify(Vendor::Acl, 1))
@@ -491,7 +314,7 @@ fn gc_reclaims_a_killed_holder_and_frees_its_object() {
         .unwrap()
         .meta
         .id();
-    let mut child = Child::spawn("holder", &root, &[("ID", id.raw().to_string())]);
+    let mut child = spawn("holder", &root, &[("ID", id.raw().to_string())]);
     child.expect("held");
     // The parent lets go: only the child holds the memory now.
     assert_eq!(
@@ -517,7 +340,7 @@ fn gc_reclaims_a_killed_holder_and_frees_its_object() {
     let again = state.gc().unwrap();
     assert_eq!((again.holders_reclaimed, again.objects_freed), (0, 0));
     reg.release(kept, me()).unwrap();
-    root.assert_clean(&state);
+    assert_state_clean(&state);
 }
 
 #[test]
@@ -527,7 +350,7 @@ fn memory_limit_is_shared_across_processes_and_released_when_a_process_dies() {
     config.mem_limit = 1 << 20;
     let state = State::open(config).unwrap();
     let reg = state.registry();
-    let mut child = Child::spawn(
+    let mut child = spawn(
         "allocator",
         &root,
         &[
@@ -550,8 +373,7 @@ fn memory_limit_is_shared_across_processes_and_released_when_a_process_dies() {
         .create(NewObject::memory(Vendor::Hip, 1, 512 << 10))
         .unwrap();
 
-    child.proc.kill().unwrap();
-    child.reap();
+    child.kill();
     // The failed charge runs gc, which frees the dead child's memory.
     let c = reg
         .create(NewObject::memory(Vendor::Hip, 0, 512 << 10))
@@ -559,14 +381,14 @@ fn memory_limit_is_shared_across_processes_and_released_when_a_process_dies() {
     assert_eq!(reg.used(0).unwrap(), 512 << 10);
     reg.release(c.meta.id(), me()).unwrap();
     reg.release(other.meta.id(), me()).unwrap();
-    root.assert_clean(&state);
+    assert_state_clean(&state);
 }
 
 #[test]
 fn notify_ping_pong_across_processes_and_timeout() {
     const ROUNDS: u32 = 200;
     let root = TestRoot::new("futex");
-    let state = State::open(root.config()).unwrap();
+    let state = root.state();
     let reg = state.registry();
     let a = reg.create(NewObject::notify(Vendor::Acl, 0)).unwrap();
     let b = reg.create(NewObject::notify(Vendor::Acl, 0)).unwrap();
@@ -576,7 +398,7 @@ fn notify_ping_pong_across_processes_and_timeout() {
         BinarySemaphore::new(ma.word(0).unwrap()),
         BinarySemaphore::new(mb.word(0).unwrap()),
     );
-    let mut child = Child::spawn(
+    let mut child = spawn(
         "ponger",
         &root,
         &[
@@ -616,14 +438,14 @@ fn notify_ping_pong_across_processes_and_timeout() {
     drop((ma, mb));
     reg.release(a.meta.id(), me()).unwrap();
     reg.release(b.meta.id(), me()).unwrap();
-    root.assert_clean(&state);
+    assert_state_clean(&state);
 }
 
 #[test]
 fn concurrent_acquire_release_from_two_processes_loses_no_update() {
     const ITERS: u32 = 60;
     let root = TestRoot::new("churn");
-    let state = State::open(root.config()).unwrap();
+    let state = root.state();
     let reg = state.registry();
     let id = reg
         .create(NewObject::event(Vendor::Hip, 0))
@@ -631,8 +453,8 @@ fn concurrent_acquire_release_from_two_processes_loses_no_update() {
         .meta
         .id();
     let env = [("ID", id.raw().to_string()), ("ITERS", ITERS.to_string())];
-    let mut a = Child::spawn("churn", &root, &env);
-    let mut b = Child::spawn("churn", &root, &env);
+    let mut a = spawn("churn", &root, &env);
+    let mut b = spawn("churn", &root, &env);
     a.expect("ready");
     b.expect("ready");
     a.send("go");
@@ -645,13 +467,13 @@ fn concurrent_acquire_release_from_two_processes_loses_no_update() {
     assert_eq!(m.holders().len(), 1, "{:?}", m.holders());
     assert_eq!(m.hold_count(me()), 1);
     assert_eq!(reg.release(id, me()).unwrap(), Released::Freed);
-    root.assert_clean(&state);
+    assert_state_clean(&state);
 }
 
 #[test]
 fn gc_removes_leftovers_of_a_process_killed_mid_operation() {
     let root = TestRoot::new("orphans");
-    let state = State::open(root.config()).unwrap();
+    let state = root.state();
     let reg = state.registry();
     let live = reg.create(NewObject::memory(Vendor::Acl, 0, 8192)).unwrap();
     let live_id = live.meta.id();
@@ -679,7 +501,7 @@ fn gc_removes_leftovers_of_a_process_killed_mid_operation() {
     std::fs::remove_file(state.dir().join("README")).unwrap();
     drop(live);
     reg.release(live_id, me()).unwrap();
-    root.assert_clean(&state);
+    assert_state_clean(&state);
 }
 
 #[test]

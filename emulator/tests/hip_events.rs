@@ -4,6 +4,7 @@
 //! another (pending work made with the emulator's `hold_stream`), never-recorded events,
 //! streams, and holders reclaimed after kill -9.
 
+mod emu_support;
 mod hip_support;
 
 use devipc_emulator::hip::rules;

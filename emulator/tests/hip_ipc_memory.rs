@@ -3,6 +3,7 @@
 //! exporter free with live importers, cross-device open, kill -9 of an importer, the
 //! shared memory limit, and every memory rule with its exact `hipError_t`.
 
+mod emu_support;
 mod hip_support;
 
 use devipc_emulator::hip::rules;

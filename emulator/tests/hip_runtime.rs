@@ -4,6 +4,7 @@
 //! ranges, peer access, error names and strings; plus in-process checks of the table
 //! itself (emulated source, no vendor symbol exported).
 
+mod emu_support;
 mod hip_support;
 
 use std::ffi::CStr;
@@ -89,7 +90,7 @@ fn unusable_configuration_is_not_initialized() {
     // Names still work without a configuration.
     assert_eq!(a.ok("errname 201").val(0), "hipErrorInvalidContext");
     a.exit();
-    assert!(!root.state_dir().exists(), "nothing was created");
+    assert!(!root.emu_dir().exists(), "nothing was created");
 }
 
 fn copies_and_ranges(version: &str) {

@@ -18,6 +18,11 @@
 //! child.wait_success();
 //! root.assert_emulator_clean();
 //! ```
+//! [`Child::build`] starts a child with more control over its environment (variables
+//! removed or added) and over the messages it sends out of order
+//! ([`ChildBuilder::keep_other_messages`]); [`Child::kill_no_reap`] leaves a killed child a
+//! zombie, for tests of what happens while its pid still exists.
+//!
 //! Child side:
 //! ```no_run
 //! #[test]
@@ -33,11 +38,13 @@
 //! }
 //! ```
 
-use std::ffi::OsString;
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Names the role a re-executed test binary plays.
 pub const ROLE_ENV: &str = "DEVIPC_TEST_ROLE";
@@ -47,14 +54,15 @@ pub const LONG: Duration = Duration::from_secs(60);
 pub const CHILD_WATCHDOG: Duration = Duration::from_secs(180);
 
 /// A test's private directories, removed on drop (also when the test fails):
-/// `/dev/shm/devipc-it-<pid>-<name>/{emu,run}` (or under the temp dir).
+/// `/dev/shm/devipc-it-<pid>-<n>-<name>/{emu,run}` (or under the temp dir), where `<n>`
+/// counts the roots of the process, so two tests may use the same name.
 #[derive(Debug)]
 pub struct TestRoot {
     root: PathBuf,
 }
 
 impl TestRoot {
-    /// Creates the root for test `name` (unique per test process and name), on `/dev/shm`
+    /// Creates a fresh root for test `name` (`name` is for humans), on `/dev/shm`
     /// when there is one (tmpfs, as the emulator's default state directory: a temp dir on
     /// disk makes every metadata update pay for writeback), else in the temp dir.
     pub fn new(name: &str) -> TestRoot {
@@ -64,7 +72,9 @@ impl TestRoot {
         } else {
             std::env::temp_dir()
         };
-        let root = base.join(format!("devipc-it-{}-{name}", std::process::id()));
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let root = base.join(format!("devipc-it-{}-{n}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).expect("create the test root");
         TestRoot { root }
@@ -125,38 +135,136 @@ impl Drop for TestRoot {
     }
 }
 
+/// How to start a [`Child`]: [`Child::build`], options, then [`ChildBuilder::spawn`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until spawned"]
+pub struct ChildBuilder<'a> {
+    entry: String,
+    role: String,
+    root: &'a TestRoot,
+    removed: Vec<OsString>,
+    removed_prefixes: Vec<String>,
+    env: Vec<(OsString, OsString)>,
+    keep_other_messages: bool,
+}
+
+impl ChildBuilder<'_> {
+    /// Sets a variable for the child (on top of the root's; the last setting wins).
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Sets several variables, as [`ChildBuilder::env`] does.
+    pub fn envs<K: AsRef<OsStr>, V: AsRef<OsStr>>(
+        mut self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        for (k, v) in vars {
+            self = self.env(k, v);
+        }
+        self
+    }
+
+    /// Does not pass this test process's variable `key` on (the role, the root's
+    /// variables and those set with [`ChildBuilder::env`] are set all the same).
+    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
+        self.removed.push(key.as_ref().to_owned());
+        self
+    }
+
+    /// Does not pass on any of this test process's variables whose names start with
+    /// `prefix` (e.g. `"DEVIPC_"`: nothing the caller's environment says leaks into the
+    /// child); the role, the root's variables and those set with [`ChildBuilder::env`] are
+    /// set all the same.
+    pub fn env_remove_prefix(mut self, prefix: &str) -> Self {
+        self.removed_prefixes.push(prefix.to_owned());
+        self
+    }
+
+    /// Keeps the messages [`Child::expect`] reads while waiting for another key, for a
+    /// later `expect` (or [`Child::has_kept`]), instead of dropping them: for children that
+    /// answer some requests out of order.
+    pub fn keep_other_messages(mut self) -> Self {
+        self.keep_other_messages = true;
+        self
+    }
+
+    /// Starts the child: this test binary re-run on the entry test with [`ROLE_ENV`]` =
+    /// role`.
+    pub fn spawn(self) -> Child {
+        let mut cmd = Command::new(std::env::current_exe().expect("current test binary"));
+        cmd.args([&*self.entry, "--exact", "--nocapture", "--test-threads=1"]);
+        for key in &self.removed {
+            cmd.env_remove(key);
+        }
+        if !self.removed_prefixes.is_empty() {
+            for (key, _) in std::env::vars_os() {
+                let name = key.to_string_lossy();
+                if self.removed_prefixes.iter().any(|p| name.starts_with(p)) {
+                    cmd.env_remove(&key);
+                }
+            }
+        }
+        cmd.env(ROLE_ENV, &self.role)
+            .envs(self.root.env())
+            .envs(self.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut proc = cmd.spawn().expect("spawn a child role");
+        let out = BufReader::new(proc.stdout.take().expect("piped stdout"));
+        let inp = proc.stdin.take().expect("piped stdin");
+        Child {
+            role: self.role,
+            proc,
+            out,
+            inp: Some(inp),
+            keep_other_messages: self.keep_other_messages,
+            kept: VecDeque::new(),
+        }
+    }
+}
+
 /// A child process playing one role; killed and reaped on drop.
 #[derive(Debug)]
 pub struct Child {
     role: String,
     proc: std::process::Child,
     out: BufReader<ChildStdout>,
-    inp: ChildStdin,
+    /// `None` once closed by [`Child::wait_success`].
+    inp: Option<ChildStdin>,
+    keep_other_messages: bool,
+    /// Messages read while waiting for another key (with `keep_other_messages`).
+    kept: VecDeque<(String, String)>,
 }
 
 impl Child {
     /// Re-runs this test binary on the test `entry` with [`ROLE_ENV`]` = role`, the
     /// root's directories, and `env` on top.
     pub fn spawn(entry: &str, role: &str, root: &TestRoot, env: &[(&str, String)]) -> Child {
-        let mut cmd = Command::new(std::env::current_exe().expect("current test binary"));
-        cmd.args([entry, "--exact", "--nocapture", "--test-threads=1"])
-            .env(ROLE_ENV, role)
-            .envs(root.env())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut proc = cmd.spawn().expect("spawn a child role");
-        let out = BufReader::new(proc.stdout.take().expect("piped stdout"));
-        let inp = proc.stdin.take().expect("piped stdin");
-        Child {
+        Child::build(entry, role, root)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .spawn()
+    }
+
+    /// A child to start like [`Child::spawn`] does, with more options.
+    pub fn build<'a>(entry: &str, role: &str, root: &'a TestRoot) -> ChildBuilder<'a> {
+        ChildBuilder {
+            entry: entry.to_owned(),
             role: role.to_owned(),
-            proc,
-            out,
-            inp,
+            root,
+            removed: Vec::new(),
+            removed_prefixes: Vec::new(),
+            env: Vec::new(),
+            keep_other_messages: false,
         }
+    }
+
+    /// The role the child plays.
+    pub fn role(&self) -> &str {
+        &self.role
     }
 
     /// The child's pid.
@@ -164,9 +272,10 @@ impl Child {
         self.proc.id()
     }
 
-    /// Reads lines until `@@ <key> <value>` and returns the value. A child reporting
-    /// `@@ fail <reason>`, or exiting first, fails the test.
-    pub fn expect(&mut self, key: &str) -> String {
+    /// Reads the next message `@@ <key> <value>` as `(key, value)`, skipping other
+    /// output; `None` when the child closed its stdout. Nothing is interpreted: a
+    /// `fail` message is returned like any other, and kept messages are not looked at.
+    pub fn next_message(&mut self) -> Option<(String, String)> {
         let mut line = String::new();
         loop {
             line.clear();
@@ -174,37 +283,102 @@ impl Child {
                 .out
                 .read_line(&mut line)
                 .expect("read the child's stdout");
-            assert!(n > 0, "child {} exited before saying {key:?}", self.role);
+            if n == 0 {
+                return None;
+            }
             // The harness prints "test child_role ... " without a newline before the test
             // runs, so a message may follow it on the same line.
             let Some((_, msg)) = line.trim_end().split_once("@@ ") else {
                 continue;
             };
             let (k, v) = msg.split_once(' ').unwrap_or((msg, ""));
+            return Some((k.to_owned(), v.to_owned()));
+        }
+    }
+
+    /// Reads lines until `@@ <key> <value>` and returns the value. A child reporting
+    /// `@@ fail <reason>`, or exiting first, fails the test. Other messages are dropped,
+    /// or kept for later with [`ChildBuilder::keep_other_messages`].
+    pub fn expect(&mut self, key: &str) -> String {
+        self.expect_one_of(&[key]).1
+    }
+
+    /// As [`Child::expect`], for the first message with any of `keys`: `(key, value)`.
+    pub fn expect_one_of(&mut self, keys: &[&str]) -> (String, String) {
+        if let Some(i) = self.kept.iter().position(|(k, _)| keys.contains(&&**k)) {
+            return self.kept.remove(i).expect("a kept message");
+        }
+        loop {
+            let Some((k, v)) = self.next_message() else {
+                match keys {
+                    [key] => panic!("child {} exited before saying {key:?}", self.role),
+                    _ => panic!("child {} exited before saying any of {keys:?}", self.role),
+                }
+            };
             if k == "fail" {
                 panic!("child {} failed: {v}", self.role);
             }
-            if k == key {
-                return v.to_owned();
+            if keys.contains(&&*k) {
+                return (k, v);
+            }
+            if self.keep_other_messages {
+                self.kept.push_back((k, v));
             }
         }
     }
 
-    /// Sends one line to the child's stdin.
-    pub fn send(&mut self, line: &str) {
-        writeln!(self.inp, "{line}").expect("write to the child");
-        self.inp.flush().expect("flush to the child");
+    /// Whether a message with `key` was read already and kept (see
+    /// [`ChildBuilder::keep_other_messages`]); reads nothing.
+    pub fn has_kept(&self, key: &str) -> bool {
+        self.kept.iter().any(|(k, _)| k == key)
     }
 
-    /// Waits for the child and asserts it succeeded.
-    pub fn wait_success(mut self) {
-        let status = self.proc.wait().expect("wait for the child");
-        assert!(status.success(), "child {} exited with {status}", self.role);
+    /// Sends one line to the child's stdin.
+    pub fn send(&mut self, line: &str) {
+        let inp = self.inp.as_mut().expect("the child's stdin is open");
+        writeln!(inp, "{line}").expect("write to the child");
+        inp.flush().expect("flush to the child");
+    }
+
+    /// Closes the child's stdin (as `std::process::Child::wait` does: a child reading it
+    /// sees the end, [`Parent::hear_line`] gives `None`) and waits for the child to exit.
+    pub fn wait(mut self) -> std::process::ExitStatus {
+        self.inp = None;
+        self.proc.wait().expect("wait for the child")
+    }
+
+    /// [`Child::wait`]s and asserts the child succeeded.
+    pub fn wait_success(self) {
+        let role = self.role.clone();
+        let status = self.wait();
+        assert!(status.success(), "child {role} exited with {status}");
     }
 
     /// SIGKILLs the child and reaps it.
     pub fn kill(mut self) {
-        let _ = self.proc.kill();
+        self.proc.kill().expect("kill the child");
+        self.proc.wait().expect("reap the child");
+    }
+
+    /// SIGKILLs the child and waits (up to [`LONG`]) until the kernel has killed it, but
+    /// does not reap it: the child stays a zombie, its pid taken, until [`Child::reap`]
+    /// (or drop).
+    pub fn kill_no_reap(&mut self) {
+        self.proc.kill().expect("kill the child");
+        let pid = self.proc.id() as i32;
+        let deadline = Instant::now() + LONG;
+        loop {
+            match devipc_shm::process::read_stat(pid).expect("read the child's /proc stat") {
+                Some(s) if s.state != 'Z' => {}
+                _ => return,
+            }
+            assert!(Instant::now() < deadline, "child {pid} did not die");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Reaps a child that ended (after [`Child::kill_no_reap`]).
+    pub fn reap(&mut self) {
         let _ = self.proc.wait();
     }
 }
@@ -234,9 +408,17 @@ impl Parent {
 
     /// Reads the next line the parent sent (empty when the parent closed the pipe).
     pub fn hear(&self) -> String {
+        self.hear_line().unwrap_or_default()
+    }
+
+    /// Reads the next line the parent sent, without its line end; `None` when the parent
+    /// closed the pipe (so an empty line is told from the end).
+    pub fn hear_line(&self) -> Option<String> {
         let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line).unwrap_or(0);
-        line.trim_end().to_owned()
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end().to_owned()),
+        }
     }
 
     /// Reads the next line and checks it is `expected`.
@@ -254,13 +436,22 @@ impl Parent {
 
 /// The body of the entry test: when [`ROLE_ENV`] is set, runs `role_fn` for that role and
 /// exits the process (0 on success; on error reports `@@ fail <reason>` and exits 1); when
-/// it is not set (the normal test run), returns at once.
+/// it is not set (the normal test run), returns at once. A child still running after
+/// [`CHILD_WATCHDOG`] exits (97).
 pub fn run_child(role_fn: impl FnOnce(&str, &Parent) -> Result<(), String>) {
+    run_child_within(CHILD_WATCHDOG, role_fn);
+}
+
+/// [`run_child`] with another watchdog: the child exits (97) after `watchdog`.
+pub fn run_child_within(
+    watchdog: Duration,
+    role_fn: impl FnOnce(&str, &Parent) -> Result<(), String>,
+) {
     let Ok(role) = std::env::var(ROLE_ENV) else {
         return;
     };
-    std::thread::spawn(|| {
-        std::thread::sleep(CHILD_WATCHDOG);
+    std::thread::spawn(move || {
+        std::thread::sleep(watchdog);
         eprintln!("child watchdog: giving up");
         std::process::exit(97);
     });

@@ -1,44 +1,37 @@
 //! Harness shared by the `hip_*` integration tests: real child processes that run HIP
 //! calls through the C ABI of the emulator's [`HipApi`] table.
 //!
-//! A test starts children by re-running its own test binary on the `child_role` test with
-//! `DEVIPC_EMU_TEST_ROLE=hip-shell` (the pattern of `cross_process.rs`). The child is a
-//! small command interpreter: it reads one command per line on stdin (`malloc 4096`,
-//! `export 0x7f..`, `open <hex> 1`, ...), makes the HIP calls through
-//! `devipc_emulator::hip_api()` and answers `@@ r <hipError_t> <values...>` on stdout.
-//! `bg <tag> <command>` runs a command on a new thread and answers later with
+//! A test starts children with `devipc_testkit` (the test binary re-run on its
+//! `child_role` test). The child is a small command interpreter: it reads one command per
+//! line on stdin (`malloc 4096`, `export 0x7f..`, `open <hex> 1`, ...), makes the HIP calls
+//! through `devipc_emulator::hip_api()` and answers `@@ r <hipError_t> <values...>` on
+//! stdout. `bg <tag> <command>` runs a command on a new thread and answers later with
 //! `@@ bg-<tag> <hipError_t> <values...>`. Lines not starting with `@@ ` (the test
 //! harness's own output) are ignored.
 //!
-//! Every test uses its own temporary state directory (`DEVIPC_EMU_DIR`), passes the HIP
+//! Every test uses its own [`TestRoot`] (state directory `DEVIPC_EMU_DIR`), passes the HIP
 //! version and the other `DEVIPC_EMU_*` variables explicitly (nothing is inherited from
 //! the caller's environment), and asserts at the end that the directory holds nothing but
-//! the ledger and that no device memory is accounted.
+//! the ledger and that no device memory is accounted ([`EmuRoot::assert_clean`]).
 #![allow(dead_code)] // each test binary uses part of the harness
 
-use std::collections::VecDeque;
 use std::ffi::{CStr, c_int, c_uint, c_void};
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use devipc_emulator::handle::decode_handle64;
 use devipc_emulator::state::{ObjectId, ObjectMeta, ProcessIdentity};
-use devipc_emulator::{Config, State};
 use devipc_hip_sys::{
     HipApi, hipEvent_t, hipIpcEventHandle_t, hipIpcMemHandle_t, hipMemcpyDeviceToHost,
     hipMemcpyHostToDevice, hipStream_t,
 };
+use devipc_testkit::{Child, Parent};
 
-const ROLE_ENV: &str = "DEVIPC_EMU_TEST_ROLE";
-const ROLE: &str = "hip-shell";
+pub use crate::emu_support::{EmuRoot, pattern};
+pub use devipc_testkit::TestRoot;
+
 /// A child that outlives this kills itself, so a broken test never leaves processes.
 const CHILD_WATCHDOG: Duration = Duration::from_secs(240);
-/// Generous: waits that should succeed must not fail on a loaded 2-core machine.
-pub const LONG: Duration = Duration::from_secs(60);
 
 /// The two runtime versions whose rules differ (`hipIpcMemLazyEnablePeerAccess` is 1 on
 /// 6.x and 0 on 5.x).
@@ -52,67 +45,25 @@ pub fn lazy(version: &str) -> c_uint {
 // ---------------------------------------------------------------------------------------
 // Parent side.
 
-/// A test's private root with the state directory `state/` inside; removed on drop.
-pub struct TestRoot {
-    pub root: PathBuf,
+/// The HIP objects of a test root's state directory.
+pub trait HipRoot {
+    /// The object a 64-byte handle (hex) names.
+    fn object(&self, handle_hex: &str) -> ObjectId;
+
+    /// The metadata of the object a handle names.
+    fn meta(&self, handle_hex: &str) -> ObjectMeta;
 }
 
-impl TestRoot {
-    /// A fresh root; `name` is for humans, a counter keeps concurrent tests apart.
-    pub fn new(name: &str) -> TestRoot {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let root =
-            std::env::temp_dir().join(format!("devipc-emu-hip-{}-{n}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
-        TestRoot { root }
-    }
-
-    pub fn state_dir(&self) -> PathBuf {
-        self.root.join("state")
-    }
-
-    /// The parent's view of the state directory (never through `State::global`).
-    pub fn state(&self) -> State {
-        State::open(Config::for_dir(self.state_dir())).unwrap()
-    }
-
-    /// The state directory holds only the ledger and no memory is accounted.
-    pub fn assert_clean(&self) {
-        let state = self.state();
-        let mut names = state.dir().entry_names().unwrap();
-        names.sort();
-        assert_eq!(names, ["ledger"], "leftover files in the state directory");
-        let used = state.registry().ledger_snapshot().unwrap().used;
-        assert!(
-            used.iter().all(|u| *u == 0),
-            "memory still accounted: {used:?}"
-        );
-    }
-
-    /// The object a 64-byte handle (hex) names.
-    pub fn object(&self, handle_hex: &str) -> ObjectId {
+impl HipRoot for TestRoot {
+    fn object(&self, handle_hex: &str) -> ObjectId {
         decode_handle64(&unhex64(handle_hex)).unwrap().id
     }
 
-    /// The metadata of the object a handle names.
-    pub fn meta(&self, handle_hex: &str) -> ObjectMeta {
+    fn meta(&self, handle_hex: &str) -> ObjectMeta {
         self.state()
             .registry()
             .get(self.object(handle_hex))
             .unwrap()
-    }
-
-    /// Bytes in use on `device` (whatever device count the children were given).
-    pub fn used(&self, device: u32) -> u64 {
-        self.state().registry().ledger_snapshot().unwrap().used[device as usize]
-    }
-}
-
-impl Drop for TestRoot {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
@@ -148,95 +99,44 @@ impl Reply {
     }
 }
 
-/// A child process running the HIP shell; killed and reaped on drop.
+/// A child process running the HIP shell (the role is its name); killed and reaped on
+/// drop. Answers of background commands that arrive while another answer is awaited are
+/// kept for [`Hip::bg_result`].
 pub struct Hip {
-    name: String,
-    proc: std::process::Child,
-    out: BufReader<ChildStdout>,
-    inp: ChildStdin,
-    /// Protocol lines read while waiting for another key.
-    pending: VecDeque<(String, String)>,
+    child: Child,
 }
 
 impl Hip {
     /// Starts a shell on `root`'s state directory emulating HIP `version`, with extra
     /// `DEVIPC_EMU_*` variables (e.g. `DEVIPC_EMU_DEVICES`, `DEVIPC_EMU_BREAK_RULE`).
     pub fn spawn(name: &str, root: &TestRoot, version: &str, env: &[(&str, &str)]) -> Hip {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args(["child_role", "--exact", "--nocapture", "--test-threads=1"]);
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("DEVIPC_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.env(ROLE_ENV, ROLE)
-            .env("DEVIPC_EMU_DIR", root.state_dir())
+        let mut child = Child::build("child_role", name, root)
+            .env_remove_prefix("DEVIPC_")
             .env("DEVIPC_EMU_HIP_VERSION", version)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut proc = cmd.spawn().unwrap();
-        let out = BufReader::new(proc.stdout.take().unwrap());
-        let inp = proc.stdin.take().unwrap();
-        let mut hip = Hip {
-            name: name.to_owned(),
-            proc,
-            out,
-            inp,
-            pending: VecDeque::new(),
-        };
-        hip.expect("ready");
-        hip
+            .envs(env.iter().copied())
+            .keep_other_messages()
+            .spawn();
+        child.expect("ready");
+        Hip { child }
+    }
+
+    fn name(&self) -> &str {
+        self.child.role()
     }
 
     pub fn pid(&self) -> i32 {
-        self.proc.id() as i32
+        self.child.pid() as i32
     }
 
     /// The child's identity as holders record it.
     pub fn identity(&self) -> ProcessIdentity {
-        ProcessIdentity::of_pid(self.pid()).unwrap().unwrap()
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.inp, "{line}").unwrap();
-        self.inp.flush().unwrap();
-    }
-
-    /// Reads protocol lines until one with `key`, keeping others for later.
-    fn expect(&mut self, key: &str) -> String {
-        if let Some(i) = self.pending.iter().position(|(k, _)| k == key) {
-            return self.pending.remove(i).unwrap().1;
-        }
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = self.out.read_line(&mut line).unwrap();
-            assert!(n > 0, "child {} exited before answering {key:?}", self.name);
-            // libtest prints `test child_role ... ` without a newline before the child
-            // runs, so a protocol message may follow other text on its line.
-            let Some(at) = line.find("@@ ") else {
-                continue;
-            };
-            let msg = line[at + 3..].trim_end();
-            let (k, v) = msg.split_once(' ').unwrap_or((msg, ""));
-            if k == "fail" {
-                panic!("child {} failed: {v}", self.name);
-            }
-            if k == key {
-                return v.to_owned();
-            }
-            self.pending.push_back((k.to_owned(), v.to_owned()));
-        }
+        crate::emu_support::identity(&self.child)
     }
 
     /// Runs one command and returns the answer.
     pub fn run(&mut self, cmd: &str) -> Reply {
-        self.send(cmd);
-        Reply::parse(&self.expect("r"))
+        self.child.send(cmd);
+        Reply::parse(&self.child.expect("r"))
     }
 
     /// Runs one command that must return `code`; the failure message names the command
@@ -247,7 +147,8 @@ impl Hip {
             let why = self.run("lasterr").rest;
             panic!(
                 "{}: `{cmd}` returned {} (expected {code}); last error: {why}",
-                self.name, r.code
+                self.name(),
+                r.code
             );
         }
         r
@@ -267,14 +168,14 @@ impl Hip {
         assert!(
             text.rest.contains(&format!("[rule {rule}]")),
             "{}: hipGetErrorString after `{cmd}` does not name {rule}: {:?}",
-            self.name,
+            self.name(),
             text.rest
         );
         let last = self.run("lasterr").rest;
         assert!(
             last.contains(&format!("[rule {rule}]")),
             "{}: last error after `{cmd}` does not name {rule}: {last:?}",
-            self.name
+            self.name()
         );
     }
 
@@ -285,37 +186,25 @@ impl Hip {
 
     /// Waits for the answer of the background command `tag`.
     pub fn bg_result(&mut self, tag: &str) -> Reply {
-        Reply::parse(&self.expect(&format!("bg-{tag}")))
+        Reply::parse(&self.child.expect(&format!("bg-{tag}")))
     }
 
     /// Whether the background command `tag` has answered already (without waiting, after
     /// a round trip that flushes what the child printed before).
     pub fn bg_done(&mut self, tag: &str) -> bool {
         self.run("nop");
-        let key = format!("bg-{tag}");
-        self.pending.iter().any(|(k, _)| *k == key)
+        self.child.has_kept(&format!("bg-{tag}"))
     }
 
     /// Ends the shell and checks it exited cleanly.
     pub fn exit(mut self) {
-        self.send("exit");
-        let status = self.proc.wait().unwrap();
-        assert!(status.success(), "child {} exited with {status}", self.name);
+        self.child.send("exit");
+        self.child.wait_success();
     }
 
     /// SIGKILL; returns once the child is dead and reaped.
-    pub fn kill(mut self) {
-        self.proc.kill().unwrap();
-        self.proc.wait().unwrap();
-    }
-}
-
-impl Drop for Hip {
-    fn drop(&mut self) {
-        if let Ok(None) = self.proc.try_wait() {
-            let _ = self.proc.kill();
-            let _ = self.proc.wait();
-        }
+    pub fn kill(self) {
+        self.child.kill();
     }
 }
 
@@ -330,45 +219,33 @@ pub fn hexptr(p: u64) -> String {
 /// Entry point of child processes (the `child_role` test of each binary); a no-op in the
 /// parent run.
 pub fn child_main() {
-    if std::env::var(ROLE_ENV).as_deref() != Ok(ROLE) {
-        return;
-    }
-    std::thread::spawn(|| {
-        std::thread::sleep(CHILD_WATCHDOG);
-        eprintln!("hip shell watchdog: giving up");
-        std::process::exit(97);
-    });
-    // End libtest's `test child_role ... ` line first.
-    println!();
-    say("ready", "");
-    let stdin = std::io::stdin();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
-            std::process::exit(0);
-        }
-        let cmd = line.trim();
-        if cmd == "exit" {
-            std::process::exit(0);
-        }
-        let reply = match cmd.split_once(' ') {
-            Some(("bg", rest)) => {
-                let (tag, bg_cmd) = rest.split_once(' ').unwrap_or((rest, ""));
-                let (tag, bg_cmd) = (tag.to_owned(), bg_cmd.to_owned());
-                std::thread::spawn(move || say(&format!("bg-{tag}"), &execute(&bg_cmd)));
-                "0 started".to_owned()
+    devipc_testkit::run_child_within(CHILD_WATCHDOG, |_name, parent| {
+        // End libtest's `test child_role ... ` line first.
+        println!();
+        parent.say("ready", "");
+        while let Some(line) = parent.hear_line() {
+            let cmd = line.trim();
+            if cmd == "exit" {
+                break;
             }
-            _ => execute(cmd),
-        };
-        say("r", &reply);
-    }
+            let reply = match cmd.split_once(' ') {
+                Some(("bg", rest)) => {
+                    let (tag, bg_cmd) = rest.split_once(' ').unwrap_or((rest, ""));
+                    let (tag, bg_cmd) = (tag.to_owned(), bg_cmd.to_owned());
+                    std::thread::spawn(move || say(&format!("bg-{tag}"), &execute(&bg_cmd)));
+                    "0 started".to_owned()
+                }
+                _ => execute(cmd),
+            };
+            parent.say("r", &reply);
+        }
+        Ok(())
+    });
 }
 
+/// Sends `@@ key value` to the parent (from any thread of the shell).
 fn say(key: &str, value: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "@@ {key} {value}");
-    let _ = out.flush();
+    Parent::default().say(key, value);
 }
 
 fn api() -> &'static HipApi {
@@ -400,13 +277,6 @@ pub fn unhex64(text: &str) -> [u8; 64] {
             .unwrap_or(0);
     }
     out
-}
-
-/// The byte pattern both sides of a transfer agree on.
-pub fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ (i >> 8) as u8)
-        .collect()
 }
 
 fn ptr(text: &str) -> *mut c_void {

@@ -1,0 +1,87 @@
+//! What the emulator's multi-process tests check on top of `devipc_testkit`: the state
+//! directory of a [`TestRoot`] seen through an explicit [`State`] (never
+//! `State::global`), its ledger, and the identity of a child as holders record it.
+//!
+//! The children find that directory through the real `DEVIPC_EMU_DIR`, which
+//! [`TestRoot`] gives every child it starts ([`TestRoot::emu_dir`]).
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different part of the helpers"
+)]
+
+use devipc_emulator::state::ProcessIdentity;
+use devipc_emulator::{Config, State};
+use devipc_testkit::{Child, TestRoot};
+
+/// The emulator's view of a test root.
+pub trait EmuRoot {
+    /// The configuration of the state directory the children use.
+    fn config(&self) -> Config;
+
+    /// The state directory, opened by the parent for inspection.
+    fn state(&self) -> State;
+
+    /// Bytes in use on `device` across all processes, read from the ledger (whatever
+    /// device count the children were given).
+    fn used(&self, device: u32) -> u64;
+
+    /// Number of objects (`<id>.meta` files) in the state directory.
+    fn objects(&self) -> usize;
+
+    /// The state directory holds only the ledger and no memory is accounted.
+    fn assert_clean(&self);
+}
+
+impl EmuRoot for TestRoot {
+    fn config(&self) -> Config {
+        Config::for_dir(self.emu_dir())
+    }
+
+    fn state(&self) -> State {
+        State::open(self.config()).unwrap()
+    }
+
+    fn used(&self, device: u32) -> u64 {
+        self.state().registry().ledger_snapshot().unwrap().used[device as usize]
+    }
+
+    fn objects(&self) -> usize {
+        self.state()
+            .dir()
+            .entry_names()
+            .unwrap()
+            .iter()
+            .filter(|n| n.ends_with(".meta"))
+            .count()
+    }
+
+    fn assert_clean(&self) {
+        assert_state_clean(&self.state());
+    }
+}
+
+/// `state`'s directory holds only the ledger and no memory is accounted.
+pub fn assert_state_clean(state: &State) {
+    let mut names = state.dir().entry_names().unwrap();
+    names.sort();
+    assert_eq!(names, ["ledger"], "leftover files in the state directory");
+    let used = state.registry().ledger_snapshot().unwrap().used;
+    assert!(
+        used.iter().all(|u| *u == 0),
+        "memory still accounted: {used:?}"
+    );
+}
+
+/// The live child's identity as holders record it.
+pub fn identity(child: &Child) -> ProcessIdentity {
+    ProcessIdentity::of_pid(child.pid() as i32)
+        .unwrap()
+        .unwrap()
+}
+
+/// The byte pattern both sides of a transfer agree on (the ACL and HIP shells).
+pub fn pattern(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ (i >> 8) as u8)
+        .collect()
+}
