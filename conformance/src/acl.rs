@@ -16,8 +16,8 @@ use devipc_ascend_sys::codes::{ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS};
 use devipc_ascend_sys::consts::{ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT};
 use devipc_ascend_sys::types::{
     ACL_HBM_MEM_HUGE, ACL_MEM_ALLOCATION_TYPE_PINNED, ACL_MEM_HANDLE_TYPE_NONE,
-    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_HOST,
-    ACL_MEMCPY_HOST_TO_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE,
+    ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
     ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclError, aclrtDrvMemHandle, aclrtMemAccessDesc,
     aclrtMemLocation, aclrtNotify, aclrtPhysicalMemProp,
 };
@@ -296,6 +296,29 @@ impl Handler for AclShell {
                         ),
                     )?;
                     Ok(vec![hex(&buf)])
+                }
+                "copy.async-d2d" => {
+                    // aclrtMemcpyAsync device to device on the default stream, then
+                    // aclrtSynchronizeStream: the only copy the vendor allows of a key
+                    // import used on another device (RT-DOC 11-07).
+                    let f = opt!(api, aclrtMemcpyAsync);
+                    let (dst, src, len): (u64, u64, usize) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                    self.check(
+                        "aclrtMemcpyAsync",
+                        f(
+                            ptr(dst),
+                            len,
+                            ptr(src),
+                            len,
+                            ACL_MEMCPY_DEVICE_TO_DEVICE,
+                            std::ptr::null_mut(),
+                        ),
+                    )?;
+                    self.check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
+                    )?;
+                    none()
                 }
                 "key.export" => {
                     let f = opt!(api, aclrtIpcMemGetExportKey);
@@ -603,6 +626,12 @@ impl<E: Exec> Acl<E> {
     /// `aclrtMemcpy` device to host.
     pub fn read(&mut self, src: u64, len: usize) -> Result<Vec<u8>, Failure> {
         unhex(&word::<String>(&self.run(format!("read {src} {len}"))?, 0)?)
+    }
+
+    /// `aclrtMemcpyAsync` device to device on the default stream, synchronised.
+    pub fn copy_async_d2d(&mut self, dst: u64, src: u64, len: usize) -> Result<(), Failure> {
+        self.run(format!("copy.async-d2d {dst} {src} {len}"))
+            .map(drop)
     }
 
     /// `aclrtIpcMemGetExportKey` with a key buffer of `len` bytes.

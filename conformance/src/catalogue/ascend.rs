@@ -255,7 +255,8 @@ pub static RULES: &[Rule] = &[
         "ascend.ipc-key.cross-device-import-with-peer-access",
         A,
         "aclrtIpcMemImportByKey with ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS imports a key \
-         on another device than the owner's",
+         on another device than the owner's, and an asynchronous device-to-device copy (the \
+         only copy allowed there) brings its bytes to the importer's own memory",
         "CANN RT-DOC 11-07; api-facts C.4",
         Expect::Behaviour,
         TWO_DEVICES,
@@ -818,12 +819,26 @@ fn key_cross_device(ctx: &mut Ctx) -> Verdict {
     let va = b
         .key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS)
         .step("import on device 1 with ENABLE_PEER_ACCESS")?;
+    // Host copies of a cross-device key import are not allowed (RT-DOC 11-07): the bytes
+    // go to device-1 memory by an asynchronous device-to-device copy, and from there to
+    // the host.
+    let local = b.malloc(CHECK).step("aclrtMalloc on device 1")?;
+    let copied = b
+        .copy_async_d2d(local, va, CHECK)
+        .step("aclrtMemcpyAsync device to device from the import");
+    let got = copied.and_then(|()| b.read(local, CHECK).step("read the local copy"));
+    b.free(local).step("aclrtFree")?;
+    same_bytes(
+        "the import's bytes copied on device 1",
+        &got?,
+        &pattern(1, CHECK),
+    )?;
     b.key_close(&key).step("importer close")?;
     b.0.finish()?;
     key_release(&mut a, p, &key)?;
     Ok(format!(
-        "imported on device 1 at {va:#x} (host copies of cross-device key imports are not \
-         allowed, RT-DOC 11-07, so the bytes are not read)"
+        "imported on device 1 at {va:#x}; its bytes copied device to device (aclrtMemcpyAsync) \
+         into device-1 memory match the exporter's"
     ))
 }
 
