@@ -5,8 +5,9 @@
 //! that it is clean at the end.
 
 mod acl_support;
+mod emu_support;
 
-use acl_support::{NULL_CASES, TestRoot};
+use acl_support::{AclRoot, EmuRoot, NULL_CASES, TestRoot};
 use devipc_emulator::acl::rules;
 
 /// Entry point of the child processes; a no-op in the parent run.
@@ -27,10 +28,10 @@ fn init_and_finalize_are_reference_counted() {
     a.ok("finalize");
     a.fails("finalize", 100037, rules::FINALIZE_REPEAT);
     // A configuration file must exist (its content is not interpreted).
-    let missing = root.root.join("missing.json");
+    let missing = root.path().join("missing.json");
     let f = a.fail(&format!("init {}", missing.display()));
     assert_eq!(f.code, 100003, "{}", f.message);
-    let cfg = root.root.join("acl.json");
+    let cfg = root.path().join("acl.json");
     std::fs::write(&cfg, "{}").unwrap();
     a.ok(&format!("init {}", cfg.display()));
     a.ok("finalize");

@@ -3,8 +3,9 @@
 //! is clean at the end.
 
 mod acl_support;
+mod emu_support;
 
-use acl_support::TestRoot;
+use acl_support::{AclRoot, EmuRoot, TestRoot};
 use devipc_emulator::acl::rules;
 
 const MB: usize = 1 << 20;

@@ -4,10 +4,11 @@
 //! directory and checks that it is clean at the end.
 
 mod acl_support;
+mod emu_support;
 
 use std::time::{Duration, Instant};
 
-use acl_support::TestRoot;
+use acl_support::{AclRoot, EmuRoot, TestRoot};
 use devipc_emulator::acl::rules;
 
 /// Entry point of the child processes; a no-op in the parent run.

@@ -3,8 +3,9 @@
 //! Every test has its own state directory and checks that it is clean at the end.
 
 mod acl_support;
+mod emu_support;
 
-use acl_support::TestRoot;
+use acl_support::{AclRoot, EmuRoot, TestRoot};
 use devipc_emulator::acl::rules;
 
 const G: usize = 2 << 20;

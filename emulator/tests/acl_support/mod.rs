@@ -1,107 +1,46 @@
 //! Harness of the ACL surface tests: real child processes that call the C ABI.
 //!
-//! Every ACL call runs in a child process: the test binary re-executes itself on its
-//! `child_role` test with `DEVIPC_EMU_ACL_SHELL` set, and the child becomes an *ACL
-//! shell*: it reads one command per line from stdin (`malloc 4096`, `import 123 0`, ...),
-//! makes that one call through the [`AclApi`] table of `devipc_emulator::acl_api()`, and
-//! answers `@@ ok <values...>` or `@@ err <code> <aclGetRecentErrMsg text>` on stdout
-//! (other output is ignored). Handles and pointers travel as hex, keys as their text.
+//! Every ACL call runs in a child process started with `devipc_testkit` (the test binary
+//! re-run on its `child_role` test): the child becomes an *ACL shell*: it reads one
+//! command per line from stdin (`malloc 4096`, `import 123 0`, ...), makes that one call
+//! through the [`AclApi`] table of `devipc_emulator::acl_api()`, and answers
+//! `@@ ok <values...>` or `@@ err <code> <aclGetRecentErrMsg text>` on stdout (other
+//! output is ignored). Handles and pointers travel as hex, keys as their text.
 //! The child finds its state directory through the real `DEVIPC_EMU_*` variables, so each
-//! test gives its children its own temporary `DEVIPC_EMU_DIR`; the parent never calls ACL
-//! itself and inspects that directory with an explicit [`State`] (gc, usage, leftovers).
+//! test gives its children its own [`TestRoot`]; the parent never calls ACL itself and
+//! inspects the state directory with an explicit `State` ([`EmuRoot`]: gc, usage,
+//! leftovers).
 #![allow(
     dead_code,
     reason = "each test binary uses a different part of the harness"
 )]
 
 use std::ffi::{CStr, c_char, c_void};
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::ptr;
 use std::time::{Duration, Instant};
 
 use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::types::*;
-use devipc_emulator::state::process::read_stat;
-use devipc_emulator::{Config, State};
+use devipc_testkit::Child;
 
-/// Set in children: they run the shell instead of the tests.
-pub const SHELL_ENV: &str = "DEVIPC_EMU_ACL_SHELL";
+pub use crate::emu_support::{EmuRoot, pattern};
+pub use devipc_testkit::TestRoot;
+
 /// A child that lives longer than this kills itself, so a broken test leaves no process.
 const CHILD_WATCHDOG: Duration = Duration::from_secs(300);
-
-/// The byte pattern both sides of a transfer agree on.
-pub fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ (i >> 8) as u8)
-        .collect()
-}
 
 // ---------------------------------------------------------------------------------------
 // Parent side.
 
-/// A test's private root (`<tmp>/devipc-emu-acl-<pid>-<name>`) with the state directory
-/// `state/` inside; removed on drop.
-pub struct TestRoot {
-    pub root: PathBuf,
-    pub config: Config,
-}
-
-impl TestRoot {
-    /// A fresh root; `config` describes the state directory the children will use.
-    pub fn new(name: &str) -> TestRoot {
-        let root =
-            std::env::temp_dir().join(format!("devipc-emu-acl-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
-        let config = Config::for_dir(root.join("state"));
-        TestRoot { root, config }
-    }
-
-    /// The state directory, opened by the parent for inspection.
-    pub fn state(&self) -> State {
-        State::open(self.config.clone()).unwrap()
-    }
-
-    /// Bytes in use on `device` across all processes.
-    pub fn used(&self, device: u32) -> u64 {
-        self.state().registry().used(device).unwrap()
-    }
-
-    /// Number of objects (`<id>.meta` files) in the state directory.
-    pub fn objects(&self) -> usize {
-        self.state()
-            .dir()
-            .entry_names()
-            .unwrap()
-            .iter()
-            .filter(|n| n.ends_with(".meta"))
-            .count()
-    }
-
-    /// The state directory holds only the ledger and no memory is accounted.
-    pub fn assert_clean(&self) {
-        let state = self.state();
-        let mut names = state.dir().entry_names().unwrap();
-        names.sort();
-        assert_eq!(names, ["ledger"], "leftover files in the state directory");
-        let used = state.registry().ledger_snapshot().unwrap().used;
-        assert!(
-            used.iter().all(|u| *u == 0),
-            "memory still accounted: {used:?}"
-        );
-    }
-
+/// Starting ACL shells on a test root.
+pub trait AclRoot {
     /// Starts an ACL shell child with this root's state directory and extra variables.
-    pub fn spawn(&self, name: &str, env: &[(&str, &str)]) -> Acl {
-        Acl::spawn(name, self, env)
-    }
+    fn spawn(&self, name: &str, env: &[(&str, &str)]) -> Acl;
 }
 
-impl Drop for TestRoot {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+impl AclRoot for TestRoot {
+    fn spawn(&self, name: &str, env: &[(&str, &str)]) -> Acl {
+        Acl::spawn(name, self, env)
     }
 }
 
@@ -130,88 +69,44 @@ impl Failure {
     }
 }
 
-/// An ACL shell child process; killed and reaped on drop.
+/// An ACL shell child process (the role is its name); killed and reaped on drop.
 pub struct Acl {
-    name: String,
-    proc: std::process::Child,
-    out: BufReader<ChildStdout>,
-    inp: ChildStdin,
+    child: Child,
 }
 
 impl Acl {
     fn spawn(name: &str, root: &TestRoot, env: &[(&str, &str)]) -> Acl {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args(["child_role", "--exact", "--nocapture", "--test-threads=1"])
-            .env(SHELL_ENV, name)
-            .env("DEVIPC_EMU_DIR", &root.config.dir)
+        let mut child = Child::build("child_role", name, root)
             .env_remove("DEVIPC_EMU_BREAK_RULE")
             .env_remove("DEVIPC_EMU_MEM_LIMIT")
             .env_remove("DEVIPC_EMU_DEVICES")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut proc = cmd.spawn().unwrap();
-        let out = BufReader::new(proc.stdout.take().unwrap());
-        let inp = proc.stdin.take().unwrap();
-        let mut child = Acl {
-            name: name.to_owned(),
-            proc,
-            out,
-            inp,
-        };
-        child.reply_line("ready");
-        child
+            .envs(env.iter().copied())
+            .spawn();
+        child.expect("ready");
+        Acl { child }
+    }
+
+    fn name(&self) -> &str {
+        self.child.role()
     }
 
     /// The child's pid.
     pub fn pid(&self) -> i32 {
-        self.proc.id() as i32
+        self.child.pid() as i32
     }
 
     /// Sends a command without waiting for its answer (for calls that block).
     pub fn send(&mut self, cmd: &str) {
-        writeln!(self.inp, "{cmd}").unwrap();
-        self.inp.flush().unwrap();
-    }
-
-    /// Reads the next `@@ <kind> <rest>` line whose kind is in `kinds`.
-    fn reply_line(&mut self, kind: &str) -> String {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = self.out.read_line(&mut line).unwrap();
-            assert!(
-                n > 0,
-                "ACL child {} exited while a reply ({kind}) was due",
-                self.name
-            );
-            // libtest may print `test child_role ... ` on the same line first.
-            let Some(at) = line.find("@@ ") else {
-                continue;
-            };
-            let msg = line[at + 3..].trim_end();
-            let (k, rest) = msg.split_once(' ').unwrap_or((msg, ""));
-            if k == kind || (kind == "reply" && (k == "ok" || k == "err")) {
-                return if kind == "reply" {
-                    msg.to_owned()
-                } else {
-                    rest.to_owned()
-                };
-            }
-        }
+        self.child.send(cmd);
     }
 
     /// The answer to the last command sent.
     pub fn reply(&mut self) -> Result<Vec<String>, Failure> {
-        let msg = self.reply_line("reply");
-        if let Some(rest) = msg.strip_prefix("ok") {
+        let (kind, rest) = self.child.expect_one_of(&["ok", "err"]);
+        if kind == "ok" {
             return Ok(rest.split_whitespace().map(str::to_owned).collect());
         }
-        let rest = msg.strip_prefix("err ").unwrap_or("");
-        let (code, message) = rest.split_once(' ').unwrap_or((rest, ""));
+        let (code, message) = rest.split_once(' ').unwrap_or((&rest, ""));
         Err(Failure {
             code: code.parse().unwrap_or(i32::MIN),
             message: message.to_owned(),
@@ -226,7 +121,9 @@ impl Acl {
             Ok(v) => v,
             Err(f) => panic!(
                 "{}: `{cmd}` failed with {}: {}",
-                self.name, f.code, f.message
+                self.name(),
+                f.code,
+                f.message
             ),
         }
     }
@@ -246,7 +143,7 @@ impl Acl {
         match self.reply() {
             Ok(v) => panic!(
                 "{}: `{cmd}` succeeded with {v:?}, expected a failure",
-                self.name
+                self.name()
             ),
             Err(f) => f,
         }
@@ -261,42 +158,18 @@ impl Acl {
     /// Ends the shell normally and checks its exit status.
     pub fn exit(mut self) {
         self.send("exit");
-        let status = self.proc.wait().unwrap();
-        assert!(
-            status.success(),
-            "ACL child {} exited with {status}",
-            self.name
-        );
+        self.child.wait_success();
     }
 
     /// SIGKILL, then waits until the kernel has killed it (zombie or gone) without
     /// reaping; [`Acl::reap`] reaps.
     pub fn kill9(&mut self) {
-        self.proc.kill().unwrap();
-        let pid = self.pid();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            match read_stat(pid).unwrap() {
-                Some(s) if s.state != 'Z' => {}
-                _ => return,
-            }
-            assert!(Instant::now() < deadline, "child {pid} did not die");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        self.child.kill_no_reap();
     }
 
     /// Reaps a killed child.
     pub fn reap(&mut self) {
-        let _ = self.proc.wait();
-    }
-}
-
-impl Drop for Acl {
-    fn drop(&mut self) {
-        if let Ok(None) = self.proc.try_wait() {
-            let _ = self.proc.kill();
-            let _ = self.proc.wait();
-        }
+        self.child.reap();
     }
 }
 
@@ -306,41 +179,23 @@ impl Drop for Acl {
 /// Entry of child processes (call from the binary's `child_role` test); returns at once
 /// in the parent.
 pub fn child_main() {
-    if std::env::var_os(SHELL_ENV).is_none() {
-        return;
-    }
-    std::thread::spawn(move || {
-        std::thread::sleep(CHILD_WATCHDOG);
-        eprintln!("ACL child watchdog: giving up");
-        std::process::exit(97);
-    });
-    let mut shell = Shell {
-        api: devipc_emulator::acl_api(),
-    };
-    say(&format!("ready {}", std::process::id()));
-    let stdin = std::io::stdin();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
-            std::process::exit(0);
-        }
-        let cmd = line.trim();
-        if cmd == "exit" {
-            std::process::exit(0);
-        }
-        let reply = match shell.exec(cmd) {
-            Ok(values) => format!("ok {}", values.join(" ")),
-            Err((code, message)) => format!("err {code} {message}"),
+    devipc_testkit::run_child_within(CHILD_WATCHDOG, |_name, parent| {
+        let mut shell = Shell {
+            api: devipc_emulator::acl_api(),
         };
-        say(reply.trim_end());
-    }
-}
-
-fn say(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "@@ {text}");
-    let _ = out.flush();
+        parent.say("ready", &std::process::id().to_string());
+        while let Some(line) = parent.hear_line() {
+            let cmd = line.trim();
+            if cmd == "exit" {
+                break;
+            }
+            match shell.exec(cmd) {
+                Ok(values) => parent.say("ok", &values.join(" ")),
+                Err((code, message)) => parent.say("err", &format!("{code} {message}")),
+            }
+        }
+        Ok(())
+    });
 }
 
 type Reply = Result<Vec<String>, (i32, String)>;
