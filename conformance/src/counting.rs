@@ -37,6 +37,63 @@ pub fn all_calls() -> BTreeMap<&'static str, u64> {
     COUNTS.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
+/// Generates, in the module it is expanded in, the counting wrappers of one vendor table:
+/// the saved originals, one forwarding wrapper per listed function, and `install`. The
+/// callback of `for_each_acl_fn!` / `for_each_hip_fn!`, with `[Table, "what"]` passed
+/// through.
+macro_rules! counting_table {
+    (
+        [$table:ty, $what:literal]
+        required { $( $(#[$rd:meta])* fn $r:ident ( $($rp:ident : $rt:ty),* $(,)? ) -> $rr:ty ; )* }
+        optional { $( $(#[$od:meta])* fn $o:ident ( $($op:ident : $ot:ty),* $(,)? ) -> $or:ty ; )* }
+    ) => {
+        /// The original pointers of the wrapped table.
+        #[allow(non_snake_case, reason = "fields carry the vendor's function names")]
+        pub(super) struct Original {
+            $( $r: unsafe extern "C" fn($($rt),*) -> $rr, )*
+            $( $o: Option<unsafe extern "C" fn($($ot),*) -> $or>, )*
+        }
+
+        pub(super) static ORIGINAL: OnceLock<Original> = OnceLock::new();
+
+        #[allow(dead_code, reason = "unused when a list has no functions of a kind")]
+        fn original() -> &'static Original {
+            // Wrappers are installed only after ORIGINAL is set.
+            ORIGINAL.get().expect("the counting table is installed")
+        }
+
+        $(
+            #[allow(non_snake_case, reason = "the vendor's names")]
+            unsafe extern "C" fn $r($($rp: $rt),*) -> $rr {
+                super::record(stringify!($r));
+                // SAFETY: the caller upholds the contract of the vendor function, which is
+                // forwarded unchanged to the original pointer of the same signature.
+                unsafe { (original().$r)($($rp),*) }
+            }
+        )*
+        $(
+            #[allow(non_snake_case, reason = "the vendor's names")]
+            unsafe extern "C" fn $o($($op: $ot),*) -> $or {
+                super::record(stringify!($o));
+                // Installed only when the original table has the function.
+                let f = original().$o.expect("wrapper installed only for present functions");
+                // SAFETY: as for the required functions.
+                unsafe { f($($op),*) }
+            }
+        )*
+
+        /// Saves the table's pointers and installs the counting wrappers.
+        pub(super) fn install(api: &mut $table) -> Result<(), String> {
+            ORIGINAL
+                .set(Original { $( $r: api.$r, )* $( $o: api.$o, )* })
+                .map_err(|_| format!("{} table is already wrapped in this process", $what))?;
+            $( api.$r = $r; )*
+            $( if api.$o.is_some() { api.$o = Some($o); } )*
+            Ok(())
+        }
+    };
+}
+
 mod acl_wrap {
     #[allow(
         clippy::wildcard_imports,
@@ -47,59 +104,7 @@ mod acl_wrap {
 
     use devipc_ascend_sys::AclApi;
 
-    macro_rules! acl_counting {
-        (
-            []
-            required { $( $(#[$rd:meta])* fn $r:ident ( $($rp:ident : $rt:ty),* $(,)? ) -> $rr:ty ; )* }
-            optional { $( $(#[$od:meta])* fn $o:ident ( $($op:ident : $ot:ty),* $(,)? ) -> $or:ty ; )* }
-        ) => {
-            /// The original pointers of the wrapped table.
-            #[allow(non_snake_case, reason = "fields carry the vendor's function names")]
-            pub(super) struct Original {
-                $( $r: unsafe extern "C" fn($($rt),*) -> $rr, )*
-                $( $o: Option<unsafe extern "C" fn($($ot),*) -> $or>, )*
-            }
-
-            pub(super) static ORIGINAL: OnceLock<Original> = OnceLock::new();
-
-            fn original() -> &'static Original {
-                // Wrappers are installed only after ORIGINAL is set.
-                ORIGINAL.get().expect("the counting table is installed")
-            }
-
-            $(
-                #[allow(non_snake_case, reason = "the vendor's names")]
-                unsafe extern "C" fn $r($($rp: $rt),*) -> $rr {
-                    super::record(stringify!($r));
-                    // SAFETY: the caller upholds the contract of the vendor function, which
-                    // is forwarded unchanged to the original pointer of the same signature.
-                    unsafe { (original().$r)($($rp),*) }
-                }
-            )*
-            $(
-                #[allow(non_snake_case, reason = "the vendor's names")]
-                unsafe extern "C" fn $o($($op: $ot),*) -> $or {
-                    super::record(stringify!($o));
-                    // Installed only when the original table has the function.
-                    let f = original().$o.expect("wrapper installed only for present functions");
-                    // SAFETY: as for the required functions.
-                    unsafe { f($($op),*) }
-                }
-            )*
-
-            /// Saves the table's pointers and installs the counting wrappers.
-            pub(super) fn install(api: &mut AclApi) -> Result<(), String> {
-                ORIGINAL
-                    .set(Original { $( $r: api.$r, )* $( $o: api.$o, )* })
-                    .map_err(|_| "an ACL table is already wrapped in this process".to_owned())?;
-                $( api.$r = $r; )*
-                $( if api.$o.is_some() { api.$o = Some($o); } )*
-                Ok(())
-            }
-        };
-    }
-
-    devipc_ascend_sys::for_each_acl_fn!(acl_counting);
+    devipc_ascend_sys::for_each_acl_fn!(counting_table; AclApi, "an ACL");
 }
 
 mod hip_wrap {
@@ -112,57 +117,7 @@ mod hip_wrap {
 
     use devipc_hip_sys::HipApi;
 
-    macro_rules! hip_counting {
-        (
-            []
-            required { $( $(#[$rd:meta])* fn $r:ident ( $($rp:ident : $rt:ty),* $(,)? ) -> $rr:ty ; )* }
-            optional { $( $(#[$od:meta])* fn $o:ident ( $($op:ident : $ot:ty),* $(,)? ) -> $or:ty ; )* }
-        ) => {
-            /// The original pointers of the wrapped table.
-            #[allow(non_snake_case, reason = "fields carry the vendor's function names")]
-            pub(super) struct Original {
-                $( $r: unsafe extern "C" fn($($rt),*) -> $rr, )*
-                $( $o: Option<unsafe extern "C" fn($($ot),*) -> $or>, )*
-            }
-
-            pub(super) static ORIGINAL: OnceLock<Original> = OnceLock::new();
-
-            #[allow(dead_code, reason = "unused while the optional list is empty")]
-            fn original() -> &'static Original {
-                ORIGINAL.get().expect("the counting table is installed")
-            }
-
-            $(
-                #[allow(non_snake_case, reason = "the vendor's names")]
-                unsafe extern "C" fn $r($($rp: $rt),*) -> $rr {
-                    super::record(stringify!($r));
-                    // SAFETY: forwarded unchanged to the original of the same signature.
-                    unsafe { (original().$r)($($rp),*) }
-                }
-            )*
-            $(
-                #[allow(non_snake_case, reason = "the vendor's names")]
-                unsafe extern "C" fn $o($($op: $ot),*) -> $or {
-                    super::record(stringify!($o));
-                    let f = original().$o.expect("wrapper installed only for present functions");
-                    // SAFETY: as above.
-                    unsafe { f($($op),*) }
-                }
-            )*
-
-            /// Saves the table's pointers and installs the counting wrappers.
-            pub(super) fn install(api: &mut HipApi) -> Result<(), String> {
-                ORIGINAL
-                    .set(Original { $( $r: api.$r, )* $( $o: api.$o, )* })
-                    .map_err(|_| "a HIP table is already wrapped in this process".to_owned())?;
-                $( api.$r = $r; )*
-                $( if api.$o.is_some() { api.$o = Some($o); } )*
-                Ok(())
-            }
-        };
-    }
-
-    devipc_hip_sys::for_each_hip_fn!(hip_counting);
+    devipc_hip_sys::for_each_hip_fn!(counting_table; HipApi, "a HIP");
 }
 
 /// Makes every call through `api` counted (see the module docs).
