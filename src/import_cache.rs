@@ -232,6 +232,34 @@ mod tests {
     }
 
     #[test]
+    fn a_token_from_another_host_is_refused_before_the_vendor() {
+        let rt = probe_runtime();
+        let mut parts_host = HostIdentity::current();
+        parts_host.boot_id_hash ^= 1;
+        let foreign = MemToken::new(MemTokenParts {
+            mechanism: Mechanism::HipIpcMem,
+            emulated: true,
+            device: DeviceId(0),
+            origin: TokenOrigin {
+                pid: ProcessId(std::process::id() + 1),
+                host: parts_host,
+            },
+            generation: 1,
+            object_size: 64,
+            offset: 0,
+            len: 64,
+            payload: vec![9; 64],
+        })
+        .unwrap();
+        let err = rt.import(&foreign, DeviceId(0)).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { what } if what.contains("another host")),
+            "{err}"
+        );
+        assert_eq!(probe(&rt).count("import"), 0);
+    }
+
+    #[test]
     fn a_token_for_another_backend_is_a_mismatch() {
         let rt = Runtime::from_backend(Backend::from(ProbeBackend::new(BackendKind::Ascend)));
         let err = rt.import(&remote(1, 0, 64), DeviceId(0)).unwrap_err();

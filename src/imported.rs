@@ -49,6 +49,7 @@ impl Runtime {
         }
         let len = usize::try_from(token.len())
             .map_err(|_| Error::invalid_token("length does not fit this platform"))?;
+        self.inner.check_same_host(token.origin())?;
         if token.origin() == self.inner.origin {
             return self.import_local(token, device, len);
         }

@@ -163,6 +163,21 @@ impl Runtime {
     }
 }
 
+impl RuntimeInner {
+    /// Refuses a token produced on another booted host: device memory and signals are
+    /// shared between processes of one node only, and the vendor would fail on it with a
+    /// less helpful error (or, worse, name an unrelated object).
+    pub(crate) fn check_same_host(&self, origin: TokenOrigin) -> Result<()> {
+        if self.origin.host.other_host(&origin.host) {
+            return Err(Error::invalid_argument(
+                "the token was produced on another host (its boot id differs): devipc shares \
+                 device memory and signals between processes of one node only",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The error for a backend kind this build left out.
 fn not_compiled(kind: BackendKind) -> Error {
     Error::unsupported(

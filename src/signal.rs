@@ -57,6 +57,7 @@ impl Runtime {
     /// Opens a peer's signal on `device`. A token this process exported gives a `Signal`
     /// sharing the local handle, without a vendor call.
     pub fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<Signal> {
+        self.inner.check_same_host(token.origin())?;
         if token.origin() == self.inner.origin {
             let local = local_signals()
                 .get(&token.identity())
