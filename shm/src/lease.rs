@@ -21,7 +21,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use crate::process::ProcessIdentity;
 use crate::sys::{self, FlockMode};
@@ -34,14 +33,13 @@ const CREATOR: &str = "creator ";
 /// Prefix of lease file names.
 const PREFIX: &str = "lease-";
 
-/// A lease file, kept open while the value lives.
+/// A lease file. The value holds no file descriptor between operations (an importer may
+/// hold thousands of leases; descriptors are a scarcer resource than an `open` per
+/// operation): each operation opens the file, locks it, and closes it.
 #[derive(Debug)]
 pub struct Lease {
     path: PathBuf,
     name: [u8; NAME_LEN],
-    /// The open file. `flock` excludes other open descriptions only, so the mutex
-    /// serialises this process's threads that share this value.
-    file: Mutex<File>,
 }
 
 impl Lease {
@@ -60,11 +58,7 @@ impl Lease {
             let _ = std::fs::remove_file(&path);
             return Err(e);
         }
-        Ok(Lease {
-            path,
-            name,
-            file: Mutex::new(file),
-        })
+        Ok(Lease { path, name })
     }
 
     /// The existing lease `name` in `dir`. A malformed name is `InvalidInput`; a lease that
@@ -77,12 +71,8 @@ impl Lease {
             )
         })?;
         let path = dir.join(format!("{PREFIX}{}", valid_name(&name)?));
-        let file = OpenOptions::new().read(true).write(true).open(&path)?;
-        Ok(Lease {
-            path,
-            name,
-            file: Mutex::new(file),
-        })
+        std::fs::metadata(&path)?;
+        Ok(Lease { path, name })
     }
 
     /// The name to send to importers.
@@ -165,13 +155,10 @@ impl Lease {
         prune: bool,
         change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>) -> bool,
     ) -> io::Result<()> {
-        let guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        let file: &File = &guard;
-        sys::flock(file, FlockMode::Exclusive, true)?;
-        let result = self.update_locked(file, prune, change);
-        // The descriptor stays open, so the lock is released explicitly.
-        let unlocked = sys::funlock(file);
-        result.and(unlocked)
+        let file = OpenOptions::new().read(true).write(true).open(&self.path)?;
+        sys::flock(&file, FlockMode::Exclusive, true)?;
+        // Closing the file (at the end of this function) releases the lock.
+        self.update_locked(&file, prune, change)
     }
 
     /// The body of [`Lease::update_then`], with the file locked.
