@@ -492,6 +492,32 @@ mod tests {
     }
 
     #[test]
+    fn held_leases_hold_no_file_descriptors() {
+        let dir = scratch("fds");
+        let me = ProcessIdentity::current().unwrap();
+        let fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let before = fds();
+        let leases: Vec<Lease> = (0..300)
+            .map(|_| {
+                let lease = Lease::create(&dir).unwrap();
+                lease.acquire(me).unwrap();
+                lease
+            })
+            .collect();
+        // Other tests may open a few files meanwhile; 300 leases must not show up.
+        assert!(
+            fds() < before + 50,
+            "leases keep descriptors open: {before} -> {}",
+            fds()
+        );
+        for lease in leases {
+            lease.release(me).unwrap();
+            lease.remove().unwrap();
+        }
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
     fn malformed_files_and_names_are_errors() {
         let dir = scratch("bad");
         let lease = Lease::create(&dir).unwrap();
