@@ -135,11 +135,7 @@ impl AscendBackend {
         opts: ExportOptions,
     ) -> Result<MemToken> {
         let dev = self.check_device(device)?;
-        if ptr.is_null() || len == 0 {
-            return Err(Error::invalid_argument(
-                "external export needs a non-null pointer and a non-zero length",
-            ));
-        }
+        ptr.check_external_span(len)?;
         let get_key = optional!(self.api, aclrtIpcMemGetExportKey)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let (base, size) = self.block_of(ptr, len)?;

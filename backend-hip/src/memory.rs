@@ -124,11 +124,7 @@ impl HipBackend {
         _opts: ExportOptions,
     ) -> Result<MemToken> {
         let dev = self.check_device(device)?;
-        if ptr.is_null() || len == 0 {
-            return Err(Error::invalid_argument(
-                "external export needs a non-null pointer and a non-zero length",
-            ));
-        }
+        ptr.check_external_span(len)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut base: hipDeviceptr_t = std::ptr::null_mut();
         let mut size: usize = 0;

@@ -149,6 +149,17 @@ impl DevicePtr {
         self.0 == 0
     }
 
+    /// Checks the arguments of an `export_external`: a non-null pointer and a non-zero
+    /// length (every backend's rule, before any vendor call).
+    pub fn check_external_span(self, len: usize) -> Result<()> {
+        if self.is_null() || len == 0 {
+            return Err(Error::invalid_argument(
+                "external export needs a non-null pointer and a non-zero length",
+            ));
+        }
+        Ok(())
+    }
+
     /// `self + offset`, or `InvalidArgument` on overflow.
     pub fn offset(self, offset: usize) -> Result<DevicePtr> {
         u64::try_from(offset)
@@ -335,6 +346,9 @@ mod tests {
         assert_eq!(DevicePtr(0x1000).offset(0x10).unwrap(), DevicePtr(0x1010));
         assert!(DevicePtr(u64::MAX).offset(1).is_err());
         assert!(DevicePtr::NULL.is_null());
+        assert!(DevicePtr(0x10).check_external_span(1).is_ok());
+        assert!(DevicePtr::NULL.check_external_span(1).is_err());
+        assert!(DevicePtr(0x10).check_external_span(0).is_err());
     }
 
     #[test]

@@ -201,28 +201,18 @@ impl Lease {
 /// Removes the leases in `dir` whose creator (the exporter) is dead: what a crashed
 /// exporter left behind. Returns how many it removed; unreadable entries are skipped.
 pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
-    let mut removed = 0;
-    for entry in std::fs::read_dir(dir)? {
-        let Ok(entry) = entry else { continue };
-        let name = entry.file_name();
-        let Some(name) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
-            continue;
-        };
-        let Ok(lease) = Lease::open(dir, name.as_bytes()) else {
-            continue;
-        };
+    crate::private_dir::sweep(dir, PREFIX, |name| {
+        let lease = Lease::open(dir, name.as_bytes())?;
         let mut text = String::new();
-        let Ok(()) = File::open(&lease.path)
-            .and_then(|f| f.take(MAX_LEN).read_to_string(&mut text))
-            .map(drop)
-        else {
-            continue;
-        };
-        if parse_creator(&text).is_some_and(|c| !c.is_alive()) && lease.remove().is_ok() {
-            removed += 1;
+        File::open(&lease.path)?
+            .take(MAX_LEN)
+            .read_to_string(&mut text)?;
+        if parse_creator(&text).is_some_and(|c| !c.is_alive()) {
+            lease.remove()?;
+            return Ok(true);
         }
-    }
-    Ok(removed)
+        Ok(false)
+    })
 }
 
 /// devipc's use of leases, with devipc errors: leases live in the

@@ -190,6 +190,28 @@ pub fn runtime_dir() -> Result<PathBuf, PrivateDirError> {
     Ok(dir)
 }
 
+/// Removes the entries of `dir` named `<prefix><name>` for which `remove(name)` says
+/// `Ok(true)` (it removed the entry itself); returns how many. Unreadable entries and
+/// per-entry failures are skipped: a sweep is a best-effort cleanup.
+pub fn sweep(
+    dir: &Path,
+    prefix: &str,
+    mut remove: impl FnMut(&str) -> io::Result<bool>,
+) -> io::Result<usize> {
+    let mut removed = 0;
+    for entry in fs::read_dir(dir)? {
+        let Ok(entry) = entry else { continue };
+        let file_name = entry.file_name();
+        let Some(name) = file_name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+            continue;
+        };
+        if remove(name).unwrap_or(false) {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Opens the private directory at `path` (made absolute), creating it with mode 0700 if
 /// missing, and validates it with [`check_dir_facts`] against the effective uid.
 pub fn open_private_dir(path: &Path) -> Result<PathBuf, PrivateDirError> {

@@ -142,21 +142,14 @@ fn creator_words(region: &MappedRegion) -> [&AtomicU32; 3] {
 /// behind (mappings other processes still have stay valid). Returns how many it removed;
 /// unreadable entries are skipped.
 pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
-    let mut removed = 0;
-    for entry in std::fs::read_dir(dir)? {
-        let Ok(entry) = entry else { continue };
-        let name = entry.file_name();
-        let Some(name) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
-            continue;
-        };
-        let Ok(word) = WordFile::open(dir, name.as_bytes()) else {
-            continue;
-        };
-        if !word.creator().is_alive() && word.unlink().is_ok() {
-            removed += 1;
+    crate::private_dir::sweep(dir, PREFIX, |name| {
+        let word = WordFile::open(dir, name.as_bytes())?;
+        if word.creator().is_alive() {
+            return Ok(false);
         }
-    }
-    Ok(removed)
+        word.unlink()?;
+        Ok(true)
+    })
 }
 
 /// A fresh random name: [`NAME_LEN`] lower-case hex digits.
