@@ -264,6 +264,11 @@ mod tests {
         let rt = Runtime::from_backend(Backend::from(ProbeBackend::new(BackendKind::Ascend)));
         let err = rt.import(&remote(1, 0, 64), DeviceId(0)).unwrap_err();
         assert!(matches!(err, Error::BackendMismatch { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("backend mismatch: expected an ascend token, found a hip token"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -43,8 +43,12 @@ impl Runtime {
         let kind = self.info().kind;
         if token.backend() != kind {
             return Err(Error::BackendMismatch {
-                expected: format!("a {kind} token"),
-                found: format!("a {} token ({})", token.backend(), token.mechanism()),
+                expected: format!("{} token", kind.with_article()),
+                found: format!(
+                    "{} token ({})",
+                    token.backend().with_article(),
+                    token.mechanism()
+                ),
             });
         }
         let len = usize::try_from(token.len())

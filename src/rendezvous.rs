@@ -379,8 +379,11 @@ impl ShareServer {
         let (ours, theirs) = (self.runtime().info().kind, rt.info().kind);
         if ours != theirs {
             return Err(Error::BackendMismatch {
-                expected: format!("a {ours} signal (the shared buffer is {ours} memory)"),
-                found: format!("a {theirs} signal"),
+                expected: format!(
+                    "{} signal (the shared buffer is {ours} memory)",
+                    ours.with_article()
+                ),
+                found: format!("{} signal", theirs.with_article()),
             });
         }
         let token = signal.export(self.opts.export)?;

@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use devipc_core::{BackendInfo, BackendKind, DeviceIpc, Error, ProcessId, Result, TokenOrigin};
+use devipc_core::{
+    BackendAttempt, BackendInfo, BackendKind, DeviceIpc, Error, ProcessId, Result, TokenOrigin,
+};
 
 use crate::backend::Backend;
 use crate::import_cache::ImportCache;
@@ -99,27 +101,26 @@ impl Runtime {
     }
 
     /// Starts the backend a [`BackendChoice`] names. `Auto` tries every compiled-in
-    /// vendor runtime in [`BackendChoice::auto_order`] and returns the first that starts,
-    /// or the first one's error when none does.
+    /// vendor runtime in [`BackendChoice::auto_order`] and returns the first that starts;
+    /// when none does, [`Error::NoBackendStarted`] keeps every backend's own error (an AMD
+    /// user with ROCm but no GPU sees HIP's no-device error, not only Ascend's missing
+    /// library).
     pub fn from_choice(choice: BackendChoice) -> Result<Runtime> {
         match choice {
             BackendChoice::Real(kind) => Runtime::open(kind),
             BackendChoice::Emulated(kind) => Runtime::emulated(kind),
             BackendChoice::Auto => {
-                let mut first_error = None;
-                for &kind in BackendChoice::auto_order() {
-                    match Runtime::open(kind) {
+                let mut attempts = Vec::new();
+                for &backend in BackendChoice::auto_order() {
+                    match Runtime::open(backend) {
                         Ok(rt) => return Ok(rt),
-                        Err(e) => {
-                            first_error.get_or_insert(e);
-                        }
+                        Err(e) => attempts.push(BackendAttempt {
+                            backend,
+                            error: Box::new(e),
+                        }),
                     }
                 }
-                Err(first_error.unwrap_or_else(|| {
-                    Error::invalid_argument(
-                        "no backend is compiled in, so `auto` has nothing to try",
-                    )
-                }))
+                Err(Error::NoBackendStarted { attempts })
             }
         }
     }
@@ -245,12 +246,22 @@ mod tests {
         assert!(err.to_string().contains(BackendChoice::ACCEPTED), "{err}");
         // SAFETY: as above.
         unsafe { std::env::remove_var(BACKEND_ENV) };
-        // `auto` reports the first backend's start-up error.
-        let auto = Runtime::from_env().unwrap_err().to_string();
-        let first = Runtime::open(BackendChoice::auto_order()[0])
-            .unwrap_err()
-            .to_string();
-        assert_eq!(auto, first);
+        // `auto` reports every compiled-in backend's own start-up error, in order.
+        let auto = Runtime::from_env().unwrap_err();
+        let Error::NoBackendStarted { attempts } = &auto else {
+            panic!("expected NoBackendStarted, got {auto:?}");
+        };
+        let tried: Vec<BackendKind> = attempts.iter().map(|a| a.backend).collect();
+        assert_eq!(tried, BackendChoice::auto_order());
+        let text = auto.to_string();
+        for a in attempts {
+            let alone = Runtime::open(a.backend).unwrap_err().to_string();
+            assert_eq!(a.error.to_string(), alone);
+            assert!(
+                text.contains(alone.lines().next().unwrap()),
+                "{alone} missing from {text}"
+            );
+        }
     }
 
     #[test]

@@ -275,12 +275,19 @@ impl Setup {
     }
 
     fn spawn(&self, role: &str, extra: &[(&str, String)]) -> Child {
-        let mut env = vec![
-            (KIND_ENV, self.kind.to_string()),
-            (SOCK_ENV, self.sock().display().to_string()),
-        ];
-        env.extend(extra.iter().cloned());
-        Child::spawn("child_role", role, &self.root, &env)
+        self.child(role, extra).spawn()
+    }
+
+    /// A child running as `uid` (and the same gid); fails when the system refuses.
+    fn spawn_as(&self, uid: u32, role: &str, extra: &[(&str, String)]) -> std::io::Result<Child> {
+        self.child(role, extra).user(uid, uid).try_spawn()
+    }
+
+    fn child(&self, role: &str, extra: &[(&str, String)]) -> devipc_testkit::ChildBuilder<'_> {
+        Child::build("child_role", role, &self.root)
+            .env(KIND_ENV, self.kind.to_string())
+            .env(SOCK_ENV, self.sock())
+            .envs(extra.iter().map(|(k, v)| (k, v)))
     }
 
     /// An exporter that is listening; returns it and its process id.
@@ -548,83 +555,18 @@ fn the_example_runs_on_both_emulated_backends() {
     }
 }
 
-/// A child running as another uid (root can start one); speaks the testkit's `@@` lines.
-struct Foreign {
-    proc: std::process::Child,
-    out: std::io::BufReader<std::process::ChildStdout>,
-    inp: std::process::ChildStdin,
-}
-
-impl Foreign {
-    fn spawn(setup: &Setup, uid: u32, role: &str, env: &[(&str, &std::ffi::OsStr)]) -> Foreign {
-        use std::os::unix::process::CommandExt;
-        use std::process::Stdio;
-        let mut proc = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["child_role", "--exact", "--nocapture", "--test-threads=1"])
-            .uid(uid)
-            .gid(uid)
-            .env(devipc_testkit::ROLE_ENV, role)
-            .env(KIND_ENV, setup.kind.to_string())
-            .env(SOCK_ENV, setup.sock())
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        Foreign {
-            out: std::io::BufReader::new(proc.stdout.take().unwrap()),
-            inp: proc.stdin.take().unwrap(),
-            proc,
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.inp, "{line}").unwrap();
-    }
-
-    fn expect(&mut self, key: &str) -> String {
-        use std::io::BufRead;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                self.out.read_line(&mut line).unwrap() > 0,
-                "child exited before {key:?}"
-            );
-            let Some((_, msg)) = line.trim_end().split_once("@@ ") else {
-                continue;
-            };
-            let (k, v) = msg.split_once(' ').unwrap_or((msg, ""));
-            assert_ne!(k, "fail", "child failed: {v}");
-            if k == key {
-                return v.to_owned();
-            }
-        }
-    }
-
-    fn wait_success(mut self) {
-        assert!(self.proc.wait().unwrap().success());
-    }
-}
-
-impl Drop for Foreign {
-    fn drop(&mut self) {
-        if let Ok(None) = self.proc.try_wait() {
-            let _ = self.proc.kill();
-            let _ = self.proc.wait();
-        }
-    }
-}
-
 /// An importer of another uid is refused by the exporter even when the socket's mode
 /// lets it connect, and an importer refuses an exporter of another uid. Needs root (to
-/// start a child as `nobody`); says so loudly and does nothing otherwise.
+/// start a child as `nobody`, running a copy of this binary that `nobody` can reach, so a
+/// checkout under a 0700 home works); skips loudly otherwise.
 #[test]
 fn other_uids_are_refused_both_ways() {
+    const TEST: &str = "other_uids_are_refused_both_ways";
     const NOBODY: u32 = 65534;
     if devipc_shm::sys::effective_uid() != 0 {
-        eprintln!(
-            "SKIPPED other_uids_are_refused_both_ways: needs root to run a child as uid {NOBODY}"
+        devipc_testkit::skip(
+            TEST,
+            &format!("needs root to run a child as uid {NOBODY} (run the tests as root)"),
         );
         return;
     }
@@ -632,7 +574,16 @@ fn other_uids_are_refused_both_ways() {
     let (mut exporter, _) = setup.exporter(&[(SOCKET_MODE_ENV, "666".into())]);
 
     exporter.send("accept");
-    let mut stranger = Foreign::spawn(&setup, NOBODY, "raw", &[]);
+    let mut stranger = match setup.spawn_as(NOBODY, "raw", &[]) {
+        Ok(child) => child,
+        Err(e) => {
+            devipc_testkit::skip(
+                TEST,
+                &format!("cannot run a copy of the test binary as uid {NOBODY}: {e}"),
+            );
+            return;
+        }
+    };
     stranger.send("honest");
     stranger.expect("sent");
     let outcome = exporter.expect("refused");
@@ -650,19 +601,18 @@ fn other_uids_are_refused_both_ways() {
 
     // The other way round: `nobody` with an emulator of its own refuses the root exporter
     // before sending anything.
-    let own = std::env::temp_dir().join(format!("devipc-rdv-nobody-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&own);
-    let env = [
-        ("DEVIPC_EMU_DIR", own.join("emu").into_os_string()),
-        ("DEVIPC_RUNTIME_DIR", own.join("run").into_os_string()),
-    ];
+    let own = setup.root.path().join("nobody");
     std::fs::create_dir_all(&own).unwrap();
     std::os::unix::fs::chown(&own, Some(NOBODY), Some(NOBODY)).unwrap();
-    let env: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
-    let mut importer = Foreign::spawn(&setup, NOBODY, "refused-importer", &env);
+    let env = [
+        ("DEVIPC_EMU_DIR", own.join("emu").display().to_string()),
+        ("DEVIPC_RUNTIME_DIR", own.join("run").display().to_string()),
+    ];
+    let mut importer = setup
+        .spawn_as(NOBODY, "refused-importer", &env)
+        .expect("a second child as nobody (the first one started)");
     let error = importer.expect("error");
     importer.wait_success();
-    let _ = std::fs::remove_dir_all(&own);
     assert!(error.starts_with("denied "), "{error}");
     assert!(error.contains("served by uid 0"), "{error}");
     // Its connection still waits in the exporter's queue: refused for its uid, although

@@ -123,8 +123,14 @@ impl AscendBackend {
     /// `emulator`): every ACL function over host shared memory, across real processes,
     /// with the vendor's IPC rules and codes. Configured by the `DEVIPC_EMU_*` environment
     /// variables (state directory, device count, memory limit) on first use.
+    ///
+    /// Fails with [`Error::Config`] when a `DEVIPC_EMU_*` variable is malformed or the
+    /// emulator's state directory is refused (wrong owner or mode, a symlink).
     #[cfg(feature = "emulator")]
     pub fn emulated() -> Result<Self> {
+        // A bad DEVIPC_EMU_* setting is a configuration error of devipc's own, not the
+        // vendor code the C ABI would have to report it as.
+        devipc_emulator::start()?;
         AscendBackend::from_api(Arc::new(devipc_emulator::acl::acl_api()))
     }
 

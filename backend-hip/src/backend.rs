@@ -51,8 +51,14 @@ impl HipBackend {
 
     /// Starts the backend on the devipc emulator linked into this process (host shared
     /// memory, no device; see the `devipc-emulator` crate for its configuration).
+    ///
+    /// Fails with [`Error::Config`] when a `DEVIPC_EMU_*` variable is malformed or the
+    /// emulator's state directory is refused (wrong owner or mode, a symlink).
     #[cfg(feature = "emulator")]
     pub fn emulated() -> Result<Self> {
+        // A bad DEVIPC_EMU_* setting is a configuration error of devipc's own, not the
+        // vendor code the C ABI would have to report it as.
+        devipc_emulator::start()?;
         HipBackend::from_api(Arc::new(devipc_emulator::hip::hip_api()))
     }
 

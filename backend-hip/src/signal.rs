@@ -19,7 +19,7 @@
 //! its creator, so the words of a creator that crashed are removed by the next process
 //! that creates a signal in the same runtime directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,7 +32,6 @@ use devipc_hip_sys::{
     hipIpcEventHandle_t,
 };
 use devipc_shm::futex::{BinarySemaphore, WaitError};
-use devipc_shm::private_dir::RUNTIME_DIR_ENV;
 use devipc_shm::word_file::{NAME_LEN, WordFile};
 
 use crate::backend::HipBackend;
@@ -50,16 +49,6 @@ pub(crate) struct SignalRecord {
     created: bool,
 }
 
-/// devipc's runtime directory (`DEVIPC_RUNTIME_DIR`), as a devipc [`Error`].
-pub(crate) fn runtime_dir() -> Result<PathBuf> {
-    devipc_shm::private_dir::runtime_dir().map_err(|e| {
-        Error::io(
-            format!("devipc runtime directory (set {RUNTIME_DIR_ENV})"),
-            std::io::Error::other(e),
-        )
-    })
-}
-
 fn event_ptr(record_event: usize) -> hipEvent_t {
     record_event as hipEvent_t
 }
@@ -67,7 +56,7 @@ fn event_ptr(record_event: usize) -> hipEvent_t {
 impl HipBackend {
     pub(crate) fn create_signal_impl(&self, device: DeviceId) -> Result<SignalHandle> {
         let dev = self.check_device(device)?;
-        let dir = runtime_dir()?;
+        let dir = devipc_shm::private_dir::runtime_dir_for_devipc()?;
         // Once per process: remove the words of signals whose creator crashed.
         static SWEPT: std::sync::Once = std::sync::Once::new();
         SWEPT.call_once(|| {
@@ -157,7 +146,7 @@ impl HipBackend {
             )));
         }
         let (handle_bytes, name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
-        let dir = runtime_dir()?;
+        let dir = devipc_shm::private_dir::runtime_dir_for_devipc()?;
         let word = open_word(&dir, name)?;
         let mut handle = [0u8; HIP_IPC_HANDLE_SIZE];
         handle.copy_from_slice(handle_bytes);

@@ -46,6 +46,58 @@ fn list_attempts(tried: &[LoadAttempt]) -> String {
     tried.iter().map(|a| format!("\n  - {a}")).collect()
 }
 
+/// What to check when a runtime loads but sees no device: the first error a user of a
+/// machine with the vendor's library but no usable device meets. Empty for other codes.
+fn vendor_hint(backend: BackendKind, name: &str) -> &'static str {
+    match (backend, name) {
+        (BackendKind::Hip, "hipErrorNoDevice") => {
+            ". No AMD GPU is visible to this process. Check that /dev/kfd and \
+             /dev/dri/renderD* exist and that you may open them (membership of the `render` \
+             and `video` groups, or the container's --device flags), that \
+             HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES do not hide \
+             every device, and that `rocminfo` lists a GPU agent (gfx...). Without a GPU, \
+             DEVIPC_BACKEND=emulated-hip runs on the devipc emulator"
+        }
+        (BackendKind::Ascend, "ACL_ERROR_RT_NO_DEVICE") => {
+            ". No Ascend NPU is visible to this process. Check that /dev/davinci* and \
+             /dev/davinci_manager exist and that you may open them (the HwHiAiUser group, or \
+             the container's --device flags), that ASCEND_RT_VISIBLE_DEVICES does not hide \
+             every device, and that `npu-smi info` lists the NPUs. Without an NPU, \
+             DEVIPC_BACKEND=emulated-ascend runs on the devipc emulator"
+        }
+        _ => "",
+    }
+}
+
+/// Formats the attempts of [`Error::NoBackendStarted`], one backend per line.
+fn list_backend_attempts(attempts: &[BackendAttempt]) -> String {
+    if attempts.is_empty() {
+        return ": no backend is compiled in".to_owned();
+    }
+    let names: Vec<&str> = attempts.iter().map(|a| a.backend.name()).collect();
+    let mut text = format!(
+        " (tried {}); set DEVIPC_BACKEND to choose one, or to emulated-{} to run on the \
+         devipc emulator without a device:",
+        names.join(", then "),
+        names[0]
+    );
+    for a in attempts {
+        let error = a.error.to_string().replace('\n', "\n    ");
+        text.push_str(&format!("\n  - {}: {error}", a.backend));
+    }
+    text
+}
+
+/// One backend [`Error::NoBackendStarted`] tried, and why it did not start.
+#[derive(Debug)]
+pub struct BackendAttempt {
+    /// The backend tried.
+    pub backend: BackendKind,
+    /// Why it did not start (e.g. [`Error::LibraryNotFound`], or a no-device
+    /// [`Error::Vendor`]).
+    pub error: Box<Error>,
+}
+
 /// Formats the optional runtime message of a vendor error.
 fn vendor_message(message: &str) -> String {
     if message.is_empty() {
@@ -85,10 +137,12 @@ pub enum Error {
         symbol: &'static str,
     },
 
-    /// A vendor call returned an error code.
+    /// A vendor call returned an error code. For codes that mean "no device", the
+    /// message ends with what to check (device nodes, groups, visibility variables).
     #[error(
-        "{backend}: {api} failed with {name} ({code}){}",
-        vendor_message(message)
+        "{backend}: {api} failed with {name} ({code}){}{}",
+        vendor_message(message),
+        vendor_hint(*backend, name)
     )]
     Vendor {
         /// The backend that made the call.
@@ -101,6 +155,25 @@ pub enum Error {
         name: String,
         /// The runtime's own message (`aclGetRecentErrMsg`, `hipGetErrorString`).
         message: String,
+    },
+
+    /// No backend could start: every backend `DEVIPC_BACKEND=auto` tried failed, each
+    /// for its own reason (all are kept, in the order tried).
+    #[error("no devipc backend started{}", list_backend_attempts(attempts))]
+    NoBackendStarted {
+        /// Each backend tried, with its error.
+        attempts: Vec<BackendAttempt>,
+    },
+
+    /// devipc's own configuration is unusable: an environment variable it reads, or a
+    /// directory of its own (the emulator's state directory, the runtime directory) it
+    /// refuses. Not a vendor failure: fix the setting named.
+    #[error("devipc configuration: {what}: {problem}")]
+    Config {
+        /// The setting, e.g. `the emulator state directory /dev/shm/x (DEVIPC_EMU_DIR)`.
+        what: String,
+        /// What is wrong with it and how to fix it.
+        problem: String,
     },
 
     /// A byte or text string is not a valid devipc token.
@@ -207,6 +280,36 @@ impl Error {
         }
     }
 
+    /// Shorthand for [`Error::Config`].
+    pub fn config(what: impl Into<String>, problem: impl Into<String>) -> Self {
+        Error::Config {
+            what: what.into(),
+            problem: problem.into(),
+        }
+    }
+
+    /// A stable name of the variant, for reports and logs: `library_not_found`,
+    /// `missing_symbol`, `vendor`, `no_backend_started`, `config`, `invalid_token`,
+    /// `backend_mismatch`, `unsupported`, `invalid_device`, `invalid_argument`,
+    /// `unknown_handle`, `timeout`, `io`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::LibraryNotFound { .. } => "library_not_found",
+            Error::MissingSymbol { .. } => "missing_symbol",
+            Error::Vendor { .. } => "vendor",
+            Error::NoBackendStarted { .. } => "no_backend_started",
+            Error::Config { .. } => "config",
+            Error::InvalidToken { .. } => "invalid_token",
+            Error::BackendMismatch { .. } => "backend_mismatch",
+            Error::Unsupported { .. } => "unsupported",
+            Error::InvalidDevice { .. } => "invalid_device",
+            Error::InvalidArgument { .. } => "invalid_argument",
+            Error::UnknownHandle { .. } => "unknown_handle",
+            Error::Timeout { .. } => "timeout",
+            Error::Io { .. } => "io",
+        }
+    }
+
     /// The vendor status code, when this is a [`Error::Vendor`].
     pub fn vendor_code(&self) -> Option<i32> {
         match self {
@@ -266,7 +369,116 @@ mod tests {
             "ascend: aclrtIpcMemImportByKey failed with ACL_ERROR_RT_DRV_INTERNAL_ERROR (507899): pid not in trustlist"
         );
         assert_eq!(e.vendor_code(), Some(507899));
+        assert_eq!(e.kind(), "vendor");
         assert_eq!(e.vendor_name(), Some("ACL_ERROR_RT_DRV_INTERNAL_ERROR"));
         assert_eq!(Error::invalid_token("x").vendor_code(), None);
+    }
+
+    fn no_device(backend: BackendKind, api: &'static str, code: i32, name: &str) -> Error {
+        Error::Vendor {
+            backend,
+            api,
+            code,
+            name: name.into(),
+            message: "no ROCm-capable device is detected".into(),
+        }
+    }
+
+    #[test]
+    fn no_device_errors_say_what_to_check() {
+        let hip = no_device(
+            BackendKind::Hip,
+            "hipGetDeviceCount",
+            100,
+            "hipErrorNoDevice",
+        )
+        .to_string();
+        for needle in [
+            "hipGetDeviceCount failed with hipErrorNoDevice (100): no ROCm-capable device",
+            "/dev/kfd",
+            "`render`",
+            "HIP_VISIBLE_DEVICES",
+            "ROCR_VISIBLE_DEVICES",
+            "rocminfo",
+            "DEVIPC_BACKEND=emulated-hip",
+        ] {
+            assert!(hip.contains(needle), "{needle:?} missing: {hip}");
+        }
+        let acl = no_device(
+            BackendKind::Ascend,
+            "aclrtGetDeviceCount",
+            207004,
+            "ACL_ERROR_RT_NO_DEVICE",
+        )
+        .to_string();
+        for needle in ["/dev/davinci", "ASCEND_RT_VISIBLE_DEVICES", "npu-smi"] {
+            assert!(acl.contains(needle), "{needle:?} missing: {acl}");
+        }
+        // Other codes get no hint.
+        let other = no_device(BackendKind::Hip, "hipMalloc", 2, "hipErrorOutOfMemory");
+        assert!(!other.to_string().contains("/dev/kfd"), "{other}");
+    }
+
+    #[test]
+    fn no_backend_started_keeps_every_backends_cause() {
+        let e = Error::NoBackendStarted {
+            attempts: vec![
+                BackendAttempt {
+                    backend: BackendKind::Ascend,
+                    error: Box::new(Error::LibraryNotFound {
+                        backend: BackendKind::Ascend,
+                        tried: vec![LoadAttempt {
+                            path: "libascendcl.so".into(),
+                            origin: "loader path".into(),
+                            error: "cannot open shared object file".into(),
+                        }],
+                    }),
+                },
+                BackendAttempt {
+                    backend: BackendKind::Hip,
+                    error: Box::new(no_device(
+                        BackendKind::Hip,
+                        "hipGetDeviceCount",
+                        100,
+                        "hipErrorNoDevice",
+                    )),
+                },
+            ],
+        };
+        assert_eq!(e.kind(), "no_backend_started");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("no devipc backend started (tried ascend, then hip)"),
+            "{text}"
+        );
+        let ascend = text
+            .find("\n  - ascend: ascend runtime library not found")
+            .expect(&text);
+        let hip = text
+            .find("\n  - hip: hip: hipGetDeviceCount failed with hipErrorNoDevice")
+            .expect(&text);
+        assert!(ascend < hip, "{text}");
+        // The nested list of load attempts stays indented under its backend.
+        assert!(text.contains("\n      - libascendcl.so"), "{text}");
+        assert!(text.contains("/dev/kfd"), "{text}");
+        assert!(
+            Error::NoBackendStarted { attempts: vec![] }
+                .to_string()
+                .contains("no backend is compiled in")
+        );
+    }
+
+    #[test]
+    fn config_errors_name_the_setting() {
+        let e = Error::config(
+            "the emulator state directory /dev/shm/x (DEVIPC_EMU_DIR)",
+            "its mode 0755 gives group/others access; run chmod 700 on it",
+        );
+        assert_eq!(e.kind(), "config");
+        assert_eq!(
+            e.to_string(),
+            "devipc configuration: the emulator state directory /dev/shm/x (DEVIPC_EMU_DIR): \
+             its mode 0755 gives group/others access; run chmod 700 on it"
+        );
     }
 }

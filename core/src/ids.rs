@@ -33,6 +33,14 @@ impl BackendKind {
         }
     }
 
+    /// The name with its indefinite article, for messages: "an ascend", "a hip".
+    pub const fn with_article(self) -> &'static str {
+        match self {
+            BackendKind::Ascend => "an ascend",
+            BackendKind::Hip => "a hip",
+        }
+    }
+
     /// The environment variable that names this backend's library file exactly.
     pub const fn library_env_var(self) -> &'static str {
         match self {

@@ -15,7 +15,7 @@ pub mod info;
 pub mod token;
 pub mod traits;
 
-pub use error::{Error, LoadAttempt, Result};
+pub use error::{BackendAttempt, Error, LoadAttempt, Result};
 pub use handles::HandleTable;
 pub use identity::HostIdentity;
 pub use ids::{

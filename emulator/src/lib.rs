@@ -170,6 +170,42 @@ pub use error::{EmuError, Result};
 pub use hip::hip_api;
 pub use state::{BinarySemaphore, GcReport, ObjectId, Registry, State};
 
+/// Starts the process-wide emulator (its `DEVIPC_EMU_*` configuration and state
+/// directory) for a devipc backend, or says why it cannot as devipc's own error: a
+/// malformed variable or a refused or unusable state directory is
+/// [`devipc_core::Error::Config`], naming the setting to fix. (Through the vendor C ABI the
+/// same failure can only be a vendor code, e.g. `aclInit`'s
+/// `ACL_ERROR_RT_DRV_INTERNAL_ERROR`; the backends call this first.)
+pub fn start() -> devipc_core::Result<&'static State> {
+    use devipc_core::Error;
+    let config = Config::global().map_err(|e| match e {
+        EmuError::Config { var, value, reason } => {
+            Error::config(format!("{var}={value:?}"), reason)
+        }
+        other => Error::config(
+            "the emulator configuration (DEVIPC_EMU_*)",
+            other.to_string(),
+        ),
+    })?;
+    State::global_or_cause().map_err(|e| {
+        let what = format!(
+            "the emulator state directory {} ({})",
+            config.dir.display(),
+            config::ENV_DIR
+        );
+        match e {
+            EmuError::StateDir { problem, .. } => Error::config(
+                what,
+                format!(
+                    "{problem}, or set {} to a directory of your own",
+                    config::ENV_DIR
+                ),
+            ),
+            other => Error::config(what, other.to_string()),
+        }
+    })
+}
+
 /// Runs garbage collection on the process-wide state directory ([`State::global`]): reclaims
 /// holders whose process died, frees objects no live process holds, removes leftovers of
 /// killed processes and repairs the per-device memory accounting. See [`state::gc`].

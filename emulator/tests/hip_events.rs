@@ -44,7 +44,8 @@ fn event_rules(version: &str) {
         rules::EVENT_ONE_RELEASE_FLAG,
     );
     let fence = format!("event_create {hipEventDisableSystemFence}");
-    if version.starts_with('5') {
+    // hipEventDisableSystemFence appeared in ROCm 5.6.
+    if matches!(version, "5.2" | "5.5") {
         a.expect_rule(
             &fence,
             hipErrorInvalidValue,
@@ -157,6 +158,12 @@ fn event_rules_6x() {
 #[test]
 fn event_rules_5x() {
     event_rules("5.2");
+}
+
+#[test]
+fn event_rules_5_5_and_5_6() {
+    event_rules("5.5");
+    event_rules("5.6");
 }
 
 fn record_seen_across_processes(version: &str) {

@@ -61,6 +61,8 @@ fn versions_and_devices(version: &str, encoded: &str) {
     let r = c.expect_code("count", hipErrorNoDevice);
     assert_eq!(r.val(0), "0", "hipGetDeviceCount writes 0 before failing");
     c.expect_code("init 0", hipErrorInvalidDevice);
+    // As ROCm 5.2 measured: without a device, hipInit fails before it looks at the flags.
+    c.expect_code("init 1", hipErrorInvalidDevice);
     c.expect_code("getdev", hipErrorNoDevice);
     c.expect_code("malloc 16", hipErrorInvalidDevice);
     c.expect_code("setdev 0", hipErrorInvalidDevice);

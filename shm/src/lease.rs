@@ -225,7 +225,7 @@ pub mod held {
     use devipc_core::{Error, Result};
 
     use super::Lease;
-    use crate::private_dir::{RUNTIME_DIR_ENV, runtime_dir};
+    use crate::private_dir::{RUNTIME_DIR_ENV, runtime_dir, runtime_dir_for_devipc};
     use crate::process::ProcessIdentity;
 
     fn io_error(what: &str, e: io::Error) -> Error {
@@ -234,8 +234,7 @@ pub mod held {
 
     /// A new lease in the runtime directory, for an export.
     pub fn create() -> Result<Arc<Lease>> {
-        let dir = runtime_dir()
-            .map_err(|e| io_error("opening the runtime directory", io::Error::other(e)))?;
+        let dir = runtime_dir_for_devipc()?;
         Lease::create(&dir)
             .map(Arc::new)
             .map_err(|e| io_error("creating a lease", e))
@@ -243,8 +242,7 @@ pub mod held {
 
     /// Adds the calling process's hold on the exporter's lease `name` (from a token).
     pub fn hold(name: &[u8]) -> Result<Arc<Lease>> {
-        let dir = runtime_dir()
-            .map_err(|e| io_error("opening the runtime directory", io::Error::other(e)))?;
+        let dir = runtime_dir_for_devipc()?;
         let lease = Lease::open(&dir, name).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => Error::invalid_argument(format!(
                 "the exporter already freed this memory (or runs with another {RUNTIME_DIR_ENV})"
@@ -278,8 +276,7 @@ pub mod held {
 
     /// The exporter's own lease `name`, reopened (its holders may have changed since).
     pub fn reopen(name: &[u8]) -> Result<Lease> {
-        let dir = runtime_dir()
-            .map_err(|e| io_error("opening the runtime directory", io::Error::other(e)))?;
+        let dir = runtime_dir_for_devipc()?;
         Lease::open(&dir, name).map_err(|e| io_error("reopening a lease", e))
     }
 

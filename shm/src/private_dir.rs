@@ -190,6 +190,28 @@ pub fn runtime_dir() -> Result<PathBuf, PrivateDirError> {
     Ok(dir)
 }
 
+/// [`runtime_dir`] with devipc's errors: a refused directory (wrong owner or mode, a
+/// symlink) is [`devipc_core::Error::Config`] naming [`RUNTIME_DIR_ENV`]; a failure to
+/// create it is [`devipc_core::Error::Io`].
+pub fn runtime_dir_for_devipc() -> devipc_core::Result<PathBuf> {
+    runtime_dir().map_err(|e| match e {
+        PrivateDirError::Refused { path, problem } => devipc_core::Error::config(
+            format!(
+                "the runtime directory {} ({RUNTIME_DIR_ENV})",
+                path.display()
+            ),
+            format!("{problem}, or set {RUNTIME_DIR_ENV} to a directory of your own"),
+        ),
+        PrivateDirError::Io { op, path, source } => devipc_core::Error::io(
+            format!(
+                "{op} the runtime directory {} ({RUNTIME_DIR_ENV})",
+                path.display()
+            ),
+            source,
+        ),
+    })
+}
+
 /// Removes the entries of `dir` named `<prefix><name>` for which `remove(name)` says
 /// `Ok(true)` (it removed the entry itself); returns how many. Unreadable entries and
 /// per-entry failures are skipped: a sweep is a best-effort cleanup.

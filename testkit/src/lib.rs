@@ -19,9 +19,13 @@
 //! root.assert_emulator_clean();
 //! ```
 //! [`Child::build`] starts a child with more control over its environment (variables
-//! removed or added) and over the messages it sends out of order
-//! ([`ChildBuilder::keep_other_messages`]); [`Child::kill_no_reap`] leaves a killed child a
-//! zombie, for tests of what happens while its pid still exists.
+//! removed or added), over the messages it sends out of order
+//! ([`ChildBuilder::keep_other_messages`]) and over the user it runs as
+//! ([`ChildBuilder::user`]); [`Child::kill_no_reap`] leaves a killed child a zombie, for
+//! tests of what happens while its pid still exists.
+//!
+//! A test whose dependency is missing here (a system package, root, a second uid) calls
+//! [`skip`]: loud, and a failure under `DEVIPC_NO_SKIP=1`.
 //!
 //! Child side:
 //! ```no_run
@@ -37,6 +41,10 @@
 //!     });
 //! }
 //! ```
+
+mod skip;
+
+pub use skip::{NO_SKIP_ENV, skip, skips_forbidden};
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
@@ -95,6 +103,31 @@ impl TestRoot {
         self.root.join("run")
     }
 
+    /// A copy of this test binary that every user can execute, in `<root>/exe/` (both
+    /// mode 0755; the root itself is made 0755, while the emulator and runtime
+    /// directories inside it stay private), made on first call. For children run as
+    /// another user ([`ChildBuilder::user`]), which may not reach the original: a
+    /// checkout under a 0700 home directory is a normal place for a test binary.
+    pub fn executable_for_others(&self) -> std::io::Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.root.join("exe");
+        let exe = std::env::current_exe()?;
+        let name = exe.file_name().unwrap_or_else(|| OsStr::new("test-binary"));
+        let copy = dir.join(name);
+        if !copy.exists() {
+            std::fs::create_dir_all(&dir)?;
+            for d in [&self.root, &dir] {
+                std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))?;
+            }
+            // Copied under a temporary name and renamed, so a copy is whole or absent.
+            let partial = dir.join(".partial");
+            std::fs::copy(&exe, &partial)?;
+            std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o755))?;
+            std::fs::rename(&partial, &copy)?;
+        }
+        Ok(copy)
+    }
+
     /// The environment a child needs to use these directories.
     pub fn env(&self) -> Vec<(&'static str, OsString)> {
         vec![
@@ -146,6 +179,7 @@ pub struct ChildBuilder<'a> {
     removed_prefixes: Vec<String>,
     env: Vec<(OsString, OsString)>,
     keep_other_messages: bool,
+    user: Option<(u32, u32)>,
 }
 
 impl ChildBuilder<'_> {
@@ -191,10 +225,38 @@ impl ChildBuilder<'_> {
         self
     }
 
+    /// Runs the child as user `uid`, group `gid` (needs root). That user may not be able
+    /// to reach this test binary (a checkout or target directory under a 0700 home), so
+    /// the child runs a copy placed in the root's directory for others
+    /// ([`TestRoot::executable_for_others`]), from that directory. Start it with
+    /// [`ChildBuilder::try_spawn`] and [`skip`] when the system refuses.
+    pub fn user(mut self, uid: u32, gid: u32) -> Self {
+        self.user = Some((uid, gid));
+        self
+    }
+
     /// Starts the child: this test binary re-run on the entry test with [`ROLE_ENV`]` =
-    /// role`.
+    /// role`. Panics when it cannot start.
     pub fn spawn(self) -> Child {
-        let mut cmd = Command::new(std::env::current_exe().expect("current test binary"));
+        self.try_spawn().expect("spawn a child role")
+    }
+
+    /// As [`ChildBuilder::spawn`], returning the error when the child cannot start (for
+    /// [`ChildBuilder::user`]: the other user cannot execute the copy, e.g. on a `noexec`
+    /// mount, or this process may not switch users).
+    pub fn try_spawn(self) -> std::io::Result<Child> {
+        let mut cmd = match self.user {
+            None => Command::new(std::env::current_exe()?),
+            Some((uid, gid)) => {
+                use std::os::unix::process::CommandExt;
+                let exe = self.root.executable_for_others()?;
+                let mut cmd = Command::new(&exe);
+                // std drops the supplementary groups when root switches uid.
+                cmd.uid(uid).gid(gid);
+                cmd.current_dir(exe.parent().expect("the copy is in a directory"));
+                cmd
+            }
+        };
         cmd.args([&*self.entry, "--exact", "--nocapture", "--test-threads=1"]);
         for key in &self.removed {
             cmd.env_remove(key);
@@ -213,17 +275,17 @@ impl ChildBuilder<'_> {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        let mut proc = cmd.spawn().expect("spawn a child role");
+        let mut proc = cmd.spawn()?;
         let out = BufReader::new(proc.stdout.take().expect("piped stdout"));
         let inp = proc.stdin.take().expect("piped stdin");
-        Child {
+        Ok(Child {
             role: self.role,
             proc,
             out,
             inp: Some(inp),
             keep_other_messages: self.keep_other_messages,
             kept: VecDeque::new(),
-        }
+        })
     }
 }
 
@@ -259,6 +321,7 @@ impl Child {
             removed_prefixes: Vec::new(),
             env: Vec::new(),
             keep_other_messages: false,
+            user: None,
         }
     }
 

@@ -57,17 +57,9 @@ impl Drop for EnvGuard {
     }
 }
 
-/// Reports a test that cannot run here: passes loudly, or fails under DEVIPC_NO_SKIP=1.
+/// Reports that a loader test cannot run here: loudly, or a failure under DEVIPC_NO_SKIP=1.
 fn skip(reason: &str) {
-    if std::env::var_os("DEVIPC_NO_SKIP").is_some_and(|v| v == "1") {
-        panic!("DEVIPC_NO_SKIP=1 but the test cannot run: {reason}");
-    }
-    // Written to the real stderr, past libtest's output capture, so a skip is seen
-    // even when the test passes.
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("\n*** SKIPPED: {reason} ***\n\n").as_bytes(),
-    );
+    devipc_testkit::skip("ACL loader test", reason);
 }
 
 fn scratch_dir() -> PathBuf {

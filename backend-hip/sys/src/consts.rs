@@ -24,7 +24,10 @@ pub const hipEventDisableTiming: c_uint = 0x2;
 /// combined with [`hipEventDisableTiming`], otherwise creation fails with
 /// `hipErrorInvalidValue` (api-facts C.2).
 pub const hipEventInterprocess: c_uint = 0x4;
-/// `hipEventDisableSystemFence` (ROCm 6.x and later only; a 5.x runtime rejects it).
+/// `hipEventDisableSystemFence`: no system-scope acquire/release fence. Declared and
+/// accepted by `hipEventCreateWithFlags` from ROCm 5.6 (hip-tests require
+/// `HIP_VERSION >= 5.6` for it); older runtimes reject it as an unknown flag. It counts as
+/// a release flag: combined with another one it is `hipErrorInvalidValue`.
 pub const hipEventDisableSystemFence: c_uint = 0x2000_0000;
 /// `hipEventReleaseToDevice`: release fence scoped to the device.
 pub const hipEventReleaseToDevice: c_uint = 0x4000_0000;

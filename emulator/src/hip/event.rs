@@ -153,8 +153,13 @@ fn event(handle: usize) -> HipResult<Event> {
 
 /// Checks creation flags against the emulated version (api-facts C.2).
 fn check_flags(flags: u32, version: HipVersion) -> HipResult<()> {
-    let six = version.at_least(6, 0);
-    let fence = if six { hipEventDisableSystemFence } else { 0 };
+    // hipEventDisableSystemFence exists from ROCm 5.6 (see its declaration in the sys
+    // crate).
+    let fence = if version.at_least(5, 6) {
+        hipEventDisableSystemFence
+    } else {
+        0
+    };
     let known = hipEventDefault
         | hipEventBlockingSync
         | hipEventDisableTiming
@@ -479,12 +484,22 @@ mod tests {
             );
         }
         check_flags(hipEventDisableSystemFence, v6).unwrap();
-        assert_eq!(
-            check_flags(hipEventDisableSystemFence, v5)
-                .unwrap_err()
-                .rule,
-            Some(EVENT_UNKNOWN_FLAGS_REJECTED)
-        );
+        // The flag arrived in ROCm 5.6, not 6.0.
+        for accepting in ["5.6", "5.7"] {
+            check_flags(
+                hipEventDisableSystemFence,
+                HipVersion::parse(accepting).unwrap(),
+            )
+            .unwrap();
+        }
+        for rejecting in [v5, HipVersion::parse("5.5").unwrap()] {
+            assert_eq!(
+                check_flags(hipEventDisableSystemFence, rejecting)
+                    .unwrap_err()
+                    .rule,
+                Some(EVENT_UNKNOWN_FLAGS_REJECTED)
+            );
+        }
         assert_eq!(
             check_flags(hipEventDisableSystemFence | hipEventReleaseToDevice, v6)
                 .unwrap_err()

@@ -58,7 +58,8 @@
 //! - `hipGetErrorString` is the name on 5.x and a description from 6.0 (the exact release
 //!   is UNVERIFIED); its detailed per-thread text is described in [`errors`].
 //! - `hipEventCreateWithFlags`: "more than one release flag" counts
-//!   `hipEventDisableSystemFence` as a release flag on 6.x (api-facts C.2).
+//!   `hipEventDisableSystemFence` as a release flag from 5.6, where it appeared (api-facts
+//!   C.2).
 //!
 //! # Emulator-only extensions
 //!

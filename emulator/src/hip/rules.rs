@@ -213,7 +213,7 @@ pub const ALL: &[RuleInfo] = &[
         basis: Basis::Implementation,
         summary: "Event flags outside hipEventDefault | BlockingSync | DisableTiming | \
                   Interprocess | ReleaseToDevice | ReleaseToSystem (plus \
-                  hipEventDisableSystemFence from 6.0) are hipErrorInvalidValue.",
+                  hipEventDisableSystemFence from 5.6) are hipErrorInvalidValue.",
         when_broken: "unknown bits are ignored",
         source: "api-facts B.2, C.2; CLR hipamd/src/hip_event.cpp (hipEventCreateWithFlags)",
     },
@@ -222,7 +222,7 @@ pub const ALL: &[RuleInfo] = &[
         code: hipErrorInvalidValue,
         basis: Basis::Implementation,
         summary: "More than one release flag (hipEventReleaseToDevice, \
-                  hipEventReleaseToSystem, and from 6.0 hipEventDisableSystemFence) is \
+                  hipEventReleaseToSystem, and from 5.6 hipEventDisableSystemFence) is \
                   hipErrorInvalidValue.",
         when_broken: "several release flags are accepted",
         source: "api-facts C.2; CLR hipamd/src/hip_event.cpp (hipEventCreateWithFlags)",

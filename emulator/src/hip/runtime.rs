@@ -70,19 +70,21 @@ pub(crate) fn current_device(state: &State) -> HipResult<u32> {
 
 /// `hipInit(flags)`.
 pub(crate) fn init(flags: c_uint) -> HipResult<()> {
-    if flags != 0 && rules::enforced(INIT_FLAGS_MUST_BE_ZERO) {
-        return Err(Failure::rule(
-            hipErrorInvalidValue,
-            INIT_FLAGS_MUST_BE_ZERO,
-            format!("flags {flags:#x}: hipInit takes flags = 0"),
-        ));
-    }
+    // The runtime initialises before it looks at the flags (hipamd's HIP_INIT_API runs
+    // first), so without a device every call fails the same way, flags or not.
     let state = state()?;
     if state.registry().devices() == 0 {
         // What ROCm 5.2's hipInit returns on a machine without a GPU (api-facts B.1).
         return Err(Failure::new(
             hipErrorInvalidDevice,
             "no emulated device (DEVIPC_EMU_DEVICES=0)",
+        ));
+    }
+    if flags != 0 && rules::enforced(INIT_FLAGS_MUST_BE_ZERO) {
+        return Err(Failure::rule(
+            hipErrorInvalidValue,
+            INIT_FLAGS_MUST_BE_ZERO,
+            format!("flags {flags:#x}: hipInit takes flags = 0"),
         ));
     }
     Ok(())

@@ -61,18 +61,26 @@ impl State {
 
     /// The process-wide state, from [`Config::global`], opened on first use. Later calls
     /// return the same state, or the same initialisation error (re-reported as
-    /// [`EmuError::Unavailable`] with the original message).
+    /// [`EmuError::Unavailable`] with the original message; [`State::global_or_cause`]
+    /// gives the original).
     pub fn global() -> Result<&'static State, EmuError> {
-        static GLOBAL: OnceLock<Result<State, String>> = OnceLock::new();
+        State::global_or_cause().map_err(|cause| EmuError::Unavailable {
+            reason: cause.to_string(),
+        })
+    }
+
+    /// [`State::global`], failing with the original initialisation error (a bad
+    /// `DEVIPC_EMU_*` value, an unusable state directory, ...).
+    pub fn global_or_cause() -> Result<&'static State, &'static EmuError> {
+        static GLOBAL: OnceLock<Result<State, EmuError>> = OnceLock::new();
         GLOBAL
             .get_or_init(|| {
-                let config = Config::global().map_err(|e| e.to_string())?;
-                State::open(config.clone()).map_err(|e| e.to_string())
+                let config = Config::global().map_err(|e| EmuError::Unavailable {
+                    reason: e.to_string(),
+                })?;
+                State::open(config.clone())
             })
             .as_ref()
-            .map_err(|reason| EmuError::Unavailable {
-                reason: reason.clone(),
-            })
     }
 
     /// The configuration.

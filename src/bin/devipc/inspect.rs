@@ -74,8 +74,8 @@ pub struct StartedInfo {
 /// Why a backend did not start, as data.
 #[derive(Debug, Clone)]
 pub struct ErrorReport {
-    /// Stable variant name: `library_not_found`, `missing_symbol`, `vendor`,
-    /// `unsupported`, `invalid_argument`, `io`, `other`.
+    /// Stable variant name ([`Error::kind`]): `library_not_found`, `missing_symbol`,
+    /// `vendor`, `config`, `unsupported`, `invalid_argument`, `io`, ...
     pub kind: &'static str,
     /// The full message (`Display` of the error).
     pub message: String,
@@ -91,17 +91,7 @@ impl ErrorReport {
     /// The report for `e`.
     pub fn of(e: &Error) -> ErrorReport {
         let mut report = ErrorReport {
-            kind: match e {
-                Error::LibraryNotFound { .. } => "library_not_found",
-                Error::MissingSymbol { .. } => "missing_symbol",
-                Error::Vendor { .. } => "vendor",
-                Error::Unsupported { .. } => "unsupported",
-                Error::InvalidArgument { .. } => "invalid_argument",
-                Error::InvalidDevice { .. } => "invalid_device",
-                Error::Timeout { .. } => "timeout",
-                Error::Io { .. } => "io",
-                _ => "other",
-            },
+            kind: e.kind(),
             message: e.to_string(),
             api: None,
             code: None,
