@@ -232,6 +232,8 @@ fn assert_hip_loaded_without_device(hip: &Value) {
     assert_eq!(hip["error"]["api"], "hipGetDeviceCount");
     assert_eq!(hip["error"]["code"], 100);
     assert_eq!(hip["error"]["name"], "hipErrorNoDevice");
+    let message = hip["error"]["message"].as_str().unwrap();
+    assert!(message.contains("/dev/kfd"), "no hint: {message}");
 }
 #[test]
 fn text_report_and_exit_codes() {
