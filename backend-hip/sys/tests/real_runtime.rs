@@ -11,7 +11,6 @@
 //! `hipErrorInvalidDevice` (101).
 
 use std::ffi::CStr;
-#[cfg(not(feature = "link"))]
 use std::path::Path;
 
 #[cfg(not(feature = "link"))]
