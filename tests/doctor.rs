@@ -18,18 +18,15 @@ use serde_json::Value;
 /// Runs `devipc <args>` with the test's private emulator and runtime directories, and a
 /// discovery environment this test controls.
 fn doctor(root: &TestRoot, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_devipc"))
-        .args(args)
-        .envs(root.env())
-        .env_remove("DEVIPC_BACKEND")
-        .env_remove("DEVIPC_HIP_LIB")
-        .env_remove("ROCM_PATH")
-        .env_remove("HIP_PATH")
-        .env_remove("DEVIPC_ASCEND_LIB")
-        .env_remove("ASCEND_TOOLKIT_HOME")
-        .env("ASCEND_HOME_PATH", root.path().join("no-cann"))
-        .output()
-        .expect("run devipc")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_devipc"));
+    cmd.args(args).envs(root.env());
+    for (name, value) in root.discovery_env() {
+        match value {
+            None => cmd.env_remove(name),
+            Some(v) => cmd.env(name, v),
+        };
+    }
+    cmd.output().expect("run devipc")
 }
 
 fn backend<'a>(report: &'a Value, name: &str) -> &'a Value {

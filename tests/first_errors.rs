@@ -145,13 +145,7 @@ struct Outcome {
 /// set.
 fn run_auto(root: &TestRoot, env: &[(&str, String)]) -> Outcome {
     let mut child = Child::build("child_role", "auto", root)
-        .env_remove("DEVIPC_BACKEND")
-        .env_remove("DEVIPC_HIP_LIB")
-        .env_remove("ROCM_PATH")
-        .env_remove("HIP_PATH")
-        .env_remove("DEVIPC_ASCEND_LIB")
-        .env_remove("ASCEND_TOOLKIT_HOME")
-        .env("ASCEND_HOME_PATH", root.path().join("no-cann"))
+        .discovery_env()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .keep_other_messages()
         .spawn();

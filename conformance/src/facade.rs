@@ -20,28 +20,24 @@ use devipc::{
 use crate::counting;
 use crate::shell::{Exec, Failure, Handler, Reply, arg, hex, unhex, word};
 
-/// The name of an [`Error`] variant, e.g. `Timeout`, for reports and the wire.
-pub fn error_kind(e: &Error) -> &'static str {
-    match e {
-        Error::LibraryNotFound { .. } => "LibraryNotFound",
-        Error::MissingSymbol { .. } => "MissingSymbol",
-        Error::Vendor { .. } => "Vendor",
-        Error::InvalidToken { .. } => "InvalidToken",
-        Error::BackendMismatch { .. } => "BackendMismatch",
-        Error::Unsupported { .. } => "Unsupported",
-        Error::InvalidDevice { .. } => "InvalidDevice",
-        Error::InvalidArgument { .. } => "InvalidArgument",
-        Error::UnknownHandle { .. } => "UnknownHandle",
-        Error::Timeout { .. } => "Timeout",
-        Error::Io { .. } => "Io",
-        _ => "Other",
-    }
+/// The name of an [`Error`] variant, e.g. `Timeout` or `InvalidArgument`, for reports and
+/// the wire: [`Error::kind`] in the variant's own spelling.
+pub fn error_kind(e: &Error) -> String {
+    e.kind()
+        .split('_')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect()
 }
 
 /// A devipc error as a shell failure.
 pub fn devipc_failure(e: &Error) -> Failure {
     Failure::Devipc {
-        kind: error_kind(e).to_owned(),
+        kind: error_kind(e),
         message: e.to_string(),
     }
 }
@@ -509,5 +505,24 @@ impl Facade<crate::shell::Remote> {
     /// Collects the result of [`Facade::wait_start`].
     pub fn wait_end(&mut self) -> Result<(), Failure> {
         self.0.reply().map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_kinds_are_the_variant_names() {
+        assert_eq!(error_kind(&Error::invalid_argument("x")), "InvalidArgument");
+        assert_eq!(error_kind(&Error::invalid_token("x")), "InvalidToken");
+        assert_eq!(
+            error_kind(&Error::NoBackendStarted { attempts: vec![] }),
+            "NoBackendStarted"
+        );
+        assert_eq!(
+            error_kind(&Error::io("x", std::io::Error::other("y"))),
+            "Io"
+        );
     }
 }

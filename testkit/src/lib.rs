@@ -128,6 +128,30 @@ impl TestRoot {
         Ok(copy)
     }
 
+    /// The environment of a process whose vendor library discovery this test controls:
+    /// `(name, None)` removes a variable, `(name, Some(value))` sets it. No backend is
+    /// chosen, the HIP runtime is found only where the system keeps it (the loader
+    /// path), and the Ascend one is looked for first in `<root>/no-cann` (which does not
+    /// exist), so nothing the caller's environment says about either vendor leaks in.
+    pub fn discovery_env(&self) -> Vec<(&'static str, Option<OsString>)> {
+        let mut env: Vec<(&'static str, Option<OsString>)> = [
+            "DEVIPC_BACKEND",
+            "DEVIPC_HIP_LIB",
+            "ROCM_PATH",
+            "HIP_PATH",
+            "DEVIPC_ASCEND_LIB",
+            "ASCEND_TOOLKIT_HOME",
+        ]
+        .into_iter()
+        .map(|name| (name, None))
+        .collect();
+        env.push((
+            "ASCEND_HOME_PATH",
+            Some(self.root.join("no-cann").into_os_string()),
+        ));
+        env
+    }
+
     /// The environment a child needs to use these directories.
     pub fn env(&self) -> Vec<(&'static str, OsString)> {
         vec![
@@ -214,6 +238,17 @@ impl ChildBuilder<'_> {
     /// set all the same.
     pub fn env_remove_prefix(mut self, prefix: &str) -> Self {
         self.removed_prefixes.push(prefix.to_owned());
+        self
+    }
+
+    /// Applies [`TestRoot::discovery_env`] (before the variables set later).
+    pub fn discovery_env(mut self) -> Self {
+        for (name, value) in self.root.discovery_env() {
+            match value {
+                None => self = self.env_remove(name),
+                Some(v) => self = self.env(name, v),
+            }
+        }
         self
     }
 
