@@ -10,7 +10,7 @@
 //! | `DEVIPC_EMU_DEVICES` | number of emulated devices, 0..=[`MAX_DEVICES`] | 2 |
 //! | `DEVIPC_EMU_HIP_VERSION` | HIP runtime version, `major.minor[.patch]` | 6.2 |
 //! | `DEVIPC_EMU_MEM_LIMIT` | per-device memory, bytes or with `K`/`M`/`G`/`T` (`KiB`...) | 1 GiB |
-//! | `DEVIPC_EMU_BREAK_RULE` | test only: one rule id the surfaces must NOT enforce | none |
+//! | `DEVIPC_EMU_BREAK_RULE` | test only: rule ids (comma-separated) the surfaces must NOT enforce | none |
 //!
 //! Processes sharing one state directory should agree on `DEVIPC_EMU_DEVICES` and
 //! `DEVIPC_EMU_MEM_LIMIT`: the bytes in use are shared (the ledger), but each process
@@ -127,8 +127,8 @@ pub struct Config {
     pub hip_version: HipVersion,
     /// Per-device memory limit in bytes, enforced across processes.
     pub mem_limit: u64,
-    /// Test only: the one rule id the surfaces must not enforce.
-    pub broken_rule: Option<String>,
+    /// Test only: the rule ids the surfaces must not enforce (usually one).
+    pub broken_rules: Vec<String>,
 }
 
 impl Config {
@@ -139,7 +139,7 @@ impl Config {
             devices: DEFAULT_DEVICES,
             hip_version: HipVersion::DEFAULT,
             mem_limit: DEFAULT_MEM_LIMIT,
-            broken_rule: None,
+            broken_rules: Vec::new(),
         }
     }
 
@@ -202,8 +202,10 @@ impl Config {
             config.mem_limit = parse_mem_limit(&v).map_err(|r| bad(ENV_MEM_LIMIT, &v, r))?;
         }
         if let Some(v) = text(ENV_BREAK_RULE)? {
-            validate_rule_id(&v).map_err(|r| bad(ENV_BREAK_RULE, &v, r))?;
-            config.broken_rule = Some(v);
+            for id in v.split(',') {
+                validate_rule_id(id).map_err(|r| bad(ENV_BREAK_RULE, &v, r))?;
+                config.broken_rules.push(id.to_owned());
+            }
         }
         Ok(config)
     }
@@ -215,12 +217,12 @@ impl Config {
     /// ```
     /// # use devipc_emulator::Config;
     /// let mut config = Config::for_dir("/tmp/x");
-    /// config.broken_rule = Some("hip.mem.open-in-exporter-rejected".into());
+    /// config.broken_rules = vec!["hip.mem.open-in-exporter-rejected".into()];
     /// assert!(config.rule_broken("hip.mem.open-in-exporter-rejected"));
     /// assert!(!config.rule_broken("hip.event.open-in-exporter-rejected"));
     /// ```
     pub fn rule_broken(&self, rule_id: &str) -> bool {
-        self.broken_rule.as_deref() == Some(rule_id)
+        self.broken_rules.iter().any(|r| r == rule_id)
     }
 
     /// Whether `rule_id` is enforced: the negation of [`Config::rule_broken`].
@@ -322,7 +324,7 @@ mod tests {
         assert_eq!(c.devices, 2);
         assert_eq!(c.hip_version.encoded(), 60_200_000);
         assert_eq!(c.mem_limit, 1 << 30);
-        assert_eq!(c.broken_rule, None);
+        assert!(c.broken_rules.is_empty());
         let uid = crate::sys::effective_uid();
         assert!(c.dir.ends_with(format!("devipc-emu-{uid}")));
         // Empty counts as unset.
@@ -347,6 +349,14 @@ mod tests {
         assert!(!c.enforces("hip.mem.open-in-exporter-rejected"));
         assert!(c.enforces("ascend.vmm.same-process-import-rejected"));
         assert_eq!(config(&[(ENV_DEVICES, "0")]).unwrap().devices, 0);
+        // Several rules, comma-separated.
+        let c = config(&[(ENV_BREAK_RULE, "hip.mem.a,hip.mem.b")]).unwrap();
+        assert!(c.rule_broken("hip.mem.a") && c.rule_broken("hip.mem.b"));
+        assert!(c.enforces("hip.mem.c"));
+        assert_eq!(
+            err_var(config(&[(ENV_BREAK_RULE, "hip.mem.a,,hip.mem.b")])),
+            ENV_BREAK_RULE
+        );
     }
 
     #[test]

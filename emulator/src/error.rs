@@ -92,6 +92,17 @@ pub enum EmuError {
         foreign: bool,
     },
 
+    /// The object's pages were revoked: its owner released it (the vendor's release point
+    /// passed) while this process still mapped it. Real hardware faults or reads freed
+    /// memory here; see [`crate::state::violations`].
+    #[error(
+        "object {id} was released by its owner while still mapped here (its pages are revoked)"
+    )]
+    Revoked {
+        /// The object.
+        id: ObjectId,
+    },
+
     /// A raw handle value does not encode an object id at all.
     #[error("malformed handle: {reason}")]
     BadHandle {

@@ -40,6 +40,7 @@ const COVERED: &[&str] = &[
     PEER_SELF_IS_NOT_A_PEER,
     PEER_ENABLE_FLAGS_MUST_BE_ZERO,
     PEER_ALREADY_ENABLED_REJECTED,
+    MEM_FREE_WHILE_OPENED,
 ];
 
 #[test]
@@ -175,7 +176,10 @@ fn broken_mem_open_twice_refcounted() {
 
 #[test]
 fn broken_mem_open_after_free() {
-    broken(MEM_OPEN_AFTER_FREE_REJECTED, "6.2", |_, spawn| {
+    // The early importer keeps the memory alive, which is itself a violation unless that
+    // rule is off too.
+    let both = format!("{MEM_OPEN_AFTER_FREE_REJECTED},{MEM_FREE_WHILE_OPENED}");
+    broken(&both, "6.2", |_, spawn| {
         let (mut a, p, h) = exported(spawn, 0);
         let mut b = spawn("early");
         let q = b.ok(&format!("open {h} 1")).num(0);
@@ -186,6 +190,23 @@ fn broken_mem_open_after_free() {
         c.ok(&format!("close {}", hexptr(r)));
         b.ok(&format!("close {}", hexptr(q)));
         for child in [a, b, c] {
+            child.exit();
+        }
+    });
+}
+
+#[test]
+fn broken_mem_free_while_opened() {
+    // The importer keeps the pages: reads still see the data, nothing is recorded.
+    broken(MEM_FREE_WHILE_OPENED, "6.2", |root, spawn| {
+        let (mut a, p, h) = exported(spawn, 0);
+        let mut b = spawn("importer");
+        let q = b.ok(&format!("open {h} 1")).num(0);
+        a.ok(&format!("free {}", hexptr(p)));
+        assert_eq!(b.ok(&format!("check {} 65536 7", hexptr(q))).val(0), "same");
+        assert!(root.violations().is_empty());
+        b.ok(&format!("close {}", hexptr(q)));
+        for child in [a, b] {
             child.exit();
         }
     });

@@ -238,50 +238,89 @@ fn interior_pointer_export_opens_to_the_base_and_double_open_is_refcounted() {
     }
 }
 
+/// hipFree by the exporter releases the memory although another process has it open:
+/// undefined behaviour on a GPU, so the emulator revokes the pages (copies fail with
+/// hipErrorIllegalAddress, host access faults) and records the violation; new opens are
+/// refused; the importer's close still succeeds and frees the object.
 #[test]
-fn exporter_free_keeps_the_importers_pages_and_refuses_new_opens() {
-    let version = "6.2";
-    let root = TestRoot::new("free-first");
-    let mut a = Hip::spawn("exporter", &root, version, &[]);
-    let mut b = Hip::spawn("importer", &root, version, &[]);
-    let mut c = Hip::spawn("late", &root, version, &[]);
-    let p = a.ok("malloc 262144").num(0);
-    a.ok(&format!("fill {} 262144 3", hexptr(p)));
-    let h = a.ok(&format!("export {}", hexptr(p))).val(0).to_owned();
-    let q = b.ok(&format!("open {h} 1")).num(0);
+fn exporter_free_under_an_importer_revokes_the_pages_and_records_the_violation() {
+    use std::os::unix::process::ExitStatusExt;
+    for version in VERSIONS {
+        let root = TestRoot::new(&format!("free-first-{version}"));
+        let mut a = Hip::spawn("exporter", &root, version, &[]);
+        let mut b = Hip::spawn("importer", &root, version, &[]);
+        let mut c = Hip::spawn("late", &root, version, &[]);
+        let mut d = Hip::spawn("peeker", &root, version, &[]);
+        let p = a.ok("malloc 262144").num(0);
+        a.ok(&format!("fill {} 262144 3", hexptr(p)));
+        let h = a.ok(&format!("export {}", hexptr(p))).val(0).to_owned();
+        let q = b.ok(&format!("open {h} {}", lazy(version))).num(0);
+        let r = d.ok(&format!("open {h} {}", lazy(version))).num(0);
+        // Before the free: host access and copies work, nothing is recorded.
+        let byte = d
+            .ok(&format!("readbyte {}", hexptr(r + 5)))
+            .val(0)
+            .to_owned();
+        assert_eq!(d.ok(&format!("peek {}", hexptr(r + 5))).val(0), byte);
+        assert_eq!(root.violations(), []);
 
-    a.ok(&format!("free {}", hexptr(p)));
-    a.expect_code(&format!("range {}", hexptr(p)), hipErrorNotFound);
-    let meta = root.meta(&h);
-    assert!(
-        meta.flags.contains(ObjectFlags::CLOSED),
-        "exporter-freed state is visible"
-    );
-    assert_eq!(meta.holders().len(), 1);
-    assert_eq!(
-        root.used(0),
-        262144,
-        "the pages stay charged while imported"
-    );
-    // The importer still reads and writes the memory.
-    assert_eq!(
-        b.ok(&format!("check {} 262144 3", hexptr(q))).val(0),
-        "same"
-    );
-    b.ok(&format!("fill {} 100 8", hexptr(q)));
-    // A process that had not opened it yet is refused.
-    c.expect_rule(
-        &format!("open {h} 1"),
-        hipErrorInvalidValue,
-        rules::MEM_OPEN_AFTER_FREE_REJECTED,
-    );
-    // The last close frees the memory.
-    b.ok(&format!("close {}", hexptr(q)));
-    assert_eq!(root.used(0), 0);
-    for child in [a, b, c] {
-        child.exit();
+        a.ok(&format!("free {}", hexptr(p)));
+        a.expect_code(&format!("range {}", hexptr(p)), hipErrorNotFound);
+        let meta = root.meta(&h);
+        assert!(meta.flags.contains(ObjectFlags::CLOSED));
+        assert!(meta.flags.contains(ObjectFlags::REVOKED));
+        let violations = root.violations();
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations[0].rule, rules::MEM_FREE_WHILE_OPENED);
+        assert_eq!(violations[0].pid, a.pid());
+        assert_eq!(violations[0].object, root.object(&h).to_string());
+        // Copies through the importer's pointer fail as a GPU would.
+        b.expect_code(&format!("check {} 16 3", hexptr(q)), hipErrorIllegalAddress);
+        b.expect_code(&format!("fill {} 16 8", hexptr(q)), hipErrorIllegalAddress);
+        b.expect_code(
+            &format!("memset {} 1 16", hexptr(q)),
+            hipErrorIllegalAddress,
+        );
+        // Host access through a mapping faults.
+        let status = d.run_fatal(&format!("peek {}", hexptr(r + 5)));
+        assert_eq!(status.signal(), Some(libc::SIGBUS), "{status}");
+        // A process that had not opened it yet is refused.
+        c.expect_rule(
+            &format!("open {h} {}", lazy(version)),
+            hipErrorInvalidValue,
+            rules::MEM_OPEN_AFTER_FREE_REJECTED,
+        );
+        // The importer's close still works; the last holder frees the object (the dead
+        // peeker's hold is reclaimed on the way).
+        b.ok(&format!("close {}", hexptr(q)));
+        assert_eq!(root.used(0), 0);
+        for child in [a, b, c] {
+            child.exit();
+        }
+        assert_eq!(root.violations().len(), 1);
+        root.clear_violations();
+        root.assert_clean();
     }
-    root.assert_clean();
+}
+
+/// With every importer closed first, the same free records nothing.
+#[test]
+fn exporter_free_after_the_importers_closed_is_no_violation() {
+    for version in VERSIONS {
+        let root = TestRoot::new(&format!("free-last-{version}"));
+        let mut a = Hip::spawn("exporter", &root, version, &[]);
+        let mut b = Hip::spawn("importer", &root, version, &[]);
+        let p = a.ok("malloc 65536").num(0);
+        let h = a.ok(&format!("export {}", hexptr(p))).val(0).to_owned();
+        let q = b.ok(&format!("open {h} {}", lazy(version))).num(0);
+        b.ok(&format!("close {}", hexptr(q)));
+        a.ok(&format!("free {}", hexptr(p)));
+        for child in [a, b] {
+            child.exit();
+        }
+        assert_eq!(root.violations(), []);
+        root.assert_clean();
+    }
 }
 
 #[test]
@@ -340,16 +379,16 @@ fn killed_importer_is_reclaimed_by_gc_and_the_memory_freed() {
     b.ok(&format!("open {h} 1"));
     let b_id = b.identity();
     assert_eq!(root.meta(&h).hold_count(b_id), 2);
-    // The exporter frees: only the importer holds the memory now.
-    a.ok(&format!("free {}", hexptr(p)));
+    // Both die without freeing or closing (a crash frees nothing: no violation).
+    let _ = p;
+    a.kill(); // SIGKILL, reaped
     assert_eq!(root.used(0), 131072);
-    b.kill(); // SIGKILL, reaped
+    b.kill();
     let state = root.state();
     let report = state.gc().unwrap();
-    assert_eq!(report.holders_reclaimed, 1, "{report}");
+    assert_eq!(report.holders_reclaimed, 2, "{report}");
     assert_eq!(report.objects_freed, 1, "{report}");
     assert_eq!(root.used(0), 0);
-    a.exit();
     root.assert_clean();
 }
 

@@ -29,7 +29,7 @@ use std::ffi::{CString, c_char};
 
 use devipc_ascend_sys::codes::{
     ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_INTERNAL_ERROR, ACL_ERROR_RT_OVER_LIMIT,
-    ACL_ERROR_RT_PARAM_INVALID,
+    ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_SYS_DMA,
 };
 use devipc_ascend_sys::types::aclError;
 
@@ -121,6 +121,8 @@ impl From<EmuError> for AclFailure {
                 AclFailure::code(ACL_ERROR_RT_PARAM_INVALID, message)
             }
             EmuError::LimitExceeded { .. } => AclFailure::code(ACL_ERROR_RT_OVER_LIMIT, message),
+            // A device access to pages its owner released (rules::KEY_FREE_WHILE_IMPORTED).
+            EmuError::Revoked { .. } => AclFailure::code(ACL_ERROR_RT_SYS_DMA, message),
             _ => AclFailure::code(ACL_ERROR_RT_DRV_INTERNAL_ERROR, message),
         }
     }

@@ -4,7 +4,8 @@
 //! A key is its own object (kind `MemKey`) naming `offset..offset+size` of an
 //! `aclrtMalloc` block; its 65-byte text is `devipc-emu:acl:memkey:<id>` ([`crate::handle`]).
 //! The exporter holds the key once; every import holds the key *and* the block, so the
-//! bytes stay valid for importers even after the exporter's `aclrtFree`.
+//! object records outlive the exporter's close and free until the importers close (their
+//! bytes do not: see close and free below).
 //!
 //! - export: `len >= 65`, `size > 0`, `flags` 0 or `DISABLE_PID_VALIDATION` (0x1)
 //!   (107000 each, documented); `devPtr..devPtr+size` inside one `aclrtMalloc` block of
@@ -20,11 +21,14 @@
 //!   mapping the block anew at a new address. Memory imported onto another device than
 //!   its owner's takes no synchronous copies (see [`super::memory`]).
 //! - close: in a process that imported the key, closes one imported address (the most
-//!   recent); otherwise, in the exporter, destroys the key, which fails with 507899 while
-//!   other processes still hold imports (`ascend.ipc-key.importers-close-first`; dead
-//!   importers do not count). With that rule switched off the key is destroyed anyway and
-//!   the importers' later closes fail, which is what "exceptions may occur" means for a
-//!   real runtime.
+//!   recent); otherwise, in the exporter, destroys the key: new imports are refused. While
+//!   other processes still map imports (dead importers do not count) that is the
+//!   violation RT-DOC 11-07 warns of ("exceptions may occur"): the emulator records it and
+//!   the importers' copies fail with 507013, while their closes still succeed
+//!   (`ascend.ipc-key.importers-close-first`; switched off, the importers keep working).
+//! - the exporter's `aclrtFree` of the block while other processes map it through a key
+//!   frees it under them: its pages are revoked for everyone
+//!   (`ascend.ipc-key.free-while-imported`, in [`super::memory`]).
 //!
 //! Export, import and close need a current device (107002, as RT-SRC).
 
@@ -160,6 +164,9 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
     let peer_flag = flags & ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS != 0;
     let (memory, offset, size, owner) = reg.update(id, |m| {
         m.expect(Vendor::Acl, ObjectKind::MemKey)?;
+        if m.flags.contains(ObjectFlags::CLOSED) {
+            return Err(unknown_key());
+        }
         let info = *m.info();
         let trusted = info.exporter == me || m.is_trusted(me.pid);
         check(!trusted, rules::KEY_TRUSTLIST, || {
@@ -210,6 +217,7 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
     let range = DeviceRange {
         device: owner,
         backing: Backing::KeyImport {
+            key: id,
             memory,
             imported_on: current,
             mapping: Arc::new(mapping),
@@ -268,38 +276,36 @@ pub fn close(key: &[u8]) -> AclResult<()> {
             Ok(())
         }
         Close::Destroy => {
-            let destroyed = reg.update(id, |m| {
+            // The key is destroyed: nobody imports it any more. Importers that still map
+            // it keep their holds, so their own closes succeed.
+            let others = reg.update(id, |m| {
                 let others: u32 = m
                     .holders()
                     .iter()
                     .filter(|h| h.process != me)
                     .map(|h| h.count)
                     .sum();
-                if others > 0 {
-                    check(true, rules::KEY_IMPORTERS_CLOSE_FIRST, || {
-                        format!(
-                            "{others} import(s) by other processes are still open: importers close the key before the exporter"
-                        )
-                    })?;
-                    m.clear_holders();
-                } else {
-                    m.remove_holder(me)?;
-                }
-                Ok::<_, AclFailure>(())
+                m.flags.insert(ObjectFlags::CLOSED);
+                m.remove_holder(me)?;
+                Ok::<_, AclFailure>(others)
             });
-            // The key stays exported only while importers keep it alive; any other
-            // outcome (destroyed, or already gone) ends this process's export.
-            let still_exported = matches!(
-                &destroyed,
-                Err(e) if e.rule == Some(rules::KEY_IMPORTERS_CLOSE_FIRST)
-            );
-            if !still_exported {
-                if let Some(k) = keys().get_mut(&id) {
-                    k.exported = false;
-                }
-                forget_if_unused(id);
+            if let Some(k) = keys().get_mut(&id) {
+                k.exported = false;
             }
-            destroyed
+            forget_if_unused(id);
+            let others = others?;
+            if others > 0 && rules::enforced(rules::KEY_IMPORTERS_CLOSE_FIRST) {
+                // Undefined on a device ("exceptions may occur"): the importers' copies
+                // now fail, and the violation is recorded.
+                reg.revoke(
+                    id,
+                    rules::KEY_IMPORTERS_CLOSE_FIRST,
+                    &format!(
+                        "the exporter destroyed the key while {others} import(s) by other processes were still open"
+                    ),
+                )?;
+            }
+            Ok(())
         }
     }
 }

@@ -39,6 +39,7 @@
 
 use std::sync::Arc;
 
+use devipc_ascend_sys::codes::ACL_ERROR_RT_SYS_DMA;
 use devipc_ascend_sys::types::{
     ACL_MEM_ACCESS_USER_SPACE_READONLY, ACL_MEM_MALLOC_HUGE1G_ONLY_P2P,
     ACL_MEM_TYPE_HIGH_BAND_WIDTH, ACL_MEM_TYPE_LOW_BAND_WIDTH, ACL_MEMCPY_DEFAULT,
@@ -48,8 +49,9 @@ use devipc_ascend_sys::types::{
     ACL_RT_MEM_ACCESS_FLAGS_READWRITE, aclrtMemAccessFlags, aclrtMemMallocPolicy, aclrtMemcpyKind,
 };
 
+use crate::error::EmuError;
 use crate::local::{LocalRange, RangeMap};
-use crate::state::{NewObject, ObjectId, SharedMapping, Vendor};
+use crate::state::{NewObject, ObjectFlags, ObjectId, SharedMapping, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::{device, rules, shared, vmm};
@@ -66,6 +68,9 @@ pub enum Backing {
     },
     /// An address returned by `aclrtIpcMemImportByKey`.
     KeyImport {
+        /// The key object (destroyed early by its exporter: see
+        /// [`rules::KEY_IMPORTERS_CLOSE_FIRST`]).
+        key: ObjectId,
         /// The memory object the key names.
         memory: ObjectId,
         /// The importing thread's current device (the range's `device` is the owner's).
@@ -176,8 +181,48 @@ pub fn free(ptr: usize) -> AclResult<()> {
     };
     // Unmap (once no copy in flight holds the mapping) before giving up the hold.
     drop(RANGES.remove(ptr));
-    shared::registry()?.release(id, shared::me()?)?;
+    let reg = shared::registry()?;
+    let me = shared::me()?;
+    let imported_elsewhere = reg.update(id, |m| {
+        m.remove_holder(me)?;
+        Ok::<_, EmuError>(!m.holders().is_empty())
+    })?;
+    if imported_elsewhere && rules::enforced(rules::KEY_FREE_WHILE_IMPORTED) {
+        // Other processes map it through a key: the runtime frees it under them.
+        reg.revoke(
+            id,
+            rules::KEY_FREE_WHILE_IMPORTED,
+            &format!("aclrtFree({ptr:#x}) while another process maps the block through a key"),
+        )?;
+    }
     Ok(())
+}
+
+/// Refuses a device access to pages that are gone for this process: a block its owner
+/// freed under a key import ([`rules::KEY_FREE_WHILE_IMPORTED`]: the segment is revoked),
+/// or an import whose key its exporter destroyed first
+/// ([`rules::KEY_IMPORTERS_CLOSE_FIRST`]).
+fn check_not_revoked(backing: &Backing) -> AclResult<()> {
+    match backing {
+        Backing::Malloc { mapping, .. } => Ok(mapping.check_live()?),
+        Backing::KeyImport { key, mapping, .. } => {
+            mapping.check_live()?;
+            let destroyed = match shared::registry()?.get(*key) {
+                Ok(meta) => meta.flags.contains(ObjectFlags::REVOKED),
+                Err(EmuError::NoSuchObject { .. }) => true,
+                Err(e) => return Err(e.into()),
+            };
+            if destroyed {
+                return Err(AclFailure::code(
+                    ACL_ERROR_RT_SYS_DMA,
+                    "the exporter destroyed the key (aclrtIpcMemClose) while this import was \
+                     still mapped",
+                ));
+            }
+            Ok(())
+        }
+        Backing::Vmm { .. } => Ok(()),
+    }
 }
 
 /// `aclrtMemGetAddressRange`: base and size of the range containing `ptr`.
@@ -242,6 +287,7 @@ fn device_operand(
     let Some(hit) = RANGES.resolve(addr) else {
         return Ok(None);
     };
+    check_not_revoked(&hit.value.backing)?;
     let fits = addr.checked_add(len).is_some_and(|end| end <= hit.end());
     if !fits {
         return Err(AclFailure::rule(

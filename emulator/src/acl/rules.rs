@@ -40,7 +40,7 @@ use devipc_ascend_sys::codes::{
     ACL_ERROR_INVALID_PARAM, ACL_ERROR_REPEAT_FINALIZE, ACL_ERROR_REPEAT_INITIALIZE,
     ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_INVALID_DEVICEID,
     ACL_ERROR_RT_INVALID_HANDLE, ACL_ERROR_RT_MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID,
-    ACL_ERROR_RT_WAIT_TIMEOUT, ACL_SUCCESS,
+    ACL_ERROR_RT_SYS_DMA, ACL_ERROR_RT_WAIT_TIMEOUT, ACL_SUCCESS,
 };
 use devipc_ascend_sys::types::aclError;
 
@@ -105,6 +105,9 @@ const WHY_RT_PARAM: &str = "a runtime-layer argument check; 107000 is what the r
                             validation returns for the documented cases";
 const WHY_HANDLE: &str = "an unknown or stale object; the driver's DRV_ERROR_INVALID_HANDLE \
                           maps to 107017";
+const WHY_REVOKED: &str = "a device access to memory that is no longer mapped for the process; \
+                           the vendor documents no code ('exceptions may occur'), the emulator \
+                           reports the DMA fault 507013 on the copies that touch it";
 const WHY_ACL_PARAM: &str = "checked by the ACL wrapper before the runtime is called; the \
                              exact code per function is unverified";
 
@@ -352,9 +355,19 @@ rules! {
         "api-facts C.4 (RT-SRC api_impl_standard_soc.cc)";
     /// Importers close before the exporter.
     KEY_IMPORTERS_CLOSE_FIRST = "ascend.ipc-key.importers-close-first",
-        ACL_ERROR_RT_DRV_INTERNAL_ERROR, CodeBasis::Chosen(WHY_DRIVER), true,
-        "the exporter's aclrtIpcMemClose (destroying the key) fails while importing processes \
-         still hold it; it succeeds once they closed (or died)",
+        ACL_ERROR_RT_SYS_DMA, CodeBasis::Chosen(WHY_REVOKED), true,
+        "importers close the key before the exporter: the exporter's aclrtIpcMemClose destroys \
+         the key even while other processes still map their imports (undefined: 'exceptions \
+         may occur'); the emulator records the violation and those imports' copies fail; \
+         their closes still succeed",
+        "api-facts C.4 (RT-DOC 11-07)";
+    /// The block under a key stays allocated while the key is imported.
+    KEY_FREE_WHILE_IMPORTED = "ascend.ipc-key.free-while-imported",
+        ACL_ERROR_RT_SYS_DMA, CodeBasis::Chosen(WHY_REVOKED), true,
+        "aclrtFree of a block whose key other processes still map frees it under them \
+         (importers close before the exporter closes and frees, RT-DOC 11-07): the emulator \
+         revokes the pages for every process (host access faults, copies fail) and records \
+         the violation",
         "api-facts C.4 (RT-DOC 11-07)";
     /// Import on another device needs peer access.
     KEY_CROSS_DEVICE = "ascend.ipc-key.cross-device-needs-peer-access",

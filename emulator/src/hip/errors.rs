@@ -113,6 +113,8 @@ pub(crate) fn code_of(e: &EmuError) -> hipError_t {
         | EmuError::UnknownPointer { .. }
         | EmuError::Overlap { .. } => hipErrorInvalidValue,
         EmuError::UnknownHandle { .. } => hipErrorInvalidHandle,
+        // What a GPU reports after touching freed memory.
+        EmuError::Revoked { .. } => hipErrorIllegalAddress,
         EmuError::Config { .. } | EmuError::StateDir { .. } | EmuError::Unavailable { .. } => {
             hipErrorNotInitialized
         }

@@ -11,8 +11,10 @@
 //! dereferenced (the host side of a copy is the caller's responsibility, as in C).
 //!
 //! `hipMalloc(ptr, 0)` succeeds and writes NULL, as CLR does. `hipFree(NULL)` succeeds.
-//! `hipFree` of an exported allocation drops only this process's hold: importers keep the
-//! pages until they close (see [`super::rules::MEM_OPEN_AFTER_FREE_REJECTED`]).
+//! `hipFree` of an exported allocation releases it, as HIP does: new opens are refused
+//! ([`super::rules::MEM_OPEN_AFTER_FREE_REJECTED`]), and if another process still has it
+//! open, its pages are revoked for everyone and the violation is recorded
+//! ([`super::rules::MEM_FREE_WHILE_OPENED`]); the importers' closes still succeed.
 // Matching on the vendor's constants keeps their C names.
 #![allow(non_upper_case_globals)]
 
@@ -22,7 +24,7 @@ use std::sync::Arc;
 use devipc_hip_sys::*;
 
 use super::errors::{Failure, HipResult};
-use super::rules::{self, MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND};
+use super::rules::{self, MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND, MEM_FREE_WHILE_OPENED};
 use super::runtime::{current_device, me, state};
 use crate::error::EmuError;
 use crate::local::{LocalRange, RangeMap};
@@ -113,11 +115,21 @@ pub(crate) fn free(ptr: usize) -> HipResult<()> {
         .remove(ptr)
         .ok_or_else(|| Failure::invalid_value(format!("{ptr:#x} was freed concurrently")))?;
     drop(removed);
-    state.registry().update(hit.value.id, |m| {
-        // Importers keep their mappings; new opens of the handle are refused.
+    let id = hit.value.id;
+    let opened_elsewhere = state.registry().update(id, |m| {
+        // New opens of the handle are refused.
         m.flags.insert(ObjectFlags::CLOSED);
-        m.remove_holder(me).map(drop)
+        m.remove_holder(me)?;
+        Ok::<_, EmuError>(!m.holders().is_empty())
     })?;
+    if opened_elsewhere && rules::enforced(MEM_FREE_WHILE_OPENED) {
+        // HIP frees the memory now; the importers' mappings point at nothing.
+        state.registry().revoke(
+            id,
+            MEM_FREE_WHILE_OPENED,
+            &format!("hipFree({ptr:#x}) while another process has the allocation open"),
+        )?;
+    }
     Ok(())
 }
 
@@ -180,7 +192,10 @@ pub(crate) fn plan_memcpy(
             None => RANGES.resolve(addr).is_some(),
         };
         if check {
-            keep.push(device_span(addr, len, what)?.value.mapping);
+            let mapping = device_span(addr, len, what)?.value.mapping;
+            // Freed under us by its exporter: the device would fault here.
+            mapping.check_live()?;
+            keep.push(mapping);
         }
     }
     Ok(Some(CopyPlan {

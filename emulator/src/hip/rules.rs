@@ -14,8 +14,9 @@
 //! instead when the rule is switched off.
 
 use devipc_hip_sys::{
-    hipError_t, hipErrorInvalidConfiguration, hipErrorInvalidContext, hipErrorInvalidDevice,
-    hipErrorInvalidValue, hipErrorNotFound, hipErrorPeerAccessAlreadyEnabled, hipSuccess,
+    hipError_t, hipErrorIllegalAddress, hipErrorInvalidConfiguration, hipErrorInvalidContext,
+    hipErrorInvalidDevice, hipErrorInvalidValue, hipErrorNotFound,
+    hipErrorPeerAccessAlreadyEnabled, hipSuccess,
 };
 
 use crate::config::Config;
@@ -98,6 +99,11 @@ pub const PEER_ENABLE_FLAGS_MUST_BE_ZERO: &str = "hip.peer.enable-flags-must-be-
 /// Enabling peer access that is already enabled returns
 /// `hipErrorPeerAccessAlreadyEnabled`.
 pub const PEER_ALREADY_ENABLED_REJECTED: &str = "hip.peer.already-enabled-rejected";
+
+/// The exporter's `hipFree` releases the memory, whether or not other processes still have
+/// it open: their mappings then point at freed memory (undefined behaviour, a GPU fault at
+/// best). The emulator revokes the pages and records the violation.
+pub const MEM_FREE_WHILE_OPENED: &str = "hip.mem.free-while-opened";
 
 /// Every rule the HIP surface enforces.
 pub const ALL: &[RuleInfo] = &[
@@ -301,6 +307,19 @@ pub const ALL: &[RuleInfo] = &[
                   same process returns hipErrorPeerAccessAlreadyEnabled.",
         when_broken: "the second enable succeeds",
         source: "api-facts B.3; CLR hipamd/src/hip_peer.cpp",
+    },
+    RuleInfo {
+        id: MEM_FREE_WHILE_OPENED,
+        code: hipErrorIllegalAddress,
+        basis: Basis::Documented,
+        summary: "hipFree by the exporter releases the allocation even while other processes \
+                  have it open (importers must close first; the runtime keeps no reference \
+                  for them). The emulator revokes the pages for every process (host access \
+                  faults, copies fail with hipErrorIllegalAddress) and records the violation.",
+        when_broken: "importers keep the pages until they close",
+        source: "api-facts C.1 (hipFree in the exporter before importers close: undefined \
+                 behaviour, header doc); CLR hipamd/src/hip_memory.cpp (hipFree frees at once, \
+                 an IPC attach holds no reference)",
     },
 ];
 

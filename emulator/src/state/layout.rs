@@ -7,9 +7,10 @@
 //!   <id>.meta              per object: ObjectMeta text, replaced atomically by rename
 //!   <id>.meta.tmp          transient: the next <id>.meta being written
 //!   <id>.seg               per object with data: device memory or a page of sync words
+//!   violations             only after a vendor rule was broken (super::violations)
 //! ```
 //! `<id>` is the 16-hex-digit [`ObjectId`]. The `ledger` is the only fixed bookkeeping
-//! file; a state directory with no live objects contains nothing else.
+//! file; a state directory with no live objects and no violation contains nothing else.
 
 use super::ids::ObjectId;
 

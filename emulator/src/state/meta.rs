@@ -180,6 +180,9 @@ impl ObjectFlags {
     pub const EXPORTED: ObjectFlags = ObjectFlags(1 << 1);
     /// The exporter closed the name: existing holders keep it, new imports are refused.
     pub const CLOSED: ObjectFlags = ObjectFlags(1 << 2);
+    /// Its pages were revoked: released by its owner while others still mapped it
+    /// ([`super::Registry::revoke`]).
+    pub const REVOKED: ObjectFlags = ObjectFlags(1 << 3);
     /// Bits the surfaces may use freely.
     pub const SURFACE_MASK: u64 = 0xffff_ffff_0000_0000;
 

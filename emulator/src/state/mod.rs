@@ -17,6 +17,7 @@
 //! | [`registry`] | create / look up / lease / free objects |
 //! | [`futex`] | cross-process wait/wake on shared words, binary semaphore |
 //! | [`gc`] | the directory scan that reclaims what dead processes left |
+//! | [`violations`] | records of vendor rules broken where hardware would fault or corrupt |
 
 pub mod dir;
 pub mod futex;
@@ -29,6 +30,7 @@ pub mod meta;
 pub mod process;
 pub mod registry;
 pub mod segment;
+pub mod violations;
 
 use std::sync::OnceLock;
 
@@ -40,6 +42,7 @@ pub use meta::{Holder, ObjectFlags, ObjectInfo, ObjectKind, ObjectMeta, Vendor};
 pub use process::ProcessIdentity;
 pub use registry::{Backing, Created, NewObject, Registry, Released};
 pub use segment::{Reservation, Segment, SharedMapping};
+pub use violations::Violation;
 
 use crate::config::Config;
 use crate::error::EmuError;

@@ -441,6 +441,31 @@ impl Registry {
         self.update(id, |m| Ok::<_, EmuError>(m.is_trusted(pid)))
     }
 
+    /// The vendor's release point of object `id` passed while other processes still map
+    /// it (a broken vendor `rule`): marks it [`ObjectFlags::REVOKED`], revokes its pages
+    /// for every process ([`Segment::revoke`]: host access faults, copies are refused),
+    /// and records the violation ([`super::violations`]). The object itself lives on until
+    /// its holders release it, so their closes still work. Revoking an object that is
+    /// already gone does nothing.
+    pub fn revoke(&self, id: ObjectId, rule: &str, message: &str) -> Result<(), EmuError> {
+        let revoked = self.update(id, |m| {
+            let first = !m.flags.contains(ObjectFlags::REVOKED);
+            m.flags.insert(ObjectFlags::REVOKED);
+            Ok::<_, EmuError>(first)
+        });
+        match revoked {
+            Ok(first) => {
+                Segment::revoke(&self.dir, id)?;
+                if first {
+                    super::violations::record(&self.dir, rule, id, message)?;
+                }
+                Ok(())
+            }
+            Err(EmuError::NoSuchObject { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Opens the object's segment (the importer then maps it).
     pub fn open_segment(&self, id: ObjectId) -> Result<Segment, EmuError> {
         self.check_salt(id)?;

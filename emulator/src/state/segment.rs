@@ -8,9 +8,18 @@
 //!
 //! Segments are created only by the registry (`Registry::create`), which charges device
 //! memory and writes the metadata in the same critical section, and unlinked only when the
-//! object is freed. Existing mappings stay valid after the unlink (the kernel keeps the
-//! file until the last mapping goes), so a process that still maps freed memory reads
-//! stale bytes instead of faulting. Segment files are never shrunk.
+//! object is freed, which happens when its last holder releases it: existing mappings of
+//! a freed object stay valid until dropped, as nobody else can reach them.
+//!
+//! # Revocation
+//!
+//! Where a vendor frees memory that other processes still map (HIP's `hipFree` by the
+//! exporter, Ascend's block free under a live key), real hardware faults or corrupts; the
+//! emulator makes it observable: [`Segment::revoke`] truncates the file to zero bytes, so
+//! every host access through any process's mapping raises `SIGBUS`, and
+//! [`SharedMapping::check_live`] (called by [`SharedMapping::read_at`] / `write_at` and by
+//! the surfaces before their copies) refuses with [`EmuError::Revoked`] instead of
+//! touching the pages. Revocation is the only way a segment file shrinks.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -120,9 +129,14 @@ impl Segment {
     pub fn map(&self) -> Result<SharedMapping, EmuError> {
         let region = MappedRegion::map_file(&self.file, self.len)
             .map_err(|e| EmuError::io("mmap", &self.path, e))?;
+        let file = self
+            .file
+            .try_clone()
+            .map_err(|e| EmuError::io("dup", &self.path, e))?;
         Ok(SharedMapping {
             id: self.id,
             region,
+            file,
         })
     }
 
@@ -141,6 +155,26 @@ impl Segment {
                 _ => EmuError::io("mmap", &self.path, e),
             })?;
         Ok(reservation.base() + offset)
+    }
+
+    /// Revokes the pages of object `id` for every process: truncates `<id>.seg` to zero
+    /// bytes, so host access through any mapping faults (`SIGBUS`) and
+    /// [`SharedMapping::check_live`] refuses. `Ok(false)` if the file was already gone.
+    /// Only the registry calls this ([`super::Registry::revoke`]).
+    pub(crate) fn revoke(dir: &EmuDir, id: ObjectId) -> Result<bool, EmuError> {
+        let path = dir.join(&ObjectFile::Segment.name(id));
+        let file = match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(EmuError::io("open", &path, e)),
+        };
+        file.set_len(0)
+            .map_err(|e| EmuError::io("truncate", &path, e))?;
+        Ok(true)
     }
 
     /// Removes `<id>.seg`; `Ok(false)` if it was already gone. Only the registry calls
@@ -167,6 +201,8 @@ pub(crate) fn remove_if_exists(path: PathBuf) -> Result<bool, EmuError> {
 pub struct SharedMapping {
     id: ObjectId,
     region: MappedRegion,
+    /// The segment file, to tell a revoked (truncated) segment from a live one.
+    file: File,
 }
 
 impl SharedMapping {
@@ -190,8 +226,22 @@ impl SharedMapping {
         self.region.is_empty()
     }
 
+    /// Fails with [`EmuError::Revoked`] once the segment was revoked (see the module
+    /// docs): the pages are gone and touching them would fault. One `fstat`.
+    pub fn check_live(&self) -> Result<(), EmuError> {
+        match self.file.metadata() {
+            Ok(m) if m.len() >= self.region.len() as u64 => Ok(()),
+            Ok(_) => Err(EmuError::Revoked { id: self.id }),
+            Err(e) => Err(EmuError::Sys {
+                op: "fstat of a segment",
+                source: e,
+            }),
+        }
+    }
+
     /// Copies bytes at `offset` into `dst`.
     pub fn read_at(&self, offset: usize, dst: &mut [u8]) -> Result<(), EmuError> {
+        self.check_live()?;
         self.region
             .read_at(offset, dst)
             .then_some(())
@@ -200,6 +250,7 @@ impl SharedMapping {
 
     /// Copies `src` to `offset`.
     pub fn write_at(&self, offset: usize, src: &[u8]) -> Result<(), EmuError> {
+        self.check_live()?;
         self.region
             .write_at(offset, src)
             .then_some(())
@@ -278,6 +329,34 @@ mod tests {
         assert!(matches!(a.word(10_000), Err(EmuError::InvalidArgument(_))));
         drop((a, b));
         finish(r, &[id]);
+    }
+
+    #[test]
+    fn revoked_segments_refuse_every_mapping() {
+        let r = registry("revoked");
+        let c = r.create(NewObject::memory(Vendor::Hip, 0, 8192)).unwrap();
+        let id = c.meta.id();
+        let a = c.segment.as_ref().unwrap().map().unwrap();
+        let b = r.open_segment(id).unwrap().map().unwrap();
+        a.write_at(0, b"live").unwrap();
+        b.check_live().unwrap();
+        assert!(Segment::revoke(r.dir(), id).unwrap());
+        for m in [&a, &b] {
+            assert!(matches!(m.check_live(), Err(EmuError::Revoked { id: i }) if i == id));
+            let mut got = [0u8; 4];
+            assert!(matches!(
+                m.read_at(0, &mut got),
+                Err(EmuError::Revoked { .. })
+            ));
+            assert!(matches!(
+                m.write_at(0, b"late"),
+                Err(EmuError::Revoked { .. })
+            ));
+        }
+        drop((a, b));
+        finish(r.clone(), &[id]);
+        // Revoking what is gone is not an error.
+        assert!(!Segment::revoke(r.dir(), id).unwrap());
     }
 
     #[test]

@@ -161,6 +161,12 @@ impl Acl {
         self.child.wait_success();
     }
 
+    /// Sends `cmd`, which must kill the child, and returns how it ended.
+    pub fn run_fatal(mut self, cmd: &str) -> std::process::ExitStatus {
+        self.send(cmd);
+        self.child.wait()
+    }
+
     /// SIGKILL, then waits until the kernel has killed it (zombie or gone) without
     /// reaping; [`Acl::reap`] reaps.
     pub fn kill9(&mut self) {
@@ -383,6 +389,14 @@ impl Shell {
                     return Err((-2, format!("bytes differ from the pattern at offset {at}")));
                 }
                 self.status(code, vec![])
+            }
+            "peek" => {
+                // peek <ptr>: one byte read straight through the mapping, as a CPU-visible
+                // pointer would (faults with SIGBUS once the pages are revoked).
+                let p = n(0)? as usize as *const u8;
+                // SAFETY: deliberately unchecked; tests pass pointers this process mapped.
+                let b = unsafe { std::ptr::read_volatile(p) };
+                self.status(0, vec![b.to_string()])
             }
             "check-byte" => {
                 // check-byte <ptr> <len> <value>: D2H copy, every byte equal to value.

@@ -9,7 +9,7 @@
     reason = "each test binary uses a different part of the helpers"
 )]
 
-use devipc_emulator::state::ProcessIdentity;
+use devipc_emulator::state::{ProcessIdentity, Violation, violations};
 use devipc_emulator::{Config, State};
 use devipc_testkit::{Child, TestRoot};
 
@@ -27,6 +27,12 @@ pub trait EmuRoot {
 
     /// Number of objects (`<id>.meta` files) in the state directory.
     fn objects(&self) -> usize;
+
+    /// The violations recorded in the state directory, oldest first.
+    fn violations(&self) -> Vec<Violation>;
+
+    /// Removes the violation records (after a test checked the ones it provoked).
+    fn clear_violations(&self);
 
     /// The state directory holds only the ledger and no memory is accounted.
     fn assert_clean(&self);
@@ -55,6 +61,14 @@ impl EmuRoot for TestRoot {
             .count()
     }
 
+    fn violations(&self) -> Vec<Violation> {
+        violations::read(self.state().dir()).unwrap()
+    }
+
+    fn clear_violations(&self) {
+        let _ = std::fs::remove_file(self.emu_dir().join(violations::VIOLATIONS));
+    }
+
     fn assert_clean(&self) {
         assert_state_clean(&self.state());
     }
@@ -64,7 +78,12 @@ impl EmuRoot for TestRoot {
 pub fn assert_state_clean(state: &State) {
     let mut names = state.dir().entry_names().unwrap();
     names.sort();
-    assert_eq!(names, ["ledger"], "leftover files in the state directory");
+    assert_eq!(
+        names,
+        ["ledger"],
+        "leftover files in the state directory (violations: {:?})",
+        violations::read(state.dir()).unwrap()
+    );
     let used = state.registry().ledger_snapshot().unwrap().used;
     assert!(
         used.iter().all(|u| *u == 0),

@@ -202,6 +202,12 @@ impl Hip {
         self.child.wait_success();
     }
 
+    /// Sends `cmd`, which must kill the child, and returns how it ended.
+    pub fn run_fatal(mut self, cmd: &str) -> std::process::ExitStatus {
+        self.child.send(cmd);
+        self.child.wait()
+    }
+
     /// SIGKILL; returns once the child is dead and reaped.
     pub fn kill(self) {
         self.child.kill();
@@ -357,6 +363,14 @@ fn execute(cmd: &str) -> String {
                 Some(i) => format!("differs@{i}"),
             };
             format!("{c} {verdict}")
+        }
+        "peek" => {
+            // Host access straight through the mapping, as a kernel or a CPU-visible
+            // pointer would: faults (SIGBUS) once the pages are revoked.
+            let p = num(1) as usize as *const u8;
+            // SAFETY: deliberately unchecked; the tests pass pointers this process mapped.
+            let b = unsafe { std::ptr::read_volatile(p) };
+            format!("0 {b}")
         }
         "readbyte" => {
             let mut b = [0u8; 1];
