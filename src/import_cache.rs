@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
+use devipc_core::protection::{self, Protection};
 use devipc_core::{DeviceId, DeviceIpc, DevicePtr, Mapping, MemToken, Result, TokenIdentity};
 
 use crate::runtime::Runtime;
@@ -77,7 +78,20 @@ impl ImportCache {
         let mut map = self.lock();
         while let Some(weak) = map.get(&key) {
             match weak.upgrade() {
-                Some(live) if live.generation == token.generation() => return Ok(live),
+                Some(live) if live.generation == token.generation() => {
+                    if !protection::enabled(Protection::ImportCacheRefcount) {
+                        // Test only: a second owner of the same vendor import, which
+                        // closes it when dropped although the first still uses it.
+                        return Ok(Arc::new(Mapped {
+                            rt: rt.clone(),
+                            key: key.clone(),
+                            mapping: live.mapping.clone(),
+                            object_base: live.object_base,
+                            generation: live.generation,
+                        }));
+                    }
+                    return Ok(live);
+                }
                 Some(_stale) => {
                     map.remove(&key);
                     break;

@@ -35,6 +35,7 @@ use devipc_ascend_sys::consts::{
     ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
     ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS,
 };
+use devipc_core::protection::{self, Protection};
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
     DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken, PidValidation, Result,
@@ -252,6 +253,15 @@ impl AscendBackend {
             )));
         };
         let lease = held::reopen(&export.lease)?;
+        if !protection::enabled(Protection::AscendKeyCloseOrder) {
+            // Test only: close the key under the importers, as plain ACL would let us.
+            self.release_external(device, &export)?;
+            lease
+                .remove()
+                .map_err(|e| Error::io("removing a lease", e))?;
+            external.remove(&map_key);
+            return Ok(());
+        }
         match held::release_if_unheld(&lease, || self.release_external(device, &export))? {
             Some(()) => {
                 external.remove(&map_key);

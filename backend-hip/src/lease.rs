@@ -16,6 +16,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use devipc_core::protection::{self, Protection};
 use devipc_core::{HandleId, Result};
 use devipc_shm::lease::{Lease, held};
 
@@ -62,6 +63,14 @@ impl HipBackend {
         let Some(lease) = &record.lease else {
             return self.release_allocation(record).map(|()| true);
         };
+        if !protection::enabled(Protection::HipDeferredFree) {
+            // Test only: free under the importers, as plain HIP would.
+            self.release_allocation(record)?;
+            lease
+                .remove()
+                .map_err(|e| devipc_core::Error::io("removing a lease", e))?;
+            return Ok(true);
+        }
         Ok(held::release_if_unheld(lease, || self.release_allocation(record))?.is_some())
     }
 

@@ -158,6 +158,25 @@ impl Ctx {
         self.probe.version
     }
 
+    /// The violations the strict emulator recorded so far in this rule's state directory
+    /// (`rule=<id> pid=<pid> object=<id> <what>` lines), removed so the runner does not
+    /// count them as left behind: for emulator-only rules that provoke one on purpose.
+    /// Empty on a real runtime.
+    pub fn take_violations(&self) -> Vec<String> {
+        if !self.target.emulated() {
+            return Vec::new();
+        }
+        let Some(dir) = std::env::var_os("DEVIPC_EMU_DIR") else {
+            return Vec::new();
+        };
+        let path = std::path::Path::new(&dir).join(devipc_emulator::state::violations::VIOLATIONS);
+        let lines = std::fs::read_to_string(&path)
+            .map(|t| t.lines().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let _ = std::fs::remove_file(&path);
+        lines
+    }
+
     /// Judges a call the rule says must be refused: it must fail with a vendor code, the
     /// rule's code when the rule documents one; on the emulator the refusal must name this
     /// rule when the emulator enforces a rule of the same id (so a different check cannot

@@ -306,6 +306,13 @@ impl Handler for FacadeShell {
                 vendor_free(self.rt.backend(), arg(a, 0)?, arg(a, 1)?)?;
                 none()
             }
+            "external.close" => {
+                let (dev, p): (u32, u64) = (arg(a, 0)?, arg(a, 1)?);
+                self.rt
+                    .close_external(DeviceId(dev), DevicePtr(p))
+                    .map_err(d)?;
+                none()
+            }
             "external.write" => {
                 let p: u64 = arg(a, 0)?;
                 let bytes = unhex(a.get(1).copied().unwrap_or(""))?;
@@ -461,6 +468,11 @@ impl<E: Exec> Facade<E> {
     /// Frees memory from [`Facade::external_alloc`].
     pub fn external_free(&mut self, device: u32, ptr: u64) -> Result<(), Failure> {
         self.run(format!("external.free {device} {ptr}")).map(drop)
+    }
+
+    /// `Runtime::close_external` alone (without freeing).
+    pub fn external_close(&mut self, device: u32, ptr: u64) -> Result<(), Failure> {
+        self.run(format!("external.close {device} {ptr}")).map(drop)
     }
 
     /// Backend `write` to a raw address.

@@ -19,6 +19,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use devipc_emulator::state::violations::VIOLATIONS;
+
 use crate::catalogue;
 use crate::probe::{PROBE_ENV, Probe};
 use crate::process::{Proc, ProcError};
@@ -193,13 +195,26 @@ impl RunDirs {
         ]
     }
 
-    /// Files left behind: anything in the emulator directory but its `ledger`, anything in
-    /// the runtime directory. With `reclaim`, runs the emulator's gc and removes runtime
-    /// files first, and reports what was there.
+    /// Files left behind: anything in the emulator directory but its `ledger` (a
+    /// `violations` file is reported with its records: the emulator saw a vendor rule
+    /// broken where hardware would fault or corrupt), anything in the runtime directory.
+    /// With `reclaim`, runs the emulator's gc, removes the violation records and the
+    /// runtime files, and reports what was there.
     fn leftovers(&self, reclaim: bool) -> Vec<String> {
         let mut found = Vec::new();
         for name in names(&self.emu()) {
-            if name != "ledger" {
+            if name == VIOLATIONS {
+                let records = std::fs::read_to_string(self.emu().join(VIOLATIONS))
+                    .unwrap_or_default()
+                    .lines()
+                    .map(|l| format!("[{l}]"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                found.push(format!("emu/{VIOLATIONS} (recorded violations: {records})"));
+                if reclaim {
+                    let _ = std::fs::remove_file(self.emu().join(VIOLATIONS));
+                }
+            } else if name != "ledger" {
                 found.push(format!("emu/{name}"));
             }
         }

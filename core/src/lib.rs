@@ -12,6 +12,7 @@ pub mod handles;
 pub mod identity;
 pub mod ids;
 pub mod info;
+pub mod protection;
 pub mod token;
 pub mod traits;
 
@@ -23,5 +24,6 @@ pub use ids::{
     ProcessId, RawStream, SignalHandle,
 };
 pub use info::{BackendInfo, Capabilities, LibrarySource, RuntimeVersion};
+pub use protection::Protection;
 pub use token::{Mechanism, MemToken, SignalToken, TokenIdentity, TokenOrigin};
 pub use traits::DeviceIpc;

@@ -160,8 +160,22 @@ impl TestRoot {
         ]
     }
 
-    /// Asserts that the emulator left nothing behind but its `ledger` bookkeeping file,
-    /// and that the runtime directory holds no files.
+    /// The violations the strict emulator recorded in this root (one line each, `rule=<id>
+    /// pid=<pid> object=<id> <what>`; see `devipc_emulator::state::violations`), oldest
+    /// first; empty when none happened.
+    pub fn recorded_violations(&self) -> Vec<String> {
+        std::fs::read_to_string(self.emu_dir().join("violations"))
+            .map(|t| t.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    /// Removes the violation records, after a test checked the ones it provoked.
+    pub fn clear_violations(&self) {
+        let _ = std::fs::remove_file(self.emu_dir().join("violations"));
+    }
+
+    /// Asserts that the emulator left nothing behind but its `ledger` bookkeeping file (so
+    /// also that it recorded no violation), and that the runtime directory holds no files.
     pub fn assert_emulator_clean(&self) {
         let left = |dir: PathBuf| -> Vec<String> {
             let mut names: Vec<String> = match std::fs::read_dir(&dir) {
@@ -176,7 +190,11 @@ impl TestRoot {
         let emu = left(self.emu_dir());
         assert!(
             emu.iter().all(|n| n == "ledger"),
-            "leftover files in the emulator state directory: {emu:?}"
+            "leftover files in the emulator state directory: {emu:?}{}",
+            self.recorded_violations()
+                .iter()
+                .map(|v| format!("\n  violation: {v}"))
+                .collect::<String>()
         );
         let run = left(self.run_dir());
         assert!(

@@ -240,16 +240,33 @@ pub static RULES: &[Rule] = &[
     vendor(
         "ascend.ipc-key.importers-close-first",
         A,
-        "the exporter's aclrtIpcMemClose is refused while an importer still holds the key, and \
-         succeeds once the importers closed",
-        "CANN RT-DOC 11-07 (importers close before the exporter); api-facts C.4",
-        Expect::Refused,
+        "importers close the key before the exporter: an exporter's aclrtIpcMemClose while an \
+         importer still maps its import is undefined; the emulator lets the close succeed, \
+         fails the importer's later copies of the import and records the violation; in the \
+         documented order nothing is recorded",
+        "CANN RT-DOC 11-07 (importers close before the exporter, 'otherwise exceptions may \
+         occur'); api-facts C.4",
+        Expect::Behaviour,
         &[Need::EmulatorOnly(
             "on a real runtime an early exporter close is undefined ('exceptions may occur', \
              RT-DOC 11-07), so the suite does not provoke it; the documented order is checked \
              by ascend.ipc-key.export-import-shares-memory",
         )],
         key_importers_close_first,
+    ),
+    vendor(
+        "ascend.ipc-key.free-while-imported",
+        A,
+        "the exporter's aclrtFree of a block another process still maps through a key frees \
+         it under the importer: undefined; the emulator fails the importer's copies and \
+         records the violation; freeing after the importers closed records nothing",
+        "CANN RT-DOC 11-07 (importers close, then the exporter closes and frees); api-facts C.4",
+        Expect::Behaviour,
+        &[Need::EmulatorOnly(
+            "a free under an importer is undefined on a real runtime, so the suite does not \
+             provoke it",
+        )],
+        key_free_while_imported,
     ),
     vendor(
         "ascend.ipc-key.cross-device-import-with-peer-access",
@@ -792,21 +809,105 @@ fn key_repeat_import(ctx: &mut Ctx) -> Verdict {
 }
 
 fn key_importers_close_first(ctx: &mut Ctx) -> Verdict {
+    const RULE: &str = "ascend.ipc-key.importers-close-first";
     let mut a = ctx.acl()?;
     let mut b = ctx.acl_peer("importer")?;
+    // Positive control: the documented order records nothing.
     let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
     let pid = peer_on(&mut b, 0)?;
     a.key_set_pid(&key, &trust(pid)).step("grant")?;
-    b.key_import(&key, 0).step("import")?;
-    let seen = ctx.refused(
-        "exporter close while the importer holds the key",
-        a.key_close(&key),
-    )?;
+    let va = b.key_import(&key, 0).step("import")?;
+    b.read(va, CHECK).step("importer read")?;
     b.key_close(&key).step("importer close")?;
-    b.0.finish()?;
     key_release(&mut a, p, &key)?;
+    let recorded = ctx.take_violations();
+    if !recorded.is_empty() {
+        return Err(Stop::fail(format!(
+            "closing in the documented order recorded violations: {recorded:?}"
+        )));
+    }
+    // The exporter closes first.
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    a.key_set_pid(&key, &trust(pid)).step("grant")?;
+    let va = b.key_import(&key, 0).step("import")?;
+    a.key_close(&key)
+        .step("exporter close while the importer maps the key")?;
+    let read = b.read(va, CHECK);
+    let recorded = ctx.take_violations();
+    b.key_close(&key)
+        .step("importer close after the exporter's")?;
+    b.0.finish()?;
+    a.free(p).step("aclrtFree")?;
+    if let Ok(bytes) = read {
+        return Err(Stop::fail(format!(
+            "after the exporter destroyed the key, the importer still read {} bytes of its \
+             import; the violation went unnoticed (recorded: {recorded:?})",
+            bytes.len()
+        )));
+    }
+    if !recorded
+        .iter()
+        .any(|v| v.starts_with(&format!("rule={RULE} ")))
+    {
+        return Err(Stop::fail(format!(
+            "the early close was not recorded as a violation of {RULE}: {recorded:?}"
+        )));
+    }
     Ok(format!(
-        "{seen}; after the importer closed, the exporter's close succeeds"
+        "in the documented order nothing is recorded; an early exporter close fails the \
+         importer's copy ({}) and is recorded",
+        read.err().map(|e| e.to_string()).unwrap_or_default()
+    ))
+}
+
+fn key_free_while_imported(ctx: &mut Ctx) -> Verdict {
+    const RULE: &str = "ascend.ipc-key.free-while-imported";
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    // Positive control: the importer closes before the exporter closes and frees.
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(&mut b, 0)?;
+    a.key_set_pid(&key, &trust(pid)).step("grant")?;
+    let va = b.key_import(&key, 0).step("import")?;
+    b.read(va, CHECK).step("importer read")?;
+    b.key_close(&key).step("importer close")?;
+    key_release(&mut a, p, &key)?;
+    let recorded = ctx.take_violations();
+    if !recorded.is_empty() {
+        return Err(Stop::fail(format!(
+            "freeing after the importer closed recorded violations: {recorded:?}"
+        )));
+    }
+    // The exporter frees the block while the importer maps it.
+    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    a.key_set_pid(&key, &trust(pid)).step("grant")?;
+    let va = b.key_import(&key, 0).step("import")?;
+    a.free(p)
+        .step("aclrtFree while the importer maps the block")?;
+    let read = b.read(va, CHECK);
+    let recorded = ctx.take_violations();
+    b.key_close(&key).step("importer close after the free")?;
+    b.0.finish()?;
+    a.key_close(&key).step("the exporter's aclrtIpcMemClose")?;
+    if let Ok(bytes) = read {
+        return Err(Stop::fail(format!(
+            "after the exporter freed the block the importer still read {} bytes of it; the \
+             violation went unnoticed (recorded: {recorded:?})",
+            bytes.len()
+        )));
+    }
+    if !recorded
+        .iter()
+        .any(|v| v.starts_with(&format!("rule={RULE} ")))
+    {
+        return Err(Stop::fail(format!(
+            "the free under the importer was not recorded as a violation of {RULE}: {recorded:?}"
+        )));
+    }
+    Ok(format!(
+        "a free after the importer closed records nothing; a free under it fails the \
+         importer's copy ({}) and is recorded",
+        read.err().map(|e| e.to_string()).unwrap_or_default()
     ))
 }
 

@@ -10,8 +10,8 @@
 use std::ffi::c_uint;
 
 use devipc_hip_sys::{
-    hipErrorInvalidConfiguration, hipErrorInvalidContext, hipErrorInvalidDevice,
-    hipErrorInvalidDevicePointer, hipErrorInvalidValue, hipErrorNotFound,
+    hipErrorIllegalAddress, hipErrorInvalidConfiguration, hipErrorInvalidContext,
+    hipErrorInvalidDevice, hipErrorInvalidDevicePointer, hipErrorInvalidValue, hipErrorNotFound,
     hipErrorPeerAccessAlreadyEnabled, hipEventDisableTiming, hipEventInterprocess,
     hipEventReleaseToDevice, hipEventReleaseToSystem, ipc_mem_lazy_enable_peer_access,
 };
@@ -160,7 +160,7 @@ pub static RULES: &[Rule] = &[
         "hip.mem.open-after-free-rejected",
         H,
         "a handle whose allocation the exporter freed cannot be opened any more \
-         (hipErrorInvalidValue), even while an earlier importer still maps it",
+         (hipErrorInvalidValue), even while an earlier importer still has it open",
         "api-facts C.1 (header doc: hipFree before importers close is undefined)",
         INVALID_VALUE,
         &[Need::EmulatorOnly(
@@ -168,6 +168,21 @@ pub static RULES: &[Rule] = &[
              runtime is not held to it",
         )],
         mem_open_after_free,
+    ),
+    vendor(
+        "hip.mem.free-while-opened",
+        H,
+        "hipFree by the exporter releases the allocation although another process still has \
+         it open: undefined on a GPU; the emulator fails the importer's copies \
+         (hipErrorIllegalAddress) and records the violation; freeing after the importers \
+         closed records nothing",
+        "api-facts C.1 (header doc: hipFree before importers close is undefined)",
+        Expect::Behaviour,
+        &[Need::EmulatorOnly(
+            "HIP leaves a free under an importer undefined, so the suite does not provoke it \
+             on a real runtime",
+        )],
+        mem_free_while_opened,
     ),
     vendor(
         "hip.mem.cross-device-open",
@@ -590,23 +605,76 @@ fn mem_open_after_free(ctx: &mut Ctx) -> Verdict {
     let q = holder
         .mem_open(&handle, flag)
         .step("holder opens before the free")?;
-    h.free(ptr).step("hipFree while the holder maps it")?;
+    // Positive control: while the exporter has not freed, a second process opens.
     late.set_device(0).step("late importer hipSetDevice")?;
+    let before = late.mem_open(&handle, flag).step("open before the free")?;
+    late.mem_close(before).step("close before the free")?;
+    h.free(ptr).step("hipFree while the holder has it open")?;
     let result = late.mem_open(&handle, flag);
     if let Ok(q) = result {
         let _ = late.mem_close(q);
     }
     let seen = ctx.refused("open after the exporter freed", result)?;
-    same_bytes(
-        "the earlier importer still reads",
-        &holder.read(q, CHECK).step("holder read after the free")?,
-        &pattern(1, CHECK),
-    )?;
     holder.mem_close(q).step("holder close")?;
     late.0.finish()?;
     holder.0.finish()?;
+    // The free under the holder is hip.mem.free-while-opened's business.
+    ctx.take_violations();
+    Ok(format!("an open before the free succeeds; {seen}"))
+}
+
+fn mem_free_while_opened(ctx: &mut Ctx) -> Verdict {
+    const RULE: &str = "hip.mem.free-while-opened";
+    let mut h = ctx.hip()?;
+    let mut holder = ctx.hip_peer("holder")?;
+    let flag = lazy(&mut h)?;
+    holder.set_device(0).step("holder hipSetDevice")?;
+    // Positive control: free after the importer closed.
+    let (ptr, handle) = exported(&mut h)?;
+    let q = holder.mem_open(&handle, flag).step("open")?;
+    holder.read(q, CHECK).step("holder read")?;
+    holder.mem_close(q).step("holder close")?;
+    h.free(ptr).step("hipFree after the close")?;
+    let recorded = ctx.take_violations();
+    if !recorded.is_empty() {
+        return Err(Stop::fail(format!(
+            "freeing after the importer closed recorded violations: {recorded:?}"
+        )));
+    }
+    // Free while the holder has it open.
+    let (ptr, handle) = exported(&mut h)?;
+    let q = holder.mem_open(&handle, flag).step("open")?;
+    h.free(ptr).step("hipFree while the holder has it open")?;
+    let read = holder.read(q, CHECK);
+    let recorded = ctx.take_violations();
+    holder.mem_close(q).step("holder close after the free")?;
+    holder.0.finish()?;
+    let code = match read {
+        Ok(_) => {
+            return Err(Stop::fail(format!(
+                "after the exporter's hipFree the holder still read the allocation; the \
+                 violation went unnoticed (recorded: {recorded:?})"
+            )));
+        }
+        Err(Failure::Vendor { code, .. }) if code == hipErrorIllegalAddress => code,
+        Err(e) => {
+            return Err(Stop::fail(format!(
+                "the holder's copy after the free failed otherwise than with \
+                 hipErrorIllegalAddress: {e}"
+            )));
+        }
+    };
+    if !recorded
+        .iter()
+        .any(|v| v.starts_with(&format!("rule={RULE} ")))
+    {
+        return Err(Stop::fail(format!(
+            "the free under the holder was not recorded as a violation of {RULE}: {recorded:?}"
+        )));
+    }
     Ok(format!(
-        "{seen}; the earlier importer's mapping stayed valid"
+        "a free after the close records nothing; a free under the holder fails its copy \
+         with hipErrorIllegalAddress ({code}) and is recorded"
     ))
 }
 

@@ -18,6 +18,7 @@ use crate::counting;
 use crate::ctx::Ctx;
 use crate::facade::error_kind;
 use crate::rule::{Expect, Need, Rule, Stop, Verdict};
+use crate::shell::Failure;
 
 const SIZE: usize = 1 << 20;
 const CHECK: usize = 256;
@@ -73,6 +74,18 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         free_waits_for_importers,
+    ),
+    portable(
+        "portable.lifetime.external-close-waits-for-importers",
+        "ending the export of framework memory (close_external) while a peer has it imported \
+         does not pull it from under the peer: on Ascend IPC keys devipc refuses the close until \
+         the importers closed (the vendor's order); on HIP it ends only devipc's export and the \
+         framework's memory stays; either way the peer keeps reading",
+        "DESIGN 2 (export_external); api-facts C.4 (RT-DOC 11-07: importers close before the \
+         exporter)",
+        Expect::Behaviour,
+        &[],
+        external_close_waits_for_importers,
     ),
     portable(
         "portable.export.sub-range-offset",
@@ -511,6 +524,49 @@ fn external_memory(ctx: &mut Ctx) -> Verdict {
         "framework memory shared through {} (object of {} bytes)",
         token.mechanism(),
         token.object_size()
+    ))
+}
+
+fn external_close_waits_for_importers(ctx: &mut Ctx) -> Verdict {
+    // One 2 MiB huge page: Ascend exports whole aligned blocks (api-facts C.4 FAQ).
+    const BLOCK: usize = 2 << 20;
+    let rt = ctx.runtime()?;
+    let mut peer = ctx.facade_peer("exporter", false)?;
+    let p = peer.external_alloc(0, BLOCK).step("peer vendor malloc")?;
+    peer.external_write(p, &pattern(1, CHECK))
+        .step("peer write")?;
+    let token = peer
+        .external_export(0, p, BLOCK, ExportOptions::default())
+        .step("export_external")?;
+    peer.grant(&token, rt.process_id()).step("peer grant")?;
+    let view = rt.import(&token, DeviceId(0)).step("import")?;
+    let mut got = vec![0u8; CHECK];
+    view.read(0, &mut got).step("read")?;
+    let closed = peer.external_close(0, p);
+    let refused = match (rt.info().kind, closed) {
+        (BackendKind::Ascend, Err(Failure::Devipc { kind, message }))
+            if kind == "InvalidArgument" =>
+        {
+            message
+        }
+        (BackendKind::Ascend, other) => {
+            return Err(Stop::fail(format!(
+                "close_external while the peer has the key imported: expected a refusal \
+                 (InvalidArgument), got {other:?}"
+            )));
+        }
+        (_, Ok(())) => "the export ended; the framework's memory stays".to_owned(),
+        (_, Err(e)) => return Err(Stop::fail(format!("close_external: {e}"))),
+    };
+    view.read(0, &mut got)
+        .step("read after the exporter's close_external")?;
+    same_bytes("the importer still reads", &got, &pattern(1, CHECK))?;
+    drop(view);
+    peer.external_free(0, p)
+        .step("peer close and free after the import closed")?;
+    peer.0.finish()?;
+    Ok(format!(
+        "close_external under the importer: {refused}; the importer kept reading"
     ))
 }
 

@@ -16,6 +16,7 @@ const CLEARED: &[&str] = &[
     "DEVIPC_RUNTIME_DIR",
     "DEVIPC_CONFORMANCE_SELFTEST",
     "DEVIPC_BACKEND",
+    "DEVIPC_BREAK_PROTECTION",
 ];
 
 /// Runs the runner with `args` and `env` on top of a cleaned environment.

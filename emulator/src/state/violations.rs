@@ -112,7 +112,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&path);
         let dir = EmuDir::open(&path).unwrap();
         assert_eq!(read(&dir).unwrap(), []);
-        let id = ObjectId::new(0x0001_00, 42).unwrap();
+        let id = ObjectId::new(0x100, 42).unwrap();
         record(&dir, "hip.mem.free-while-opened", id, "freed\nwhile opened").unwrap();
         record(&dir, "ascend.ipc-key.importers-close-first", id, "").unwrap();
         let got = read(&dir).unwrap();

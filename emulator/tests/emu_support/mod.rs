@@ -31,9 +31,6 @@ pub trait EmuRoot {
     /// The violations recorded in the state directory, oldest first.
     fn violations(&self) -> Vec<Violation>;
 
-    /// Removes the violation records (after a test checked the ones it provoked).
-    fn clear_violations(&self);
-
     /// The state directory holds only the ledger and no memory is accounted.
     fn assert_clean(&self);
 }
@@ -63,10 +60,6 @@ impl EmuRoot for TestRoot {
 
     fn violations(&self) -> Vec<Violation> {
         violations::read(self.state().dir()).unwrap()
-    }
-
-    fn clear_violations(&self) {
-        let _ = std::fs::remove_file(self.emu_dir().join(violations::VIOLATIONS));
     }
 
     fn assert_clean(&self) {
