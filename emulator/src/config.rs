@@ -10,6 +10,7 @@
 //! | `DEVIPC_EMU_DEVICES` | number of emulated devices, 0..=[`MAX_DEVICES`] | 2 |
 //! | `DEVIPC_EMU_HIP_VERSION` | HIP runtime version, `major.minor[.patch]` | 6.2 |
 //! | `DEVIPC_EMU_MEM_LIMIT` | per-device memory, bytes or with `K`/`M`/`G`/`T` (`KiB`...) | 1 GiB |
+//! | `DEVIPC_EMU_PEERS` | which devices can peer: `all`, `none`, or pairs `0-1,2-3` (both ways) | `all` |
 //! | `DEVIPC_EMU_BREAK_RULE` | test only: rule ids (comma-separated) the surfaces must NOT enforce | none |
 //!
 //! Processes sharing one state directory should agree on `DEVIPC_EMU_DEVICES` and
@@ -36,6 +37,67 @@ pub const ENV_HIP_VERSION: &str = "DEVIPC_EMU_HIP_VERSION";
 pub const ENV_MEM_LIMIT: &str = "DEVIPC_EMU_MEM_LIMIT";
 /// `DEVIPC_EMU_BREAK_RULE`.
 pub const ENV_BREAK_RULE: &str = "DEVIPC_EMU_BREAK_RULE";
+/// `DEVIPC_EMU_PEERS`.
+pub const ENV_PEERS: &str = "DEVIPC_EMU_PEERS";
+
+/// Which pairs of distinct devices can access each other's memory (`DEVIPC_EMU_PEERS`):
+/// what `hipDeviceCanAccessPeer` / `aclrtDeviceCanAccessPeer` report, and what decides
+/// whether enabling peer access, a cross-device IPC open, a key import with
+/// `ENABLE_PEER_ACCESS` or a cross-device notify import can succeed. Real machines differ
+/// (PCIe topology, XGMI / HCCS links), so it is configured, not assumed. A device is never
+/// its own peer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PeerMatrix {
+    /// Every pair of distinct devices (the default).
+    #[default]
+    All,
+    /// Exactly these pairs, both ways; `(a, b)` with `a < b`. Empty: no device peers.
+    Pairs(Vec<(u32, u32)>),
+}
+
+impl PeerMatrix {
+    /// Whether `from` can access `to`'s memory.
+    pub fn can_peer(&self, from: u32, to: u32) -> bool {
+        if from == to {
+            return false;
+        }
+        match self {
+            PeerMatrix::All => true,
+            PeerMatrix::Pairs(pairs) => pairs.contains(&(from.min(to), from.max(to))),
+        }
+    }
+
+    /// Parses `all`, `none` or `a-b[,c-d...]` with device ids below `devices`.
+    pub fn parse(text: &str, devices: u32) -> Result<PeerMatrix, String> {
+        match text.trim() {
+            "all" => return Ok(PeerMatrix::All),
+            "none" => return Ok(PeerMatrix::Pairs(Vec::new())),
+            _ => {}
+        }
+        let mut pairs = Vec::new();
+        for pair in text.split(',') {
+            let bad = || {
+                format!(
+                    "`{pair}` is not a pair `a-b` of device ids below {devices}; expected all, none or pairs such as 0-1,2-3"
+                )
+            };
+            let (a, b) = pair.trim().split_once('-').ok_or_else(bad)?;
+            let (a, b): (u32, u32) = (
+                a.trim().parse().map_err(|_| bad())?,
+                b.trim().parse().map_err(|_| bad())?,
+            );
+            if a == b || a >= devices || b >= devices {
+                return Err(bad());
+            }
+            let p = (a.min(b), a.max(b));
+            if !pairs.contains(&p) {
+                pairs.push(p);
+            }
+        }
+        pairs.sort_unstable();
+        Ok(PeerMatrix::Pairs(pairs))
+    }
+}
 
 /// Most emulated devices (the ledger has one usage slot per device).
 pub const MAX_DEVICES: u32 = 64;
@@ -127,6 +189,8 @@ pub struct Config {
     pub hip_version: HipVersion,
     /// Per-device memory limit in bytes, enforced across processes.
     pub mem_limit: u64,
+    /// Which devices can peer.
+    pub peers: PeerMatrix,
     /// Test only: the rule ids the surfaces must not enforce (usually one).
     pub broken_rules: Vec<String>,
 }
@@ -139,6 +203,7 @@ impl Config {
             devices: DEFAULT_DEVICES,
             hip_version: HipVersion::DEFAULT,
             mem_limit: DEFAULT_MEM_LIMIT,
+            peers: PeerMatrix::All,
             broken_rules: Vec::new(),
         }
     }
@@ -200,6 +265,10 @@ impl Config {
         }
         if let Some(v) = text(ENV_MEM_LIMIT)? {
             config.mem_limit = parse_mem_limit(&v).map_err(|r| bad(ENV_MEM_LIMIT, &v, r))?;
+        }
+        if let Some(v) = text(ENV_PEERS)? {
+            config.peers =
+                PeerMatrix::parse(&v, config.devices).map_err(|r| bad(ENV_PEERS, &v, r))?;
         }
         if let Some(v) = text(ENV_BREAK_RULE)? {
             for id in v.split(',') {
@@ -349,6 +418,17 @@ mod tests {
         assert!(!c.enforces("hip.mem.open-in-exporter-rejected"));
         assert!(c.enforces("ascend.vmm.same-process-import-rejected"));
         assert_eq!(config(&[(ENV_DEVICES, "0")]).unwrap().devices, 0);
+        // Peers: all by default, none, or listed pairs (both ways).
+        assert!(c.peers.can_peer(0, 1) && !c.peers.can_peer(1, 1));
+        let c = config(&[(ENV_DEVICES, "4"), (ENV_PEERS, "2-1, 0-3")]).unwrap();
+        assert_eq!(c.peers, PeerMatrix::Pairs(vec![(0, 3), (1, 2)]));
+        assert!(c.peers.can_peer(1, 2) && c.peers.can_peer(2, 1) && c.peers.can_peer(3, 0));
+        assert!(!c.peers.can_peer(0, 1) && !c.peers.can_peer(2, 3));
+        let none = config(&[(ENV_PEERS, "none")]).unwrap();
+        assert!(!none.peers.can_peer(0, 1));
+        for bad in ["0-2", "1-1", "0", "a-b", "0-1,", "all,0-1"] {
+            assert_eq!(err_var(config(&[(ENV_PEERS, bad)])), ENV_PEERS, "{bad}");
+        }
         // Several rules, comma-separated.
         let c = config(&[(ENV_BREAK_RULE, "hip.mem.a,hip.mem.b")]).unwrap();
         assert!(c.rule_broken("hip.mem.a") && c.rule_broken("hip.mem.b"));

@@ -165,7 +165,7 @@ pub mod state;
 pub mod sys;
 
 pub use acl::acl_api;
-pub use config::{Config, HipVersion};
+pub use config::{Config, HipVersion, PeerMatrix};
 pub use error::{EmuError, Result};
 pub use hip::hip_api;
 pub use state::{BinarySemaphore, GcReport, ObjectId, Registry, State};
