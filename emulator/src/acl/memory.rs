@@ -17,7 +17,12 @@
 //! - `aclrtFree` takes the base of a block allocated by this process. Memory exported by
 //!   key stays alive while importers hold it (see [`super::ipc_key`]).
 //! - `aclrtMemcpy(dst, destMax, src, count, kind)`: `count <= destMax`; device operands
-//!   must lie inside one range; `kind` must match which operands are device memory
+//!   must lie inside one range, or inside `aclrtMapMem` mappings that follow each other
+//!   without a gap in one reservation (the address-contiguous memory reserve + map exists
+//!   for; torch_npu copies tensors that span several pages of an expandable segment as one
+//!   pointer: `ascend.vmm.copy-spans-contiguous-mappings`); a span that reaches an unmapped
+//!   hole or the end of its reservation is refused (`ascend.mem.copy-within-bounds`), and
+//!   every mapping it covers must allow the access; `kind` must match which operands are device memory
 //!   (`ACL_MEMCPY_DEFAULT` infers it). Copies run synchronously. Host operands are the
 //!   caller's memory and are not checked (the vendor's contract).
 //! - `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)`: the same checks, plus a
@@ -77,6 +82,8 @@ pub enum Backing {
     Vmm {
         /// The `aclrtDrvMemHandle` mapped.
         handle: usize,
+        /// The base of the reservation the mapping lies in.
+        reservation: usize,
         /// Access set by `aclrtMemSetAccess` (READWRITE until then).
         access: aclrtMemAccessFlags,
     },
@@ -229,9 +236,12 @@ fn is_device_to_device(kind: aclrtMemcpyKind) -> bool {
     )
 }
 
-/// The device range containing `addr..addr+len`, checked for bounds, for the access of a
-/// VMM mapping (`write`), and for the cross-device key import restriction (`access`);
-/// `None` for host memory.
+/// The device range containing `addr`, with `addr..addr+len` checked for bounds, for the
+/// access of every VMM mapping it covers (`write`), and for the cross-device key import
+/// restriction (`access`); `None` for host memory. A span may run on from one `aclrtMapMem`
+/// mapping into the next mapping of the same reservation that starts exactly where it ends
+/// (`ascend.vmm.copy-spans-contiguous-mappings`), and so on; anything else past the end of
+/// the range is out of bounds.
 fn device_operand(
     addr: usize,
     len: usize,
@@ -242,16 +252,57 @@ fn device_operand(
     let Some(hit) = RANGES.resolve(addr) else {
         return Ok(None);
     };
-    let fits = addr.checked_add(len).is_some_and(|end| end <= hit.end());
-    if !fits {
+    let Some(end) = addr.checked_add(len) else {
         return Err(AclFailure::rule(
             rules::MEM_COPY_BOUNDS,
-            format!(
-                "{len:#x} bytes at {addr:#x} run past the end of the device range {:#x}+{:#x}",
-                hit.base, hit.len
-            ),
+            format!("{len:#x} bytes at {addr:#x} wrap around the address space"),
         ));
+    };
+    let mut piece = hit.clone();
+    loop {
+        check_piece(&piece, addr, write, access, keep)?;
+        if end <= piece.end() {
+            return Ok(Some(hit));
+        }
+        piece = next_contiguous_mapping(&piece).ok_or_else(|| {
+            let why = match piece.value.backing {
+                Backing::Vmm { .. } => {
+                    "into an unmapped hole or out of the reservation of the mapping"
+                }
+                _ => "past the end of the device range",
+            };
+            AclFailure::rule(
+                rules::MEM_COPY_BOUNDS,
+                format!(
+                    "{len:#x} bytes at {addr:#x} run {why} {:#x}+{:#x}",
+                    piece.base, piece.len
+                ),
+            )
+        })?;
     }
+}
+
+/// The `aclrtMapMem` mapping that continues `piece` without a gap in the same reservation,
+/// when `piece` is one and copies may span mappings.
+fn next_contiguous_mapping(piece: &LocalRange<DeviceRange>) -> Option<LocalRange<DeviceRange>> {
+    let Backing::Vmm { reservation, .. } = piece.value.backing else {
+        return None;
+    };
+    let next = RANGES.get(piece.end())?;
+    let same =
+        matches!(next.value.backing, Backing::Vmm { reservation: r, .. } if r == reservation);
+    (same && rules::enforced(rules::VMM_COPY_SPANS_MAPPINGS)).then_some(next)
+}
+
+/// Checks the access to one range a copy or fill touches (`addr` is where the operand
+/// starts, for messages) and keeps its mapping alive for the copy.
+fn check_piece(
+    hit: &LocalRange<DeviceRange>,
+    addr: usize,
+    write: bool,
+    access: Access,
+    keep: &mut Vec<Arc<SharedMapping>>,
+) -> AclResult<()> {
     match &hit.value.backing {
         Backing::Malloc { mapping, .. } => keep.push(mapping.clone()),
         Backing::KeyImport {
@@ -295,7 +346,7 @@ fn device_operand(
             })?;
         }
     }
-    Ok(Some(hit))
+    Ok(())
 }
 
 /// Checks `aclrtMemcpy(dst, destMax, src, count, kind)` (`asynchronous` false) or
@@ -410,6 +461,38 @@ mod tests {
             ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE,
         ] {
             assert!(Access::AsyncCopy(kind).cross_device_refused(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn spans_stay_in_their_reservation() {
+        // Fake, never dereferenced ranges far from anything this test binary maps.
+        let base = 0x7e00_0000_0000_usize;
+        let vmm = |reservation| DeviceRange {
+            device: 0,
+            backing: Backing::Vmm {
+                handle: 1,
+                reservation,
+                access: ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+            },
+        };
+        let page = 0x1000;
+        RANGES.insert(base, page, vmm(base)).unwrap();
+        RANGES.insert(base + page, page, vmm(base)).unwrap();
+        // Adjacent in addresses, but another reservation.
+        RANGES
+            .insert(base + 2 * page, page, vmm(base + 2 * page))
+            .unwrap();
+        let span = |addr, len| device_operand(addr, len, true, Access::Fill, &mut Vec::new());
+        assert_eq!(span(base, 2 * page).unwrap().unwrap().base, base);
+        assert_eq!(span(base + 10, 2 * page - 10).unwrap().unwrap().base, base);
+        let err = span(base, 2 * page + 1).unwrap_err();
+        assert_eq!(err.rule, Some(rules::MEM_COPY_BOUNDS), "{err:?}");
+        assert!(span(base + 2 * page, page).is_ok());
+        assert!(span(base + 2 * page, page + 1).is_err());
+        assert!(span(base, usize::MAX).is_err());
+        for b in [base, base + page, base + 2 * page] {
+            RANGES.remove(b);
         }
     }
 
