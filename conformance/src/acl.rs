@@ -225,6 +225,52 @@ impl Handler for AclShell {
                     self.check("aclrtReleaseMemAddress", (api.aclrtReleaseMemAddress)(va))?;
                     none()
                 }
+                "va.reserve" => {
+                    // aclrtReserveMemAddress alone: `va.reserve <size> <flags>`.
+                    let (size, flags): (usize, u64) = (arg(a, 0)?, arg(a, 1)?);
+                    let mut va: *mut c_void = std::ptr::null_mut();
+                    self.check(
+                        "aclrtReserveMemAddress",
+                        (api.aclrtReserveMemAddress)(&mut va, size, 0, std::ptr::null_mut(), flags),
+                    )?;
+                    one(va as usize as u64)
+                }
+                "va.map-at" => {
+                    // aclrtMapMem at an address of a reservation, then read-write access
+                    // for `dev`: `va.map-at <va> <phys> <size> <dev>`.
+                    let (va, h, size, dev): (u64, u64, usize, u32) =
+                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?, arg(a, 3)?);
+                    self.check(
+                        "aclrtMapMem",
+                        (api.aclrtMapMem)(ptr(va), size, 0, ptr(h), 0),
+                    )?;
+                    if let Some(set_access) = api.aclrtMemSetAccess {
+                        let mut desc = aclrtMemAccessDesc {
+                            flags: ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+                            location: aclrtMemLocation {
+                                id: dev,
+                                r#type: ACL_MEM_LOCATION_TYPE_DEVICE,
+                            },
+                            rsv: [0; 12],
+                        };
+                        let code = set_access(ptr(va), size, &mut desc, 1);
+                        if code != ACL_SUCCESS {
+                            let f = self.failure("aclrtMemSetAccess", code);
+                            (api.aclrtUnmapMem)(ptr(va));
+                            return Err(f);
+                        }
+                    }
+                    none()
+                }
+                "va.unmap-at" => self
+                    .check("aclrtUnmapMem", (api.aclrtUnmapMem)(ptr(arg(a, 0)?)))
+                    .and_then(|()| none()),
+                "va.release" => self
+                    .check(
+                        "aclrtReleaseMemAddress",
+                        (api.aclrtReleaseMemAddress)(ptr(arg(a, 0)?)),
+                    )
+                    .and_then(|()| none()),
                 "vmm.export" => {
                     let f = opt!(api, aclrtMemExportToShareableHandle);
                     let (h, flags): (u64, u64) = (arg(a, 0)?, arg(a, 1)?);
@@ -571,6 +617,29 @@ impl<E: Exec> Acl<E> {
     /// Unmap and release an address from [`Acl::map`].
     pub fn unmap(&mut self, va: u64) -> Result<(), Failure> {
         self.run(format!("va.unmap {va}")).map(drop)
+    }
+
+    /// `aclrtReserveMemAddress` of `size` bytes with `flags` (0, or the page-type flag 1):
+    /// the address.
+    pub fn reserve(&mut self, size: usize, flags: u64) -> Result<u64, Failure> {
+        word(&self.run(format!("va.reserve {size} {flags}"))?, 0)
+    }
+
+    /// `aclrtMapMem` of `phys` (`size` bytes) at `va` inside a reservation, with read-write
+    /// access for `dev` where the runtime has `aclrtMemSetAccess`.
+    pub fn map_at(&mut self, va: u64, phys: u64, size: usize, dev: u32) -> Result<(), Failure> {
+        self.run(format!("va.map-at {va} {phys} {size} {dev}"))
+            .map(drop)
+    }
+
+    /// `aclrtUnmapMem` of a mapping made with [`Acl::map_at`].
+    pub fn unmap_at(&mut self, va: u64) -> Result<(), Failure> {
+        self.run(format!("va.unmap-at {va}")).map(drop)
+    }
+
+    /// `aclrtReleaseMemAddress` of a reservation from [`Acl::reserve`].
+    pub fn release(&mut self, va: u64) -> Result<(), Failure> {
+        self.run(format!("va.release {va}")).map(drop)
     }
 
     /// One granule of physical memory on `dev`, mapped.
