@@ -222,6 +222,27 @@ macro_rules! for_each_acl_fn {
                 /// `driver`) into a buffer of `ACL_PKG_VERSION_MAX_SIZE`. Optional: present
                 /// from CANN 8.5. api-facts A.3.
                 fn aclsysGetVersionStr(pkgName: *mut c_char, versionStr: *mut c_char) -> aclError;
+                /// Blocks until all work of the current device is done (torch_npu
+                /// synchronises the device before it closes an IPC key or unmaps an
+                /// expandable segment). Optional: devipc does not need it.
+                fn aclrtSynchronizeDevice() -> aclError;
+                /// `aclrtSynchronizeDevice` bounded by
+                /// `timeout` ms (-1: forever; below -1 is `ACL_ERROR_RT_PARAM_INVALID`).
+                /// Optional: newer than the 2024 header.
+                fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> aclError;
+                /// Free and total bytes of memory kind `attr` on the current device.
+                /// Optional: devipc does not need it.
+                fn aclrtGetMemInfo(attr: aclrtMemAttr, free: *mut usize, total: *mut usize) -> aclError;
+                /// Page-locked host memory; free with `aclrtFreeHost`. Optional: devipc does
+                /// not need it.
+                fn aclrtMallocHost(hostPtr: *mut *mut c_void, size: usize) -> aclError;
+                /// Frees memory of `aclrtMallocHost`. Optional.
+                fn aclrtFreeHost(hostPtr: *mut c_void) -> aclError;
+                /// Destroys a stream without waiting for its tasks. Optional.
+                fn aclrtDestroyStreamForce(stream: aclrtStream) -> aclError;
+                /// Resets a device whatever the number of `aclrtSetDevice` calls. Optional:
+                /// newer than the 2024 header.
+                fn aclrtResetDeviceForce(deviceId: i32) -> aclError;
             }
         }
     };
@@ -576,7 +597,7 @@ mod tests {
             .collect();
         assert_eq!(required, AclApi::REQUIRED_SYMBOLS);
         assert_eq!(optional, AclApi::OPTIONAL_SYMBOLS);
-        assert_eq!(FUNCTION_DECLS.len(), 43);
+        assert_eq!(FUNCTION_DECLS.len(), 50);
         assert_eq!(AclApi::REQUIRED_SYMBOLS[0], "aclInit");
     }
 

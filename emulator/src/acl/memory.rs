@@ -14,6 +14,9 @@
 //!   `aclrtMemGetAddressRange` reports. The policy must be a known
 //!   `aclrtMemMallocPolicy` (optionally or-ed with its flag bits); page kinds make no
 //!   difference to host memory. Blocks start page aligned.
+//! - `aclrtMallocHost(size)` gives page-aligned host memory of `size` rounded up to 32
+//!   ([`HOST`]), `aclrtFreeHost` takes its base back; both need a current device. It is
+//!   host memory for copies, and `aclrtMemGetAddressRange` reports its blocks.
 //! - `aclrtFree` takes the base of a block allocated by this process. Memory exported by
 //!   key stays alive while importers hold it (see [`super::ipc_key`]).
 //! - `aclrtMemcpy(dst, destMax, src, count, kind)`: `count <= destMax`; device operands
@@ -100,6 +103,47 @@ pub struct DeviceRange {
 
 /// Every device range this process can address.
 pub static RANGES: RangeMap<DeviceRange> = RangeMap::new();
+
+/// Blocks of `aclrtMallocHost` of this process: page-locked host memory on a device, here
+/// plain host memory (the entry point allocates and frees it). Not device memory: copies
+/// treat it as host memory; `aclrtMemGetAddressRange` reports its blocks (RT-DOC 11-04).
+pub static HOST: RangeMap<()> = RangeMap::new();
+
+/// Alignment of `aclrtMallocHost` blocks: a page.
+pub const HOST_ALIGN: usize = 4096;
+
+/// Checks `aclrtMallocHost(size)` and returns the block size: `size` rounded up to 32 (the
+/// runtime's `HostMalloc`). Needs a current device (the runtime allocates through the
+/// current context).
+pub fn check_malloc_host(size: usize) -> AclResult<usize> {
+    if size == 0 {
+        return Err(AclFailure::rule(rules::PARAM_SIZE_NONZERO, "size is 0"));
+    }
+    device::require_current("aclrtMallocHost")?;
+    size.checked_next_multiple_of(32).ok_or_else(|| {
+        AclFailure::code(
+            devipc_ascend_sys::codes::ACL_ERROR_RT_MEMORY_ALLOCATION,
+            format!("size {size} is too large"),
+        )
+    })
+}
+
+/// Records a block `aclrtMallocHost` allocated.
+pub fn register_host(addr: usize, len: usize) -> AclResult<()> {
+    Ok(HOST.insert(addr, len, ())?)
+}
+
+/// `aclrtFreeHost`: forgets the block at `addr` and returns its length for the entry point
+/// to free; 107000 unless `addr` is the base of an `aclrtMallocHost` block of this process.
+pub fn unregister_host(addr: usize) -> AclResult<usize> {
+    device::require_current("aclrtFreeHost")?;
+    HOST.remove(addr).map(|r| r.len).ok_or_else(|| {
+        AclFailure::rule(
+            rules::MEM_KNOWN_POINTER,
+            format!("{addr:#x} is not the base of an aclrtMallocHost block of this process"),
+        )
+    })
+}
 
 /// The block size `aclrtMalloc(size)` allocates: `size` rounded up to 32, plus 32.
 pub fn malloc_block_size(size: usize) -> Option<usize> {
@@ -189,10 +233,12 @@ pub fn free(ptr: usize) -> AclResult<()> {
 
 /// `aclrtMemGetAddressRange`: base and size of the range containing `ptr`.
 pub fn address_range(ptr: usize) -> AclResult<(usize, usize)> {
-    RANGES.resolve(ptr).map(|r| (r.base, r.len)).ok_or_else(|| {
+    let device = RANGES.resolve(ptr).map(|r| (r.base, r.len));
+    let host = || HOST.resolve(ptr).map(|r| (r.base, r.len));
+    device.or_else(host).ok_or_else(|| {
         AclFailure::rule(
             rules::MEM_KNOWN_POINTER,
-            format!("{ptr:#x} is not device memory of this process"),
+            format!("{ptr:#x} is not device or aclrtMallocHost memory of this process"),
         )
     })
 }

@@ -13,14 +13,14 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `entry` | the 43 C entry points: NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
+//! | `entry` | the C entry points (one per function of the list): NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
 //! | [`rules`] | the rule ids, their codes, and whether each code is documented or chosen |
 //! | `errors` | [`AclFailure`]; infrastructure error -> code mapping; `aclGetRecentErrMsg` |
 //! | `shared` | the process-wide state directory and identity |
 //! | `init` | `aclInit` / `aclFinalize` counting, version queries |
-//! | `device` | devices, the per-thread current device, peer access, bare tgid |
-//! | `stream` | streams (synchronous: work runs in the calling thread) |
-//! | `memory` | `aclrtMalloc` blocks, the device address ranges, copy (sync and async) and fill checks |
+//! | `device` | devices, the per-thread current device, forced reset, device synchronisation, memory info, peer access, bare tgid |
+//! | `stream` | streams (synchronous: work runs in the calling thread), forced destroy |
+//! | `memory` | `aclrtMalloc` and `aclrtMallocHost` blocks, the device address ranges, copy (sync and async) and fill checks |
 //! | `vmm` | granularity, physical memory, reservations, mappings, access |
 //! | `shareable` | VMM export / trustlist / import of shareable handles |
 //! | `ipc_key` | key-based IPC memory |

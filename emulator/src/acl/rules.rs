@@ -142,6 +142,15 @@ rules! {
         "aclrtMalloc, aclrtMallocPhysical and aclrtReserveMemAddress reject size 0, \
          aclrtMemSetAccess a descriptor count of 0",
         "api-facts A.5 (RT-DOC 11-04: size must not be 0)";
+    /// Arguments the runtime layer range-checks.
+    PARAM_RUNTIME_RANGE = "ascend.param.runtime-range-checked", ACL_ERROR_RT_PARAM_INVALID,
+        CodeBasis::Documented, false,
+        "arguments the runtime layer range-checks fail with ACL_ERROR_RT_PARAM_INVALID: \
+         aclrtSynchronizeDeviceWithTimeout's timeout below -1, aclrtGetMemInfo's attr not a \
+         memory-info kind (ACL_DDR_MEM .. ACL_HBM_MEM_P2P_HUGE1G)",
+        "RT-SRC device.cpp aclrtSynchronizeDeviceWithTimeoutImpl (timeout in [-1, INT_MAX], \
+         else ACL_ERROR_RT_PARAM_INVALID); memory.cpp aclrtGetMemInfoImpl -> rtMemGetInfoEx \
+         (RT_ERROR_INVALID_VALUE -> 107000)";
     /// A repeated aclInit returns 100002 and counts.
     INIT_REPEAT = "ascend.init.repeat-initialize-counted", ACL_ERROR_REPEAT_INITIALIZE,
         CodeBasis::Documented, true,
@@ -161,9 +170,10 @@ rules! {
     /// Calls that need a context fail without aclrtSetDevice on the thread.
     CONTEXT_REQUIRED = "ascend.context.set-device-required", ACL_ERROR_RT_CONTEXT_NULL,
         CodeBasis::Documented, true,
-        "calls that work on the current device (aclrtGetDevice, aclrtMalloc, streams, IPC key \
-         export/import/close, notify create/import, peer access) need aclrtSetDevice on the \
-         calling thread",
+        "calls that work on the current device (aclrtGetDevice, aclrtMalloc, aclrtMallocHost, \
+         aclrtFreeHost, streams, aclrtSynchronizeDevice(WithTimeout), aclrtGetMemInfo, IPC key \
+         export/import/close, notify create/import and waits on IPC notifies, peer access) need \
+         aclrtSetDevice on the calling thread",
         "api-facts A.11, C.4 (RT-SRC: RT_ERROR_CONTEXT_NULL -> 107002)";
     /// Unknown or stale objects are rejected.
     HANDLE_VALID = "ascend.handle.valid", ACL_ERROR_RT_INVALID_HANDLE,

@@ -795,6 +795,29 @@ impl Shell {
                 }
                 Ok(vec![addrs.len().to_string()])
             }
+            "sync-device" => self.status(opt!(api, aclrtSynchronizeDevice()), vec![]),
+            "sync-device-timeout" => self.status(
+                opt!(api, aclrtSynchronizeDeviceWithTimeout(n(0)? as i32)),
+                vec![],
+            ),
+            "mem-info" => {
+                // mem-info <attr>: answers free and total.
+                let (mut free, mut total) = (0usize, 0usize);
+                let code = opt!(api, aclrtGetMemInfo(n(0)? as i32, &mut free, &mut total));
+                self.status(code, vec![free.to_string(), total.to_string()])
+            }
+            "malloc-host" => {
+                let mut p = ptr::null_mut();
+                let code = opt!(api, aclrtMallocHost(&mut p, n(0)? as usize));
+                self.status(code, vec![hex(p.addr())])
+            }
+            "free-host" => self.status(opt!(api, aclrtFreeHost(vptr(n(0)?))), vec![]),
+            "stream-destroy-force" => {
+                self.status(opt!(api, aclrtDestroyStreamForce(vptr(n(0)?))), vec![])
+            }
+            "reset-device-force" => {
+                self.status(opt!(api, aclrtResetDeviceForce(n(0)? as i32)), vec![])
+            }
             "null" => self.null_call(args.first().copied().unwrap_or("")),
             other => Err((-1, format!("shell: unknown command {other:?}"))),
         }
@@ -886,6 +909,17 @@ impl Shell {
                 aclrtGetVersion(ptr::null_mut(), ptr::null_mut(), ptr::null_mut())
             ),
             "version-str" => opt!(api, aclsysGetVersionStr(ptr::null_mut(), ptr::null_mut())),
+            "mem-info-free" => {
+                let mut total = 0usize;
+                opt!(api, aclrtGetMemInfo(1, ptr::null_mut(), &mut total))
+            }
+            "mem-info-total" => {
+                let mut free = 0usize;
+                opt!(api, aclrtGetMemInfo(1, &mut free, ptr::null_mut()))
+            }
+            "malloc-host" => opt!(api, aclrtMallocHost(ptr::null_mut(), 64)),
+            "free-host" => opt!(api, aclrtFreeHost(null)),
+            "stream-destroy-force" => opt!(api, aclrtDestroyStreamForce(null)),
             other => return Err((-1, format!("shell: no NULL case {other:?}"))),
         };
         self.status(code, vec![])
@@ -932,6 +966,11 @@ pub const NULL_CASES: &[&str] = &[
     "notify-wait",
     "version",
     "version-str",
+    "mem-info-free",
+    "mem-info-total",
+    "malloc-host",
+    "free-host",
+    "stream-destroy-force",
 ];
 
 fn phys_prop(
