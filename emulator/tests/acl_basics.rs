@@ -377,6 +377,7 @@ fn every_rule_is_exercised_by_a_test() {
         include_str!("acl_vmm.rs"),
         include_str!("acl_ipc_key.rs"),
         include_str!("acl_notify.rs"),
+        include_str!("acl_events.rs"),
     ]
     .concat();
     let mut checked = 0;

@@ -243,6 +243,26 @@ macro_rules! for_each_acl_fn {
                 /// Resets a device whatever the number of `aclrtSetDevice` calls. Optional:
                 /// newer than the 2024 header.
                 fn aclrtResetDeviceForce(deviceId: i32) -> aclError;
+                /// Events: creates an event with `flag` (an `ACL_EVENT_*` combination;
+                /// `ACL_EVENT_IPC` alone for an event other processes open). RT-DOC 07;
+                /// api-facts A.9. Optional: the event API is not used by devipc.
+                fn aclrtCreateEventExWithFlag(event: *mut aclrtEvent, flag: u32) -> aclError;
+                /// Events: destroys an event (each process destroys its own).
+                fn aclrtDestroyEvent(event: aclrtEvent) -> aclError;
+                /// Events: records the event on a stream.
+                fn aclrtRecordEvent(event: aclrtEvent, stream: aclrtStream) -> aclError;
+                /// Events: makes a stream wait until the event's latest record completed (at
+                /// once if it never was recorded).
+                fn aclrtStreamWaitEvent(stream: aclrtStream, event: aclrtEvent) -> aclError;
+                /// Events: blocks the host until the event's latest record completed.
+                fn aclrtSynchronizeEvent(event: aclrtEvent) -> aclError;
+                /// Events: whether the event's latest record completed.
+                fn aclrtQueryEventStatus(event: aclrtEvent, status: *mut aclrtEventRecordedStatus) -> aclError;
+                /// IPC events: the 64-byte handle of an event created with `ACL_EVENT_IPC`.
+                /// Optional: newer than the 2024 header. api-facts A.9, C.7.
+                fn aclrtIpcGetEventHandle(event: aclrtEvent, handle: *mut aclrtIpcEventHandle) -> aclError;
+                /// IPC events: opens another process's event from its handle (by value).
+                fn aclrtIpcOpenEventHandle(handle: aclrtIpcEventHandle, event: *mut aclrtEvent) -> aclError;
             }
         }
     };
@@ -597,7 +617,7 @@ mod tests {
             .collect();
         assert_eq!(required, AclApi::REQUIRED_SYMBOLS);
         assert_eq!(optional, AclApi::OPTIONAL_SYMBOLS);
-        assert_eq!(FUNCTION_DECLS.len(), 50);
+        assert_eq!(FUNCTION_DECLS.len(), 58);
         assert_eq!(AclApi::REQUIRED_SYMBOLS[0], "aclInit");
     }
 

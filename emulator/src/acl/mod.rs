@@ -25,6 +25,7 @@
 //! | `shareable` | VMM export / trustlist / import of shareable handles |
 //! | `ipc_key` | key-based IPC memory |
 //! | `notify` | notifies, notify IPC, record / wait-and-reset |
+//! | `event` | events and IPC events (handle export / open, record, stream wait) |
 //!
 //! Each module's documentation states the behaviour it emulates and its choices.
 //!
@@ -66,6 +67,7 @@
 mod device;
 mod entry;
 mod errors;
+mod event;
 mod init;
 mod ipc_key;
 mod memory;

@@ -491,6 +491,17 @@ rules! {
         "RT-SRC notify.cc Notify::CheckIpcNotifyDevId and api_impl NotifyWait \
          (RT_ERROR_INVALID_VALUE, EE1012: 'the corresponding Notify Wait must be delivered on the \
          device that creates the IPC Notify')";
+
+    // ---- events --------------------------------------------------------------------------
+
+    /// Only events created with ACL_EVENT_IPC have an IPC handle.
+    EVENT_IPC_FLAG = "ascend.event.ipc-handle-needs-ipc-flag", ACL_ERROR_RT_PARAM_INVALID,
+        CodeBasis::Documented, true,
+        "aclrtIpcGetEventHandle fails with ACL_ERROR_RT_PARAM_INVALID unless the event was \
+         created by aclrtCreateEventExWithFlag with exactly ACL_EVENT_IPC",
+        "RT-DOC 07 aclrtIpcGetEventHandle (only events of aclrtCreateEventExWithFlag with \
+         ACL_EVENT_IPC); RT-SRC api_error.cc ApiErrorDecorator::IpcGetEventHandle (flag != \
+         RT_EVENT_IPC -> RT_ERROR_INVALID_VALUE, 'Only IPC events are supported')";
 }
 
 /// The rule with this id.

@@ -818,6 +818,53 @@ impl Shell {
             "reset-device-force" => {
                 self.status(opt!(api, aclrtResetDeviceForce(n(0)? as i32)), vec![])
             }
+            "event-create" => {
+                let mut e = ptr::null_mut();
+                let code = opt!(api, aclrtCreateEventExWithFlag(&mut e, n(0)? as u32));
+                self.status(code, vec![hex(e.addr())])
+            }
+            "event-destroy" => self.status(opt!(api, aclrtDestroyEvent(vptr(n(0)?))), vec![]),
+            "event-record" => self.status(
+                opt!(api, aclrtRecordEvent(vptr(n(0)?), vptr(n_or(1, 0)?))),
+                vec![],
+            ),
+            "event-wait" => {
+                // event-wait <stream> <event>: aclrtStreamWaitEvent.
+                let code = opt!(api, aclrtStreamWaitEvent(vptr(n(0)?), vptr(n(1)?)));
+                self.status(code, vec![])
+            }
+            "event-sync" => self.status(opt!(api, aclrtSynchronizeEvent(vptr(n(0)?))), vec![]),
+            "event-query" => {
+                let mut status = -1;
+                let code = opt!(api, aclrtQueryEventStatus(vptr(n(0)?), &mut status));
+                self.status(code, vec![status.to_string()])
+            }
+            "event-handle" => {
+                // event-handle <event>: the 64 bytes as hex.
+                let mut h = aclrtIpcEventHandle::default();
+                let code = opt!(api, aclrtIpcGetEventHandle(vptr(n(0)?), &mut h));
+                let text: String = h
+                    .reserved
+                    .iter()
+                    .map(|b| format!("{:02x}", *b as u8))
+                    .collect();
+                self.status(code, vec![text])
+            }
+            "event-open" => {
+                // event-open <hex of 64 bytes>
+                let text = args.first().copied().unwrap_or("");
+                let mut h = aclrtIpcEventHandle::default();
+                for (i, slot) in h.reserved.iter_mut().enumerate() {
+                    let byte = text
+                        .get(2 * i..2 * i + 2)
+                        .and_then(|b| u8::from_str_radix(b, 16).ok())
+                        .unwrap_or(0);
+                    *slot = byte as c_char;
+                }
+                let mut e = ptr::null_mut();
+                let code = opt!(api, aclrtIpcOpenEventHandle(h, &mut e));
+                self.status(code, vec![hex(e.addr())])
+            }
             "null" => self.null_call(args.first().copied().unwrap_or("")),
             other => Err((-1, format!("shell: unknown command {other:?}"))),
         }
@@ -920,6 +967,23 @@ impl Shell {
             "malloc-host" => opt!(api, aclrtMallocHost(ptr::null_mut(), 64)),
             "free-host" => opt!(api, aclrtFreeHost(null)),
             "stream-destroy-force" => opt!(api, aclrtDestroyStreamForce(null)),
+            "event-create" => opt!(api, aclrtCreateEventExWithFlag(ptr::null_mut(), 0x40)),
+            "event-destroy" => opt!(api, aclrtDestroyEvent(null)),
+            "event-record" => opt!(api, aclrtRecordEvent(null, null)),
+            "event-wait" => opt!(api, aclrtStreamWaitEvent(null, null)),
+            "event-sync" => opt!(api, aclrtSynchronizeEvent(null)),
+            "event-query" => {
+                let mut status = 0;
+                opt!(api, aclrtQueryEventStatus(null, &mut status))
+            }
+            "event-handle" => {
+                let mut h = aclrtIpcEventHandle::default();
+                opt!(api, aclrtIpcGetEventHandle(null, &mut h))
+            }
+            "event-open" => opt!(
+                api,
+                aclrtIpcOpenEventHandle(aclrtIpcEventHandle::default(), ptr::null_mut())
+            ),
             other => return Err((-1, format!("shell: no NULL case {other:?}"))),
         };
         self.status(code, vec![])
@@ -971,6 +1035,14 @@ pub const NULL_CASES: &[&str] = &[
     "malloc-host",
     "free-host",
     "stream-destroy-force",
+    "event-create",
+    "event-destroy",
+    "event-record",
+    "event-wait",
+    "event-sync",
+    "event-query",
+    "event-handle",
+    "event-open",
 ];
 
 fn phys_prop(
