@@ -18,8 +18,8 @@ use devipc_ascend_sys::types::{
     ACL_HBM_MEM_HUGE, ACL_MEM_ALLOCATION_TYPE_PINNED, ACL_MEM_HANDLE_TYPE_NONE,
     ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE,
     ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
-    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclError, aclrtDrvMemHandle, aclrtMemAccessDesc,
-    aclrtMemLocation, aclrtNotify, aclrtPhysicalMemProp,
+    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclError, aclrtDrvMemHandle, aclrtEvent,
+    aclrtIpcEventHandle, aclrtMemAccessDesc, aclrtMemLocation, aclrtNotify, aclrtPhysicalMemProp,
 };
 
 use crate::shell::{Exec, Failure, Handler, Pids, Reply, arg, hex, unhex, word};
@@ -525,6 +525,59 @@ impl Handler for AclShell {
                     self.check("aclrtDestroyNotify", f(ptr(arg(a, 0)?)))
                         .and_then(|()| none())
                 }
+                "event.create" => {
+                    let f = opt!(api, aclrtCreateEventExWithFlag);
+                    let flag: u32 = arg(a, 0)?;
+                    let mut e: aclrtEvent = std::ptr::null_mut();
+                    self.check("aclrtCreateEventExWithFlag", f(&mut e, flag))?;
+                    one(e as usize as u64)
+                }
+                "event.handle" => {
+                    let f = opt!(api, aclrtIpcGetEventHandle);
+                    let mut h = aclrtIpcEventHandle::default();
+                    self.check("aclrtIpcGetEventHandle", f(ptr(arg(a, 0)?), &mut h))?;
+                    let bytes: Vec<u8> = h.reserved.iter().map(|c| *c as u8).collect();
+                    Ok(vec![hex(&bytes)])
+                }
+                "event.open" => {
+                    let f = opt!(api, aclrtIpcOpenEventHandle);
+                    let bytes = unhex(a.first().copied().unwrap_or(""))?;
+                    let mut h = aclrtIpcEventHandle::default();
+                    for (slot, b) in h.reserved.iter_mut().zip(bytes) {
+                        *slot = b as c_char;
+                    }
+                    let mut e: aclrtEvent = std::ptr::null_mut();
+                    self.check("aclrtIpcOpenEventHandle", f(h, &mut e))?;
+                    one(e as usize as u64)
+                }
+                "event.record" => {
+                    // A stream task: record on the default stream, then synchronise it.
+                    let f = opt!(api, aclrtRecordEvent);
+                    self.check("aclrtRecordEvent", f(ptr(arg(a, 0)?), std::ptr::null_mut()))?;
+                    self.check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
+                    )
+                    .and_then(|()| none())
+                }
+                "event.wait" => {
+                    // The default stream waits for the event, then is synchronised.
+                    let f = opt!(api, aclrtStreamWaitEvent);
+                    self.check(
+                        "aclrtStreamWaitEvent",
+                        f(std::ptr::null_mut(), ptr(arg(a, 0)?)),
+                    )?;
+                    self.check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
+                    )
+                    .and_then(|()| none())
+                }
+                "event.destroy" => {
+                    let f = opt!(api, aclrtDestroyEvent);
+                    self.check("aclrtDestroyEvent", f(ptr(arg(a, 0)?)))
+                        .and_then(|()| none())
+                }
                 "peer.can" => {
                     let (d, p): (i32, i32) = (arg(a, 0)?, arg(a, 1)?);
                     let mut v = 0i32;
@@ -782,6 +835,36 @@ impl<E: Exec> Acl<E> {
     /// `aclrtDestroyNotify`.
     pub fn notify_destroy(&mut self, notify: u64) -> Result<(), Failure> {
         self.run(format!("notify.destroy {notify}")).map(drop)
+    }
+
+    /// `aclrtCreateEventExWithFlag` with `flag`: the event.
+    pub fn event_create(&mut self, flag: u32) -> Result<u64, Failure> {
+        word(&self.run(format!("event.create {flag}"))?, 0)
+    }
+
+    /// `aclrtIpcGetEventHandle`: the 64 bytes as hex.
+    pub fn event_handle(&mut self, event: u64) -> Result<String, Failure> {
+        word(&self.run(format!("event.handle {event}"))?, 0)
+    }
+
+    /// `aclrtIpcOpenEventHandle` of a handle from [`Acl::event_handle`]: the event.
+    pub fn event_open(&mut self, handle: &str) -> Result<u64, Failure> {
+        word(&self.run(format!("event.open {handle}"))?, 0)
+    }
+
+    /// `aclrtRecordEvent` on the default stream, then `aclrtSynchronizeStream`.
+    pub fn event_record(&mut self, event: u64) -> Result<(), Failure> {
+        self.run(format!("event.record {event}")).map(drop)
+    }
+
+    /// `aclrtStreamWaitEvent` of the default stream, then `aclrtSynchronizeStream`.
+    pub fn event_wait(&mut self, event: u64) -> Result<(), Failure> {
+        self.run(format!("event.wait {event}")).map(drop)
+    }
+
+    /// `aclrtDestroyEvent`.
+    pub fn event_destroy(&mut self, event: u64) -> Result<(), Failure> {
+        self.run(format!("event.destroy {event}")).map(drop)
     }
 
     /// `aclrtDeviceCanAccessPeer`.

@@ -13,7 +13,7 @@ use devipc_ascend_sys::codes::{
     ACL_ERROR_RT_PARAM_INVALID,
 };
 use devipc_ascend_sys::consts::{
-    ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
+    ACL_EVENT_IPC, ACL_EVENT_SYNC, ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
     ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
     ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
     ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
@@ -436,6 +436,29 @@ pub static RULES: &[Rule] = &[
         Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
         &[Need::Devices(2)],
         notify_wait_on_creating_device,
+    ),
+    vendor(
+        "ascend.event.ipc-handle-needs-ipc-flag",
+        A,
+        "aclrtIpcGetEventHandle of an event created without ACL_EVENT_IPC (here ACL_EVENT_SYNC) \
+         fails with ACL_ERROR_RT_PARAM_INVALID; an ACL_EVENT_IPC event gives its handle",
+        "CANN RT-DOC 07 aclrtIpcGetEventHandle; runtime api_error.cc \
+         ApiErrorDecorator::IpcGetEventHandle ('Only IPC events are supported'); api-facts A.9",
+        Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
+        &[],
+        event_ipc_flag,
+    ),
+    vendor(
+        "ascend.event.ipc-open-record-wait",
+        A,
+        "the documented IPC event flow: a process creates an ACL_EVENT_IPC event, gets its \
+         handle and records it; another process opens the handle, makes a stream wait on it \
+         and destroys its event, and the creator destroys its own",
+        "CANN RT-DOC 07 aclrtIpcGetEventHandle / aclrtIpcOpenEventHandle (documented flow); \
+         api-facts A.9, C.7",
+        Expect::Behaviour,
+        &[],
+        event_ipc_flow,
     ),
 ];
 
@@ -1276,4 +1299,54 @@ fn notify_wait_on_creating_device(ctx: &mut Ctx) -> Verdict {
         "{seen}; the record from device 1 released the creator's wait, and the importer waited \
          from device 0"
     ))
+}
+
+fn event_ipc_flag(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    a.set_device(0).step("aclrtSetDevice(0)")?;
+    let plain = a
+        .event_create(ACL_EVENT_SYNC)
+        .step("aclrtCreateEventExWithFlag(ACL_EVENT_SYNC)")?;
+    let seen = ctx.refused(
+        "aclrtIpcGetEventHandle of an ACL_EVENT_SYNC event",
+        a.event_handle(plain),
+    );
+    let ipc = a
+        .event_create(ACL_EVENT_IPC)
+        .step("aclrtCreateEventExWithFlag(ACL_EVENT_IPC)")
+        .and_then(|e| {
+            let h = a
+                .event_handle(e)
+                .step("aclrtIpcGetEventHandle of the IPC event");
+            a.event_destroy(e).step("aclrtDestroyEvent")?;
+            h
+        });
+    a.event_destroy(plain).step("aclrtDestroyEvent")?;
+    let seen = seen?;
+    ipc?;
+    Ok(format!("{seen}; the ACL_EVENT_IPC event gave its handle"))
+}
+
+fn event_ipc_flow(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("opener")?;
+    a.set_device(0).step("aclrtSetDevice(0)")?;
+    let e = a
+        .event_create(ACL_EVENT_IPC)
+        .step("aclrtCreateEventExWithFlag(ACL_EVENT_IPC)")?;
+    let flow = a
+        .event_handle(e)
+        .step("aclrtIpcGetEventHandle")
+        .and_then(|handle| {
+            a.event_record(e).step("the creator's aclrtRecordEvent")?;
+            peer_on(&mut b, 0)?;
+            let eb = b.event_open(&handle).step("aclrtIpcOpenEventHandle")?;
+            let waited = b.event_wait(eb).step("the opener's aclrtStreamWaitEvent");
+            b.event_destroy(eb).step("the opener's aclrtDestroyEvent")?;
+            waited
+        });
+    b.0.finish()?;
+    a.event_destroy(e).step("the creator's aclrtDestroyEvent")?;
+    flow?;
+    Ok("the opener waited on the creator's recorded IPC event".into())
 }

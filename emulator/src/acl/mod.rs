@@ -57,6 +57,7 @@
 //! | unknown/stale handle, stream, notify, key, shareable handle | 107017 `ACL_ERROR_RT_INVALID_HANDLE` | `DRV_ERROR_INVALID_HANDLE` mapping |
 //! | notify wait expired | 107019 `ACL_ERROR_RT_WAIT_TIMEOUT` | the runtime's wait-timeout code; `timeout` is taken in **seconds** (RT-DOC and the runtime's own log; the header says ms) |
 //! | notify key `len < 65`, bad notify flags (e.g. the memory flag 0x1) | 107000 | the documented code of the same checks for memory keys |
+//! | one reservation mapping two devices' memory, or local and imported handles | 107000 | `aclrtMapMem`'s reference forbids both without a code; the driver's invalid-argument mapping |
 //!
 //! Other choices: the ACL version is 1.16.0 and `aclsysGetVersionStr` reports
 //! `"8.5.0-devipc-emulator"` ([`VERSION_STR`]); the VMM granularity is 2 MiB
