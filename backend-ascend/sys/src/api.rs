@@ -27,6 +27,13 @@
 //! header), `aclsysGetVersionStr`, and the deprecated `aclrtGetVersion` (which a future
 //! runtime may drop).
 //!
+//! The device-synchronisation, memory-info, host-memory, forced-reset and event functions
+//! at the end of the list (`aclrtSynchronizeDevice` .. `aclrtIpcOpenEventHandle`) are
+//! optional too: devipc does not call them, they are there because the IPC code of
+//! frameworks does (torch_npu synchronises the device before closing an IPC key, sizes its
+//! expandable segments with `aclrtGetMemInfo`, shares events with the IPC event API), so
+//! the emulator and the conformance suite can replay it.
+//!
 //! One optional function is not newer: `aclrtMemcpyAsync` is in every header, but devipc
 //! calls it on one path only (`read`/`write` of memory imported by IPC key onto another
 //! device than the exporter's, where the vendor allows no other copy), so a table
