@@ -7,6 +7,15 @@
 //! to the base `aclrtIpcMemImportByKey` returns. Without `aclrtMemGetAddressRange` (older
 //! runtimes) the pointer must be the block's base and `len` its size.
 //!
+//! The exported range must be page-table aligned at both ends (runtime FAQ "page-table
+//! alignment of IPC memory sharing": exporting 1024 bytes of `aclrtMalloc(1024)` may fail,
+//! 4096 bytes of `aclrtMalloc(4096)` succeed). The block `aclrtMemGetAddressRange` reports
+//! includes the padding `aclrtMalloc` adds after the requested size (rounded up to 32, plus
+//! 32), so the exporter exports the block's size rounded down to [`IPC_KEY_PAGE`]: the
+//! requested bytes of a page-multiple allocation, never the padding, which nobody shares.
+//! A range that reaches into the padding, or a block smaller than a page, cannot be
+//! exported by key (`InvalidArgument`).
+//!
 //! Keys are 65 bytes and binary safe: the token carries the runtime's whole buffer, never
 //! a copy cut at the first NUL, and devipc hands the runtime that buffer back (after
 //! checking that it holds a NUL, so the runtime cannot read past it).
@@ -48,6 +57,11 @@ use crate::call::{check, optional};
 use crate::device::DeviceScope;
 use crate::memory::{MappingRecord, token_range};
 use crate::rollback::{Rollback, Undo, as_ptr};
+
+/// The page-table granule an IPC key range is aligned to: the device's normal page, 4 KiB
+/// (huge pages are 2 MiB or 1 GiB; a huge-page block of a page-multiple size is aligned to
+/// 4 KiB as well). See the module docs.
+pub const IPC_KEY_PAGE: usize = 4096;
 
 /// A 65-byte IPC key buffer (memory or notify), as the runtime wrote it.
 pub(crate) type Key = [u8; ACL_IPC_KEY_LEN];
@@ -140,6 +154,13 @@ impl AscendBackend {
         let get_key = optional!(self.api, aclrtIpcMemGetExportKey)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let (base, size) = self.block_of(ptr, len)?;
+        if size == 0 {
+            return Err(Error::invalid_argument(format!(
+                "the block holding {ptr} is smaller than a page ({IPC_KEY_PAGE} bytes): the \
+                 runtime exports only page-table aligned ranges by IPC key; allocate at least \
+                 a page"
+            )));
+        }
         let offset = ptr
             .0
             .checked_sub(base)
@@ -219,8 +240,9 @@ impl AscendBackend {
         })
     }
 
-    /// The base and size of the `aclrtMalloc` block holding `ptr` (see the module docs
-    /// for runtimes without `aclrtMemGetAddressRange`). The device must be bound.
+    /// The base of the `aclrtMalloc` block holding `ptr` and the size to export: the
+    /// block's size rounded down to [`IPC_KEY_PAGE`] (see the module docs, also for
+    /// runtimes without `aclrtMemGetAddressRange`). The device must be bound.
     fn block_of(&self, ptr: DevicePtr, len: usize) -> Result<(u64, usize)> {
         let Some(range) = self.api.aclrtMemGetAddressRange else {
             return Ok((ptr.0, len));
@@ -230,7 +252,7 @@ impl AscendBackend {
         // SAFETY: both out-pointers are valid for the call; the runtime checks `ptr`.
         let code = unsafe { range(as_ptr(ptr.0), &mut base, &mut size) };
         check(&self.api, "aclrtMemGetAddressRange", code)?;
-        Ok((base as usize as u64, size))
+        Ok((base as usize as u64, size / IPC_KEY_PAGE * IPC_KEY_PAGE))
     }
 
     /// Closes the key this process exported for the framework block holding `ptr` on

@@ -20,6 +20,13 @@
 //! `aclrtDeviceEnablePeerAccess` (the other way the IPC documentation gives) and imports
 //! once more without the flag.
 //!
+//! The runtime takes the wait on an IPC notify only from the device that created it
+//! (`Notify::CheckIpcNotifyDevId` in the runtime's `NotifyWait`: "the corresponding Notify
+//! Wait must be delivered on the device that creates the IPC Notify", 107000 otherwise);
+//! records may come from any device. So `wait` on an imported signal binds the creator's
+//! device (the token's), not the device it was imported on; its stream must be the
+//! default stream or one of that device.
+//!
 //! `aclrtRecordNotify` and `aclrtWaitAndResetNotify` are stream tasks. `notify` only
 //! queues the record, ordered after the work already on the caller's stream. `wait`
 //! queues the wait and then synchronises the stream (`aclrtSynchronizeStream`), so it
@@ -78,6 +85,8 @@ pub fn is_wait_timeout(code: aclError) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SignalRecord {
     device: DeviceId,
+    /// The device the notify was created on: where waits must be delivered.
+    home: DeviceId,
     /// The `aclrtNotify`, as an address.
     notify: usize,
     /// Created here (exportable) rather than imported.
@@ -103,6 +112,7 @@ impl AscendBackend {
         check(&self.api, "aclrtCreateNotify", code)?;
         let id = self.signals.insert(SignalRecord {
             device,
+            home: device,
             notify: notify as usize,
             created: true,
             exported: None,
@@ -252,6 +262,7 @@ impl AscendBackend {
         check(&self.api, "aclrtNotifyImportByKey", code)?;
         let id = self.signals.insert(SignalRecord {
             device,
+            home: token.device(),
             notify: notify as usize,
             created: false,
             exported: None,
@@ -281,7 +292,8 @@ impl AscendBackend {
             after: timeout.unwrap_or_default(),
         };
         let arg = timeout.map_or(WAIT_FOREVER, timeout_arg);
-        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+        // On the creator's device: see the module docs.
+        let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
         // SAFETY: the notify is live (in the table); the stream is the caller's own.
         let code = unsafe { wait(notify_ptr(record.notify), stream.as_ptr(), arg) };
         if is_wait_timeout(code) {

@@ -546,6 +546,9 @@ fn cross_device_a(b: &AscendBackend, peer: &mut Peer) {
     peer.send("key", key.to_text());
     peer.send("signal", signal_token.to_text());
     b.wait(&signal, RawStream::DEFAULT, Some(LONG)).unwrap();
+    // Now the peer waits on its import of the device-1 notify.
+    b.notify(&signal, RawStream::DEFAULT).unwrap();
+    peer.send("recorded", "");
     assert_eq!(read(b, alloc.ptr, 256), pattern(7, 256));
     // What the peer wrote through its cross-device key import, around it what it did not.
     let mut want = long_pattern(6, KEY_BLOCK);
@@ -611,6 +614,10 @@ fn cross_device_b(b: &AscendBackend, peer: &mut Peer) {
     let s = b.import_signal(&signal_token, DeviceId(0)).unwrap();
     b.write(m.ptr, &pattern(7, 256)).unwrap();
     b.notify(&s, RawStream::DEFAULT).unwrap();
+    // Imported on device 0, created on device 1: the runtime takes the wait only on the
+    // creator's device (CheckIpcNotifyDevId), which the backend binds for it.
+    peer.recv("recorded");
+    b.wait(&s, RawStream::DEFAULT, Some(LONG)).unwrap();
     b.close(m).unwrap();
     b.close(k).unwrap();
     b.destroy_signal(s).unwrap();

@@ -601,6 +601,90 @@ mod fake {
         unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), versionStr.cast::<u8>(), v.len()) };
         0
     }
+
+    // The rest of the list: the backend never calls these; they record the call only.
+    pub unsafe extern "C" fn aclrtSynchronizeDevice() -> aclError {
+        forced!("aclrtSynchronizeDevice");
+        0
+    }
+    pub unsafe extern "C" fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> aclError {
+        forced!("aclrtSynchronizeDeviceWithTimeout", timeout.to_string());
+        0
+    }
+    pub unsafe extern "C" fn aclrtGetMemInfo(
+        _attr: aclrtMemAttr,
+        _free: *mut usize,
+        _total: *mut usize,
+    ) -> aclError {
+        forced!("aclrtGetMemInfo");
+        0
+    }
+    pub unsafe extern "C" fn aclrtMallocHost(_hostPtr: *mut *mut c_void, _size: usize) -> aclError {
+        forced!("aclrtMallocHost");
+        0
+    }
+    pub unsafe extern "C" fn aclrtFreeHost(_hostPtr: *mut c_void) -> aclError {
+        forced!("aclrtFreeHost");
+        0
+    }
+    pub unsafe extern "C" fn aclrtDestroyStreamForce(_stream: aclrtStream) -> aclError {
+        forced!("aclrtDestroyStreamForce");
+        0
+    }
+    pub unsafe extern "C" fn aclrtResetDeviceForce(deviceId: i32) -> aclError {
+        forced!("aclrtResetDeviceForce", deviceId.to_string());
+        0
+    }
+    pub unsafe extern "C" fn aclrtCreateEventExWithFlag(
+        _event: *mut aclrtEvent,
+        _flag: u32,
+    ) -> aclError {
+        forced!("aclrtCreateEventExWithFlag");
+        0
+    }
+    pub unsafe extern "C" fn aclrtDestroyEvent(_event: aclrtEvent) -> aclError {
+        forced!("aclrtDestroyEvent");
+        0
+    }
+    pub unsafe extern "C" fn aclrtRecordEvent(
+        _event: aclrtEvent,
+        _stream: aclrtStream,
+    ) -> aclError {
+        forced!("aclrtRecordEvent");
+        0
+    }
+    pub unsafe extern "C" fn aclrtStreamWaitEvent(
+        _stream: aclrtStream,
+        _event: aclrtEvent,
+    ) -> aclError {
+        forced!("aclrtStreamWaitEvent");
+        0
+    }
+    pub unsafe extern "C" fn aclrtSynchronizeEvent(_event: aclrtEvent) -> aclError {
+        forced!("aclrtSynchronizeEvent");
+        0
+    }
+    pub unsafe extern "C" fn aclrtQueryEventStatus(
+        _event: aclrtEvent,
+        _status: *mut aclrtEventRecordedStatus,
+    ) -> aclError {
+        forced!("aclrtQueryEventStatus");
+        0
+    }
+    pub unsafe extern "C" fn aclrtIpcGetEventHandle(
+        _event: aclrtEvent,
+        _handle: *mut aclrtIpcEventHandle,
+    ) -> aclError {
+        forced!("aclrtIpcGetEventHandle");
+        0
+    }
+    pub unsafe extern "C" fn aclrtIpcOpenEventHandle(
+        _handle: aclrtIpcEventHandle,
+        _event: *mut aclrtEvent,
+    ) -> aclError {
+        forced!("aclrtIpcOpenEventHandle");
+        0
+    }
 }
 
 /// A fresh fake runtime state for this thread, and a table over it.

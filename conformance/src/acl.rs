@@ -18,8 +18,8 @@ use devipc_ascend_sys::types::{
     ACL_HBM_MEM_HUGE, ACL_MEM_ALLOCATION_TYPE_PINNED, ACL_MEM_HANDLE_TYPE_NONE,
     ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE,
     ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
-    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclError, aclrtDrvMemHandle, aclrtMemAccessDesc,
-    aclrtMemLocation, aclrtNotify, aclrtPhysicalMemProp,
+    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclError, aclrtDrvMemHandle, aclrtEvent,
+    aclrtIpcEventHandle, aclrtMemAccessDesc, aclrtMemLocation, aclrtNotify, aclrtPhysicalMemProp,
 };
 
 use crate::shell::{Exec, Failure, Handler, Pids, Reply, arg, hex, unhex, word};
@@ -225,6 +225,52 @@ impl Handler for AclShell {
                     self.check("aclrtReleaseMemAddress", (api.aclrtReleaseMemAddress)(va))?;
                     none()
                 }
+                "va.reserve" => {
+                    // aclrtReserveMemAddress alone: `va.reserve <size> <flags>`.
+                    let (size, flags): (usize, u64) = (arg(a, 0)?, arg(a, 1)?);
+                    let mut va: *mut c_void = std::ptr::null_mut();
+                    self.check(
+                        "aclrtReserveMemAddress",
+                        (api.aclrtReserveMemAddress)(&mut va, size, 0, std::ptr::null_mut(), flags),
+                    )?;
+                    one(va as usize as u64)
+                }
+                "va.map-at" => {
+                    // aclrtMapMem at an address of a reservation, then read-write access
+                    // for `dev`: `va.map-at <va> <phys> <size> <dev>`.
+                    let (va, h, size, dev): (u64, u64, usize, u32) =
+                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?, arg(a, 3)?);
+                    self.check(
+                        "aclrtMapMem",
+                        (api.aclrtMapMem)(ptr(va), size, 0, ptr(h), 0),
+                    )?;
+                    if let Some(set_access) = api.aclrtMemSetAccess {
+                        let mut desc = aclrtMemAccessDesc {
+                            flags: ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+                            location: aclrtMemLocation {
+                                id: dev,
+                                r#type: ACL_MEM_LOCATION_TYPE_DEVICE,
+                            },
+                            rsv: [0; 12],
+                        };
+                        let code = set_access(ptr(va), size, &mut desc, 1);
+                        if code != ACL_SUCCESS {
+                            let f = self.failure("aclrtMemSetAccess", code);
+                            (api.aclrtUnmapMem)(ptr(va));
+                            return Err(f);
+                        }
+                    }
+                    none()
+                }
+                "va.unmap-at" => self
+                    .check("aclrtUnmapMem", (api.aclrtUnmapMem)(ptr(arg(a, 0)?)))
+                    .and_then(|()| none()),
+                "va.release" => self
+                    .check(
+                        "aclrtReleaseMemAddress",
+                        (api.aclrtReleaseMemAddress)(ptr(arg(a, 0)?)),
+                    )
+                    .and_then(|()| none()),
                 "vmm.export" => {
                     let f = opt!(api, aclrtMemExportToShareableHandle);
                     let (h, flags): (u64, u64) = (arg(a, 0)?, arg(a, 1)?);
@@ -479,6 +525,59 @@ impl Handler for AclShell {
                     self.check("aclrtDestroyNotify", f(ptr(arg(a, 0)?)))
                         .and_then(|()| none())
                 }
+                "event.create" => {
+                    let f = opt!(api, aclrtCreateEventExWithFlag);
+                    let flag: u32 = arg(a, 0)?;
+                    let mut e: aclrtEvent = std::ptr::null_mut();
+                    self.check("aclrtCreateEventExWithFlag", f(&mut e, flag))?;
+                    one(e as usize as u64)
+                }
+                "event.handle" => {
+                    let f = opt!(api, aclrtIpcGetEventHandle);
+                    let mut h = aclrtIpcEventHandle::default();
+                    self.check("aclrtIpcGetEventHandle", f(ptr(arg(a, 0)?), &mut h))?;
+                    let bytes: Vec<u8> = h.reserved.iter().map(|c| *c as u8).collect();
+                    Ok(vec![hex(&bytes)])
+                }
+                "event.open" => {
+                    let f = opt!(api, aclrtIpcOpenEventHandle);
+                    let bytes = unhex(a.first().copied().unwrap_or(""))?;
+                    let mut h = aclrtIpcEventHandle::default();
+                    for (slot, b) in h.reserved.iter_mut().zip(bytes) {
+                        *slot = b as c_char;
+                    }
+                    let mut e: aclrtEvent = std::ptr::null_mut();
+                    self.check("aclrtIpcOpenEventHandle", f(h, &mut e))?;
+                    one(e as usize as u64)
+                }
+                "event.record" => {
+                    // A stream task: record on the default stream, then synchronise it.
+                    let f = opt!(api, aclrtRecordEvent);
+                    self.check("aclrtRecordEvent", f(ptr(arg(a, 0)?), std::ptr::null_mut()))?;
+                    self.check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
+                    )
+                    .and_then(|()| none())
+                }
+                "event.wait" => {
+                    // The default stream waits for the event, then is synchronised.
+                    let f = opt!(api, aclrtStreamWaitEvent);
+                    self.check(
+                        "aclrtStreamWaitEvent",
+                        f(std::ptr::null_mut(), ptr(arg(a, 0)?)),
+                    )?;
+                    self.check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
+                    )
+                    .and_then(|()| none())
+                }
+                "event.destroy" => {
+                    let f = opt!(api, aclrtDestroyEvent);
+                    self.check("aclrtDestroyEvent", f(ptr(arg(a, 0)?)))
+                        .and_then(|()| none())
+                }
                 "peer.can" => {
                     let (d, p): (i32, i32) = (arg(a, 0)?, arg(a, 1)?);
                     let mut v = 0i32;
@@ -571,6 +670,29 @@ impl<E: Exec> Acl<E> {
     /// Unmap and release an address from [`Acl::map`].
     pub fn unmap(&mut self, va: u64) -> Result<(), Failure> {
         self.run(format!("va.unmap {va}")).map(drop)
+    }
+
+    /// `aclrtReserveMemAddress` of `size` bytes with `flags` (0, or the page-type flag 1):
+    /// the address.
+    pub fn reserve(&mut self, size: usize, flags: u64) -> Result<u64, Failure> {
+        word(&self.run(format!("va.reserve {size} {flags}"))?, 0)
+    }
+
+    /// `aclrtMapMem` of `phys` (`size` bytes) at `va` inside a reservation, with read-write
+    /// access for `dev` where the runtime has `aclrtMemSetAccess`.
+    pub fn map_at(&mut self, va: u64, phys: u64, size: usize, dev: u32) -> Result<(), Failure> {
+        self.run(format!("va.map-at {va} {phys} {size} {dev}"))
+            .map(drop)
+    }
+
+    /// `aclrtUnmapMem` of a mapping made with [`Acl::map_at`].
+    pub fn unmap_at(&mut self, va: u64) -> Result<(), Failure> {
+        self.run(format!("va.unmap-at {va}")).map(drop)
+    }
+
+    /// `aclrtReleaseMemAddress` of a reservation from [`Acl::reserve`].
+    pub fn release(&mut self, va: u64) -> Result<(), Failure> {
+        self.run(format!("va.release {va}")).map(drop)
     }
 
     /// One granule of physical memory on `dev`, mapped.
@@ -713,6 +835,36 @@ impl<E: Exec> Acl<E> {
     /// `aclrtDestroyNotify`.
     pub fn notify_destroy(&mut self, notify: u64) -> Result<(), Failure> {
         self.run(format!("notify.destroy {notify}")).map(drop)
+    }
+
+    /// `aclrtCreateEventExWithFlag` with `flag`: the event.
+    pub fn event_create(&mut self, flag: u32) -> Result<u64, Failure> {
+        word(&self.run(format!("event.create {flag}"))?, 0)
+    }
+
+    /// `aclrtIpcGetEventHandle`: the 64 bytes as hex.
+    pub fn event_handle(&mut self, event: u64) -> Result<String, Failure> {
+        word(&self.run(format!("event.handle {event}"))?, 0)
+    }
+
+    /// `aclrtIpcOpenEventHandle` of a handle from [`Acl::event_handle`]: the event.
+    pub fn event_open(&mut self, handle: &str) -> Result<u64, Failure> {
+        word(&self.run(format!("event.open {handle}"))?, 0)
+    }
+
+    /// `aclrtRecordEvent` on the default stream, then `aclrtSynchronizeStream`.
+    pub fn event_record(&mut self, event: u64) -> Result<(), Failure> {
+        self.run(format!("event.record {event}")).map(drop)
+    }
+
+    /// `aclrtStreamWaitEvent` of the default stream, then `aclrtSynchronizeStream`.
+    pub fn event_wait(&mut self, event: u64) -> Result<(), Failure> {
+        self.run(format!("event.wait {event}")).map(drop)
+    }
+
+    /// `aclrtDestroyEvent`.
+    pub fn event_destroy(&mut self, event: u64) -> Result<(), Failure> {
+        self.run(format!("event.destroy {event}")).map(drop)
     }
 
     /// `aclrtDeviceCanAccessPeer`.

@@ -377,6 +377,7 @@ fn every_rule_is_exercised_by_a_test() {
         include_str!("acl_vmm.rs"),
         include_str!("acl_ipc_key.rs"),
         include_str!("acl_notify.rs"),
+        include_str!("acl_events.rs"),
     ]
     .concat();
     let mut checked = 0;
@@ -399,4 +400,92 @@ fn every_rule_is_exercised_by_a_test() {
         checked += 1;
     }
     assert_eq!(checked, rules::ALL.len(), "every rule constant was found");
+}
+
+#[test]
+fn device_sync_memory_info_host_memory_and_forced_resets() {
+    let root = TestRoot::new("device-extras");
+    let limit = [("DEVIPC_EMU_MEM_LIMIT", "64M")];
+    let mut a = root.spawn("a", &limit);
+    let mut b = root.spawn("b", &limit);
+    // Everything here works on the current device (rules::CONTEXT_REQUIRED).
+    for cmd in [
+        "sync-device",
+        "sync-device-timeout 10",
+        "mem-info 1",
+        "malloc-host 64",
+    ] {
+        a.fails(cmd, 107002, rules::CONTEXT_REQUIRED);
+    }
+    a.ok("set-device 1");
+    b.ok("set-device 1");
+    a.ok("sync-device");
+    a.ok("sync-device-timeout -1");
+    a.ok("sync-device-timeout 0");
+    a.fails("sync-device-timeout -2", 107000, rules::PARAM_RUNTIME_RANGE);
+
+    // HBM free/total of the current device, as every process sees it (ACL_HBM_MEM = 1).
+    let total = (64u64 << 20).to_string();
+    assert_eq!(a.ok("mem-info 1"), [total.clone(), total.clone()]);
+    let p = b.val(&format!("malloc {}", 4 << 20));
+    let used = (4u64 << 20) + 32;
+    let free = ((64u64 << 20) - used).to_string();
+    assert_eq!(a.ok("mem-info 1"), [free.clone(), total.clone()]);
+    assert_eq!(
+        a.ok("mem-info 4"),
+        [free, total.clone()],
+        "ACL_HBM_MEM_HUGE"
+    );
+    // Device 0 is untouched; the device DDR kinds report nothing (HBM only).
+    a.ok("set-device 0");
+    assert_eq!(a.ok("mem-info 1"), [total.clone(), total]);
+    assert_eq!(a.ok("mem-info 0"), ["0", "0"], "ACL_DDR_MEM");
+    a.fails("mem-info 12", 107000, rules::PARAM_RUNTIME_RANGE);
+    a.fails("mem-info -1", 107000, rules::PARAM_RUNTIME_RANGE);
+    b.ok(&format!("free {p}"));
+
+    // Host memory: page aligned, host memory for copies, its block in the address range
+    // query (rounded up to 32), freed once.
+    a.fails("malloc-host 0", 100000, rules::PARAM_SIZE_NONZERO);
+    let h = a.val("malloc-host 100");
+    assert_eq!(u64::from_str_radix(&h[2..], 16).unwrap() % 4096, 0);
+    assert_eq!(a.ok(&format!("range {h}")), [h.clone(), "128".to_owned()]);
+    let d = a.val("malloc 4096");
+    a.ok(&format!("write {d} 9 100"));
+    a.ok(&format!("memcpy {h} 100 {d} 100 2"));
+    a.fails(
+        &format!("memcpy {h} 100 {d} 100 3"),
+        107000,
+        rules::MEM_COPY_KIND,
+    );
+    a.ok(&format!("memcpy {d} 100 {h} 100 1"));
+    a.ok(&format!("check {d} 9 100"));
+    a.fails(&format!("free {h}"), 107000, rules::MEM_KNOWN_POINTER);
+    a.fails(&format!("free-host {d}"), 107000, rules::MEM_KNOWN_POINTER);
+    a.ok(&format!("free-host {h}"));
+    a.fails(&format!("free-host {h}"), 107000, rules::MEM_KNOWN_POINTER);
+    a.fails(&format!("range {h}"), 107000, rules::MEM_KNOWN_POINTER);
+    a.ok(&format!("free {d}"));
+
+    // A forced destroy takes a live stream; a forced reset drops every use of the device
+    // at once (one reset after three set-device calls), with its streams.
+    let s = a.val("stream-create");
+    a.ok(&format!("stream-destroy-force {s}"));
+    a.fails(&format!("stream-destroy {s}"), 107017, rules::HANDLE_VALID);
+    a.ok("set-device 0");
+    a.ok("set-device 0");
+    let s = a.val("stream-create");
+    a.ok("reset-device-force 0");
+    a.fails("get-device", 107002, rules::CONTEXT_REQUIRED);
+    a.fails(&format!("stream-sync {s}"), 107017, rules::HANDLE_VALID);
+    // Device 1 is still set (two uses left from above); a forced reset of an unused device
+    // is a no-op; bad ids are refused.
+    a.ok("reset-device-force 0");
+    a.fails("reset-device-force 7", 107001, rules::DEVICE_ID_RANGE);
+    a.ok("set-device 1");
+    a.ok("reset-device-force 1");
+    a.fails("get-device", 107002, rules::CONTEXT_REQUIRED);
+    a.exit();
+    b.exit();
+    root.assert_clean();
 }

@@ -70,6 +70,30 @@ fn export_and_argument_rules_in_one_process() {
         107000,
         rules::KEY_PAGE_ALIGNED,
     );
+    // Both ends must be page-table aligned (rules::KEY_PAGE_ALIGNED): the vendor FAQ's
+    // aclrtMalloc(1024) + export of 1024 bytes, and an aligned start with a ragged end.
+    let small = a.val("malloc 1024");
+    a.fails(
+        &format!("key-export {small} 1024"),
+        107000,
+        rules::KEY_PAGE_ALIGNED,
+    );
+    a.ok(&format!("free {small}"));
+    a.fails(
+        &format!("key-export {p} 4095"),
+        107000,
+        rules::KEY_PAGE_ALIGNED,
+    );
+    a.fails(
+        &format!("key-export {:#x} 100", addr(&p) + 4096),
+        107000,
+        rules::KEY_PAGE_ALIGNED,
+    );
+    // aclrtMalloc(4096) exported as 4096 bytes: aligned at both ends, as the FAQ says.
+    let page = a.val("malloc 4096");
+    let page_key = a.val(&format!("key-export {page} 4096"));
+    a.ok(&format!("key-close {page_key}"));
+    a.ok(&format!("free {page}"));
     // A page-aligned interior range is fine, and so is a longer buffer.
     let sub = a.val(&format!("key-export {:#x} 8192 100", addr(&p) + 4096));
     assert!(sub.starts_with("devipc-emu:acl:memkey:"), "{sub}");
@@ -471,5 +495,56 @@ fn concurrent_key_imports_in_one_process_each_get_an_address() {
     a.ok(&format!("free {p}"));
     a.exit();
     b.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn close_unmaps_the_oldest_import_first() {
+    let root = TestRoot::new("key-close-order");
+    let mut a = root.spawn("exporter", &[]);
+    a.ok("set-device 0");
+    let p = a.val(&format!("malloc {MB}"));
+    a.ok(&format!("write {p} 41 {MB}"));
+    let key = a.val(&format!("key-export {p} {MB} 65 1"));
+
+    // Three imports; each close unmaps the oldest left (rules::KEY_CLOSE_OLDEST), as the
+    // runtime's close takes vaList.front().
+    let mut b = root.spawn("importer", &[]);
+    b.ok("set-device 0");
+    let v: Vec<String> = (0..3)
+        .map(|_| b.val(&format!("key-import {key}")))
+        .collect();
+    b.ok(&format!("key-close {key}"));
+    b.fails(&format!("range {}", v[0]), 107000, rules::MEM_KNOWN_POINTER);
+    b.ok(&format!("check {} 41 {MB}", v[1]));
+    b.ok(&format!("check {} 41 {MB}", v[2]));
+    b.ok(&format!("key-close {key}"));
+    b.fails(
+        &format!("check {} 41 4096", v[1]),
+        107000,
+        rules::MEM_COPY_KIND,
+    );
+    b.ok(&format!("check {} 41 {MB}", v[2]));
+    b.ok(&format!("key-close {key}"));
+    b.fails(&format!("key-close {key}"), 107017, rules::HANDLE_VALID);
+
+    // With the rule switched off the newest goes first, so the oldest is still mapped.
+    let mut c = root.spawn(
+        "newest-first",
+        &[("DEVIPC_EMU_BREAK_RULE", rules::KEY_CLOSE_OLDEST)],
+    );
+    c.ok("set-device 0");
+    let old = c.val(&format!("key-import {key}"));
+    let new = c.val(&format!("key-import {key}"));
+    c.ok(&format!("key-close {key}"));
+    c.ok(&format!("check {old} 41 {MB}"));
+    c.fails(&format!("range {new}"), 107000, rules::MEM_KNOWN_POINTER);
+    c.ok(&format!("key-close {key}"));
+
+    a.ok(&format!("key-close {key}"));
+    a.ok(&format!("free {p}"));
+    for x in [a, b, c] {
+        x.exit();
+    }
     root.assert_clean();
 }

@@ -125,8 +125,14 @@ fn ping_pong_across_processes() {
     );
     let bpid = b.val("bare-tgid");
     a.ok(&format!("notify-set-pid {na} {bpid}"));
-    // Imported on another device: the emulated notify needs no peer access.
-    let na_in_b = b.val(&format!("notify-import {key_a} 2"));
+    // The ACL wrapper refuses the documented peer-access flag 0x02 (flags above 1), so B
+    // imports with 0; the emulated notify needs no peer access on another device.
+    b.fails(
+        &format!("notify-import {key_a} 2"),
+        100000,
+        rules::NOTIFY_IMPORT_FLAGS,
+    );
+    let na_in_b = b.val(&format!("notify-import {key_a}"));
     // B's notify, exported without pid validation (0x02).
     let nb = b.val("notify-create");
     let key_b = b.val(&format!("notify-export {nb} 65 2"));
@@ -143,21 +149,40 @@ fn ping_pong_across_processes() {
         rules::ONLY_EXPORTER_TRUSTS,
     );
 
-    b.send(&format!("pong {na_in_b} {nb} {ROUNDS}"));
-    let ping = a.val(&format!("ping {na} {nb_in_a} {ROUNDS}"));
+    // An IPC notify is waited on from the device that created it
+    // (rules::NOTIFY_WAIT_ON_CREATING_DEVICE), recorded from any: each side waits on its
+    // own notify and records the other's.
+    b.fails(
+        &format!("notify-wait {na_in_b} 1"),
+        107000,
+        rules::NOTIFY_WAIT_ON_CREATING_DEVICE,
+    );
+    a.fails(
+        &format!("notify-wait {nb_in_a} 1"),
+        107000,
+        rules::NOTIFY_WAIT_ON_CREATING_DEVICE,
+    );
+    b.send(&format!("pong {nb} {na_in_b} {ROUNDS}"));
+    let ping = a.val(&format!("ping {nb_in_a} {na} {ROUNDS}"));
     let pong = b.reply().unwrap();
     eprintln!("notify ping-pong across processes: {ROUNDS} rounds in {ping} us (pong {pong:?})");
 
     // Every record was consumed: nothing is pending on either side.
     a.fails(
-        &format!("notify-wait {nb_in_a} 1"),
+        &format!("notify-wait {na} 1"),
+        107019,
+        rules::NOTIFY_WAIT_TIMEOUT,
+    );
+    b.fails(
+        &format!("notify-wait {nb} 1"),
         107019,
         rules::NOTIFY_WAIT_TIMEOUT,
     );
 
-    // Timeout 0 waits forever, until the other process records (were 0 a poll, B would
-    // fail with 107019 here unless it was slower than the sleep). Its wait consumes the
-    // record: nothing is left for A.
+    // On A's device, B waits on A's notify. Timeout 0 waits forever, until the other
+    // process records (were 0 a poll, B would fail with 107019 here unless it was slower
+    // than the sleep). Its wait consumes the record: nothing is left for A.
+    b.ok("set-device 0");
     b.send(&format!("notify-wait {na_in_b} 0"));
     std::thread::sleep(Duration::from_millis(500));
     a.ok(&format!("notify-record {na}"));
@@ -168,6 +193,16 @@ fn ping_pong_across_processes() {
         107019,
         rules::NOTIFY_WAIT_TIMEOUT,
     );
+    // A thread without a device cannot wait on an IPC notify at all (the check needs the
+    // context, as the runtime's does).
+    b.ok("reset-device 0");
+    b.ok("reset-device 1");
+    b.fails(
+        &format!("notify-wait {nb} 1"),
+        107002,
+        rules::CONTEXT_REQUIRED,
+    );
+    b.ok("set-device 0");
 
     // The notify lives until every process destroyed it
     // (rules::NOTIFY_FREED_WHEN_ALL_DESTROYED).
@@ -239,5 +274,42 @@ fn switching_the_semaphore_rule_off_lets_one_record_release_every_wait() {
     a.ok(&format!("notify-destroy {n}"));
     a.exit();
     t.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn switching_the_wait_device_rule_off_lets_any_device_wait() {
+    let root = TestRoot::new("notify-wait-dev");
+    let mut a = root.spawn("creator", &[]);
+    let mut b = root.spawn(
+        "other-device",
+        &[(
+            "DEVIPC_EMU_BREAK_RULE",
+            rules::NOTIFY_WAIT_ON_CREATING_DEVICE,
+        )],
+    );
+    let mut c = root.spawn(
+        "peer-flag",
+        &[("DEVIPC_EMU_BREAK_RULE", rules::NOTIFY_IMPORT_FLAGS)],
+    );
+    a.ok("set-device 0");
+    b.ok("set-device 1");
+    c.ok("set-device 1");
+    let n = a.val("notify-create");
+    // Not yet exported: a plain notify, waited on wherever (its creator is on device 0).
+    a.ok(&format!("notify-record {n}"));
+    a.ok(&format!("notify-wait {n} 5"));
+    let key = a.val(&format!("notify-export {n} 65 2"));
+    let bn = b.val(&format!("notify-import {key}"));
+    a.ok(&format!("notify-record {n}"));
+    b.ok(&format!("notify-wait {bn} 5"));
+    // Import flags off: 0x02 imports.
+    let cn = c.val(&format!("notify-import {key} 2"));
+    c.ok(&format!("notify-destroy {cn}"));
+    b.ok(&format!("notify-destroy {bn}"));
+    a.ok(&format!("notify-destroy {n}"));
+    for x in [a, b, c] {
+        x.exit();
+    }
     root.assert_clean();
 }

@@ -76,11 +76,14 @@ fn reserve_map_access_unmap_release() {
         100000,
         rules::PARAM_RESERVED_ZERO,
     );
+    // flags is the page-type flag: 0 or 1 (torch_npu and Mooncake pass 1), nothing else.
     a.fails(
-        &format!("reserve {G} 0 0 1"),
+        &format!("reserve {G} 0 0 2"),
         100000,
         rules::PARAM_RESERVED_ZERO,
     );
+    let flagged = a.val(&format!("reserve {G} 0 0 1"));
+    a.ok(&format!("release-address {flagged}"));
     a.fails("reserve 0", 100000, rules::PARAM_SIZE_NONZERO);
     assert_eq!(
         a.fail(&format!("reserve {G} 0 0x7f0000000000")).code,
@@ -416,6 +419,202 @@ fn concurrent_imports_in_one_process_yield_exactly_one_handle() {
         let mut want = vec!["0".to_owned()];
         want.extend(std::iter::repeat_n("507899".to_owned(), 7));
         assert_eq!(codes, want, "rules::VMM_ONE_IMPORT under concurrency");
+    }
+    a.ok(&format!("free-physical {h}"));
+    a.exit();
+    b.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn copies_span_contiguous_mappings_of_one_reservation() {
+    let root = TestRoot::new("vmm-span");
+    let mut a = root.spawn("a", &[]);
+    // Three pages mapped back to back at the start of a four-page reservation (flags 1, as
+    // torch_npu's expandable segments), the fourth left unmapped.
+    let va = a.val(&format!("reserve {} 0 0 1", 4 * G));
+    let base = u64::from_str_radix(&va[2..], 16).unwrap();
+    let page = |i: usize| format!("{:#x}", base + (i * G) as u64);
+    let handles: Vec<String> = (0..3)
+        .map(|i| {
+            let h = a.val(&format!("malloc-physical 0 {G}"));
+            a.ok(&format!("map {} {G} {h}", page(i)));
+            h
+        })
+        .collect();
+    // One copy over all three pages, both ways, and one starting inside page 0
+    // (rules::VMM_COPY_SPANS_MAPPINGS).
+    a.ok(&format!("write {va} 31 {}", 3 * G));
+    a.ok(&format!("check {va} 31 {}", 3 * G));
+    // Each page's physical memory holds its third: page 1's handle mapped again elsewhere
+    // shows bytes G..2G of the pattern (which equal the pattern's first G bytes).
+    let alias = a.val(&format!("reserve {G}"));
+    a.ok(&format!("map {alias} {G} {}", handles[1]));
+    a.ok(&format!("check {alias} 31 {G}"));
+    a.ok(&format!("unmap {alias}"));
+    a.ok(&format!("release-address {alias}"));
+    a.ok(&format!("write {va} 32 {} {}", G + 8192, G - 4096));
+    a.ok(&format!("check {va} 32 {} {}", G + 8192, G - 4096));
+    // A device-to-device copy and a fill across the page boundary.
+    a.ok(&format!(
+        "memcpy {} {G} {:#x} {G} 3",
+        page(1),
+        base + (G / 2) as u64
+    ));
+    a.ok(&format!(
+        "memset {:#x} {} 7 {}",
+        base + (G - 10) as u64,
+        20,
+        20
+    ));
+    a.ok(&format!("check-byte {:#x} 20 7", base + (G - 10) as u64));
+    // Into the unmapped fourth page, or past the reservation: refused.
+    a.fails(
+        &format!("write {va} 33 {}", 3 * G + 1),
+        107000,
+        rules::MEM_COPY_BOUNDS,
+    );
+    a.fails(
+        &format!("memset {} {} 0 {}", page(2), 2 * G, G + 1),
+        107000,
+        rules::MEM_COPY_BOUNDS,
+    );
+    // A hole in the middle: unmap page 1, and a span over it is refused.
+    a.ok(&format!("unmap {}", page(1)));
+    a.fails(
+        &format!("write {} 34 {}", page(0), 2 * G),
+        107000,
+        rules::MEM_COPY_BOUNDS,
+    );
+    a.ok(&format!("write {} 34 {}", page(0), G));
+    a.ok(&format!("map {} {G} {}", page(1), handles[1]));
+    // Every page a span covers must allow the access.
+    a.ok(&format!("set-access {} {G} 1 0", page(1)));
+    a.fails(
+        &format!("write {va} 35 {}", 2 * G),
+        107000,
+        rules::VMM_ACCESS_RESPECTED,
+    );
+    a.ok(&format!("check {va} 34 {G}"));
+    a.ok(&format!("set-access {} {G} 3 0", page(1)));
+    // (A span never continues into another reservation, even an adjacent one: the unit
+    // test memory::tests::spans_stay_in_their_reservation, which can place ranges.)
+    // With the rule switched off, each mapping is its own range again.
+    let mut b = root.spawn(
+        "one-range-per-map",
+        &[("DEVIPC_EMU_BREAK_RULE", rules::VMM_COPY_SPANS_MAPPINGS)],
+    );
+    let bva = b.val(&format!("reserve {} 0 0 1", 2 * G));
+    let bbase = u64::from_str_radix(&bva[2..], 16).unwrap();
+    let bh: Vec<String> = (0..2)
+        .map(|i| {
+            let h = b.val(&format!("malloc-physical 0 {G}"));
+            b.ok(&format!("map {:#x} {G} {h}", bbase + (i * G) as u64));
+            h
+        })
+        .collect();
+    b.fails(
+        &format!("write {bva} 37 {}", 2 * G),
+        107000,
+        rules::MEM_COPY_BOUNDS,
+    );
+    for (i, h) in bh.iter().enumerate() {
+        b.ok(&format!("unmap {:#x}", bbase + (i * G) as u64));
+        b.ok(&format!("free-physical {h}"));
+    }
+    b.ok(&format!("release-address {bva}"));
+    b.exit();
+
+    for (i, h) in handles.iter().enumerate() {
+        a.ok(&format!("unmap {}", page(i)));
+        a.ok(&format!("free-physical {h}"));
+    }
+    a.ok(&format!("release-address {va}"));
+    a.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn a_reservation_holds_one_device_and_one_kind_of_handle() {
+    let root = TestRoot::new("vmm-mix");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("importer", &[]);
+    let h = a.val(&format!("malloc-physical 0 {G}"));
+    let sh = a.val(&format!("export {h} 0 1"));
+    let imported = b.val(&format!("import {sh} 0"));
+    let local0 = b.val(&format!("malloc-physical 0 {G}"));
+    let local1 = b.val(&format!("malloc-physical 1 {G}"));
+    let va = b.val(&format!("reserve {} 0 0 1", 3 * G));
+    let base = u64::from_str_radix(&va[2..], 16).unwrap();
+    let page = |i: usize| format!("{:#x}", base + (i * G) as u64);
+
+    // Local memory of device 0 first: device 1's memory and an import are refused
+    // (RT-DOC 11-04 aclrtMapMem).
+    b.ok(&format!("map {} {G} {local0}", page(0)));
+    b.fails(
+        &format!("map {} {G} {local1}", page(1)),
+        107000,
+        rules::VMM_RESERVATION_ONE_DEVICE,
+    );
+    b.fails(
+        &format!("map {} {G} {imported}", page(1)),
+        107000,
+        rules::VMM_RESERVATION_NOT_MIXED,
+    );
+    // Once the range is empty again it takes the other kind, then refuses local memory.
+    b.ok(&format!("unmap {}", page(0)));
+    b.ok(&format!("map {} {G} {imported}", page(2)));
+    b.fails(
+        &format!("map {} {G} {local0}", page(0)),
+        107000,
+        rules::VMM_RESERVATION_NOT_MIXED,
+    );
+    // A second reservation is free to hold device 1's memory.
+    let other = b.val(&format!("reserve {G}"));
+    b.ok(&format!("map {other} {G} {local1}"));
+    b.ok(&format!("unmap {other}"));
+    b.ok(&format!("release-address {other}"));
+    b.ok(&format!("unmap {}", page(2)));
+
+    // With the rules switched off, both mixes map.
+    let mut c = root.spawn(
+        "mixes-devices",
+        &[("DEVIPC_EMU_BREAK_RULE", rules::VMM_RESERVATION_ONE_DEVICE)],
+    );
+    let c0 = c.val(&format!("malloc-physical 0 {G}"));
+    let c1 = c.val(&format!("malloc-physical 1 {G}"));
+    let cva = c.val(&format!("reserve {}", 2 * G));
+    let cbase = u64::from_str_radix(&cva[2..], 16).unwrap();
+    c.ok(&format!("map {cva} {G} {c0}"));
+    c.ok(&format!("map {:#x} {G} {c1}", cbase + G as u64));
+    c.ok(&format!("unmap {cva}"));
+    c.ok(&format!("unmap {:#x}", cbase + G as u64));
+    c.ok(&format!("release-address {cva}"));
+    for x in [&c0, &c1] {
+        c.ok(&format!("free-physical {x}"));
+    }
+    c.exit();
+    let mut d = root.spawn(
+        "mixes-kinds",
+        &[("DEVIPC_EMU_BREAK_RULE", rules::VMM_RESERVATION_NOT_MIXED)],
+    );
+    let dimp = d.val(&format!("import {sh} 0"));
+    let dloc = d.val(&format!("malloc-physical 0 {G}"));
+    let dva = d.val(&format!("reserve {}", 2 * G));
+    let dbase = u64::from_str_radix(&dva[2..], 16).unwrap();
+    d.ok(&format!("map {dva} {G} {dimp}"));
+    d.ok(&format!("map {:#x} {G} {dloc}", dbase + G as u64));
+    d.ok(&format!("unmap {dva}"));
+    d.ok(&format!("unmap {:#x}", dbase + G as u64));
+    d.ok(&format!("release-address {dva}"));
+    for x in [&dimp, &dloc] {
+        d.ok(&format!("free-physical {x}"));
+    }
+    d.exit();
+
+    b.ok(&format!("release-address {va}"));
+    for x in [&imported, &local0, &local1] {
+        b.ok(&format!("free-physical {x}"));
     }
     a.ok(&format!("free-physical {h}"));
     a.exit();

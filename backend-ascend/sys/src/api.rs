@@ -27,6 +27,13 @@
 //! header), `aclsysGetVersionStr`, and the deprecated `aclrtGetVersion` (which a future
 //! runtime may drop).
 //!
+//! The device-synchronisation, memory-info, host-memory, forced-reset and event functions
+//! at the end of the list (`aclrtSynchronizeDevice` .. `aclrtIpcOpenEventHandle`) are
+//! optional too: devipc does not call them, they are there because the IPC code of
+//! frameworks does (torch_npu synchronises the device before closing an IPC key, sizes its
+//! expandable segments with `aclrtGetMemInfo`, shares events with the IPC event API), so
+//! the emulator and the conformance suite can replay it.
+//!
 //! One optional function is not newer: `aclrtMemcpyAsync` is in every header, but devipc
 //! calls it on one path only (`read`/`write` of memory imported by IPC key onto another
 //! device than the exporter's, where the vendor allows no other copy), so a table
@@ -222,6 +229,47 @@ macro_rules! for_each_acl_fn {
                 /// `driver`) into a buffer of `ACL_PKG_VERSION_MAX_SIZE`. Optional: present
                 /// from CANN 8.5. api-facts A.3.
                 fn aclsysGetVersionStr(pkgName: *mut c_char, versionStr: *mut c_char) -> aclError;
+                /// Blocks until all work of the current device is done (torch_npu
+                /// synchronises the device before it closes an IPC key or unmaps an
+                /// expandable segment). Optional: devipc does not need it.
+                fn aclrtSynchronizeDevice() -> aclError;
+                /// `aclrtSynchronizeDevice` bounded by
+                /// `timeout` ms (-1: forever; below -1 is `ACL_ERROR_RT_PARAM_INVALID`).
+                /// Optional: newer than the 2024 header.
+                fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> aclError;
+                /// Free and total bytes of memory kind `attr` on the current device.
+                /// Optional: devipc does not need it.
+                fn aclrtGetMemInfo(attr: aclrtMemAttr, free: *mut usize, total: *mut usize) -> aclError;
+                /// Page-locked host memory; free with `aclrtFreeHost`. Optional: devipc does
+                /// not need it.
+                fn aclrtMallocHost(hostPtr: *mut *mut c_void, size: usize) -> aclError;
+                /// Frees memory of `aclrtMallocHost`. Optional.
+                fn aclrtFreeHost(hostPtr: *mut c_void) -> aclError;
+                /// Destroys a stream without waiting for its tasks. Optional.
+                fn aclrtDestroyStreamForce(stream: aclrtStream) -> aclError;
+                /// Resets a device whatever the number of `aclrtSetDevice` calls. Optional:
+                /// newer than the 2024 header.
+                fn aclrtResetDeviceForce(deviceId: i32) -> aclError;
+                /// Events: creates an event with `flag` (an `ACL_EVENT_*` combination;
+                /// `ACL_EVENT_IPC` alone for an event other processes open). RT-DOC 07;
+                /// api-facts A.9. Optional: the event API is not used by devipc.
+                fn aclrtCreateEventExWithFlag(event: *mut aclrtEvent, flag: u32) -> aclError;
+                /// Events: destroys an event (each process destroys its own).
+                fn aclrtDestroyEvent(event: aclrtEvent) -> aclError;
+                /// Events: records the event on a stream.
+                fn aclrtRecordEvent(event: aclrtEvent, stream: aclrtStream) -> aclError;
+                /// Events: makes a stream wait until the event's latest record completed (at
+                /// once if it never was recorded).
+                fn aclrtStreamWaitEvent(stream: aclrtStream, event: aclrtEvent) -> aclError;
+                /// Events: blocks the host until the event's latest record completed.
+                fn aclrtSynchronizeEvent(event: aclrtEvent) -> aclError;
+                /// Events: whether the event's latest record completed.
+                fn aclrtQueryEventStatus(event: aclrtEvent, status: *mut aclrtEventRecordedStatus) -> aclError;
+                /// IPC events: the 64-byte handle of an event created with `ACL_EVENT_IPC`.
+                /// Optional: newer than the 2024 header. api-facts A.9, C.7.
+                fn aclrtIpcGetEventHandle(event: aclrtEvent, handle: *mut aclrtIpcEventHandle) -> aclError;
+                /// IPC events: opens another process's event from its handle (by value).
+                fn aclrtIpcOpenEventHandle(handle: aclrtIpcEventHandle, event: *mut aclrtEvent) -> aclError;
             }
         }
     };
@@ -576,7 +624,7 @@ mod tests {
             .collect();
         assert_eq!(required, AclApi::REQUIRED_SYMBOLS);
         assert_eq!(optional, AclApi::OPTIONAL_SYMBOLS);
-        assert_eq!(FUNCTION_DECLS.len(), 43);
+        assert_eq!(FUNCTION_DECLS.len(), 58);
         assert_eq!(AclApi::REQUIRED_SYMBOLS[0], "aclInit");
     }
 

@@ -72,6 +72,22 @@ c_consts! {
     /// `aclrtCreateNotify` flag: a notify used only on the device.
     Macro ACL_NOTIFY_DEVICE_USE_ONLY: u32 = 0x0000_0001;
 
+    /// `aclrtCreateEventWithFlag` / `aclrtCreateEventExWithFlag` flag: host-synchronisable.
+    Macro ACL_EVENT_SYNC: u32 = 0x0000_0001;
+    /// Event flag: captures stream progress.
+    Macro ACL_EVENT_CAPTURE_STREAM_PROGRESS: u32 = 0x0000_0002;
+    /// Event flag: keeps timestamps (`aclrtEventElapsedTime`).
+    Macro ACL_EVENT_TIME_LINE: u32 = 0x0000_0008;
+    /// Event flag: used on the device only.
+    Macro ACL_EVENT_DEVICE_USE_ONLY: u32 = 0x0000_0010;
+    /// Event flag: an external event.
+    Macro ACL_EVENT_EXTERNAL: u32 = 0x0000_0020;
+    /// `aclrtCreateEventExWithFlag` flag: an event that `aclrtIpcGetEventHandle` exports to
+    /// other processes (alone: the runtime exports only events whose flag is exactly this).
+    Macro ACL_EVENT_IPC: u32 = 0x0000_0040;
+    /// Size of `aclrtIpcEventHandle`.
+    Macro ACL_IPC_EVENT_HANDLE_SIZE: u32 = 64;
+
     /// Size of the `versionStr` buffer of `aclsysGetVersionStr`. A C `int` macro, typed
     /// `usize` here because it is a buffer length.
     LengthMacro ACL_PKG_VERSION_MAX_SIZE: usize = 128;

@@ -237,6 +237,42 @@ c_enums! {
         /// Read and write access.
         ACL_RT_MEM_ACCESS_FLAGS_READWRITE = 0x3,
     }
+
+    /// `aclrtEventRecordedStatus`: what `aclrtQueryEventStatus` reports.
+    enum aclrtEventRecordedStatus {
+        /// The record the event stands for has not completed.
+        ACL_EVENT_RECORDED_STATUS_NOT_READY = 0,
+        /// Completed (or never recorded).
+        ACL_EVENT_RECORDED_STATUS_COMPLETE = 1,
+    }
+}
+
+/// The all-zero value of a struct field type (what `Default` of the C structs builds;
+/// derived `Default` stops at arrays of 32 elements).
+trait Zeroed: Copy {
+    const ZERO: Self;
+}
+
+impl Zeroed for i8 {
+    const ZERO: Self = 0;
+}
+impl Zeroed for u8 {
+    const ZERO: Self = 0;
+}
+impl Zeroed for i32 {
+    const ZERO: Self = 0;
+}
+impl Zeroed for u32 {
+    const ZERO: Self = 0;
+}
+impl Zeroed for u64 {
+    const ZERO: Self = 0;
+}
+impl Zeroed for aclrtMemLocation {
+    const ZERO: Self = aclrtMemLocation { id: 0, r#type: 0 };
+}
+impl<T: Zeroed, const N: usize> Zeroed for [T; N] {
+    const ZERO: Self = [T::ZERO; N];
 }
 
 /// Generates `#[repr(C)]` structs and their [`TypeDecl`] / [`StructDecl`] records.
@@ -250,9 +286,16 @@ macro_rules! c_structs {
         $(
             $(#[$doc])*
             #[repr(C)]
-            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
             pub struct $name {
                 $( $(#[$fdoc])* pub $field: $fty, )*
+            }
+
+            /// All zero, as `= {}` in C.
+            impl Default for $name {
+                fn default() -> Self {
+                    $name { $( $field: Zeroed::ZERO, )* }
+                }
             }
         )*
 
@@ -324,6 +367,13 @@ c_structs! {
         /// Reserved, zero.
         rsv: [u8; 12],
     }
+
+    /// `aclrtIpcEventHandle`: the 64-byte handle of an IPC event
+    /// (`aclrtIpcGetEventHandle`), passed by value to `aclrtIpcOpenEventHandle`. Opaque.
+    struct aclrtIpcEventHandle {
+        /// The handle's bytes (`ACL_IPC_EVENT_HANDLE_SIZE`).
+        reserved: [c_char; 64],
+    }
 }
 
 /// Every named C type of this module: plain typedefs, enums, then structs.
@@ -360,6 +410,9 @@ const _: () = {
     assert!(offset_of!(aclrtMemAccessDesc, flags) == 0);
     assert!(offset_of!(aclrtMemAccessDesc, location) == 4);
     assert!(offset_of!(aclrtMemAccessDesc, rsv) == 12);
+
+    assert!(size_of::<aclrtIpcEventHandle>() == 64);
+    assert!(align_of::<aclrtIpcEventHandle>() == 1);
 };
 
 #[cfg(test)]

@@ -58,6 +58,12 @@ macro_rules! zero_ints {
 }
 zero_ints!(i32, u32, u64, usize);
 
+impl Zero for devipc_ascend_sys::types::aclrtIpcEventHandle {
+    fn zero() -> Self {
+        Self::default()
+    }
+}
+
 /// Defines one recording function per list entry, with the list's signature.
 macro_rules! recording_module {
     (

@@ -16,6 +16,9 @@
 //!   on a thread whose current device is `d` enables `d -> p`; enabling it again is a
 //!   no-op success. `aclrtDeviceCanAccessPeer` reports 1 for two distinct valid devices
 //!   (every emulated device can reach every other) and 0 for a device and itself.
+//! - `aclrtResetDeviceForce(d)` drops every use of `d` at once, as the last reset would.
+//!   `aclrtSynchronizeDevice(WithTimeout)` need a current device and return at once (streams
+//!   are synchronous); `aclrtGetMemInfo` reports the current device's emulated HBM.
 //! - `aclrtDeviceGetBareTgid` reports the pid of the process. The emulator runs all
 //!   processes in one pid namespace and has no container distinction, so the bare tgid
 //!   (the host pid the NPU driver sees) is `getpid()`; trustlists hold the same values.
@@ -101,6 +104,76 @@ pub fn reset_device(device: i32) -> AclResult<()> {
     drop(devs);
     stream::destroy_on_device(d);
     Ok(())
+}
+
+/// `aclrtResetDeviceForce`: releases every use of `deviceId` by this process at once (the
+/// header: however often `aclrtSetDevice` was called, one forced reset resets), with the
+/// same effect as the last `aclrtResetDevice`. A device the process does not use is a no-op.
+pub fn reset_device_force(device: i32) -> AclResult<()> {
+    let d = check_id(device)?;
+    let mut devs = devices();
+    if devs.uses[d as usize] == 0 {
+        return Ok(());
+    }
+    devs.uses[d as usize] = 0;
+    devs.generation[d as usize] += 1;
+    drop(devs);
+    stream::destroy_on_device(d);
+    Ok(())
+}
+
+/// `aclrtSynchronizeDevice`: needs a current device; the emulator's streams run
+/// synchronously, so nothing is ever pending.
+pub fn synchronize_device() -> AclResult<()> {
+    require_current("aclrtSynchronizeDevice").map(drop)
+}
+
+/// `aclrtSynchronizeDeviceWithTimeout`: `timeout` in ms, -1 waits forever; below -1 is
+/// `ACL_ERROR_RT_PARAM_INVALID` (RT-SRC `aclrtSynchronizeDeviceWithTimeoutImpl`). Nothing
+/// is ever pending, so it never times out.
+pub fn synchronize_device_with_timeout(timeout: i32) -> AclResult<()> {
+    if timeout < -1 {
+        return Err(AclFailure::rule(
+            rules::PARAM_RUNTIME_RANGE,
+            format!("timeout {timeout} ms is not in [-1, INT_MAX]"),
+        ));
+    }
+    require_current("aclrtSynchronizeDeviceWithTimeout").map(drop)
+}
+
+/// `aclrtGetMemInfo`: `(free, total)` bytes of memory kind `attr` on the current device.
+/// The emulated devices have HBM only: the HBM kinds report the device's share of
+/// `DEVIPC_EMU_MEM_LIMIT` (total) minus what all processes allocated on it (free); the
+/// device-DDR kinds report 0 and 0. Other values are not memory-info kinds (107000).
+pub fn mem_info(attr: i32) -> AclResult<(usize, usize)> {
+    use devipc_ascend_sys::types::{
+        ACL_DDR_MEM, ACL_DDR_MEM_HUGE, ACL_DDR_MEM_NORMAL, ACL_DDR_MEM_P2P_HUGE,
+        ACL_DDR_MEM_P2P_NORMAL, ACL_HBM_MEM_P2P_HUGE1G,
+    };
+    let d = require_current("aclrtGetMemInfo")?;
+    if !(ACL_DDR_MEM..=ACL_HBM_MEM_P2P_HUGE1G).contains(&attr) {
+        return Err(AclFailure::rule(
+            rules::PARAM_RUNTIME_RANGE,
+            format!(
+                "attr {attr} is not a memory-info kind (ACL_DDR_MEM .. ACL_HBM_MEM_P2P_HUGE1G)"
+            ),
+        ));
+    }
+    let ddr = [
+        ACL_DDR_MEM,
+        ACL_DDR_MEM_HUGE,
+        ACL_DDR_MEM_NORMAL,
+        ACL_DDR_MEM_P2P_HUGE,
+        ACL_DDR_MEM_P2P_NORMAL,
+    ];
+    if ddr.contains(&attr) {
+        return Ok((0, 0));
+    }
+    let reg = shared::registry()?;
+    let total = reg.mem_limit();
+    let used = reg.used(d)?;
+    let as_usize = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    Ok((as_usize(total.saturating_sub(used)), as_usize(total)))
 }
 
 /// The calling thread's current device, if its context is still alive.

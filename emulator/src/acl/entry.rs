@@ -40,7 +40,7 @@ use crate::handle::KEY_LEN;
 use crate::state::meta::MAX_TRUSTLIST;
 
 use super::errors::{self, AclFailure, AclResult};
-use super::{device, init, ipc_key, memory, notify, rules, shareable, shared, stream, vmm};
+use super::{device, event, init, ipc_key, memory, notify, rules, shareable, shared, stream, vmm};
 
 /// Runs one call's body: catches panics, records a failure as the thread's last error,
 /// and returns the code.
@@ -924,6 +924,265 @@ pub unsafe extern "C" fn aclsysGetVersionStr(
         // SAFETY: the buffer holds ACL_PKG_VERSION_MAX_SIZE bytes by the contract, and
         // `text` (NUL included) is no longer (see `init::version_str`).
         unsafe { ptr::copy_nonoverlapping(text.as_ptr(), out.as_ptr().cast::<u8>(), text.len()) };
+        Ok(())
+    })
+}
+
+// ---- optional: device synchronisation, memory info, host memory, forced resets -----------
+
+/// `aclrtSynchronizeDevice`: waits for the current device's work (none is ever pending:
+/// streams are synchronous). Needs a current device.
+///
+/// # Safety
+///
+/// None beyond the vendor's contract (no arguments).
+pub unsafe extern "C" fn aclrtSynchronizeDevice() -> aclError {
+    run("aclrtSynchronizeDevice", device::synchronize_device)
+}
+
+/// `aclrtSynchronizeDeviceWithTimeout`: as `aclrtSynchronizeDevice`, `timeout` in ms (-1:
+/// forever; below -1 is `ACL_ERROR_RT_PARAM_INVALID`).
+///
+/// # Safety
+///
+/// None beyond the vendor's contract (no pointers).
+pub unsafe extern "C" fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> aclError {
+    run("aclrtSynchronizeDeviceWithTimeout", || {
+        device::synchronize_device_with_timeout(timeout)
+    })
+}
+
+/// `aclrtGetMemInfo`: free and total bytes of memory kind `attr` on the current device.
+///
+/// # Safety
+///
+/// Non-NULL `free` and `total` are writable.
+pub unsafe extern "C" fn aclrtGetMemInfo(
+    attr: aclrtMemAttr,
+    free: *mut usize,
+    total: *mut usize,
+) -> aclError {
+    run("aclrtGetMemInfo", || {
+        let free_out = non_null(free, "free")?;
+        let total_out = non_null(total, "total")?;
+        let (f, t) = device::mem_info(attr)?;
+        // SAFETY: both non-NULL and writable by the contract.
+        unsafe {
+            free_out.write(f);
+            total_out.write(t);
+        }
+        Ok(())
+    })
+}
+
+/// `aclrtMallocHost`: page-aligned host memory of `size` bytes (rounded up to 32), zeroed.
+///
+/// # Safety
+///
+/// A non-NULL `hostPtr` is writable.
+pub unsafe extern "C" fn aclrtMallocHost(hostPtr: *mut *mut c_void, size: usize) -> aclError {
+    run("aclrtMallocHost", || {
+        let out = non_null(hostPtr, "hostPtr")?;
+        let len = memory::check_malloc_host(size)?;
+        let layout =
+            std::alloc::Layout::from_size_align(len, memory::HOST_ALIGN).map_err(|_| {
+                AclFailure::code(
+                    devipc_ascend_sys::codes::ACL_ERROR_RT_MEMORY_ALLOCATION,
+                    format!("size {size} is too large"),
+                )
+            })?;
+        // SAFETY: `layout` has a non-zero size (check_malloc_host refuses 0).
+        let block = unsafe { std::alloc::alloc_zeroed(layout) };
+        if block.is_null() {
+            return Err(AclFailure::code(
+                devipc_ascend_sys::codes::ACL_ERROR_RT_MEMORY_ALLOCATION,
+                format!("the host has no {len} bytes left"),
+            ));
+        }
+        // The caller reads and writes the block through the address: expose it.
+        let addr = block.expose_provenance();
+        if let Err(e) = memory::register_host(addr, len) {
+            // SAFETY: allocated just above with this layout and not handed out.
+            unsafe { std::alloc::dealloc(block, layout) };
+            return Err(e);
+        }
+        // SAFETY: non-NULL and writable by the contract.
+        unsafe { out.write(address_out(addr)) };
+        Ok(())
+    })
+}
+
+/// `aclrtFreeHost`: frees a block of `aclrtMallocHost`.
+///
+/// # Safety
+///
+/// The caller no longer uses the block (the vendor's contract); the address is looked up
+/// before anything is freed.
+pub unsafe extern "C" fn aclrtFreeHost(hostPtr: *mut c_void) -> aclError {
+    run("aclrtFreeHost", || {
+        non_null(hostPtr, "hostPtr")?;
+        let addr = hostPtr.addr();
+        let len = memory::unregister_host(addr)?;
+        let layout = std::alloc::Layout::from_size_align(len, memory::HOST_ALIGN)
+            .expect("the layout of a registered block was valid when it was allocated");
+        // SAFETY: `addr` is the base of a block aclrtMallocHost allocated with this layout
+        // (it was in the table, which only aclrtMallocHost fills) and whose address it
+        // exposed; the table entry is gone, so it is freed once.
+        unsafe { std::alloc::dealloc(ptr::with_exposed_provenance_mut(addr), layout) };
+        Ok(())
+    })
+}
+
+/// `aclrtDestroyStreamForce`: destroys a stream without waiting for its tasks.
+///
+/// # Safety
+///
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn aclrtDestroyStreamForce(stream: aclrtStream) -> aclError {
+    run("aclrtDestroyStreamForce", || {
+        non_null(stream, "stream")?;
+        stream::destroy_force(stream.addr())
+    })
+}
+
+/// `aclrtResetDeviceForce`: releases every use of `deviceId` by this process.
+///
+/// # Safety
+///
+/// None beyond the vendor's contract (no pointers).
+pub unsafe extern "C" fn aclrtResetDeviceForce(deviceId: i32) -> aclError {
+    run("aclrtResetDeviceForce", || {
+        device::reset_device_force(deviceId)
+    })
+}
+
+// ---- optional: events and IPC events -----------------------------------------------------
+
+/// `aclrtCreateEventExWithFlag`: an event on the current device (`ACL_EVENT_IPC` alone for
+/// an event other processes open).
+///
+/// # Safety
+///
+/// A non-NULL `event` is writable.
+pub unsafe extern "C" fn aclrtCreateEventExWithFlag(event: *mut aclrtEvent, flag: u32) -> aclError {
+    run("aclrtCreateEventExWithFlag", || {
+        let out = non_null(event, "event")?;
+        let e = event::create(flag)?;
+        // SAFETY: non-NULL and writable by the contract.
+        unsafe { out.write(handle_out(e)) };
+        Ok(())
+    })
+}
+
+/// `aclrtDestroyEvent`: this process's use of the event ends.
+///
+/// # Safety
+///
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn aclrtDestroyEvent(event: aclrtEvent) -> aclError {
+    run("aclrtDestroyEvent", || {
+        non_null(event, "event")?;
+        event::destroy(event.addr())
+    })
+}
+
+/// `aclrtRecordEvent`: records the event on `stream` (complete at once: streams are
+/// synchronous).
+///
+/// # Safety
+///
+/// None: the handles are looked up, never dereferenced.
+pub unsafe extern "C" fn aclrtRecordEvent(event: aclrtEvent, stream: aclrtStream) -> aclError {
+    run("aclrtRecordEvent", || {
+        non_null(event, "event")?;
+        event::record(event.addr(), stream.addr())
+    })
+}
+
+/// `aclrtStreamWaitEvent`: `stream` waits for the event's latest record.
+///
+/// # Safety
+///
+/// None: the handles are looked up, never dereferenced.
+pub unsafe extern "C" fn aclrtStreamWaitEvent(stream: aclrtStream, event: aclrtEvent) -> aclError {
+    run("aclrtStreamWaitEvent", || {
+        non_null(event, "event")?;
+        event::stream_wait(stream.addr(), event.addr())
+    })
+}
+
+/// `aclrtSynchronizeEvent`: the host waits for the event's latest record.
+///
+/// # Safety
+///
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn aclrtSynchronizeEvent(event: aclrtEvent) -> aclError {
+    run("aclrtSynchronizeEvent", || {
+        non_null(event, "event")?;
+        event::synchronize(event.addr())
+    })
+}
+
+/// `aclrtQueryEventStatus`: whether the event's latest record completed.
+///
+/// # Safety
+///
+/// A non-NULL `status` is writable; `event` is looked up.
+pub unsafe extern "C" fn aclrtQueryEventStatus(
+    event: aclrtEvent,
+    status: *mut aclrtEventRecordedStatus,
+) -> aclError {
+    run("aclrtQueryEventStatus", || {
+        non_null(event, "event")?;
+        let out = non_null(status, "status")?;
+        let s = event::query(event.addr())?;
+        // SAFETY: non-NULL and writable by the contract.
+        unsafe { out.write(s) };
+        Ok(())
+    })
+}
+
+/// `aclrtIpcGetEventHandle`: the 64-byte handle of an `ACL_EVENT_IPC` event.
+///
+/// # Safety
+///
+/// A non-NULL `handle` is writable; `event` is looked up.
+pub unsafe extern "C" fn aclrtIpcGetEventHandle(
+    event: aclrtEvent,
+    handle: *mut aclrtIpcEventHandle,
+) -> aclError {
+    run("aclrtIpcGetEventHandle", || {
+        non_null(event, "event")?;
+        let out = non_null(handle, "handle")?;
+        let bytes = event::get_handle(event.addr())?;
+        let mut h = aclrtIpcEventHandle::default();
+        for (slot, b) in h.reserved.iter_mut().zip(bytes) {
+            *slot = b as c_char;
+        }
+        // SAFETY: non-NULL and writable by the contract.
+        unsafe { out.write(h) };
+        Ok(())
+    })
+}
+
+/// `aclrtIpcOpenEventHandle`: opens another process's event from its handle.
+///
+/// # Safety
+///
+/// A non-NULL `event` is writable; `handle` is a value, checked before use.
+pub unsafe extern "C" fn aclrtIpcOpenEventHandle(
+    handle: aclrtIpcEventHandle,
+    event: *mut aclrtEvent,
+) -> aclError {
+    run("aclrtIpcOpenEventHandle", || {
+        let out = non_null(event, "event")?;
+        let mut bytes = [0u8; crate::handle::HANDLE64_LEN];
+        for (b, c) in bytes.iter_mut().zip(handle.reserved) {
+            *b = c as u8;
+        }
+        let e = event::open(&bytes)?;
+        // SAFETY: non-NULL and writable by the contract.
+        unsafe { out.write(handle_out(e)) };
         Ok(())
     })
 }

@@ -9,8 +9,12 @@
 //!
 //! - export: `len >= 65`, `size > 0`, `flags` 0 or `DISABLE_PID_VALIDATION` (0x1)
 //!   (107000 each, documented); `devPtr..devPtr+size` inside one `aclrtMalloc` block of
-//!   this process, starting on a page boundary (the FAQ's page-table alignment). Each
-//!   export makes a new key.
+//!   this process, page-table aligned at both ends: `devPtr` and `devPtr+size` on a
+//!   [`KEY_PAGE`] boundary of the block (`ascend.ipc-key.page-aligned`; the runtime FAQ
+//!   "page-table alignment of IPC memory sharing": the IPC interfaces refuse memory that is
+//!   not page-table aligned, so that no page is mapped into another process with memory
+//!   outside the exported range; exporting 1024 bytes of `aclrtMalloc(1024)` may fail,
+//!   4096 bytes of `aclrtMalloc(4096)` succeed). Each export makes a new key.
 //! - set pid: a non-empty pid list (107000), added by the exporting process only.
 //! - import: `flags` 0 or `ENABLE_PEER_ACCESS` (0x1); the importer's pid on the trustlist
 //!   unless `DISABLE_PID_VALIDATION` (the exporting process itself counts as trusted:
@@ -20,12 +24,14 @@
 //!   `aclrtDeviceEnablePeerAccess`. Repeated imports in one process are allowed, each
 //!   mapping the block anew at a new address. Memory imported onto another device than
 //!   its owner's takes no synchronous copies (see [`super::memory`]).
-//! - close: in a process that imported the key, closes one imported address (the most
-//!   recent); otherwise, in the exporter, destroys the key: new imports are refused. While
-//!   other processes still map imports (dead importers do not count) that is the
-//!   violation RT-DOC 11-07 warns of ("exceptions may occur"): the emulator records it and
-//!   the importers' copies fail with 507013, while their closes still succeed
-//!   (`ascend.ipc-key.importers-close-first`; switched off, the importers keep working).
+//! - close: in a process that imported the key, closes one imported address, the oldest
+//!   still open (RT-SRC `IpcCloseMemory` unmaps `vaList.front()`:
+//!   `ascend.ipc-key.close-unmaps-oldest-import`); otherwise, in the exporter, destroys the
+//!   key: new imports are refused. While other processes still map imports (dead
+//!   importers do not count) that is the violation RT-DOC 11-07 warns of ("exceptions may
+//!   occur"): the emulator records it and the importers' copies fail with 507013, while
+//!   their closes still succeed (`ascend.ipc-key.importers-close-first`; switched off, the
+//!   importers keep working).
 //! - the exporter's `aclrtFree` of the block while other processes map it through a key
 //!   frees it under them: its pages are revoked for everyone
 //!   (`ascend.ipc-key.free-while-imported`, in [`super::memory`]).
@@ -44,11 +50,15 @@ use devipc_ascend_sys::consts::{
 use crate::error::EmuError;
 use crate::handle::{KEY_LEN, decode_key, encode_key};
 use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
-use crate::sys;
 
 use super::errors::{AclFailure, AclResult, check};
 use super::memory::{Backing, DeviceRange, RANGES};
 use super::{device, rules, shared};
+
+/// The page-table granule an exported key range must be aligned to: the device's normal
+/// page (4 KiB; huge pages are 2 MiB or 1 GiB, RT-DOC FAQ on IPC page-table alignment). The
+/// emulator does not model which page size a block got, so it checks the smallest.
+pub const KEY_PAGE: usize = 4096;
 
 /// What this process did with one key.
 #[derive(Debug, Default)]
@@ -110,9 +120,18 @@ pub fn export(dev_ptr: usize, size: usize, len: usize, flags: u64) -> AclResult<
         ));
     };
     let offset = dev_ptr - base;
-    let page = sys::page_size();
+    let page = KEY_PAGE;
     check(offset % page != 0, rules::KEY_PAGE_ALIGNED, || {
-        format!("{dev_ptr:#x} (offset {offset:#x} in its block) is not page aligned ({page:#x})")
+        format!(
+            "{dev_ptr:#x} (offset {offset:#x} in its block) is not page-table aligned ({page:#x})"
+        )
+    })?;
+    check((offset + size) % page != 0, rules::KEY_PAGE_ALIGNED, || {
+        format!(
+            "the range ends at offset {:#x} of its block, which is not page-table aligned \
+             ({page:#x}): the last page would be shared with memory outside the range",
+            offset + size
+        )
     })?;
     let reg = shared::registry()?;
     let parent = reg.get_expect(block_id, Vendor::Acl, ObjectKind::Memory)?;
@@ -247,7 +266,7 @@ pub fn close(key: &[u8]) -> AclResult<()> {
     let action = {
         let mut keys = keys();
         match keys.get_mut(&id) {
-            Some(k) => match k.imports.pop() {
+            Some(k) => match take_import(&mut k.imports) {
                 Some(addr) => Close::Import(addr),
                 None if k.exported => Close::Destroy,
                 None => {
@@ -307,6 +326,18 @@ pub fn close(key: &[u8]) -> AclResult<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// The import an `aclrtIpcMemClose` closes: the oldest (`vaList.front()` in the runtime),
+/// or with `ascend.ipc-key.close-unmaps-oldest-import` switched off the newest.
+fn take_import(imports: &mut Vec<usize>) -> Option<usize> {
+    if imports.is_empty() {
+        None
+    } else if rules::enforced(rules::KEY_CLOSE_OLDEST) {
+        Some(imports.remove(0))
+    } else {
+        imports.pop()
     }
 }
 

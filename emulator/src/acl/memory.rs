@@ -14,10 +14,18 @@
 //!   `aclrtMemGetAddressRange` reports. The policy must be a known
 //!   `aclrtMemMallocPolicy` (optionally or-ed with its flag bits); page kinds make no
 //!   difference to host memory. Blocks start page aligned.
+//! - `aclrtMallocHost(size)` gives page-aligned host memory of `size` rounded up to 32
+//!   ([`HOST`]), `aclrtFreeHost` takes its base back; both need a current device. It is
+//!   host memory for copies, and `aclrtMemGetAddressRange` reports its blocks.
 //! - `aclrtFree` takes the base of a block allocated by this process. Memory exported by
 //!   key stays alive while importers hold it (see [`super::ipc_key`]).
 //! - `aclrtMemcpy(dst, destMax, src, count, kind)`: `count <= destMax`; device operands
-//!   must lie inside one range; `kind` must match which operands are device memory
+//!   must lie inside one range, or inside `aclrtMapMem` mappings that follow each other
+//!   without a gap in one reservation (the address-contiguous memory reserve + map exists
+//!   for; torch_npu copies tensors that span several pages of an expandable segment as one
+//!   pointer: `ascend.vmm.copy-spans-contiguous-mappings`); a span that reaches an unmapped
+//!   hole or the end of its reservation is refused (`ascend.mem.copy-within-bounds`), and
+//!   every mapping it covers must allow the access; `kind` must match which operands are device memory
 //!   (`ACL_MEMCPY_DEFAULT` infers it). Copies run synchronously. Host operands are the
 //!   caller's memory and are not checked (the vendor's contract).
 //! - `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)`: the same checks, plus a
@@ -82,6 +90,8 @@ pub enum Backing {
     Vmm {
         /// The `aclrtDrvMemHandle` mapped.
         handle: usize,
+        /// The base of the reservation the mapping lies in.
+        reservation: usize,
         /// Access set by `aclrtMemSetAccess` (READWRITE until then).
         access: aclrtMemAccessFlags,
     },
@@ -98,6 +108,47 @@ pub struct DeviceRange {
 
 /// Every device range this process can address.
 pub static RANGES: RangeMap<DeviceRange> = RangeMap::new();
+
+/// Blocks of `aclrtMallocHost` of this process: page-locked host memory on a device, here
+/// plain host memory (the entry point allocates and frees it). Not device memory: copies
+/// treat it as host memory; `aclrtMemGetAddressRange` reports its blocks (RT-DOC 11-04).
+pub static HOST: RangeMap<()> = RangeMap::new();
+
+/// Alignment of `aclrtMallocHost` blocks: a page.
+pub const HOST_ALIGN: usize = 4096;
+
+/// Checks `aclrtMallocHost(size)` and returns the block size: `size` rounded up to 32 (the
+/// runtime's `HostMalloc`). Needs a current device (the runtime allocates through the
+/// current context).
+pub fn check_malloc_host(size: usize) -> AclResult<usize> {
+    if size == 0 {
+        return Err(AclFailure::rule(rules::PARAM_SIZE_NONZERO, "size is 0"));
+    }
+    device::require_current("aclrtMallocHost")?;
+    size.checked_next_multiple_of(32).ok_or_else(|| {
+        AclFailure::code(
+            devipc_ascend_sys::codes::ACL_ERROR_RT_MEMORY_ALLOCATION,
+            format!("size {size} is too large"),
+        )
+    })
+}
+
+/// Records a block `aclrtMallocHost` allocated.
+pub fn register_host(addr: usize, len: usize) -> AclResult<()> {
+    Ok(HOST.insert(addr, len, ())?)
+}
+
+/// `aclrtFreeHost`: forgets the block at `addr` and returns its length for the entry point
+/// to free; 107000 unless `addr` is the base of an `aclrtMallocHost` block of this process.
+pub fn unregister_host(addr: usize) -> AclResult<usize> {
+    device::require_current("aclrtFreeHost")?;
+    HOST.remove(addr).map(|r| r.len).ok_or_else(|| {
+        AclFailure::rule(
+            rules::MEM_KNOWN_POINTER,
+            format!("{addr:#x} is not the base of an aclrtMallocHost block of this process"),
+        )
+    })
+}
 
 /// The block size `aclrtMalloc(size)` allocates: `size` rounded up to 32, plus 32.
 pub fn malloc_block_size(size: usize) -> Option<usize> {
@@ -227,10 +278,12 @@ fn check_not_revoked(backing: &Backing) -> AclResult<()> {
 
 /// `aclrtMemGetAddressRange`: base and size of the range containing `ptr`.
 pub fn address_range(ptr: usize) -> AclResult<(usize, usize)> {
-    RANGES.resolve(ptr).map(|r| (r.base, r.len)).ok_or_else(|| {
+    let device = RANGES.resolve(ptr).map(|r| (r.base, r.len));
+    let host = || HOST.resolve(ptr).map(|r| (r.base, r.len));
+    device.or_else(host).ok_or_else(|| {
         AclFailure::rule(
             rules::MEM_KNOWN_POINTER,
-            format!("{ptr:#x} is not device memory of this process"),
+            format!("{ptr:#x} is not device or aclrtMallocHost memory of this process"),
         )
     })
 }
@@ -274,9 +327,12 @@ fn is_device_to_device(kind: aclrtMemcpyKind) -> bool {
     )
 }
 
-/// The device range containing `addr..addr+len`, checked for bounds, for the access of a
-/// VMM mapping (`write`), and for the cross-device key import restriction (`access`);
-/// `None` for host memory.
+/// The device range containing `addr`, with `addr..addr+len` checked for bounds, for the
+/// access of every VMM mapping it covers (`write`), and for the cross-device key import
+/// restriction (`access`); `None` for host memory. A span may run on from one `aclrtMapMem`
+/// mapping into the next mapping of the same reservation that starts exactly where it ends
+/// (`ascend.vmm.copy-spans-contiguous-mappings`), and so on; anything else past the end of
+/// the range is out of bounds.
 fn device_operand(
     addr: usize,
     len: usize,
@@ -287,17 +343,58 @@ fn device_operand(
     let Some(hit) = RANGES.resolve(addr) else {
         return Ok(None);
     };
-    check_not_revoked(&hit.value.backing)?;
-    let fits = addr.checked_add(len).is_some_and(|end| end <= hit.end());
-    if !fits {
+    let Some(end) = addr.checked_add(len) else {
         return Err(AclFailure::rule(
             rules::MEM_COPY_BOUNDS,
-            format!(
-                "{len:#x} bytes at {addr:#x} run past the end of the device range {:#x}+{:#x}",
-                hit.base, hit.len
-            ),
+            format!("{len:#x} bytes at {addr:#x} wrap around the address space"),
         ));
+    };
+    let mut piece = hit.clone();
+    loop {
+        check_piece(&piece, addr, write, access, keep)?;
+        if end <= piece.end() {
+            return Ok(Some(hit));
+        }
+        piece = next_contiguous_mapping(&piece).ok_or_else(|| {
+            let why = match piece.value.backing {
+                Backing::Vmm { .. } => {
+                    "into an unmapped hole or out of the reservation of the mapping"
+                }
+                _ => "past the end of the device range",
+            };
+            AclFailure::rule(
+                rules::MEM_COPY_BOUNDS,
+                format!(
+                    "{len:#x} bytes at {addr:#x} run {why} {:#x}+{:#x}",
+                    piece.base, piece.len
+                ),
+            )
+        })?;
     }
+}
+
+/// The `aclrtMapMem` mapping that continues `piece` without a gap in the same reservation,
+/// when `piece` is one and copies may span mappings.
+fn next_contiguous_mapping(piece: &LocalRange<DeviceRange>) -> Option<LocalRange<DeviceRange>> {
+    let Backing::Vmm { reservation, .. } = piece.value.backing else {
+        return None;
+    };
+    let next = RANGES.get(piece.end())?;
+    let same =
+        matches!(next.value.backing, Backing::Vmm { reservation: r, .. } if r == reservation);
+    (same && rules::enforced(rules::VMM_COPY_SPANS_MAPPINGS)).then_some(next)
+}
+
+/// Checks the access to one range a copy or fill touches (`addr` is where the operand
+/// starts, for messages) and keeps its mapping alive for the copy.
+fn check_piece(
+    hit: &LocalRange<DeviceRange>,
+    addr: usize,
+    write: bool,
+    access: Access,
+    keep: &mut Vec<Arc<SharedMapping>>,
+) -> AclResult<()> {
+    check_not_revoked(&hit.value.backing)?;
     match &hit.value.backing {
         Backing::Malloc { mapping, .. } => keep.push(mapping.clone()),
         Backing::KeyImport {
@@ -341,7 +438,7 @@ fn device_operand(
             })?;
         }
     }
-    Ok(Some(hit))
+    Ok(())
 }
 
 /// Checks `aclrtMemcpy(dst, destMax, src, count, kind)` (`asynchronous` false) or
@@ -456,6 +553,38 @@ mod tests {
             ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE,
         ] {
             assert!(Access::AsyncCopy(kind).cross_device_refused(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn spans_stay_in_their_reservation() {
+        // Fake, never dereferenced ranges far from anything this test binary maps.
+        let base = 0x7e00_0000_0000_usize;
+        let vmm = |reservation| DeviceRange {
+            device: 0,
+            backing: Backing::Vmm {
+                handle: 1,
+                reservation,
+                access: ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+            },
+        };
+        let page = 0x1000;
+        RANGES.insert(base, page, vmm(base)).unwrap();
+        RANGES.insert(base + page, page, vmm(base)).unwrap();
+        // Adjacent in addresses, but another reservation.
+        RANGES
+            .insert(base + 2 * page, page, vmm(base + 2 * page))
+            .unwrap();
+        let span = |addr, len| device_operand(addr, len, true, Access::Fill, &mut Vec::new());
+        assert_eq!(span(base, 2 * page).unwrap().unwrap().base, base);
+        assert_eq!(span(base + 10, 2 * page - 10).unwrap().unwrap().base, base);
+        let err = span(base, 2 * page + 1).unwrap_err();
+        assert_eq!(err.rule, Some(rules::MEM_COPY_BOUNDS), "{err:?}");
+        assert!(span(base + 2 * page, page).is_ok());
+        assert!(span(base + 2 * page, page + 1).is_err());
+        assert!(span(base, usize::MAX).is_err());
+        for b in [base, base + page, base + 2 * page] {
+            RANGES.remove(b);
         }
     }
 

@@ -13,18 +13,19 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `entry` | the 43 C entry points: NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
+//! | `entry` | the C entry points (one per function of the list): NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
 //! | [`rules`] | the rule ids, their codes, and whether each code is documented or chosen |
 //! | `errors` | [`AclFailure`]; infrastructure error -> code mapping; `aclGetRecentErrMsg` |
 //! | `shared` | the process-wide state directory and identity |
 //! | `init` | `aclInit` / `aclFinalize` counting, version queries |
-//! | `device` | devices, the per-thread current device, peer access, bare tgid |
-//! | `stream` | streams (synchronous: work runs in the calling thread) |
-//! | `memory` | `aclrtMalloc` blocks, the device address ranges, copy (sync and async) and fill checks |
+//! | `device` | devices, the per-thread current device, forced reset, device synchronisation, memory info, peer access, bare tgid |
+//! | `stream` | streams (synchronous: work runs in the calling thread), forced destroy |
+//! | `memory` | `aclrtMalloc` and `aclrtMallocHost` blocks, the device address ranges, copy (sync and async) and fill checks |
 //! | `vmm` | granularity, physical memory, reservations, mappings, access |
 //! | `shareable` | VMM export / trustlist / import of shareable handles |
 //! | `ipc_key` | key-based IPC memory |
 //! | `notify` | notifies, notify IPC, record / wait-and-reset |
+//! | `event` | events and IPC events (handle export / open, record, stream wait) |
 //!
 //! Each module's documentation states the behaviour it emulates and its choices.
 //!
@@ -56,6 +57,7 @@
 //! | unknown/stale handle, stream, notify, key, shareable handle | 107017 `ACL_ERROR_RT_INVALID_HANDLE` | `DRV_ERROR_INVALID_HANDLE` mapping |
 //! | notify wait expired | 107019 `ACL_ERROR_RT_WAIT_TIMEOUT` | the runtime's wait-timeout code; `timeout` is taken in **seconds** (RT-DOC and the runtime's own log; the header says ms) |
 //! | notify key `len < 65`, bad notify flags (e.g. the memory flag 0x1) | 107000 | the documented code of the same checks for memory keys |
+//! | one reservation mapping two devices' memory, or local and imported handles | 107000 | `aclrtMapMem`'s reference forbids both without a code; the driver's invalid-argument mapping |
 //!
 //! Other choices: the ACL version is 1.16.0 and `aclsysGetVersionStr` reports
 //! `"8.5.0-devipc-emulator"` ([`VERSION_STR`]); the VMM granularity is 2 MiB
@@ -66,6 +68,7 @@
 mod device;
 mod entry;
 mod errors;
+mod event;
 mod init;
 mod ipc_key;
 mod memory;

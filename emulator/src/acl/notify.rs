@@ -14,10 +14,20 @@
 //!   returns the same key.
 //! - set pid: a non-empty pid list (107000, documented), by the creating process only,
 //!   after export.
-//! - import: flags 0 or `ENABLE_PEER_ACCESS` = **0x02**; the importer's pid on the
+//! - import: the ACL wrapper refuses flags above `ACL_NOTIFY_DEVICE_USE_ONLY` (1) with
+//!   `ACL_ERROR_INVALID_PARAM` (100000), the documented `ENABLE_PEER_ACCESS` = **0x02**
+//!   included (RT-SRC `aclrtNotifyImportByKeyImpl`, as devipc's backend documents:
+//!   `ascend.notify.import-flags-0-or-1`), and 0x1 is the memory flag, not a notify flag
+//!   (107000, `ascend.notify.flags-valid`): only 0 imports. The importer's pid must be on the
 //!   trustlist unless exported with 0x02 (the creating process itself is trusted). The
 //!   emulated notify is reachable from every device, so importing on another device needs
-//!   no peer access (the vendor only recommends the flag).
+//!   no peer access (the vendor only recommends it).
+//! - wait on an IPC notify (exported here, or imported) only from the device it was
+//!   created on: `aclrtWaitAndResetNotify` checks the calling thread's current device
+//!   (107002 without one) against it and fails with 107000 otherwise (RT-SRC
+//!   `Notify::CheckIpcNotifyDevId` in `NotifyWait`: "the corresponding Notify Wait must be
+//!   delivered on the device that creates the IPC Notify":
+//!   `ascend.notify.wait-on-creating-device`). Records may come from any device.
 //! - record / wait-and-reset run at once in the calling thread (streams are synchronous,
 //!   see [`super::stream`]): record sets word 0 and wakes all waiters; wait blocks until it
 //!   is set and resets it atomically, so each record releases exactly one wait
@@ -31,11 +41,12 @@
 //!   emulator runs streams synchronously, so the wait call itself returns the code.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use devipc_ascend_sys::consts::{
     ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT, ACL_NOTIFY_DEVICE_USE_ONLY,
-    ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS,
+    ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
 };
 
 use crate::error::EmuError;
@@ -53,8 +64,12 @@ use super::{device, rules, shared, stream};
 #[derive(Debug)]
 struct NotifyLocal {
     id: ObjectId,
+    /// The device the notify was created on.
+    device: u32,
     /// Whether this process created it (rather than imported it).
     created: bool,
+    /// Whether it is an IPC notify: exported (by its creator) or imported.
+    ipc: AtomicBool,
     /// The mapped page of words; word 0 is the semaphore.
     words: SharedMapping,
 }
@@ -84,15 +99,22 @@ pub fn create(flag: u64) -> AclResult<usize> {
         Some(segment) => segment.map().map_err(AclFailure::from),
         None => Err(EmuError::InvalidArgument("notify without words".into()).into()),
     };
-    register(id, true, mapped).inspect_err(|_| {
+    register(id, device, true, mapped).inspect_err(|_| {
         let _ = reg.release(id, me);
     })
 }
 
-fn register(id: ObjectId, created: bool, words: AclResult<SharedMapping>) -> AclResult<usize> {
+fn register(
+    id: ObjectId,
+    device: u32,
+    created: bool,
+    words: AclResult<SharedMapping>,
+) -> AclResult<usize> {
     let local = NotifyLocal {
         id,
+        device,
         created,
+        ipc: AtomicBool::new(!created),
         words: words?,
     };
     // Word 0 must exist before the handle is handed out.
@@ -138,6 +160,7 @@ pub fn export(handle: usize, len: usize, flags: u64) -> AclResult<[u8; KEY_LEN]>
         }
         Ok::<_, EmuError>(())
     })?;
+    local.ipc.store(true, Ordering::Release);
     Ok(encode_key(Vendor::Acl, ObjectKind::Notify, local.id))
 }
 
@@ -161,13 +184,20 @@ pub fn set_pids(handle: usize, pids: &[i32]) -> AclResult<()> {
 /// `aclrtNotifyImportByKey`: returns the new handle.
 pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
     check(
-        flags & !ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS != 0,
-        rules::NOTIFY_FLAGS,
+        flags > u64::from(ACL_NOTIFY_DEVICE_USE_ONLY),
+        rules::NOTIFY_IMPORT_FLAGS,
         || {
             format!(
-                "flags {flags:#x} is not DEFAULT (0) or ENABLE_PEER_ACCESS (0x02; 0x1 is the memory flag)"
+                "flags {flags:#x}: the ACL wrapper accepts only [0, {ACL_NOTIFY_DEVICE_USE_ONLY}] \
+                 ('param flag must be [0,1] currently'), the documented ENABLE_PEER_ACCESS 0x02 \
+                 included; import with 0 and call aclrtDeviceEnablePeerAccess"
             )
         },
+    )?;
+    check(
+        flags != ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT && flags <= 1,
+        rules::NOTIFY_FLAGS,
+        || format!("flags {flags:#x}: 0x1 is the memory flag, not a notify import flag"),
     )?;
     device::require_current("aclrtNotifyImportByKey")?;
     let (vendor, kind, raw) = decode_key(key)?;
@@ -180,7 +210,7 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
     let reg = shared::registry()?;
     let me = shared::me()?;
     let id = reg.resolve(raw.raw())?;
-    reg.update(id, |m| {
+    let device = reg.update(id, |m| {
         m.expect(Vendor::Acl, ObjectKind::Notify)?;
         if !m.flags.contains(ObjectFlags::EXPORTED) {
             return Err(AclFailure::rule(
@@ -196,13 +226,13 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
             )
         })?;
         m.add_holder(me)?;
-        Ok::<_, AclFailure>(())
+        Ok::<_, AclFailure>(m.info().device)
     })?;
     let mapped = reg
         .open_segment(id)
         .and_then(|s| s.map())
         .map_err(AclFailure::from);
-    register(id, false, mapped).inspect_err(|_| {
+    register(id, device, false, mapped).inspect_err(|_| {
         let _ = reg.release(id, me);
     })
 }
@@ -219,6 +249,20 @@ pub fn record(handle: usize, stream_handle: usize) -> AclResult<()> {
 pub fn wait_and_reset(handle: usize, stream_handle: usize, timeout: u32) -> AclResult<()> {
     stream::check(stream_handle)?;
     let local = NOTIFIES.get(handle)?;
+    if local.ipc.load(Ordering::Acquire) {
+        let current = device::require_current("aclrtWaitAndResetNotify on an IPC notify")?;
+        check(
+            current != local.device,
+            rules::NOTIFY_WAIT_ON_CREATING_DEVICE,
+            || {
+                format!(
+                    "the current device is {current}, but this IPC notify was created on device {}: \
+                     the wait must be delivered on the device that created the IPC notify",
+                    local.device
+                )
+            },
+        )?;
+    }
     let word = local.words.word(0)?;
     let limit =
         (timeout != 0 && timeout != u32::MAX).then(|| Duration::from_secs(u64::from(timeout)));

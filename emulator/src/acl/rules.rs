@@ -108,6 +108,9 @@ const WHY_HANDLE: &str = "an unknown or stale object; the driver's DRV_ERROR_INV
 const WHY_REVOKED: &str = "a device access to memory that is no longer mapped for the process; \
                            the vendor documents no code ('exceptions may occur'), the emulator \
                            reports the DMA fault 507013 on the copies that touch it";
+const WHY_MAP: &str = "refused by the driver's mapping of the range (halMemMap); the vendor \
+                       names no code, and an invalid argument of the driver \
+                       (DRV_ERROR_INVALID_VALUE) maps to 107000";
 const WHY_ACL_PARAM: &str = "checked by the ACL wrapper before the runtime is called; the \
                              exact code per function is unverified";
 
@@ -123,8 +126,13 @@ rules! {
     PARAM_RESERVED_ZERO = "ascend.param.reserved-must-be-zero", ACL_ERROR_INVALID_PARAM,
         CodeBasis::Documented, true,
         "reserved arguments must be 0: aclrtMallocPhysical flags, aclrtReserveMemAddress \
-         alignment and flags, aclrtMapMem offset and flags, aclrtDeviceEnablePeerAccess flags",
-        "api-facts A.5, A.10, A.11 (RT-DOC 11-04, 04)";
+         alignment, aclrtMapMem offset and flags, aclrtDeviceEnablePeerAccess flags; \
+         aclrtReserveMemAddress flags must be 0 or 1 (the page-type flag the ACL wrapper keeps \
+         for compatibility with early interfaces: torch_npu's expandable segments and Mooncake \
+         pass 1)",
+        "api-facts A.5, A.10, A.11 (RT-DOC 11-04, 04); RT-SRC memory.cpp \
+         aclrtReserveMemAddressImpl (flags 0 or 1, else ACL_ERROR_INVALID_PARAM); torch_npu \
+         NPUCachingAllocator.cpp ExpandableSegment (AclrtReserveMemAddress(.., 0, nullptr, 1))";
     /// Enumeration arguments must be known values.
     PARAM_ENUM_VALUE = "ascend.param.enum-value-checked", ACL_ERROR_INVALID_PARAM,
         CodeBasis::Chosen(WHY_ACL_PARAM), false,
@@ -137,6 +145,15 @@ rules! {
         "aclrtMalloc, aclrtMallocPhysical and aclrtReserveMemAddress reject size 0, \
          aclrtMemSetAccess a descriptor count of 0",
         "api-facts A.5 (RT-DOC 11-04: size must not be 0)";
+    /// Arguments the runtime layer range-checks.
+    PARAM_RUNTIME_RANGE = "ascend.param.runtime-range-checked", ACL_ERROR_RT_PARAM_INVALID,
+        CodeBasis::Documented, false,
+        "arguments the runtime layer range-checks fail with ACL_ERROR_RT_PARAM_INVALID: \
+         aclrtSynchronizeDeviceWithTimeout's timeout below -1, aclrtGetMemInfo's attr not a \
+         memory-info kind (ACL_DDR_MEM .. ACL_HBM_MEM_P2P_HUGE1G)",
+        "RT-SRC device.cpp aclrtSynchronizeDeviceWithTimeoutImpl (timeout in [-1, INT_MAX], \
+         else ACL_ERROR_RT_PARAM_INVALID); memory.cpp aclrtGetMemInfoImpl -> rtMemGetInfoEx \
+         (RT_ERROR_INVALID_VALUE -> 107000)";
     /// A repeated aclInit returns 100002 and counts.
     INIT_REPEAT = "ascend.init.repeat-initialize-counted", ACL_ERROR_REPEAT_INITIALIZE,
         CodeBasis::Documented, true,
@@ -156,9 +173,10 @@ rules! {
     /// Calls that need a context fail without aclrtSetDevice on the thread.
     CONTEXT_REQUIRED = "ascend.context.set-device-required", ACL_ERROR_RT_CONTEXT_NULL,
         CodeBasis::Documented, true,
-        "calls that work on the current device (aclrtGetDevice, aclrtMalloc, streams, IPC key \
-         export/import/close, notify create/import, peer access) need aclrtSetDevice on the \
-         calling thread",
+        "calls that work on the current device (aclrtGetDevice, aclrtMalloc, aclrtMallocHost, \
+         aclrtFreeHost, streams, aclrtSynchronizeDevice(WithTimeout), aclrtGetMemInfo, IPC key \
+         export/import/close, notify create/import and waits on IPC notifies, peer access) need \
+         aclrtSetDevice on the calling thread",
         "api-facts A.11, C.4 (RT-SRC: RT_ERROR_CONTEXT_NULL -> 107002)";
     /// Unknown or stale objects are rejected.
     HANDLE_VALID = "ascend.handle.valid", ACL_ERROR_RT_INVALID_HANDLE,
@@ -190,7 +208,9 @@ rules! {
     MEM_COPY_BOUNDS = "ascend.mem.copy-within-bounds", ACL_ERROR_RT_PARAM_INVALID,
         CodeBasis::Chosen(WHY_RT_PARAM), false,
         "aclrtMemcpy/aclrtMemcpyAsync/aclrtMemset: count must not exceed destMax/maxCount, and \
-         device operands must lie inside one allocation",
+         device operands must lie inside one allocation, or inside address-contiguous \
+         aclrtMapMem mappings of one reservation (see ascend.vmm.copy-spans-contiguous-mappings): \
+         a span that touches an unmapped hole or leaves its reservation is refused",
         "api-facts A.3";
     /// The copy kind must match the operands.
     MEM_COPY_KIND = "ascend.mem.copy-kind-matches", ACL_ERROR_RT_PARAM_INVALID,
@@ -246,6 +266,31 @@ rules! {
         "aclrtFreePhysical does not release memory that is still mapped; it is released at \
          the last aclrtUnmapMem",
         "api-facts A.5 (RT-DOC 11-04)";
+    /// A reservation maps memory of one device only.
+    VMM_RESERVATION_ONE_DEVICE = "ascend.vmm.reservation-one-device", ACL_ERROR_RT_PARAM_INVALID,
+        CodeBasis::Chosen(WHY_MAP), true,
+        "one aclrtReserveMemAddress range may not be bound to physical memory of two devices: \
+         aclrtMapMem of a handle of another device than the range's other mappings is refused",
+        "RT-DOC 11-04 aclrtMapMem, handle: a reserved range managed by the user cannot be bound \
+         to physical memory allocated on two devices at the same time";
+    /// A reservation maps local or imported handles, not both.
+    VMM_RESERVATION_NOT_MIXED = "ascend.vmm.reservation-not-mixed-local-and-imported",
+        ACL_ERROR_RT_PARAM_INVALID, CodeBasis::Chosen(WHY_MAP), true,
+        "one aclrtReserveMemAddress range may not be bound both to handles of \
+         aclrtMallocPhysical and to handles of aclrtMemImportFromShareableHandle: aclrtMapMem of \
+         the other kind than the range's other mappings is refused",
+        "RT-DOC 11-04 aclrtMapMem, handle: a reserved range cannot be bound at the same time to \
+         handles output by aclrtMallocPhysical and by aclrtMemImportFromShareableHandle(V2)";
+    /// Copies may span address-contiguous mappings of one reservation.
+    VMM_COPY_SPANS_MAPPINGS = "ascend.vmm.copy-spans-contiguous-mappings", ACL_SUCCESS,
+        CodeBasis::Behaviour, true,
+        "one aclrtMemcpy / aclrtMemcpyAsync / aclrtMemset may cover several aclrtMapMem \
+         mappings that are address-contiguous in one reservation (torch_npu copies tensors \
+         spanning several pages of an expandable segment as one pointer); a span that touches an \
+         unmapped hole or leaves the reservation is still refused (ascend.mem.copy-within-bounds)",
+        "RT-DOC 11-04 aclrtReserveMemAddress / aclrtMapMem (reserve + map exist to give \
+         address-contiguous virtual memory); torch_npu NPUCachingAllocator.cpp ExpandableSegment \
+         (20 MiB pages mapped back to back, tensors cross page boundaries)";
     /// V1 export needs handle type NONE.
     VMM_HANDLE_TYPE_NONE = "ascend.vmm.export-handle-type-none", ACL_ERROR_INVALID_PARAM,
         CodeBasis::Documented, true,
@@ -334,8 +379,12 @@ rules! {
     /// Exported ranges start page aligned.
     KEY_PAGE_ALIGNED = "ascend.ipc-key.page-aligned", ACL_ERROR_RT_PARAM_INVALID,
         CodeBasis::Chosen(WHY_RT_PARAM), true,
-        "the exported range must start on a page boundary (page-table aligned)",
-        "api-facts C.4 (RT-DOC FAQ on IPC page-table alignment)";
+        "the exported range must be page-table aligned at both ends: devPtr and devPtr+size on \
+         a 4 KiB page boundary of the block (the IPC interfaces refuse a range that shares a page \
+         with other memory, against information leaks across processes)",
+        "api-facts C.4; RT-DOC FAQ inter_process_IPC_page_table_align_requirements.md (exporting \
+         1024 bytes of an aclrtMalloc(1024) 'may fail: not page-table aligned'; 4096 of \
+         aclrtMalloc(4096) succeeds; normal pages 4K, huge pages 2M or 1G)";
     /// aclrtIpcMemSetImportPid needs pids.
     KEY_SET_PID_ARGS = "ascend.ipc-key.set-pid-needs-pids", ACL_ERROR_RT_PARAM_INVALID,
         CodeBasis::Documented, false,
@@ -384,6 +433,13 @@ rules! {
          aclrtMemcpyAsync of a host kind or ACL_MEMCPY_DEFAULT; aclrtMemcpyAsync device to \
          device works; on the owner's device there is no restriction",
         "api-facts C.4 (RT-DOC 11-07)";
+    /// aclrtIpcMemClose in an importer unmaps its oldest import.
+    KEY_CLOSE_OLDEST = "ascend.ipc-key.close-unmaps-oldest-import", ACL_SUCCESS,
+        CodeBasis::Behaviour, true,
+        "after several imports of one key in a process, each aclrtIpcMemClose unmaps the oldest \
+         remaining import (first in, first out); the newer addresses stay usable",
+        "RT-SRC api_impl_standard_soc.cc IpcCloseMemory (closes vaList.front() of the key's \
+         per-process address list)";
 
     // ---- notify --------------------------------------------------------------------------
 
@@ -395,8 +451,9 @@ rules! {
     /// Notify flags are 0 or 0x02.
     NOTIFY_FLAGS = "ascend.notify.flags-valid", ACL_ERROR_RT_PARAM_INVALID,
         CodeBasis::Chosen(WHY_RT_PARAM), true,
-        "notify export flags are 0 or DISABLE_PID_VALIDATION 0x02 and import flags 0 or \
-         ENABLE_PEER_ACCESS 0x02; the memory flag 0x1 is not a notify flag",
+        "notify export flags are 0 or DISABLE_PID_VALIDATION 0x02; the memory flag 0x1 is not a \
+         notify flag, for export nor (past the ACL wrapper's check, see \
+         ascend.notify.import-flags-0-or-1) for import",
         "api-facts A.8, C.6";
     /// aclrtNotifySetImportPid needs pids.
     NOTIFY_SET_PID_ARGS = "ascend.notify.set-pid-needs-pids", ACL_ERROR_RT_PARAM_INVALID,
@@ -429,6 +486,35 @@ rules! {
         "a notify lives until every process that created or imported it called \
          aclrtDestroyNotify",
         "api-facts C.6 (RT-DOC 08)";
+    /// The ACL wrapper refuses notify import flags above 1.
+    NOTIFY_IMPORT_FLAGS = "ascend.notify.import-flags-0-or-1", ACL_ERROR_INVALID_PARAM,
+        CodeBasis::Documented, true,
+        "aclrtNotifyImportByKey refuses flags above ACL_NOTIFY_DEVICE_USE_ONLY (1) in the ACL \
+         wrapper, the documented ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS (0x02) included; \
+         import with 0 and enable peer access with aclrtDeviceEnablePeerAccess instead",
+        "RT-SRC notify.cpp aclrtNotifyImportByKeyImpl (flags > ACL_NOTIFY_DEVICE_USE_ONLY -> \
+         ACL_ERROR_INVALID_PARAM, 'param flag must be [0,1] currently'); backend-ascend \
+         signal.rs";
+    /// An IPC notify is waited on from the device that created it.
+    NOTIFY_WAIT_ON_CREATING_DEVICE = "ascend.notify.wait-on-creating-device",
+        ACL_ERROR_RT_PARAM_INVALID, CodeBasis::Documented, true,
+        "aclrtWaitAndResetNotify on an IPC notify (exported, or imported by key) fails with \
+         ACL_ERROR_RT_PARAM_INVALID unless the calling thread's current device is the device the \
+         notify was created on; records may come from any device",
+        "RT-SRC notify.cc Notify::CheckIpcNotifyDevId and api_impl NotifyWait \
+         (RT_ERROR_INVALID_VALUE, EE1012: 'the corresponding Notify Wait must be delivered on the \
+         device that creates the IPC Notify')";
+
+    // ---- events --------------------------------------------------------------------------
+
+    /// Only events created with ACL_EVENT_IPC have an IPC handle.
+    EVENT_IPC_FLAG = "ascend.event.ipc-handle-needs-ipc-flag", ACL_ERROR_RT_PARAM_INVALID,
+        CodeBasis::Documented, true,
+        "aclrtIpcGetEventHandle fails with ACL_ERROR_RT_PARAM_INVALID unless the event was \
+         created by aclrtCreateEventExWithFlag with exactly ACL_EVENT_IPC",
+        "RT-DOC 07 aclrtIpcGetEventHandle (only events of aclrtCreateEventExWithFlag with \
+         ACL_EVENT_IPC); RT-SRC api_error.cc ApiErrorDecorator::IpcGetEventHandle (flag != \
+         RT_EVENT_IPC -> RT_ERROR_INVALID_VALUE, 'Only IPC events are supported')";
 }
 
 /// The rule with this id.

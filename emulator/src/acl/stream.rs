@@ -1,4 +1,5 @@
-//! Streams: `aclrtCreateStream`, `aclrtDestroyStream`, `aclrtSynchronizeStream`.
+//! Streams: `aclrtCreateStream`, `aclrtDestroyStream`, `aclrtDestroyStreamForce`,
+//! `aclrtSynchronizeStream`.
 //!
 //! The emulator has no device queue: work "on a stream" (`aclrtMemcpyAsync`, notify
 //! record and wait) runs synchronously in the calling thread, so a stream is only a
@@ -29,6 +30,12 @@ pub fn create() -> AclResult<usize> {
 pub fn destroy(stream: usize) -> AclResult<()> {
     STREAMS.remove(stream)?;
     Ok(())
+}
+
+/// `aclrtDestroyStreamForce`: destroys the stream without waiting for its tasks; the
+/// emulator's streams never have pending tasks, so it is `aclrtDestroyStream`.
+pub fn destroy_force(stream: usize) -> AclResult<()> {
+    destroy(stream)
 }
 
 /// Checks a stream argument: NULL (the default stream) or a live stream of this process.

@@ -11,14 +11,24 @@
 //!   allocation type PINNED, location type DEVICE, and a device memory attribute
 //!   (`ACL_MEM_NORMAL`/`HUGE`/`HUGE1G`/`P2P_*`, `ACL_HBM_MEM_HUGE`/`NORMAL`/`HUGE1G`; the
 //!   DDR kinds are host-only). `size` must be a multiple of the granularity.
-//! - `aclrtReserveMemAddress(size, 0, NULL, 0)`: a `PROT_NONE` host range of `size`
-//!   rounded up to the granularity, aligned to it. `expectPtr` is experimental in the
-//!   vendor runtime and not emulated (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`).
+//! - `aclrtReserveMemAddress(size, 0, NULL, flags)`: a `PROT_NONE` host range of `size`
+//!   rounded up to the granularity, aligned to it. `flags` is 0 or 1 (the page-type flag
+//!   the ACL wrapper accepts "for compatibility with early interfaces", RT-SRC
+//!   `aclrtReserveMemAddressImpl`; torch_npu's expandable segments and Mooncake always pass
+//!   1), anything else is `ACL_ERROR_INVALID_PARAM`; the emulator makes no difference
+//!   between the two. `expectPtr` is experimental in the vendor runtime and not emulated
+//!   (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`).
 //! - `aclrtMapMem(va, size, 0, handle, 0)`: places the object's segment file at `va`
 //!   with `MAP_FIXED` (`size` must equal the physical size, `va` must be a free, page
 //!   aligned part of one reservation); the range joins [`super::memory::RANGES`].
 //!   `aclrtUnmapMem(va)` puts the pages back to reserved; `aclrtReleaseMemAddress`
-//!   needs the reservation's base with nothing mapped in it.
+//!   needs the reservation's base with nothing mapped in it. As the `aclrtMapMem` reference
+//!   says (RT-DOC 11-04), one reservation holds memory of one device only
+//!   (`ascend.vmm.reservation-one-device`) and either handles of `aclrtMallocPhysical` or
+//!   imported ones, never both (`ascend.vmm.reservation-not-mixed-local-and-imported`);
+//!   both are 107000 (the vendor names no code). Mappings that are address-contiguous in one
+//!   reservation form one device range for copies
+//!   (`ascend.vmm.copy-spans-contiguous-mappings`, see [`super::memory`]).
 //! - `aclrtMemSetAccess(va, size, desc, n)`: `va`/`size` must be a mapping; each
 //!   descriptor needs known flags and a valid device location; the flags of the
 //!   descriptor for the mapping's device become the mapping's access, which copies
@@ -82,11 +92,22 @@ pub struct Physical {
 /// The physical handles of this process.
 pub static PHYSICAL: HandleTable<Physical> = HandleTable::new("aclrtDrvMemHandle", 0xac52);
 
-/// One reservation and what is mapped in it (offset -> length).
+/// One mapping inside a reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mapped {
+    /// Length in bytes.
+    len: usize,
+    /// The device of the handle mapped.
+    device: u32,
+    /// Whether the handle came from `aclrtMemImportFromShareableHandle`.
+    imported: bool,
+}
+
+/// One reservation and what is mapped in it (offset -> mapping).
 #[derive(Debug)]
 struct Reserved {
     range: Reservation,
-    mapped: BTreeMap<usize, usize>,
+    mapped: BTreeMap<usize, Mapped>,
 }
 
 /// The reservations of this process, by base address.
@@ -224,11 +245,12 @@ pub fn free_physical(handle: usize) -> AclResult<()> {
 
 /// `aclrtReserveMemAddress`: returns the base.
 pub fn reserve(size: usize, alignment: usize, expect: usize, flags: u64) -> AclResult<usize> {
-    check(
-        alignment != 0 || flags != 0,
-        rules::PARAM_RESERVED_ZERO,
-        || format!("alignment ({alignment:#x}) and flags ({flags:#x}) are reserved and must be 0"),
-    )?;
+    check(alignment != 0, rules::PARAM_RESERVED_ZERO, || {
+        format!("alignment ({alignment:#x}) is reserved and must be 0")
+    })?;
+    check(flags > 1, rules::PARAM_RESERVED_ZERO, || {
+        format!("flags ({flags:#x}) must be 0 or 1 (the page-type flag kept for compatibility)")
+    })?;
     if size == 0 {
         return Err(AclFailure::rule(rules::PARAM_SIZE_NONZERO, "size is 0"));
     }
@@ -327,9 +349,29 @@ pub fn map(va: usize, size: usize, offset: usize, handle: usize, flags: u64) -> 
         .mapped
         .range(..at.saturating_add(size))
         .next_back()
-        .is_some_and(|(o, l)| o + l > at);
+        .is_some_and(|(o, m)| o + m.len > at);
     if !fits || at % sys::page_size() != 0 || overlaps {
         return Err(outside());
+    }
+    if let Some(other) = reserved.mapped.values().find(|m| m.device != p.device) {
+        check(true, rules::VMM_RESERVATION_ONE_DEVICE, || {
+            format!(
+                "the reservation at {base:#x} already maps memory of device {}; handle {handle:#x} is on device {}: one reservation is bound to one device's memory",
+                other.device, p.device
+            )
+        })?;
+    }
+    if reserved.mapped.values().any(|m| m.imported != p.imported) {
+        let (this, other) = if p.imported {
+            ("imported", "of aclrtMallocPhysical")
+        } else {
+            ("of aclrtMallocPhysical", "imported")
+        };
+        check(true, rules::VMM_RESERVATION_NOT_MIXED, || {
+            format!(
+                "the reservation at {base:#x} already maps handles {other}; handle {handle:#x} is {this}: one reservation is not bound to both kinds"
+            )
+        })?;
     }
     PHYSICAL.with(handle, |p| {
         if p.freed {
@@ -352,6 +394,7 @@ pub fn map(va: usize, size: usize, offset: usize, handle: usize, flags: u64) -> 
         device: p.device,
         backing: Backing::Vmm {
             handle,
+            reservation: base,
             access: ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
         },
     };
@@ -359,7 +402,14 @@ pub fn map(va: usize, size: usize, offset: usize, handle: usize, flags: u64) -> 
         let _ = reserved.range.unmap(at, size);
         return Err(undo(e.into()));
     }
-    reserved.mapped.insert(at, size);
+    reserved.mapped.insert(
+        at,
+        Mapped {
+            len: size,
+            device: p.device,
+            imported: p.imported,
+        },
+    );
     Ok(())
 }
 
@@ -378,7 +428,7 @@ pub fn unmap(va: usize) -> AclResult<()> {
         .next_back()
         .ok_or_else(not_mapped)?;
     let at = va - base;
-    let len = *reserved.mapped.get(&at).ok_or_else(not_mapped)?;
+    let len = reserved.mapped.get(&at).ok_or_else(not_mapped)?.len;
     reserved
         .range
         .unmap(at, len)

@@ -809,6 +809,76 @@ impl Shell {
                 }
                 Ok(vec![addrs.len().to_string()])
             }
+            "sync-device" => self.status(opt!(api, aclrtSynchronizeDevice()), vec![]),
+            "sync-device-timeout" => self.status(
+                opt!(api, aclrtSynchronizeDeviceWithTimeout(n(0)? as i32)),
+                vec![],
+            ),
+            "mem-info" => {
+                // mem-info <attr>: answers free and total.
+                let (mut free, mut total) = (0usize, 0usize);
+                let code = opt!(api, aclrtGetMemInfo(n(0)? as i32, &mut free, &mut total));
+                self.status(code, vec![free.to_string(), total.to_string()])
+            }
+            "malloc-host" => {
+                let mut p = ptr::null_mut();
+                let code = opt!(api, aclrtMallocHost(&mut p, n(0)? as usize));
+                self.status(code, vec![hex(p.addr())])
+            }
+            "free-host" => self.status(opt!(api, aclrtFreeHost(vptr(n(0)?))), vec![]),
+            "stream-destroy-force" => {
+                self.status(opt!(api, aclrtDestroyStreamForce(vptr(n(0)?))), vec![])
+            }
+            "reset-device-force" => {
+                self.status(opt!(api, aclrtResetDeviceForce(n(0)? as i32)), vec![])
+            }
+            "event-create" => {
+                let mut e = ptr::null_mut();
+                let code = opt!(api, aclrtCreateEventExWithFlag(&mut e, n(0)? as u32));
+                self.status(code, vec![hex(e.addr())])
+            }
+            "event-destroy" => self.status(opt!(api, aclrtDestroyEvent(vptr(n(0)?))), vec![]),
+            "event-record" => self.status(
+                opt!(api, aclrtRecordEvent(vptr(n(0)?), vptr(n_or(1, 0)?))),
+                vec![],
+            ),
+            "event-wait" => {
+                // event-wait <stream> <event>: aclrtStreamWaitEvent.
+                let code = opt!(api, aclrtStreamWaitEvent(vptr(n(0)?), vptr(n(1)?)));
+                self.status(code, vec![])
+            }
+            "event-sync" => self.status(opt!(api, aclrtSynchronizeEvent(vptr(n(0)?))), vec![]),
+            "event-query" => {
+                let mut status = -1;
+                let code = opt!(api, aclrtQueryEventStatus(vptr(n(0)?), &mut status));
+                self.status(code, vec![status.to_string()])
+            }
+            "event-handle" => {
+                // event-handle <event>: the 64 bytes as hex.
+                let mut h = aclrtIpcEventHandle::default();
+                let code = opt!(api, aclrtIpcGetEventHandle(vptr(n(0)?), &mut h));
+                let text: String = h
+                    .reserved
+                    .iter()
+                    .map(|b| format!("{:02x}", *b as u8))
+                    .collect();
+                self.status(code, vec![text])
+            }
+            "event-open" => {
+                // event-open <hex of 64 bytes>
+                let text = args.first().copied().unwrap_or("");
+                let mut h = aclrtIpcEventHandle::default();
+                for (i, slot) in h.reserved.iter_mut().enumerate() {
+                    let byte = text
+                        .get(2 * i..2 * i + 2)
+                        .and_then(|b| u8::from_str_radix(b, 16).ok())
+                        .unwrap_or(0);
+                    *slot = byte as c_char;
+                }
+                let mut e = ptr::null_mut();
+                let code = opt!(api, aclrtIpcOpenEventHandle(h, &mut e));
+                self.status(code, vec![hex(e.addr())])
+            }
             "null" => self.null_call(args.first().copied().unwrap_or("")),
             other => Err((-1, format!("shell: unknown command {other:?}"))),
         }
@@ -900,6 +970,34 @@ impl Shell {
                 aclrtGetVersion(ptr::null_mut(), ptr::null_mut(), ptr::null_mut())
             ),
             "version-str" => opt!(api, aclsysGetVersionStr(ptr::null_mut(), ptr::null_mut())),
+            "mem-info-free" => {
+                let mut total = 0usize;
+                opt!(api, aclrtGetMemInfo(1, ptr::null_mut(), &mut total))
+            }
+            "mem-info-total" => {
+                let mut free = 0usize;
+                opt!(api, aclrtGetMemInfo(1, &mut free, ptr::null_mut()))
+            }
+            "malloc-host" => opt!(api, aclrtMallocHost(ptr::null_mut(), 64)),
+            "free-host" => opt!(api, aclrtFreeHost(null)),
+            "stream-destroy-force" => opt!(api, aclrtDestroyStreamForce(null)),
+            "event-create" => opt!(api, aclrtCreateEventExWithFlag(ptr::null_mut(), 0x40)),
+            "event-destroy" => opt!(api, aclrtDestroyEvent(null)),
+            "event-record" => opt!(api, aclrtRecordEvent(null, null)),
+            "event-wait" => opt!(api, aclrtStreamWaitEvent(null, null)),
+            "event-sync" => opt!(api, aclrtSynchronizeEvent(null)),
+            "event-query" => {
+                let mut status = 0;
+                opt!(api, aclrtQueryEventStatus(null, &mut status))
+            }
+            "event-handle" => {
+                let mut h = aclrtIpcEventHandle::default();
+                opt!(api, aclrtIpcGetEventHandle(null, &mut h))
+            }
+            "event-open" => opt!(
+                api,
+                aclrtIpcOpenEventHandle(aclrtIpcEventHandle::default(), ptr::null_mut())
+            ),
             other => return Err((-1, format!("shell: no NULL case {other:?}"))),
         };
         self.status(code, vec![])
@@ -946,6 +1044,19 @@ pub const NULL_CASES: &[&str] = &[
     "notify-wait",
     "version",
     "version-str",
+    "mem-info-free",
+    "mem-info-total",
+    "malloc-host",
+    "free-host",
+    "stream-destroy-force",
+    "event-create",
+    "event-destroy",
+    "event-record",
+    "event-wait",
+    "event-sync",
+    "event-query",
+    "event-handle",
+    "event-open",
 ];
 
 fn phys_prop(
