@@ -69,6 +69,7 @@ pub(crate) const fn vendor(
         needs,
         scenario,
         hidden: false,
+        catches: &[],
     }
 }
 
@@ -91,6 +92,7 @@ pub(crate) const fn portable(
         needs,
         scenario,
         hidden: false,
+        catches: &[],
     }
 }
 
