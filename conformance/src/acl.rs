@@ -119,7 +119,11 @@ impl AclShell {
         if self.api.aclrtMemGetAllocationGranularity.is_none() {
             return Ok(FALLBACK_GRANULARITY);
         }
-        self.granularity_of(device, ACL_HBM_MEM_HUGE, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM)
+        self.granularity_of(
+            device,
+            ACL_HBM_MEM_HUGE,
+            ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
+        )
     }
 
     /// `aclrtMemGetAllocationGranularity` for a device allocation of `mem_attr`.

@@ -26,8 +26,8 @@ use support::run_json;
 
 /// What breaking one switch did.
 enum Outcome {
-    /// These bearing rules failed.
-    Caught(Vec<String>),
+    /// A bearing rule failed.
+    Caught,
     /// No bearing rule failed: each rule's result.
     Missed(String),
 }
@@ -45,7 +45,7 @@ fn sweep_one(switch: &Switch, rules: &[&str]) -> Outcome {
         .map(|r| r["rule"].as_str().unwrap_or("?").to_owned())
         .collect();
     if !failed.is_empty() && out.status.code() == Some(1) {
-        return Outcome::Caught(failed);
+        return Outcome::Caught;
     }
     let seen: Vec<String> = results
         .iter()
@@ -109,7 +109,7 @@ fn breaking_any_emulator_rule_fails_a_conformance_rule() {
     let mut caught = 0;
     for (i, o) in &outcomes {
         match o {
-            Outcome::Caught(_) => caught += 1,
+            Outcome::Caught => caught += 1,
             Outcome::Missed(why) => missed.push(format!("{}: {why}", work[*i].0.id)),
         }
     }
