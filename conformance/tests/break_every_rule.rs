@@ -38,6 +38,14 @@ fn sweep_one(switch: &Switch, rules: &[&str]) -> Outcome {
         args.extend(["--rule", id]);
     }
     let (report, out) = run_json(&args, &[("DEVIPC_EMU_BREAK_RULE", switch.id)]);
+    // A backend that did not even start fails every rule: that is no catch.
+    let backend = &report["backends"][0];
+    if backend["probe_failure"].is_string() || backend["started"] != true {
+        return Outcome::Missed(format!(
+            "the backend did not start with the switch off: {}",
+            backend["probe_failure"]
+        ));
+    }
     let results = support::results(&report, switch.target.name());
     let failed: Vec<String> = results
         .iter()

@@ -996,6 +996,10 @@ fn notify_wait_timeout(ctx: &mut Ctx) -> Verdict {
         &format!("wait with timeout {WAIT_TIMEOUT} and no record"),
         result,
     )?;
+    // Positive control: the same wait after a record succeeds.
+    a.notify_record(n).step("aclrtRecordNotify")?;
+    a.notify_wait(n, WAIT_TIMEOUT)
+        .step("the same wait after a record")?;
     a.notify_destroy(n).step("destroy")?;
     // The wait returns neither before its timeout nor more than WAIT_SLACK after it. The
     // unit is seconds per RT-DOC 08 (what the emulator implements), milliseconds per the
@@ -1020,7 +1024,8 @@ fn notify_wait_timeout(ctx: &mut Ctx) -> Verdict {
         )));
     };
     Ok(format!(
-        "{seen} after {took:.2?}: the timeout counted in {unit}, within {WAIT_SLACK:?}"
+        "{seen} after {took:.2?}: the timeout counted in {unit}, within {WAIT_SLACK:?}; after \
+         a record the same wait succeeds"
     ))
 }
 
