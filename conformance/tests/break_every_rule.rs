@@ -2,7 +2,8 @@
 //! enumerated from `devipc_emulator::{acl,hip}::rules::ALL` by
 //! `devipc_conformance::switches`) is caught by the catalogue. For each breakable switch
 //! the runner runs, with that one emulator rule switched off, only the conformance rules
-//! bearing on it (same id, or listed in `Rule::catches`), and at least one must fail. A
+//! bearing on it (same id, or listed in `Rule::catches`), and at least one must fail (a
+//! bearing rule that still passes is reported too: its id or `catches` entry is stale). A
 //! switch no catalogue rule notices is vendor behaviour the suite never confirms on real
 //! hardware; all of them are named in one failure message.
 //!
@@ -30,6 +31,8 @@ enum Outcome {
     Caught,
     /// No bearing rule failed: each rule's result.
     Missed(String),
+    /// Caught, but these bearing rules passed anyway (a stale mapping).
+    Idle(String),
 }
 
 fn sweep_one(switch: &Switch, rules: &[&str]) -> Outcome {
@@ -53,7 +56,19 @@ fn sweep_one(switch: &Switch, rules: &[&str]) -> Outcome {
         .map(|r| r["rule"].as_str().unwrap_or("?").to_owned())
         .collect();
     if !failed.is_empty() && out.status.code() == Some(1) {
-        return Outcome::Caught;
+        // Every rule bearing on the switch must notice it: a rule named after the
+        // emulator rule, or declaring it in `catches`, that passes without it claims a
+        // check it does not make.
+        let idle: Vec<&str> = rules
+            .iter()
+            .copied()
+            .filter(|id| !failed.iter().any(|f| f == id))
+            .collect();
+        return if idle.is_empty() {
+            Outcome::Caught
+        } else {
+            Outcome::Idle(idle.join(", "))
+        };
     }
     let seen: Vec<String> = results
         .iter()
@@ -114,10 +129,15 @@ fn breaking_any_emulator_rule_fails_a_conformance_rule() {
     outcomes.sort_by_key(|(i, _)| *i);
 
     let mut missed = Vec::new();
+    let mut idle = Vec::new();
     let mut caught = 0;
     for (i, o) in &outcomes {
         match o {
             Outcome::Caught => caught += 1,
+            Outcome::Idle(rules) => {
+                caught += 1;
+                idle.push(format!("{}: {rules}", work[*i].0.id));
+            }
             Outcome::Missed(why) => missed.push(format!("{}: {why}", work[*i].0.id)),
         }
     }
@@ -149,6 +169,14 @@ fn breaking_any_emulator_rule_fails_a_conformance_rule() {
             "{} switches broke no conformance rule:\n  {}",
             missed.len(),
             missed.join("\n  ")
+        ));
+    }
+    if !idle.is_empty() {
+        problems.push(format!(
+            "{} switches were caught, but rules bearing on them passed with them off (fix the \
+             rule or its `catches`):\n  {}",
+            idle.len(),
+            idle.join("\n  ")
         ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
