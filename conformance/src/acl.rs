@@ -19,7 +19,9 @@ use devipc_ascend_sys::types::{
     ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE,
     ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
     ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclError, aclrtDrvMemHandle, aclrtEvent,
-    aclrtIpcEventHandle, aclrtMemAccessDesc, aclrtMemLocation, aclrtNotify, aclrtPhysicalMemProp,
+    aclrtIpcEventHandle, aclrtMemAccessDesc, aclrtMemAccessFlags, aclrtMemAttr,
+    aclrtMemGranularityOptions, aclrtMemHandleType, aclrtMemLocation, aclrtMemMallocPolicy,
+    aclrtMemcpyKind, aclrtNotify, aclrtPhysicalMemProp,
 };
 
 use crate::shell::{Exec, Failure, Handler, Pids, Reply, arg, hex, unhex, word};
@@ -27,10 +29,11 @@ use crate::shell::{Exec, Failure, Handler, Pids, Reply, arg, hex, unhex, word};
 /// VMM granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity`.
 const FALLBACK_GRANULARITY: usize = 2 << 20;
 
-/// The shell's state: the table and whether `aclInit` was called here.
+/// The shell's state: the table and how many `aclInit` calls of this shell are not yet
+/// balanced by an `aclFinalize` (the runtime counts them, api-facts A.3).
 pub struct AclShell {
     api: Arc<AclApi>,
-    initialized: bool,
+    inits: u32,
 }
 
 impl std::fmt::Debug for AclShell {
@@ -41,19 +44,29 @@ impl std::fmt::Debug for AclShell {
     }
 }
 
+/// The optional function `$name` of the table, or a harness failure naming it.
+macro_rules! opt {
+    ($api:expr, $name:ident) => {
+        $api.$name.ok_or_else(|| {
+            Failure::harness(concat!(
+                "this runtime lacks ",
+                stringify!($name),
+                " (too old for the rule)"
+            ))
+        })?
+    };
+}
+
 impl AclShell {
     /// A shell on `api`; calls `aclInit` (accepting `ACL_ERROR_REPEAT_INITIALIZE`).
     pub fn new(api: Arc<AclApi>) -> Result<AclShell, Failure> {
-        let mut shell = AclShell {
-            api,
-            initialized: false,
-        };
+        let mut shell = AclShell { api, inits: 0 };
         // SAFETY: a NULL config path is documented as "no configuration".
         let code = unsafe { (shell.api.aclInit)(std::ptr::null()) };
         if code != ACL_SUCCESS && code != ACL_ERROR_REPEAT_INITIALIZE {
             return Err(shell.failure("aclInit", code));
         }
-        shell.initialized = true;
+        shell.inits = 1;
         Ok(shell)
     }
 
@@ -87,10 +100,14 @@ impl AclShell {
     }
 
     fn prop(device: u32) -> aclrtPhysicalMemProp {
+        Self::prop_with(device, ACL_HBM_MEM_HUGE)
+    }
+
+    fn prop_with(device: u32, mem_attr: aclrtMemAttr) -> aclrtPhysicalMemProp {
         aclrtPhysicalMemProp {
             handleType: ACL_MEM_HANDLE_TYPE_NONE,
             allocationType: ACL_MEM_ALLOCATION_TYPE_PINNED,
-            memAttr: ACL_HBM_MEM_HUGE,
+            memAttr: mem_attr,
             location: aclrtMemLocation {
                 id: device,
                 r#type: ACL_MEM_LOCATION_TYPE_DEVICE,
@@ -100,29 +117,32 @@ impl AclShell {
     }
 
     fn granularity(&self, device: u32) -> Result<usize, Failure> {
-        let Some(f) = self.api.aclrtMemGetAllocationGranularity else {
+        if self.api.aclrtMemGetAllocationGranularity.is_none() {
             return Ok(FALLBACK_GRANULARITY);
-        };
-        let mut prop = Self::prop(device);
+        }
+        self.granularity_of(
+            device,
+            ACL_HBM_MEM_HUGE,
+            ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
+        )
+    }
+
+    /// `aclrtMemGetAllocationGranularity` for a device allocation of `mem_attr`.
+    fn granularity_of(
+        &self,
+        device: u32,
+        mem_attr: aclrtMemAttr,
+        option: aclrtMemGranularityOptions,
+    ) -> Result<usize, Failure> {
+        let f = opt!(self.api, aclrtMemGetAllocationGranularity);
+        let mut prop = Self::prop_with(device, mem_attr);
         let mut g = 0usize;
-        // SAFETY: valid pointers for the call; the option is a documented enumerator.
-        let code = unsafe { f(&mut prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &mut g) };
+        // SAFETY: valid pointers for the call; `option` and `mem_attr` are plain integers
+        // the runtime validates.
+        let code = unsafe { f(&mut prop, option, &mut g) };
         self.check("aclrtMemGetAllocationGranularity", code)?;
         Ok(g)
     }
-}
-
-/// The optional function `$name` of the table, or a harness failure naming it.
-macro_rules! opt {
-    ($api:expr, $name:ident) => {
-        $api.$name.ok_or_else(|| {
-            Failure::harness(concat!(
-                "this runtime lacks ",
-                stringify!($name),
-                " (too old for the rule)"
-            ))
-        })?
-    };
 }
 
 fn ptr(v: u64) -> *mut c_void {
@@ -172,12 +192,15 @@ impl Handler for AclShell {
                 }
                 "granularity" => one(self.granularity(arg(a, 0)?)? as u64),
                 "phys.alloc" => {
+                    // Optional third argument: the reserved flags (0 unless a rule
+                    // provokes the check).
                     let (dev, size): (u32, usize) = (arg(a, 0)?, arg(a, 1)?);
+                    let flags: u64 = if a.len() > 2 { arg(a, 2)? } else { 0 };
                     let prop = Self::prop(dev);
                     let mut h: aclrtDrvMemHandle = std::ptr::null_mut();
                     self.check(
                         "aclrtMallocPhysical",
-                        (api.aclrtMallocPhysical)(&mut h, size, &prop, 0),
+                        (api.aclrtMallocPhysical)(&mut h, size, &prop, flags),
                     )?;
                     one(h as usize as u64)
                 }
@@ -225,59 +248,20 @@ impl Handler for AclShell {
                     self.check("aclrtReleaseMemAddress", (api.aclrtReleaseMemAddress)(va))?;
                     none()
                 }
-                "va.reserve" => {
-                    // aclrtReserveMemAddress alone: `va.reserve <size> <flags>`.
-                    let (size, flags): (usize, u64) = (arg(a, 0)?, arg(a, 1)?);
-                    let mut va: *mut c_void = std::ptr::null_mut();
-                    self.check(
-                        "aclrtReserveMemAddress",
-                        (api.aclrtReserveMemAddress)(&mut va, size, 0, std::ptr::null_mut(), flags),
-                    )?;
-                    one(va as usize as u64)
-                }
-                "va.map-at" => {
-                    // aclrtMapMem at an address of a reservation, then read-write access
-                    // for `dev`: `va.map-at <va> <phys> <size> <dev>`.
-                    let (va, h, size, dev): (u64, u64, usize, u32) =
-                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?, arg(a, 3)?);
-                    self.check(
-                        "aclrtMapMem",
-                        (api.aclrtMapMem)(ptr(va), size, 0, ptr(h), 0),
-                    )?;
-                    if let Some(set_access) = api.aclrtMemSetAccess {
-                        let mut desc = aclrtMemAccessDesc {
-                            flags: ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
-                            location: aclrtMemLocation {
-                                id: dev,
-                                r#type: ACL_MEM_LOCATION_TYPE_DEVICE,
-                            },
-                            rsv: [0; 12],
-                        };
-                        let code = set_access(ptr(va), size, &mut desc, 1);
-                        if code != ACL_SUCCESS {
-                            let f = self.failure("aclrtMemSetAccess", code);
-                            (api.aclrtUnmapMem)(ptr(va));
-                            return Err(f);
-                        }
-                    }
-                    none()
-                }
-                "va.unmap-at" => self
-                    .check("aclrtUnmapMem", (api.aclrtUnmapMem)(ptr(arg(a, 0)?)))
-                    .and_then(|()| none()),
-                "va.release" => self
-                    .check(
-                        "aclrtReleaseMemAddress",
-                        (api.aclrtReleaseMemAddress)(ptr(arg(a, 0)?)),
-                    )
-                    .and_then(|()| none()),
                 "vmm.export" => {
+                    // Optional third argument: the handle type (NONE unless a rule
+                    // provokes the check).
                     let f = opt!(api, aclrtMemExportToShareableHandle);
                     let (h, flags): (u64, u64) = (arg(a, 0)?, arg(a, 1)?);
+                    let kind: aclrtMemHandleType = if a.len() > 2 {
+                        arg(a, 2)?
+                    } else {
+                        ACL_MEM_HANDLE_TYPE_NONE
+                    };
                     let mut sh = 0u64;
                     self.check(
                         "aclrtMemExportToShareableHandle",
-                        f(ptr(h), ACL_MEM_HANDLE_TYPE_NONE, flags, &mut sh),
+                        f(ptr(h), kind, flags, &mut sh),
                     )?;
                     one(sh)
                 }
@@ -595,6 +579,137 @@ impl Handler for AclShell {
                     )
                     .and_then(|()| none())
                 }
+                "pid-null" => {
+                    let f = opt!(api, aclrtDeviceGetBareTgid);
+                    self.check("aclrtDeviceGetBareTgid", f(std::ptr::null_mut()))
+                        .and_then(|()| none())
+                }
+                "init" => {
+                    // aclInit is counted (api-facts A.3): a repeated call returns
+                    // ACL_ERROR_REPEAT_INITIALIZE and still needs its aclFinalize.
+                    let code = (api.aclInit)(std::ptr::null());
+                    if code == ACL_SUCCESS || code == ACL_ERROR_REPEAT_INITIALIZE {
+                        self.inits += 1;
+                    }
+                    self.check("aclInit", code).and_then(|()| none())
+                }
+                "finalize" => {
+                    let code = (api.aclFinalize)();
+                    if code == ACL_SUCCESS {
+                        self.inits = self.inits.saturating_sub(1);
+                    }
+                    self.check("aclFinalize", code).and_then(|()| none())
+                }
+                "granularity.of" => {
+                    let (dev, attr, option): (u32, aclrtMemAttr, aclrtMemGranularityOptions) =
+                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                    one(self.granularity_of(dev, attr, option)? as u64)
+                }
+                "malloc.policy" => {
+                    let (size, policy): (usize, aclrtMemMallocPolicy) = (arg(a, 0)?, arg(a, 1)?);
+                    let mut p: *mut c_void = std::ptr::null_mut();
+                    self.check("aclrtMalloc", (api.aclrtMalloc)(&mut p, size, policy))?;
+                    one(p as usize as u64)
+                }
+                "address-range" => {
+                    let f = opt!(api, aclrtMemGetAddressRange);
+                    let mut base: *mut c_void = std::ptr::null_mut();
+                    let mut size = 0usize;
+                    self.check(
+                        "aclrtMemGetAddressRange",
+                        f(ptr(arg(a, 0)?), &mut base, &mut size),
+                    )?;
+                    Ok(vec![(base as usize).to_string(), size.to_string()])
+                }
+                "va.reserve" => {
+                    let (size, alignment, flags): (usize, usize, u64) =
+                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                    let mut va: *mut c_void = std::ptr::null_mut();
+                    self.check(
+                        "aclrtReserveMemAddress",
+                        (api.aclrtReserveMemAddress)(
+                            &mut va,
+                            size,
+                            alignment,
+                            std::ptr::null_mut(),
+                            flags,
+                        ),
+                    )?;
+                    one(va as usize as u64)
+                }
+                "va.release" => self
+                    .check(
+                        "aclrtReleaseMemAddress",
+                        (api.aclrtReleaseMemAddress)(ptr(arg(a, 0)?)),
+                    )
+                    .and_then(|()| none()),
+                "mem.map" => {
+                    let (va, size, offset, h, flags): (u64, usize, usize, u64, u64) =
+                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?, arg(a, 3)?, arg(a, 4)?);
+                    self.check(
+                        "aclrtMapMem",
+                        (api.aclrtMapMem)(ptr(va), size, offset, ptr(h), flags),
+                    )
+                    .and_then(|()| none())
+                }
+                "mem.unmap" => self
+                    .check("aclrtUnmapMem", (api.aclrtUnmapMem)(ptr(arg(a, 0)?)))
+                    .and_then(|()| none()),
+                "mem.set-access" => {
+                    let f = opt!(api, aclrtMemSetAccess);
+                    let (va, size, dev, flags): (u64, usize, u32, aclrtMemAccessFlags) =
+                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?, arg(a, 3)?);
+                    let mut desc = aclrtMemAccessDesc {
+                        flags,
+                        location: aclrtMemLocation {
+                            id: dev,
+                            r#type: ACL_MEM_LOCATION_TYPE_DEVICE,
+                        },
+                        rsv: [0; 12],
+                    };
+                    self.check("aclrtMemSetAccess", f(ptr(va), size, &mut desc, 1))
+                        .and_then(|()| none())
+                }
+                "sync-device-timeout" => {
+                    let f = opt!(api, aclrtSynchronizeDeviceWithTimeout);
+                    self.check("aclrtSynchronizeDeviceWithTimeout", f(arg(a, 0)?))
+                        .and_then(|()| none())
+                }
+                "mem-info" => {
+                    let f = opt!(api, aclrtGetMemInfo);
+                    let (mut free, mut total) = (0usize, 0usize);
+                    self.check("aclrtGetMemInfo", f(arg(a, 0)?, &mut free, &mut total))?;
+                    Ok(vec![free.to_string(), total.to_string()])
+                }
+                "write.bounded" => {
+                    // aclrtMemcpy host to device of the given bytes with an explicit
+                    // destMax (the destination's stated capacity).
+                    let (dst, dest_max): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
+                    let bytes = unhex(a.get(2).copied().unwrap_or(""))?;
+                    self.check(
+                        "aclrtMemcpy",
+                        (api.aclrtMemcpy)(
+                            ptr(dst),
+                            dest_max,
+                            bytes.as_ptr().cast(),
+                            bytes.len(),
+                            ACL_MEMCPY_HOST_TO_DEVICE,
+                        ),
+                    )
+                    .and_then(|()| none())
+                }
+                "read.kind" => {
+                    // aclrtMemcpy from device memory into a host buffer with the given
+                    // kind (ACL_MEMCPY_DEVICE_TO_HOST unless a rule provokes the check).
+                    let (src, len, kind): (u64, usize, aclrtMemcpyKind) =
+                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                    let mut buf = vec![0u8; len];
+                    self.check(
+                        "aclrtMemcpy",
+                        (api.aclrtMemcpy)(buf.as_mut_ptr().cast(), len, ptr(src), len, kind),
+                    )?;
+                    Ok(vec![hex(&buf)])
+                }
                 other => Err(Failure::harness(format!(
                     "unknown ACL shell command `{other}`"
                 ))),
@@ -605,8 +720,8 @@ impl Handler for AclShell {
 
 impl Drop for AclShell {
     fn drop(&mut self) {
-        if self.initialized {
-            // SAFETY: balances the aclInit of `new`; no arguments.
+        for _ in 0..self.inits {
+            // SAFETY: balances an aclInit of this shell; no arguments.
             unsafe { (self.api.aclFinalize)() };
         }
     }
@@ -672,27 +787,18 @@ impl<E: Exec> Acl<E> {
         self.run(format!("va.unmap {va}")).map(drop)
     }
 
-    /// `aclrtReserveMemAddress` of `size` bytes with `flags` (0, or the page-type flag 1):
-    /// the address.
-    pub fn reserve(&mut self, size: usize, flags: u64) -> Result<u64, Failure> {
-        word(&self.run(format!("va.reserve {size} {flags}"))?, 0)
-    }
-
-    /// `aclrtMapMem` of `phys` (`size` bytes) at `va` inside a reservation, with read-write
+    /// `aclrtMapMem` of `phys` (`size` bytes) at `va` inside a reservation, then read-write
     /// access for `dev` where the runtime has `aclrtMemSetAccess`.
-    pub fn map_at(&mut self, va: u64, phys: u64, size: usize, dev: u32) -> Result<(), Failure> {
-        self.run(format!("va.map-at {va} {phys} {size} {dev}"))
-            .map(drop)
-    }
-
-    /// `aclrtUnmapMem` of a mapping made with [`Acl::map_at`].
-    pub fn unmap_at(&mut self, va: u64) -> Result<(), Failure> {
-        self.run(format!("va.unmap-at {va}")).map(drop)
-    }
-
-    /// `aclrtReleaseMemAddress` of a reservation from [`Acl::reserve`].
-    pub fn release(&mut self, va: u64) -> Result<(), Failure> {
-        self.run(format!("va.release {va}")).map(drop)
+    pub fn map_rw_at(&mut self, va: u64, phys: u64, size: usize, dev: u32) -> Result<(), Failure> {
+        self.map_at(va, size, 0, phys, 0)?;
+        match self.set_access(va, size, dev, ACL_RT_MEM_ACCESS_FLAGS_READWRITE) {
+            // A runtime without aclrtMemSetAccess maps read-write.
+            Ok(()) | Err(Failure::Harness(_)) => Ok(()),
+            Err(e) => {
+                let _ = self.unmap_only(va);
+                Err(e)
+            }
+        }
     }
 
     /// One granule of physical memory on `dev`, mapped.
@@ -875,6 +981,150 @@ impl<E: Exec> Acl<E> {
     /// `aclrtDeviceEnablePeerAccess` from the current device.
     pub fn enable_peer(&mut self, peer: i32) -> Result<(), Failure> {
         self.run(format!("peer.enable {peer} 0")).map(drop)
+    }
+
+    /// `aclrtDeviceEnablePeerAccess` with explicit (reserved) `flags`.
+    pub fn enable_peer_flags(&mut self, peer: i32, flags: u32) -> Result<(), Failure> {
+        self.run(format!("peer.enable {peer} {flags}")).map(drop)
+    }
+
+    /// `aclrtDeviceGetBareTgid(NULL)`.
+    pub fn pid_null(&mut self) -> Result<(), Failure> {
+        self.run("pid-null".into()).map(drop)
+    }
+
+    /// `aclInit(NULL)` once more (the shell balances it with `aclFinalize` on exit).
+    pub fn init(&mut self) -> Result<(), Failure> {
+        self.run("init".into()).map(drop)
+    }
+
+    /// `aclFinalize`.
+    pub fn finalize(&mut self) -> Result<(), Failure> {
+        self.run("finalize".into()).map(drop)
+    }
+
+    /// `aclrtMemGetAllocationGranularity` for a device allocation with `mem_attr`.
+    pub fn granularity_of(
+        &mut self,
+        dev: u32,
+        mem_attr: aclrtMemAttr,
+        option: aclrtMemGranularityOptions,
+    ) -> Result<usize, Failure> {
+        word(
+            &self.run(format!("granularity.of {dev} {mem_attr} {option}"))?,
+            0,
+        )
+    }
+
+    /// `aclrtMallocPhysical` with explicit (reserved) `flags`.
+    pub fn phys_alloc_flags(&mut self, dev: u32, size: usize, flags: u64) -> Result<u64, Failure> {
+        word(&self.run(format!("phys.alloc {dev} {size} {flags}"))?, 0)
+    }
+
+    /// `aclrtMemExportToShareableHandle` with an explicit handle type.
+    pub fn vmm_export_type(
+        &mut self,
+        phys: u64,
+        flags: u64,
+        handle_type: aclrtMemHandleType,
+    ) -> Result<u64, Failure> {
+        word(
+            &self.run(format!("vmm.export {phys} {flags} {handle_type}"))?,
+            0,
+        )
+    }
+
+    /// `aclrtMalloc` with an explicit policy.
+    pub fn malloc_policy(
+        &mut self,
+        size: usize,
+        policy: aclrtMemMallocPolicy,
+    ) -> Result<u64, Failure> {
+        word(&self.run(format!("malloc.policy {size} {policy}"))?, 0)
+    }
+
+    /// `aclrtMemGetAddressRange`: (base, size).
+    pub fn address_range(&mut self, ptr: u64) -> Result<(u64, usize), Failure> {
+        let r = self.run(format!("address-range {ptr}"))?;
+        Ok((word(&r, 0)?, word(&r, 1)?))
+    }
+
+    /// `aclrtReserveMemAddress(size, alignment, NULL, flags)`.
+    pub fn reserve(&mut self, size: usize, alignment: usize, flags: u64) -> Result<u64, Failure> {
+        word(
+            &self.run(format!("va.reserve {size} {alignment} {flags}"))?,
+            0,
+        )
+    }
+
+    /// `aclrtReleaseMemAddress`.
+    pub fn release(&mut self, va: u64) -> Result<(), Failure> {
+        self.run(format!("va.release {va}")).map(drop)
+    }
+
+    /// `aclrtMapMem(va, size, offset, phys, flags)`, nothing else.
+    pub fn map_at(
+        &mut self,
+        va: u64,
+        size: usize,
+        offset: usize,
+        phys: u64,
+        flags: u64,
+    ) -> Result<(), Failure> {
+        self.run(format!("mem.map {va} {size} {offset} {phys} {flags}"))
+            .map(drop)
+    }
+
+    /// `aclrtUnmapMem`, nothing else.
+    pub fn unmap_only(&mut self, va: u64) -> Result<(), Failure> {
+        self.run(format!("mem.unmap {va}")).map(drop)
+    }
+
+    /// `aclrtMemSetAccess` of `size` bytes at `va` with one descriptor for `dev`.
+    pub fn set_access(
+        &mut self,
+        va: u64,
+        size: usize,
+        dev: u32,
+        flags: aclrtMemAccessFlags,
+    ) -> Result<(), Failure> {
+        self.run(format!("mem.set-access {va} {size} {dev} {flags}"))
+            .map(drop)
+    }
+
+    /// `aclrtSynchronizeDeviceWithTimeout(timeout)` (milliseconds; -1 waits forever).
+    pub fn sync_device_timeout(&mut self, timeout: i32) -> Result<(), Failure> {
+        self.run(format!("sync-device-timeout {timeout}")).map(drop)
+    }
+
+    /// `aclrtGetMemInfo(attr)`: (free, total) bytes.
+    pub fn mem_info(&mut self, attr: aclrtMemAttr) -> Result<(usize, usize), Failure> {
+        let r = self.run(format!("mem-info {attr}"))?;
+        Ok((word(&r, 0)?, word(&r, 1)?))
+    }
+
+    /// `aclrtMemcpy` host to device of `bytes` with an explicit `destMax`.
+    pub fn write_bounded(
+        &mut self,
+        dst: u64,
+        dest_max: usize,
+        bytes: &[u8],
+    ) -> Result<(), Failure> {
+        self.run(format!("write.bounded {dst} {dest_max} {}", hex(bytes)))
+            .map(drop)
+    }
+
+    /// `aclrtMemcpy` of `len` bytes from `src` into a host buffer, with `kind`.
+    pub fn read_kind(
+        &mut self,
+        src: u64,
+        len: usize,
+        kind: aclrtMemcpyKind,
+    ) -> Result<Vec<u8>, Failure> {
+        unhex(&word::<String>(
+            &self.run(format!("read.kind {src} {len} {kind}"))?,
+            0,
+        )?)
     }
 }
 

@@ -182,6 +182,31 @@ impl Ctx {
     /// rule when the emulator enforces a rule of the same id (so a different check cannot
     /// pass for it). Returns the observation.
     pub fn refused<T: Debug>(&self, what: &str, result: Result<T, Failure>) -> Verdict {
+        let tag = crate::catalogue::emulator_enforces(self.rule.id).then_some(self.rule.id);
+        self.judge_refusal(what, self.rule.expect, tag, result)
+    }
+
+    /// Judges a refusal by another emulator rule than the rule's own id, one of the
+    /// switches it lists in [`Rule::catches`] (e.g. a behaviour rule that also shows a
+    /// documented refusal): any vendor code passes (the report shows which), and on the
+    /// emulator the refusal must name `emulator_rule`.
+    pub fn refused_as<T: Debug>(
+        &self,
+        what: &str,
+        emulator_rule: &str,
+        result: Result<T, Failure>,
+    ) -> Verdict {
+        debug_assert!(self.rule.catches.contains(&emulator_rule));
+        self.judge_refusal(what, Expect::Refused, Some(emulator_rule), result)
+    }
+
+    fn judge_refusal<T: Debug>(
+        &self,
+        what: &str,
+        expect: Expect,
+        emulator_rule: Option<&str>,
+        result: Result<T, Failure>,
+    ) -> Verdict {
         let (api, code, message) = match result {
             Ok(v) => {
                 return Err(Stop::fail(format!(
@@ -192,7 +217,7 @@ impl Ctx {
             Err(other) => return Err(Stop::fail(format!("{what}: {other}"))),
         };
         let name = code_name(self.target.kind(), code);
-        if let Expect::Code(want_name, want) = self.rule.expect
+        if let Expect::Code(want_name, want) = expect
             && code != want
         {
             return Err(Stop::fail(format!(
@@ -200,8 +225,10 @@ impl Ctx {
                  message: {message}"
             )));
         }
-        if self.target.emulated() && crate::catalogue::emulator_enforces(self.rule.id) {
-            let tag = format!("[rule {}]", self.rule.id);
+        if let Some(id) = emulator_rule
+            && self.target.emulated()
+        {
+            let tag = format!("[rule {id}]");
             if !message.contains(&tag) {
                 return Err(Stop::fail(format!(
                     "{what}: refused with {name} ({code}) by another check than {tag}: {message}"

@@ -240,6 +240,18 @@ impl Handler for HipShell {
                         (api.hipEventQuery)(arg::<u64>(a, 0)? as usize as hipEvent_t),
                     )
                     .and_then(|()| none()),
+                "stream.wait-event" => {
+                    let (e, flags): (u64, c_uint) = (arg(a, 0)?, arg(a, 1)?);
+                    self.check(
+                        "hipStreamWaitEvent",
+                        (api.hipStreamWaitEvent)(
+                            std::ptr::null_mut(),
+                            e as usize as hipEvent_t,
+                            flags,
+                        ),
+                    )
+                    .and_then(|()| none())
+                }
                 "event.handle" => {
                     let mut h = hipIpcEventHandle_t {
                         reserved: [0; HIP_IPC_HANDLE_SIZE],
@@ -392,6 +404,12 @@ impl<E: Exec> Hip<E> {
     /// `hipEventQuery` (`hipErrorNotReady` is a failure here).
     pub fn event_query(&mut self, event: u64) -> Result<(), Failure> {
         self.run(format!("event.query {event}")).map(drop)
+    }
+
+    /// `hipStreamWaitEvent` of the null stream on `event` with `flags`.
+    pub fn stream_wait_event(&mut self, event: u64, flags: u32) -> Result<(), Failure> {
+        self.run(format!("stream.wait-event {event} {flags}"))
+            .map(drop)
     }
 
     /// `hipIpcGetEventHandle`: the handle as hex.

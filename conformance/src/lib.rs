@@ -22,6 +22,7 @@
 //! | [`acl`], [`hip`], [`facade`] | the ACL, HIP and facade shells |
 //! | [`counting`] | vendor tables that count calls (for "no vendor call" guarantees) |
 //! | [`ctx`] | what a scenario works with |
+//! | [`switches`] | the emulator's rule switches and the catalogue rules bearing on each |
 //!
 //! A rule whose needs are unmet is skipped with the reason; a child that hangs or
 //! crashes is a failure with its stderr; nothing turns "could not run" into "passed".
@@ -40,4 +41,5 @@ pub mod report;
 pub mod rule;
 pub mod runner;
 pub mod shell;
+pub mod switches;
 pub mod target;

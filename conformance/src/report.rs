@@ -33,6 +33,7 @@
 //!           "source": "...",                 // vendor document and section, or DESIGN section
 //!           "expect": "hipErrorInvalidContext (201)",
 //!           "needs": ["HIP >= 5.6"],
+//!           "catches": [],                   // emulator rule switches it also catches
 //!           "result": "pass",                // pass | fail | skip
 //!           "detail": "...",                 // observation, failure reason or skip reason
 //!           "time_ms": 12
@@ -87,6 +88,7 @@ pub fn rule_json(rule: &Rule) -> Value {
         "source": rule.source,
         "expect": rule.expect.to_string(),
         "needs": rule.needs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "catches": rule.catches,
     })
 }
 

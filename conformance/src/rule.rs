@@ -185,12 +185,32 @@ pub struct Rule {
     pub scenario: Scenario,
     /// Test-only rules: not listed or run unless the self-test knob is set.
     pub hidden: bool,
+    /// Emulator rule switches (`DEVIPC_EMU_BREAK_RULE` values) this rule also catches,
+    /// besides the emulator rule of its own id: with one of them switched off, the
+    /// scenario fails. The mutation sweep (`tests/break_every_rule.rs`) runs, per switch,
+    /// only the rules that name it here or carry its id ([`Rule::bears_on`]).
+    pub catches: &'static [&'static str],
 }
 
 impl Rule {
     /// Whether the rule can run without a device.
     pub fn library_only(&self) -> bool {
         self.needs.contains(&Need::LibraryOnly)
+    }
+
+    /// The same rule, declaring that it also catches these emulator rule switches (see
+    /// [`Rule::catches`]).
+    pub const fn catching(self, switches: &'static [&'static str]) -> Rule {
+        Rule {
+            catches: switches,
+            ..self
+        }
+    }
+
+    /// Whether breaking emulator rule `switch` should make this rule fail: the rule has
+    /// the switch's id, or lists it in [`Rule::catches`].
+    pub fn bears_on(&self, switch: &str) -> bool {
+        self.id == switch || self.catches.contains(&switch)
     }
 }
 

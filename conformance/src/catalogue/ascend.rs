@@ -38,6 +38,11 @@ const KEY_BLOCK: usize = 2 << 20;
 /// vendor's documents disagree on (seconds per RT-DOC 08, milliseconds per the header,
 /// api-facts D.3); the rule's deadline bounds it anyway. Waits that must time out use 1.
 const LONG_WAIT: u32 = 10_000;
+/// Timeout of the wait that must expire (2 units: 2 s, or 2 ms on a runtime that counts
+/// milliseconds), and how late past it the wait may return. The slack keeps the two
+/// units' windows apart (2 ms..1.502 s and 2 s..3.5 s).
+const WAIT_TIMEOUT: u32 = 2;
+const WAIT_SLACK: Duration = Duration::from_millis(1500);
 const TWO_DEVICES: &[Need] = &[Need::Devices(2), Need::PeerAccess];
 const CROSS_DEVICE_UNDOCUMENTED: &str = "the vendor requires peer access for another device \
     but does not document which call fails without it, so only the emulator's refusal is checked";
@@ -273,13 +278,15 @@ pub static RULES: &[Rule] = &[
         "ascend.ipc-key.cross-device-import-with-peer-access",
         A,
         "aclrtIpcMemImportByKey with ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS imports a key \
-         on another device than the owner's, and an asynchronous device-to-device copy (the \
-         only copy allowed there) brings its bytes to the importer's own memory",
+         on another device than the owner's: the mapping is on device 1 (a synchronous copy \
+         of it is refused, as only across devices), and an asynchronous device-to-device copy \
+         (the only copy allowed there) brings its bytes to the importer's own memory",
         "CANN RT-DOC 11-07; api-facts C.4",
         Expect::Behaviour,
         TWO_DEVICES,
         key_cross_device,
-    ),
+    )
+    .catching(&["ascend.ipc-key.cross-device-copy-restricted"]),
     vendor(
         "ascend.ipc-key.cross-device-needs-peer-access",
         A,
@@ -329,8 +336,10 @@ pub static RULES: &[Rule] = &[
     vendor(
         "ascend.notify.wait-timeout",
         A,
-        "aclrtWaitAndResetNotify with a timeout returns an error when no record arrives in time",
-        "CANN RT-DOC 08; api-facts A.8 (timeout unit unverified: header ms, docs s)",
+        "aclrtWaitAndResetNotify with timeout 2 and no record fails, neither before the timeout \
+         nor more than 1.5 s after it (2 s: the unit is seconds per RT-DOC 08; a real runtime \
+         that counts milliseconds as the header says passes with 2 ms and is reported)",
+        "CANN RT-DOC 08; api-facts A.8, D.3 (timeout unit: header ms, docs s)",
         Expect::Refused,
         &[],
         notify_wait_timeout,
@@ -608,17 +617,25 @@ fn vmm_disable_pid_validation(ctx: &mut Ctx) -> Verdict {
 
 fn vmm_same_process(ctx: &mut Ctx) -> Verdict {
     let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
     let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
     let me = a.pid().step("aclrtDeviceGetBareTgid")?;
-    a.vmm_set_pid(sh, &trust(me))
-        .step("trusting this process")?;
+    let pid = peer_on(&mut b, 0)?;
+    a.vmm_set_pid(sh, &Pids::List(vec![me, pid]))
+        .step("trusting this process and the peer")?;
     let result = a.vmm_import(sh, 0);
     if let Ok(phys) = result {
         let _ = a.phys_free(phys);
     }
     let seen = ctx.refused("import in the exporting process", result)?;
+    // Positive control: the same import from another process succeeds.
+    let phys = b.vmm_import(sh, 0).step("the peer's import")?;
+    b.phys_free(phys).step("the peer's free")?;
+    b.0.finish()?;
     a.vmm_free(vmm).step("free")?;
-    Ok(seen)
+    Ok(format!(
+        "{seen}; the same import in another process succeeds"
+    ))
 }
 
 fn vmm_double_import(ctx: &mut Ctx) -> Verdict {
@@ -662,9 +679,11 @@ fn vmm_device_range(ctx: &mut Ctx) -> Verdict {
         let _ = b.phys_free(p);
     }
     let seen = ctx.refused(&format!("import on device {count} of {count}"), result)?;
+    let phys = b.vmm_import(sh, 0).step("import on device 0")?;
+    b.phys_free(phys).step("free the import")?;
     b.0.finish()?;
     a.vmm_free(vmm).step("free")?;
-    Ok(seen)
+    Ok(format!("{seen}; on device 0 the import succeeds"))
 }
 
 fn vmm_lifetime(ctx: &mut Ctx) -> Verdict {
@@ -724,9 +743,15 @@ fn vmm_cross_device_without_peer(ctx: &mut Ctx) -> Verdict {
         let _ = b.phys_free(p);
     }
     let seen = ctx.refused("import on device 1 without peer access", result)?;
+    b.enable_peer(0)
+        .step("aclrtDeviceEnablePeerAccess(1 -> 0)")?;
+    let phys = b
+        .vmm_import(sh, 1)
+        .step("import on device 1 with peer access")?;
+    b.phys_free(phys).step("free the import")?;
     b.0.finish()?;
     a.vmm_free(vmm).step("free")?;
-    Ok(seen)
+    Ok(format!("{seen}; with peer access the import succeeds"))
 }
 
 fn vmm_set_pid_args(ctx: &mut Ctx) -> Verdict {
@@ -734,8 +759,11 @@ fn vmm_set_pid_args(ctx: &mut Ctx) -> Verdict {
     let (vmm, sh) = exported(&mut a, ACL_RT_VMM_EXPORT_FLAG_DEFAULT)?;
     let null = ctx.refused("NULL pid array", a.vmm_set_pid(sh, &Pids::Null))?;
     let empty = ctx.refused("pidNum 0", a.vmm_set_pid(sh, &Pids::List(Vec::new())))?;
+    let me = a.pid().step("aclrtDeviceGetBareTgid")?;
+    a.vmm_set_pid(sh, &trust(me))
+        .step("aclrtMemSetPidToShareableHandle with one pid")?;
     a.vmm_free(vmm).step("free")?;
-    Ok(format!("{null}; {empty}"))
+    Ok(format!("{null}; {empty}; one pid succeeds"))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -788,8 +816,11 @@ fn key_size_nonzero(ctx: &mut Ctx) -> Verdict {
     a.set_device(0).step("aclrtSetDevice")?;
     let p = a.malloc(KEY_BLOCK).step("aclrtMalloc")?;
     let seen = ctx.refused("export of 0 bytes", a.key_export(p, 0, ACL_IPC_KEY_LEN, 0))?;
-    a.free(p).step("aclrtFree")?;
-    Ok(seen)
+    let key = a
+        .key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN, 0)
+        .step("export of the block")?;
+    key_release(&mut a, p, &key)?;
+    Ok(format!("{seen}; the block's size succeeds"))
 }
 
 fn key_flags(ctx: &mut Ctx) -> Verdict {
@@ -816,9 +847,12 @@ fn key_flags(ctx: &mut Ctx) -> Verdict {
         let _ = b.key_close(&key);
     }
     let import = ctx.refused("import flags 2", result)?;
+    b.key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT)
+        .step("import flags 0")?;
+    b.key_close(&key).step("importer close")?;
     b.0.finish()?;
     key_release(&mut a, p, &key)?;
-    Ok(format!("{export}; {import}"))
+    Ok(format!("{export}; {import}; flags 0 succeed on both sides"))
 }
 
 fn key_set_pid_args(ctx: &mut Ctx) -> Verdict {
@@ -826,8 +860,11 @@ fn key_set_pid_args(ctx: &mut Ctx) -> Verdict {
     let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
     let null = ctx.refused("NULL pid array", a.key_set_pid(&key, &Pids::Null))?;
     let empty = ctx.refused("num 0", a.key_set_pid(&key, &Pids::List(Vec::new())))?;
+    let me = a.pid().step("aclrtDeviceGetBareTgid")?;
+    a.key_set_pid(&key, &trust(me))
+        .step("aclrtIpcMemSetImportPid with one pid")?;
     key_release(&mut a, p, &key)?;
-    Ok(format!("{null}; {empty}"))
+    Ok(format!("{null}; {empty}; one pid succeeds"))
 }
 
 fn key_trustlist(ctx: &mut Ctx) -> Verdict {
@@ -1013,6 +1050,14 @@ fn key_cross_device(ctx: &mut Ctx) -> Verdict {
     let va = b
         .key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS)
         .step("import on device 1 with ENABLE_PEER_ACCESS")?;
+    // Which device the mapping is on: the copy restriction applies only to an import on
+    // another device than the owner's (RT-DOC 11-07), so a refused synchronous copy shows
+    // the mapping is on device 1.
+    let on_device_1 = ctx.refused_as(
+        "synchronous read of the import",
+        "ascend.ipc-key.cross-device-copy-restricted",
+        b.read(va, CHECK),
+    )?;
     // Host copies of a cross-device key import are not allowed (RT-DOC 11-07): the bytes
     // go to device-1 memory by an asynchronous device-to-device copy, and from there to
     // the host.
@@ -1031,8 +1076,9 @@ fn key_cross_device(ctx: &mut Ctx) -> Verdict {
     b.0.finish()?;
     key_release(&mut a, p, &key)?;
     Ok(format!(
-        "imported on device 1 at {va:#x}; its bytes copied device to device (aclrtMemcpyAsync) \
-         into device-1 memory match the exporter's"
+        "imported on device 1 at {va:#x} ({on_device_1}: the mapping is not on the owner's \
+         device); its bytes copied device to device (aclrtMemcpyAsync) into device-1 memory \
+         match the exporter's"
     ))
 }
 
@@ -1047,9 +1093,14 @@ fn key_cross_device_without_peer(ctx: &mut Ctx) -> Verdict {
         let _ = b.key_close(&key);
     }
     let seen = ctx.refused("import on device 1 without peer access", result)?;
+    b.key_import(&key, ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS)
+        .step("import on device 1 with ENABLE_PEER_ACCESS")?;
+    b.key_close(&key).step("importer close")?;
     b.0.finish()?;
     key_release(&mut a, p, &key)?;
-    Ok(seen)
+    Ok(format!(
+        "{seen}; with ENABLE_PEER_ACCESS the import succeeds"
+    ))
 }
 
 fn context_required(ctx: &mut Ctx) -> Verdict {
@@ -1060,14 +1111,25 @@ fn context_required(ctx: &mut Ctx) -> Verdict {
         "export from a thread without a context",
         a.key_export_no_context(p, KEY_BLOCK),
     )?;
-    a.free(p).step("aclrtFree")?;
-    Ok(seen)
+    let key = a
+        .key_export(p, KEY_BLOCK, ACL_IPC_KEY_LEN, 0)
+        .step("export from the thread that set the device")?;
+    key_release(&mut a, p, &key)?;
+    Ok(format!(
+        "{seen}; from the thread with a context the export succeeds"
+    ))
 }
 
 fn device_range(ctx: &mut Ctx) -> Verdict {
     let mut a = ctx.acl()?;
     let count = a.device_count().step("aclrtGetDeviceCount")?;
-    ctx.refused(&format!("aclrtSetDevice({count})"), a.set_device(count))
+    let seen = ctx.refused(&format!("aclrtSetDevice({count})"), a.set_device(count))?;
+    let last = count
+        .checked_sub(1)
+        .ok_or_else(|| Stop::fail("no device"))?;
+    a.set_device(last)
+        .step(&format!("aclrtSetDevice({last})"))?;
+    Ok(format!("{seen}; aclrtSetDevice({last}) succeeds"))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1122,14 +1184,43 @@ fn notify_wait_timeout(ctx: &mut Ctx) -> Verdict {
     a.set_device(0).step("aclrtSetDevice")?;
     let n = a.notify_create().step("aclrtCreateNotify")?;
     let started = Instant::now();
-    let result = a.notify_wait(n, 1);
+    let result = a.notify_wait(n, WAIT_TIMEOUT);
     let took = started.elapsed();
-    let seen = ctx.refused("wait with timeout 1 and no record", result)?;
+    let seen = ctx.refused(
+        &format!("wait with timeout {WAIT_TIMEOUT} and no record"),
+        result,
+    )?;
+    // Positive control: the same wait after a record succeeds.
+    a.notify_record(n).step("aclrtRecordNotify")?;
+    a.notify_wait(n, WAIT_TIMEOUT)
+        .step("the same wait after a record")?;
     a.notify_destroy(n).step("destroy")?;
-    ensure(took < Duration::from_secs(30), || {
-        format!("the timed wait took {took:?}")
-    })?;
-    Ok(format!("{seen} after {took:.2?}"))
+    // The wait returns neither before its timeout nor more than WAIT_SLACK after it. The
+    // unit is seconds per RT-DOC 08 (what the emulator implements), milliseconds per the
+    // header (api-facts D.3): a real runtime may show either, and the report says which.
+    let within = |unit: Duration| {
+        let limit = unit * WAIT_TIMEOUT;
+        took >= limit && took <= limit + WAIT_SLACK
+    };
+    let unit = if within(Duration::from_secs(1)) {
+        "seconds"
+    } else if within(Duration::from_millis(1)) && !ctx.target.emulated() {
+        "milliseconds"
+    } else {
+        let units = if ctx.target.emulated() {
+            format!("{WAIT_TIMEOUT} s")
+        } else {
+            format!("{WAIT_TIMEOUT} s (RT-DOC 08) nor after {WAIT_TIMEOUT} ms (header)")
+        };
+        return Err(Stop::fail(format!(
+            "the wait with timeout {WAIT_TIMEOUT} returned after {took:.2?}: not within \
+             {WAIT_SLACK:?} after {units}"
+        )));
+    };
+    Ok(format!(
+        "{seen} after {took:.2?}: the timeout counted in {unit}, within {WAIT_SLACK:?}; after \
+         a record the same wait succeeds"
+    ))
 }
 
 fn notify_min_len(ctx: &mut Ctx) -> Verdict {
@@ -1151,8 +1242,11 @@ fn notify_set_pid_args(ctx: &mut Ctx) -> Verdict {
     let (n, _key) = notify_exported(&mut a, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT)?;
     let null = ctx.refused("NULL pid array", a.notify_set_pid(n, &Pids::Null))?;
     let empty = ctx.refused("num 0", a.notify_set_pid(n, &Pids::List(Vec::new())))?;
+    let me = a.pid().step("aclrtDeviceGetBareTgid")?;
+    a.notify_set_pid(n, &trust(me))
+        .step("aclrtNotifySetImportPid with one pid")?;
     a.notify_destroy(n).step("destroy")?;
-    Ok(format!("{null}; {empty}"))
+    Ok(format!("{null}; {empty}; one pid succeeds"))
 }
 
 fn notify_trustlist(ctx: &mut Ctx) -> Verdict {
@@ -1216,7 +1310,7 @@ fn vmm_copy_spans_mappings(ctx: &mut Ctx) -> Verdict {
     a.set_device(0).step("aclrtSetDevice(0)")?;
     let g = a.granularity(0).step("granularity")?;
     let va = a
-        .reserve(2 * g, RESERVE_FLAG_PAGE_TYPE)
+        .reserve(2 * g, 0, RESERVE_FLAG_PAGE_TYPE)
         .step("aclrtReserveMemAddress of two pages with flags 1")?;
     let mut phys = Vec::new();
     let mut mapped = Vec::new();
@@ -1228,7 +1322,7 @@ fn vmm_copy_spans_mappings(ctx: &mut Ctx) -> Verdict {
             .and_then(|p| {
                 phys.push(p);
                 let at = va + i * g as u64;
-                a.map_at(at, p, g, 0).step("aclrtMapMem")?;
+                a.map_rw_at(at, p, g, 0).step("aclrtMapMem")?;
                 mapped.push(at);
                 Ok(())
             });
@@ -1257,7 +1351,7 @@ fn vmm_copy_spans_mappings(ctx: &mut Ctx) -> Verdict {
         )
     });
     for at in mapped {
-        a.unmap_at(at).step("aclrtUnmapMem")?;
+        a.unmap_only(at).step("aclrtUnmapMem")?;
     }
     for p in phys {
         a.phys_free(p).step("aclrtFreePhysical")?;
@@ -1274,18 +1368,18 @@ fn vmm_reservation_one_device(ctx: &mut Ctx) -> Verdict {
     let g = a.granularity(0).step("granularity")?;
     let p0 = a.phys_alloc(0, g).step("aclrtMallocPhysical on device 0")?;
     let p1 = a.phys_alloc(1, g).step("aclrtMallocPhysical on device 1")?;
-    let va = a.reserve(2 * g, 0).step("aclrtReserveMemAddress")?;
-    a.map_at(va, p0, g, 0).step("mapping device-0 memory")?;
+    let va = a.reserve(2 * g, 0, 0).step("aclrtReserveMemAddress")?;
+    a.map_rw_at(va, p0, g, 0).step("mapping device-0 memory")?;
     let second = va + g as u64;
-    let result = a.map_at(second, p1, g, 1);
+    let result = a.map_rw_at(second, p1, g, 1);
     if result.is_ok() {
-        let _ = a.unmap_at(second);
+        let _ = a.unmap_only(second);
     }
     let seen = ctx.refused(
         "mapping device-1 memory next to device-0 memory in one reservation",
         result,
     );
-    a.unmap_at(va).step("aclrtUnmapMem")?;
+    a.unmap_only(va).step("aclrtUnmapMem")?;
     a.release(va).step("aclrtReleaseMemAddress")?;
     a.phys_free(p0).step("aclrtFreePhysical")?;
     a.phys_free(p1).step("aclrtFreePhysical")?;
@@ -1301,19 +1395,21 @@ fn vmm_reservation_not_mixed(ctx: &mut Ctx) -> Verdict {
     let local = b
         .phys_alloc(0, vmm.size)
         .step("the importer's own aclrtMallocPhysical")?;
-    let va = b.reserve(2 * vmm.size, 0).step("aclrtReserveMemAddress")?;
-    b.map_at(va, imported, vmm.size, 0)
+    let va = b
+        .reserve(2 * vmm.size, 0, 0)
+        .step("aclrtReserveMemAddress")?;
+    b.map_rw_at(va, imported, vmm.size, 0)
         .step("mapping the import")?;
     let second = va + vmm.size as u64;
-    let result = b.map_at(second, local, vmm.size, 0);
+    let result = b.map_rw_at(second, local, vmm.size, 0);
     if result.is_ok() {
-        let _ = b.unmap_at(second);
+        let _ = b.unmap_only(second);
     }
     let seen = ctx.refused(
         "mapping local memory next to an imported handle in one reservation",
         result,
     );
-    b.unmap_at(va).step("aclrtUnmapMem")?;
+    b.unmap_only(va).step("aclrtUnmapMem")?;
     b.release(va).step("aclrtReleaseMemAddress")?;
     b.phys_free(imported).step("freeing the import")?;
     b.phys_free(local).step("freeing the local memory")?;

@@ -12,8 +12,9 @@ use std::ffi::c_uint;
 use devipc_hip_sys::{
     hipErrorIllegalAddress, hipErrorInvalidConfiguration, hipErrorInvalidContext,
     hipErrorInvalidDevice, hipErrorInvalidDevicePointer, hipErrorInvalidValue, hipErrorNotFound,
-    hipErrorPeerAccessAlreadyEnabled, hipEventDisableTiming, hipEventInterprocess,
-    hipEventReleaseToDevice, hipEventReleaseToSystem, ipc_mem_lazy_enable_peer_access,
+    hipErrorPeerAccessAlreadyEnabled, hipEventBlockingSync, hipEventDisableTiming,
+    hipEventInterprocess, hipEventReleaseToDevice, hipEventReleaseToSystem,
+    ipc_mem_lazy_enable_peer_access,
 };
 
 use super::{Step, ensure, pattern, same_bytes, vendor};
@@ -464,8 +465,14 @@ fn mem_open_in_exporter(ctx: &mut Ctx) -> Verdict {
         let _ = h.mem_close(q);
     }
     let seen = ctx.refused("open in the exporting process", result)?;
+    // Positive control: the same open in another process succeeds.
+    let mut p = ctx.hip_peer("importer")?;
+    p.set_device(0).step("peer hipSetDevice")?;
+    let q = p.mem_open(&handle, flag).step("the peer's open")?;
+    p.mem_close(q).step("the peer's close")?;
+    p.0.finish()?;
     h.free(ptr).step("hipFree")?;
-    Ok(seen)
+    Ok(format!("{seen}; the same open in another process succeeds"))
 }
 
 fn mem_open_returns_base(ctx: &mut Ctx) -> Verdict {
@@ -526,9 +533,13 @@ fn mem_open_twice(ctx: &mut Ctx) -> Verdict {
 }
 
 fn mem_invalid_handle(ctx: &mut Ctx) -> Verdict {
-    let mut h = ctx.hip()?;
-    let flag = lazy(&mut h)?;
-    h.set_device(0).step("hipSetDevice")?;
+    let mut e = ctx.hip()?;
+    let flag = lazy(&mut e)?;
+    let (ptr, handle) = exported(&mut e)?;
+    // The opens happen in a peer, so the positive control (a real handle opens) is the
+    // same call in the same process.
+    let mut h = ctx.hip_peer("importer")?;
+    h.set_device(0).step("peer hipSetDevice")?;
     let zero = ctx.refused("open a zeroed handle", h.mem_open(&hex(&[0u8; 64]), flag))?;
     // Garbage with a non-zero size field may get past the first check to the ROCr attach,
     // whose failure CLR reports as hipErrorInvalidDevicePointer (api-facts C.1): either
@@ -551,16 +562,27 @@ fn mem_invalid_handle(ctx: &mut Ctx) -> Verdict {
         }
         Err(e) => return Err(Stop::fail(format!("open a garbage handle: {e}"))),
     };
-    Ok(format!("{zero}; {junk}"))
+    let q = h.mem_open(&handle, flag).step("open a real handle")?;
+    h.mem_close(q).step("close")?;
+    h.0.finish()?;
+    e.free(ptr).step("hipFree")?;
+    Ok(format!("{zero}; {junk}; a real handle opens"))
 }
 
 fn mem_close_non_ipc(ctx: &mut Ctx) -> Verdict {
-    let mut h = ctx.hip()?;
-    h.set_device(0).step("hipSetDevice")?;
+    let mut e = ctx.hip()?;
+    let flag = lazy(&mut e)?;
+    let (exported_ptr, handle) = exported(&mut e)?;
+    let mut h = ctx.hip_peer("importer")?;
+    h.set_device(0).step("peer hipSetDevice")?;
     let ptr = h.malloc(SIZE).step("hipMalloc")?;
     let seen = ctx.refused("close of a hipMalloc pointer", h.mem_close(ptr))?;
     h.free(ptr).step("hipFree")?;
-    Ok(seen)
+    let q = h.mem_open(&handle, flag).step("hipIpcOpenMemHandle")?;
+    h.mem_close(q).step("close of the opened pointer")?;
+    h.0.finish()?;
+    e.free(exported_ptr).step("hipFree")?;
+    Ok(format!("{seen}; closing an opened pointer succeeds"))
 }
 
 fn mem_export_null(ctx: &mut Ctx) -> Verdict {
@@ -569,8 +591,12 @@ fn mem_export_null(ctx: &mut Ctx) -> Verdict {
     let ptr = h.malloc(SIZE).step("hipMalloc")?;
     let null_handle = ctx.refused("NULL handle", h.mem_handle_null(ptr))?;
     let null_ptr = ctx.refused("NULL device pointer", h.mem_handle(0))?;
+    h.mem_handle(ptr)
+        .step("hipIpcGetMemHandle with valid pointers")?;
     h.free(ptr).step("hipFree")?;
-    Ok(format!("{null_handle}; {null_ptr}"))
+    Ok(format!(
+        "{null_handle}; {null_ptr}; with valid pointers it succeeds"
+    ))
 }
 
 fn mem_realloc_new_handle(ctx: &mut Ctx) -> Verdict {
@@ -704,10 +730,20 @@ fn mem_cross_device(ctx: &mut Ctx) -> Verdict {
 fn mem_address_range_unknown(ctx: &mut Ctx) -> Verdict {
     let mut h = ctx.hip()?;
     h.set_device(0).step("hipSetDevice")?;
-    ctx.refused(
+    let seen = ctx.refused(
         "hipMemGetAddressRange of an unknown pointer",
         h.address_range(0x1000),
-    )
+    )?;
+    let ptr = h.malloc(SIZE).step("hipMalloc")?;
+    let range = h.address_range(ptr + 64);
+    h.free(ptr).step("hipFree")?;
+    let (base, size) = range.step("hipMemGetAddressRange inside an allocation")?;
+    ensure(base == ptr && size >= SIZE, || {
+        format!("the allocation at {ptr:#x} has range {base:#x}+{size:#x}")
+    })?;
+    Ok(format!(
+        "{seen}; inside an allocation it gives the allocation"
+    ))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -734,7 +770,11 @@ fn event_export_needs_interprocess(ctx: &mut Ctx) -> Verdict {
         .step("hipEventCreateWithFlags")?;
     let seen = ctx.refused("export of a non-interprocess event", h.event_handle(e))?;
     h.event_destroy(e).step("hipEventDestroy")?;
-    Ok(seen)
+    let ipc = h.event_create(IPC_EVENT).step("hipEventCreateWithFlags")?;
+    h.event_handle(ipc)
+        .step("export of an interprocess event")?;
+    h.event_destroy(ipc).step("hipEventDestroy")?;
+    Ok(format!("{seen}; an interprocess event exports"))
 }
 
 fn event_open_in_exporter(ctx: &mut Ctx) -> Verdict {
@@ -745,16 +785,30 @@ fn event_open_in_exporter(ctx: &mut Ctx) -> Verdict {
     let opened = h.event_open(&handle);
     destroy_if_made(&mut h, &opened);
     let seen = ctx.refused("open in the exporting process", opened)?;
+    let mut p = ctx.hip_peer("importer")?;
+    p.set_device(0).step("peer hipSetDevice")?;
+    let pe = p.event_open(&handle).step("the peer's open")?;
+    p.event_destroy(pe).step("the peer's hipEventDestroy")?;
+    p.0.finish()?;
     h.event_destroy(e).step("hipEventDestroy")?;
-    Ok(seen)
+    Ok(format!("{seen}; the same open in another process succeeds"))
 }
 
 fn event_invalid_handle(ctx: &mut Ctx) -> Verdict {
-    let mut h = ctx.hip()?;
-    h.set_device(0).step("hipSetDevice")?;
+    let mut x = ctx.hip()?;
+    x.set_device(0).step("hipSetDevice")?;
+    let e = x.event_create(IPC_EVENT).step("hipEventCreateWithFlags")?;
+    let handle = x.event_handle(e).step("hipIpcGetEventHandle")?;
+    let mut h = ctx.hip_peer("importer")?;
+    h.set_device(0).step("peer hipSetDevice")?;
     let opened = h.event_open(&hex(&[0u8; 64]));
     destroy_if_made(&mut h, &opened);
-    ctx.refused("open a zeroed event handle", opened)
+    let seen = ctx.refused("open a zeroed event handle", opened)?;
+    let pe = h.event_open(&handle).step("open a real event handle")?;
+    h.event_destroy(pe).step("hipEventDestroy")?;
+    h.0.finish()?;
+    x.event_destroy(e).step("hipEventDestroy")?;
+    Ok(format!("{seen}; a real handle opens"))
 }
 
 fn event_unrecorded_complete(ctx: &mut Ctx) -> Verdict {
@@ -799,7 +853,13 @@ fn event_unknown_flags(ctx: &mut Ctx) -> Verdict {
     h.set_device(0).step("hipSetDevice")?;
     let made = h.event_create(0x100);
     destroy_if_made(&mut h, &made);
-    ctx.refused("flags 0x100", made)
+    let seen = ctx.refused("flags 0x100", made)?;
+    let known = hipEventBlockingSync | hipEventDisableTiming;
+    let e = h
+        .event_create(known)
+        .step("hipEventBlockingSync | hipEventDisableTiming")?;
+    h.event_destroy(e).step("hipEventDestroy")?;
+    Ok(format!("{seen}; known flags succeed"))
 }
 
 fn event_one_release_flag(ctx: &mut Ctx) -> Verdict {
@@ -807,7 +867,15 @@ fn event_one_release_flag(ctx: &mut Ctx) -> Verdict {
     h.set_device(0).step("hipSetDevice")?;
     let made = h.event_create(hipEventReleaseToDevice | hipEventReleaseToSystem);
     destroy_if_made(&mut h, &made);
-    ctx.refused("two release flags", made)
+    let seen = ctx.refused("two release flags", made)?;
+    for (name, flag) in [
+        ("hipEventReleaseToDevice", hipEventReleaseToDevice),
+        ("hipEventReleaseToSystem", hipEventReleaseToSystem),
+    ] {
+        let e = h.event_create(flag).step(name)?;
+        h.event_destroy(e).step("hipEventDestroy")?;
+    }
+    Ok(format!("{seen}; each release flag alone succeeds"))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -824,7 +892,17 @@ fn peer_self(ctx: &mut Ctx) -> Verdict {
         "hipDeviceEnablePeerAccess(0) on device 0",
         h.enable_peer(0, 0),
     )?;
-    Ok(format!("device 0 is not its own peer; {seen}"))
+    // Positive control where the machine has a peer: enabling it succeeds.
+    if ctx.probe.devices < 2 || !ctx.probe.peer_access {
+        return Ok(format!(
+            "device 0 is not its own peer; {seen} (no second device for the positive control)"
+        ));
+    }
+    h.enable_peer(1, 0)
+        .step("hipDeviceEnablePeerAccess(1) on device 0")?;
+    Ok(format!(
+        "device 0 is not its own peer; {seen}; peer access to device 1 succeeds"
+    ))
 }
 
 fn peer_flags(ctx: &mut Ctx) -> Verdict {

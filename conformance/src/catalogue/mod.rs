@@ -3,16 +3,22 @@
 //! | module | rules |
 //! |---|---|
 //! | [`ascend`] | ACL vendor rules (VMM shareable handles, IPC keys, notify IPC, devices), api-facts C.4-C.6 |
+//! | [`ascend_args`] | ACL argument checks, init counting, VMM mappings, copies, ownership (api-facts A.3-A.11) |
 //! | [`hip`] | HIP vendor rules (IPC memory, IPC events, peer access, runtime queries), api-facts C.1-C.2, B |
+//! | [`hip_args`] | HIP argument checks added for mutation completeness (streams) |
 //! | [`portable`] | devipc's portable guarantees, DESIGN section 5, on both backends |
 //! | [`selftest`] | hidden rules that prove the runner reports hangs and crashes as failures |
 //!
 //! Where the emulator enforces the same rule, a vendor rule reuses the emulator's id
 //! (`devipc_emulator::{acl,hip}::rules`), so `DEVIPC_EMU_BREAK_RULE=<id>` breaks exactly
-//! the rule of that name, and on the emulator a refusal must name it.
+//! the rule of that name, and on the emulator a refusal must name it. A rule may also
+//! declare other emulator switches it catches ([`Rule::catches`]); see
+//! [`crate::switches`] for the mutation sweep that checks every switch is caught.
 
 pub mod ascend;
+pub mod ascend_args;
 pub mod hip;
+pub mod hip_args;
 pub mod portable;
 pub mod selftest;
 
@@ -26,7 +32,9 @@ pub fn all() -> Vec<&'static Rule> {
     let selftest = std::env::var(SELFTEST_ENV).is_ok_and(|v| v == "1");
     ascend::RULES
         .iter()
+        .chain(ascend_args::RULES)
         .chain(hip::RULES)
+        .chain(hip_args::RULES)
         .chain(portable::RULES)
         .chain(selftest::RULES)
         .filter(|r| selftest || !r.hidden)
@@ -37,7 +45,9 @@ pub fn all() -> Vec<&'static Rule> {
 pub fn find(id: &str) -> Option<&'static Rule> {
     ascend::RULES
         .iter()
+        .chain(ascend_args::RULES)
         .chain(hip::RULES)
+        .chain(hip_args::RULES)
         .chain(portable::RULES)
         .chain(selftest::RULES)
         .find(|r| r.id == id)
@@ -69,6 +79,7 @@ pub(crate) const fn vendor(
         needs,
         scenario,
         hidden: false,
+        catches: &[],
     }
 }
 
@@ -91,6 +102,7 @@ pub(crate) const fn portable(
         needs,
         scenario,
         hidden: false,
+        catches: &[],
     }
 }
 
@@ -149,7 +161,9 @@ mod tests {
         let mut seen = HashSet::new();
         for r in ascend::RULES
             .iter()
+            .chain(ascend_args::RULES)
             .chain(hip::RULES)
+            .chain(hip_args::RULES)
             .chain(portable::RULES)
             .chain(selftest::RULES)
         {

@@ -23,6 +23,8 @@ use crate::shell::Failure;
 const SIZE: usize = 1 << 20;
 const CHECK: usize = 256;
 const TWO_DEVICES: &[Need] = &[Need::Devices(2), Need::PeerAccess];
+/// How late a wait may return past its timeout (or past the notify that releases it).
+const WAIT_SLACK: Duration = Duration::from_millis(1500);
 
 /// Every portable rule.
 pub static RULES: &[Rule] = &[
@@ -105,7 +107,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         grant_trustlist,
-    ),
+    )
+    .catching(&["ascend.vmm.trustlist-required"]),
     portable(
         "portable.grant.any-process",
         "an export with ExportOptions::any_process() is importable by any process without grant",
@@ -141,11 +144,13 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         signal_semaphore,
-    ),
+    )
+    .catching(&["ascend.notify.binary-semaphore"]),
     portable(
         "portable.signal.wait-timeout",
         "waiting on a signal nobody notified blocks for the timeout and gives Error::Timeout \
-         (a HIP event alone would return at once)",
+         (a HIP event alone would return at once): never early, and at most 1.5 s later than \
+         the backend's granularity (Ascend waits whole seconds) requires",
         "DESIGN 5.5",
         Expect::Behaviour,
         &[],
@@ -579,14 +584,23 @@ fn cross_device(ctx: &mut Ctx) -> Verdict {
         .export(id, 0, SIZE, ExportOptions::default())
         .step("peer export")?;
     peer.grant(&token, rt.process_id()).step("peer grant")?;
+    ensure(token.device() == DeviceId(0), || {
+        format!(
+            "the token says the memory is on {:?}, not device 0",
+            token.device()
+        )
+    })?;
     let view = rt.import(&token, DeviceId(1)).step("import on device 1")?;
+    ensure(view.device() == DeviceId(1), || {
+        format!("the import is mapped on {:?}, not device 1", view.device())
+    })?;
     let mut got = vec![0u8; CHECK];
     view.read(0, &mut got).step("read")?;
     same_bytes("device-1 import reads", &got, &pattern(1, CHECK))?;
     drop(view);
     peer.drop_obj(id).step("peer free")?;
     peer.0.finish()?;
-    Ok("imported on device 1 from device 0".into())
+    Ok("imported on device 1 (the view says so) from device 0 (the token says so)".into())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -619,6 +633,12 @@ fn signal_semaphore(ctx: &mut Ctx) -> Verdict {
     ensure(waited >= Duration::from_millis(200), || {
         format!("the wait returned after {waited:?}, before the peer notified")
     })?;
+    ensure(waited <= Duration::from_millis(300) + WAIT_SLACK, || {
+        format!(
+            "the wait returned {waited:?} after the peer's 300 ms sleep began: more than \
+             {WAIT_SLACK:?} after the notify"
+        )
+    })?;
     // The other direction: the peer waits, this process notifies.
     peer.wait_start(ps, Duration::from_secs(10))
         .step("peer wait")?;
@@ -635,16 +655,32 @@ fn signal_semaphore(ctx: &mut Ctx) -> Verdict {
 }
 
 fn signal_timeout(ctx: &mut Ctx) -> Verdict {
+    const TIMEOUT: Duration = Duration::from_millis(300);
     let rt = ctx.runtime()?;
     let sig = rt.create_signal(DeviceId(0)).step("create_signal")?;
     let started = Instant::now();
-    let result = sig.wait(Some(Duration::from_millis(300)));
+    let result = sig.wait(Some(TIMEOUT));
     let took = started.elapsed();
     let seen = expect_error("wait on a signal never notified", "Timeout", result)?;
-    ensure(took >= Duration::from_millis(250), || {
-        format!("the wait gave up after {took:?}, before its 300 ms timeout")
+    // Never early; late by at most the backend's timeout granularity (Ascend notifies count
+    // whole seconds, so devipc rounds up: backend-ascend signal.rs) plus WAIT_SLACK.
+    let granted = match ctx.target.kind() {
+        BackendKind::Ascend => Duration::from_secs(1),
+        _ => TIMEOUT,
+    };
+    ensure(took >= TIMEOUT, || {
+        format!("the wait gave up after {took:?}, before its {TIMEOUT:?} timeout")
     })?;
-    Ok(format!("{seen} after {took:.2?}"))
+    ensure(took <= granted + WAIT_SLACK, || {
+        format!(
+            "the wait returned after {took:?}, more than {WAIT_SLACK:?} after the {granted:?} \
+             the backend waits for a {TIMEOUT:?} timeout"
+        )
+    })?;
+    Ok(format!(
+        "{seen} after {took:.2?} (timeout {TIMEOUT:?}, waited for at most {granted:?} + \
+         {WAIT_SLACK:?})"
+    ))
 }
 
 // ---------------------------------------------------------------------------------------

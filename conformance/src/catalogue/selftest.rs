@@ -27,6 +27,7 @@ const fn hidden(
         needs: NEEDS,
         scenario,
         hidden: true,
+        catches: &[],
     }
 }
 
