@@ -27,6 +27,11 @@ use crate::process::{Proc, ProcError};
 use crate::rule::{Need, Rule, matches};
 use crate::target::Target;
 
+/// The emulated machine the runner sets up when the user's environment does not name one
+/// (`DEVIPC_EMU_DEVICES`, `DEVIPC_EMU_PEERS`).
+const EMULATED_MACHINE: &[(&str, &str)] =
+    &[("DEVIPC_EMU_DEVICES", "3"), ("DEVIPC_EMU_PEERS", "0-1")];
+
 /// Environment variable telling children how long a peer may take per command.
 pub const REPLY_TIMEOUT_ENV: &str = "DEVIPC_CONFORMANCE_REPLY_TIMEOUT_MS";
 /// Environment variable bounding a child's life (its watchdog).
@@ -189,10 +194,19 @@ impl RunDirs {
     }
 
     fn env(&self) -> Vec<(String, OsString)> {
-        vec![
+        let mut env = vec![
             ("DEVIPC_EMU_DIR".into(), self.emu().into_os_string()),
             ("DEVIPC_RUNTIME_DIR".into(), self.run().into_os_string()),
-        ]
+        ];
+        // The emulated machine, unless the user chose one: three devices of which 0 and 1
+        // can peer and 2 cannot, so rules about both connected and unconnected devices
+        // run (real machines have both: PCIe islands, XGMI / HCCS groups).
+        for (var, value) in EMULATED_MACHINE {
+            if std::env::var_os(var).is_none() {
+                env.push(((*var).into(), (*value).into()));
+            }
+        }
+        env
     }
 
     /// Files left behind: anything in the emulator directory but its `ledger` (a

@@ -548,3 +548,50 @@ fn close_unmaps_the_oldest_import_first() {
     }
     root.assert_clean();
 }
+
+/// The configured topology decides peer access (`DEVIPC_EMU_PEERS`): with only devices 0
+/// and 1 connected, device 2 cannot reach device 0's memory, neither by enabling peer
+/// access nor by importing a key with ENABLE_PEER_ACCESS; 0 and 1 still can.
+#[test]
+fn peer_access_follows_the_configured_topology() {
+    let root = TestRoot::new("key-topology");
+    let env = [("DEVIPC_EMU_DEVICES", "3"), ("DEVIPC_EMU_PEERS", "0-1")];
+    let mut a = root.spawn("exporter", &env);
+    a.ok("set-device 0");
+    assert_eq!(a.val("can-access 0 1"), "1");
+    assert_eq!(a.val("can-access 1 0"), "1");
+    assert_eq!(a.val("can-access 0 2"), "0");
+    assert_eq!(a.val("can-access 2 0"), "0");
+    a.fails("enable-peer 2", 207000, rules::PEER_TOPOLOGY);
+    a.ok("enable-peer 1");
+    let p = a.val(&format!("malloc {MB}"));
+    let key = a.val(&format!("key-export {p} {MB} 65 1"));
+
+    let mut far = root.spawn("far", &env);
+    far.ok("set-device 2");
+    far.fails(&format!("key-import {key} 1"), 207000, rules::PEER_TOPOLOGY);
+    let mut near = root.spawn("near", &env);
+    near.ok("set-device 1");
+    near.val(&format!("key-import {key} 1"));
+    near.ok(&format!("key-close {key}"));
+    a.ok(&format!("key-close {key}"));
+    a.ok(&format!("free {p}"));
+    for x in [a, far, near] {
+        x.exit();
+    }
+    root.assert_clean();
+
+    // Switched off, the topology is ignored.
+    let root = TestRoot::new("key-topology-off");
+    let env = [
+        ("DEVIPC_EMU_DEVICES", "3"),
+        ("DEVIPC_EMU_PEERS", "none"),
+        ("DEVIPC_EMU_BREAK_RULE", rules::PEER_TOPOLOGY),
+    ];
+    let mut a = root.spawn("exporter", &env);
+    a.ok("set-device 0");
+    assert_eq!(a.val("can-access 0 2"), "0");
+    a.ok("enable-peer 2");
+    a.exit();
+    root.assert_clean();
+}

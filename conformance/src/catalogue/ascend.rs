@@ -517,7 +517,7 @@ fn unmap_free<E: Exec>(b: &mut Acl<E>, phys: u64, va: u64) -> Result<(), Stop> {
 }
 
 /// A local `aclrtMalloc` block filled with pattern 1, exported by key with `flags`.
-fn key_exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(u64, String), Stop> {
+pub(super) fn key_exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(u64, String), Stop> {
     a.set_device(0).step("aclrtSetDevice(0)")?;
     let p = a.malloc(KEY_BLOCK).step("aclrtMalloc")?;
     a.write(p, &pattern(1, CHECK)).step("filling it")?;
@@ -527,7 +527,7 @@ fn key_exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(u64, String), St
     Ok((p, key))
 }
 
-fn key_release<E: Exec>(a: &mut Acl<E>, p: u64, key: &str) -> Result<(), Stop> {
+pub(super) fn key_release<E: Exec>(a: &mut Acl<E>, p: u64, key: &str) -> Result<(), Stop> {
     a.key_close(key).step("the exporter's aclrtIpcMemClose")?;
     a.free(p).step("aclrtFree")
 }

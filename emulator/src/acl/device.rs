@@ -14,8 +14,11 @@
 //!   explicitly and need no context.
 //! - Peer access is per process and one-directional: `aclrtDeviceEnablePeerAccess(p, 0)`
 //!   on a thread whose current device is `d` enables `d -> p`; enabling it again is a
-//!   no-op success. `aclrtDeviceCanAccessPeer` reports 1 for two distinct valid devices
-//!   (every emulated device can reach every other) and 0 for a device and itself.
+//!   no-op success. Which devices can peer at all is configured (`DEVIPC_EMU_PEERS`,
+//!   default every pair): `aclrtDeviceCanAccessPeer` reports it (0 for a device and
+//!   itself), and enabling peer access between devices that cannot peer fails with 207000
+//!   (`ascend.peer.topology-respected`), so key imports with `ENABLE_PEER_ACCESS` and the
+//!   cross-device imports that need enabled peer access fail there too.
 //! - `aclrtResetDeviceForce(d)` drops every use of `d` at once, as the last reset would.
 //!   `aclrtSynchronizeDevice(WithTimeout)` need a current device and return at once (streams
 //!   are synchronous); `aclrtGetMemInfo` reports the current device's emulated HBM.
@@ -204,7 +207,19 @@ pub fn get_device() -> AclResult<i32> {
 pub fn can_access_peer(device: i32, peer: i32) -> AclResult<i32> {
     let d = check_id(device)?;
     let p = check_id(peer)?;
-    Ok(i32::from(d != p))
+    Ok(i32::from(shared::state()?.config().peers.can_peer(d, p)))
+}
+
+/// Refuses peer access `from -> to` between devices the configured topology does not
+/// connect ([`rules::PEER_TOPOLOGY`]).
+pub fn check_topology(from: u32, to: u32) -> AclResult<()> {
+    let can = shared::state()?.config().peers.can_peer(from, to);
+    check(!can, rules::PEER_TOPOLOGY, || {
+        format!(
+            "devices {from} and {to} cannot access each other's memory (no P2P link; \
+             DEVIPC_EMU_PEERS)"
+        )
+    })
 }
 
 /// `aclrtDeviceEnablePeerAccess`.
@@ -220,6 +235,7 @@ pub fn enable_peer_access(peer: i32, flags: u32) -> AclResult<()> {
         })?;
         return Ok(());
     }
+    check_topology(d, p)?;
     enable_peer(d, p);
     Ok(())
 }

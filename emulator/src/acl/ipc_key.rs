@@ -204,6 +204,10 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
                 )
             },
         )?;
+        if info.device != current && peer_flag {
+            // ENABLE_PEER_ACCESS enables peer access, which the topology may not allow.
+            device::check_topology(current, info.device)?;
+        }
         let parent = info.parent.ok_or_else(|| EmuError::InvalidArgument("key without memory".into()))?;
         m.add_holder(me)?;
         Ok::<_, AclFailure>((parent, info.offset, info.size, info.device))

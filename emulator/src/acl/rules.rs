@@ -38,9 +38,9 @@
 
 use devipc_ascend_sys::codes::{
     ACL_ERROR_INVALID_PARAM, ACL_ERROR_REPEAT_FINALIZE, ACL_ERROR_REPEAT_INITIALIZE,
-    ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_INVALID_DEVICEID,
-    ACL_ERROR_RT_INVALID_HANDLE, ACL_ERROR_RT_MEMORY_ALLOCATION, ACL_ERROR_RT_PARAM_INVALID,
-    ACL_ERROR_RT_SYS_DMA, ACL_ERROR_RT_WAIT_TIMEOUT, ACL_SUCCESS,
+    ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+    ACL_ERROR_RT_INVALID_DEVICEID, ACL_ERROR_RT_INVALID_HANDLE, ACL_ERROR_RT_MEMORY_ALLOCATION,
+    ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_SYS_DMA, ACL_ERROR_RT_WAIT_TIMEOUT, ACL_SUCCESS,
 };
 use devipc_ascend_sys::types::aclError;
 
@@ -189,6 +189,14 @@ rules! {
         CodeBasis::Chosen(WHY_RT_PARAM), true,
         "aclrtDeviceEnablePeerAccess needs a peer device different from the current device",
         "api-facts A.10 (RT-DOC 04)";
+    /// Peer access needs devices that can reach each other.
+    PEER_TOPOLOGY = "ascend.peer.topology-respected", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        CodeBasis::Chosen("the topology does not support the access; the runtime reports \
+                           unsupported features with 207000"), true,
+        "peer access (aclrtDeviceEnablePeerAccess, or a key import with ENABLE_PEER_ACCESS) \
+         between devices that cannot access each other (aclrtDeviceCanAccessPeer reports 0) \
+         fails",
+        "api-facts A.10 (RT-DOC 04: aclrtDeviceCanAccessPeer before enabling), C.4";
 
     // ---- memory --------------------------------------------------------------------------
 
