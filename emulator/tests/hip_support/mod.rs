@@ -37,6 +37,29 @@ const CHILD_WATCHDOG: Duration = Duration::from_secs(240);
 /// 6.x and 0 on 5.x).
 pub const VERSIONS: [&str; 2] = ["6.2", "5.2"];
 
+/// Whether the emulated `version` ("5.2", "6.0", ...) is at least `major.minor`.
+pub fn at_least(version: &str, major: u32, minor: u32) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap());
+    let v = (parts.next().unwrap(), parts.next().unwrap_or(0));
+    v >= (major, minor)
+}
+
+/// ROCm 5.6's IPC checks (owner check on open; `hipErrorInvalidValue` for export and
+/// close refusals); before: no owner check, codes 17 and 400 (see `hip::versions`).
+pub fn clr_ipc_checks(version: &str) -> bool {
+    at_least(version, 5, 6)
+}
+
+/// ROCm 6.0: `hipMemGetAddressRange` of an unknown pointer is `hipErrorNotFound`.
+pub fn address_range_not_found(version: &str) -> bool {
+    at_least(version, 6, 0)
+}
+
+/// ROCm 6.0: `hipPointerGetAttributes` numbering and unregistered-memory answer.
+pub fn pointer_attributes_v6(version: &str) -> bool {
+    at_least(version, 6, 0)
+}
+
 /// `hipIpcMemLazyEnablePeerAccess` of `version`.
 pub fn lazy(version: &str) -> c_uint {
     if version.starts_with('5') { 0 } else { 1 }
