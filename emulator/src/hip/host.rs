@@ -13,7 +13,8 @@
 //! together with `NonCoherent`, is `hipErrorInvalidValue` (CLR `hipHostMalloc`). A size of
 //! 0 writes NULL and succeeds, as `hipMalloc` does. `hipHostFree(NULL)` succeeds; a pointer
 //! that is not the base of a `hipHostMalloc` allocation is `hipErrorInvalidValue` (CLR
-//! would free `hipMalloc` memory there too: the emulator refuses, so misuse shows).
+//! would free `hipMalloc` memory there too, and `hipFree` would free host memory: the
+//! emulator refuses both, so misuse shows).
 
 use std::fs::OpenOptions;
 use std::sync::Arc;

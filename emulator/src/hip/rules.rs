@@ -152,10 +152,11 @@ pub const ALL: &[RuleInfo] = &[
         summary: "From ROCm 5.6, opening a memory handle in the exporting process is \
                   hipErrorInvalidContext (CLR commit 30e740023 stores owners_process_id in \
                   the handle and compares it with getpid). ROCm 5.2 has no such check: its \
-                  handle carries no owner and the ROCr attach maps the allocation a second \
-                  time, so the open succeeds with a new pointer to the same bytes, closed \
-                  with hipIpcCloseMemHandle; the emulator does that for versions before \
-                  5.6. devipc never depends on either (DESIGN 5.1: same-process import is \
+                  handle carries no owner, and rocclr's IpcAttach imports it through ROCr \
+                  (hsa_amd_ipc_memory_attach, a KFD import at a new address) and wraps the \
+                  new address in a new buffer, so the open succeeds with a second pointer to \
+                  the same bytes, closed with hipIpcCloseMemHandle (inferred from that code \
+                  path, not observed on hardware); the emulator does that before 5.6. devipc never depends on either (DESIGN 5.1: same-process import is \
                   served without a vendor call).",
         when_broken: "the exporter gets a second mapping of its own allocation (what ROCm \
                       5.2 does)",
