@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
-    Allocation, DeviceId, DevicePtr, Error, ExportOptions, HandleId, Mapping, Mechanism, MemToken,
-    Result,
+    Allocation, BackendKind, DeviceId, DevicePtr, Error, ExportOptions, HandleId, Mapping,
+    Mechanism, MemToken, Result,
 };
 use devipc_hip_sys::{
     HIP_IPC_HANDLE_SIZE, hipDeviceptr_t, hipErrorPeerAccessAlreadyEnabled, hipIpcMemHandle_t,
@@ -183,6 +183,19 @@ impl HipBackend {
         self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)?;
         let dev = self.check_device(device)?;
         self.check_device(token.device())?;
+        if token.origin() == self.origin {
+            // Never left to the runtime: ROCm 5.6+ refuses hipIpcOpenMemHandle of one's own
+            // handle (hipErrorInvalidContext), ROCm 5.2 has no such check and maps the
+            // allocation a second time, whose lease hold would make our own free wait for
+            // us. The facade serves same-process imports from the local allocation (DESIGN
+            // 5.1) and never gets here.
+            return Err(Error::Unsupported {
+                backend: BackendKind::Hip,
+                what: "importing a hip-ipc-mem token in the process that exported it (use \
+                       the exporter's pointer; the devipc facade does)"
+                    .into(),
+            });
+        }
         let payload = token.payload();
         let (handle, lease_name) = match payload.len() {
             HIP_IPC_HANDLE_SIZE => (payload, None),

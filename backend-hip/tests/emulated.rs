@@ -198,8 +198,12 @@ fn own_import(parent: &Parent) -> Result<(), String> {
             }) if c == code && n == name => Ok(()),
             other => Err(format!("expected {name} ({code}), got {other:?}")),
         };
-    // Opening one's own handle: hipErrorInvalidContext.
-    expect_vendor(b.import(&token, DeviceId(0)), 201, "hipErrorInvalidContext")?;
+    // Importing one's own token is refused by the backend itself, before any vendor call,
+    // in every version (ROCm 5.2's hipIpcOpenMemHandle would map it again).
+    match b.import(&token, DeviceId(0)) {
+        Err(Error::Unsupported { what, .. }) if what.contains("process that exported it") => {}
+        other => return Err(format!("own import gave {other:?}")),
+    }
     // A garbage handle from a "peer": hipErrorInvalidValue.
     let garbage = MemToken::new(MemTokenParts {
         mechanism: Mechanism::HipIpcMem,

@@ -88,8 +88,8 @@ pub enum Need {
     EmulatorOnly(&'static str),
     /// Only on a real vendor runtime; the reason says why the emulator cannot show it.
     RealOnly(&'static str),
-    /// On a real HIP runtime, at least this version (the emulator always qualifies: it
-    /// follows the newest behaviour); the reason says what older runtimes do.
+    /// At least this HIP version, real or emulated (the emulator's answers follow
+    /// `DEVIPC_EMU_HIP_VERSION`); the reason says what older runtimes do.
     HipAtLeast {
         /// Major version.
         major: u32,

@@ -411,19 +411,18 @@ pub fn unmet(rule: &Rule, probe: &Probe) -> Option<String> {
             Need::RealOnly(why) if probe.target.emulated() => {
                 return Some(format!("real runtime only: {why}"));
             }
-            Need::HipAtLeast { major, minor, why } if !probe.target.emulated() => {
-                match probe.version {
-                    Some(v) if (v.major, v.minor) >= (major, minor) => {}
-                    Some(v) => {
-                        return Some(format!("needs HIP >= {major}.{minor} (found {v}): {why}"));
-                    }
-                    None => {
-                        return Some(format!(
-                            "needs HIP >= {major}.{minor} (runtime version unknown): {why}"
-                        ));
-                    }
+            // Emulated targets too: the emulator's answers follow DEVIPC_EMU_HIP_VERSION.
+            Need::HipAtLeast { major, minor, why } => match probe.version {
+                Some(v) if (v.major, v.minor) >= (major, minor) => {}
+                Some(v) => {
+                    return Some(format!("needs HIP >= {major}.{minor} (found {v}): {why}"));
                 }
-            }
+                None => {
+                    return Some(format!(
+                        "needs HIP >= {major}.{minor} (runtime version unknown): {why}"
+                    ));
+                }
+            },
             _ => {}
         }
     }

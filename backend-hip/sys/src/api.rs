@@ -61,10 +61,11 @@ use crate::types::*;
 ///
 /// `required` holds the prototypes of api-facts B.3, copied from the HIP 5.2 headers and
 /// identical in ROCm 6.x and 7.x. Every one is exported as `@@hip_4.2` by the ROCm 5.2
-/// library and stays in that version node in 6.x (api-facts B.1), so every runtime devipc
-/// supports (ROCm >= 4.2) has them all and they are all required: a library lacking one
-/// fails to load with `Error::MissingSymbol`. `optional` is for newer functions (e.g. the
-/// VMM family, `@@hip_5.1`); those become `Option` fields. It is empty today.
+/// library (checked with `nm -D` on Debian's `libamdhip64.so.5.2.21153`) and stays in
+/// that version node in 6.x (api-facts B.1), so every runtime devipc supports (ROCm >=
+/// 4.2) has them all and they are all required: a library lacking one fails to load with
+/// `Error::MissingSymbol`. `optional` is for functions an older supported runtime lacks
+/// (`hipGetProcAddress`, ROCm 6.2+); those become `Option` fields.
 #[macro_export]
 macro_rules! for_each_hip_fn {
     ($($callback:ident)::+ $(; $($extra:tt)*)?) => {
@@ -185,8 +186,60 @@ macro_rules! for_each_hip_fn {
                 /// `const char* hipGetErrorString(hipError_t hipError)`: static string (ROCm
                 /// 5.2 returns the name again).
                 fn hipGetErrorString(hip_error: hipError_t) -> *const c_char;
+                /// `hipError_t hipEventCreate(hipEvent_t* event)`: an event with flags 0
+                /// (timing enabled).
+                fn hipEventCreate(event: *mut hipEvent_t) -> hipError_t;
+                /// `hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t
+                /// stop)`: milliseconds between two completed records; an event never
+                /// recorded or created with `hipEventDisableTiming` gives
+                /// `hipErrorInvalidHandle`, one still pending `hipErrorNotReady`.
+                fn hipEventElapsedTime(ms: *mut f32, start: hipEvent_t, stop: hipEvent_t)
+                    -> hipError_t;
+                /// `hipError_t hipMemcpyAsync(void* dst, const void* src, size_t sizeBytes,
+                /// hipMemcpyKind kind, hipStream_t stream)`: ordered on `stream`; host
+                /// buffers must stay valid until the stream reaches the copy.
+                fn hipMemcpyAsync(
+                    dst: *mut c_void,
+                    src: *const c_void,
+                    size_bytes: usize,
+                    kind: hipMemcpyKind,
+                    stream: hipStream_t
+                ) -> hipError_t;
+                /// `hipError_t hipPointerGetAttributes(hipPointerAttribute_t* attributes,
+                /// const void* ptr)`: memory type, device and addresses of `ptr`. The
+                /// memory-type values and the answer for unknown pointers changed in ROCm
+                /// 6.0 (see [`hipPointerAttribute_t`](crate::types::hipPointerAttribute_t)).
+                fn hipPointerGetAttributes(
+                    attributes: *mut hipPointerAttribute_t,
+                    ptr: *const c_void
+                ) -> hipError_t;
+                /// `hipError_t hipCtxCreate(hipCtx_t* ctx, unsigned int flags, hipDevice_t
+                /// device)` (deprecated context API): the device's primary context, pushed
+                /// on the calling thread's context stack; a device out of range gives
+                /// `hipErrorInvalidValue` (CLR `hip_context.cpp`).
+                fn hipCtxCreate(ctx: *mut hipCtx_t, flags: c_uint, device: hipDevice_t)
+                    -> hipError_t;
+                /// `hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags)`:
+                /// page-locked host memory visible to the devices.
+                fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, flags: c_uint)
+                    -> hipError_t;
+                /// `hipError_t hipHostFree(void* ptr)`: frees `hipHostMalloc` memory (NULL is
+                /// a no-op).
+                fn hipHostFree(ptr: *mut c_void) -> hipError_t;
             }
             optional {
+                /// `hipError_t hipGetProcAddress(const char* symbol, void** pfn, int
+                /// hipVersion, uint64_t flags, hipDriverProcAddressQueryResult*
+                /// symbolStatus)`: the runtime's function of that name. First shipped in
+                /// ROCm 6.2 (clr CHANGELOG "HIP 6.2": "Added new HIP APIs
+                /// `hipGetProcAddress`"), so optional: ROCm 5.2 lacks the symbol.
+                fn hipGetProcAddress(
+                    symbol: *const c_char,
+                    pfn: *mut *mut c_void,
+                    hip_version: c_int,
+                    flags: u64,
+                    symbol_status: *mut hipDriverProcAddressQueryResult
+                ) -> hipError_t;
             }
         }
     };
@@ -514,10 +567,7 @@ impl HipApi {
     /// time.
     #[cfg(feature = "link")]
     pub fn linked() -> Self {
-        // SAFETY: `linked` holds `extern "C"` declarations of the real HIP functions with
-        // their exact prototypes (checked against hip-sys in `link_abi_check`), resolved
-        // by the linker against libamdhip64.
-        unsafe { for_each_hip_fn!(crate::__hip_api_from_fns; LibrarySource::Linked; self::linked) }
+        for_each_hip_fn!(self::linked::fill)
     }
 }
 
@@ -550,15 +600,55 @@ mod linked {
         ) => {
             // `hip-sys`'s build script also emits `-l amdhip64` and the search path
             // (`$HIP_PATH/lib`); naming the library here keeps the dependency explicit.
+            // Only the required functions are declared: an optional one may be missing
+            // from the linked runtime (hipGetProcAddress from ROCm 5.2), and a declared
+            // but undefined symbol would fail the link. `fill` finds those at run time.
             #[link(name = "amdhip64")]
             unsafe extern "C" {
                 $( pub(crate) fn $rname($($rarg: $rty),*) -> $rret; )*
-                $( pub(crate) fn $oname($($oarg: $oty),*) -> $oret; )*
             }
         };
     }
 
     for_each_hip_fn!(declare_linked);
+
+    /// Callback building the linked table: the required functions from the `extern`
+    /// block, the optional ones looked up in the process (where the linked libamdhip64
+    /// is loaded for the life of the process), `None` when the runtime lacks them.
+    macro_rules! fill {
+        (
+            []
+            required { $( $(#[$rdoc:meta])* fn $rname:ident($($rarg:ident: $rty:ty),* $(,)?) -> $rret:ty; )* }
+            optional { $( $(#[$odoc:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
+        ) => {{
+            #![allow(non_snake_case)] // the optional functions' C names
+            let this = libloading::os::unix::Library::this();
+            $(
+                // SAFETY: the requested type is the symbol's C prototype (HIP headers); the
+                // process links the HIP runtime, which is never unloaded, so the pointer
+                // outlives `this`.
+                let $oname = unsafe {
+                    this.get::<unsafe extern "C" fn($($oty),*) -> $oret>(
+                        concat!(stringify!($oname), "\0").as_bytes(),
+                    )
+                }
+                .ok()
+                .map(|symbol| *symbol);
+            )*
+            // SAFETY: `linked` holds `extern "C"` declarations of the real HIP functions
+            // with their exact prototypes (checked against hip-sys in `link_abi_check`),
+            // resolved by the linker against libamdhip64; the optional ones were found
+            // under their HIP names in the same process.
+            unsafe {
+                crate::HipApi::__from_fns(
+                    crate::__private::LibrarySource::Linked,
+                    $( self::linked::$rname, )*
+                    $( $oname, )*
+                )
+            }
+        }};
+    }
+    pub(crate) use fill;
 }
 
 /// Compile-time ABI check of the list against `hip-sys` (feature `link`).
@@ -578,8 +668,8 @@ mod link_abi_check {
     #![allow(unused_imports)]
     use core::ffi::{c_char, c_int, c_uint, c_void};
     use hip_sys::hiprt::{
-        hipDeviceptr_t, hipError_t, hipEvent_t, hipIpcEventHandle_t, hipIpcMemHandle_t,
-        hipMemcpyKind, hipStream_t,
+        hipCtx_t, hipDevice_t, hipDeviceptr_t, hipError_t, hipEvent_t, hipIpcEventHandle_t,
+        hipIpcMemHandle_t, hipMemcpyKind, hipPointerAttribute_t, hipStream_t,
     };
 
     macro_rules! check_against_hip_sys {
@@ -589,7 +679,9 @@ mod link_abi_check {
             optional { $( $(#[$odoc:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
         ) => {
             $( const _: unsafe extern "C" fn($($rty),*) -> $rret = hip_sys::hiprt::$rname; )*
-            $( const _: unsafe extern "C" fn($($oty),*) -> $oret = hip_sys::hiprt::$oname; )*
+            // The optional functions are newer than hip-sys's HIP 5.4 headers
+            // (hipGetProcAddress: ROCm 6.2), so hip-sys has nothing to check them against;
+            // their prototypes come from the 6.2 header (clr hip_device_runtime.cpp).
         };
     }
 
@@ -608,6 +700,18 @@ mod link_abi_check {
         assert!(same_layout::<hipEvent_t, ours::hipEvent_t>());
         assert!(same_layout::<hipIpcMemHandle_t, ours::hipIpcMemHandle_t>());
         assert!(same_layout::<hipIpcEventHandle_t, ours::hipIpcEventHandle_t>());
+        assert!(same_layout::<hipCtx_t, ours::hipCtx_t>());
+        assert!(same_layout::<hipDevice_t, ours::hipDevice_t>());
+        // hip-sys's 5.4 struct: `memoryType` (a 4-byte C enum) where ours has `type`; the
+        // other fields and the size are the same (a 32-byte struct either way).
+        assert!(same_layout::<
+            hipPointerAttribute_t,
+            ours::hipPointerAttribute_t,
+        >());
+        assert!(
+            core::mem::offset_of!(hipPointerAttribute_t, allocationFlags)
+                == core::mem::offset_of!(ours::hipPointerAttribute_t, allocationFlags)
+        );
         assert!(size_of::<hipIpcMemHandle_t>() == ours::HIP_IPC_HANDLE_SIZE);
         assert!(size_of::<hipIpcEventHandle_t>() == ours::HIP_IPC_HANDLE_SIZE);
         // `hipDeviceptr_t` is `*mut c_void` in both: the same Rust type.
@@ -741,7 +845,7 @@ mod tests {
     use std::ffi::{CStr, OsString};
 
     /// The functions the brief for this crate asks for, in no particular order.
-    const EXPECTED: [&str; 30] = [
+    const EXPECTED: [&str; 37] = [
         "hipInit",
         "hipRuntimeGetVersion",
         "hipDriverGetVersion",
@@ -772,6 +876,13 @@ mod tests {
         "hipDeviceEnablePeerAccess",
         "hipGetErrorName",
         "hipGetErrorString",
+        "hipEventCreate",
+        "hipEventElapsedTime",
+        "hipMemcpyAsync",
+        "hipPointerGetAttributes",
+        "hipCtxCreate",
+        "hipHostMalloc",
+        "hipHostFree",
     ];
 
     #[test]
@@ -781,7 +892,7 @@ mod tests {
         let mut expected = EXPECTED.to_vec();
         expected.sort_unstable();
         assert_eq!(listed, expected);
-        assert!(HipApi::OPTIONAL_SYMBOLS.is_empty());
+        assert_eq!(HipApi::OPTIONAL_SYMBOLS, ["hipGetProcAddress"]);
     }
 
     // --- The generated loader, exercised on libc with a list of libc functions. ---
@@ -965,6 +1076,7 @@ mod tests {
         pub fn code_of(name: &str) -> hipError_t {
             let index = crate::HipApi::REQUIRED_SYMBOLS
                 .iter()
+                .chain(crate::HipApi::OPTIONAL_SYMBOLS)
                 .position(|n| *n == name)
                 .expect("listed");
             1000 + index as hipError_t
@@ -1002,6 +1114,17 @@ mod tests {
                         )
                     }
                 )*
+                $(
+                    pub unsafe extern "C" fn $oname($($oarg: $oty),*) -> $oret {
+                        $( let _ = $oarg; )*
+                        LAST.with(|l| l.set(stringify!($oname)));
+                        <$oret as Ret>::make(
+                            stringify!($oname),
+                            // SAFETY: the literal ends in exactly one NUL.
+                            unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($oname), "\0").as_bytes()) },
+                        )
+                    }
+                )*
             };
         }
         for_each_hip_fn!(recording_fns);
@@ -1036,6 +1159,14 @@ mod tests {
                 let ret: $ret = unsafe { ($api.$name)($(core::mem::zeroed::<$ty>()),*) };
                 assert_eq!(recording::LAST.with(|l| l.get()), stringify!($name));
                 ret.check(stringify!($name));
+            )*
+            $(
+                recording::LAST.with(|l| l.set(""));
+                let f = $api.$oname.expect(concat!(stringify!($oname), " is Some"));
+                // SAFETY: as above.
+                let ret: $oret = unsafe { f($(core::mem::zeroed::<$oty>()),*) };
+                assert_eq!(recording::LAST.with(|l| l.get()), stringify!($oname));
+                ret.check(stringify!($oname));
             )*
         };
     }

@@ -7,7 +7,9 @@
 //! [`error_name`] is the fallback code-to-name table for when the runtime's own
 //! `hipGetErrorName` cannot be used.
 
-use crate::types::{c_uint, hipError_t, hipMemcpyKind};
+use crate::types::{
+    c_int, c_uint, hipDriverProcAddressQueryResult, hipError_t, hipMemcpyKind, hipMemoryType,
+};
 
 // ---------------------------------------------------------------------------------------
 // Event and stream flags
@@ -70,6 +72,114 @@ pub const fn ipc_mem_lazy_enable_peer_access(runtime_version: i32) -> c_uint {
         hipIpcMemLazyEnablePeerAccess_ROCM5
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// hipMemoryType: an ABI break between ROCm 5 and 6
+// ---------------------------------------------------------------------------------------
+
+/// What a `hipMemoryType` value means, independent of the version's numbering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// Memory the runtime does not know (`hipMemoryTypeUnregistered`, 6.0+ only).
+    Unregistered,
+    /// Host memory (`hipHostMalloc`, registered host memory).
+    Host,
+    /// Device memory (`hipMalloc`, IPC mappings).
+    Device,
+    /// Managed memory (`hipMallocManaged`; 5.7+ as a value of its own).
+    Managed,
+    /// A HIP array.
+    Array,
+    /// Unified memory (unused by CLR).
+    Unified,
+}
+
+/// The `hipMemoryType` value of `kind` in the runtime whose `HIP_VERSION` encoding is
+/// `runtime_version`, or `None` where that version has no such value.
+///
+/// ROCm 5.x (HIP52 header): Host 0, Device 1, Array 2, Unified 3, and from 5.7 Managed 4;
+/// ROCm 6.0 and later: Unregistered 0, Host 1, Device 2, Managed 3, Array 10, Unified 11
+/// (api-facts B.3; clr CHANGELOG 6.0 lists the `hipPointerAttribute_t` change).
+pub const fn memory_type_value(kind: MemoryKind, runtime_version: i32) -> Option<hipMemoryType> {
+    if runtime_version / 10_000_000 >= 6 {
+        Some(match kind {
+            MemoryKind::Unregistered => 0,
+            MemoryKind::Host => 1,
+            MemoryKind::Device => 2,
+            MemoryKind::Managed => 3,
+            MemoryKind::Array => 10,
+            MemoryKind::Unified => 11,
+        })
+    } else {
+        match kind {
+            MemoryKind::Unregistered => None,
+            MemoryKind::Host => Some(0),
+            MemoryKind::Device => Some(1),
+            MemoryKind::Array => Some(2),
+            MemoryKind::Unified => Some(3),
+            MemoryKind::Managed if runtime_version >= 50_700_000 => Some(4),
+            MemoryKind::Managed => None,
+        }
+    }
+}
+
+/// The meaning of a `hipMemoryType` value written by the runtime whose `HIP_VERSION`
+/// encoding is `runtime_version` (the inverse of [`memory_type_value`]).
+pub const fn memory_type_kind(value: hipMemoryType, runtime_version: i32) -> Option<MemoryKind> {
+    const KINDS: [MemoryKind; 6] = [
+        MemoryKind::Unregistered,
+        MemoryKind::Host,
+        MemoryKind::Device,
+        MemoryKind::Managed,
+        MemoryKind::Array,
+        MemoryKind::Unified,
+    ];
+    let mut i = 0;
+    while i < KINDS.len() {
+        if let Some(v) = memory_type_value(KINDS[i], runtime_version) {
+            if v == value {
+                return Some(KINDS[i]);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `hipInvalidDeviceId` (ROCm 6.x): the `device` that `hipPointerGetAttributes` writes for
+/// memory the runtime does not know.
+pub const hipInvalidDeviceId: c_int = -1;
+
+// ---------------------------------------------------------------------------------------
+// hipHostMalloc flags (HIP52 header, unchanged in 6.x)
+// ---------------------------------------------------------------------------------------
+
+/// `hipHostMallocDefault`.
+pub const hipHostMallocDefault: c_uint = 0x0;
+/// `hipHostMallocPortable`: usable from every context.
+pub const hipHostMallocPortable: c_uint = 0x1;
+/// `hipHostMallocMapped`: mapped into the device address space.
+pub const hipHostMallocMapped: c_uint = 0x2;
+/// `hipHostMallocWriteCombined`.
+pub const hipHostMallocWriteCombined: c_uint = 0x4;
+/// `hipHostMallocNumaUser`: follow the calling thread's NUMA policy.
+pub const hipHostMallocNumaUser: c_uint = 0x2000_0000;
+/// `hipHostMallocCoherent`: fine-grained (coherent) memory.
+pub const hipHostMallocCoherent: c_uint = 0x4000_0000;
+/// `hipHostMallocNonCoherent`: coarse-grained memory; exclusive with
+/// [`hipHostMallocCoherent`].
+pub const hipHostMallocNonCoherent: c_uint = 0x8000_0000;
+
+// ---------------------------------------------------------------------------------------
+// hipGetProcAddress (ROCm 6.2+)
+// ---------------------------------------------------------------------------------------
+
+/// `HIP_GET_PROC_ADDRESS_SUCCESS`: the symbol was found.
+pub const HIP_GET_PROC_ADDRESS_SUCCESS: hipDriverProcAddressQueryResult = 0;
+/// `HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND`: no such symbol.
+pub const HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND: hipDriverProcAddressQueryResult = 1;
+/// `HIP_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`: the symbol needs a newer `hipVersion`.
+pub const HIP_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: hipDriverProcAddressQueryResult = 2;
 
 // ---------------------------------------------------------------------------------------
 // hipMemcpyKind
@@ -303,6 +413,36 @@ pub fn error_name(code: hipError_t) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_type_values_follow_the_runtime_version() {
+        use MemoryKind::*;
+        // (kind, 5.2, 5.7, 6.2), from the HIP52 header and api-facts B.3.
+        let table = [
+            (Unregistered, None, None, Some(0)),
+            (Host, Some(0), Some(0), Some(1)),
+            (Device, Some(1), Some(1), Some(2)),
+            (Managed, None, Some(4), Some(3)),
+            (Array, Some(2), Some(2), Some(10)),
+            (Unified, Some(3), Some(3), Some(11)),
+        ];
+        for (kind, v52, v57, v62) in table {
+            for (version, want) in [(50221153, v52), (50731921, v57), (60200000, v62)] {
+                assert_eq!(
+                    memory_type_value(kind, version),
+                    want,
+                    "{kind:?} @ {version}"
+                );
+                if let Some(v) = want {
+                    assert_eq!(memory_type_kind(v, version), Some(kind), "{v} @ {version}");
+                }
+            }
+        }
+        assert_eq!(memory_type_kind(2, 50221153), Some(Array));
+        assert_eq!(memory_type_kind(2, 60200000), Some(Device));
+        assert_eq!(memory_type_kind(4, 50221153), None);
+        assert_eq!(memory_type_kind(-1, 60200000), None);
+    }
 
     #[test]
     fn lazy_peer_access_flag_follows_the_runtime_major_version() {

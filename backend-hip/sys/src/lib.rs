@@ -6,7 +6,8 @@
 //! implementation on top. Nothing here interprets results: functions return raw
 //! `hipError_t` codes.
 //!
-//! - [`types`]: `hipError_t`, streams, events, the 64-byte IPC handles.
+//! - [`types`]: `hipError_t`, streams, events, contexts, the 64-byte IPC handles,
+//!   `hipPointerAttribute_t`.
 //! - [`consts`]: flags (incl. the ROCm 5/6 `hipIpcMemLazyEnablePeerAccess` split), copy
 //!   kinds, every `hipError_t` value and a code-to-name table.
 //! - [`api`]: the one list of functions ([`for_each_hip_fn!`]) and the [`HipApi`] table,
@@ -15,7 +16,9 @@
 //!   ([`hip_api_from_module!`]).
 //! - [`discovery`]: where to look for the library.
 //!
-//! Every function in the table exists since ROCm 4.2, so all are required.
+//! Every required function of the table exists since ROCm 4.2 (`@@hip_4.2` in ROCm 5.2's
+//! `libamdhip64.so.5`); `hipGetProcAddress` (ROCm 6.2+) is optional, `None` where the
+//! runtime lacks it.
 //!
 //! # Feature `link`
 //!

@@ -50,6 +50,80 @@ pub type hipStream_t = *mut ihipStream_t;
 /// A HIP event, `typedef struct ihipEvent_t* hipEvent_t`.
 pub type hipEvent_t = *mut ihipEvent_t;
 
+/// Opaque runtime context object; only ever used behind [`hipCtx_t`].
+#[repr(C)]
+pub struct ihipCtx_t {
+    _data: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+/// A HIP context (deprecated driver-style API), `typedef struct ihipCtx_t* hipCtx_t`. In
+/// CLR it is the device's primary context (`hipCtxCreate` hands out the device itself).
+pub type hipCtx_t = *mut ihipCtx_t;
+
+/// A device ordinal as the driver-style API spells it, `typedef int hipDevice_t`.
+pub type hipDevice_t = c_int;
+
+/// `enum hipMemoryType` (4 bytes). A `c_int` because the **values changed** between ROCm
+/// 5.x and 6.0 (api-facts B.3): use
+/// [`memory_type_value`](crate::consts::memory_type_value) /
+/// [`memory_type_kind`](crate::consts::memory_type_kind) with the runtime version.
+pub type hipMemoryType = c_int;
+
+/// `enum hipDriverProcAddressQueryResult` (ROCm 6.2+): what `hipGetProcAddress` found,
+/// `HIP_GET_PROC_ADDRESS_*` in [`consts`](crate::consts).
+pub type hipDriverProcAddressQueryResult = c_int;
+
+/// `hipPointerAttribute_t`, written by `hipPointerGetAttributes`: 32 bytes on x86_64 in
+/// both ROCm 5.2 and 6.x (measured with `offsetof` on Debian's 5.2 header: type @0,
+/// device @4, devicePointer @8, hostPointer @16, isManaged @24, allocationFlags @28).
+///
+/// The layout is the same in every version, but the first field is not: ROCm 5.2 names
+/// it `memoryType`, 5.7 puts `memoryType` and `type` in a union, 6.0 keeps only `type`
+/// (clr CHANGELOG 6.0: "Deprecated `enum hipMemoryType memoryType;` is removed from HIP
+/// struct hipPointerAttribute_t union"), and the enum's **values** differ (5.x: Host 0,
+/// Device 1; 6.x: Unregistered 0, Host 1, Device 2; api-facts B.3). This struct names the
+/// field after 6.x (`type`); read it with
+/// [`memory_type_kind`](crate::consts::memory_type_kind) and the runtime version.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_snake_case)] // the C field names
+pub struct hipPointerAttribute_t {
+    /// `type` (6.x) / `memoryType` (5.x): a [`hipMemoryType`] value of the running version.
+    pub r#type: hipMemoryType,
+    /// The device ordinal of the allocation (6.x: `hipInvalidDeviceId` for unregistered
+    /// memory).
+    pub device: c_int,
+    /// The device address of `ptr` (interior offset kept).
+    pub devicePointer: *mut c_void,
+    /// The host address of `ptr` for host memory, else NULL.
+    pub hostPointer: *mut c_void,
+    /// Non-zero for managed (`hipMallocManaged`) memory.
+    pub isManaged: c_int,
+    /// Allocation flags (e.g. those given to `hipHostMalloc`).
+    pub allocationFlags: c_uint,
+}
+
+impl hipPointerAttribute_t {
+    /// All zero (NULL pointers), for use as an out-parameter.
+    pub const fn zeroed() -> Self {
+        hipPointerAttribute_t {
+            r#type: 0,
+            device: 0,
+            devicePointer: core::ptr::null_mut(),
+            hostPointer: core::ptr::null_mut(),
+            isManaged: 0,
+            allocationFlags: 0,
+        }
+    }
+}
+
+impl Default for hipPointerAttribute_t {
+    fn default() -> Self {
+        Self::zeroed()
+    }
+}
+
 /// A device pointer as the driver-style API spells it, `typedef void* hipDeviceptr_t`.
 ///
 /// Used by `hipMemGetAddressRange`, whose first parameter is `hipDeviceptr_t*` (a
@@ -148,6 +222,13 @@ const _: () = {
     assert!(size_of::<hipMemcpyKind>() == 4);
     assert!(size_of::<hipStream_t>() == size_of::<*mut c_void>());
     assert!(size_of::<hipEvent_t>() == size_of::<*mut c_void>());
+    assert!(size_of::<hipCtx_t>() == size_of::<*mut c_void>());
+    assert!(size_of::<hipPointerAttribute_t>() == 32);
+    assert!(core::mem::offset_of!(hipPointerAttribute_t, device) == 4);
+    assert!(core::mem::offset_of!(hipPointerAttribute_t, devicePointer) == 8);
+    assert!(core::mem::offset_of!(hipPointerAttribute_t, hostPointer) == 16);
+    assert!(core::mem::offset_of!(hipPointerAttribute_t, isManaged) == 24);
+    assert!(core::mem::offset_of!(hipPointerAttribute_t, allocationFlags) == 28);
 };
 
 #[cfg(test)]

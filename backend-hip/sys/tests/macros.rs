@@ -22,6 +22,7 @@ thread_local! {
 fn code_of(name: &str) -> hipError_t {
     2000 + HipApi::REQUIRED_SYMBOLS
         .iter()
+        .chain(HipApi::OPTIONAL_SYMBOLS)
         .position(|n| *n == name)
         .expect("listed") as hipError_t
 }
@@ -69,6 +70,17 @@ mod emu {
                     )
                 }
             )*
+            $(
+                pub unsafe extern "C" fn $oname($($oarg: $oty),*) -> $oret {
+                    $( let _ = $oarg; )*
+                    LAST.with(|l| l.set(stringify!($oname)));
+                    <$oret as Ret>::make(
+                        stringify!($oname),
+                        // SAFETY: the literal ends in exactly one NUL.
+                        unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($oname), "\0").as_bytes()) },
+                    )
+                }
+            )*
         };
     }
     for_each_hip_fn!(recording_fns);
@@ -91,6 +103,10 @@ mod c {
                     #[link_name = stringify!($name)]
                     pub fn $name($($arg: $ty),*) -> $ret;
                 )*
+                $(
+                    #[link_name = stringify!($oname)]
+                    pub fn $oname($($oarg: $oty),*) -> $oret;
+                )*
             }
         };
     }
@@ -110,6 +126,14 @@ macro_rules! call_every_field {
             let ret: $ret = unsafe { ($api.$name)($(core::mem::zeroed::<$ty>()),*) };
             assert_eq!(LAST.with(|l| l.get()), stringify!($name));
             ret.check(stringify!($name));
+        )*
+        $(
+            LAST.with(|l| l.set(""));
+            let f = $api.$oname.expect(concat!(stringify!($oname), " is wired"));
+            // SAFETY: as above.
+            let ret: $oret = unsafe { f($(core::mem::zeroed::<$oty>()),*) };
+            assert_eq!(LAST.with(|l| l.get()), stringify!($oname));
+            ret.check(stringify!($oname));
         )*
     };
 }
@@ -136,6 +160,13 @@ macro_rules! call_every_symbol {
             let ret: $ret = unsafe { c::$name($(core::mem::zeroed::<$ty>()),*) };
             assert_eq!(LAST.with(|l| l.get()), stringify!($name));
             ret.check(stringify!($name));
+        )*
+        $(
+            LAST.with(|l| l.set(""));
+            // SAFETY: as above.
+            let ret: $oret = unsafe { c::$oname($(core::mem::zeroed::<$oty>()),*) };
+            assert_eq!(LAST.with(|l| l.get()), stringify!($oname));
+            ret.check(stringify!($oname));
         )*
     };
 }

@@ -91,6 +91,12 @@ fn real_runtime_version_device_count_and_error_names() {
         (5..=7).contains(&decoded.major),
         "unexpected HIP major version {decoded}"
     );
+    // hipGetProcAddress first shipped in ROCm 6.2 (an optional symbol): ROCm 5.2 lacks it.
+    assert_eq!(
+        api.hipGetProcAddress.is_some(),
+        (decoded.major, decoded.minor) >= (6, 2),
+        "hipGetProcAddress presence on {decoded}"
+    );
     let expected_flag = if decoded.major >= 6 { 1 } else { 0 };
     assert_eq!(ipc_mem_lazy_enable_peer_access(version), expected_flag);
 

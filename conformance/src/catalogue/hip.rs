@@ -2,18 +2,19 @@
 //! IPC memory, IPC events, peer access and runtime queries (api-facts C.1, C.2, B.2-B.5),
 //! checked through the raw `HipApi` table in this process and in peers.
 //!
-//! Version matters: `hipIpcMemLazyEnablePeerAccess` is 0 on ROCm 5 and 1 from 6.0, and
-//! the open-in-exporter check exists only from ROCm 5.6; rules read the runtime version
-//! and say when an older runtime is not checked. Two rules need only the library (no
+//! Version matters: `hipIpcMemLazyEnablePeerAccess` is 0 on ROCm 5 and 1 from 6.0, the
+//! open-in-exporter check exists only from ROCm 5.6, and some refusal codes changed (5.6,
+//! 6.0); rules read the runtime version, and `Need::HipAtLeast` skips a rule on an older
+//! runtime, emulated or real (the emulator follows `DEVIPC_EMU_HIP_VERSION`). Two rules need only the library (no
 //! device), so a machine with the runtime but no GPU still checks something real.
 
 use std::ffi::c_uint;
 
 use devipc_hip_sys::{
     hipErrorIllegalAddress, hipErrorInvalidConfiguration, hipErrorInvalidContext,
-    hipErrorInvalidDevice, hipErrorInvalidDevicePointer, hipErrorInvalidValue, hipErrorNotFound,
-    hipErrorPeerAccessAlreadyEnabled, hipEventBlockingSync, hipEventDisableTiming,
-    hipEventInterprocess, hipEventReleaseToDevice, hipEventReleaseToSystem,
+    hipErrorInvalidDevice, hipErrorInvalidDevicePointer, hipErrorInvalidHandle,
+    hipErrorInvalidValue, hipErrorNotFound, hipErrorPeerAccessAlreadyEnabled, hipEventBlockingSync,
+    hipEventDisableTiming, hipEventInterprocess, hipEventReleaseToDevice, hipEventReleaseToSystem,
     ipc_mem_lazy_enable_peer_access,
 };
 
@@ -92,8 +93,8 @@ pub static RULES: &[Rule] = &[
         &[Need::HipAtLeast {
             major: 5,
             minor: 6,
-            why: "ROCm before 5.6 has no such check and its behaviour is UNVERIFIED \
-                  (api-facts D.7)",
+            why: "ROCm before 5.6 has no such check (its handle has no owner pid): the open \
+                  maps the allocation a second time, as the emulator does for 5.2",
         }],
         mem_open_in_exporter,
     ),
@@ -131,9 +132,11 @@ pub static RULES: &[Rule] = &[
         "hip.mem.close-non-ipc-pointer-rejected",
         H,
         "hipIpcCloseMemHandle of a pointer no hipIpcOpenMemHandle returned (a hipMalloc \
-         pointer) is hipErrorInvalidValue",
-        "HIP header doc (hipIpcCloseMemHandle); CLR hip_memory.cpp; api-facts C.1",
-        INVALID_VALUE,
+         pointer) is refused: hipErrorInvalidValue from ROCm 5.6, hipErrorInvalidHandle \
+         before (ROCm 5.2.3)",
+        "HIP header doc (hipIpcCloseMemHandle); CLR hip_memory.cpp (ipcShared check); hipamd \
+         2022 hip_memory.cpp (IpcDetach -> hipErrorInvalidHandle); api-facts C.1",
+        Expect::Refused,
         &[],
         mem_close_non_ipc,
     ),
@@ -205,8 +208,9 @@ pub static RULES: &[Rule] = &[
         &[Need::HipAtLeast {
             major: 6,
             minor: 0,
-            why: "the header documents hipErrorInvalidDevicePointer; hipErrorNotFound is what \
-                  CLR 6.2 returns, older runtimes are unverified",
+            why: "the header documents hipErrorInvalidDevicePointer, which ROCm 5.2 returns; \
+                  hipErrorNotFound is what CLR 6.2 returns (from 6.0 assumed, 5.6/5.7 \
+                  unverified)",
         }],
         mem_address_range_unknown,
     ),
@@ -574,10 +578,25 @@ fn mem_close_non_ipc(ctx: &mut Ctx) -> Verdict {
     let flag = lazy(&mut e)?;
     let (exported_ptr, handle) = exported(&mut e)?;
     let mut h = ctx.hip_peer("importer")?;
+    let v = h.version().step("hipRuntimeGetVersion")?;
+    // The code changed with CLR's ipcShared check (ROCm 5.6; emulator hip::versions).
+    let (want_name, want) = if v >= 50_600_000 {
+        ("hipErrorInvalidValue", hipErrorInvalidValue)
+    } else {
+        ("hipErrorInvalidHandle", hipErrorInvalidHandle)
+    };
     h.set_device(0).step("peer hipSetDevice")?;
     let ptr = h.malloc(SIZE).step("hipMalloc")?;
-    let seen = ctx.refused("close of a hipMalloc pointer", h.mem_close(ptr))?;
+    let result = h.mem_close(ptr);
+    let code = match &result {
+        Err(Failure::Vendor { code, .. }) => Some(*code),
+        _ => None,
+    };
+    let seen = ctx.refused("close of a hipMalloc pointer", result)?;
     h.free(ptr).step("hipFree")?;
+    ensure(code == Some(want), || {
+        format!("{seen}, but HIP_VERSION {v} answers {want_name} ({want})")
+    })?;
     let q = h.mem_open(&handle, flag).step("hipIpcOpenMemHandle")?;
     h.mem_close(q).step("close of the opened pointer")?;
     h.0.finish()?;

@@ -21,8 +21,9 @@
 //!
 //! Other events keep their words in this process's memory. Events carry no timing data.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use devipc_hip_sys::*;
 
@@ -52,11 +53,24 @@ fn reached(completed: u32, target: u32) -> bool {
     completed.wrapping_sub(target) as i32 >= 0
 }
 
-/// Where an event's two words live.
+/// Where an event's two words live. A process-local event also keeps the time its latest
+/// completed record completed (nanoseconds since [`epoch`]), for `hipEventElapsedTime`;
+/// interprocess events have no timing (they need `hipEventDisableTiming`).
 #[derive(Debug)]
 enum Words {
-    Local([AtomicU32; 2]),
+    Local([AtomicU32; 2], AtomicU64),
     Shared(SharedMapping),
+}
+
+/// The process's time origin for event timestamps.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Nanoseconds since [`epoch`].
+fn now_ns() -> u64 {
+    u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The `recorded` / `completed` words of one event.
@@ -65,7 +79,10 @@ pub(crate) struct EventWords(Words);
 
 impl EventWords {
     fn local() -> EventWords {
-        EventWords(Words::Local([AtomicU32::new(0), AtomicU32::new(0)]))
+        EventWords(Words::Local(
+            [AtomicU32::new(0), AtomicU32::new(0)],
+            AtomicU64::new(0),
+        ))
     }
 
     fn shared(mapping: SharedMapping) -> EventWords {
@@ -74,7 +91,7 @@ impl EventWords {
 
     fn pair(&self) -> HipResult<(&AtomicU32, &AtomicU32)> {
         Ok(match &self.0 {
-            Words::Local([r, c]) => (r, c),
+            Words::Local([r, c], _) => (r, c),
             Words::Shared(m) => (m.word(RECORDED)?, m.word(COMPLETED)?),
         })
     }
@@ -92,12 +109,25 @@ impl EventWords {
         while !reached(seen, index) {
             match completed.compare_exchange_weak(seen, index, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => break,
+                Ok(_) => {
+                    if let Words::Local(_, time) = &self.0 {
+                        time.store(now_ns(), Ordering::Release);
+                    }
+                    break;
+                }
                 Err(now) => seen = now,
             }
         }
         wake_all(completed)?;
         Ok(())
+    }
+
+    /// When the latest completed record completed (process-local events only).
+    fn completed_at(&self) -> Option<u64> {
+        match &self.0 {
+            Words::Local(_, time) => Some(time.load(Ordering::Acquire)),
+            Words::Shared(_) => None,
+        }
     }
 
     /// The record index a query or wait looks at: the latest record; for an event never
@@ -264,6 +294,39 @@ pub(crate) fn destroy(handle: usize) -> HipResult<()> {
         state()?.registry().release(id, me()?)?;
     }
     Ok(())
+}
+
+/// `hipEventElapsedTime(start, stop)`: milliseconds from `start`'s latest record to
+/// `stop`'s, in CLR's order of checks (`hip_event.cpp` `Event::elapsedTime`): an event
+/// never recorded or created with `hipEventDisableTiming` is `hipErrorInvalidHandle`, a
+/// record still pending gives the `hipErrorNotReady` status; the same event twice is 0.
+pub(crate) fn elapsed_time(start: usize, stop: usize) -> HipResult<f32> {
+    let (a, b) = (event(start)?, event(stop)?);
+    let no_timing = |e: &Event| e.flags & hipEventDisableTiming != 0;
+    let recorded = |e: &Event| -> HipResult<bool> { Ok(e.words.snapshot()?.0 != 0) };
+    let ready = |e: &Event| -> HipResult<bool> { e.words.is_complete(e.words.target()?) };
+    for e in [&a, &b] {
+        if !recorded(e)? {
+            return Err(Failure::invalid_handle(
+                "the event was never recorded: it has no time",
+            ));
+        }
+    }
+    if no_timing(&a) || no_timing(&b) {
+        return Err(Failure::invalid_handle(
+            "an event created with hipEventDisableTiming has no time",
+        ));
+    }
+    if !ready(&a)? || !ready(&b)? {
+        return Err(Failure::status(hipErrorNotReady));
+    }
+    if start == stop {
+        return Ok(0.0);
+    }
+    match (a.words.completed_at(), b.words.completed_at()) {
+        (Some(t0), Some(t1)) => Ok((t1 as f64 - t0 as f64) as f32 / 1_000_000.0),
+        _ => Err(Failure::invalid_handle("interprocess events have no time")),
+    }
 }
 
 /// `hipEventRecord(event, stream)`.

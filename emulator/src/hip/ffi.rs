@@ -14,8 +14,16 @@
 use devipc_hip_sys::HipApi;
 use devipc_hip_sys::types::*;
 
+use std::ffi::CStr;
+use std::sync::OnceLock;
+
+use devipc_hip_sys::{
+    HIP_GET_PROC_ADDRESS_SUCCESS, HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, hipErrorInvalidHandle,
+    hipErrorNotSupported,
+};
+
 use super::errors::{self, Failure, HipResult, call};
-use super::{event, ipc_mem, memory, peer, runtime, stream};
+use super::{event, host, ipc_mem, memory, peer, runtime, stream, versions};
 use crate::config::HipVersion;
 
 /// `p`, or `hipErrorInvalidValue` naming the parameter when it is NULL.
@@ -34,12 +42,20 @@ fn text_version() -> HipVersion {
 
 /// Builds the [`HipApi`] of the emulator: every field is the function of the same name in
 /// [`crate::hip`], `LibrarySource::Emulated` (devipc-core) as its source. No library is loaded and no symbol is exported.
+///
+/// The optional functions follow the emulated version: `hipGetProcAddress` is `None`
+/// below ROCm 6.2, as it is for a real 5.2 library (the exported C symbol of the cdylib
+/// exists regardless and answers `hipErrorNotSupported` there).
 pub fn hip_api() -> HipApi {
     // SAFETY: every function of crate::hip implements the HIP runtime C function of its
     // name with the table's exact prototype (a mismatch would not compile): out-pointers
     // are written only on success and only after a NULL check, handles are passed by
     // value, and no function unwinds.
-    unsafe { devipc_hip_sys::hip_api_from_module!(crate::hip) }
+    let mut api = unsafe { devipc_hip_sys::hip_api_from_module!(crate::hip) };
+    if !versions::has_get_proc_address(text_version()) {
+        api.hipGetProcAddress = None;
+    }
+    api
 }
 
 /// `hipError_t hipInit(unsigned int flags)`: initialises the emulator (optional, as in
@@ -176,11 +192,9 @@ pub unsafe extern "C" fn hipMemcpy(
     call("hipMemcpy", || {
         if let Some(plan) = memory::plan_memcpy(dst as usize, src as usize, size_bytes, kind)? {
             // SAFETY: device operands lie inside live mappings of this process (checked by
-            // plan_memcpy, kept mapped by `plan` until the copy ends); host operands are
-            // valid for `len` bytes by the caller's contract. `copy` allows overlap.
-            unsafe {
-                std::ptr::copy(plan.src as *const u8, plan.dst as *mut u8, plan.len);
-            }
+            // plan_memcpy, kept mapped by the plan until the copy ends); host operands are
+            // valid for `len` bytes by the caller's contract.
+            unsafe { CopyJob(plan).run() };
         }
         Ok(())
     })
@@ -475,4 +489,248 @@ pub unsafe extern "C" fn hipGetErrorString(hip_error: hipError_t) -> *const c_ch
     std::panic::catch_unwind(|| errors::error_string_c(hip_error, text_version()))
         .unwrap_or(c"unknown error")
         .as_ptr()
+}
+
+/// `hipError_t hipEventCreate(hipEvent_t* event)`: `hipEventCreateWithFlags(event, 0)`.
+///
+/// # Safety
+/// `event` must be NULL or valid for writing one `hipEvent_t`.
+pub unsafe extern "C" fn hipEventCreate(event: *mut hipEvent_t) -> hipError_t {
+    call("hipEventCreate", || {
+        let out = non_null(event, "event")?;
+        let e = event::create(0)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(e as hipEvent_t) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop)`: the
+/// milliseconds between the completion of `start`'s and `stop`'s latest records. NULL
+/// events are `hipErrorInvalidHandle`, a NULL `ms` `hipErrorInvalidValue`; see
+/// `event::elapsed_time` for the rest.
+///
+/// # Safety
+/// `ms` must be NULL or valid for writing one `float`.
+pub unsafe extern "C" fn hipEventElapsedTime(
+    ms: *mut f32,
+    start: hipEvent_t,
+    stop: hipEvent_t,
+) -> hipError_t {
+    call("hipEventElapsedTime", || {
+        if start.is_null() || stop.is_null() {
+            return Err(Failure::new(hipErrorInvalidHandle, "NULL event"));
+        }
+        let out = non_null(ms, "ms")?;
+        let t = event::elapsed_time(start as usize, stop as usize)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(t) };
+        Ok(())
+    })
+}
+
+/// Raw operands of a planned copy, moved to the thread that runs it.
+struct CopyJob(memory::CopyPlan);
+
+impl CopyJob {
+    /// Copies the bytes.
+    ///
+    /// # Safety
+    /// The host operands of the plan must still be valid for `len` bytes (the caller of
+    /// `hipMemcpy` / `hipMemcpyAsync` promised so until the copy runs); the device
+    /// operands are kept mapped by the plan itself.
+    unsafe fn run(self) {
+        let plan = self.0;
+        // SAFETY: the caller's contract above; `copy` allows overlap.
+        unsafe { std::ptr::copy(plan.src as *const u8, plan.dst as *mut u8, plan.len) };
+    }
+}
+
+/// `hipError_t hipMemcpyAsync(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind
+/// kind, hipStream_t stream)`: validated like `hipMemcpy` when called, run when `stream`
+/// reaches it: at once, or when a held stream ([`super::hold_stream`]) is released. An
+/// unknown stream is `hipErrorInvalidHandle`.
+///
+/// # Safety
+/// Host operands must be valid for reading (`src`) or writing (`dst`) `size_bytes` bytes
+/// until the copy has run (after `hipStreamSynchronize`), as in C; device operands are
+/// checked.
+pub unsafe extern "C" fn hipMemcpyAsync(
+    dst: *mut c_void,
+    src: *const c_void,
+    size_bytes: usize,
+    kind: hipMemcpyKind,
+    stream: hipStream_t,
+) -> hipError_t {
+    call("hipMemcpyAsync", || {
+        let plan = memory::plan_memcpy(dst as usize, src as usize, size_bytes, kind)?;
+        let job = plan.map(CopyJob);
+        stream::submit_work(
+            stream as usize,
+            Box::new(move || {
+                if let Some(job) = job {
+                    // SAFETY: the caller of hipMemcpyAsync keeps its host operands valid
+                    // until the stream has run the copy (this function's contract).
+                    unsafe { job.run() };
+                }
+                Ok(())
+            }),
+        )
+    })
+}
+
+/// `hipError_t hipPointerGetAttributes(hipPointerAttribute_t* attributes, const void*
+/// ptr)`: the memory type (numbered as the emulated version numbers it), device and
+/// addresses of `ptr`; unknown memory is `hipErrorInvalidValue` before ROCm 6.0 and
+/// `hipMemoryTypeUnregistered` from 6.0 (see `memory::pointer_attributes`).
+///
+/// # Safety
+/// `attributes` must be NULL or valid for writing one `hipPointerAttribute_t`; `ptr` is
+/// looked up, never dereferenced.
+pub unsafe extern "C" fn hipPointerGetAttributes(
+    attributes: *mut hipPointerAttribute_t,
+    ptr: *const c_void,
+) -> hipError_t {
+    call("hipPointerGetAttributes", || {
+        let out = non_null(attributes, "attributes")?;
+        let attrs = memory::pointer_attributes(ptr as usize)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(attrs) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipCtxCreate(hipCtx_t* ctx, unsigned int flags, hipDevice_t device)`: the
+/// device's primary context, made the calling thread's current device; a device out of
+/// range is `hipErrorInvalidValue` (CLR).
+///
+/// # Safety
+/// `ctx` must be NULL or valid for writing one `hipCtx_t`.
+pub unsafe extern "C" fn hipCtxCreate(
+    ctx: *mut hipCtx_t,
+    flags: c_uint,
+    device: hipDevice_t,
+) -> hipError_t {
+    call("hipCtxCreate", || {
+        let out = non_null(ctx, "ctx")?;
+        let c = runtime::ctx_create(flags, device)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(c as hipCtx_t) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags)`: zeroed,
+/// page-aligned host memory the emulated devices reach (see `host`); unknown flags or
+/// `Coherent | NonCoherent` are `hipErrorInvalidValue`; size 0 writes NULL.
+///
+/// # Safety
+/// `ptr` must be NULL or valid for writing one pointer.
+pub unsafe extern "C" fn hipHostMalloc(
+    ptr: *mut *mut c_void,
+    size: usize,
+    flags: c_uint,
+) -> hipError_t {
+    call("hipHostMalloc", || {
+        let out = non_null(ptr, "ptr")?;
+        let base = host::malloc(size, flags)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(base as *mut c_void) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipHostFree(void* ptr)`: frees `hipHostMalloc` memory (NULL is a no-op).
+///
+/// # Safety
+/// None: the pointer is looked up, never dereferenced. The caller must not use the
+/// memory afterwards.
+pub unsafe extern "C" fn hipHostFree(ptr: *mut c_void) -> hipError_t {
+    call("hipHostFree", || host::free(ptr as usize))
+}
+
+/// Collects `(name, address)` of every function of the list (a `for_each_hip_fn!`
+/// callback), for `hipGetProcAddress`.
+macro_rules! proc_addresses {
+    (
+        []
+        required { $( $(#[$rdoc:meta])* fn $rname:ident($($rarg:ident: $rty:ty),* $(,)?) -> $rret:ty; )* }
+        optional { $( $(#[$odoc:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
+    ) => {
+        vec![
+            $( (stringify!($rname), $rname as unsafe extern "C" fn($($rty),*) -> $rret as usize), )*
+            $( (stringify!($oname), $oname as unsafe extern "C" fn($($oty),*) -> $oret as usize), )*
+        ]
+    };
+}
+
+/// The emulator's function of a HIP name, as an address.
+fn proc_address(name: &str) -> Option<usize> {
+    static TABLE: OnceLock<Vec<(&'static str, usize)>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| devipc_hip_sys::for_each_hip_fn!(proc_addresses))
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, address)| address)
+}
+
+/// `hipError_t hipGetProcAddress(const char* symbol, void** pfn, int hipVersion, uint64_t
+/// flags, hipDriverProcAddressQueryResult* symbolStatus)` (ROCm 6.2+): the emulator's
+/// function of that name, with `symbolStatus = HIP_GET_PROC_ADDRESS_SUCCESS`. A name the
+/// emulator does not implement writes NULL and `HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND` and
+/// returns `hipErrorInvalidValue`, as CLR does for a missing symbol; so do a NULL or empty
+/// `symbol` and a NULL `pfn`. `hipVersion` (CLR uses it only to pick the `R0600` device
+/// property functions, which the emulator lacks) and `flags` (ignored by 6.2) are not
+/// checked. Below ROCm 6.2, where the function does not exist, `hipErrorNotSupported`
+/// (the in-process table has no such field there: see [`hip_api`]).
+///
+/// # Safety
+/// `symbol` must be NULL or a NUL-terminated string; `pfn` and `symbol_status` must each
+/// be NULL or valid for writing one value.
+pub unsafe extern "C" fn hipGetProcAddress(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    hip_version: c_int,
+    flags: u64,
+    symbol_status: *mut hipDriverProcAddressQueryResult,
+) -> hipError_t {
+    let _ = (hip_version, flags);
+    call("hipGetProcAddress", || {
+        let version = runtime::config()?.hip_version;
+        if !versions::has_get_proc_address(version) {
+            return Err(Failure::new(
+                hipErrorNotSupported,
+                format!("hipGetProcAddress first shipped in ROCm 6.2; emulating HIP {version}"),
+            ));
+        }
+        let out = non_null(pfn, "pfn")?;
+        if symbol.is_null() {
+            return Err(Failure::invalid_value("symbol is NULL"));
+        }
+        // SAFETY: non-null (checked) and NUL-terminated (the caller's contract).
+        let name = unsafe { CStr::from_ptr(symbol) }
+            .to_string_lossy()
+            .into_owned();
+        if name.is_empty() {
+            return Err(Failure::invalid_value("symbol is empty"));
+        }
+        let found = proc_address(&name);
+        let status = if found.is_some() {
+            HIP_GET_PROC_ADDRESS_SUCCESS
+        } else {
+            HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+        };
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(found.unwrap_or(0) as *mut c_void) };
+        if !symbol_status.is_null() {
+            // SAFETY: non-null and valid for writes (the caller's contract).
+            unsafe { symbol_status.write(status) };
+        }
+        match found {
+            Some(_) => Ok(()),
+            None => Err(Failure::invalid_value(format!(
+                "{name}: the emulator implements no HIP function of that name"
+            ))),
+        }
+    })
 }

@@ -12,6 +12,15 @@
 //! it. A process killed while holding is reclaimed by the next touch of the object or by
 //! [`crate::gc`].
 //!
+//! # Versions
+//!
+//! ROCm 5.6 brought CLR's owner check (opening in the exporting process is
+//! `hipErrorInvalidContext`) and `hipErrorInvalidValue` for export and close refusals.
+//! Emulating an older version, the exporter's own open maps the allocation a second time
+//! (ROCm 5.2 has no owner in its handle and its ROCr attach maps again), export refusals
+//! are `hipErrorInvalidDevicePointer` and close refusals `hipErrorInvalidHandle`, the
+//! codes ROCm 5.2.3 returns (`super::versions`).
+//!
 //! # Devices and peer access (a choice)
 //!
 //! The open maps the memory on the calling thread's current device. When that device
@@ -35,6 +44,8 @@ use super::rules::{
     MEM_OPEN_RETURNS_BASE, MEM_OPEN_TWICE_REFCOUNTED,
 };
 use super::runtime::{current_device, me, state};
+use super::versions;
+use crate::config::HipVersion;
 use crate::error::EmuError;
 use crate::handle::{Handle64, decode_handle64, encode_handle64};
 use crate::state::{ObjectFlags, ObjectId, ObjectInfo, ObjectKind, State, Vendor};
@@ -60,22 +71,39 @@ fn imports() -> MutexGuard<'static, Option<Imports>> {
     IMPORTS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The refusal of `hipIpcGetMemHandle` for a pointer the runtime cannot export (unknown,
+/// freed, out of bounds, not `hipMalloc` memory): `hipErrorInvalidValue` from ROCm 5.6,
+/// `hipErrorInvalidDevicePointer` before ([`versions::clr_ipc_checks`]).
+fn cannot_export(version: HipVersion, why: String) -> Failure {
+    let code = if versions::clr_ipc_checks(version) {
+        hipErrorInvalidValue
+    } else {
+        hipErrorInvalidDevicePointer
+    };
+    Failure::new(code, format!("IPC memory creation failed: {why}"))
+}
+
 /// `hipIpcGetMemHandle(ptr)`: the handle of the allocation containing `ptr`.
 pub(crate) fn get_handle(ptr: usize) -> HipResult<[u8; 64]> {
     if ptr == 0 {
         return Err(Failure::invalid_value("NULL device pointer"));
     }
+    let state = state()?;
+    let version = state.config().hip_version;
     let hit = RANGES.resolve(ptr).ok_or_else(|| {
-        Failure::invalid_value(format!(
-            "{ptr:#x} is not inside memory allocated with hipMalloc in this process"
-        ))
+        cannot_export(
+            version,
+            format!("{ptr:#x} is not inside memory allocated with hipMalloc in this process"),
+        )
     })?;
     if hit.value.role != Role::Allocation {
-        return Err(Failure::invalid_value(format!(
-            "{ptr:#x} was opened with hipIpcOpenMemHandle; only the exporter's allocation can be exported"
-        )));
+        return Err(cannot_export(
+            version,
+            format!(
+                "{ptr:#x} was opened with hipIpcOpenMemHandle; only the exporter's allocation can be exported"
+            ),
+        ));
     }
-    let state = state()?;
     let me = me()?;
     let size = state.registry().update(hit.value.id, |m| {
         m.flags.insert(ObjectFlags::EXPORTED);
@@ -141,7 +169,9 @@ pub(crate) fn open(handle: &[u8; 64], flags: u32) -> HipResult<usize> {
     }
     // The memory is mapped for the current device, which must be valid; any device may
     // open any allocation (see the module docs on peer access).
-    current_device(state)?;
+    let device = current_device(state)?;
+    // The owner check exists from ROCm 5.6; 5.2 maps the allocation again (see the rule).
+    let owner_check = versions::clr_ipc_checks(version);
     let me = me()?;
     let reg = state.registry();
     let info = reg
@@ -154,7 +184,8 @@ pub(crate) fn open(handle: &[u8; 64], flags: u32) -> HipResult<usize> {
                 )));
             }
             // CLR checks the pid in the handle before attaching.
-            if info.exporter == me && rules::enforced(MEM_OPEN_IN_EXPORTER_REJECTED) {
+            if info.exporter == me && owner_check && rules::enforced(MEM_OPEN_IN_EXPORTER_REJECTED)
+            {
                 return Err(Refusal::Hip(Failure::rule(
                     hipErrorInvalidContext,
                     MEM_OPEN_IN_EXPORTER_REJECTED,
@@ -190,7 +221,7 @@ pub(crate) fn open(handle: &[u8; 64], flags: u32) -> HipResult<usize> {
             ) => invalid_handle(e),
             Refusal::Emu(e) => e.into(),
         })?;
-    let base = match map_import(state, &info) {
+    let base = match map_import(state, &info, device) {
         Ok(base) => base,
         Err(e) => {
             // Undo the acquisition: nothing maps it here.
@@ -205,8 +236,9 @@ pub(crate) fn open(handle: &[u8; 64], flags: u32) -> HipResult<usize> {
     }
 }
 
-/// Maps `info`'s memory in this process, or counts one more open of the existing mapping.
-fn map_import(state: &State, info: &ObjectInfo) -> HipResult<usize> {
+/// Maps `info`'s memory in this process for `device`, or counts one more open of the
+/// existing mapping.
+fn map_import(state: &State, info: &ObjectInfo, device: u32) -> HipResult<usize> {
     let refcounted = rules::enforced(MEM_OPEN_TWICE_REFCOUNTED);
     let mut guard = imports();
     let imports = guard.get_or_insert_with(Imports::default);
@@ -228,6 +260,7 @@ fn map_import(state: &State, info: &ObjectInfo) -> HipResult<usize> {
         Mapped {
             id: info.id,
             role: Role::Import,
+            device,
             mapping: Arc::new(mapping),
         },
     )?;
@@ -243,13 +276,16 @@ pub(crate) fn close(ptr: usize) -> HipResult<()> {
     if ptr == 0 {
         return Err(Failure::invalid_value("NULL device pointer"));
     }
+    // ROCm 5.2's IpcDetach failure is hipErrorInvalidHandle; 5.6 checks ipcShared and
+    // answers hipErrorInvalidValue (see the rule).
+    let code = if versions::clr_ipc_checks(state()?.config().hip_version) {
+        hipErrorInvalidValue
+    } else {
+        hipErrorInvalidHandle
+    };
     let not_ipc = |why: String| -> HipResult<()> {
         if rules::enforced(MEM_CLOSE_NON_IPC_POINTER_REJECTED) {
-            Err(Failure::rule(
-                hipErrorInvalidValue,
-                MEM_CLOSE_NON_IPC_POINTER_REJECTED,
-                why,
-            ))
+            Err(Failure::rule(code, MEM_CLOSE_NON_IPC_POINTER_REJECTED, why))
         } else {
             Ok(())
         }

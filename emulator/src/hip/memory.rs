@@ -18,14 +18,16 @@
 // Matching on the vendor's constants keeps their C names.
 #![allow(non_upper_case_globals)]
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use devipc_hip_sys::*;
 
 use super::errors::{Failure, HipResult};
+use super::host::{HOST, HostAlloc};
 use super::rules::{self, MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND, MEM_FREE_WHILE_OPENED};
 use super::runtime::{current_device, me, state};
+use super::versions;
 use crate::error::EmuError;
 use crate::local::{LocalRange, RangeMap};
 use crate::state::{NewObject, ObjectFlags, ObjectId, SharedMapping, Vendor};
@@ -46,6 +48,9 @@ pub(crate) struct Mapped {
     pub id: ObjectId,
     /// Allocation or import.
     pub role: Role,
+    /// The device it was allocated on (`hipMalloc`) or opened on (`hipIpcOpenMemHandle`),
+    /// as `hipPointerGetAttributes` reports it.
+    pub device: u32,
     /// Keeps the mapping alive while any operation uses it; unmapped with the last clone.
     pub mapping: Arc<SharedMapping>,
 }
@@ -76,6 +81,7 @@ pub(crate) fn malloc(size: usize) -> HipResult<usize> {
                 Mapped {
                     id,
                     role: Role::Allocation,
+                    device,
                     mapping: Arc::new(mapping),
                 },
             )?;
@@ -133,8 +139,17 @@ pub(crate) fn free(ptr: usize) -> HipResult<()> {
     Ok(())
 }
 
+/// What keeps a copy operand mapped until the copy is done.
+#[derive(Debug)]
+enum Keep {
+    /// Device memory (an allocation or an IPC mapping).
+    Device(#[allow(dead_code)] Arc<SharedMapping>),
+    /// `hipHostMalloc` memory.
+    Host(#[allow(dead_code)] Arc<HostAlloc>),
+}
+
 /// A validated copy: the device operands lie inside live mappings, kept alive by
-/// `_keep` until the copy is done.
+/// `_keep` until the copy is done (also when it runs later, on a held stream).
 #[derive(Debug)]
 pub(crate) struct CopyPlan {
     /// Destination address.
@@ -143,7 +158,26 @@ pub(crate) struct CopyPlan {
     pub src: usize,
     /// Bytes to copy.
     pub len: usize,
-    _keep: Vec<Arc<SharedMapping>>,
+    _keep: Vec<Keep>,
+}
+
+/// A copy operand the device reaches: device memory of this process, or `hipHostMalloc`
+/// memory (CLR finds a memory object for both and copies whatever the kind says).
+fn copy_operand(addr: usize, len: usize, what: &str) -> HipResult<Keep> {
+    if RANGES.resolve(addr).is_none() {
+        if let Some(hit) = HOST.resolve(addr) {
+            if len > hit.end() - addr {
+                return Err(Failure::invalid_value(format!(
+                    "{what} {addr:#x}..+{len:#x} runs past the end of its host allocation"
+                )));
+            }
+            return Ok(Keep::Host(hit.value));
+        }
+    }
+    let mapping = device_span(addr, len, what)?.value.mapping;
+    // Freed under us by its exporter: the device would fault here.
+    mapping.check_live()?;
+    Ok(Keep::Device(mapping))
 }
 
 /// A device span `addr..addr+len` of this process.
@@ -189,13 +223,10 @@ pub(crate) fn plan_memcpy(
     for (addr, on_device, what) in [(dst, dst_dev, "destination"), (src, src_dev, "source")] {
         let check = match on_device {
             Some(d) => d,
-            None => RANGES.resolve(addr).is_some(),
+            None => RANGES.resolve(addr).is_some() || HOST.resolve(addr).is_some(),
         };
         if check {
-            let mapping = device_span(addr, len, what)?.value.mapping;
-            // Freed under us by its exporter: the device would fault here.
-            mapping.check_live()?;
-            keep.push(mapping);
+            keep.push(copy_operand(addr, len, what)?);
         }
     }
     Ok(Some(CopyPlan {
@@ -228,13 +259,21 @@ pub(crate) fn memset(dst: usize, value: c_int, len: usize) -> HipResult<()> {
     Ok(())
 }
 
-/// `hipMemGetAddressRange(ptr)`: base and size of the allocation containing `ptr`.
+/// `hipMemGetAddressRange(ptr)`: base and size of the allocation (device or
+/// `hipHostMalloc`) containing `ptr`. An unknown pointer is `hipErrorNotFound` from ROCm
+/// 6.0 ([`versions::address_range_not_found`]), `hipErrorInvalidDevicePointer` before.
 pub(crate) fn address_range(ptr: usize) -> HipResult<(usize, usize)> {
+    if let Some(hit) = HOST.resolve(ptr) {
+        return Ok((hit.base, hit.len));
+    }
     match RANGES.resolve(ptr) {
         Some(hit) => Ok((hit.base, hit.len)),
         None => {
             let message = format!("{ptr:#x} is inside no allocation of this process");
-            if rules::enforced(MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND) {
+            let version = super::runtime::config()?.hip_version;
+            if versions::address_range_not_found(version)
+                && rules::enforced(MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND)
+            {
                 Err(Failure::rule(
                     hipErrorNotFound,
                     MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND,
@@ -244,5 +283,54 @@ pub(crate) fn address_range(ptr: usize) -> HipResult<(usize, usize)> {
                 Err(Failure::new(hipErrorInvalidDevicePointer, message))
             }
         }
+    }
+}
+
+/// `hipPointerGetAttributes(ptr)` in the emulated version's numbering.
+///
+/// Device memory (`hipMalloc`, IPC mappings): type Device, the allocation's (or the
+/// opening) device, `devicePointer = ptr`, no host pointer. `hipHostMalloc` memory: type
+/// Host, `hostPointer = devicePointer = ptr` (emulated devices address host memory
+/// directly), the `hipHostMalloc` flags as `allocationFlags` (CLR 6.x; 5.2 reported its
+/// internal buffer flags there, which the emulator does not model). Nothing the runtime
+/// knows: from ROCm 6.0 success with type Unregistered and `device = hipInvalidDeviceId`,
+/// before `hipErrorInvalidValue` ([`versions::pointer_attributes_v6`]); a NULL `ptr` is
+/// treated the same (CLR 6.x accepts it, 5.2 refuses it).
+pub(crate) fn pointer_attributes(ptr: usize) -> HipResult<hipPointerAttribute_t> {
+    let version = super::runtime::config()?.hip_version;
+    let encoded = version.encoded();
+    let type_of = |kind: MemoryKind| {
+        memory_type_value(kind, encoded).ok_or_else(|| {
+            Failure::new(
+                hipErrorUnknown,
+                format!("HIP {version} has no hipMemoryType for {kind:?}"),
+            )
+        })
+    };
+    let mut attrs = hipPointerAttribute_t::zeroed();
+    if ptr != 0 {
+        if let Some(hit) = HOST.resolve(ptr) {
+            attrs.r#type = type_of(MemoryKind::Host)?;
+            attrs.device = hit.value.device as c_int;
+            attrs.devicePointer = ptr as *mut c_void;
+            attrs.hostPointer = ptr as *mut c_void;
+            attrs.allocationFlags = hit.value.flags;
+            return Ok(attrs);
+        }
+        if let Some(hit) = RANGES.resolve(ptr) {
+            attrs.r#type = type_of(MemoryKind::Device)?;
+            attrs.device = hit.value.device as c_int;
+            attrs.devicePointer = ptr as *mut c_void;
+            return Ok(attrs);
+        }
+    }
+    if versions::pointer_attributes_v6(version) {
+        attrs.r#type = type_of(MemoryKind::Unregistered)?;
+        attrs.device = hipInvalidDeviceId;
+        Ok(attrs)
+    } else {
+        Err(Failure::invalid_value(format!(
+            "{ptr:#x} is not memory allocated or mapped by HIP in this process"
+        )))
     }
 }

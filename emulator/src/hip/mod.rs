@@ -10,11 +10,13 @@
 //!
 //! | file | job |
 //! |---|---|
-//! | `ffi.rs` | the 30 entry points: NULL checks, out-pointers, the only `unsafe` |
+//! | `ffi.rs` | the entry points: NULL checks, out-pointers, the only `unsafe` |
 //! | [`errors`] | `hipError_t` results, last error, `hipGetErrorName` / `hipGetErrorString` texts |
 //! | [`rules`] | one id per enforced rule, with code, basis and source; `DEVIPC_EMU_BREAK_RULE` |
 //! | `runtime.rs` | `hipInit`, versions, device count, per-thread current device |
-//! | `memory.rs` | `hipMalloc`, `hipFree`, `hipMemcpy`, `hipMemset`, `hipMemGetAddressRange` |
+//! | `memory.rs` | `hipMalloc`, `hipFree`, `hipMemcpy`, `hipMemset`, `hipMemGetAddressRange`, `hipPointerGetAttributes` |
+//! | `host.rs` | `hipHostMalloc`, `hipHostFree` |
+//! | `versions.rs` | which answers depend on `DEVIPC_EMU_HIP_VERSION`, with each cut-off's evidence |
 //! | `ipc_mem.rs` | `hipIpcGetMemHandle`, `hipIpcOpenMemHandle`, `hipIpcCloseMemHandle` |
 //! | `stream.rs` | streams, the null stream, [`hold_stream`] / [`release_stream`] |
 //! | `event.rs` | events, interprocess events in shared memory, their IPC handles |
@@ -31,6 +33,10 @@
 //! - **Memory.** `hipMalloc` memory is charged to the device's `DEVIPC_EMU_MEM_LIMIT`
 //!   across processes (`hipErrorOutOfMemory`); it is host-addressable, so every
 //!   `hipMemcpy` kind is a plain copy after checking the device operands.
+//!   `hipMemcpyAsync` runs when its stream reaches it (at once unless the stream is held).
+//!   `hipHostMalloc` memory is process-local host memory the devices reach.
+//! - **Contexts.** `hipCtxCreate` returns the device's primary context and makes the
+//!   device current on the calling thread (CLR pushes it on the context stack).
 //! - **IPC memory.** Handles name the whole allocation (interior pointers record their
 //!   offset); open returns the base; a second open in the same process returns the same
 //!   pointer, reference counted; importers are holders, so the pages survive the
@@ -48,9 +54,16 @@
 //! Recorded with their reasons in [`rules::ALL`] (basis [`rules::Basis::Chosen`]) and in
 //! the module docs above each behaviour:
 //!
-//! - HIP before 5.6 has no check against opening a memory handle in the exporting
-//!   process (api-facts D.7, UNVERIFIED): the emulator returns `hipErrorInvalidContext`
-//!   in every version ([`rules::MEM_OPEN_IN_EXPORTER_REJECTED`]).
+//! - Codes and checks follow the emulated version (`versions.rs`): before ROCm 5.6 there
+//!   is no check against opening a memory handle in the exporting process (the open maps
+//!   the allocation a second time, as ROCm 5.2's ROCr attach does;
+//!   [`rules::MEM_OPEN_IN_EXPORTER_REJECTED`] exists from 5.6), `hipIpcGetMemHandle`
+//!   refuses with `hipErrorInvalidDevicePointer` and `hipIpcCloseMemHandle` with
+//!   `hipErrorInvalidHandle` (ROCm 5.2.3's codes; `hipErrorInvalidValue` from 5.6);
+//!   `hipMemGetAddressRange` of an unknown pointer is `hipErrorInvalidDevicePointer` before
+//!   6.0 and `hipErrorNotFound` from 6.0; `hipPointerGetAttributes` numbers memory types
+//!   as 5.x or 6.x does and refuses unknown memory before 6.0; `hipGetProcAddress` exists
+//!   from 6.2. Cut-offs that the clr history does not pin are stated as assumptions there.
 //! - Freeing an exported allocation before importers close it is undefined: importers
 //!   keep the pages, new opens fail ([`rules::MEM_OPEN_AFTER_FREE_REJECTED`]). The
 //!   object's metadata shows it as `CLOSED` ([`crate::state::ObjectFlags::CLOSED`]).
@@ -70,11 +83,13 @@
 
 mod event;
 mod ffi;
+mod host;
 mod ipc_mem;
 mod memory;
 mod peer;
 mod runtime;
 mod stream;
+mod versions;
 
 pub mod errors;
 pub mod rules;

@@ -19,7 +19,7 @@ use devipc_hip_sys::{
     hipErrorPeerAccessAlreadyEnabled, hipSuccess,
 };
 
-use crate::config::Config;
+use crate::config::{Config, HipVersion};
 
 /// Why the emulator enforces a rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,6 +49,18 @@ pub struct RuleInfo {
     pub when_broken: &'static str,
     /// Where the rule comes from: api-facts section and CLR file.
     pub source: &'static str,
+    /// The first HIP version `(major, minor)` that has the rule, `None` for every version.
+    /// An older emulated version behaves as [`RuleInfo::summary`] says for it, whether or
+    /// not `DEVIPC_EMU_BREAK_RULE` names the rule.
+    pub since: Option<(u32, u32)>,
+}
+
+impl RuleInfo {
+    /// Whether the emulated `version` has this rule at all.
+    pub fn exists_in(&self, version: HipVersion) -> bool {
+        self.since
+            .is_none_or(|(major, minor)| version.at_least(major, minor))
+    }
 }
 
 /// `hipInit` accepts only `flags == 0`.
@@ -114,6 +126,7 @@ pub const ALL: &[RuleInfo] = &[
         summary: "hipInit(flags) with flags != 0 fails with hipErrorInvalidValue.",
         when_broken: "any flags are accepted",
         source: "api-facts B.1; CLR hipamd/src/hip_context.cpp (hipInit)",
+        since: None,
     },
     RuleInfo {
         id: MEM_FLAGS_MUST_EQUAL_LAZY_ENABLE,
@@ -124,6 +137,7 @@ pub const ALL: &[RuleInfo] = &[
                   6.0 (ABI break, commit 8bb3011cb); anything else is hipErrorInvalidValue.",
         when_broken: "any flags are accepted",
         source: "api-facts B.2, C.1; CLR hipamd/src/hip_memory.cpp (hipIpcOpenMemHandle)",
+        since: None,
     },
     RuleInfo {
         id: MEM_INVALID_HANDLE_REJECTED,
@@ -135,19 +149,26 @@ pub const ALL: &[RuleInfo] = &[
         when_broken: "the handle reaches the attach step, which fails with \
                       hipErrorInvalidDevicePointer (the code ROCr attach failures map to)",
         source: "api-facts C.1; CLR hipamd/src/hip_memory.cpp, rocclr/device/device.cpp (IpcAttach)",
+        since: None,
     },
     RuleInfo {
         id: MEM_OPEN_IN_EXPORTER_REJECTED,
         code: hipErrorInvalidContext,
         basis: Basis::Implementation,
-        summary: "Opening a memory handle in the exporting process is hipErrorInvalidContext \
-                  (CLR commit 30e740023, in rocm-5.6.0 and later). Before 5.6 there is no \
-                  check and the behaviour is UNVERIFIED (api-facts D.7); the emulator rejects \
-                  it in every version, because devipc must never depend on it (DESIGN 5.1: \
-                  same-process import is served without a vendor call) and strictness \
-                  surfaces such bugs.",
-        when_broken: "the exporter gets a second mapping of its own allocation",
-        source: "api-facts C.1, D.7; CLR hipamd/src/hip_memory.cpp (owners_process_id check)",
+        summary: "From ROCm 5.6, opening a memory handle in the exporting process is \
+                  hipErrorInvalidContext (CLR commit 30e740023 stores owners_process_id in \
+                  the handle and compares it with getpid). ROCm 5.2 has no such check: its \
+                  handle carries no owner, and rocclr's IpcAttach imports it through ROCr \
+                  (hsa_amd_ipc_memory_attach, a KFD import at a new address) and wraps the \
+                  new address in a new buffer, so the open succeeds with a second pointer to \
+                  the same bytes, closed with hipIpcCloseMemHandle (inferred from that code \
+                  path, not observed on hardware); the emulator does that before 5.6. devipc never depends on either (DESIGN 5.1: same-process import is \
+                  served without a vendor call).",
+        when_broken: "the exporter gets a second mapping of its own allocation (what ROCm \
+                      5.2 does)",
+        source: "api-facts C.1, D.7; CLR hipamd/src/hip_memory.cpp (owners_process_id \
+                 check), rocclr/device/device.cpp (IpcAttach); ROCm/HIP PR #2880",
+        since: Some((5, 6)),
     },
     RuleInfo {
         id: MEM_OPEN_RETURNS_BASE,
@@ -159,6 +180,7 @@ pub const ALL: &[RuleInfo] = &[
                   hardware on ROCm 6.4.1 and 7.2). The exporter must send the offset itself.",
         when_broken: "open returns base + offset, as ROCm 4.0/4.1 did",
         source: "api-facts C.1; CLR rocclr/device/device.cpp (IpcAttach -> getSvmPtr)",
+        since: None,
     },
     RuleInfo {
         id: MEM_OPEN_TWICE_REFCOUNTED,
@@ -170,6 +192,7 @@ pub const ALL: &[RuleInfo] = &[
                   it; the HIP doc only says the pointer is not guaranteed to be the same).",
         when_broken: "every open maps the memory again at a new address",
         source: "api-facts C.1; CLR hipamd/src/hip_memory.cpp (ihipIpcMemHandleOpen)",
+        since: None,
     },
     RuleInfo {
         id: MEM_OPEN_AFTER_FREE_REJECTED,
@@ -183,6 +206,7 @@ pub const ALL: &[RuleInfo] = &[
                   the answer does not depend on whether some other process still maps it.",
         when_broken: "new opens succeed while any process still holds the memory",
         source: "api-facts C.1 (header doc: hipFree before importers close is undefined)",
+        since: None,
     },
     RuleInfo {
         id: MEM_CLOSE_NON_IPC_POINTER_REJECTED,
@@ -190,19 +214,25 @@ pub const ALL: &[RuleInfo] = &[
         basis: Basis::Implementation,
         summary: "hipIpcCloseMemHandle of a pointer that is not inside memory opened with \
                   hipIpcOpenMemHandle (a hipMalloc pointer, an unknown pointer, a mapping \
-                  already closed) is hipErrorInvalidValue.",
+                  already closed) is refused: hipErrorInvalidValue from ROCm 5.6 (CLR checks \
+                  ipcShared), hipErrorInvalidHandle before (ROCm 5.2: IpcDetach fails).",
         when_broken: "the call succeeds and does nothing",
-        source: "api-facts C.1; CLR hipamd/src/hip_memory.cpp (hipIpcCloseMemHandle)",
+        source: "api-facts C.1; CLR hipamd/src/hip_memory.cpp (hipIpcCloseMemHandle); hipamd \
+                 2022 hip_memory.cpp (IpcDetach -> hipErrorInvalidHandle)",
+        since: None,
     },
     RuleInfo {
         id: MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND,
         code: hipErrorNotFound,
         basis: Basis::Implementation,
-        summary: "hipMemGetAddressRange of a pointer inside no allocation returns \
-                  hipErrorNotFound (CLR 6.2), although the header documents \
-                  hipErrorInvalidDevicePointer.",
+        summary: "From ROCm 6.0 (assumed; see hip::versions), hipMemGetAddressRange of a \
+                  pointer inside no allocation returns hipErrorNotFound (CLR 6.2), although \
+                  the header documents hipErrorInvalidDevicePointer; ROCm 5.2 returns \
+                  hipErrorInvalidDevicePointer, as the emulator does before 6.0.",
         when_broken: "the header-documented hipErrorInvalidDevicePointer is returned",
-        source: "api-facts B.3; CLR hipamd/src/hip_memory.cpp (hipMemGetAddressRange)",
+        source: "api-facts B.3; CLR hipamd/src/hip_memory.cpp (hipMemGetAddressRange); \
+                 ROCm/HIP issue #3531",
+        since: Some((6, 0)),
     },
     RuleInfo {
         id: EVENT_INTERPROCESS_NEEDS_DISABLE_TIMING,
@@ -212,6 +242,7 @@ pub const ALL: &[RuleInfo] = &[
                   hipEventDisableTiming fails with hipErrorInvalidValue.",
         when_broken: "the interprocess event is created anyway",
         source: "api-facts C.2; CLR hipamd/src/hip_event.cpp (ihipEventCreateWithFlags)",
+        since: None,
     },
     RuleInfo {
         id: EVENT_UNKNOWN_FLAGS_REJECTED,
@@ -222,6 +253,7 @@ pub const ALL: &[RuleInfo] = &[
                   hipEventDisableSystemFence from 5.6) are hipErrorInvalidValue.",
         when_broken: "unknown bits are ignored",
         source: "api-facts B.2, C.2; CLR hipamd/src/hip_event.cpp (hipEventCreateWithFlags)",
+        since: None,
     },
     RuleInfo {
         id: EVENT_ONE_RELEASE_FLAG,
@@ -232,6 +264,7 @@ pub const ALL: &[RuleInfo] = &[
                   hipErrorInvalidValue.",
         when_broken: "several release flags are accepted",
         source: "api-facts C.2; CLR hipamd/src/hip_event.cpp (hipEventCreateWithFlags)",
+        since: None,
     },
     RuleInfo {
         id: EVENT_EXPORT_NEEDS_INTERPROCESS,
@@ -241,6 +274,7 @@ pub const ALL: &[RuleInfo] = &[
                   hipErrorInvalidConfiguration.",
         when_broken: "the event is moved into shared memory and exported",
         source: "api-facts C.2; CLR hipamd/src/hip_event.hpp, hip_event_ipc.cpp",
+        since: None,
     },
     RuleInfo {
         id: EVENT_OPEN_IN_EXPORTER_REJECTED,
@@ -250,6 +284,7 @@ pub const ALL: &[RuleInfo] = &[
                   hipErrorInvalidContext (documented and implemented in 5.2-era hipamd and 6.2).",
         when_broken: "the exporter gets a second event handle on the same shared event",
         source: "api-facts C.2; CLR hipamd/src/hip_event_ipc.cpp (hipIpcOpenEventHandle)",
+        since: None,
     },
     RuleInfo {
         id: EVENT_INVALID_HANDLE_REJECTED,
@@ -260,6 +295,7 @@ pub const ALL: &[RuleInfo] = &[
                   hipErrorInvalidValue.",
         when_broken: "hipErrorUnknown (the emulator has no later check to fall through to)",
         source: "api-facts C.2; CLR hipamd/src/hip_event_ipc.cpp (shared memory open)",
+        since: None,
     },
     RuleInfo {
         id: EVENT_UNRECORDED_IS_COMPLETE,
@@ -272,6 +308,7 @@ pub const ALL: &[RuleInfo] = &[
         when_broken: "an unrecorded event counts as pending until its first record \
                       (hipEventQuery: hipErrorNotReady; hipEventSynchronize waits)",
         source: "DESIGN 5.5; HIP API reference (hipEventSynchronize, hipEventQuery)",
+        since: None,
     },
     RuleInfo {
         id: STREAM_WAIT_EVENT_FLAGS_MUST_BE_ZERO,
@@ -280,6 +317,7 @@ pub const ALL: &[RuleInfo] = &[
         summary: "hipStreamWaitEvent accepts only flags == 0.",
         when_broken: "flags are ignored",
         source: "api-facts B.3; HIP header doc (hipStreamWaitEvent)",
+        since: None,
     },
     RuleInfo {
         id: PEER_SELF_IS_NOT_A_PEER,
@@ -290,6 +328,7 @@ pub const ALL: &[RuleInfo] = &[
                   hipErrorInvalidDevice.",
         when_broken: "a device reports access to itself and enabling it succeeds",
         source: "api-facts B.3; CLR hipamd/src/hip_peer.cpp",
+        since: None,
     },
     RuleInfo {
         id: PEER_ENABLE_FLAGS_MUST_BE_ZERO,
@@ -298,6 +337,7 @@ pub const ALL: &[RuleInfo] = &[
         summary: "hipDeviceEnablePeerAccess accepts only flags == 0.",
         when_broken: "flags are ignored",
         source: "api-facts B.3; CLR hipamd/src/hip_peer.cpp",
+        since: None,
     },
     RuleInfo {
         id: PEER_ALREADY_ENABLED_REJECTED,
@@ -307,11 +347,13 @@ pub const ALL: &[RuleInfo] = &[
                   same process returns hipErrorPeerAccessAlreadyEnabled.",
         when_broken: "the second enable succeeds",
         source: "api-facts B.3; CLR hipamd/src/hip_peer.cpp",
+        since: None,
     },
     RuleInfo {
         id: MEM_FREE_WHILE_OPENED,
         code: hipErrorIllegalAddress,
         basis: Basis::Documented,
+        since: None,
         summary: "hipFree by the exporter releases the allocation even while other processes \
                   have it open (importers must close first; the runtime keeps no reference \
                   for them). The emulator revokes the pages for every process (host access \
@@ -359,6 +401,21 @@ mod tests {
             assert_eq!(info(r.id), Some(r));
         }
         assert_eq!(info("hip.no-such-rule"), None);
+    }
+
+    #[test]
+    fn version_bound_rules_exist_from_their_release() {
+        let v = |t| HipVersion::parse(t).unwrap();
+        let open = info(MEM_OPEN_IN_EXPORTER_REJECTED).unwrap();
+        assert!(!open.exists_in(v("5.2")) && !open.exists_in(v("5.5")));
+        assert!(open.exists_in(v("5.6")) && open.exists_in(v("6.2")));
+        let range = info(MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND).unwrap();
+        assert!(!range.exists_in(v("5.7")) && range.exists_in(v("6.0")));
+        assert!(
+            info(MEM_CLOSE_NON_IPC_POINTER_REJECTED)
+                .unwrap()
+                .exists_in(v("5.2"))
+        );
     }
 
     #[test]

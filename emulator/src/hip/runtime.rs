@@ -135,3 +135,26 @@ pub(crate) fn device_synchronize() -> HipResult<()> {
     let device = current_device(state()?)?;
     stream::synchronize_device(device)
 }
+
+/// The primary context of each device: `hipCtxCreate` hands out the address of its
+/// device's byte, a stable non-NULL `hipCtx_t` (CLR hands out the device object itself).
+static CONTEXTS: [u8; crate::config::MAX_DEVICES as usize] =
+    [0; crate::config::MAX_DEVICES as usize];
+
+/// `hipCtxCreate(flags, device)`: the device's primary context, made current on this
+/// thread (CLR pushes it on the thread's context stack, which decides the current
+/// device). A device out of range is `hipErrorInvalidValue`, not `hipErrorInvalidDevice`
+/// (CLR `hip_context.cpp`); `flags` are stored by CLR and not checked.
+pub(crate) fn ctx_create(_flags: c_uint, device: c_int) -> HipResult<usize> {
+    let count = state()?.registry().devices();
+    let device = u32::try_from(device)
+        .ok()
+        .filter(|d| *d < count)
+        .ok_or_else(|| {
+            Failure::invalid_value(format!(
+                "device {device} does not exist: {count} emulated device(s) (DEVIPC_EMU_DEVICES)"
+            ))
+        })?;
+    CURRENT_DEVICE.with(|c| c.set(device));
+    Ok(&CONTEXTS[device as usize] as *const u8 as usize)
+}

@@ -35,13 +35,27 @@ use super::runtime::{current_device, state};
 use crate::config::MAX_DEVICES;
 use crate::local::HandleTable;
 
+/// Work that runs when its stream reaches it (e.g. an asynchronous copy).
+pub(crate) type Work = Box<dyn FnOnce() -> HipResult<()> + Send>;
+
 /// An operation queued on a held stream.
-#[derive(Debug)]
 pub(crate) enum Op {
     /// Complete the event record with this index.
     Record(Arc<EventWords>, u32),
     /// Wait until the event's records up to this index completed.
     Wait(Arc<EventWords>, u32),
+    /// Run this work (`hipMemcpyAsync`).
+    Run(Work),
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Op::Record(_, index) => write!(f, "Record({index})"),
+            Op::Wait(_, target) => write!(f, "Wait({target})"),
+            Op::Run(_) => f.write_str("Run(..)"),
+        }
+    }
 }
 
 impl Op {
@@ -49,6 +63,7 @@ impl Op {
         match self {
             Op::Record(words, index) => words.complete(index),
             Op::Wait(words, target) => words.wait(target),
+            Op::Run(work) => work(),
         }
     }
 }
@@ -163,6 +178,12 @@ pub(crate) fn resolve(handle: usize) -> HipResult<Arc<Stream>> {
     STREAMS.get(handle).map_err(|_| {
         Failure::invalid_handle(format!("{handle:#x} is not a stream of this process"))
     })
+}
+
+/// Submits `work` to the stream a C handle names: it runs now, on the calling thread,
+/// unless the stream is held, in which case it runs in order when the stream is released.
+pub(crate) fn submit_work(handle: usize, work: Work) -> HipResult<()> {
+    resolve(handle)?.submit(Op::Run(work))
 }
 
 /// `hipStreamCreate`: a new stream on the current device.

@@ -22,8 +22,8 @@ use std::time::Duration;
 use devipc_emulator::handle::decode_handle64;
 use devipc_emulator::state::{ObjectId, ObjectMeta, ProcessIdentity};
 use devipc_hip_sys::{
-    HipApi, hipEvent_t, hipIpcEventHandle_t, hipIpcMemHandle_t, hipMemcpyDeviceToHost,
-    hipMemcpyHostToDevice, hipStream_t,
+    HipApi, hipCtx_t, hipEvent_t, hipIpcEventHandle_t, hipIpcMemHandle_t, hipMemcpyDeviceToHost,
+    hipMemcpyHostToDevice, hipPointerAttribute_t, hipStream_t,
 };
 use devipc_testkit::{Child, Parent};
 
@@ -36,6 +36,29 @@ const CHILD_WATCHDOG: Duration = Duration::from_secs(240);
 /// The two runtime versions whose rules differ (`hipIpcMemLazyEnablePeerAccess` is 1 on
 /// 6.x and 0 on 5.x).
 pub const VERSIONS: [&str; 2] = ["6.2", "5.2"];
+
+/// Whether the emulated `version` ("5.2", "6.0", ...) is at least `major.minor`.
+pub fn at_least(version: &str, major: u32, minor: u32) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap());
+    let v = (parts.next().unwrap(), parts.next().unwrap_or(0));
+    v >= (major, minor)
+}
+
+/// ROCm 5.6's IPC checks (owner check on open; `hipErrorInvalidValue` for export and
+/// close refusals); before: no owner check, codes 17 and 400 (see `hip::versions`).
+pub fn clr_ipc_checks(version: &str) -> bool {
+    at_least(version, 5, 6)
+}
+
+/// ROCm 6.0: `hipMemGetAddressRange` of an unknown pointer is `hipErrorNotFound`.
+pub fn address_range_not_found(version: &str) -> bool {
+    at_least(version, 6, 0)
+}
+
+/// ROCm 6.0: `hipPointerGetAttributes` numbering and unregistered-memory answer.
+pub fn pointer_attributes_v6(version: &str) -> bool {
+    at_least(version, 6, 0)
+}
 
 /// `hipIpcMemLazyEnablePeerAccess` of `version`.
 pub fn lazy(version: &str) -> c_uint {
@@ -514,6 +537,152 @@ fn execute(cmd: &str) -> String {
             format!("{code} {}", c_str(hip!(hipGetErrorString(code))))
         }
         "lasterr" => format!("0 {}", devipc_emulator::hip::last_error_message()),
+        // hipPointerGetAttributes: code type device devicePointer hostPointer isManaged flags.
+        "attrs" => {
+            let mut a = hipPointerAttribute_t::zeroed();
+            let c = hip!(hipPointerGetAttributes(&mut a, ptr(arg(1))));
+            format!(
+                "{c} {} {} {:#x} {:#x} {} {:#x}",
+                a.r#type,
+                a.device,
+                a.devicePointer as usize,
+                a.hostPointer as usize,
+                a.isManaged,
+                a.allocationFlags
+            )
+        }
+        "attrs_null" => format!(
+            "{}",
+            hip!(hipPointerGetAttributes(std::ptr::null_mut(), ptr(arg(1))))
+        ),
+        "hostmalloc" => {
+            let mut p: *mut c_void = std::ptr::null_mut();
+            let c = hip!(hipHostMalloc(&mut p, num(1) as usize, num(2) as c_uint));
+            format!("{c} {:#x}", p as usize)
+        }
+        "hostmalloc_null" => format!(
+            "{}",
+            hip!(hipHostMalloc(std::ptr::null_mut(), num(1) as usize, 0))
+        ),
+        "hostfree" => format!("{}", hip!(hipHostFree(ptr(arg(1))))),
+        // Plain process memory (never freed), for the host side of asynchronous copies.
+        "hostbuf" => {
+            let buf: &'static mut [u8] = Vec::leak(vec![0u8; num(1) as usize]);
+            format!("0 {:#x}", buf.as_mut_ptr() as usize)
+        }
+        // Writes / compares a pattern through a host pointer directly (no HIP call).
+        "hostwrite" => {
+            let data = pattern(num(3) as u8, num(2) as usize);
+            // SAFETY: the test passes a pointer from hostbuf or hipHostMalloc with at
+            // least `len` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), ptr(arg(1)).cast(), data.len()) };
+            "0".into()
+        }
+        "hostcheck" => {
+            let want = pattern(num(3) as u8, num(2) as usize);
+            let mut got = vec![0u8; want.len()];
+            // SAFETY: as for hostwrite.
+            unsafe {
+                std::ptr::copy_nonoverlapping(ptr(arg(1)).cast(), got.as_mut_ptr(), got.len())
+            };
+            let verdict = match got.iter().zip(&want).position(|(a, b)| a != b) {
+                None => "same".to_owned(),
+                Some(i) => format!("differs@{i}"),
+            };
+            format!("0 {verdict}")
+        }
+        "memcpy_async" => format!(
+            "{}",
+            hip!(hipMemcpyAsync(
+                ptr(arg(1)),
+                ptr(arg(2)),
+                num(3) as usize,
+                int(4),
+                ptr(arg(5)).cast()
+            ))
+        ),
+        "event_create0" => {
+            let mut e: hipEvent_t = std::ptr::null_mut();
+            let c = hip!(hipEventCreate(&mut e));
+            format!("{c} {:#x}", e as usize)
+        }
+        "event_create0_null" => format!("{}", hip!(hipEventCreate(std::ptr::null_mut()))),
+        "elapsed" => {
+            let mut ms = f32::NAN;
+            let c = hip!(hipEventElapsedTime(
+                &mut ms,
+                ptr(arg(1)).cast(),
+                ptr(arg(2)).cast()
+            ));
+            format!("{c} {ms}")
+        }
+        "elapsed_null" => format!(
+            "{}",
+            hip!(hipEventElapsedTime(
+                std::ptr::null_mut(),
+                ptr(arg(1)).cast(),
+                ptr(arg(2)).cast()
+            ))
+        ),
+        "sleep_ms" => {
+            std::thread::sleep(Duration::from_millis(num(1)));
+            "0".into()
+        }
+        "ctx_create" => {
+            let mut ctx: hipCtx_t = std::ptr::null_mut();
+            let c = hip!(hipCtxCreate(&mut ctx, num(1) as c_uint, int(2)));
+            format!("{c} {:#x}", ctx as usize)
+        }
+        "ctx_create_null" => format!("{}", hip!(hipCtxCreate(std::ptr::null_mut(), 0, int(1)))),
+        "procaddr_present" => format!(
+            "0 {}",
+            if api.hipGetProcAddress.is_some() {
+                "yes"
+            } else {
+                "no"
+            }
+        ),
+        // hipGetProcAddress through the C function itself (also where the table has no
+        // such field): code status pointer. `-` passes a NULL symbol.
+        "procaddr" => {
+            let name = std::ffi::CString::new(arg(1)).unwrap();
+            let symbol = if arg(1) == "-" {
+                std::ptr::null()
+            } else {
+                name.as_ptr()
+            };
+            let mut pfn: *mut c_void = std::ptr::null_mut();
+            let mut status = -1;
+            // SAFETY: valid out-pointers and a NUL-terminated name (or NULL).
+            let c = unsafe {
+                devipc_emulator::hip::hipGetProcAddress(symbol, &mut pfn, 602, 0, &mut status)
+            };
+            format!("{c} {status} {:#x}", pfn as usize)
+        }
+        // Looks up hipRuntimeGetVersion with hipGetProcAddress and calls it.
+        "procaddr_call_version" => {
+            let mut pfn: *mut c_void = std::ptr::null_mut();
+            // SAFETY: valid out-pointer and a NUL-terminated name.
+            let c = unsafe {
+                devipc_emulator::hip::hipGetProcAddress(
+                    c"hipRuntimeGetVersion".as_ptr(),
+                    &mut pfn,
+                    602,
+                    0,
+                    std::ptr::null_mut(),
+                )
+            };
+            if c != 0 || pfn.is_null() {
+                return format!("{c} 0");
+            }
+            // SAFETY: hipGetProcAddress returned the emulator's hipRuntimeGetVersion, whose
+            // prototype is `hipError_t (int*)`.
+            let f: unsafe extern "C" fn(*mut c_int) -> i32 = unsafe { std::mem::transmute(pfn) };
+            let mut v = 0;
+            // SAFETY: a valid out-pointer.
+            let r = unsafe { f(&mut v) };
+            format!("{r} {v}")
+        }
         other => {
             say("fail", &format!("unknown shell command {other:?}"));
             std::process::exit(2);

@@ -1,0 +1,101 @@
+//! Where the emulated HIP version changes an answer: one function per change, each with
+//! the release that first shipped it and the evidence, so codes and checks follow
+//! `DEVIPC_EMU_HIP_VERSION` ([`crate::config::HipVersion`]) instead of always being those
+//! of the newest runtime.
+//!
+//! The baseline is Debian's ROCm 5.2.3 (`libamdhip64.so.5.2.21153`, built from the 2022
+//! hipamd/rocclr sources): `hipIpcGetMemHandle` of a pointer the runtime cannot export
+//! returns `hipErrorInvalidDevicePointer` (hipamd `hip_memory.cpp`: `IpcCreate` failure ->
+//! `HIP_RETURN(hipErrorInvalidDevicePointer)`), `hipIpcCloseMemHandle` of memory that was
+//! not opened returns `hipErrorInvalidHandle` (`IpcDetach` failure), `hipMemGetAddressRange`
+//! of an unknown pointer returns `hipErrorInvalidDevicePointer`, `hipIpcOpenMemHandle` has
+//! no owner check (the 5.2 handle has no `owners_process_id` field), and
+//! `hipPointerGetAttributes` of an unknown pointer returns `hipErrorInvalidValue`.
+//!
+//! The clr repository's first tag is rocm-5.6.0, so a change made in the hipamd era can
+//! only be pinned to "5.6.0 or earlier". Where a release is not pinned, the function says
+//! which one the emulator assumes and why.
+
+use crate::config::HipVersion;
+
+/// ROCm 5.6: `hipIpcOpenMemHandle` refuses a handle whose `owners_process_id` is the
+/// calling process (`hipErrorInvalidContext`), and the IPC calls report a pointer the
+/// runtime cannot export or close as `hipErrorInvalidValue`.
+///
+/// Evidence: clr commit `30e740023` (2022-11-29) added `owners_process_id` to the handle
+/// and the check; it is in rocm-5.6.0, the earliest clr tag (api-facts C.1). It answered
+/// the hip-tests IPC negative cases merged in ROCm/HIP PR #2880 (2022-11-04: "Verify that
+/// opening the handle in the process that created it causes an error", reported failing
+/// on the runtime of the day), which also expect `hipErrorInvalidValue` from
+/// `hipIpcGetMemHandle` of freed / out-of-bounds memory and from `hipIpcCloseMemHandle`
+/// in the exporter (hip-tests `unit/device/hipIpcGetMemHandle.cc`,
+/// `hipIpcCloseMemHandle.cc`); ROCm 5.2.3 still returns 17 and 400 there, clr 6.x returns
+/// `hipErrorInvalidValue` (`hipamd/src/hip_memory.cpp`). ASSUMPTION: the two code changes
+/// shipped with the owner check, in 5.6 (the 2022-11 date would allow 5.5; the first
+/// release that provably has them is 5.6.0).
+pub(crate) fn clr_ipc_checks(v: HipVersion) -> bool {
+    v.at_least(5, 6)
+}
+
+/// ROCm 6.0: `hipMemGetAddressRange` of a pointer inside no allocation returns
+/// `hipErrorNotFound` (500) instead of `hipErrorInvalidDevicePointer` (17).
+///
+/// Evidence: the ROCm/HIP catch test `unit/memory/hipMemGetAddressRange.cc` (the tests'
+/// home until ROCm 5.5) expects `hipErrorInvalidDevicePointer`; hip-tests expects
+/// `hipErrorNotFound`, which clr returns by 2024-06 (ROCm/HIP issue #3531 against ROCm
+/// 6.1, "hipErrorInvalidDevicePointer got swapped to hipErrorNotFound at some point") and
+/// in 6.2 (api-facts B.3). ASSUMPTION: 6.0, the release that aligned several codes and
+/// types with CUDA (`cuMemGetAddressRange` answers `CUDA_ERROR_NOT_FOUND`); 5.6 and 5.7
+/// are UNVERIFIED.
+pub(crate) fn address_range_not_found(v: HipVersion) -> bool {
+    v.at_least(6, 0)
+}
+
+/// ROCm 6.0: `hipPointerGetAttributes` of memory the runtime does not know succeeds with
+/// `type = hipMemoryTypeUnregistered` and `device = hipInvalidDeviceId`; before, it failed
+/// with `hipErrorInvalidValue`. 6.0 is also where the struct's first field became `type`
+/// and the `hipMemoryType` values were renumbered.
+///
+/// Evidence: clr CHANGELOG "HIP 5.7" known issues ("hipPointerGetAttributes could return
+/// invalid value in case the input memory pointer was not allocated through any HIP API")
+/// and "HIP 6.0" (`memoryType` removed from the union); cupy PR #8335 ("Before ROCm 6.0,
+/// hipPointerGetAttributes returns error on unregistered pointers"); ROCm/HIP issue #3057
+/// (a malloc pointer "succeeded" on 6.0).
+pub(crate) fn pointer_attributes_v6(v: HipVersion) -> bool {
+    v.at_least(6, 0)
+}
+
+/// ROCm 6.2: `hipGetProcAddress` exists (clr CHANGELOG "HIP 6.2 (For ROCm 6.2)": "Added
+/// new HIP APIs - `hipGetProcAddress`"); ROCm 5.2's library has no such symbol (`nm -D`).
+pub(crate) fn has_get_proc_address(v: HipVersion) -> bool {
+    v.at_least(6, 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(text: &str) -> HipVersion {
+        HipVersion::parse(text).unwrap()
+    }
+
+    #[test]
+    fn cut_offs() {
+        for (text, ipc, range, attrs, proc) in [
+            ("5.2", false, false, false, false),
+            ("5.5", false, false, false, false),
+            ("5.6", true, false, false, false),
+            ("5.7", true, false, false, false),
+            ("6.0", true, true, true, false),
+            ("6.1", true, true, true, false),
+            ("6.2", true, true, true, true),
+            ("7.0", true, true, true, true),
+        ] {
+            let version = v(text);
+            assert_eq!(clr_ipc_checks(version), ipc, "{text}");
+            assert_eq!(address_range_not_found(version), range, "{text}");
+            assert_eq!(pointer_attributes_v6(version), attrs, "{text}");
+            assert_eq!(has_get_proc_address(version), proc, "{text}");
+        }
+    }
+}
