@@ -41,6 +41,7 @@ const COVERED: &[&str] = &[
     PEER_ENABLE_FLAGS_MUST_BE_ZERO,
     PEER_ALREADY_ENABLED_REJECTED,
     MEM_FREE_WHILE_OPENED,
+    PEER_TOPOLOGY_RESPECTED,
 ];
 
 #[test]
@@ -214,6 +215,35 @@ fn broken_mem_free_while_opened() {
             child.exit();
         }
     });
+}
+
+#[test]
+fn broken_peer_topology() {
+    // Nothing connects the devices, yet every pair peers and opens across devices.
+    let root = TestRoot::new("broken-topology");
+    let env = [
+        ("DEVIPC_EMU_BREAK_RULE", PEER_TOPOLOGY_RESPECTED),
+        ("DEVIPC_EMU_DEVICES", "2"),
+        ("DEVIPC_EMU_PEERS", "none"),
+    ];
+    let mut a = Hip::spawn("exporter", &root, "6.2", &env);
+    assert_eq!(
+        a.ok("can_peer 0 1").val(0),
+        "0",
+        "the report is the topology"
+    );
+    a.ok("enable_peer 1 0");
+    let p = a.ok("malloc 4096").num(0);
+    let h = a.ok(&format!("export {}", hexptr(p))).val(0).to_owned();
+    let mut b = Hip::spawn("importer", &root, "6.2", &env);
+    b.ok("setdev 1");
+    let q = b.ok(&format!("open {h} 1")).num(0);
+    b.ok(&format!("close {}", hexptr(q)));
+    a.ok(&format!("free {}", hexptr(p)));
+    for child in [a, b] {
+        child.exit();
+    }
+    root.assert_clean();
 }
 
 #[test]

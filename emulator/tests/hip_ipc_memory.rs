@@ -521,3 +521,49 @@ fn a_dead_exporters_handle_opens_no_more_but_importers_keep_the_pages() {
     c.exit();
     root.assert_clean();
 }
+
+/// The configured topology decides what can peer (`DEVIPC_EMU_PEERS`): with devices 0 and 1
+/// connected and 2 not, device 2 cannot enable peer access to 0 nor open device-0 memory
+/// (the lazy flag cannot create a link), while device 1 can.
+#[test]
+fn peer_access_and_cross_device_opens_follow_the_configured_topology() {
+    for version in VERSIONS {
+        let root = TestRoot::new(&format!("topology-{version}"));
+        let env = [("DEVIPC_EMU_DEVICES", "3"), ("DEVIPC_EMU_PEERS", "0-1")];
+        let mut a = Hip::spawn("exporter", &root, version, &env);
+        assert_eq!(a.ok("can_peer 0 1").val(0), "1");
+        assert_eq!(a.ok("can_peer 1 0").val(0), "1");
+        assert_eq!(a.ok("can_peer 0 2").val(0), "0");
+        assert_eq!(a.ok("can_peer 2 0").val(0), "0");
+        a.expect_rule(
+            "enable_peer 2 0",
+            hipErrorPeerAccessUnsupported,
+            rules::PEER_TOPOLOGY_RESPECTED,
+        );
+        a.ok("enable_peer 1 0");
+        let p = a.ok("malloc 65536").num(0);
+        a.ok(&format!("fill {} 65536 4", hexptr(p)));
+        let h = a.ok(&format!("export {}", hexptr(p))).val(0).to_owned();
+
+        let mut far = Hip::spawn("far", &root, version, &env);
+        far.ok("setdev 2");
+        far.expect_rule(
+            &format!("open {h} {}", lazy(version)),
+            hipErrorPeerAccessUnsupported,
+            rules::PEER_TOPOLOGY_RESPECTED,
+        );
+        let mut near = Hip::spawn("near", &root, version, &env);
+        near.ok("setdev 1");
+        let q = near.ok(&format!("open {h} {}", lazy(version))).num(0);
+        assert_eq!(
+            near.ok(&format!("check {} 65536 4", hexptr(q))).val(0),
+            "same"
+        );
+        near.ok(&format!("close {}", hexptr(q)));
+        a.ok(&format!("free {}", hexptr(p)));
+        for child in [a, far, near] {
+            child.exit();
+        }
+        root.assert_clean();
+    }
+}

@@ -294,6 +294,19 @@ pub static RULES: &[Rule] = &[
     ),
     // ---- peer access (api-facts B.3) --------------------------------------------------
     vendor(
+        "hip.peer.topology-respected",
+        H,
+        "between two devices hipDeviceCanAccessPeer reports as unconnected, \
+         hipDeviceEnablePeerAccess fails with hipErrorPeerAccessUnsupported and a \
+         hipIpcOpenMemHandle on the unconnected device is refused; between connected devices \
+         both succeed",
+        "HIP API reference hipDeviceEnablePeerAccess; api-facts B.3, C.1 (the lazy flag \
+         enables peer access on demand, where the topology has it)",
+        Expect::Refused,
+        TWO_DEVICES,
+        peer_topology,
+    ),
+    vendor(
         "hip.peer.self-is-not-a-peer",
         H,
         "hipDeviceCanAccessPeer(d, d) writes 0, and enabling peer access to the current device \
@@ -899,6 +912,51 @@ fn event_one_release_flag(ctx: &mut Ctx) -> Verdict {
 
 // ---------------------------------------------------------------------------------------
 // Peer access.
+
+fn peer_topology(ctx: &mut Ctx) -> Verdict {
+    let devices = ctx.probe.devices as i32;
+    let mut h = ctx.hip()?;
+    let flag = lazy(&mut h)?;
+    let mut far = None;
+    let mut near = None;
+    for d in 1..devices {
+        if h.can_access_peer(0, d).step("hipDeviceCanAccessPeer")? {
+            near.get_or_insert(d);
+        } else {
+            far.get_or_insert(d);
+        }
+    }
+    let Some(far) = far else {
+        return Err(Stop::Skip(format!(
+            "needs a device that cannot peer with device 0 (all {devices} can)"
+        )));
+    };
+    h.set_device(0).step("hipSetDevice(0)")?;
+    let enable = ctx.refused(
+        &format!("hipDeviceEnablePeerAccess({far}) on device 0"),
+        h.enable_peer(far, 0),
+    )?;
+    let (ptr, handle) = exported(&mut h)?;
+    let mut p = ctx.hip_peer("far-importer")?;
+    p.set_device(far as u32).step("peer hipSetDevice")?;
+    let opened = p.mem_open(&handle, flag);
+    if let Ok(q) = opened {
+        let _ = p.mem_close(q);
+    }
+    let open = ctx.refused(&format!("hipIpcOpenMemHandle on device {far}"), opened)?;
+    let mut control = String::from("no connected device to compare");
+    if let Some(near) = near {
+        p.set_device(near as u32).step("peer hipSetDevice")?;
+        let q = p
+            .mem_open(&handle, flag)
+            .step("hipIpcOpenMemHandle on a connected device")?;
+        p.mem_close(q).step("close")?;
+        control = format!("device {near} (connected) opens it");
+    }
+    p.0.finish()?;
+    h.free(ptr).step("hipFree")?;
+    Ok(format!("device {far}: {enable}; {open}; {control}"))
+}
 
 fn peer_self(ctx: &mut Ctx) -> Verdict {
     let mut h = ctx.hip()?;

@@ -29,7 +29,10 @@
 //! `hipIpcMemLazyEnablePeerAccess`, whose documented meaning is that the runtime enables
 //! peer access as needed, and ROCm maps IPC memory for every GPU agent. The open does not
 //! mark peer access as enabled, so an explicit `hipDeviceEnablePeerAccess` afterwards
-//! still succeeds once (as on runtimes that ignored the flag, api-facts C.1).
+//! still succeeds once (as on runtimes that ignored the flag, api-facts C.1). What the
+//! lazy flag cannot do is connect devices the topology does not (`DEVIPC_EMU_PEERS`): an
+//! open on a device that cannot reach the allocation's fails with
+//! `hipErrorPeerAccessUnsupported` ([`rules::PEER_TOPOLOGY_RESPECTED`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -208,6 +211,9 @@ pub(crate) fn open(handle: &[u8; 64], flags: u32) -> HipResult<usize> {
                         info.exporter
                     ),
                 )));
+            }
+            if info.device != device {
+                super::peer::check_topology(device, info.device).map_err(Refusal::Hip)?;
             }
             m.add_holder(me)?;
             Ok(info)

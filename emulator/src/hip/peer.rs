@@ -1,8 +1,11 @@
 //! Peer access: `hipDeviceCanAccessPeer` and `hipDeviceEnablePeerAccess`.
 //!
-//! Every pair of distinct emulated devices can access each other (they share host memory).
-//! Enabled peer access is per process, from the calling thread's current device to a peer,
-//! as in HIP. Opening IPC memory on another device does not require it
+//! Which pairs of distinct devices can access each other is configured
+//! (`DEVIPC_EMU_PEERS`, default every pair): `hipDeviceCanAccessPeer` reports it, and
+//! enabling peer access between unconnected devices fails with
+//! `hipErrorPeerAccessUnsupported` ([`rules::PEER_TOPOLOGY_RESPECTED`]). Enabled peer access
+//! is per process, from the calling thread's current device to a peer, as in HIP. Opening
+//! IPC memory on another device needs no enabled peer access, but connected devices
 //! ([`super::ipc_mem`], "Devices and peer access").
 
 use std::collections::BTreeSet;
@@ -11,24 +14,45 @@ use std::sync::Mutex;
 
 use devipc_hip_sys::{
     hipErrorInvalidDevice, hipErrorInvalidValue, hipErrorPeerAccessAlreadyEnabled,
+    hipErrorPeerAccessUnsupported,
 };
 
 use super::errors::{Failure, HipResult};
 use super::rules::{
     self, PEER_ALREADY_ENABLED_REJECTED, PEER_ENABLE_FLAGS_MUST_BE_ZERO, PEER_SELF_IS_NOT_A_PEER,
+    PEER_TOPOLOGY_RESPECTED,
 };
 use super::runtime::{current_device, device_arg, state};
 
 /// `(device, peer)` pairs enabled in this process.
 static ENABLED: Mutex<BTreeSet<(u32, u32)>> = Mutex::new(BTreeSet::new());
 
-/// `hipDeviceCanAccessPeer(device, peer)`: 1 for distinct devices, 0 for the same one.
+/// `hipDeviceCanAccessPeer(device, peer)`: 1 for distinct connected devices, 0 for the
+/// same one or unconnected ones.
 pub(crate) fn can_access(device: c_int, peer: c_int) -> HipResult<c_int> {
     let state = state()?;
     let device = device_arg(state, device)?;
     let peer = device_arg(state, peer)?;
-    let same = device == peer && rules::enforced(PEER_SELF_IS_NOT_A_PEER);
-    Ok(c_int::from(!same))
+    if device == peer {
+        return Ok(c_int::from(!rules::enforced(PEER_SELF_IS_NOT_A_PEER)));
+    }
+    Ok(c_int::from(state.config().peers.can_peer(device, peer)))
+}
+
+/// Refuses access from `device` to `peer`'s memory when the configured topology does not
+/// connect them (an enable, or an IPC open on another device than the allocation's).
+pub(crate) fn check_topology(device: u32, peer: u32) -> HipResult<()> {
+    if state()?.config().peers.can_peer(device, peer) || !rules::enforced(PEER_TOPOLOGY_RESPECTED) {
+        return Ok(());
+    }
+    Err(Failure::rule(
+        hipErrorPeerAccessUnsupported,
+        PEER_TOPOLOGY_RESPECTED,
+        format!(
+            "devices {device} and {peer} cannot access each other's memory (no P2P link; \
+             DEVIPC_EMU_PEERS)"
+        ),
+    ))
 }
 
 /// `hipDeviceEnablePeerAccess(peer, flags)` from the current device.
@@ -49,6 +73,9 @@ pub(crate) fn enable(peer: c_int, flags: c_uint) -> HipResult<()> {
             PEER_SELF_IS_NOT_A_PEER,
             format!("device {device} is the current device, not a peer"),
         ));
+    }
+    if device != peer {
+        check_topology(device, peer)?;
     }
     let newly = ENABLED
         .lock()

@@ -16,7 +16,7 @@
 use devipc_hip_sys::{
     hipError_t, hipErrorIllegalAddress, hipErrorInvalidConfiguration, hipErrorInvalidContext,
     hipErrorInvalidDevice, hipErrorInvalidValue, hipErrorNotFound,
-    hipErrorPeerAccessAlreadyEnabled, hipSuccess,
+    hipErrorPeerAccessAlreadyEnabled, hipErrorPeerAccessUnsupported, hipSuccess,
 };
 
 use crate::config::{Config, HipVersion};
@@ -112,6 +112,9 @@ pub const PEER_ENABLE_FLAGS_MUST_BE_ZERO: &str = "hip.peer.enable-flags-must-be-
 /// `hipErrorPeerAccessAlreadyEnabled`.
 pub const PEER_ALREADY_ENABLED_REJECTED: &str = "hip.peer.already-enabled-rejected";
 
+/// Peer access, and IPC opens on another device than the allocation's, need devices that
+/// can reach each other (`hipDeviceCanAccessPeer` reports 1).
+pub const PEER_TOPOLOGY_RESPECTED: &str = "hip.peer.topology-respected";
 /// The exporter's `hipFree` releases the memory, whether or not other processes still have
 /// it open: their mappings then point at freed memory (undefined behaviour, a GPU fault at
 /// best). The emulator revokes the pages and records the violation.
@@ -362,6 +365,21 @@ pub const ALL: &[RuleInfo] = &[
         source: "api-facts C.1 (hipFree in the exporter before importers close: undefined \
                  behaviour, header doc); CLR hipamd/src/hip_memory.cpp (hipFree frees at once, \
                  an IPC attach holds no reference)",
+    },
+    RuleInfo {
+        id: PEER_TOPOLOGY_RESPECTED,
+        code: hipErrorPeerAccessUnsupported,
+        basis: Basis::Chosen,
+        since: None,
+        summary: "hipDeviceEnablePeerAccess between devices that cannot reach each other \
+                  (hipDeviceCanAccessPeer reports 0) fails with hipErrorPeerAccessUnsupported, \
+                  and so does a hipIpcOpenMemHandle on a device unconnected to the \
+                  allocation's (the lazy flag cannot enable what the topology lacks). The \
+                  emulator chose the open's code: HIP documents the refusal, not its code.",
+        when_broken: "every pair of devices can peer",
+        source: "api-facts B.3, C.1 (hipIpcMemLazyEnablePeerAccess enables peer access on \
+                 demand); HIP API reference hipDeviceEnablePeerAccess \
+                 (hipErrorPeerAccessUnsupported)",
     },
 ];
 
