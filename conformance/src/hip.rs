@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use devipc_hip_sys::{
     HIP_IPC_HANDLE_SIZE, HipApi, hipError_t, hipEvent_t, hipIpcEventHandle_t, hipIpcMemHandle_t,
-    hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipSuccess,
+    hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipPointerAttribute_t, hipSuccess,
 };
 
 use crate::shell::{Exec, Failure, Handler, Reply, arg, hex, unhex, word};
@@ -199,6 +199,15 @@ impl Handler for HipShell {
                     )?;
                     one(p as usize as u64)
                 }
+                "ptr.device" => {
+                    // hipPointerGetAttributes: the device the memory at the pointer is on.
+                    let mut attrs = hipPointerAttribute_t::zeroed();
+                    self.check(
+                        "hipPointerGetAttributes",
+                        (api.hipPointerGetAttributes)(&mut attrs, ptr(arg(a, 0)?)),
+                    )?;
+                    Ok(vec![attrs.device.to_string()])
+                }
                 "mem.close" => self
                     .check(
                         "hipIpcCloseMemHandle",
@@ -308,6 +317,11 @@ pub struct Hip<E>(pub E);
 impl<E: Exec> Hip<E> {
     fn run(&mut self, line: String) -> Reply {
         self.0.exec(&line)
+    }
+
+    /// `hipPointerGetAttributes(ptr).device`: the device the memory is on.
+    pub fn pointer_device(&mut self, ptr: u64) -> Result<i32, Failure> {
+        word(&self.run(format!("ptr.device {ptr}"))?, 0)
     }
 
     /// `hipRuntimeGetVersion`: the `HIP_VERSION` encoding.

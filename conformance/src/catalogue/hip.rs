@@ -748,6 +748,9 @@ fn mem_cross_device(ctx: &mut Ctx) -> Verdict {
         Err(e) => return Err(Stop::fail(format!("hipDeviceEnablePeerAccess(0): {e}"))),
     }
     let q = p.mem_open(&handle, flag).step("open on device 1")?;
+    let on = p
+        .pointer_device(q)
+        .step("hipPointerGetAttributes of the opened pointer")?;
     same_bytes(
         "device-1 importer reads",
         &p.read(q, CHECK).step("read")?,
@@ -756,7 +759,10 @@ fn mem_cross_device(ctx: &mut Ctx) -> Verdict {
     p.mem_close(q).step("close")?;
     p.0.finish()?;
     h.free(ptr).step("hipFree")?;
-    Ok("opened on device 1 from device 0 with peer access".into())
+    ensure(on == 1, || {
+        format!("the mapping opened on device 1 reports device {on}")
+    })?;
+    Ok("opened on device 1 from device 0 with peer access; the mapping is on device 1".into())
 }
 
 fn mem_address_range_unknown(ctx: &mut Ctx) -> Verdict {
