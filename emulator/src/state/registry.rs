@@ -456,6 +456,12 @@ impl Registry {
         match revoked {
             Ok(first) => {
                 Segment::revoke(&self.dir, id)?;
+                // After the truncation: a mapping that sees the new epoch re-checks and
+                // finds the pages gone (SharedMapping::check_live).
+                let mut ledger = self.ledger.lock()?;
+                ledger.bump_epoch();
+                ledger.commit()?;
+                drop(ledger);
                 if first {
                     super::violations::record(&self.dir, rule, id, message)?;
                 }

@@ -25,11 +25,13 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::dir::EmuDir;
 use super::ids::ObjectId;
-use super::layout::ObjectFile;
+use super::layout::{LEDGER, ObjectFile};
+use super::ledger::EPOCH_OFFSET;
 use crate::error::EmuError;
 use crate::sys::{self, MappedRegion};
 
@@ -137,6 +139,8 @@ impl Segment {
             id: self.id,
             region,
             file,
+            epoch: self.path.parent().and_then(epoch_word),
+            seen: AtomicU64::new(NEVER_CHECKED),
         })
     }
 
@@ -193,6 +197,45 @@ pub(crate) fn remove_if_exists(path: PathBuf) -> Result<bool, EmuError> {
     }
 }
 
+/// The state directory's revocation epoch (in the ledger, [`super::ledger::EPOCH_OFFSET`]),
+/// mapped once per process and directory.
+#[derive(Debug)]
+struct EpochWord {
+    region: MappedRegion,
+}
+
+impl EpochWord {
+    fn load(&self) -> Option<u32> {
+        self.region
+            .atomic_u32(EPOCH_OFFSET)
+            .map(|w| w.load(Ordering::Acquire))
+    }
+}
+
+/// `seen` before the first check: no epoch equals it, so the first check asks the file.
+const NEVER_CHECKED: u64 = u64::MAX;
+
+/// The epoch word of the state directory `dir`, mapped on first use; `None` when the
+/// ledger cannot be mapped (every check then asks the file).
+fn epoch_word(dir: &std::path::Path) -> Option<Arc<EpochWord>> {
+    static WORDS: Mutex<Vec<(PathBuf, Arc<EpochWord>)>> = Mutex::new(Vec::new());
+    let mut words = WORDS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, w)) = words.iter().find(|(d, _)| d == dir) {
+        return Some(w.clone());
+    }
+    let path = dir.join(LEDGER);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    let region = MappedRegion::map_file(&file, EPOCH_OFFSET + 4).ok()?;
+    let word = Arc::new(EpochWord { region });
+    words.push((dir.to_path_buf(), word.clone()));
+    Some(word)
+}
+
 /// A live mapping of a segment in this process; unmapped on drop.
 ///
 /// The bytes are shared with other processes, so they are copied in and out rather than
@@ -203,6 +246,11 @@ pub struct SharedMapping {
     region: MappedRegion,
     /// The segment file, to tell a revoked (truncated) segment from a live one.
     file: File,
+    /// The directory's revocation epoch, and the epoch at this mapping's last successful
+    /// check: while no revocation happened since, the pages are known to be live without
+    /// a system call.
+    epoch: Option<Arc<EpochWord>>,
+    seen: AtomicU64,
 }
 
 impl SharedMapping {
@@ -227,10 +275,24 @@ impl SharedMapping {
     }
 
     /// Fails with [`EmuError::Revoked`] once the segment was revoked (see the module
-    /// docs): the pages are gone and touching them would fault. One `fstat`.
+    /// docs): the pages are gone and touching them would fault. An atomic load while no
+    /// revocation happened in the directory since the last check, else one `fstat`
+    /// (a revocation truncates first and bumps the epoch after, so a check that sees the
+    /// new epoch sees the truncation).
     pub fn check_live(&self) -> Result<(), EmuError> {
+        let now = self.epoch.as_ref().and_then(|e| e.load());
+        if let Some(now) = now
+            && self.seen.load(Ordering::Acquire) == u64::from(now)
+        {
+            return Ok(());
+        }
         match self.file.metadata() {
-            Ok(m) if m.len() >= self.region.len() as u64 => Ok(()),
+            Ok(m) if m.len() >= self.region.len() as u64 => {
+                if let Some(now) = now {
+                    self.seen.store(u64::from(now), Ordering::Release);
+                }
+                Ok(())
+            }
             Ok(_) => Err(EmuError::Revoked { id: self.id }),
             Err(e) => Err(EmuError::Sys {
                 op: "fstat of a segment",
@@ -339,8 +401,14 @@ mod tests {
         let a = c.segment.as_ref().unwrap().map().unwrap();
         let b = r.open_segment(id).unwrap().map().unwrap();
         a.write_at(0, b"live").unwrap();
+        // Checked once: the next checks need no system call until a revocation.
         b.check_live().unwrap();
-        assert!(Segment::revoke(r.dir(), id).unwrap());
+        b.check_live().unwrap();
+        r.revoke(id, "test.rule", "revoked by the test").unwrap();
+        let records = super::super::violations::read(r.dir()).unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].rule, "test.rule");
+        std::fs::remove_file(r.dir().join(super::super::violations::VIOLATIONS)).unwrap();
         for m in [&a, &b] {
             assert!(matches!(m.check_live(), Err(EmuError::Revoked { id: i }) if i == id));
             let mut got = [0u8; 4];
