@@ -595,3 +595,36 @@ fn peer_access_follows_the_configured_topology() {
     a.exit();
     root.assert_clean();
 }
+
+/// A key dies with its exporter: once the exporting process is killed, a new import is
+/// refused (the driver destroys a dead process's names), even while an earlier importer
+/// still holds the key and maps the block.
+#[test]
+fn a_killed_exporters_key_cannot_be_imported_any_more() {
+    let root = TestRoot::new("key-exporter-killed");
+    let mut a = root.spawn("exporter", &[]);
+    let mut b = root.spawn("early", &[]);
+    let mut c = root.spawn("late", &[]);
+    for x in [&mut a, &mut b, &mut c] {
+        x.ok("set-device 0");
+    }
+    let p = a.val(&format!("malloc {MB}"));
+    a.ok(&format!("write {p} 6 {MB}"));
+    let key = a.val(&format!("key-export {p} {MB} 65 1"));
+    let v = b.val(&format!("key-import {key}"));
+    // Positive control: while the exporter lives, another process imports.
+    c.val(&format!("key-import {key}"));
+    c.ok(&format!("key-close {key}"));
+    a.kill9();
+    a.reap();
+    c.fails(&format!("key-import {key}"), 107017, rules::HANDLE_VALID);
+    // The early importer keeps what it mapped.
+    b.ok(&format!("check {v} 6 4096"));
+    b.ok(&format!("key-close {key}"));
+    b.exit();
+    c.exit();
+    // The dead exporter's block is reclaimed by gc.
+    root.state().gc().unwrap();
+    assert_eq!(root.violations(), []);
+    root.assert_clean();
+}

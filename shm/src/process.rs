@@ -27,8 +27,23 @@ pub struct ProcessIdentity {
 pub struct StatFields {
     /// Field 3, the one-letter state (`R`, `S`, `D`, `Z`, `X`, ...).
     pub state: char,
+    /// Field 20, the threads of the process. A leader whose main thread exited shows
+    /// state `Z` while its other threads still run (then this is above 1).
+    pub num_threads: u64,
     /// Field 22, start time in clock ticks since boot.
     pub start_time: u64,
+}
+
+impl StatFields {
+    /// Whether the process is gone or a zombie waiting to be reaped; not a process whose
+    /// main thread exited while others still run (its leader shows `Z`, with threads).
+    pub fn is_dead(&self) -> bool {
+        match self.state {
+            'X' | 'x' => true,
+            'Z' => self.num_threads <= 1,
+            _ => false,
+        }
+    }
 }
 
 /// Why a `/proc/<pid>/stat` line could not be parsed.
@@ -68,12 +83,21 @@ pub fn parse_stat(line: &str) -> Result<StatFields, StatParseError> {
         .ok_or(StatParseError(
             "field 3 (state) missing or not one character",
         ))?;
+    let num_threads = rest
+        .nth(20 - 4)
+        .ok_or(StatParseError("fewer than 20 fields"))?
+        .parse::<u64>()
+        .map_err(|_| StatParseError("field 20 (num_threads) is not a number"))?;
     let start_time = rest
-        .nth(22 - 4)
+        .nth(22 - 21)
         .ok_or(StatParseError("fewer than 22 fields"))?
         .parse::<u64>()
         .map_err(|_| StatParseError("field 22 (starttime) is not a number"))?;
-    Ok(StatFields { state, start_time })
+    Ok(StatFields {
+        state,
+        num_threads,
+        start_time,
+    })
 }
 
 /// Reads and parses `/proc/<pid>/stat`; `Ok(None)` when no such process exists.
@@ -114,7 +138,7 @@ impl ProcessIdentity {
     /// zombie).
     pub fn of_pid(pid: i32) -> io::Result<Option<ProcessIdentity>> {
         Ok(read_stat(pid)?
-            .filter(|s| !is_dead_state(s.state))
+            .filter(|s| !s.is_dead())
             .map(|s| ProcessIdentity {
                 pid,
                 start_time: s.start_time,
@@ -137,12 +161,8 @@ impl ProcessIdentity {
     /// The pure part of [`ProcessIdentity::is_alive`]: whether a stat of this pid
     /// describes this live process.
     pub fn matches(&self, stat: &StatFields) -> bool {
-        !is_dead_state(stat.state) && stat.start_time == self.start_time
+        !stat.is_dead() && stat.start_time == self.start_time
     }
-}
-
-fn is_dead_state(state: char) -> bool {
-    matches!(state, 'Z' | 'X' | 'x')
 }
 
 impl fmt::Display for ProcessIdentity {
@@ -162,6 +182,15 @@ mod tests {
             .collect::<Vec<_>>()
             .join(" ");
         format!("4242 ({comm}) {state} {middle} {start} 23 24 25\n")
+    }
+
+    #[test]
+    fn reads_the_thread_count() {
+        let line = stat_line("x", 'Z', 5);
+        assert_eq!(parse_stat(&line).unwrap().num_threads, 20);
+        let mine = read_stat(std::process::id() as i32).unwrap().unwrap();
+        assert!(mine.num_threads >= 1);
+        assert!(!mine.is_dead());
     }
 
     #[test]
@@ -203,11 +232,19 @@ mod tests {
         assert!(!impostor.is_alive());
         let stat = StatFields {
             state: 'R',
+            num_threads: 1,
             start_time: me.start_time,
         };
         assert!(me.matches(&stat));
         assert!(!impostor.matches(&stat));
         assert!(!me.matches(&StatFields { state: 'Z', ..stat }));
+        // A leader whose main thread exited while another thread runs is alive.
+        assert!(me.matches(&StatFields {
+            state: 'Z',
+            num_threads: 2,
+            ..stat
+        }));
+        assert!(!me.matches(&StatFields { state: 'X', ..stat }));
     }
 
     #[test]

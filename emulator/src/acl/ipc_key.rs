@@ -183,10 +183,12 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
     let peer_flag = flags & ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS != 0;
     let (memory, offset, size, owner) = reg.update(id, |m| {
         m.expect(Vendor::Acl, ObjectKind::MemKey)?;
-        if m.flags.contains(ObjectFlags::CLOSED) {
+        let info = *m.info();
+        // Destroyed by its exporter, or gone with it (a dead exporter's hold was reclaimed
+        // on this touch; the driver destroys the names of a process that exits).
+        if m.flags.contains(ObjectFlags::CLOSED) || m.hold_count(info.exporter) == 0 {
             return Err(unknown_key());
         }
-        let info = *m.info();
         let trusted = info.exporter == me || m.is_trusted(me.pid);
         check(!trusted, rules::KEY_TRUSTLIST, || {
             format!(

@@ -5,14 +5,15 @@
 //! objects, so that a charge, the files of the object it pays for, and the metadata
 //! recording it appear and disappear together (see the crate docs for the lock order).
 //!
-//! Binary layout (little endian, [`LEDGER_LEN`] bytes), written in place with one `pwrite`
-//! under the lock:
+//! Binary layout (little endian, [`LEDGER_LEN`] bytes), written whole when created and
+//! from offset 16 on (the counter and usage) by one `pwrite` under the lock afterwards:
 //!
 //! ```text
 //! 0    8   magic "DVEMLDG1"
 //! 8    4   salt (24 bits, non-zero)
-//! 12   4   revocation epoch: bumped after every revocation (super::violations), read
-//!          lock-free through a mapping by every copy that checks its pages are live
+//! 12   4   revocation epoch: odd while a revocation is under way, bumped by atomics on
+//!          a mapping of this word only (never by the writes below), read lock-free by
+//!          every copy that checks its pages are live (super::segment)
 //! 16   8   last counter handed out (ids use counter + 1 onwards)
 //! 24   8*MAX_DEVICES  bytes in use, per device
 //! ```
@@ -33,6 +34,8 @@ const MAGIC: &[u8; 8] = b"DVEMLDG1";
 pub const LEDGER_LEN: usize = 24 + 8 * MAX_DEVICES as usize;
 /// Where the revocation epoch lives in the ledger (a 4-byte aligned little-endian `u32`).
 pub const EPOCH_OFFSET: usize = 12;
+/// Where the id counter (and the part [`LedgerGuard::commit`] writes) starts.
+const COUNTER_OFFSET: usize = 16;
 
 /// The ledger's contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,8 +44,6 @@ pub struct LedgerData {
     pub salt: u32,
     /// The last id counter handed out.
     pub counter: u64,
-    /// How many revocations happened (wrapping); see [`EPOCH_OFFSET`].
-    pub epoch: u32,
     /// Bytes in use per device, across all processes.
     pub used: [u64; MAX_DEVICES as usize],
 }
@@ -53,7 +54,6 @@ impl LedgerData {
         let mut b = [0u8; LEDGER_LEN];
         b[..8].copy_from_slice(MAGIC);
         b[8..12].copy_from_slice(&self.salt.to_le_bytes());
-        b[EPOCH_OFFSET..EPOCH_OFFSET + 4].copy_from_slice(&self.epoch.to_le_bytes());
         b[16..24].copy_from_slice(&self.counter.to_le_bytes());
         for (i, u) in self.used.iter().enumerate() {
             b[24 + 8 * i..32 + 8 * i].copy_from_slice(&u.to_le_bytes());
@@ -74,11 +74,6 @@ impl LedgerData {
         if salt == 0 || salt > SALT_MASK {
             return Err(format!("bad salt {salt:#x}"));
         }
-        let epoch = u32::from_le_bytes(
-            b[EPOCH_OFFSET..EPOCH_OFFSET + 4]
-                .try_into()
-                .unwrap_or_default(),
-        );
         let counter = word(16);
         if counter > MAX_COUNTER {
             return Err(format!("counter {counter} out of range"));
@@ -90,7 +85,6 @@ impl LedgerData {
         Ok(LedgerData {
             salt,
             counter,
-            epoch,
             used,
         })
     }
@@ -118,7 +112,6 @@ impl Ledger {
             let data = LedgerData {
                 salt: random_salt()?,
                 counter: 0,
-                epoch: 0,
                 used: [0; MAX_DEVICES as usize],
             };
             write(lock.file(), &path, &data)?;
@@ -204,12 +197,6 @@ impl LedgerGuard {
         }
     }
 
-    /// Counts one revocation: every mapping re-checks its pages on its next copy.
-    pub fn bump_epoch(&mut self) {
-        self.data.epoch = self.data.epoch.wrapping_add(1);
-        self.dirty = true;
-    }
-
     /// Returns `bytes` to `device` (saturating at 0; gc repairs any drift).
     pub fn release(&mut self, device: u32, bytes: u64) -> Result<(), EmuError> {
         let slot = self.slot(device)?;
@@ -229,7 +216,13 @@ impl LedgerGuard {
     /// Writes the changes, keeping the lock held.
     pub fn commit(&mut self) -> Result<(), EmuError> {
         if self.dirty {
-            write(self.lock.file(), self.lock.path(), &self.data)?;
+            // From the counter on: the magic and salt never change, and the epoch word
+            // belongs to the atomics (a write of a stale copy would undo a bump).
+            let bytes = self.data.encode();
+            self.lock
+                .file()
+                .write_all_at(&bytes[COUNTER_OFFSET..], COUNTER_OFFSET as u64)
+                .map_err(|e| EmuError::io("write", self.lock.path(), e))?;
             self.dirty = false;
         }
         Ok(())
@@ -288,7 +281,6 @@ mod tests {
         let mut d = LedgerData {
             salt: 0x123456,
             counter: 77,
-            epoch: 0xfeed_0001,
             used: [0; MAX_DEVICES as usize],
         };
         d.used[3] = 1 << 33;

@@ -455,13 +455,14 @@ impl Registry {
         });
         match revoked {
             Ok(first) => {
-                Segment::revoke(&self.dir, id)?;
-                // After the truncation: a mapping that sees the new epoch re-checks and
-                // finds the pages gone (SharedMapping::check_live).
-                let mut ledger = self.ledger.lock()?;
-                ledger.bump_epoch();
-                ledger.commit()?;
-                drop(ledger);
+                // The epoch is odd while the pages go: every check meanwhile asks the file
+                // (SharedMapping::check_live); a revoker that dies here leaves it odd,
+                // which is slow but never wrong.
+                let epoch = super::segment::RevocationEpoch::of(self.dir.path());
+                epoch.begin();
+                let truncated = Segment::revoke(&self.dir, id);
+                epoch.end();
+                truncated?;
                 if first {
                     super::violations::record(&self.dir, rule, id, message)?;
                 }

@@ -131,15 +131,15 @@ impl Segment {
     pub fn map(&self) -> Result<SharedMapping, EmuError> {
         let region = MappedRegion::map_file(&self.file, self.len)
             .map_err(|e| EmuError::io("mmap", &self.path, e))?;
-        let file = self
-            .file
-            .try_clone()
-            .map_err(|e| EmuError::io("dup", &self.path, e))?;
+        let epoch = match self.path.parent() {
+            Some(dir) => RevocationEpoch::of(dir),
+            None => RevocationEpoch(None),
+        };
         Ok(SharedMapping {
             id: self.id,
             region,
-            file,
-            epoch: self.path.parent().and_then(epoch_word),
+            path: self.path.clone(),
+            epoch,
             seen: AtomicU64::new(NEVER_CHECKED),
         })
     }
@@ -197,44 +197,65 @@ pub(crate) fn remove_if_exists(path: PathBuf) -> Result<bool, EmuError> {
     }
 }
 
-/// The state directory's revocation epoch (in the ledger, [`super::ledger::EPOCH_OFFSET`]),
-/// mapped once per process and directory.
-#[derive(Debug)]
-struct EpochWord {
-    region: MappedRegion,
-}
+/// The state directory's revocation epoch: the ledger's word at
+/// [`super::ledger::EPOCH_OFFSET`], mapped once per process and directory. A revocation
+/// makes it odd, truncates, and makes it even again ([`RevocationEpoch::begin`] /
+/// [`RevocationEpoch::end`]); a mapping that checked its pages at an even epoch need not
+/// ask the file again until the epoch moves. Without a mapping of the word (the ledger
+/// could not be mapped) every check asks the file.
+#[derive(Debug, Clone)]
+pub(crate) struct RevocationEpoch(Option<Arc<MappedRegion>>);
 
-impl EpochWord {
+impl RevocationEpoch {
+    /// The epoch of the state directory `dir`, mapped on first use.
+    pub(crate) fn of(dir: &std::path::Path) -> RevocationEpoch {
+        static WORDS: Mutex<Vec<(PathBuf, Arc<MappedRegion>)>> = Mutex::new(Vec::new());
+        let mut words = WORDS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, w)) = words.iter().find(|(d, _)| d == dir) {
+            return RevocationEpoch(Some(w.clone()));
+        }
+        let mapped = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(dir.join(LEDGER))
+            .and_then(|file| MappedRegion::map_file(&file, EPOCH_OFFSET + 4));
+        match mapped {
+            Ok(region) => {
+                let region = Arc::new(region);
+                words.push((dir.to_path_buf(), region.clone()));
+                RevocationEpoch(Some(region))
+            }
+            Err(_) => RevocationEpoch(None),
+        }
+    }
+
+    fn word(&self) -> Option<&AtomicU32> {
+        self.0.as_ref().and_then(|r| r.atomic_u32(EPOCH_OFFSET))
+    }
+
+    /// The current epoch, `None` when unknown.
     fn load(&self) -> Option<u32> {
-        self.region
-            .atomic_u32(EPOCH_OFFSET)
-            .map(|w| w.load(Ordering::Acquire))
+        self.word().map(|w| w.load(Ordering::SeqCst))
+    }
+
+    /// A revocation starts: the epoch becomes odd.
+    pub(crate) fn begin(&self) {
+        if let Some(w) = self.word() {
+            w.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The revocation is done: the epoch becomes even again.
+    pub(crate) fn end(&self) {
+        if let Some(w) = self.word() {
+            w.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
 
 /// `seen` before the first check: no epoch equals it, so the first check asks the file.
 const NEVER_CHECKED: u64 = u64::MAX;
-
-/// The epoch word of the state directory `dir`, mapped on first use; `None` when the
-/// ledger cannot be mapped (every check then asks the file).
-fn epoch_word(dir: &std::path::Path) -> Option<Arc<EpochWord>> {
-    static WORDS: Mutex<Vec<(PathBuf, Arc<EpochWord>)>> = Mutex::new(Vec::new());
-    let mut words = WORDS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, w)) = words.iter().find(|(d, _)| d == dir) {
-        return Some(w.clone());
-    }
-    let path = dir.join(LEDGER);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
-    let region = MappedRegion::map_file(&file, EPOCH_OFFSET + 4).ok()?;
-    let word = Arc::new(EpochWord { region });
-    words.push((dir.to_path_buf(), word.clone()));
-    Some(word)
-}
 
 /// A live mapping of a segment in this process; unmapped on drop.
 ///
@@ -244,12 +265,13 @@ fn epoch_word(dir: &std::path::Path) -> Option<Arc<EpochWord>> {
 pub struct SharedMapping {
     id: ObjectId,
     region: MappedRegion,
-    /// The segment file, to tell a revoked (truncated) segment from a live one.
-    file: File,
-    /// The directory's revocation epoch, and the epoch at this mapping's last successful
-    /// check: while no revocation happened since, the pages are known to be live without
-    /// a system call.
-    epoch: Option<Arc<EpochWord>>,
+    /// The segment file's path, to tell a revoked (truncated) segment from a live one
+    /// (a path, not an open file: a descriptor per mapping would run into the 1024 limit).
+    path: PathBuf,
+    /// The directory's revocation epoch, and the even epoch at this mapping's last
+    /// successful check: while no revocation happened since, the pages are known to be
+    /// live without a system call.
+    epoch: RevocationEpoch,
     seen: AtomicU64,
 }
 
@@ -280,24 +302,34 @@ impl SharedMapping {
     /// (a revocation truncates first and bumps the epoch after, so a check that sees the
     /// new epoch sees the truncation).
     pub fn check_live(&self) -> Result<(), EmuError> {
-        let now = self.epoch.as_ref().and_then(|e| e.load());
+        let now = self.epoch.load();
         if let Some(now) = now
-            && self.seen.load(Ordering::Acquire) == u64::from(now)
+            && now % 2 == 0
+            && self.seen.load(Ordering::SeqCst) == u64::from(now)
         {
             return Ok(());
         }
-        match self.file.metadata() {
-            Ok(m) if m.len() >= self.region.len() as u64 => {
-                if let Some(now) = now {
-                    self.seen.store(u64::from(now), Ordering::Release);
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(m) if m.len() < self.region.len() as u64 => Err(EmuError::Revoked { id: self.id }),
+            // Still whole, or unlinked because its object was freed (by this process's
+            // own last release: nobody else can revoke it any more).
+            result => {
+                if let Err(e) = &result
+                    && e.kind() != io::ErrorKind::NotFound
+                {
+                    return Err(EmuError::io(
+                        "stat",
+                        &self.path,
+                        io::Error::new(e.kind(), e.to_string()),
+                    ));
+                }
+                if let Some(now) = now
+                    && now % 2 == 0
+                {
+                    self.seen.store(u64::from(now), Ordering::SeqCst);
                 }
                 Ok(())
             }
-            Ok(_) => Err(EmuError::Revoked { id: self.id }),
-            Err(e) => Err(EmuError::Sys {
-                op: "fstat of a segment",
-                source: e,
-            }),
         }
     }
 

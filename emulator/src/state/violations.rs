@@ -18,7 +18,7 @@
 //! processes do not interleave.
 
 use std::fs::OpenOptions;
-use std::io::{self, Write as _};
+use std::io::{self, Read as _, Write as _};
 use std::os::unix::fs::OpenOptionsExt;
 
 use super::dir::EmuDir;
@@ -69,8 +69,34 @@ impl Violation {
     }
 }
 
-/// Appends a record of `rule` broken by this process on `object`, and says so on stderr
-/// (where a test log shows it next to the failure it explains).
+/// Longest violations file [`read`] reads; the rest is ignored (records are short, and a
+/// scenario records a handful).
+pub const MAX_READ: u64 = 1 << 20;
+
+/// Opens the violations file of `dir` without following a symlink and without blocking
+/// on a FIFO, and refuses anything but a regular file (the directory is private, but a
+/// planted entry must not hang or redirect the emulator).
+fn open(dir: &EmuDir, options: &mut OpenOptions) -> Result<std::fs::File, EmuError> {
+    let path = dir.join(VIOLATIONS);
+    let file = options
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|e| EmuError::io("open", &path, e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| EmuError::io("fstat", &path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(EmuError::Corrupt {
+            path,
+            reason: "the violations file is not a regular file".into(),
+        });
+    }
+    Ok(file)
+}
+
+/// Appends a record of `rule` broken by this process on `object`, then says so on stderr
+/// (where a test log shows it next to the failure it explains; a closed stderr does not
+/// stop the record).
 pub fn record(dir: &EmuDir, rule: &str, object: ObjectId, message: &str) -> Result<(), EmuError> {
     let violation = Violation {
         rule: rule.to_owned(),
@@ -79,27 +105,35 @@ pub fn record(dir: &EmuDir, rule: &str, object: ObjectId, message: &str) -> Resu
         message: message.to_owned(),
     };
     let line = violation.encode();
-    eprintln!("devipc-emulator: VIOLATION {line}");
-    let path = dir.join(VIOLATIONS);
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path)
-        .map_err(|e| EmuError::io("open", &path, e))?;
-    file.write_all(format!("{line}\n").as_bytes())
-        .map_err(|e| EmuError::io("append", &path, e))
+    let mut file = open(
+        dir,
+        OpenOptions::new().append(true).create(true).mode(0o600),
+    )?;
+    let appended = file
+        .write_all(format!("{line}\n").as_bytes())
+        .map_err(|e| EmuError::io("append", dir.join(VIOLATIONS), e));
+    let _ = writeln!(std::io::stderr(), "devipc-emulator: VIOLATION {line}");
+    appended
 }
 
-/// Every violation recorded in `dir`, oldest first (none when there is no file).
+/// Every violation recorded in `dir`, oldest first (none when there is no file); reads
+/// at most [`MAX_READ`] bytes, and skips lines that are not records.
 pub fn read(dir: &EmuDir) -> Result<Vec<Violation>, EmuError> {
-    let path = dir.join(VIOLATIONS);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(text.lines().filter_map(Violation::decode).collect()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(EmuError::io("read", &path, e)),
-    }
+    let file = match open(dir, OpenOptions::new().read(true)) {
+        Ok(f) => f,
+        Err(EmuError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(e),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_READ)
+        .read_to_end(&mut bytes)
+        .map_err(|e| EmuError::io("read", dir.join(VIOLATIONS), e))?;
+    Ok(String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(Violation::decode)
+        .collect())
 }
 
 #[cfg(test)]
@@ -123,6 +157,47 @@ mod tests {
         assert_eq!(got[0].message, "freed while opened");
         assert_eq!(got[1].rule, "ascend.ipc-key.importers-close-first");
         assert_eq!(got[1].message, "");
+        dir.remove_all().unwrap();
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn planted_entries_are_refused_not_followed_or_waited_on() {
+        let path =
+            std::env::temp_dir().join(format!("devipc-emu-viol-plant-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        let dir = EmuDir::open(&path).unwrap();
+        let id = ObjectId::new(0x100, 1).unwrap();
+        // A symlink pointing out of the directory.
+        let outside = path.with_extension("outside");
+        std::fs::write(&outside, "rule=planted pid=1 object=x no\n").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(VIOLATIONS)).unwrap();
+        assert!(read(&dir).is_err());
+        assert!(record(&dir, "hip.mem.free-while-opened", id, "x").is_err());
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "rule=planted pid=1 object=x no\n"
+        );
+        std::fs::remove_file(dir.join(VIOLATIONS)).unwrap();
+        std::fs::remove_file(&outside).unwrap();
+        // A FIFO: refused at once, not waited on.
+        let fifo =
+            std::ffi::CString::new(dir.join(VIOLATIONS).into_os_string().into_encoded_bytes())
+                .unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo has no other preconditions.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert!(read(&dir).is_err());
+        assert!(record(&dir, "hip.mem.free-while-opened", id, "x").is_err());
+        std::fs::remove_file(dir.join(VIOLATIONS)).unwrap();
+        // Garbage and non-UTF-8 lines are skipped, records still read.
+        std::fs::write(
+            dir.join(VIOLATIONS),
+            b"\xff\xfe garbage\nrule=a.b pid=7 object=o m\n".as_slice(),
+        )
+        .unwrap();
+        let got = read(&dir).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].rule.as_str(), got[0].pid), ("a.b", 7));
         dir.remove_all().unwrap();
     }
 }
