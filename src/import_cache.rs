@@ -11,7 +11,10 @@
 //!
 //! Imports and closes run under the cache lock, and an import of a handle whose last user
 //! is still closing waits for that close: runtimes that allow one import per process
-//! (Ascend VMM) never see the second import before the first close.
+//! (Ascend VMM) never see the second import of one handle on one device before the first
+//! close. Importing it on a second device is a second vendor import: Ascend VMM refuses it
+//! (a typed vendor error), Ascend IPC keys allow it (the backend closes them in the
+//! runtime's order), HIP counts it on the one mapping.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};

@@ -33,7 +33,7 @@ fn child_role() {
         let rt = Runtime::emulated(kind).map_err(|e| e.to_string())?;
         match role {
             "exporter" => exporter(&rt, parent),
-            "external-exporter" => external_exporter(&rt, parent),
+            "external-exporter" => external_exporter(rt, parent),
             "importer" => importer(&rt, parent),
             other => Err(format!("unknown role {other}")),
         }
@@ -60,12 +60,14 @@ fn exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
 }
 
 /// Exports framework memory (`aclrtMalloc`) by IPC key; `close` ends the export with
-/// `close_external` (reporting a refusal), `free` frees the block.
-fn external_exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
+/// `close_external` (reporting a refusal), `free` frees the block, `drop-runtime` drops
+/// the runtime with the export still open (the framework quitting devipc first).
+fn external_exporter(rt: Runtime, parent: &Parent) -> Result<(), String> {
     let Backend::Ascend(b) = rt.backend() else {
         return Err("external-exporter runs on ascend".into());
     };
-    let api = b.api();
+    let api = b.api().clone();
+    let mut rt = Some(rt);
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: device 0 exists on the emulator; `p` is a valid out-pointer and the policy
     // a documented enumerator.
@@ -83,19 +85,30 @@ fn external_exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
         return Err(format!("aclrtMalloc failed with {code}"));
     }
     let ptr = DevicePtr(p as usize as u64);
-    let token = rt
+    let live = rt.as_ref().ok_or("no runtime")?;
+    let token = live
         .export_external(DeviceId(0), ptr, ASCEND_BLOCK, ExportOptions::any_process())
         .map_err(|e| e.to_string())?;
-    let view = rt.import(&token, DeviceId(0)).map_err(|e| e.to_string())?;
+    let view = live
+        .import(&token, DeviceId(0))
+        .map_err(|e| e.to_string())?;
     view.write(0, &pattern()).map_err(|e| e.to_string())?;
     drop(view);
     parent.say("token", &token.to_text());
     loop {
         match parent.hear().as_str() {
-            "close" => match rt.close_external(DeviceId(0), ptr) {
+            "close" => match rt
+                .as_ref()
+                .ok_or("no runtime")?
+                .close_external(DeviceId(0), ptr)
+            {
                 Ok(()) => parent.say("closed", "ok"),
                 Err(e) => parent.say("closed", &format!("{} {e}", e.kind())),
             },
+            "drop-runtime" => {
+                rt = None;
+                parent.say("dropped", "");
+            }
             "free" => {
                 // SAFETY: `p` came from aclrtMalloc above and is freed once.
                 let code = unsafe { (api.aclrtFree)(p) };
@@ -107,17 +120,34 @@ fn external_exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     }
 }
 
-/// Imports the token it hears and reads it on every `read` (`ok`, or the error's kind and
-/// vendor name); `close` drops the import.
+/// Imports the token it hears on device 0 (view 0); `import <device>` imports it again
+/// on another device (the next view). `read [i]` reads view `i` (`ok`, or the error's
+/// kind and vendor name); `close [i]` drops view `i`.
 fn importer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     let token: MemToken = parent.hear().parse().map_err(|e: Error| e.to_string())?;
     let view = rt.import(&token, DeviceId(0)).map_err(|e| e.to_string())?;
-    let mut view = Some(view);
+    let mut views = vec![Some(view)];
     loop {
-        match parent.hear().as_str() {
+        let line = parent.hear();
+        let (command, arg) = line.split_once(' ').unwrap_or((line.as_str(), "0"));
+        let index: usize = arg
+            .parse()
+            .map_err(|_| format!("bad argument in {line:?}"))?;
+        match command {
+            "import" => {
+                let view = rt
+                    .import(&token, DeviceId(index as u32))
+                    .map_err(|e| e.to_string())?;
+                views.push(Some(view));
+                parent.say("imported", &(views.len() - 1).to_string());
+            }
             "read" => {
                 let mut got = vec![0u8; 4096];
-                let outcome = match view.as_ref().ok_or("closed")?.read(0, &mut got) {
+                let view = views
+                    .get(index)
+                    .and_then(Option::as_ref)
+                    .ok_or("no such view")?;
+                let outcome = match view.read(0, &mut got) {
                     Ok(()) if got == pattern() => "ok".to_owned(),
                     Ok(()) => "wrong-bytes".to_owned(),
                     Err(e) => format!("{} {}", e.kind(), e.vendor_name().unwrap_or("-")),
@@ -125,7 +155,7 @@ fn importer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
                 parent.say("read", &outcome);
             }
             "close" => {
-                view = None;
+                views.get_mut(index).ok_or("no such view")?.take();
                 parent.say("closed", "");
             }
             "exit" => return Ok(()),
@@ -235,4 +265,76 @@ fn ascend_key_close_waits_for_importers_and_without_the_check_is_a_violation() {
     assert_eq!(closed, "ok");
     assert_eq!(violations, ["ascend.ipc-key.importers-close-first"]);
     assert_eq!(read, "vendor ACL_ERROR_RT_SYS_DMA");
+}
+
+/// Ascend: a runtime dropped while an importer still maps its key export leaves the key
+/// open (destroying it would pull the memory from under the importer); the importer keeps
+/// reading and nothing is recorded. The key dies with the process.
+#[test]
+fn ascend_runtime_drop_leaves_an_imported_key_open() {
+    let root = TestRoot::new("lifetime-ascend-drop");
+    let mut exporter = spawn(&root, "external-exporter", BackendKind::Ascend, None);
+    let mut importer = spawn(&root, "importer", BackendKind::Ascend, None);
+    importer.send(&exporter.expect("token"));
+    importer.send("read");
+    assert_eq!(importer.expect("read"), "ok");
+    exporter.send("drop-runtime");
+    exporter.expect("dropped");
+    importer.send("read");
+    assert_eq!(importer.expect("read"), "ok", "the key stayed open");
+    assert_eq!(violated_rules(&root), Vec::<String>::new());
+    importer.send("close");
+    importer.expect("closed");
+    for mut child in [importer, exporter] {
+        child.send("exit");
+        child.wait_success();
+    }
+    // The exporter's process is gone: the driver (here the emulator's gc) reclaims its
+    // block and key.
+    reclaim(&root);
+    root.assert_emulator_clean();
+}
+
+/// Ascend: one key imported on two devices in one process is two vendor imports, and
+/// `aclrtIpcMemClose` closes the oldest; dropping the newer view must not unmap the older.
+#[test]
+fn ascend_key_imported_on_two_devices_closes_in_the_vendors_order() {
+    let root = TestRoot::new("lifetime-ascend-two-devices");
+    let mut exporter = spawn(&root, "external-exporter", BackendKind::Ascend, None);
+    let mut importer = spawn(&root, "importer", BackendKind::Ascend, None);
+    importer.send(&exporter.expect("token"));
+    importer.send("import 1");
+    assert_eq!(importer.expect("imported"), "1");
+    for view in ["read 0", "read 1"] {
+        importer.send(view);
+        assert_eq!(importer.expect("read"), "ok", "{view}");
+    }
+    // Drop the newer import: the older one keeps working.
+    importer.send("close 1");
+    importer.expect("closed");
+    importer.send("read 0");
+    assert_eq!(importer.expect("read"), "ok");
+    // The exporter may not close while the older import is open...
+    exporter.send("close");
+    assert!(exporter.expect("closed").starts_with("invalid_argument "));
+    importer.send("close 0");
+    importer.expect("closed");
+    // ...and may once both are closed.
+    exporter.send("close");
+    assert_eq!(exporter.expect("closed"), "ok");
+    exporter.send("free");
+    assert_eq!(exporter.expect("freed"), "0");
+    for mut child in [importer, exporter] {
+        child.send("exit");
+        child.wait_success();
+    }
+    root.assert_emulator_clean();
+}
+
+/// Runs the emulator's gc on the root's state directory (what the driver does for dead
+/// processes).
+fn reclaim(root: &TestRoot) {
+    let state = devipc_emulator::State::open(devipc_emulator::Config::for_dir(root.emu_dir()))
+        .expect("open the state directory");
+    state.gc().expect("gc");
 }

@@ -347,12 +347,17 @@ impl AscendBackend {
         let ptr = DevicePtr(base).offset(offset)?;
         let end = DevicePtr(base).offset(size)?.0;
         rollback.commit();
-        let id = self.mappings.insert(MappingRecord::Key(KeyMapping {
+        let record = KeyMapping {
             device,
             key,
             lease,
             base,
-        }));
+        };
+        lock(&self.key_imports)
+            .entry(key)
+            .or_default()
+            .push_back((record, false));
+        let id = self.mappings.insert(MappingRecord::Key(record));
         // The vendor allows only asynchronous device-to-device copies of a key import
         // used on another device than the exporter's (RT-DOC 11-07): host copies of it
         // are staged.
@@ -370,14 +375,41 @@ impl AscendBackend {
         })
     }
 
-    /// `aclrtIpcMemClose` of an imported key, in the importer.
+    /// Releases an imported key mapping. `aclrtIpcMemClose` closes the key's *oldest*
+    /// import in this process, so the import is only marked released until every older
+    /// import of the key is released too; then the released imports are closed oldest
+    /// first, each with its lease hold dropped after its close.
     pub(crate) fn release_key_mapping(&self, mapping: &KeyMapping) -> Result<()> {
-        let _scope = DeviceScope::bind(&self.api, mapping.device.as_c_int()?)?;
-        Undo::IpcClose(mapping.key).run(&self.api)?;
         self.remove_range(mapping.base);
-        if let Some(lease) = &mapping.lease {
-            held::drop_hold_by_name(lease);
+        let mut imports = lock(&self.key_imports);
+        let Some(queue) = imports.get_mut(&mapping.key) else {
+            return Err(Error::invalid_argument(
+                "the key import is not known to this backend",
+            ));
+        };
+        if let Some(entry) = queue
+            .iter_mut()
+            .find(|(m, released)| m == mapping && !released)
+        {
+            entry.1 = true;
         }
-        Ok(())
+        let mut first_error = None;
+        while queue.front().is_some_and(|(_, released)| *released) {
+            let Some((oldest, _)) = queue.pop_front() else {
+                break;
+            };
+            let closed = DeviceScope::bind(&self.api, oldest.device.as_c_int()?)
+                .and_then(|_scope| Undo::IpcClose(oldest.key).run(&self.api));
+            if let Some(lease) = &oldest.lease {
+                held::drop_hold_by_name(lease);
+            }
+            if let Err(e) = closed {
+                first_error.get_or_insert(e);
+            }
+        }
+        if queue.is_empty() {
+            imports.remove(&mapping.key);
+        }
+        first_error.map_or(Ok(()), Err)
     }
 }

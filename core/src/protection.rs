@@ -58,7 +58,19 @@ impl fmt::Display for Protection {
 #[cfg(feature = "fault-injection")]
 pub fn enabled(protection: Protection) -> bool {
     static BROKEN: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let broken = BROKEN.get_or_init(|| std::env::var(BREAK_ENV).ok());
+    let broken = BROKEN.get_or_init(|| {
+        let value = std::env::var(BREAK_ENV).ok().filter(|v| !v.is_empty())?;
+        if !Protection::ALL.iter().any(|p| p.name() == value) {
+            // A misspelt name would break nothing and look like a passing mutation.
+            let known: Vec<&str> = Protection::ALL.iter().map(|p| p.name()).collect();
+            eprintln!(
+                "devipc: {BREAK_ENV}={value:?} names no protection (known: {}); every \
+                 protection stays on",
+                known.join(", ")
+            );
+        }
+        Some(value)
+    });
     broken.as_deref() != Some(protection.name())
 }
 

@@ -273,6 +273,16 @@ impl Config {
         if let Some(v) = text(ENV_BREAK_RULE)? {
             for id in v.split(',') {
                 validate_rule_id(id).map_err(|r| bad(ENV_BREAK_RULE, &v, r))?;
+                // A misspelt id would break nothing and look like a passing mutation.
+                if crate::acl::rules::info(id).is_none() && crate::hip::rules::info(id).is_none() {
+                    return Err(bad(
+                        ENV_BREAK_RULE,
+                        &v,
+                        format!(
+                            "`{id}` is not a rule of the emulator (see acl::rules, hip::rules)"
+                        ),
+                    ));
+                }
                 config.broken_rules.push(id.to_owned());
             }
         }
@@ -429,14 +439,22 @@ mod tests {
         for bad in ["0-2", "1-1", "0", "a-b", "0-1,", "all,0-1"] {
             assert_eq!(err_var(config(&[(ENV_PEERS, bad)])), ENV_PEERS, "{bad}");
         }
-        // Several rules, comma-separated.
-        let c = config(&[(ENV_BREAK_RULE, "hip.mem.a,hip.mem.b")]).unwrap();
-        assert!(c.rule_broken("hip.mem.a") && c.rule_broken("hip.mem.b"));
-        assert!(c.enforces("hip.mem.c"));
-        assert_eq!(
-            err_var(config(&[(ENV_BREAK_RULE, "hip.mem.a,,hip.mem.b")])),
-            ENV_BREAK_RULE
-        );
+        // Several rules, comma-separated; only rules the emulator has.
+        let two = "hip.mem.open-returns-base,ascend.ipc-key.trustlist-required";
+        let c = config(&[(ENV_BREAK_RULE, two)]).unwrap();
+        assert!(c.rule_broken("hip.mem.open-returns-base"));
+        assert!(c.rule_broken("ascend.ipc-key.trustlist-required"));
+        assert!(c.enforces("hip.mem.open-twice-refcounted"));
+        for bad in [
+            "hip.mem.open-returns-base,,ascend.ipc-key.trustlist-required",
+            "hip.mem.open-returns-bas",
+        ] {
+            assert_eq!(
+                err_var(config(&[(ENV_BREAK_RULE, bad)])),
+                ENV_BREAK_RULE,
+                "{bad}"
+            );
+        }
     }
 
     #[test]
