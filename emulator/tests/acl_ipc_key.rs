@@ -261,6 +261,11 @@ fn exporter_free_under_a_key_import_revokes_the_pages() {
     assert_eq!(violations[0].rule, rules::KEY_FREE_WHILE_IMPORTED);
     assert_eq!(violations[0].pid, a.pid());
     assert_eq!(b.fail(&format!("check {v} 9 {MB}")).code, 507013);
+    // A new import of the still-exported key finds nothing to map.
+    let mut late = root.spawn("late", &[]);
+    late.ok("set-device 1");
+    late.fails(&format!("key-import {key}"), 107017, rules::HANDLE_VALID);
+    late.exit();
     let status = d.run_fatal(&format!("peek {w}"));
     assert_eq!(status.signal(), Some(libc::SIGBUS), "{status}");
     b.ok(&format!("key-close {key}"));

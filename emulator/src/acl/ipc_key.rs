@@ -221,11 +221,18 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
         let _ = reg.release(id, me);
         e
     };
-    reg.acquire(memory, me).map_err(|e| undo_key(e.into()))?;
+    let block = reg.acquire(memory, me).map_err(|e| undo_key(e.into()))?;
     let undo_both = |e: AclFailure| {
         let _ = reg.release(memory, me);
         undo_key(e)
     };
+    if block.flags.contains(ObjectFlags::REVOKED) {
+        // The exporter freed the block under earlier importers: nothing to map.
+        return Err(undo_both(AclFailure::rule(
+            rules::HANDLE_VALID,
+            "the block under the key was freed by its exporter",
+        )));
+    }
     let mapping = reg
         .open_segment(memory)
         .and_then(|s| s.map())
