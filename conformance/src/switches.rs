@@ -2,8 +2,10 @@
 //!
 //! Every rule the emulator enforces has an id (`devipc_emulator::acl::rules::ALL`,
 //! `devipc_emulator::hip::rules::ALL`), and `DEVIPC_EMU_BREAK_RULE=<id>` switches exactly
-//! that rule off (ACL rules marked not [breakable](Switch::breakable) ignore the switch:
-//! breaking them would make the emulator itself misbehave). An emulator rule is vendor
+//! that rule off. ACL rules marked not [breakable](Switch::breakable) cannot be switched
+//! off (the emulator's configuration refuses their ids): without them the emulator itself
+//! would misbehave (dereference NULL, copy out of bounds); each still has a catalogue rule
+//! bearing on it, which checks the refusal names the rule. An emulator rule is vendor
 //! behaviour the emulator asserts; the catalogue is what confirms it on a real machine.
 //! So every switch must be *caught*: with it switched off, at least one conformance rule
 //! fails.

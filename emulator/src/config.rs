@@ -273,15 +273,30 @@ impl Config {
         if let Some(v) = text(ENV_BREAK_RULE)? {
             for id in v.split(',') {
                 validate_rule_id(id).map_err(|r| bad(ENV_BREAK_RULE, &v, r))?;
-                // A misspelt id would break nothing and look like a passing mutation.
-                if crate::acl::rules::info(id).is_none() && crate::hip::rules::info(id).is_none() {
-                    return Err(bad(
-                        ENV_BREAK_RULE,
-                        &v,
-                        format!(
-                            "`{id}` is not a rule of the emulator (see acl::rules, hip::rules)"
-                        ),
-                    ));
+                // A misspelt id, or a rule that cannot be switched off, would break nothing
+                // and look like a passing mutation.
+                match (crate::acl::rules::info(id), crate::hip::rules::info(id)) {
+                    (None, None) => {
+                        return Err(bad(
+                            ENV_BREAK_RULE,
+                            &v,
+                            format!(
+                                "`{id}` is not a rule of the emulator (see acl::rules, hip::rules)"
+                            ),
+                        ));
+                    }
+                    (Some(acl), _) if !acl.breakable => {
+                        return Err(bad(
+                            ENV_BREAK_RULE,
+                            &v,
+                            format!(
+                                "`{id}` cannot be switched off: without it the emulator itself \
+                                 would do what the vendor refuses (dereference NULL, address a \
+                                 missing device or object, copy out of bounds)"
+                            ),
+                        ));
+                    }
+                    _ => {}
                 }
                 config.broken_rules.push(id.to_owned());
             }
@@ -448,6 +463,7 @@ mod tests {
         for bad in [
             "hip.mem.open-returns-base,,ascend.ipc-key.trustlist-required",
             "hip.mem.open-returns-bas",
+            "ascend.param.null-pointer",
         ] {
             assert_eq!(
                 err_var(config(&[(ENV_BREAK_RULE, bad)])),
