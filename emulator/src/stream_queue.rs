@@ -281,6 +281,11 @@ impl<E: Send + 'static> Queue<E> {
             st.running = false;
             match now {
                 Some(result) => inner.finished(&mut st, seq, result),
+                // Destroyed by force meanwhile: dropped like the rest of the queue.
+                None if st.closed => {
+                    op.abandon();
+                    inner.finished(&mut st, seq, Ok(()));
+                }
                 None => st.ops.push_front((seq, op)),
             }
             self.kick(&mut st);

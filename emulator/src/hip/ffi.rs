@@ -364,8 +364,8 @@ pub unsafe extern "C" fn hipEventDestroy(event: hipEvent_t) -> hipError_t {
     call("hipEventDestroy", || event::destroy(event as usize))
 }
 
-/// `hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream)`: completes at once
-/// unless the stream is held ([`super::hold_stream`]).
+/// `hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream)`: the record
+/// completes when the stream reaches it (at once on an idle stream).
 ///
 /// # Safety
 /// None: the handles are looked up, never dereferenced.
