@@ -265,3 +265,49 @@ fn a_failed_async_copy_surfaces_at_synchronize() {
     root.clear_violations();
     root.assert_clean();
 }
+
+/// `hipIpcCloseMemHandle` first waits for the null stream, and so for the work pending on
+/// the device's streams (CLR's `getNullStream()->finish()`): a queued copy out of the
+/// mapping still runs before it goes.
+#[test]
+fn ipc_close_waits_for_queued_work() {
+    let version = "6.2";
+    let root = TestRoot::new("hip-close-waits");
+    let mut a = Hip::spawn("exporter", &root, version, &[]);
+    let mut b = Hip::spawn("importer", &root, version, &[]);
+    let p = a.ok("malloc 4096").num(0);
+    a.ok(&format!("fill {} 4096 4", hexptr(p)));
+    let handle = a.ok(&format!("export {}", hexptr(p))).val(0).to_owned();
+    let q = b.ok(&format!("open {handle} {}", lazy(version))).num(0);
+    let buf = b.ok("hostbuf 4096").num(0);
+    let h = b.ok("stream_create").val(0).to_owned();
+    let s = b.ok("stream_create").val(0).to_owned();
+    let e = b.ok("event_create 0").val(0).to_owned();
+    b.ok(&format!("hold {h}"));
+    b.ok(&format!("record {e} {h}"));
+    b.ok(&format!("wait_event {s} {e} 0"));
+    b.ok(&format!(
+        "memcpy_async {} {} 4096 {D2H} {s}",
+        hexptr(buf),
+        hexptr(q)
+    ));
+    b.bg("close", &format!("close {}", hexptr(q)));
+    assert!(
+        !b.bg_done("close"),
+        "the close did not wait for the queued copy"
+    );
+    b.ok(&format!("release {h}"));
+    assert_eq!(b.bg_result("close").code, hipSuccess);
+    assert_eq!(
+        b.ok(&format!("hostcheck {} 4096 4", hexptr(buf))).val(0),
+        "same"
+    );
+    for x in [&h, &s] {
+        b.ok(&format!("stream_destroy {x}"));
+    }
+    b.ok(&format!("event_destroy {e}"));
+    a.ok(&format!("free {}", hexptr(p)));
+    a.exit();
+    b.exit();
+    root.assert_clean();
+}

@@ -329,13 +329,19 @@ pub unsafe extern "C" fn hipIpcOpenMemHandle(
 }
 
 /// `hipError_t hipIpcCloseMemHandle(void* devPtr)`: one close per open; the mapping goes
-/// with the last.
+/// with the last. It first waits for the current device's null stream, and so by the
+/// legacy rule for the work pending on its other streams (CLR:
+/// `hip::getNullStream()->finish()` before anything else), so no queued copy still uses
+/// the mapping.
 ///
 /// # Safety
 /// None: the pointer is looked up, never dereferenced. The caller must not use the
 /// memory after its last close.
 pub unsafe extern "C" fn hipIpcCloseMemHandle(dev_ptr: *mut c_void) -> hipError_t {
-    call("hipIpcCloseMemHandle", || ipc_mem::close(dev_ptr as usize))
+    call("hipIpcCloseMemHandle", || {
+        stream::finish_null_stream()?;
+        ipc_mem::close(dev_ptr as usize)
+    })
 }
 
 /// `hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned flags)`: IPC events

@@ -267,6 +267,16 @@ fn drain(stream: &Stream) -> HipResult<()> {
     first(stream.queue.synchronize(None).unwrap_or_default())
 }
 
+/// Waits for the current device's null stream, and by the legacy rule for the work already
+/// submitted to the device's other streams, without taking their failures (CLR's
+/// `getNullStream()->finish()`, e.g. at the start of `hipIpcCloseMemHandle`).
+pub(crate) fn finish_null_stream() -> HipResult<()> {
+    let null = resolve(0)?;
+    let seq = submit(&null, quick(|| Ok(())))?;
+    null.queue.wait_for(seq, None);
+    Ok(())
+}
+
 /// `hipStreamSynchronize`.
 pub(crate) fn synchronize(handle: usize) -> HipResult<()> {
     let stream = resolve(handle)?;
