@@ -594,7 +594,11 @@ mod tests {
         q.submit(Box::new(Gate(gate.clone(), count.clone())))
             .unwrap();
         // Let the worker start the first wait.
-        std::thread::sleep(Duration::from_millis(20));
+        let started = Instant::now();
+        while !q.inner.lock().running {
+            assert!(started.elapsed() < Duration::from_secs(30), "no worker");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         q.close_and_abort();
         assert_eq!(
             count.load(Ordering::Acquire),
