@@ -31,8 +31,9 @@
 //! queues the record, ordered after the work already on the caller's stream. `wait`
 //! queues the wait and then synchronises the stream (`aclrtSynchronizeStream`), so it
 //! blocks the calling thread as [`DeviceIpc::wait`](devipc_core::DeviceIpc::wait)
-//! promises; on a runtime whose wait already blocks in the call (the devipc emulator)
-//! the synchronisation returns at once.
+//! promises, and the wait's expiry (`ACL_ERROR_RT_WAIT_TIMEOUT`, reported by the
+//! synchronisation as the stream's failure) becomes [`Error::Timeout`]. The devipc
+//! emulator's streams behave the same way.
 //!
 //! The wait's `timeout` is in seconds: the runtime documentation says so and the
 //! runtime's own implementation logs it as seconds (`aclrtWaitAndResetNotifyImpl`:

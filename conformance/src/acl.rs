@@ -504,6 +504,31 @@ impl Handler for AclShell {
                     )
                     .and_then(|()| none())
                 }
+                "notify.wait-on" => {
+                    // Only the call: aclrtWaitAndResetNotify on a stream, which enqueues the
+                    // wait ("blocks the stream; asynchronous interface"); no synchronisation.
+                    let f = opt!(api, aclrtWaitAndResetNotify);
+                    let (n, timeout, s): (u64, u32, u64) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                    self.check("aclrtWaitAndResetNotify", f(ptr(n), ptr(s), timeout))
+                        .and_then(|()| none())
+                }
+                "stream.create" => {
+                    let mut s = std::ptr::null_mut();
+                    self.check("aclrtCreateStream", (api.aclrtCreateStream)(&mut s))?;
+                    one(s as usize as u64)
+                }
+                "stream.sync" => self
+                    .check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(ptr(arg(a, 0)?)),
+                    )
+                    .and_then(|()| none()),
+                "stream.destroy" => self
+                    .check(
+                        "aclrtDestroyStream",
+                        (api.aclrtDestroyStream)(ptr(arg(a, 0)?)),
+                    )
+                    .and_then(|()| none()),
                 "notify.destroy" => {
                     let f = opt!(api, aclrtDestroyNotify);
                     self.check("aclrtDestroyNotify", f(ptr(arg(a, 0)?)))
@@ -938,6 +963,33 @@ impl<E: Exec> Acl<E> {
             .map(drop)
     }
 
+    /// `aclrtWaitAndResetNotify` on `stream`, the call only (the wait is a stream task:
+    /// synchronise the stream to wait for it).
+    pub fn notify_wait_on(
+        &mut self,
+        notify: u64,
+        timeout: u32,
+        stream: u64,
+    ) -> Result<(), Failure> {
+        self.run(format!("notify.wait-on {notify} {timeout} {stream}"))
+            .map(drop)
+    }
+
+    /// `aclrtCreateStream`: the stream.
+    pub fn stream_create(&mut self) -> Result<u64, Failure> {
+        word(&self.run("stream.create".into())?, 0)
+    }
+
+    /// `aclrtSynchronizeStream`.
+    pub fn stream_sync(&mut self, stream: u64) -> Result<(), Failure> {
+        self.run(format!("stream.sync {stream}")).map(drop)
+    }
+
+    /// `aclrtDestroyStream`.
+    pub fn stream_destroy(&mut self, stream: u64) -> Result<(), Failure> {
+        self.run(format!("stream.destroy {stream}")).map(drop)
+    }
+
     /// `aclrtDestroyNotify`.
     pub fn notify_destroy(&mut self, notify: u64) -> Result<(), Failure> {
         self.run(format!("notify.destroy {notify}")).map(drop)
@@ -1129,6 +1181,20 @@ impl<E: Exec> Acl<E> {
 }
 
 impl Acl<crate::shell::Remote> {
+    /// [`Acl::notify_wait_on`] in the peer, which must answer within `limit` (the call only
+    /// enqueues); a peer still in the call after `limit` is an error.
+    pub fn notify_wait_on_within(
+        &mut self,
+        notify: u64,
+        timeout: u32,
+        stream: u64,
+        limit: std::time::Duration,
+    ) -> Result<(), Failure> {
+        self.0
+            .send(&format!("notify.wait-on {notify} {timeout} {stream}"))?;
+        self.0.reply_within(limit).map(drop)
+    }
+
     /// Starts `notify.wait` in the peer without waiting for it to return.
     pub fn notify_wait_start(&mut self, notify: u64, timeout: u32) -> Result<(), Failure> {
         self.0.send(&format!("notify.wait {notify} {timeout}"))

@@ -217,7 +217,13 @@ impl Remote {
 
     /// The reply to the command sent last.
     pub fn reply(&mut self) -> Reply {
-        match self.proc.next(self.reply_timeout) {
+        self.reply_within(self.reply_timeout)
+    }
+
+    /// The reply to the command sent last, if it comes within `limit` (never later than the
+    /// reply timeout); a harness failure otherwise.
+    pub fn reply_within(&mut self, limit: Duration) -> Reply {
+        match self.proc.next(limit.min(self.reply_timeout)) {
             Ok((k, v)) if k == "ok" => Ok(v.split_whitespace().map(str::to_owned).collect()),
             Ok((k, v)) if k == "err" => Err(Failure::from_wire(&v)),
             Ok((k, v)) => Err(Failure::harness(format!(

@@ -13,6 +13,8 @@
 //! ```text
 //! acl/, hip/     vendor surfaces: C types, rules (with rule ids), error codes   (phase 2)
 //! ───────────────────────────────────────────────────────────────────────────────────
+//! stream_queue   ordered per-stream work queues whose waits block only their stream
+//! event_words    an event's recorded / completed words (local or shared)
 //! local          this process: address ranges, opaque handle tables, last error
 //! handle         object id <-> shareable u64 / 65-byte key / 64-byte handle
 //! state          shared across processes: state dir, registry, segments, futex, gc
@@ -158,10 +160,12 @@
 pub mod acl;
 pub mod config;
 pub mod error;
+pub mod event_words;
 pub mod handle;
 pub mod hip;
 pub mod local;
 pub mod state;
+pub mod stream_queue;
 pub mod sys;
 
 pub use acl::acl_api;

@@ -215,8 +215,8 @@ fn streams_are_checked_handles_and_synchronous() {
     a.ok(&format!("stream-sync {s}"));
     a.ok("stream-sync 0"); // the default stream
     a.fails("stream-sync 0x1234", 107017, rules::HANDLE_VALID);
-    // Asynchronous copies run at once, on a stream or the default stream, checked like
-    // synchronous ones.
+    // Asynchronous copies on an idle stream (or the default stream) are done when the call
+    // returns; they are checked like synchronous ones.
     let p = a.val("malloc 8192");
     let q = a.val("malloc 8192");
     let host = a.val("host-alloc 8192");
@@ -382,6 +382,7 @@ fn every_rule_is_exercised_by_a_test() {
         include_str!("acl_ipc_key.rs"),
         include_str!("acl_notify.rs"),
         include_str!("acl_events.rs"),
+        include_str!("acl_streams.rs"),
     ]
     .concat();
     let mut checked = 0;

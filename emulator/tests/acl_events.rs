@@ -44,7 +44,7 @@ fn ipc_event_flow_across_processes_and_devices() {
     let s = b.val("stream-create");
     b.ok(&format!("event-wait {s} {eb}"));
     assert_eq!(b.val(&format!("event-query {eb}")), COMPLETE);
-    // The creator records (streams are synchronous: complete at once); the opener's stream
+    // The creator records (on its idle default stream: complete at once); the opener's stream
     // wait, host synchronisation and query all see the record complete.
     a.ok(&format!("event-record {e}"));
     b.ok(&format!("event-wait {s} {eb}"));

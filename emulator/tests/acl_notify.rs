@@ -67,7 +67,7 @@ fn create_export_and_argument_rules() {
         107017,
         rules::HANDLE_VALID,
     );
-    // Streams are synchronous: record and wait on a real stream.
+    // Record and wait on a created stream (the wait, then its synchronisation).
     let s = a.val("stream-create");
     a.ok(&format!("notify-record {n} {s}"));
     a.ok(&format!("notify-wait {n} 5 {s}"));

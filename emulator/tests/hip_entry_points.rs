@@ -289,7 +289,8 @@ fn memcpy_async_on_an_import(version: &str) {
         hipErrorInvalidHandle,
     );
     b.ok(&format!("release {}", hexptr(s)));
-    // A queued copy keeps the import mapped: close, then the stream still runs it.
+    // A queued copy into the import: the close first waits for the device's pending
+    // stream work (CLR's null-stream finish), so the copy runs before the mapping goes.
     b.ok(&format!("hold {}", hexptr(s)));
     b.ok(&format!("hostwrite {} 64 9", hexptr(buf)));
     b.ok(&format!(
@@ -298,8 +299,13 @@ fn memcpy_async_on_an_import(version: &str) {
         hexptr(buf),
         hexptr(s)
     ));
-    b.ok(&format!("close {}", hexptr(q)));
+    b.bg("close", &format!("close {}", hexptr(q)));
+    assert!(
+        !b.bg_done("close"),
+        "the close did not wait for the held stream"
+    );
     b.ok(&format!("release {}", hexptr(s)));
+    assert_eq!(b.bg_result("close").code, hipSuccess);
     assert_eq!(a.ok(&format!("check {} 64 9", hexptr(p))).val(0), "same");
 
     b.ok(&format!("stream_destroy {}", hexptr(s)));

@@ -345,6 +345,18 @@ pub static RULES: &[Rule] = &[
         notify_wait_timeout,
     ),
     vendor(
+        "ascend.stream.waits-block-only-their-stream",
+        A,
+        "aclrtWaitAndResetNotify is a stream task: two processes that each enqueue a wait on \
+         their stream before recording the other's notify on another stream both complete \
+         (each call returns at once; each synchronisation returns once the peer recorded)",
+        "CANN RT-DOC 08 aclrtWaitAndResetNotify ('blocks the stream; asynchronous interface'); \
+         api-facts A.8",
+        Expect::Behaviour,
+        &[],
+        stream_waits_block_only_their_stream,
+    ),
+    vendor(
         "ascend.notify.min-len-65",
         A,
         "aclrtNotifyGetExportKey needs a key buffer of at least 65 bytes: len 64 is refused, 65 \
@@ -1220,6 +1232,61 @@ fn notify_wait_timeout(ctx: &mut Ctx) -> Verdict {
     Ok(format!(
         "{seen} after {took:.2?}: the timeout counted in {unit}, within {WAIT_SLACK:?}; after \
          a record the same wait succeeds"
+    ))
+}
+
+/// How long the call that enqueues a wait may take (it only enqueues): generous, and far
+/// below the wait's own timeout.
+const ENQUEUE_LIMIT: Duration = Duration::from_secs(10);
+
+fn stream_waits_block_only_their_stream(ctx: &mut Ctx) -> Verdict {
+    // Both sides are peers, so a call that blocks (the wait on the caller) cannot hang the
+    // rule: its reply is awaited for at most ENQUEUE_LIMIT.
+    let mut a = ctx.acl_peer("a")?;
+    let mut b = ctx.acl_peer("b")?;
+    let flags = ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION;
+    let (na, key_a) = notify_exported(&mut a, flags)?;
+    let (nb, key_b) = notify_exported(&mut b, flags)?;
+    let na_in_b = b
+        .notify_import(&key_a, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT)
+        .step("B imports A's notify")?;
+    let nb_in_a = a
+        .notify_import(&key_b, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT)
+        .step("A imports B's notify")?;
+    let sa = a.stream_create().step("A's aclrtCreateStream")?;
+    let sb = b.stream_create().step("B's aclrtCreateStream")?;
+    // Each enqueues the wait for the other's signal first. Were the wait on the caller,
+    // neither could go on to record the other's notify.
+    let started = Instant::now();
+    let blocked = |who: &str, e| {
+        Stop::fail(format!(
+            "{who}'s aclrtWaitAndResetNotify on its stream did not return within \
+             {ENQUEUE_LIMIT:?} before any record ({e}): the wait blocks the caller, not the stream"
+        ))
+    };
+    a.notify_wait_on_within(na, LONG_WAIT, sa, ENQUEUE_LIMIT)
+        .map_err(|e| blocked("A", e))?;
+    b.notify_wait_on_within(nb, LONG_WAIT, sb, ENQUEUE_LIMIT)
+        .map_err(|e| blocked("B", e))?;
+    let enqueued = started.elapsed();
+    // Then each records the other's notify on its default stream, and synchronises.
+    a.notify_record(nb_in_a).step("A records B's notify")?;
+    b.notify_record(na_in_b).step("B records A's notify")?;
+    a.stream_sync(sa)
+        .step("A's aclrtSynchronizeStream of the waiting stream")?;
+    b.stream_sync(sb)
+        .step("B's aclrtSynchronizeStream of the waiting stream")?;
+    a.stream_destroy(sa).step("A's aclrtDestroyStream")?;
+    b.stream_destroy(sb).step("B's aclrtDestroyStream")?;
+    a.notify_destroy(nb_in_a).step("A destroys B's notify")?;
+    b.notify_destroy(na_in_b).step("B destroys A's notify")?;
+    a.notify_destroy(na).step("A destroys its notify")?;
+    b.notify_destroy(nb).step("B destroys its notify")?;
+    a.0.finish()?;
+    b.0.finish()?;
+    Ok(format!(
+        "both waits were enqueued before any record ({enqueued:.2?} for the two calls); each \
+         process then recorded the other's notify and both waiting streams completed"
     ))
 }
 

@@ -20,8 +20,9 @@
 //!   (`ascend.peer.topology-respected`), so key imports with `ENABLE_PEER_ACCESS` and the
 //!   cross-device imports that need enabled peer access fail there too.
 //! - `aclrtResetDeviceForce(d)` drops every use of `d` at once, as the last reset would.
-//!   `aclrtSynchronizeDevice(WithTimeout)` need a current device and return at once (streams
-//!   are synchronous); `aclrtGetMemInfo` reports the current device's emulated HBM.
+//!   `aclrtSynchronizeDevice(WithTimeout)` need a current device and wait for the tasks of
+//!   the process's streams on it (see [`super::stream`]); a reset waits for them too before
+//!   it releases the streams. `aclrtGetMemInfo` reports the current device's emulated HBM.
 //! - `aclrtDeviceGetBareTgid` reports the pid of the process. The emulator runs all
 //!   processes in one pid namespace and has no container distinction, so the bare tgid
 //!   (the host pid the NPU driver sees) is `getpid()`; trustlists hold the same values.
@@ -125,15 +126,18 @@ pub fn reset_device_force(device: i32) -> AclResult<()> {
     Ok(())
 }
 
-/// `aclrtSynchronizeDevice`: needs a current device; the emulator's streams run
-/// synchronously, so nothing is ever pending.
+/// `aclrtSynchronizeDevice`: needs a current device; waits for the tasks of every stream
+/// of this process on it and returns the first failure among them (see [`stream`]).
 pub fn synchronize_device() -> AclResult<()> {
-    require_current("aclrtSynchronizeDevice").map(drop)
+    let d = require_current("aclrtSynchronizeDevice")?;
+    stream::synchronize_device(d, None)
 }
 
 /// `aclrtSynchronizeDeviceWithTimeout`: `timeout` in ms, -1 waits forever; below -1 is
-/// `ACL_ERROR_RT_PARAM_INVALID` (RT-SRC `aclrtSynchronizeDeviceWithTimeoutImpl`). Nothing
-/// is ever pending, so it never times out.
+/// `ACL_ERROR_RT_PARAM_INVALID` (RT-SRC `aclrtSynchronizeDeviceWithTimeoutImpl`). When the
+/// tasks are not done in time: `ACL_ERROR_RT_STREAM_SYNC_TIMEOUT` (507046, as documented).
+/// 0 is not documented (> 0 is a time, -1 forever); the emulator waits forever, as the
+/// runtime's timeouts of 0 do elsewhere (`aclrtWaitAndResetNotify`).
 pub fn synchronize_device_with_timeout(timeout: i32) -> AclResult<()> {
     if timeout < -1 {
         return Err(AclFailure::rule(
@@ -141,7 +145,12 @@ pub fn synchronize_device_with_timeout(timeout: i32) -> AclResult<()> {
             format!("timeout {timeout} ms is not in [-1, INT_MAX]"),
         ));
     }
-    require_current("aclrtSynchronizeDeviceWithTimeout").map(drop)
+    let d = require_current("aclrtSynchronizeDeviceWithTimeout")?;
+    let deadline = u64::try_from(timeout)
+        .ok()
+        .filter(|ms| *ms > 0)
+        .and_then(|ms| std::time::Instant::now().checked_add(std::time::Duration::from_millis(ms)));
+    stream::synchronize_device(d, deadline)
 }
 
 /// `aclrtGetMemInfo`: `(free, total)` bytes of memory kind `attr` on the current device.
@@ -177,6 +186,11 @@ pub fn mem_info(attr: i32) -> AclResult<(usize, usize)> {
     let used = reg.used(d)?;
     let as_usize = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
     Ok((as_usize(total.saturating_sub(used)), as_usize(total)))
+}
+
+/// The calling thread's current device, if it has one (whose context is still alive).
+pub fn current() -> Option<u32> {
+    current_device()
 }
 
 /// The calling thread's current device, if its context is still alive.

@@ -333,7 +333,7 @@ pub unsafe extern "C" fn aclrtCreateStream(stream: *mut aclrtStream) -> aclError
     })
 }
 
-/// `aclrtDestroyStream`.
+/// `aclrtDestroyStream`: waits for the stream's tasks, then destroys it.
 ///
 /// # Safety
 ///
@@ -345,7 +345,8 @@ pub unsafe extern "C" fn aclrtDestroyStream(stream: aclrtStream) -> aclError {
     })
 }
 
-/// `aclrtSynchronizeStream`: returns at once (streams run synchronously).
+/// `aclrtSynchronizeStream`: waits for the stream's tasks; returns the first failure among
+/// them (e.g. 107019 of a notify wait that expired).
 ///
 /// # Safety
 ///
@@ -493,14 +494,17 @@ pub unsafe extern "C" fn aclrtDeviceEnablePeerAccess(peerDeviceId: i32, flags: u
 // ---- optional: asynchronous copy ------------------------------------------------------------
 
 /// `aclrtMemcpyAsync`: copy of `count` bytes on `stream` (NULL: the default stream).
-/// Streams run synchronously, so the bytes are copied before the call returns. Checked
-/// like `aclrtMemcpy`, except that on memory imported by key and used from another device
-/// the device-to-device kinds are allowed.
+/// Checked like `aclrtMemcpy` when called, except that on memory imported by key and used
+/// from another device the device-to-device kinds are allowed; the copy is a stream task
+/// (done before the call returns on an idle stream). When it runs, its device operands are
+/// checked again: memory that went away in the meantime fails the copy, and the next
+/// `aclrtSynchronizeStream` reports it.
 ///
 /// # Safety
 ///
-/// Host operands (per `kind`) are valid for `count` bytes; device operands and the stream
-/// are checked.
+/// Host operands (per `kind`) are valid for `count` bytes until the stream has run the copy
+/// (`aclrtSynchronizeStream`), as the vendor requires; device operands and the stream are
+/// checked.
 pub unsafe extern "C" fn aclrtMemcpyAsync(
     dst: *mut c_void,
     destMax: usize,
@@ -513,14 +517,35 @@ pub unsafe extern "C" fn aclrtMemcpyAsync(
         non_null(dst, "dst")?;
         not_null(src, "src")?;
         stream::check(stream.addr())?;
-        let _mapped = memory::check_copy(dst.addr(), destMax, src.addr(), count, kind, true)?;
-        if count > 0 {
-            // SAFETY: as for aclrtMemcpy: device operands lie inside live mappings of this
-            // process (checked and kept mapped by `_mapped`), host operands are valid for
-            // `count` bytes by the contract, and `copy` allows overlap.
-            unsafe { ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), count) };
-        }
-        Ok(())
+        drop(memory::check_copy(
+            dst.addr(),
+            destMax,
+            src.addr(),
+            count,
+            kind,
+            true,
+        )?);
+        // The task re-derives the pointers from their exposed addresses on the thread
+        // that runs it.
+        let (dst, src) = (dst.expose_provenance(), src.expose_provenance());
+        let copy = move || -> AclResult<()> {
+            let _mapped = memory::check_copy(dst, destMax, src, count, kind, true)?;
+            if count > 0 {
+                // SAFETY: as for aclrtMemcpy: device operands lie inside live mappings of
+                // this process (checked again and kept mapped by `_mapped`), host operands
+                // are valid for `count` bytes until the stream ran the copy by the
+                // contract, and `copy` allows overlap.
+                unsafe {
+                    ptr::copy(
+                        ptr::with_exposed_provenance::<u8>(src),
+                        ptr::with_exposed_provenance_mut::<u8>(dst),
+                        count,
+                    )
+                };
+            }
+            Ok(())
+        };
+        stream::submit(stream.addr(), crate::stream_queue::quick(copy))
     })
 }
 
@@ -846,7 +871,7 @@ pub unsafe extern "C" fn aclrtNotifyImportByKey(
     })
 }
 
-/// `aclrtRecordNotify`: sets the notify (at once; streams are synchronous).
+/// `aclrtRecordNotify`: enqueues the record of the notify on the stream.
 ///
 /// # Safety
 ///
@@ -858,8 +883,10 @@ pub unsafe extern "C" fn aclrtRecordNotify(notify: aclrtNotify, stream: aclrtStr
     })
 }
 
-/// `aclrtWaitAndResetNotify`: waits until the notify is set, then resets it. `timeout` in
-/// seconds, 0 waits forever.
+/// `aclrtWaitAndResetNotify`: enqueues on the stream a wait until the notify is set, which
+/// then resets it; the call returns at once and the wait blocks only the stream. `timeout`
+/// in seconds, 0 waits forever; an expired wait fails the stream (107019 from the next
+/// `aclrtSynchronizeStream`).
 ///
 /// # Safety
 ///
@@ -930,8 +957,8 @@ pub unsafe extern "C" fn aclsysGetVersionStr(
 
 // ---- optional: device synchronisation, memory info, host memory, forced resets -----------
 
-/// `aclrtSynchronizeDevice`: waits for the current device's work (none is ever pending:
-/// streams are synchronous). Needs a current device.
+/// `aclrtSynchronizeDevice`: waits for the tasks of this process's streams on the current
+/// device; returns the first failure among them. Needs a current device.
 ///
 /// # Safety
 ///
@@ -941,7 +968,8 @@ pub unsafe extern "C" fn aclrtSynchronizeDevice() -> aclError {
 }
 
 /// `aclrtSynchronizeDeviceWithTimeout`: as `aclrtSynchronizeDevice`, `timeout` in ms (-1:
-/// forever; below -1 is `ACL_ERROR_RT_PARAM_INVALID`).
+/// forever; below -1 is `ACL_ERROR_RT_PARAM_INVALID`; tasks still running at the timeout:
+/// `ACL_ERROR_RT_STREAM_SYNC_TIMEOUT`).
 ///
 /// # Safety
 ///
@@ -1033,7 +1061,8 @@ pub unsafe extern "C" fn aclrtFreeHost(hostPtr: *mut c_void) -> aclError {
     })
 }
 
-/// `aclrtDestroyStreamForce`: destroys a stream without waiting for its tasks.
+/// `aclrtDestroyStreamForce`: destroys a stream without waiting for its tasks (queued
+/// tasks are dropped, a running wait is abandoned).
 ///
 /// # Safety
 ///
@@ -1086,8 +1115,8 @@ pub unsafe extern "C" fn aclrtDestroyEvent(event: aclrtEvent) -> aclError {
     })
 }
 
-/// `aclrtRecordEvent`: records the event on `stream` (complete at once: streams are
-/// synchronous).
+/// `aclrtRecordEvent`: enqueues a record of the event on `stream`; it completes when the
+/// stream reaches it.
 ///
 /// # Safety
 ///
@@ -1099,7 +1128,8 @@ pub unsafe extern "C" fn aclrtRecordEvent(event: aclrtEvent, stream: aclrtStream
     })
 }
 
-/// `aclrtStreamWaitEvent`: `stream` waits for the event's latest record.
+/// `aclrtStreamWaitEvent`: `stream` waits for the event's latest record (a stream task;
+/// the call returns at once).
 ///
 /// # Safety
 ///

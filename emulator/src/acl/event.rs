@@ -20,27 +20,37 @@
 //! - open: a handle of an exported ACL event (107017 otherwise), on the current device
 //!   (107002 without one); the opening process holds the object until it destroys its event,
 //!   so the event lives until every process that created or opened it destroyed it.
-//! - record / wait / synchronize / query: the emulator's streams run synchronously (see
-//!   [`super::stream`]), so a record is complete when `aclrtRecordEvent` returns, and a wait
-//!   or synchronisation finds the latest record complete at once, as the runtime's IPC event
-//!   does when its record finished or nothing was recorded yet (RT-SRC `IpcEvent::IpcEventWait`
-//!   "record finished or wait first, return success"); the status is always
-//!   `ACL_EVENT_RECORDED_STATUS_COMPLETE`. Records of an IPC event count in its shared word 0,
-//!   whichever process records.
+//! - record / wait / synchronize / query ([`crate::event_words`]): `aclrtRecordEvent`
+//!   enqueues the record on its stream ([`super::stream`]) and it completes when the stream
+//!   reaches it (at once on an idle stream). `aclrtStreamWaitEvent` makes the stream wait
+//!   for the record that is the latest when it is called (a task blocking only that
+//!   stream); with no record yet, or the latest complete, there is nothing to wait for, as
+//!   the runtime's IPC event answers "record finished or wait first, return success" (RT-SRC
+//!   `IpcEvent::IpcEventWait`). `aclrtSynchronizeEvent` blocks the calling thread until that
+//!   record completed; `aclrtQueryEventStatus` is `ACL_EVENT_RECORDED_STATUS_COMPLETE` once it
+//!   did (or with no record), `..._NOT_READY` before. The words of an IPC event are word 0
+//!   (records submitted) and word 1 (latest record completed) of its shared page, whichever
+//!   process records. An event exported after records keeps their state; a record still
+//!   pending at the export completes only the process-local words it was made on.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use devipc_ascend_sys::consts::{
     ACL_EVENT_CAPTURE_STREAM_PROGRESS, ACL_EVENT_DEVICE_USE_ONLY, ACL_EVENT_EXTERNAL,
     ACL_EVENT_IPC, ACL_EVENT_SYNC, ACL_EVENT_TIME_LINE,
 };
-use devipc_ascend_sys::types::{ACL_EVENT_RECORDED_STATUS_COMPLETE, aclrtEventRecordedStatus};
+use devipc_ascend_sys::types::{
+    ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_EVENT_RECORDED_STATUS_NOT_READY,
+    aclrtEventRecordedStatus,
+};
 
 use crate::error::EmuError;
+use crate::event_words::{COMPLETED, EventWords, RECORDED};
 use crate::handle::{HANDLE64_LEN, Handle64, decode_handle64, encode_handle64};
 use crate::local::HandleTable;
-use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, SharedMapping, Vendor};
+use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
+use crate::stream_queue::{Cancel, Op, WaitEnd};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::{device, rules, shared, stream};
@@ -53,11 +63,13 @@ const KNOWN_FLAGS: u32 = ACL_EVENT_SYNC
     | ACL_EVENT_EXTERNAL
     | ACL_EVENT_IPC;
 
-/// The shared part of an IPC event: its object and this process's mapping of its words.
+/// Where an event's words are: this process's memory, or (once exported here, or opened
+/// here) the shared page of its object.
 #[derive(Debug)]
-struct Shared {
-    id: ObjectId,
-    words: SharedMapping,
+struct Words {
+    words: Arc<EventWords>,
+    /// The `Event` object, for an IPC event.
+    shared: Option<ObjectId>,
 }
 
 /// One event handle of this process.
@@ -65,16 +77,58 @@ struct Shared {
 struct EventLocal {
     /// The creation flag (`ACL_EVENT_IPC` for opened events).
     flag: u32,
-    /// Set once the event is exported (created here) or from the start (opened here).
-    shared: Mutex<Option<Arc<Shared>>>,
+    state: Mutex<Words>,
 }
 
 impl EventLocal {
-    fn shared(&self) -> Option<Arc<Shared>> {
-        self.shared
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+    fn lock(&self) -> MutexGuard<'_, Words> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn words(&self) -> Arc<EventWords> {
+        self.lock().words.clone()
+    }
+
+    fn shared(&self) -> Option<ObjectId> {
+        self.lock().shared
+    }
+}
+
+/// A record of an event as a stream task: completes its index when the stream reaches it
+/// (or when it is dropped unrun, so nobody waits for a record that never comes).
+struct Record(Arc<EventWords>, u32);
+
+impl Op<AclFailure> for Record {
+    fn try_now(&mut self) -> Option<AclResult<()>> {
+        Some(self.0.complete(self.1).map_err(AclFailure::from))
+    }
+
+    fn run(self: Box<Self>, _cancel: &Cancel) -> AclResult<()> {
+        Ok(self.0.complete(self.1)?)
+    }
+
+    fn abandon(self: Box<Self>) {
+        let _ = self.0.complete(self.1);
+    }
+}
+
+/// A stream's wait for the event's record with this index.
+struct Wait(Arc<EventWords>, u32);
+
+impl Op<AclFailure> for Wait {
+    fn try_now(&mut self) -> Option<AclResult<()>> {
+        match self.0.is_complete(self.1) {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e.into())),
+        }
+    }
+
+    fn run(self: Box<Self>, cancel: &Cancel) -> AclResult<()> {
+        match self.0.wait_on_stream(self.1, cancel) {
+            Ok(()) | Err(WaitEnd::Cancelled | WaitEnd::TimedOut) => Ok(()),
+            Err(WaitEnd::Failed(e)) => Err(e.into()),
+        }
     }
 }
 
@@ -91,16 +145,18 @@ pub fn create(flag: u32) -> AclResult<usize> {
     device::require_current("aclrtCreateEventExWithFlag")?;
     Ok(EVENTS.insert(Arc::new(EventLocal {
         flag,
-        shared: Mutex::new(None),
+        state: Mutex::new(Words {
+            words: Arc::new(EventWords::local()),
+            shared: None,
+        }),
     }))?)
 }
 
 /// `aclrtDestroyEvent`: this process's use of the event ends.
 pub fn destroy(handle: usize) -> AclResult<()> {
     let local = EVENTS.remove(handle)?;
-    if let Some(shared) = local.shared() {
-        let id = shared.id;
-        drop(shared);
+    if let Some(id) = local.shared() {
+        // The page stays mapped while a queued record or wait still uses it.
         drop(local);
         shared::registry()?.release(id, shared::me()?)?;
     }
@@ -116,9 +172,9 @@ pub fn get_handle(handle: usize) -> AclResult<[u8; HANDLE64_LEN]> {
             local.flag
         )
     })?;
-    let mut slot = local.shared.lock().unwrap_or_else(|p| p.into_inner());
-    let id = match &*slot {
-        Some(shared) => shared.id,
+    let mut slot = local.lock();
+    let id = match slot.shared {
+        Some(id) => id,
         None => {
             let device = device::require_current("aclrtIpcGetEventHandle")?;
             let reg = shared::registry()?;
@@ -132,12 +188,20 @@ pub fn get_handle(handle: usize) -> AclResult<[u8; HANDLE64_LEN]> {
                 Some(segment) => segment.map().map_err(AclFailure::from),
                 None => Err(EmuError::InvalidArgument("event without words".into()).into()),
             };
+            // The records made so far carry over into the shared words.
             let words = words.and_then(|w| {
-                w.word(0)?;
+                let (recorded, completed) = slot.words.snapshot()?;
+                w.word(RECORDED)?.store(recorded, Ordering::Release);
+                w.word(COMPLETED)?.store(completed, Ordering::Release);
                 Ok(w)
             });
             match words {
-                Ok(words) => *slot = Some(Arc::new(Shared { id, words })),
+                Ok(words) => {
+                    *slot = Words {
+                        words: Arc::new(EventWords::shared(words)),
+                        shared: Some(id),
+                    }
+                }
                 Err(e) => {
                     let _ = reg.release(id, me);
                     return Err(e);
@@ -186,10 +250,13 @@ pub fn open(bytes: &[u8; HANDLE64_LEN]) -> AclResult<usize> {
         .and_then(|s| s.map())
         .map_err(AclFailure::from)
         .and_then(|words| {
-            words.word(0)?;
+            words.word(COMPLETED)?;
             Ok(EVENTS.insert(Arc::new(EventLocal {
                 flag: ACL_EVENT_IPC,
-                shared: Mutex::new(Some(Arc::new(Shared { id, words }))),
+                state: Mutex::new(Words {
+                    words: Arc::new(EventWords::shared(words)),
+                    shared: Some(id),
+                }),
             }))?)
         });
     opened.inspect_err(|_| {
@@ -197,32 +264,50 @@ pub fn open(bytes: &[u8; HANDLE64_LEN]) -> AclResult<usize> {
     })
 }
 
-/// `aclrtRecordEvent`: complete when it returns (streams are synchronous); an IPC event
-/// counts the record in its shared word.
+/// `aclrtRecordEvent`: the record is the event's latest from now on; it completes when
+/// the stream reaches it.
 pub fn record(handle: usize, stream_handle: usize) -> AclResult<()> {
     stream::check(stream_handle)?;
-    let local = EVENTS.get(handle)?;
-    if let Some(shared) = local.shared() {
-        shared.words.word(0)?.fetch_add(1, Ordering::AcqRel);
+    let words = EVENTS.get(handle)?.words();
+    let index = words.begin_record()?;
+    let submitted = stream::submit(stream_handle, Box::new(Record(words.clone(), index)));
+    if submitted.is_err() {
+        // The stream went away under us: do not leave the record pending forever.
+        let _ = words.complete(index);
     }
-    Ok(())
+    submitted
 }
 
-/// `aclrtStreamWaitEvent`: the latest record is complete, so the stream goes on at once.
+/// `aclrtStreamWaitEvent`: the stream waits for the event's latest record (nothing to wait
+/// for when there is none or it completed).
 pub fn stream_wait(stream_handle: usize, handle: usize) -> AclResult<()> {
     stream::check(stream_handle)?;
-    EVENTS.get(handle)?;
-    Ok(())
+    let words = EVENTS.get(handle)?.words();
+    let target = words.latest()?;
+    if words.is_complete(target)? {
+        return Ok(());
+    }
+    if !stream::async_waits() {
+        // Rule switched off: the old synchronous streams, the caller waits.
+        return Ok(words.wait(target)?);
+    }
+    stream::submit(stream_handle, Box::new(Wait(words, target)))
 }
 
-/// `aclrtSynchronizeEvent`: returns at once (see the module docs).
+/// `aclrtSynchronizeEvent`: blocks until the event's latest record completed.
 pub fn synchronize(handle: usize) -> AclResult<()> {
-    EVENTS.get(handle)?;
-    Ok(())
+    let words = EVENTS.get(handle)?.words();
+    let target = words.latest()?;
+    Ok(words.wait(target)?)
 }
 
-/// `aclrtQueryEventStatus`: always complete (see the module docs).
+/// `aclrtQueryEventStatus`: whether the event's latest record completed (an event never
+/// recorded is complete).
 pub fn query(handle: usize) -> AclResult<aclrtEventRecordedStatus> {
-    EVENTS.get(handle)?;
-    Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE)
+    let words = EVENTS.get(handle)?.words();
+    Ok(if words.is_complete(words.latest()?)? {
+        ACL_EVENT_RECORDED_STATUS_COMPLETE
+    } else {
+        ACL_EVENT_RECORDED_STATUS_NOT_READY
+    })
 }

@@ -29,9 +29,10 @@
 //!   (`ACL_MEMCPY_DEFAULT` infers it). Copies run synchronously. Host operands are the
 //!   caller's memory and are not checked (the vendor's contract).
 //! - `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)`: the same checks, plus a
-//!   valid stream (NULL is the default stream). Streams run synchronously (see
-//!   [`super::stream`]), so the copy is done when the call returns and
-//!   `aclrtSynchronizeStream` has nothing left to wait for.
+//!   valid stream (NULL is the default stream). The copy is a task of the stream (see
+//!   [`super::stream`]): done before the call returns on an idle stream, else when the
+//!   stream reaches it; the checks run again then, and a failure (memory freed or revoked in
+//!   the meantime) is reported by the next `aclrtSynchronizeStream`.
 //! - `aclrtMemset(ptr, maxCount, value, count)`: `count <= maxCount`; like the vendor it
 //!   decides from the address whether `ptr` is device memory (bounded by its range) or
 //!   host memory.

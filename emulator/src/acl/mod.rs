@@ -19,7 +19,7 @@
 //! | `shared` | the process-wide state directory and identity |
 //! | `init` | `aclInit` / `aclFinalize` counting, version queries |
 //! | `device` | devices, the per-thread current device, forced reset, device synchronisation, memory info, peer access, bare tgid |
-//! | `stream` | streams (synchronous: work runs in the calling thread), forced destroy |
+//! | `stream` | streams as ordered task queues (waits block only their stream), the default streams, synchronisation, destroy (waiting) and forced destroy (dropping) |
 //! | `memory` | `aclrtMalloc` and `aclrtMallocHost` blocks, the device address ranges, copy (sync and async) and fill checks |
 //! | `vmm` | granularity, physical memory, reservations, mappings, access |
 //! | `shareable` | VMM export / trustlist / import of shareable handles |
@@ -55,7 +55,7 @@
 //! | exporter destroys a key while importers hold it (`ascend.ipc-key.importers-close-first`) | 507899 | the driver's destroy of a name still open elsewhere fails; same mapping. The key stays valid, so the exporter can retry after the importers closed |
 //! | unaligned key export, size not a multiple of the granularity, mapping outside a reservation, copy out of bounds or of the wrong kind, synchronous or host copy of a key import used on another device, unknown device pointer | 107000 `ACL_ERROR_RT_PARAM_INVALID` | runtime-layer argument validation |
 //! | unknown/stale handle, stream, notify, key, shareable handle | 107017 `ACL_ERROR_RT_INVALID_HANDLE` | `DRV_ERROR_INVALID_HANDLE` mapping |
-//! | notify wait expired | 107019 `ACL_ERROR_RT_WAIT_TIMEOUT` | the runtime's wait-timeout code; `timeout` is taken in **seconds** (RT-DOC and the runtime's own log; the header says ms) |
+//! | notify wait expired | 107019 `ACL_ERROR_RT_WAIT_TIMEOUT`, from the stream's next `aclrtSynchronizeStream` (the wait is a stream task) | the runtime's wait-timeout code; `timeout` is taken in **seconds** (RT-DOC and the runtime's own log; the header says ms) |
 //! | notify key `len < 65`, bad notify flags (e.g. the memory flag 0x1) | 107000 | the documented code of the same checks for memory keys |
 //! | one reservation mapping two devices' memory, or local and imported handles | 107000 | `aclrtMapMem`'s reference forbids both without a code; the driver's invalid-argument mapping |
 //!

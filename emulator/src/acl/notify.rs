@@ -28,17 +28,20 @@
 //!   `Notify::CheckIpcNotifyDevId` in `NotifyWait`: "the corresponding Notify Wait must be
 //!   delivered on the device that creates the IPC Notify":
 //!   `ascend.notify.wait-on-creating-device`). Records may come from any device.
-//! - record / wait-and-reset run at once in the calling thread (streams are synchronous,
-//!   see [`super::stream`]): record sets word 0 and wakes all waiters; wait blocks until it
-//!   is set and resets it atomically, so each record releases exactly one wait
-//!   (`ascend.notify.binary-semaphore`).
+//! - record / wait-and-reset are stream tasks ([`super::stream`]): the call checks its
+//!   arguments, enqueues the task and returns. The record sets word 0 and wakes all
+//!   waiters; the wait blocks its stream (only) until the word is set and resets it
+//!   atomically, so each record releases exactly one wait
+//!   (`ascend.notify.binary-semaphore`). On an idle stream a record, or a wait whose
+//!   record is already there, is done before the call returns.
 //! - `timeout` of `aclrtWaitAndResetNotify` is in **seconds**: RT-DOC 08 says so, and the
 //!   runtime's `rtNotifyWaitWithTimeOut` logs the value as `timeout=%us`; only the header
 //!   comment says ms (api-facts A.8). 0 waits forever, and so does `u32::MAX` (the
 //!   runtime's `rtsNotifyWaitAndReset` maps it to an untimed wait). On expiry the wait
-//!   returns `ACL_ERROR_RT_WAIT_TIMEOUT` (107019) and consumes nothing. On a device the
-//!   wait is a stream task whose expiry surfaces when the stream is synchronised; the
-//!   emulator runs streams synchronously, so the wait call itself returns the code.
+//!   fails with `ACL_ERROR_RT_WAIT_TIMEOUT` (107019) and consumes nothing. The wait is a
+//!   stream task, so its expiry surfaces as the stream's failure: the next
+//!   `aclrtSynchronizeStream` of the stream returns 107019. The time counts from when the
+//!   stream reaches the wait, not from the call.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,6 +59,7 @@ use crate::state::futex::wait_until;
 use crate::state::{
     BinarySemaphore, NewObject, ObjectFlags, ObjectId, ObjectKind, SharedMapping, Vendor,
 };
+use crate::stream_queue::{Cancel, Op, WaitEnd, wait_sliced};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::{device, rules, shared, stream};
@@ -237,15 +241,108 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
     })
 }
 
-/// `aclrtRecordNotify`.
+/// The record of a notify, as a stream task.
+struct Record(Arc<NotifyLocal>);
+
+impl Record {
+    fn now(&self) -> AclResult<()> {
+        BinarySemaphore::new(self.0.words.word(0)?).record()?;
+        Ok(())
+    }
+}
+
+impl Op<AclFailure> for Record {
+    fn try_now(&mut self) -> Option<AclResult<()>> {
+        Some(self.now())
+    }
+
+    fn run(self: Box<Self>, _cancel: &Cancel) -> AclResult<()> {
+        self.now()
+    }
+}
+
+/// A wait-and-reset of a notify, as a stream task; `limit` from the call's `timeout`.
+struct Wait {
+    notify: Arc<NotifyLocal>,
+    timeout: u32,
+    limit: Option<Duration>,
+}
+
+impl Wait {
+    /// Consumes the record if there is one, without waiting (with the binary-semaphore rule
+    /// switched off: finds it set and leaves it).
+    fn take(&self) -> AclResult<bool> {
+        let word = self.notify.words.word(0)?;
+        if rules::enforced(rules::NOTIFY_BINARY_SEMAPHORE) {
+            Ok(BinarySemaphore::new(word).try_take()?)
+        } else {
+            Ok(word.load(Ordering::Acquire) != 0)
+        }
+    }
+
+    /// Waits up to `slice` for a record; whether it came (and was consumed).
+    fn wait_slice(&self, slice: Duration) -> Result<bool, EmuError> {
+        let word = self.notify.words.word(0)?;
+        let waited = if rules::enforced(rules::NOTIFY_BINARY_SEMAPHORE) {
+            BinarySemaphore::new(word).wait_and_reset(Some(slice))
+        } else {
+            // Rule switched off: wait without resetting, so one record releases every wait.
+            wait_until(word, |v| v != 0, Some(slice)).map(drop)
+        };
+        match waited {
+            Ok(()) => Ok(true),
+            Err(EmuError::Timeout(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn timed_out(&self) -> AclFailure {
+        AclFailure::rule(
+            rules::NOTIFY_WAIT_TIMEOUT,
+            format!(
+                "aclrtWaitAndResetNotify: no record arrived within {} s (the timeout unit is \
+                 seconds)",
+                self.timeout
+            ),
+        )
+    }
+
+    /// Waits (on the stream's worker, or on the caller with [`rules::STREAM_ASYNC_WAITS`]
+    /// switched off) until a record arrives, the limit passes or the stream is destroyed.
+    fn wait(&self, cancel: Option<&Cancel>) -> AclResult<()> {
+        match wait_sliced(cancel, self.limit, |slice| self.wait_slice(slice)) {
+            // A stream destroyed by force drops its wait: nothing to report.
+            Ok(()) | Err(WaitEnd::Cancelled) => Ok(()),
+            Err(WaitEnd::TimedOut) => Err(self.timed_out()),
+            Err(WaitEnd::Failed(e)) => Err(e.into()),
+        }
+    }
+}
+
+impl Op<AclFailure> for Wait {
+    fn try_now(&mut self) -> Option<AclResult<()>> {
+        match self.take() {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    fn run(self: Box<Self>, cancel: &Cancel) -> AclResult<()> {
+        self.wait(Some(cancel))
+    }
+}
+
+/// `aclrtRecordNotify`: enqueues the record on the stream.
 pub fn record(handle: usize, stream_handle: usize) -> AclResult<()> {
     stream::check(stream_handle)?;
     let local = NOTIFIES.get(handle)?;
-    BinarySemaphore::new(local.words.word(0)?).record()?;
-    Ok(())
+    local.words.word(0)?;
+    stream::submit(stream_handle, Box::new(Record(local)))
 }
 
-/// `aclrtWaitAndResetNotify`; `timeout` in seconds, 0 = forever.
+/// `aclrtWaitAndResetNotify`; `timeout` in seconds, 0 = forever. Checks the arguments and
+/// enqueues the wait on the stream (see the module docs).
 pub fn wait_and_reset(handle: usize, stream_handle: usize, timeout: u32) -> AclResult<()> {
     stream::check(stream_handle)?;
     let local = NOTIFIES.get(handle)?;
@@ -263,20 +360,17 @@ pub fn wait_and_reset(handle: usize, stream_handle: usize, timeout: u32) -> AclR
             },
         )?;
     }
-    let word = local.words.word(0)?;
+    local.words.word(0)?;
     let limit =
         (timeout != 0 && timeout != u32::MAX).then(|| Duration::from_secs(u64::from(timeout)));
-    let waited = if rules::enforced(rules::NOTIFY_BINARY_SEMAPHORE) {
-        BinarySemaphore::new(word).wait_and_reset(limit)
-    } else {
-        // Rule switched off: wait without resetting, so one record releases every wait.
-        wait_until(word, |v| v != 0, limit).map(drop)
+    let wait = Wait {
+        notify: local,
+        timeout,
+        limit,
     };
-    waited.map_err(|e| match e {
-        EmuError::Timeout(_) => AclFailure::rule(
-            rules::NOTIFY_WAIT_TIMEOUT,
-            format!("no record arrived within {timeout} s (the timeout unit is seconds)"),
-        ),
-        other => other.into(),
-    })
+    if !stream::async_waits() {
+        // Rule switched off: the old synchronous streams, the caller waits.
+        return wait.wait(None);
+    }
+    stream::submit(stream_handle, Box::new(wait))
 }

@@ -523,6 +523,18 @@ rules! {
         "RT-DOC 07 aclrtIpcGetEventHandle (only events of aclrtCreateEventExWithFlag with \
          ACL_EVENT_IPC); RT-SRC api_error.cc ApiErrorDecorator::IpcGetEventHandle (flag != \
          RT_EVENT_IPC -> RT_ERROR_INVALID_VALUE, 'Only IPC events are supported')";
+
+    // ---- streams -------------------------------------------------------------------------
+
+    /// Waits are stream tasks: they block their stream, not the caller.
+    STREAM_ASYNC_WAITS = "ascend.stream.waits-block-only-their-stream", ACL_SUCCESS,
+        CodeBasis::Behaviour, true,
+        "aclrtWaitAndResetNotify and aclrtStreamWaitEvent enqueue a wait on the stream and \
+         return at once; the wait blocks only that stream (the caller and other streams go \
+         on), and an expired notify wait fails the stream's work, reported by the next \
+         aclrtSynchronizeStream",
+        "RT-DOC 08 aclrtWaitAndResetNotify ('blocks the stream; asynchronous interface'), \
+         RT-DOC 07 aclrtStreamWaitEvent; api-facts A.8";
 }
 
 /// The rule with this id.

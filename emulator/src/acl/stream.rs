@@ -1,61 +1,203 @@
 //! Streams: `aclrtCreateStream`, `aclrtDestroyStream`, `aclrtDestroyStreamForce`,
-//! `aclrtSynchronizeStream`.
+//! `aclrtSynchronizeStream`, the default stream of each device, and the stream side of
+//! `aclrtSynchronizeDevice(WithTimeout)` and device reset.
 //!
-//! The emulator has no device queue: work "on a stream" (`aclrtMemcpyAsync`, notify
-//! record and wait) runs synchronously in the calling thread, so a stream is only a
-//! checked handle tied to the device it was created on, and synchronising one returns at
-//! once. NULL is the default stream and always valid. Unknown or destroyed streams fail
-//! with `ACL_ERROR_RT_INVALID_HANDLE` (107017, `ascend.handle.valid`).
+//! Every stream, the default stream (`NULL`) of each device included, is an ordered queue
+//! of tasks ([`crate::stream_queue`]). The asynchronous calls (`aclrtRecordNotify`,
+//! `aclrtWaitAndResetNotify`, "blocks the stream; asynchronous interface",
+//! `aclrtRecordEvent`, `aclrtStreamWaitEvent`, `aclrtMemcpyAsync`) check their arguments,
+//! enqueue a task and return; the stream runs its tasks in order, at once on the calling
+//! thread while it is idle and the task need not wait, else on its own worker thread. A
+//! waiting task blocks only its stream: another stream of the process, and the thread that
+//! enqueued it, go on.
+//!
+//! - Argument errors (unknown handles, the device of an IPC notify wait, copy bounds) are
+//!   returned by the call that enqueues. A task that fails when it runs (a notify wait that
+//!   expires: 107019 `ACL_ERROR_RT_WAIT_TIMEOUT`; a copy whose memory went away in the
+//!   meantime) fails the stream's work: the next `aclrtSynchronizeStream` of that stream
+//!   (or `aclrtSynchronizeDevice` of its device) returns the first such failure, once;
+//!   later tasks still run.
+//! - `NULL` is the default stream of the calling thread's current device (device 0 on a
+//!   thread without one). Unknown or destroyed streams fail with
+//!   `ACL_ERROR_RT_INVALID_HANDLE` (107017, `ascend.handle.valid`).
+//! - `aclrtDestroyStream` waits for the stream's tasks, then destroys it ("if the stream
+//!   has unfinished tasks, waits for them to complete before destroying the stream",
+//!   RT-DOC `aclrtDestroyStream`); failures of those tasks are dropped with the stream.
+//!   `aclrtDestroyStreamForce` does not wait ("does not wait for the tasks to complete,
+//!   destroys the stream at once"): queued tasks are dropped unrun (an event record among
+//!   them is released, so nothing waits for it forever), a running wait is abandoned within
+//!   [`crate::stream_queue::SLICE`].
+//! - `aclrtResetDevice` (the last one) and `aclrtResetDeviceForce` release the default
+//!   stream and every stream created on the device, waiting for their tasks first ("if
+//!   tasks of the default context or default stream are not complete, the system waits
+//!   for them before releasing", RT-DOC `aclrtResetDevice`, `aclrtResetDeviceForce`).
+//! - Every wait is bounded by the tasks' own timeouts (a notify wait with timeout 0 waits
+//!   forever, on the device as here). No worker thread outlives its stream; at process
+//!   exit queued tasks are lost with the process.
+//!
+//! With [`rules::STREAM_ASYNC_WAITS`] switched off, the waits run on the calling thread
+//! again (the emulator's old synchronous streams), for the mutation sweep.
 
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use devipc_ascend_sys::codes::{ACL_ERROR_RT_INTERNAL_ERROR, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT};
+
+use crate::config::MAX_DEVICES;
 use crate::local::HandleTable;
+use crate::stream_queue::{Closed, Op, Queue};
 
 use super::device;
-use super::errors::AclResult;
+use super::errors::{AclFailure, AclResult};
+use super::rules;
 
 /// What the emulator keeps per stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct StreamLocal {
+#[derive(Debug)]
+pub struct StreamLocal {
     device: u32,
+    queue: Queue<AclFailure>,
 }
 
-static STREAMS: HandleTable<StreamLocal> = HandleTable::new("stream", 0xac51);
+impl StreamLocal {
+    fn new(device: u32, label: String) -> StreamLocal {
+        StreamLocal {
+            device,
+            queue: Queue::new(label, internal),
+        }
+    }
+}
+
+/// The failure of a task that panicked or could not be started.
+fn internal(message: String) -> AclFailure {
+    AclFailure::code(
+        ACL_ERROR_RT_INTERNAL_ERROR,
+        format!("internal emulator error in a stream task: {message}"),
+    )
+}
+
+static STREAMS: HandleTable<Arc<StreamLocal>> = HandleTable::new("stream", 0xac51);
+
+/// The default stream of each device.
+fn default_stream(device: u32) -> Arc<StreamLocal> {
+    static DEFAULT: OnceLock<Vec<Arc<StreamLocal>>> = OnceLock::new();
+    let all = DEFAULT.get_or_init(|| {
+        (0..MAX_DEVICES)
+            .map(|d| Arc::new(StreamLocal::new(d, format!("acl-default-stream-{d}"))))
+            .collect()
+    });
+    all[device as usize % all.len()].clone()
+}
 
 /// `aclrtCreateStream` on the current device; returns the handle value.
 pub fn create() -> AclResult<usize> {
     let device = device::require_current("aclrtCreateStream")?;
-    Ok(STREAMS.insert(StreamLocal { device })?)
+    let label = format!("acl-stream-{device}");
+    Ok(STREAMS.insert(Arc::new(StreamLocal::new(device, label)))?)
 }
 
-/// `aclrtDestroyStream`.
+/// `aclrtDestroyStream`: waits for the stream's tasks, then destroys it.
 pub fn destroy(stream: usize) -> AclResult<()> {
-    STREAMS.remove(stream)?;
+    let s = STREAMS.remove(stream)?;
+    s.queue.close_and_drain();
     Ok(())
 }
 
-/// `aclrtDestroyStreamForce`: destroys the stream without waiting for its tasks; the
-/// emulator's streams never have pending tasks, so it is `aclrtDestroyStream`.
+/// `aclrtDestroyStreamForce`: destroys the stream without waiting for its tasks (queued
+/// tasks are dropped, a running wait is abandoned).
 pub fn destroy_force(stream: usize) -> AclResult<()> {
-    destroy(stream)
+    let s = STREAMS.remove(stream)?;
+    s.queue.close_and_abort();
+    Ok(())
+}
+
+/// The stream a handle names: NULL is the default stream of the calling thread's current
+/// device (device 0 without one), anything else a live stream of this process.
+pub fn resolve(stream: usize) -> AclResult<Arc<StreamLocal>> {
+    if stream == 0 {
+        return Ok(default_stream(device::current().unwrap_or(0)));
+    }
+    Ok(STREAMS.get(stream)?)
 }
 
 /// Checks a stream argument: NULL (the default stream) or a live stream of this process.
 pub fn check(stream: usize) -> AclResult<()> {
-    if stream != 0 {
-        STREAMS.get(stream)?;
+    resolve(stream).map(drop)
+}
+
+/// Whether stream tasks that wait run on their stream ([`rules::STREAM_ASYNC_WAITS`]);
+/// `false` only with the rule switched off (the old synchronous streams).
+pub fn async_waits() -> bool {
+    rules::enforced(rules::STREAM_ASYNC_WAITS)
+}
+
+/// Enqueues `task` on the stream a handle names (checked first); returns once it is
+/// queued, or done if the stream was idle and the task need not wait.
+pub fn submit(stream: usize, task: Box<dyn Op<AclFailure>>) -> AclResult<()> {
+    let s = resolve(stream)?;
+    s.queue
+        .submit(task)
+        .map(drop)
+        .map_err(|Closed| AclFailure::rule(rules::HANDLE_VALID, "the stream was destroyed"))
+}
+
+/// The first failure of `errors`, if any.
+fn first(errors: Vec<AclFailure>) -> AclResult<()> {
+    match errors.into_iter().next() {
+        Some(f) => Err(f),
+        None => Ok(()),
     }
-    Ok(())
 }
 
-/// `aclrtSynchronizeStream`: nothing is ever pending, so this only checks the handle.
+/// `aclrtSynchronizeStream`: waits for the tasks enqueued so far and returns the first
+/// failure among them.
 pub fn synchronize(stream: usize) -> AclResult<()> {
-    check(stream)
+    let s = resolve(stream)?;
+    first(s.queue.synchronize(None).unwrap_or_default())
 }
 
-/// Destroys the streams of `device` (its context was reset).
+/// Every stream of `device` in this process, the default stream first.
+fn streams_of(device: u32) -> Vec<Arc<StreamLocal>> {
+    let mut all = vec![default_stream(device)];
+    all.extend(
+        STREAMS
+            .snapshot()
+            .into_iter()
+            .map(|(_, s)| s)
+            .filter(|s| s.device == device),
+    );
+    all
+}
+
+/// `aclrtSynchronizeDevice(WithTimeout)`: waits for the tasks of every stream of `device`
+/// (until `deadline`: `ACL_ERROR_RT_STREAM_SYNC_TIMEOUT` when it passes first, as the
+/// documentation of `aclrtSynchronizeDeviceWithTimeout` says) and returns the first
+/// failure among them.
+pub fn synchronize_device(device: u32, deadline: Option<Instant>) -> AclResult<()> {
+    let mut result = Ok(());
+    for s in streams_of(device) {
+        let r = match s.queue.synchronize(deadline) {
+            Some(errors) => first(errors),
+            None => {
+                return Err(AclFailure::code(
+                    ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+                    format!("device {device} still has unfinished stream tasks at the timeout"),
+                ));
+            }
+        };
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    result
+}
+
+/// The device's context was reset: waits for the tasks of its default stream and of the
+/// streams created on it, then destroys the created streams.
 pub fn destroy_on_device(device: u32) {
+    let _ = default_stream(device).queue.synchronize(None);
     for (handle, s) in STREAMS.snapshot() {
-        if s.device == device {
-            let _ = STREAMS.remove(handle);
+        if s.device == device && STREAMS.remove(handle).is_ok() {
+            s.queue.close_and_drain();
         }
     }
 }

@@ -2,12 +2,16 @@
 //! `hipEventQuery`, `hipEventSynchronize`, `hipStreamWaitEvent`, and their IPC export
 //! and import (`hipIpcGetEventHandle`, `hipIpcOpenEventHandle`).
 //!
-//! An event is two 32-bit words: `recorded` (how many records were submitted) and
-//! `completed` (the index of the latest record that completed). A record takes the next
-//! index and completes it when its stream runs it, at once unless the stream is held
-//! ([`super::stream`]). The event's state is that of its most recent record, as in HIP:
-//! complete when `completed` has reached `recorded`. An event never recorded is complete
-//! ([`rules::EVENT_UNRECORDED_IS_COMPLETE`]).
+//! An event is two 32-bit words ([`crate::event_words`]): `recorded` (how many records
+//! were submitted) and `completed` (the index of the latest record that completed). A
+//! record takes the next index when `hipEventRecord` is called and completes it when its
+//! stream runs it ([`super::stream`]: at once on an idle stream). The event's state is
+//! that of its most recent record, as in HIP: complete when `completed` has reached
+//! `recorded`. An event never recorded is complete
+//! ([`rules::EVENT_UNRECORDED_IS_COMPLETE`]). `hipStreamWaitEvent` makes the stream wait
+//! for the record that is the latest when it is called (none: no wait), blocking only the
+//! stream, except for an interprocess event before ROCm 7.0, where the call itself waits
+//! (see [`super::stream`]); `hipEventSynchronize` blocks the calling thread.
 //!
 //! An interprocess event (`hipEventInterprocess | hipEventDisableTiming`) keeps its words
 //! in an `Event` object of the state directory: word 0 of the object's one-page segment
@@ -21,9 +25,8 @@
 //!
 //! Other events keep their words in this process's memory. Events carry no timing data.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use devipc_hip_sys::*;
 
@@ -35,129 +38,62 @@ use super::rules::{
     STREAM_WAIT_EVENT_FLAGS_MUST_BE_ZERO,
 };
 use super::runtime::{current_device, me, state};
-use super::stream::{self, Op};
+use super::{stream, versions};
 use crate::config::HipVersion;
 use crate::error::EmuError;
+use crate::event_words::{COMPLETED, EventWords, RECORDED};
 use crate::handle::{Handle64, decode_handle64, encode_handle64};
 use crate::local::HandleTable;
-use crate::state::futex::{wait_until, wake_all};
-use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, SharedMapping, Vendor};
+use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
+use crate::stream_queue::{Cancel, Op, WaitEnd};
 
-/// Offset of the `recorded` word in an event's shared page.
-const RECORDED: usize = 0;
-/// Offset of the `completed` word in an event's shared page.
-const COMPLETED: usize = 4;
+/// A record of an event, completed when its stream reaches it (or when it is dropped
+/// unrun, so nobody waits for a record that never comes).
+struct Record(Arc<EventWords>, u32);
 
-/// Whether `completed` has reached `target` (indices wrap around).
-fn reached(completed: u32, target: u32) -> bool {
-    completed.wrapping_sub(target) as i32 >= 0
+impl Op<Failure> for Record {
+    fn try_now(&mut self) -> Option<HipResult<()>> {
+        Some(self.0.complete(self.1).map_err(Failure::from))
+    }
+
+    fn run(self: Box<Self>, _cancel: &Cancel) -> HipResult<()> {
+        Ok(self.0.complete(self.1)?)
+    }
+
+    fn abandon(self: Box<Self>) {
+        let _ = self.0.complete(self.1);
+    }
 }
 
-/// Where an event's two words live. A process-local event also keeps the time its latest
-/// completed record completed (nanoseconds since [`epoch`]), for `hipEventElapsedTime`;
-/// interprocess events have no timing (they need `hipEventDisableTiming`).
-#[derive(Debug)]
-enum Words {
-    Local([AtomicU32; 2], AtomicU64),
-    Shared(SharedMapping),
-}
+/// A stream's wait until the event's record with this index completed.
+struct Wait(Arc<EventWords>, u32);
 
-/// The process's time origin for event timestamps.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-/// Nanoseconds since [`epoch`].
-fn now_ns() -> u64 {
-    u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// The `recorded` / `completed` words of one event.
-#[derive(Debug)]
-pub(crate) struct EventWords(Words);
-
-impl EventWords {
-    fn local() -> EventWords {
-        EventWords(Words::Local(
-            [AtomicU32::new(0), AtomicU32::new(0)],
-            AtomicU64::new(0),
-        ))
-    }
-
-    fn shared(mapping: SharedMapping) -> EventWords {
-        EventWords(Words::Shared(mapping))
-    }
-
-    fn pair(&self) -> HipResult<(&AtomicU32, &AtomicU32)> {
-        Ok(match &self.0 {
-            Words::Local([r, c], _) => (r, c),
-            Words::Shared(m) => (m.word(RECORDED)?, m.word(COMPLETED)?),
-        })
-    }
-
-    /// Starts a record: its index.
-    fn begin_record(&self) -> HipResult<u32> {
-        let (recorded, _) = self.pair()?;
-        Ok(recorded.fetch_add(1, Ordering::AcqRel).wrapping_add(1))
-    }
-
-    /// Completes the record `index` (never moves `completed` backwards) and wakes waiters.
-    pub(crate) fn complete(&self, index: u32) -> HipResult<()> {
-        let (_, completed) = self.pair()?;
-        let mut seen = completed.load(Ordering::Acquire);
-        while !reached(seen, index) {
-            match completed.compare_exchange_weak(seen, index, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    if let Words::Local(_, time) = &self.0 {
-                        time.store(now_ns(), Ordering::Release);
-                    }
-                    break;
-                }
-                Err(now) => seen = now,
-            }
-        }
-        wake_all(completed)?;
-        Ok(())
-    }
-
-    /// When the latest completed record completed (process-local events only).
-    fn completed_at(&self) -> Option<u64> {
-        match &self.0 {
-            Words::Local(_, time) => Some(time.load(Ordering::Acquire)),
-            Words::Shared(_) => None,
+impl Op<Failure> for Wait {
+    fn try_now(&mut self) -> Option<HipResult<()>> {
+        match self.0.is_complete(self.1) {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e.into())),
         }
     }
 
-    /// The record index a query or wait looks at: the latest record; for an event never
-    /// recorded, 0 (complete) or, with [`EVENT_UNRECORDED_IS_COMPLETE`] switched off, 1
-    /// (pending until the first record completes).
-    fn target(&self) -> HipResult<u32> {
-        let (recorded, _) = self.pair()?;
-        let r = recorded.load(Ordering::Acquire);
-        if r == 0 && !rules::enforced(EVENT_UNRECORDED_IS_COMPLETE) {
-            return Ok(1);
+    fn run(self: Box<Self>, cancel: &Cancel) -> HipResult<()> {
+        match self.0.wait_on_stream(self.1, cancel) {
+            Ok(()) | Err(WaitEnd::Cancelled | WaitEnd::TimedOut) => Ok(()),
+            Err(WaitEnd::Failed(e)) => Err(e.into()),
         }
-        Ok(r)
     }
+}
 
-    fn is_complete(&self, target: u32) -> HipResult<bool> {
-        let (_, completed) = self.pair()?;
-        Ok(reached(completed.load(Ordering::Acquire), target))
+/// The record index a query or wait looks at: the latest record; for an event never
+/// recorded, 0 (complete) or, with [`EVENT_UNRECORDED_IS_COMPLETE`] switched off, 1
+/// (pending until the first record completes).
+fn target(words: &EventWords) -> HipResult<u32> {
+    let r = words.latest()?;
+    if r == 0 && !rules::enforced(EVENT_UNRECORDED_IS_COMPLETE) {
+        return Ok(1);
     }
-
-    /// Blocks until record `target` completed (no timeout, as `hipEventSynchronize`).
-    pub(crate) fn wait(&self, target: u32) -> HipResult<()> {
-        let (_, completed) = self.pair()?;
-        wait_until(completed, |c| reached(c, target), None)?;
-        Ok(())
-    }
-
-    fn snapshot(&self) -> HipResult<(u32, u32)> {
-        let (r, c) = self.pair()?;
-        Ok((r.load(Ordering::Acquire), c.load(Ordering::Acquire)))
-    }
+    Ok(r)
 }
 
 /// What this process keeps per `hipEvent_t`.
@@ -304,7 +240,7 @@ pub(crate) fn elapsed_time(start: usize, stop: usize) -> HipResult<f32> {
     let (a, b) = (event(start)?, event(stop)?);
     let no_timing = |e: &Event| e.flags & hipEventDisableTiming != 0;
     let recorded = |e: &Event| -> HipResult<bool> { Ok(e.words.snapshot()?.0 != 0) };
-    let ready = |e: &Event| -> HipResult<bool> { e.words.is_complete(e.words.target()?) };
+    let ready = |e: &Event| -> HipResult<bool> { Ok(e.words.is_complete(target(&e.words)?)?) };
     for e in [&a, &b] {
         if !recorded(e)? {
             return Err(Failure::invalid_handle(
@@ -329,18 +265,24 @@ pub(crate) fn elapsed_time(start: usize, stop: usize) -> HipResult<f32> {
     }
 }
 
-/// `hipEventRecord(event, stream)`.
+/// `hipEventRecord(event, stream)`: the record is the event's latest from now on and
+/// completes when the stream reaches it.
 pub(crate) fn record(handle: usize, stream_handle: usize) -> HipResult<()> {
     let e = event(handle)?;
     let stream = stream::resolve(stream_handle)?;
     let index = e.words.begin_record()?;
-    stream.submit(Op::Record(e.words, index))
+    let submitted = stream::submit(&stream, Box::new(Record(e.words.clone(), index)));
+    if submitted.is_err() {
+        // The stream was destroyed under us: do not leave the record pending forever.
+        let _ = e.words.complete(index);
+    }
+    submitted.map(drop)
 }
 
 /// `hipEventQuery`: `Ok` when complete, the `hipErrorNotReady` status otherwise.
 pub(crate) fn query(handle: usize) -> HipResult<()> {
     let e = event(handle)?;
-    let target = e.words.target()?;
+    let target = target(&e.words)?;
     if e.words.is_complete(target)? {
         Ok(())
     } else {
@@ -351,8 +293,8 @@ pub(crate) fn query(handle: usize) -> HipResult<()> {
 /// `hipEventSynchronize`: waits until the event's latest record completed.
 pub(crate) fn synchronize(handle: usize) -> HipResult<()> {
     let e = event(handle)?;
-    let target = e.words.target()?;
-    e.words.wait(target)
+    let target = target(&e.words)?;
+    Ok(e.words.wait(target)?)
 }
 
 /// `hipStreamWaitEvent(stream, event, flags)`.
@@ -366,8 +308,19 @@ pub(crate) fn stream_wait(stream_handle: usize, handle: usize, flags: u32) -> Hi
     }
     let stream = stream::resolve(stream_handle)?;
     let e = event(handle)?;
-    let target = e.words.target()?;
-    stream.submit(Op::Wait(e.words, target))
+    let target = target(&e.words)?;
+    if e.words.is_complete(target)? {
+        // Nothing pending to wait for (CLR checks the event before it enqueues anything).
+        return Ok(());
+    }
+    let seq = stream::submit(&stream, Box::new(Wait(e.words.clone(), target)))?;
+    let version = state()?.config().hip_version;
+    if e.shared.is_some() && !versions::ipc_stream_wait_on_device(version) {
+        // CLR before 7.0 waits on the calling thread until the stream passed the wait
+        // (see the stream module).
+        stream::wait_until_run(&stream, seq);
+    }
+    Ok(())
 }
 
 /// `hipIpcGetEventHandle(event)`.
@@ -500,31 +453,6 @@ pub(crate) fn open(handle: &[u8; 64]) -> HipResult<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn indices_compare_across_wrap_around() {
-        assert!(reached(0, 0));
-        assert!(reached(5, 3));
-        assert!(!reached(3, 5));
-        assert!(reached(2, u32::MAX)); // completed wrapped past the target
-        assert!(!reached(u32::MAX, 2));
-    }
-
-    #[test]
-    fn local_words_record_complete_and_wait() {
-        let w = EventWords::local();
-        assert!(w.is_complete(w.target().unwrap()).unwrap());
-        let i = w.begin_record().unwrap();
-        assert_eq!(i, 1);
-        assert!(!w.is_complete(w.target().unwrap()).unwrap());
-        let j = w.begin_record().unwrap();
-        w.complete(j).unwrap();
-        // The most recent record decides; completing the older one later changes nothing.
-        assert!(w.is_complete(w.target().unwrap()).unwrap());
-        w.complete(i).unwrap();
-        assert_eq!(w.snapshot().unwrap(), (2, 2));
-        w.wait(2).unwrap();
-    }
 
     #[test]
     fn flag_rules_follow_the_version() {

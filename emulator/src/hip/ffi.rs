@@ -178,7 +178,8 @@ pub unsafe extern "C" fn hipFree(ptr: *mut c_void) -> hipError_t {
 /// kind)`: a synchronous copy. Operands the kind puts on the device (for
 /// `hipMemcpyDefault`: operands inside device memory) must lie wholly inside device
 /// memory of this process, else `hipErrorInvalidValue`; an unknown kind is
-/// `hipErrorInvalidMemcpyDirection`.
+/// `hipErrorInvalidMemcpyDirection`. The copy is null-stream work the caller waits for,
+/// so it comes after the work pending on the device's streams (see the stream module).
 ///
 /// # Safety
 /// Host operands must be valid for reading (`src`) or writing (`dst`) `size_bytes`
@@ -190,13 +191,20 @@ pub unsafe extern "C" fn hipMemcpy(
     kind: hipMemcpyKind,
 ) -> hipError_t {
     call("hipMemcpy", || {
-        if let Some(plan) = memory::plan_memcpy(dst as usize, src as usize, size_bytes, kind)? {
-            // SAFETY: device operands lie inside live mappings of this process (checked by
-            // plan_memcpy, kept mapped by the plan until the copy ends); host operands are
-            // valid for `len` bytes by the caller's contract.
-            unsafe { CopyJob(plan).run() };
-        }
-        Ok(())
+        let Some(plan) = memory::plan_memcpy(dst as usize, src as usize, size_bytes, kind)? else {
+            return Ok(());
+        };
+        let job = CopyJob(plan);
+        let null = stream::resolve(0)?;
+        stream::run_synchronous(
+            &null,
+            Box::new(move || {
+                // SAFETY: device operands lie inside mappings of this process kept by the
+                // plan (and checked live again by `run`); host operands are valid for `len`
+                // bytes by the caller's contract, and the caller waits for this copy.
+                unsafe { job.run() }
+            }),
+        )
     })
 }
 
@@ -211,7 +219,14 @@ pub unsafe extern "C" fn hipMemset(
     size_bytes: usize,
 ) -> hipError_t {
     call("hipMemset", || {
-        memory::memset(dst as usize, value, size_bytes)
+        // Arguments are checked by the call; the fill is null-stream work it waits for.
+        memory::check_memset(dst as usize, size_bytes)?;
+        let null = stream::resolve(0)?;
+        let dst = dst as usize;
+        stream::run_synchronous(
+            &null,
+            Box::new(move || memory::memset(dst, value, size_bytes)),
+        )
     })
 }
 
@@ -314,13 +329,19 @@ pub unsafe extern "C" fn hipIpcOpenMemHandle(
 }
 
 /// `hipError_t hipIpcCloseMemHandle(void* devPtr)`: one close per open; the mapping goes
-/// with the last.
+/// with the last. It first waits for the current device's null stream, and so by the
+/// legacy rule for the work pending on its other streams (CLR:
+/// `hip::getNullStream()->finish()` before anything else), so no queued copy still uses
+/// the mapping.
 ///
 /// # Safety
 /// None: the pointer is looked up, never dereferenced. The caller must not use the
 /// memory after its last close.
 pub unsafe extern "C" fn hipIpcCloseMemHandle(dev_ptr: *mut c_void) -> hipError_t {
-    call("hipIpcCloseMemHandle", || ipc_mem::close(dev_ptr as usize))
+    call("hipIpcCloseMemHandle", || {
+        stream::finish_null_stream()?;
+        ipc_mem::close(dev_ptr as usize)
+    })
 }
 
 /// `hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned flags)`: IPC events
@@ -349,8 +370,8 @@ pub unsafe extern "C" fn hipEventDestroy(event: hipEvent_t) -> hipError_t {
     call("hipEventDestroy", || event::destroy(event as usize))
 }
 
-/// `hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream)`: completes at once
-/// unless the stream is held ([`super::hold_stream`]).
+/// `hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream)`: the record
+/// completes when the stream reaches it (at once on an idle stream).
 ///
 /// # Safety
 /// None: the handles are looked up, never dereferenced.
@@ -533,23 +554,27 @@ pub unsafe extern "C" fn hipEventElapsedTime(
 struct CopyJob(memory::CopyPlan);
 
 impl CopyJob {
-    /// Copies the bytes.
+    /// Copies the bytes, unless a device operand was revoked since the copy was checked
+    /// (its exporter freed it: the device would fault; the error is the copy's).
     ///
     /// # Safety
     /// The host operands of the plan must still be valid for `len` bytes (the caller of
     /// `hipMemcpy` / `hipMemcpyAsync` promised so until the copy runs); the device
     /// operands are kept mapped by the plan itself.
-    unsafe fn run(self) {
+    unsafe fn run(self) -> HipResult<()> {
         let plan = self.0;
+        plan.check_live()?;
         // SAFETY: the caller's contract above; `copy` allows overlap.
         unsafe { std::ptr::copy(plan.src as *const u8, plan.dst as *mut u8, plan.len) };
+        Ok(())
     }
 }
 
 /// `hipError_t hipMemcpyAsync(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind
-/// kind, hipStream_t stream)`: validated like `hipMemcpy` when called, run when `stream`
-/// reaches it: at once, or when a held stream ([`super::hold_stream`]) is released. An
-/// unknown stream is `hipErrorInvalidHandle`.
+/// kind, hipStream_t stream)`: validated like `hipMemcpy` when called (an unknown stream
+/// is `hipErrorInvalidHandle`), run when `stream` reaches it: at once on an idle stream,
+/// else in order on the stream's worker. A failure of the copy itself surfaces at the
+/// next synchronisation of the stream.
 ///
 /// # Safety
 /// Host operands must be valid for reading (`src`) or writing (`dst`) `size_bytes` bytes
@@ -567,13 +592,11 @@ pub unsafe extern "C" fn hipMemcpyAsync(
         let job = plan.map(CopyJob);
         stream::submit_work(
             stream as usize,
-            Box::new(move || {
-                if let Some(job) = job {
-                    // SAFETY: the caller of hipMemcpyAsync keeps its host operands valid
-                    // until the stream has run the copy (this function's contract).
-                    unsafe { job.run() };
-                }
-                Ok(())
+            Box::new(move || match job {
+                // SAFETY: the caller of hipMemcpyAsync keeps its host operands valid
+                // until the stream has run the copy (this function's contract).
+                Some(job) => unsafe { job.run() },
+                None => Ok(()),
             }),
         )
     })

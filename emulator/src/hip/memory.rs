@@ -143,7 +143,7 @@ pub(crate) fn free(ptr: usize) -> HipResult<()> {
 #[derive(Debug)]
 enum Keep {
     /// Device memory (an allocation or an IPC mapping).
-    Device(#[allow(dead_code)] Arc<SharedMapping>),
+    Device(Arc<SharedMapping>),
     /// `hipHostMalloc` memory.
     Host(#[allow(dead_code)] Arc<HostAlloc>),
 }
@@ -188,6 +188,18 @@ fn device_span(addr: usize, len: usize, what: &str) -> HipResult<LocalRange<Mapp
         )),
         other => Failure::invalid_value(format!("{what}: {other}")),
     })
+}
+
+impl CopyPlan {
+    /// Fails if a device operand was revoked since the plan was made.
+    pub(crate) fn check_live(&self) -> HipResult<()> {
+        for keep in &self._keep {
+            if let Keep::Device(mapping) = keep {
+                mapping.check_live()?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Validates `hipMemcpy(dst, src, len, kind)`; `None` when there is nothing to copy.
@@ -235,6 +247,17 @@ pub(crate) fn plan_memcpy(
         len,
         _keep: keep,
     }))
+}
+
+/// Checks the arguments of `hipMemset(dst, _, len)`.
+pub(crate) fn check_memset(dst: usize, len: usize) -> HipResult<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    if dst == 0 {
+        return Err(Failure::invalid_value("NULL destination"));
+    }
+    device_span(dst, len, "destination").map(drop)
 }
 
 /// `hipMemset(dst, value, len)`: fills device memory with the low byte of `value`.

@@ -33,7 +33,15 @@
 //! - **Memory.** `hipMalloc` memory is charged to the device's `DEVIPC_EMU_MEM_LIMIT`
 //!   across processes (`hipErrorOutOfMemory`); it is host-addressable, so every
 //!   `hipMemcpy` kind is a plain copy after checking the device operands.
-//!   `hipMemcpyAsync` runs when its stream reaches it (at once unless the stream is held).
+//!   `hipMemcpy` and `hipMemset` are null-stream work the caller waits for;
+//!   `hipMemcpyAsync` runs when its stream reaches it.
+//! - **Streams.** Ordered queues ([`crate::stream_queue`]): asynchronous calls enqueue and
+//!   return, work runs at once on an idle stream, else on the stream's own worker thread,
+//!   so a wait blocks only its stream; the null stream has the legacy semantics (it waits
+//!   for the device's other streams, they wait for it); errors of asynchronous work
+//!   surface at the next synchronisation; `hipStreamDestroy` waits for the stream's work.
+//!   `hipStreamWaitEvent` on an interprocess event waits on the calling thread before ROCm
+//!   7.0, as CLR does (see `stream.rs`).
 //!   `hipHostMalloc` memory is process-local host memory the devices reach.
 //! - **Contexts.** `hipCtxCreate` returns the device's primary context and makes the
 //!   device current on the calling thread (CLR pushes it on the context stack).
@@ -42,8 +50,8 @@
 //!   pointer, reference counted; importers are holders, so the pages survive the
 //!   exporter's `hipFree` (undefined in HIP) while new opens are refused. Cross-device
 //!   opens work without enabling peer access (see `ipc_mem.rs`).
-//! - **Events.** Streams execute synchronously, so records complete at once; an event
-//!   never recorded is complete. Interprocess events live in the state directory, so a
+//! - **Events.** A record completes when its stream reaches it; an event never recorded
+//!   is complete. Interprocess events live in the state directory, so a
 //!   record in one process is seen by another. [`hold_stream`] makes work pending for
 //!   tests. No binary-semaphore semantics: devipc's backend adds its own sequence word.
 //! - **Peers.** Distinct devices can access each other; enabling is per process and

@@ -129,8 +129,7 @@ pub(crate) fn get_device() -> HipResult<c_int> {
 }
 
 /// `hipDeviceSynchronize`: waits until every stream of the current device in this
-/// process has finished its work (only streams held with
-/// [`hold_stream`](super::hold_stream) ever have pending work).
+/// process has finished its work; returns the first failure of that work.
 pub(crate) fn device_synchronize() -> HipResult<()> {
     let device = current_device(state()?)?;
     stream::synchronize_device(device)

@@ -1,161 +1,102 @@
-//! Streams: `hipStreamCreate`, `hipStreamDestroy`, `hipStreamSynchronize`, the null
-//! stream, and the emulator-only [`hold_stream`] / [`release_stream`] hooks.
+//! Streams: `hipStreamCreate`, `hipStreamDestroy`, `hipStreamSynchronize`,
+//! `hipDeviceSynchronize`, the null stream, and the emulator-only [`hold_stream`] /
+//! [`release_stream`] hooks.
 //!
-//! Streams execute synchronously: an operation submitted to a stream (an event record, a
-//! wait for an event) runs at once on the calling thread, so a record completes before
-//! `hipEventRecord` returns. The null stream (`NULL`) is valid and means the current
-//! device's null stream.
+//! Every stream, the null stream of each device included, is an ordered queue of
+//! operations ([`crate::stream_queue`]): `hipEventRecord`, `hipStreamWaitEvent` and
+//! `hipMemcpyAsync` enqueue and return; the stream runs them in order, at once on the
+//! calling thread when it is idle and the operation need not wait, else on its own worker
+//! thread, so a wait blocks only its stream. Argument errors are returned by the call;
+//! errors of the work itself (a copy whose memory was freed in the meantime) are kept and
+//! returned by the next `hipStreamSynchronize` / `hipDeviceSynchronize` of the stream.
 //!
-//! To make "work still pending on the device" observable without a device, a test can
-//! [`hold_stream`]: until [`release_stream`], operations submitted to that stream queue
-//! up instead of running (as if a long kernel were running on it). An event recorded on
-//! a held stream is pending (`hipEventQuery` returns `hipErrorNotReady` in every process
-//! that opened it, `hipEventSynchronize` waits); releasing runs the queue in order.
-//! `hipStreamSynchronize` / `hipDeviceSynchronize` on a held stream wait for its release
-//! (from another thread); `hipStreamDestroy` of a held stream releases it first.
+//! # The null stream (legacy default stream)
 //!
-//! A record pending on a held stream stays pending if the holding process dies before
-//! releasing it (its waiters in other processes keep waiting, as for a device that never
-//! finishes the work): hold streams only in tests that release them.
+//! `NULL` is the current device's null stream, with the legacy semantics CLR implements
+//! (`hip::Device::NullStream` waits for the active streams; blocking streams wait for the
+//! null stream, as for CUDA's legacy default stream): an operation on the null stream waits
+//! for the work already submitted to every stream of the device in this process, and an
+//! operation on a created stream waits for the work already submitted to the null stream.
+//! `hipStreamCreate` makes blocking streams (the surface has no `hipStreamNonBlocking`).
+//! The synchronous `hipMemcpy` and `hipMemset` are null-stream work the caller waits for
+//! (`ihipMemcpy` on the null stream, then `awaitCompletion`), so they come after the
+//! device's pending stream work; their own errors are returned by the call.
 //!
-//! A stream that waits for a pending event (`hipStreamWaitEvent`) while not held blocks
-//! the calling thread until the event completes: with synchronous streams, "the stream
-//! waits" is "the submitting thread waits". Waiting on an event recorded on a stream the
-//! same thread holds therefore never returns, as the device would hang in the same
-//! situation.
+//! # Synchronisation and destruction
+//!
+//! - `hipStreamSynchronize(s)` waits for the work submitted to `s` (for `NULL`, by the
+//!   legacy rule, also for that of the device's other streams) and returns the first
+//!   failure of that work, once. `hipDeviceSynchronize` does the same for every stream of
+//!   the current device.
+//! - `hipStreamDestroy(s)` waits for the work already submitted to `s` and then forgets it,
+//!   as CLR's `HostQueue::terminate` enqueues a final marker and awaits it; the wait is
+//!   bounded by the stream's own waits (`hipStreamWaitEvent` has no timeout). Failures of
+//!   that work are dropped with the stream. No thread outlives it.
+//! - At process exit queued work is lost with the process.
+//!
+//! # `hipStreamWaitEvent` on an interprocess event
+//!
+//! Up to ROCm 6.x, CLR implements `hipStreamWaitEvent` on an interprocess event whose
+//! latest record is pending with a marker whose completion callback polls the shared
+//! signal, and waits for that marker on the calling thread (`IPCEvent::streamWait` ->
+//! `enqueueStreamWaitCommand` -> `awaitCompletion`): the call returns only once the
+//! stream reached the wait and the record completed (ROCm/clr issue #127: the callback
+//! "causes the CPU to not be able to queue further GPU work ahead"). The emulator does the
+//! same before [`super::versions::ipc_stream_wait_on_device`]; from there the wait is a
+//! device-side stream wait and the call returns at once. Waits on process-local events
+//! are stream-side in every version.
+//!
+//! # Held streams (tests)
+//!
+//! To make "work still pending on the device" observable, a test can [`hold_stream`]:
+//! until [`release_stream`], the work submitted to that stream stays queued (as if a long
+//! kernel occupied it). An event recorded on a held stream is pending in every process
+//! that opened it; synchronising the stream (or, by the legacy rule, the null stream)
+//! waits for the release from another thread; `hipStreamDestroy` of a held stream releases
+//! it and waits for its work. If the holding process dies, its pending records never
+//! complete: hold streams only in tests that release them.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
-use devipc_hip_sys::{hipError_t, hipStream_t};
+use devipc_hip_sys::{hipError_t, hipErrorUnknown, hipStream_t};
 
 use super::errors::{Failure, HipResult, call};
-use super::event::EventWords;
 use super::runtime::{current_device, state};
 use crate::config::MAX_DEVICES;
 use crate::local::HandleTable;
+use crate::stream_queue::{Cancel, Closed, Op, Queue, SLICE, quick};
 
 /// Work that runs when its stream reaches it (e.g. an asynchronous copy).
 pub(crate) type Work = Box<dyn FnOnce() -> HipResult<()> + Send>;
 
-/// An operation queued on a held stream.
-pub(crate) enum Op {
-    /// Complete the event record with this index.
-    Record(Arc<EventWords>, u32),
-    /// Wait until the event's records up to this index completed.
-    Wait(Arc<EventWords>, u32),
-    /// Run this work (`hipMemcpyAsync`).
-    Run(Work),
+/// The error of stream work that panicked or could not be started.
+fn internal(message: String) -> Failure {
+    Failure::new(
+        hipErrorUnknown,
+        format!("internal emulator error in stream work: {message}"),
+    )
 }
 
-impl std::fmt::Debug for Op {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Op::Record(_, index) => write!(f, "Record({index})"),
-            Op::Wait(_, target) => write!(f, "Wait({target})"),
-            Op::Run(_) => f.write_str("Run(..)"),
-        }
-    }
-}
-
-impl Op {
-    fn run(self) -> HipResult<()> {
-        match self {
-            Op::Record(words, index) => words.complete(index),
-            Op::Wait(words, target) => words.wait(target),
-            Op::Run(work) => work(),
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct Queue {
-    held: bool,
-    /// A release is running the queued operations.
-    draining: bool,
-    /// Held again while draining: stay held once the queue is empty.
-    rehold: bool,
-    ops: VecDeque<Op>,
-}
-
-/// One stream of this process.
+/// One stream of this process (a created stream or a device's null stream).
 #[derive(Debug)]
 pub(crate) struct Stream {
     device: u32,
-    queue: Mutex<Queue>,
-    idle: Condvar,
+    null: bool,
+    queue: Queue<Failure>,
 }
 
 impl Stream {
-    fn new(device: u32) -> Stream {
+    fn new(device: u32, null: bool) -> Stream {
+        let label = if null {
+            format!("hip-null-stream-{device}")
+        } else {
+            format!("hip-stream-{device}")
+        };
         Stream {
             device,
-            queue: Mutex::new(Queue::default()),
-            idle: Condvar::new(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Runs `op` now, or queues it while the stream is held.
-    pub(crate) fn submit(&self, op: Op) -> HipResult<()> {
-        {
-            let mut q = self.lock();
-            if q.held {
-                q.ops.push_back(op);
-                return Ok(());
-            }
-        }
-        op.run()
-    }
-
-    fn hold(&self) {
-        let mut q = self.lock();
-        if q.draining {
-            q.rehold = true;
-        }
-        q.held = true;
-    }
-
-    /// Runs the queued operations in order, then lets new ones run at once. A second
-    /// release while the first is draining returns at once.
-    fn release(&self) -> HipResult<()> {
-        {
-            let mut q = self.lock();
-            if !q.held || q.draining {
-                return Ok(());
-            }
-            q.draining = true;
-        }
-        loop {
-            let next = {
-                let mut q = self.lock();
-                match q.ops.pop_front() {
-                    Some(op) => op,
-                    None => {
-                        q.held = std::mem::take(&mut q.rehold);
-                        q.draining = false;
-                        if !q.held {
-                            self.idle.notify_all();
-                        }
-                        return Ok(());
-                    }
-                }
-            };
-            if let Err(e) = next.run() {
-                self.lock().draining = false;
-                return Err(e);
-            }
-        }
-    }
-
-    /// Waits until the stream is not held (its work is done).
-    fn wait_idle(&self) {
-        let mut q = self.lock();
-        while q.held {
-            q = self.idle.wait(q).unwrap_or_else(|p| p.into_inner());
+            null,
+            queue: Queue::new(label, internal),
         }
     }
 }
@@ -165,7 +106,11 @@ static STREAMS: HandleTable<Arc<Stream>> = HandleTable::new("stream", 0x4853);
 /// The null stream of each device.
 fn null_stream(device: u32) -> Arc<Stream> {
     static NULL: OnceLock<Vec<Arc<Stream>>> = OnceLock::new();
-    let all = NULL.get_or_init(|| (0..MAX_DEVICES).map(|d| Arc::new(Stream::new(d))).collect());
+    let all = NULL.get_or_init(|| {
+        (0..MAX_DEVICES)
+            .map(|d| Arc::new(Stream::new(d, true)))
+            .collect()
+    });
     all[device as usize % all.len()].clone()
 }
 
@@ -180,19 +125,115 @@ pub(crate) fn resolve(handle: usize) -> HipResult<Arc<Stream>> {
     })
 }
 
-/// Submits `work` to the stream a C handle names: it runs now, on the calling thread,
-/// unless the stream is held, in which case it runs in order when the stream is released.
-pub(crate) fn submit_work(handle: usize, work: Work) -> HipResult<()> {
-    resolve(handle)?.submit(Op::Run(work))
+/// The queues a new operation on `stream` waits for by the legacy null-stream rule, with
+/// the last operation of each that is not done yet.
+fn implicit_dependencies(stream: &Stream) -> Vec<(Queue<Failure>, u64)> {
+    let candidates: Vec<Queue<Failure>> = if stream.null {
+        STREAMS
+            .snapshot()
+            .into_iter()
+            .filter(|(_, s)| s.device == stream.device)
+            .map(|(_, s)| s.queue.clone())
+            .collect()
+    } else {
+        vec![null_stream(stream.device).queue.clone()]
+    };
+    candidates
+        .into_iter()
+        .filter_map(|q| {
+            let tail = q.tail();
+            (!q.is_done(tail)).then_some((q, tail))
+        })
+        .collect()
 }
 
-/// `hipStreamCreate`: a new stream on the current device.
+/// An operation that first waits for other streams' work (the legacy null-stream rule).
+struct After {
+    deps: Vec<(Queue<Failure>, u64)>,
+    op: Box<dyn Op<Failure>>,
+}
+
+impl Op<Failure> for After {
+    fn try_now(&mut self) -> Option<HipResult<()>> {
+        self.deps.retain(|(q, seq)| !q.is_done(*seq));
+        if self.deps.is_empty() {
+            self.op.try_now()
+        } else {
+            None
+        }
+    }
+
+    fn run(self: Box<Self>, cancel: &Cancel) -> HipResult<()> {
+        for (q, seq) in &self.deps {
+            while !q.wait_for(*seq, Some(Instant::now() + SLICE)) {
+                if cancel.is_set() {
+                    self.op.abandon();
+                    return Ok(());
+                }
+            }
+        }
+        self.op.run(cancel)
+    }
+
+    fn abandon(self: Box<Self>) {
+        self.op.abandon();
+    }
+}
+
+fn destroyed() -> Failure {
+    Failure::invalid_handle("the stream was destroyed")
+}
+
+/// Submits `op` to `stream` after the work the legacy null-stream rule orders it after;
+/// returns its sequence number in the stream's queue.
+pub(crate) fn submit(stream: &Stream, op: Box<dyn Op<Failure>>) -> HipResult<u64> {
+    let deps = implicit_dependencies(stream);
+    let op: Box<dyn Op<Failure>> = if deps.is_empty() {
+        op
+    } else {
+        Box::new(After { deps, op })
+    };
+    stream.queue.submit(op).map_err(|Closed| destroyed())
+}
+
+/// Waits on the calling thread until `stream` has run its operation `seq`.
+pub(crate) fn wait_until_run(stream: &Stream, seq: u64) {
+    stream.queue.wait_for(seq, None);
+}
+
+/// Runs `work` as a synchronous call on `stream` (`hipMemcpy`, `hipMemset` on the null
+/// stream): in stream order, with the caller waiting; its own failure is returned here,
+/// not kept for a later synchronisation.
+pub(crate) fn run_synchronous(stream: &Stream, work: Work) -> HipResult<()> {
+    let outcome: Arc<Mutex<Option<HipResult<()>>>> = Arc::new(Mutex::new(None));
+    let slot = outcome.clone();
+    let seq = submit(
+        stream,
+        quick(move || {
+            let r = work();
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            Ok(())
+        }),
+    )?;
+    stream.queue.wait_for(seq, None);
+    let result = outcome.lock().unwrap_or_else(|p| p.into_inner()).take();
+    result.unwrap_or_else(|| Err(destroyed()))
+}
+
+/// Submits `work` to the stream a C handle names (`hipMemcpyAsync`).
+pub(crate) fn submit_work(handle: usize, work: Work) -> HipResult<()> {
+    let stream = resolve(handle)?;
+    submit(&stream, quick(work)).map(drop)
+}
+
+/// `hipStreamCreate`: a new (blocking) stream on the current device.
 pub(crate) fn create() -> HipResult<usize> {
     let device = current_device(state()?)?;
-    Ok(STREAMS.insert(Arc::new(Stream::new(device)))?)
+    Ok(STREAMS.insert(Arc::new(Stream::new(device, false)))?)
 }
 
-/// `hipStreamDestroy`: releases a held stream's work, then forgets the stream.
+/// `hipStreamDestroy`: waits for the stream's work (releasing a held stream), then
+/// forgets it; failures of that work are dropped with it.
 pub(crate) fn destroy(handle: usize) -> HipResult<()> {
     if handle == 0 {
         return Err(Failure::invalid_handle(
@@ -202,25 +243,69 @@ pub(crate) fn destroy(handle: usize) -> HipResult<()> {
     let stream = STREAMS.remove(handle).map_err(|_| {
         Failure::invalid_handle(format!("{handle:#x} is not a stream of this process"))
     })?;
-    stream.release()
+    stream.queue.close_and_drain();
+    Ok(())
+}
+
+/// The first failure of `errors`, if any.
+fn first(errors: Vec<Failure>) -> HipResult<()> {
+    match errors.into_iter().next() {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
+}
+
+/// Waits for `stream`'s work and takes its failures.
+fn drain(stream: &Stream) -> HipResult<()> {
+    if stream.null {
+        // By the legacy rule the null stream's synchronisation also waits for the other
+        // streams' work: a no-op in null-stream order.
+        let seq = submit(stream, quick(|| Ok(())))?;
+        stream.queue.wait_for(seq, None);
+        return first(stream.queue.take_errors(seq));
+    }
+    first(stream.queue.synchronize(None).unwrap_or_default())
+}
+
+/// Waits for the current device's null stream, and by the legacy rule for the work already
+/// submitted to the device's other streams, without taking their failures (CLR's
+/// `getNullStream()->finish()`, e.g. at the start of `hipIpcCloseMemHandle`).
+pub(crate) fn finish_null_stream() -> HipResult<()> {
+    let null = resolve(0)?;
+    let seq = submit(&null, quick(|| Ok(())))?;
+    null.queue.wait_for(seq, None);
+    Ok(())
 }
 
 /// `hipStreamSynchronize`.
 pub(crate) fn synchronize(handle: usize) -> HipResult<()> {
-    resolve(handle)?.wait_idle();
-    Ok(())
+    let stream = resolve(handle)?;
+    drain(&stream)
 }
 
-/// Waits for every stream of `device` in this process, the null stream included.
+/// Waits for every stream of `device` in this process, the null stream included, without
+/// submitting anything (CLR's `SyncAllStreams` waits for each stream); returns the first
+/// failure of their work.
 pub(crate) fn synchronize_device(device: u32) -> HipResult<()> {
-    null_stream(device).wait_idle();
+    let mut queues = vec![null_stream(device).queue.clone()];
     for (_, stream) in STREAMS.snapshot() {
         if stream.device == device {
-            stream.wait_idle();
+            queues.push(stream.queue.clone());
         }
     }
-    Ok(())
+    let mut result = Ok(());
+    for q in queues {
+        let r = first(q.synchronize(None).unwrap_or_default());
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    result
 }
+
+/// How long a release waits at most for the work queued while the stream was held before
+/// it returns anyway (the work goes on in the background).
+const RELEASE_WAIT: Duration = Duration::from_secs(60);
 
 /// Emulator only: holds `stream` (NULL: the calling thread's device's null stream), so
 /// the work submitted to it from now on stays pending until [`release_stream`], as if a
@@ -229,25 +314,32 @@ pub(crate) fn synchronize_device(device: u32) -> HipResult<()> {
 ///
 /// While a stream is held: an event recorded on it is pending (`hipEventQuery` returns
 /// `hipErrorNotReady` in every process that opened the event, `hipEventSynchronize`
-/// waits); `hipStreamWaitEvent` on it queues; `hipStreamSynchronize` and
-/// `hipDeviceSynchronize` wait for the release (from another thread);
-/// `hipStreamDestroy` releases it first. A stream that is not held and waits for a
-/// pending event (`hipStreamWaitEvent`) blocks the calling thread until the event
-/// completes, since streams execute synchronously. If the holding process dies, its
-/// pending records never complete: hold streams only in tests that release them.
+/// waits); work submitted to it queues; `hipStreamSynchronize` of it (and, by the legacy
+/// null-stream rule, of the null stream), `hipDeviceSynchronize` and the synchronous
+/// copies wait for the release (from another thread); `hipStreamDestroy` releases it and
+/// waits for its work. If the holding process dies, its pending records never complete:
+/// hold streams only in tests that release them.
 ///
 /// Real HIP has no such call: this is how tests make device work pending, e.g. an event
 /// that another process sees as not ready.
 pub fn hold_stream(stream: hipStream_t) -> hipError_t {
     call("hold_stream", || {
-        resolve(stream as usize)?.hold();
+        resolve(stream as usize)?.queue.hold();
         Ok(())
     })
 }
 
-/// Emulator only: releases a stream held with [`hold_stream`], running its queued work in
-/// order (completing its pending event records) on the calling thread. Releasing a stream
-/// that is not held succeeds and does nothing.
+/// Emulator only: releases a stream held with [`hold_stream`]: its queued work runs in
+/// order, and the call returns once the work queued while it was held has run (or after
+/// a minute, if that work waits for something still pending). Releasing a stream that is
+/// not held succeeds and does nothing.
 pub fn release_stream(stream: hipStream_t) -> hipError_t {
-    call("release_stream", || resolve(stream as usize)?.release())
+    call("release_stream", || {
+        let s = resolve(stream as usize)?;
+        if s.queue.is_held() {
+            let last = s.queue.release();
+            s.queue.wait_for(last, Some(Instant::now() + RELEASE_WAIT));
+        }
+        Ok(())
+    })
 }

@@ -71,6 +71,24 @@ pub(crate) fn has_get_proc_address(v: HipVersion) -> bool {
     v.at_least(6, 2)
 }
 
+/// ROCm 7.0: `hipStreamWaitEvent` on an interprocess event is a device-side stream wait
+/// (`IPCEvent::streamWait` enqueues `ROCCLR_COMMAND_STREAM_WAIT_VALUE` on the event's
+/// shared signal) and returns at once. Before, it enqueued a marker whose completion
+/// callback (`WaitThenDecrementSignal`) polls the shared signal until the record
+/// completes, and waited for that marker on the calling thread
+/// (`enqueueStreamWaitCommand` -> `command->awaitCompletion()`), so the call returned only
+/// once the stream reached the wait and the event's latest record completed.
+///
+/// Evidence: clr `hipamd/src/hip_event_ipc.cpp` of the rocm-5.6 .. 6.x tags (the marker,
+/// the callback, `awaitCompletion`); ROCm/clr issue #127 (2025-01, ROCm 6.3: the callback
+/// "causes the CPU to not be able to queue further GPU work ahead"), answered by clr commit
+/// `721c5800` in amd-staging on 2025-04-14; the stream-wait-value version of
+/// `IPCEvent::streamWait` in later clr sources. ASSUMPTION: the change first shipped in
+/// 7.0, the first release branched after that commit (6.4.0 was released the same week).
+pub(crate) fn ipc_stream_wait_on_device(v: HipVersion) -> bool {
+    v.at_least(7, 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +109,8 @@ mod tests {
             ("6.2", true, true, true, true),
             ("7.0", true, true, true, true),
         ] {
+            let on_device = text == "7.0";
+            assert_eq!(ipc_stream_wait_on_device(v(text)), on_device, "{text}");
             let version = v(text);
             assert_eq!(clr_ipc_checks(version), ipc, "{text}");
             assert_eq!(address_range_not_found(version), range, "{text}");

@@ -684,7 +684,23 @@ impl Shell {
                 self.status(code, vec![])
             }
             "notify-wait" => {
-                // notify-wait <notify> <timeout s> [stream]; answers the elapsed ms.
+                // notify-wait <notify> <timeout s> [stream]: the wait (a stream task), then
+                // aclrtSynchronizeStream of that stream, which reports its timeout; answers
+                // the elapsed ms.
+                let t0 = Instant::now();
+                let stream = vptr(n_or(2, 0)?);
+                let mut code = opt!(
+                    api,
+                    aclrtWaitAndResetNotify(vptr(n(0)?), stream, n(1)? as u32)
+                );
+                if code == 0 {
+                    code = req!(api, aclrtSynchronizeStream(stream));
+                }
+                self.status(code, vec![t0.elapsed().as_millis().to_string()])
+            }
+            "notify-wait-async" => {
+                // notify-wait-async <notify> <timeout s> [stream]: only the call, which
+                // enqueues the wait; answers the elapsed ms.
                 let t0 = Instant::now();
                 let code = opt!(
                     api,
@@ -698,13 +714,19 @@ impl Shell {
                 let (a, b, rounds) = (vptr(n(0)?), vptr(n(1)?), n(2)?);
                 let t0 = Instant::now();
                 for _ in 0..rounds {
+                    // Each wait is a stream task: synchronise the default stream after it.
+                    let wait = |n| match opt!(api, aclrtWaitAndResetNotify(n, ptr::null_mut(), 60))
+                    {
+                        0 => req!(api, aclrtSynchronizeStream(ptr::null_mut())),
+                        c => c,
+                    };
                     let code = if cmd == "ping" {
                         match opt!(api, aclrtRecordNotify(a, ptr::null_mut())) {
-                            0 => opt!(api, aclrtWaitAndResetNotify(b, ptr::null_mut(), 60)),
+                            0 => wait(b),
                             c => c,
                         }
                     } else {
-                        match opt!(api, aclrtWaitAndResetNotify(a, ptr::null_mut(), 60)) {
+                        match wait(a) {
                             0 => opt!(api, aclrtRecordNotify(b, ptr::null_mut())),
                             c => c,
                         }
