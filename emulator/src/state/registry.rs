@@ -443,7 +443,7 @@ impl Registry {
 
     /// The vendor's release point of object `id` passed while other processes still map
     /// it (a broken vendor `rule`): marks it [`ObjectFlags::REVOKED`], revokes its pages
-    /// for every process ([`Segment::revoke`]: host access faults, copies are refused),
+    /// for every process (`Segment::revoke`: host access faults, copies are refused),
     /// and records the violation ([`super::violations`]). The object itself lives on until
     /// its holders release it, so their closes still work. Revoking an object that is
     /// already gone does nothing.

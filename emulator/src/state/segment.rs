@@ -15,7 +15,7 @@
 //!
 //! Where a vendor frees memory that other processes still map (HIP's `hipFree` by the
 //! exporter, Ascend's block free under a live key), real hardware faults or corrupts; the
-//! emulator makes it observable: [`Segment::revoke`] truncates the file to zero bytes, so
+//! emulator makes it observable: `Segment::revoke` truncates the file to zero bytes, so
 //! every host access through any process's mapping raises `SIGBUS`, and
 //! [`SharedMapping::check_live`] (called by [`SharedMapping::read_at`] / `write_at` and by
 //! the surfaces before their copies) refuses with [`EmuError::Revoked`] instead of
