@@ -177,6 +177,45 @@ impl Ctx {
         lines
     }
 
+    /// Judges a provoked violation of the rule being checked (emulator-only rules): the
+    /// victim's `access` after the release point must have failed (with `code` when given),
+    /// and the emulator must have recorded a violation of the rule (`recorded`, from
+    /// [`Ctx::take_violations`]). Returns what was seen.
+    pub fn violation_seen<T>(
+        &self,
+        what: &str,
+        access: Result<T, Failure>,
+        code: Option<i32>,
+        recorded: &[String],
+    ) -> Verdict {
+        let failure = match access {
+            Ok(_) => {
+                return Err(Stop::fail(format!(
+                    "{what}: the access after the release point succeeded; the violation went \
+                     unnoticed (recorded: {recorded:?})"
+                )));
+            }
+            Err(f) => f,
+        };
+        if let (Some(want), Failure::Vendor { code: got, .. }) = (code, &failure)
+            && *got != want
+        {
+            return Err(Stop::fail(format!(
+                "{what}: the access failed with {got}, not {want}: {failure}"
+            )));
+        }
+        let tag = format!("rule={} ", self.rule.id);
+        if !recorded.iter().any(|v| v.starts_with(&tag)) {
+            return Err(Stop::fail(format!(
+                "{what}: no violation of {} was recorded: {recorded:?}",
+                self.rule.id
+            )));
+        }
+        Ok(format!(
+            "{what}: the access failed ({failure}) and the violation was recorded"
+        ))
+    }
+
     /// Judges a call the rule says must be refused: it must fail with a vendor code, the
     /// rule's code when the rule documents one; on the emulator the refusal must name this
     /// rule when the emulator enforces a rule of the same id (so a different check cannot
@@ -196,7 +235,7 @@ impl Ctx {
         emulator_rule: &str,
         result: Result<T, Failure>,
     ) -> Verdict {
-        debug_assert!(self.rule.catches.contains(&emulator_rule));
+        debug_assert!(self.rule.id == emulator_rule || self.rule.catches.contains(&emulator_rule));
         self.judge_refusal(what, Expect::Refused, Some(emulator_rule), result)
     }
 

@@ -21,7 +21,7 @@ use std::time::Instant;
 use crate::error::EmuError;
 use crate::state::SharedMapping;
 use crate::state::futex::{wait_until, wake_all};
-use crate::stream_queue::{Cancel, WaitEnd, wait_sliced};
+use crate::stream_queue::{Cancel, Op, WaitEnd, wait_sliced};
 
 /// Offset of the `recorded` word in an event's shared page.
 pub const RECORDED: usize = 0;
@@ -148,6 +148,47 @@ impl EventWords {
     pub fn snapshot(&self) -> Result<(u32, u32), EmuError> {
         let (r, c) = self.pair()?;
         Ok((r.load(Ordering::Acquire), c.load(Ordering::Acquire)))
+    }
+}
+
+/// A record of an event as a stream task: completes its index when the stream reaches it
+/// (or when it is dropped unrun, so nobody waits for a record that never comes). Shared by
+/// `aclrtRecordEvent` and `hipEventRecord`.
+pub(crate) struct RecordOp(pub(crate) std::sync::Arc<EventWords>, pub(crate) u32);
+
+impl<E: From<EmuError>> Op<E> for RecordOp {
+    fn try_now(&mut self) -> Option<Result<(), E>> {
+        Some(self.0.complete(self.1).map_err(E::from))
+    }
+
+    fn run(self: Box<Self>, _cancel: &Cancel) -> Result<(), E> {
+        Ok(self.0.complete(self.1)?)
+    }
+
+    fn abandon(self: Box<Self>) {
+        let _ = self.0.complete(self.1);
+    }
+}
+
+/// A stream's wait until the event's record with this index completed
+/// (`aclrtStreamWaitEvent`, `hipStreamWaitEvent`); cancelled or timed out, it ends
+/// quietly.
+pub(crate) struct WaitOp(pub(crate) std::sync::Arc<EventWords>, pub(crate) u32);
+
+impl<E: From<EmuError>> Op<E> for WaitOp {
+    fn try_now(&mut self) -> Option<Result<(), E>> {
+        match self.0.is_complete(self.1) {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e.into())),
+        }
+    }
+
+    fn run(self: Box<Self>, cancel: &Cancel) -> Result<(), E> {
+        match self.0.wait_on_stream(self.1, cancel) {
+            Ok(()) | Err(WaitEnd::Cancelled | WaitEnd::TimedOut) => Ok(()),
+            Err(WaitEnd::Failed(e)) => Err(e.into()),
+        }
     }
 }
 

@@ -46,11 +46,10 @@ use devipc_ascend_sys::types::{
 };
 
 use crate::error::EmuError;
-use crate::event_words::{COMPLETED, EventWords, RECORDED};
+use crate::event_words::{COMPLETED, EventWords, RECORDED, RecordOp, WaitOp};
 use crate::handle::{HANDLE64_LEN, Handle64, decode_handle64, encode_handle64};
 use crate::local::HandleTable;
 use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
-use crate::stream_queue::{Cancel, Op, WaitEnd};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::{device, rules, shared, stream};
@@ -91,44 +90,6 @@ impl EventLocal {
 
     fn shared(&self) -> Option<ObjectId> {
         self.lock().shared
-    }
-}
-
-/// A record of an event as a stream task: completes its index when the stream reaches it
-/// (or when it is dropped unrun, so nobody waits for a record that never comes).
-struct Record(Arc<EventWords>, u32);
-
-impl Op<AclFailure> for Record {
-    fn try_now(&mut self) -> Option<AclResult<()>> {
-        Some(self.0.complete(self.1).map_err(AclFailure::from))
-    }
-
-    fn run(self: Box<Self>, _cancel: &Cancel) -> AclResult<()> {
-        Ok(self.0.complete(self.1)?)
-    }
-
-    fn abandon(self: Box<Self>) {
-        let _ = self.0.complete(self.1);
-    }
-}
-
-/// A stream's wait for the event's record with this index.
-struct Wait(Arc<EventWords>, u32);
-
-impl Op<AclFailure> for Wait {
-    fn try_now(&mut self) -> Option<AclResult<()>> {
-        match self.0.is_complete(self.1) {
-            Ok(true) => Some(Ok(())),
-            Ok(false) => None,
-            Err(e) => Some(Err(e.into())),
-        }
-    }
-
-    fn run(self: Box<Self>, cancel: &Cancel) -> AclResult<()> {
-        match self.0.wait_on_stream(self.1, cancel) {
-            Ok(()) | Err(WaitEnd::Cancelled | WaitEnd::TimedOut) => Ok(()),
-            Err(WaitEnd::Failed(e)) => Err(e.into()),
-        }
     }
 }
 
@@ -270,7 +231,7 @@ pub fn record(handle: usize, stream_handle: usize) -> AclResult<()> {
     stream::check(stream_handle)?;
     let words = EVENTS.get(handle)?.words();
     let index = words.begin_record()?;
-    let submitted = stream::submit(stream_handle, Box::new(Record(words.clone(), index)));
+    let submitted = stream::submit(stream_handle, Box::new(RecordOp(words.clone(), index)));
     if submitted.is_err() {
         // The stream went away under us: do not leave the record pending forever.
         let _ = words.complete(index);
@@ -291,7 +252,7 @@ pub fn stream_wait(stream_handle: usize, handle: usize) -> AclResult<()> {
         // Rule switched off: the old synchronous streams, the caller waits.
         return Ok(words.wait(target)?);
     }
-    stream::submit(stream_handle, Box::new(Wait(words, target)))
+    stream::submit(stream_handle, Box::new(WaitOp(words, target)))
 }
 
 /// `aclrtSynchronizeEvent`: blocks until the event's latest record completed.

@@ -41,49 +41,10 @@ use super::runtime::{current_device, me, state};
 use super::{stream, versions};
 use crate::config::HipVersion;
 use crate::error::EmuError;
-use crate::event_words::{COMPLETED, EventWords, RECORDED};
+use crate::event_words::{COMPLETED, EventWords, RECORDED, RecordOp, WaitOp};
 use crate::handle::{Handle64, decode_handle64, encode_handle64};
 use crate::local::HandleTable;
 use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
-use crate::stream_queue::{Cancel, Op, WaitEnd};
-
-/// A record of an event, completed when its stream reaches it (or when it is dropped
-/// unrun, so nobody waits for a record that never comes).
-struct Record(Arc<EventWords>, u32);
-
-impl Op<Failure> for Record {
-    fn try_now(&mut self) -> Option<HipResult<()>> {
-        Some(self.0.complete(self.1).map_err(Failure::from))
-    }
-
-    fn run(self: Box<Self>, _cancel: &Cancel) -> HipResult<()> {
-        Ok(self.0.complete(self.1)?)
-    }
-
-    fn abandon(self: Box<Self>) {
-        let _ = self.0.complete(self.1);
-    }
-}
-
-/// A stream's wait until the event's record with this index completed.
-struct Wait(Arc<EventWords>, u32);
-
-impl Op<Failure> for Wait {
-    fn try_now(&mut self) -> Option<HipResult<()>> {
-        match self.0.is_complete(self.1) {
-            Ok(true) => Some(Ok(())),
-            Ok(false) => None,
-            Err(e) => Some(Err(e.into())),
-        }
-    }
-
-    fn run(self: Box<Self>, cancel: &Cancel) -> HipResult<()> {
-        match self.0.wait_on_stream(self.1, cancel) {
-            Ok(()) | Err(WaitEnd::Cancelled | WaitEnd::TimedOut) => Ok(()),
-            Err(WaitEnd::Failed(e)) => Err(e.into()),
-        }
-    }
-}
 
 /// The record index a query or wait looks at: the latest record; for an event never
 /// recorded, 0 (complete) or, with [`EVENT_UNRECORDED_IS_COMPLETE`] switched off, 1
@@ -271,7 +232,7 @@ pub(crate) fn record(handle: usize, stream_handle: usize) -> HipResult<()> {
     let e = event(handle)?;
     let stream = stream::resolve(stream_handle)?;
     let index = e.words.begin_record()?;
-    let submitted = stream::submit(&stream, Box::new(Record(e.words.clone(), index)));
+    let submitted = stream::submit(&stream, Box::new(RecordOp(e.words.clone(), index)));
     if submitted.is_err() {
         // The stream was destroyed under us: do not leave the record pending forever.
         let _ = e.words.complete(index);
@@ -313,7 +274,7 @@ pub(crate) fn stream_wait(stream_handle: usize, handle: usize, flags: u32) -> Hi
         // Nothing pending to wait for (CLR checks the event before it enqueues anything).
         return Ok(());
     }
-    let seq = stream::submit(&stream, Box::new(Wait(e.words.clone(), target)))?;
+    let seq = stream::submit(&stream, Box::new(WaitOp(e.words.clone(), target)))?;
     let version = state()?.config().hip_version;
     if e.shared.is_some() && !versions::ipc_stream_wait_on_device(version) {
         // CLR before 7.0 waits on the calling thread until the stream passed the wait
