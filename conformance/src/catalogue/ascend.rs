@@ -950,23 +950,35 @@ fn key_repeat_import(ctx: &mut Ctx) -> Verdict {
     ))
 }
 
-fn key_importers_close_first(ctx: &mut Ctx) -> Verdict {
-    let mut a = ctx.acl()?;
-    let mut b = ctx.acl_peer("importer")?;
-    // Positive control: the documented order records nothing.
-    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
-    let pid = peer_on(&mut b, 0)?;
+/// The positive control of the key violation rules: export, import, read, then the
+/// documented order (RT-DOC 11-07: the importer closes, then the exporter closes and
+/// frees) records no violation. Returns the importer's pid (granted, on device 0).
+fn documented_order_records_nothing<E: Exec, F: Exec>(
+    ctx: &Ctx,
+    a: &mut Acl<E>,
+    b: &mut Acl<F>,
+) -> Result<i32, Stop> {
+    let (p, key) = key_exported(a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
+    let pid = peer_on(b, 0)?;
     a.key_set_pid(&key, &trust(pid)).step("grant")?;
     let va = b.key_import(&key, 0).step("import")?;
     b.read(va, CHECK).step("importer read")?;
     b.key_close(&key).step("importer close")?;
-    key_release(&mut a, p, &key)?;
+    key_release(a, p, &key)?;
     let recorded = ctx.take_violations();
     if !recorded.is_empty() {
         return Err(Stop::fail(format!(
-            "closing in the documented order recorded violations: {recorded:?}"
+            "the documented order (importer closes, exporter closes and frees) recorded \
+             violations: {recorded:?}"
         )));
     }
+    Ok(pid)
+}
+
+fn key_importers_close_first(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("importer")?;
+    let pid = documented_order_records_nothing(ctx, &mut a, &mut b)?;
     // The exporter closes first.
     let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
     a.key_set_pid(&key, &trust(pid)).step("grant")?;
@@ -993,20 +1005,7 @@ fn key_importers_close_first(ctx: &mut Ctx) -> Verdict {
 fn key_free_while_imported(ctx: &mut Ctx) -> Verdict {
     let mut a = ctx.acl()?;
     let mut b = ctx.acl_peer("importer")?;
-    // Positive control: the importer closes before the exporter closes and frees.
-    let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
-    let pid = peer_on(&mut b, 0)?;
-    a.key_set_pid(&key, &trust(pid)).step("grant")?;
-    let va = b.key_import(&key, 0).step("import")?;
-    b.read(va, CHECK).step("importer read")?;
-    b.key_close(&key).step("importer close")?;
-    key_release(&mut a, p, &key)?;
-    let recorded = ctx.take_violations();
-    if !recorded.is_empty() {
-        return Err(Stop::fail(format!(
-            "freeing after the importer closed recorded violations: {recorded:?}"
-        )));
-    }
+    let pid = documented_order_records_nothing(ctx, &mut a, &mut b)?;
     // The exporter frees the block while the importer maps it.
     let (p, key) = key_exported(&mut a, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT)?;
     a.key_set_pid(&key, &trust(pid)).step("grant")?;
