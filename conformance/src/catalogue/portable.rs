@@ -9,16 +9,17 @@ use std::time::{Duration, Instant};
 
 use devipc::token::{MemTokenParts, SignalTokenParts};
 use devipc::{
-    BackendKind, DeviceId, DeviceIpc, Error, ExportOptions, HostIdentity, Mechanism, MemToken,
-    ProcessId, SignalToken, TokenOrigin,
+    BackendKind, DeviceId, DeviceIpc, Error, ExportOptions, HostIdentity, ImportedBuffer,
+    Mechanism, MemToken, ProcessId, Runtime, SignalToken, TokenOrigin,
 };
 
 use super::{Step, ensure, pattern, portable, same_bytes};
 use crate::counting;
 use crate::ctx::Ctx;
+use crate::facade::Facade;
 use crate::facade::error_kind;
 use crate::rule::{Expect, Need, Rule, Stop, Verdict};
-use crate::shell::Failure;
+use crate::shell::{Failure, Remote};
 
 const SIZE: usize = 1 << 20;
 const CHECK: usize = 256;
@@ -506,22 +507,36 @@ fn grant_any_process(ctx: &mut Ctx) -> Verdict {
     Ok("imported without grant".into())
 }
 
-fn external_memory(ctx: &mut Ctx) -> Verdict {
-    // One 2 MiB huge page: Ascend exports whole aligned blocks (api-facts C.4 FAQ).
-    const BLOCK: usize = 2 << 20;
+/// One 2 MiB huge page: Ascend exports whole aligned blocks (api-facts C.4 FAQ).
+const EXTERNAL_BLOCK: usize = 2 << 20;
+
+/// A peer's framework memory (`aclrtMalloc` / `hipMalloc` of [`EXTERNAL_BLOCK`], filled
+/// with the pattern), its first `len` bytes exported with `export_external`, granted to
+/// this process and imported here; the import's bytes checked.
+fn external_imported(
+    ctx: &mut Ctx,
+    len: usize,
+) -> Result<(Runtime, Facade<Remote>, u64, MemToken, ImportedBuffer), Stop> {
     let rt = ctx.runtime()?;
     let mut peer = ctx.facade_peer("exporter", false)?;
-    let p = peer.external_alloc(0, BLOCK).step("peer vendor malloc")?;
+    let p = peer
+        .external_alloc(0, EXTERNAL_BLOCK)
+        .step("peer vendor malloc")?;
     peer.external_write(p, &pattern(1, CHECK))
         .step("peer write")?;
     let token = peer
-        .external_export(0, p, 4096, ExportOptions::default())
+        .external_export(0, p, len, ExportOptions::default())
         .step("export_external")?;
     peer.grant(&token, rt.process_id()).step("peer grant")?;
     let view = rt.import(&token, DeviceId(0)).step("import")?;
     let mut got = vec![0u8; CHECK];
     view.read(0, &mut got).step("read")?;
     same_bytes("import of framework memory reads", &got, &pattern(1, CHECK))?;
+    Ok((rt, peer, p, token, view))
+}
+
+fn external_memory(ctx: &mut Ctx) -> Verdict {
+    let (_rt, mut peer, p, token, view) = external_imported(ctx, 4096)?;
     drop(view);
     peer.external_free(0, p).step("peer close and free")?;
     peer.0.finish()?;
@@ -533,20 +548,8 @@ fn external_memory(ctx: &mut Ctx) -> Verdict {
 }
 
 fn external_close_waits_for_importers(ctx: &mut Ctx) -> Verdict {
-    // One 2 MiB huge page: Ascend exports whole aligned blocks (api-facts C.4 FAQ).
-    const BLOCK: usize = 2 << 20;
-    let rt = ctx.runtime()?;
-    let mut peer = ctx.facade_peer("exporter", false)?;
-    let p = peer.external_alloc(0, BLOCK).step("peer vendor malloc")?;
-    peer.external_write(p, &pattern(1, CHECK))
-        .step("peer write")?;
-    let token = peer
-        .external_export(0, p, BLOCK, ExportOptions::default())
-        .step("export_external")?;
-    peer.grant(&token, rt.process_id()).step("peer grant")?;
-    let view = rt.import(&token, DeviceId(0)).step("import")?;
+    let (rt, mut peer, p, _token, view) = external_imported(ctx, EXTERNAL_BLOCK)?;
     let mut got = vec![0u8; CHECK];
-    view.read(0, &mut got).step("read")?;
     let closed = peer.external_close(0, p);
     let refused = match (rt.info().kind, closed) {
         (BackendKind::Ascend, Err(Failure::Devipc { kind, message }))
