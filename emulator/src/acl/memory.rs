@@ -257,8 +257,9 @@ pub fn free(ptr: usize) -> AclResult<()> {
 fn check_not_revoked(backing: &Backing) -> AclResult<()> {
     match backing {
         Backing::Malloc { mapping, .. } => Ok(mapping.check_live()?),
-        Backing::KeyImport { key, mapping, .. } => {
-            mapping.check_live()?;
+        // The key's metadata is read only after a revocation in the directory (revoking
+        // the key moves the epoch too), not on every copy.
+        Backing::KeyImport { key, mapping, .. } => mapping.check_live_and(|| {
             let destroyed = match shared::registry()?.get(*key) {
                 Ok(meta) => meta.flags.contains(ObjectFlags::REVOKED),
                 Err(EmuError::NoSuchObject { .. }) => true,
@@ -272,7 +273,7 @@ fn check_not_revoked(backing: &Backing) -> AclResult<()> {
                 ));
             }
             Ok(())
-        }
+        }),
         Backing::Vmm { .. } => Ok(()),
     }
 }

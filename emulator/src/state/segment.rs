@@ -302,15 +302,26 @@ impl SharedMapping {
     /// (a revocation truncates first and bumps the epoch after, so a check that sees the
     /// new epoch sees the truncation).
     pub fn check_live(&self) -> Result<(), EmuError> {
-        let now = self.epoch.load();
-        if let Some(now) = now
-            && now % 2 == 0
-            && self.seen.load(Ordering::SeqCst) == u64::from(now)
-        {
+        self.check_live_and(|| Ok(()))
+    }
+
+    /// [`SharedMapping::check_live`] plus `also`, a check of an object this mapping
+    /// depends on (e.g. the key it was imported by); both are skipped while no revocation
+    /// happened since the last time both passed. `also` runs after the epoch is read, so
+    /// a revocation it misses moves the epoch and is seen by the next check.
+    pub fn check_live_and<E: From<EmuError>>(
+        &self,
+        also: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.unchanged_since_check() {
             return Ok(());
         }
+        let now = self.epoch.load();
+        also()?;
         match std::fs::symlink_metadata(&self.path) {
-            Ok(m) if m.len() < self.region.len() as u64 => Err(EmuError::Revoked { id: self.id }),
+            Ok(m) if m.len() < self.region.len() as u64 => {
+                Err(EmuError::Revoked { id: self.id }.into())
+            }
             // Still whole, or unlinked because its object was freed (by this process's
             // own last release: nobody else can revoke it any more).
             result => {
@@ -321,7 +332,8 @@ impl SharedMapping {
                         "stat",
                         &self.path,
                         io::Error::new(e.kind(), e.to_string()),
-                    ));
+                    )
+                    .into());
                 }
                 if let Some(now) = now
                     && now % 2 == 0
@@ -331,6 +343,14 @@ impl SharedMapping {
                 Ok(())
             }
         }
+    }
+
+    /// Whether no revocation of any object of the directory happened since this mapping's
+    /// last successful check (one atomic load).
+    fn unchanged_since_check(&self) -> bool {
+        self.epoch
+            .load()
+            .is_some_and(|now| now % 2 == 0 && self.seen.load(Ordering::SeqCst) == u64::from(now))
     }
 
     /// Copies bytes at `offset` into `dst`.
