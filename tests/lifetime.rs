@@ -121,12 +121,14 @@ fn external_exporter(rt: Runtime, parent: &Parent) -> Result<(), String> {
 }
 
 /// Imports the token it hears on device 0 (view 0); `import <device>` imports it again
-/// on another device (the next view). `read [i]` reads view `i` (`ok`, or the error's
-/// kind and vendor name); `close [i]` drops view `i`.
+/// on another device, `import-second-runtime <device>` through a second `Runtime` of this
+/// process (the next view). `read [i]` reads view `i` (`ok`, or the error's kind and
+/// vendor name); `close [i]` drops view `i`.
 fn importer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     let token: MemToken = parent.hear().parse().map_err(|e: Error| e.to_string())?;
     let view = rt.import(&token, DeviceId(0)).map_err(|e| e.to_string())?;
     let mut views = vec![Some(view)];
+    let mut second: Option<Runtime> = None;
     loop {
         let line = parent.hear();
         let (command, arg) = line.split_once(' ').unwrap_or((line.as_str(), "0"));
@@ -136,6 +138,18 @@ fn importer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
         match command {
             "import" => {
                 let view = rt
+                    .import(&token, DeviceId(index as u32))
+                    .map_err(|e| e.to_string())?;
+                views.push(Some(view));
+                parent.say("imported", &(views.len() - 1).to_string());
+            }
+            "import-second-runtime" => {
+                if second.is_none() {
+                    second = Some(Runtime::emulated(rt.info().kind).map_err(|e| e.to_string())?);
+                }
+                let view = second
+                    .as_ref()
+                    .ok_or("no second runtime")?
                     .import(&token, DeviceId(index as u32))
                     .map_err(|e| e.to_string())?;
                 views.push(Some(view));
@@ -320,6 +334,37 @@ fn ascend_key_imported_on_two_devices_closes_in_the_vendors_order() {
     importer.send("close 0");
     importer.expect("closed");
     // ...and may once both are closed.
+    exporter.send("close");
+    assert_eq!(exporter.expect("closed"), "ok");
+    exporter.send("free");
+    assert_eq!(exporter.expect("freed"), "0");
+    for mut child in [importer, exporter] {
+        child.send("exit");
+        child.wait_success();
+    }
+    root.assert_emulator_clean();
+}
+
+/// Ascend: two `Runtime`s of one process importing one key are two vendor imports in one
+/// process-wide list; dropping the second runtime's view must not close the first's.
+#[test]
+fn ascend_key_imported_by_two_runtimes_closes_in_the_vendors_order() {
+    let root = TestRoot::new("lifetime-ascend-two-runtimes");
+    let mut exporter = spawn(&root, "external-exporter", BackendKind::Ascend, None);
+    let mut importer = spawn(&root, "importer", BackendKind::Ascend, None);
+    importer.send(&exporter.expect("token"));
+    importer.send("import-second-runtime 0");
+    assert_eq!(importer.expect("imported"), "1");
+    importer.send("close 1");
+    importer.expect("closed");
+    importer.send("read 0");
+    assert_eq!(
+        importer.expect("read"),
+        "ok",
+        "the first runtime's view survives"
+    );
+    importer.send("close 0");
+    importer.expect("closed");
     exporter.send("close");
     assert_eq!(exporter.expect("closed"), "ok");
     exporter.send("free");

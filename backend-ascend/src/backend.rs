@@ -7,7 +7,7 @@
 //! until [`AscendBackend::close_external`] or the drop. How devipc shares ACL's
 //! process-wide initialisation with the framework is documented on [`AscendBackend`].
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_char;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -27,7 +27,7 @@ use devipc_core::{
 
 use crate::call::{check, vendor_error};
 use crate::device::DeviceScope;
-use crate::external::{ExternalExport, Key, KeyMapping};
+use crate::external::ExternalExport;
 use crate::memory::{AllocRecord, MappingRecord};
 use crate::signal::SignalRecord;
 
@@ -75,11 +75,6 @@ pub struct AscendBackend {
     pub(crate) signals: HandleTable<SignalRecord>,
     /// Keys exported for framework memory, by (device, block base).
     pub(crate) external: Mutex<HashMap<(DeviceId, u64), ExternalExport>>,
-    /// Key imports of this process per key, oldest first, with whether devipc released
-    /// them: `aclrtIpcMemClose` closes a key's *oldest* import (RT-SRC `vaList.front()`),
-    /// so a release is carried out only once every older import of the key is released
-    /// too (see `AscendBackend::release_key_mapping`).
-    pub(crate) key_imports: Mutex<HashMap<Key, VecDeque<(KeyMapping, bool)>>>,
     /// Serialises the exports that create a vendor handle once and cache it (VMM
     /// shareable handles, notify keys), so two threads never create two.
     pub(crate) export_lock: Mutex<()>,
@@ -168,7 +163,6 @@ impl AscendBackend {
             mappings: HandleTable::new("mapping"),
             signals: HandleTable::new("signal"),
             external: Mutex::new(HashMap::new()),
-            key_imports: Mutex::new(HashMap::new()),
             export_lock: Mutex::new(()),
             ranges: Mutex::new(BTreeMap::new()),
             peers_enabled: Mutex::new(Vec::new()),

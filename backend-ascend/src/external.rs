@@ -36,7 +36,9 @@
 //! `aclrtIpcMemClose`, and `close_external` refuses with `InvalidArgument` while a live
 //! importer holds it (a killed importer's hold does not count).
 
+use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use devipc_ascend_sys::consts::{
@@ -81,6 +83,13 @@ pub(crate) struct ExternalExport {
     /// Tells this export from an earlier one of a block at the same address.
     pub(crate) generation: u64,
 }
+
+/// Key imports of this process per key, oldest first, with whether devipc released them.
+/// `aclrtIpcMemClose` closes a key's *oldest* import (RT-SRC `vaList.front()`), so a
+/// release is carried out only once every older import of the key is released too
+/// ([`AscendBackend::release_key_mapping`]). Process-wide, like the runtime's list: two
+/// `Runtime`s of one process importing one key share it.
+static KEY_IMPORTS: Mutex<Option<HashMap<Key, VecDeque<(KeyMapping, bool)>>>> = Mutex::new(None);
 
 /// What the backend keeps for a [`Mapping`] of an imported key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -353,7 +362,8 @@ impl AscendBackend {
             lease,
             base,
         };
-        lock(&self.key_imports)
+        lock(&KEY_IMPORTS)
+            .get_or_insert_with(HashMap::new)
             .entry(key)
             .or_default()
             .push_back((record, false));
@@ -381,7 +391,8 @@ impl AscendBackend {
     /// first, each with its lease hold dropped after its close.
     pub(crate) fn release_key_mapping(&self, mapping: &KeyMapping) -> Result<()> {
         self.remove_range(mapping.base);
-        let mut imports = lock(&self.key_imports);
+        let mut imports = lock(&KEY_IMPORTS);
+        let imports = imports.get_or_insert_with(HashMap::new);
         let Some(queue) = imports.get_mut(&mapping.key) else {
             return Err(Error::invalid_argument(
                 "the key import is not known to this backend",
