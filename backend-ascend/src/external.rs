@@ -89,7 +89,10 @@ pub(crate) struct ExternalExport {
 /// release is carried out only once every older import of the key is released too
 /// ([`AscendBackend::release_key_mapping`]). Process-wide, like the runtime's list: two
 /// `Runtime`s of one process importing one key share it.
-static KEY_IMPORTS: Mutex<Option<HashMap<Key, VecDeque<(KeyMapping, bool)>>>> = Mutex::new(None);
+static KEY_IMPORTS: Mutex<Option<HashMap<Key, ImportQueue>>> = Mutex::new(None);
+
+/// One key's imports in this process, oldest first, each with whether devipc released it.
+type ImportQueue = VecDeque<(KeyMapping, bool)>;
 
 /// What the backend keeps for a [`Mapping`] of an imported key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
