@@ -168,6 +168,7 @@ mod tests {
             device: DeviceId(0),
             origin: TokenOrigin {
                 pid: ProcessId(std::process::id() + 1),
+                start_time: 1,
                 host: HostIdentity::current(),
             },
             generation,
@@ -259,6 +260,7 @@ mod tests {
             device: DeviceId(0),
             origin: TokenOrigin {
                 pid: ProcessId(std::process::id() + 1),
+                start_time: 1,
                 host: parts_host,
             },
             generation: 1,

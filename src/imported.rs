@@ -130,12 +130,20 @@ impl ImportedBuffer {
     /// Copies `src` into the imported memory at `offset`.
     pub fn write(&self, offset: usize, src: &[u8]) -> Result<()> {
         let dst = checked_span(self.ptr, self.len, offset, src.len())?;
-        self.rt.inner.backend.write(dst, src)
+        // SAFETY: the span lies inside this view, which was checked against the mapped
+        // object's real size when it was made, and `source` keeps the object mapped.
+        unsafe { self.io().write(dst, src) }
     }
 
     /// Copies imported bytes at `offset` into `dst`.
     pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         let src = checked_span(self.ptr, self.len, offset, dst.len())?;
-        self.rt.inner.backend.read(src, dst)
+        // SAFETY: as in `write`.
+        unsafe { self.io().read(src, dst) }
+    }
+
+    /// The backend that mapped the memory, which copies to and from it.
+    fn io(&self) -> &crate::Backend {
+        &self.rt.inner.backend
     }
 }

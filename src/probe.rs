@@ -8,7 +8,7 @@ use std::time::Duration;
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
     Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
-    ExportOptions, HandleId, LibrarySource, Mapping, Mechanism, MemToken, ProcessId, RawStream,
+    ExportOptions, HandleTable, LibrarySource, Mapping, Mechanism, MemToken, ProcessId, RawStream,
     Result, SignalHandle, SignalToken, TokenOrigin,
 };
 
@@ -21,7 +21,12 @@ pub struct ProbeBackend {
     pid: ProcessId,
     /// Fill byte of the tokens' vendor payload (their identity).
     payload: u8,
+    /// Mints the handles it returns.
+    handles: HandleTable<()>,
 }
+
+/// The real size of every object the probe "maps", whatever a token claims.
+pub const PROBE_OBJECT_SIZE: usize = 4096;
 
 impl ProbeBackend {
     /// A probe reporting itself as `kind`.
@@ -43,6 +48,7 @@ impl ProbeBackend {
                 capabilities: Capabilities::default(),
             },
             calls: Mutex::new(Vec::new()),
+            handles: HandleTable::new("probe"),
         }
     }
 
@@ -100,7 +106,7 @@ impl DeviceIpc for ProbeBackend {
     fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
         self.record("allocate");
         Ok(Allocation {
-            id: HandleId(1),
+            id: self.handles.insert(()),
             device,
             ptr: DevicePtr(0x1000),
             size,
@@ -139,22 +145,18 @@ impl DeviceIpc for ProbeBackend {
     }
     fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
         self.record("import");
-        Ok(Mapping {
-            id: HandleId(2),
-            device,
-            ptr: DevicePtr(0x2000 + token.offset()),
-            len: token.len() as usize,
-        })
+        let id = self.handles.insert(());
+        Mapping::for_token(id, device, DevicePtr(0x2000), PROBE_OBJECT_SIZE, token)
     }
     fn close(&self, _mapping: Mapping) -> Result<()> {
         self.record("close");
         Ok(())
     }
-    fn write(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
+    unsafe fn write(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
         self.record("write");
         Ok(())
     }
-    fn read(&self, _src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+    unsafe fn read(&self, _src: DevicePtr, dst: &mut [u8]) -> Result<()> {
         self.record("read");
         dst.fill(0xAB);
         Ok(())
@@ -162,7 +164,7 @@ impl DeviceIpc for ProbeBackend {
     fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
         self.record("create_signal");
         Ok(SignalHandle {
-            id: HandleId(3),
+            id: self.handles.insert(()),
             device,
         })
     }
@@ -175,7 +177,11 @@ impl DeviceIpc for ProbeBackend {
             origin: TokenOrigin::current(self.pid),
             generation: 1,
             // Unique per signal, as a vendor's handle is.
-            payload: [vec![self.payload; 64], signal.id.0.to_le_bytes().to_vec()].concat(),
+            payload: [
+                vec![self.payload; 64],
+                signal.id.get().to_le_bytes().to_vec(),
+            ]
+            .concat(),
         })
     }
     fn grant_signal(&self, _token: &SignalToken, _peers: &[ProcessId]) -> Result<()> {
@@ -185,7 +191,7 @@ impl DeviceIpc for ProbeBackend {
     fn import_signal(&self, _token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
         self.record("import_signal");
         Ok(SignalHandle {
-            id: HandleId(4),
+            id: self.handles.insert(()),
             device,
         })
     }

@@ -150,13 +150,15 @@ impl SharedBuffer {
     /// Copies `src` into the buffer at `offset`.
     pub fn write(&self, offset: usize, src: &[u8]) -> Result<()> {
         let dst = checked_span(self.ptr(), self.len(), offset, src.len())?;
-        self.owned.rt.inner.backend.write(dst, src)
+        // SAFETY: the span lies inside this buffer's allocation, which `self` keeps alive.
+        unsafe { self.owned.rt.inner.backend.write(dst, src) }
     }
 
     /// Copies bytes at `offset` out of the buffer into `dst`.
     pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         let src = checked_span(self.ptr(), self.len(), offset, dst.len())?;
-        self.owned.rt.inner.backend.read(src, dst)
+        // SAFETY: as in `write`.
+        unsafe { self.owned.rt.inner.backend.read(src, dst) }
     }
 }
 

@@ -69,6 +69,8 @@ pub struct AscendBackend {
     pub(crate) info: BackendInfo,
     pub(crate) device_count: u32,
     pub(crate) host: HostIdentity,
+    /// This process's start time, for [`TokenOrigin::start_time`].
+    pub(crate) start_time: u64,
     pid: OnceLock<ProcessId>,
     pub(crate) allocations: HandleTable<AllocRecord>,
     pub(crate) mappings: HandleTable<MappingRecord>,
@@ -158,6 +160,7 @@ impl AscendBackend {
             info,
             device_count,
             host: HostIdentity::current(),
+            start_time: devipc_core::identity::current_start_time(),
             pid: OnceLock::new(),
             allocations: HandleTable::new("allocation"),
             mappings: HandleTable::new("mapping"),
@@ -191,6 +194,7 @@ impl AscendBackend {
     pub(crate) fn origin(&self) -> Result<TokenOrigin> {
         Ok(TokenOrigin {
             pid: self.bare_tgid()?,
+            start_time: self.start_time,
             host: self.host,
         })
     }
@@ -554,10 +558,10 @@ impl DeviceIpc for AscendBackend {
     fn close(&self, mapping: Mapping) -> Result<()> {
         self.close_mapping(mapping)
     }
-    fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+    unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         self.write_memory(dst, src)
     }
-    fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+    unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
         self.read_memory(src, dst)
     }
     fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {

@@ -333,7 +333,8 @@ impl AscendBackend {
     /// runtime's peer-access flag when `device` is not the exporter's.
     pub(crate) fn import_key(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
         let (key, lease) = key_token_payload(token.payload(), token.mechanism())?;
-        let (size, offset, len) = token_range(token)?;
+        // TODO(lifetime): the size is the token's claim; learn it from the runtime.
+        let (size, _, _) = token_range(token)?;
         let import = optional!(self.api, aclrtIpcMemImportByKey)?;
         let cross_device = device != token.device();
         let flags = if cross_device {
@@ -356,7 +357,6 @@ impl AscendBackend {
         }
         rollback.push(Undo::IpcClose(key));
         let base = base as usize as u64;
-        let ptr = DevicePtr(base).offset(offset)?;
         let end = DevicePtr(base).offset(size)?.0;
         rollback.commit();
         let record = KeyMapping {
@@ -380,12 +380,7 @@ impl AscendBackend {
             CopyRoute::Direct
         };
         self.add_range(base, DeviceRange { end, device, route });
-        Ok(Mapping {
-            id,
-            device,
-            ptr,
-            len,
-        })
+        Mapping::for_token(id, device, DevicePtr(base), size, token)
     }
 
     /// Releases an imported key mapping. `aclrtIpcMemClose` closes the key's *oldest*

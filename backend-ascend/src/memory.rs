@@ -347,7 +347,7 @@ impl AscendBackend {
             emulated: self.info.source.is_emulated(),
             device: record.vmm.device,
             origin: self.origin()?,
-            generation: alloc.id.0,
+            generation: alloc.id.get(),
             object_size: record.vmm.size as u64,
             offset: range.start as u64,
             len: (range.end - range.start) as u64,
@@ -390,7 +390,8 @@ impl AscendBackend {
             return self.import_key(token, device);
         }
         let handle = vmm_payload(token)?;
-        let (size, offset, len) = token_range(token)?;
+        // TODO(lifetime): the size is the token's claim; learn it from the runtime.
+        let (size, _, _) = token_range(token)?;
         let import = optional!(self.api, aclrtMemImportFromShareableHandle)?;
         if device != token.device() {
             // VMM memory of another device needs peer access (api-facts C.5).
@@ -406,7 +407,6 @@ impl AscendBackend {
         check(&self.api, "aclrtMemImportFromShareableHandle", code)?;
         rollback.push(Undo::FreePhysical(phys as usize));
         let va = self.reserve_and_map(&mut rollback, phys, size, device)?;
-        let ptr = DevicePtr(va).offset(offset)?;
         rollback.commit();
         let id = self.mappings.insert(MappingRecord::Vmm(VmmObjects {
             device,
@@ -423,12 +423,7 @@ impl AscendBackend {
                 route: CopyRoute::Direct,
             },
         );
-        Ok(Mapping {
-            id,
-            device,
-            ptr,
-            len,
-        })
+        Mapping::for_token(id, device, DevicePtr(va), size, token)
     }
 
     pub(crate) fn close_mapping(&self, mapping: Mapping) -> Result<()> {

@@ -52,8 +52,8 @@ use devipc_ascend_sys::consts::{
 use devipc_ascend_sys::types::{aclError, aclrtNotify};
 use devipc_core::token::SignalTokenParts;
 use devipc_core::{
-    DeviceId, Error, ExportOptions, HandleId, Mechanism, PidValidation, ProcessId, RawStream,
-    Result, SignalHandle, SignalToken,
+    DeviceId, Error, ExportOptions, Mechanism, PidValidation, ProcessId, RawStream, Result,
+    SignalHandle, SignalToken,
 };
 
 use crate::backend::{AscendBackend, lock};
@@ -178,7 +178,7 @@ impl AscendBackend {
             emulated: self.info.source.is_emulated(),
             device: record.device,
             origin: self.origin()?,
-            generation: signal.id.0,
+            generation: signal.id.get(),
             payload: key.to_vec(),
         })
     }
@@ -203,9 +203,9 @@ impl AscendBackend {
         if token.origin() != self.origin()? {
             return Err(not_ours());
         }
-        let record = self
+        let (_, record) = self
             .signals
-            .get(HandleId(token.generation()))
+            .get_raw(token.generation())
             .map_err(|_| not_ours())?;
         if record.exported.map(|(k, _)| k) != Some(key) {
             return Err(not_ours());

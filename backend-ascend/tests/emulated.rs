@@ -235,7 +235,7 @@ fn pattern(seed: u8, len: usize) -> Vec<u8> {
 
 fn read(b: &AscendBackend, ptr: DevicePtr, len: usize) -> Vec<u8> {
     let mut buf = vec![0u8; len];
-    b.read(ptr, &mut buf).unwrap();
+    b.read_raw(ptr, &mut buf).unwrap();
     buf
 }
 
@@ -292,7 +292,7 @@ fn vmm_a(b: &AscendBackend, peer: &mut Peer) {
     let alloc = b.allocate(DeviceId(0), 3 << 20).unwrap();
     assert_eq!(alloc.size, 4 << 20, "rounded up to the 2 MiB granularity");
     let off = 1 << 20;
-    b.write(alloc.ptr.offset(off).unwrap(), &pattern(1, 4096))
+    b.write_raw(alloc.ptr.offset(off).unwrap(), &pattern(1, 4096))
         .unwrap();
     let token = b
         .export(&alloc, off..off + 4096, ExportOptions::trustlist())
@@ -344,7 +344,7 @@ fn vmm_b(b: &AscendBackend, peer: &mut Peer) {
     let m = b.import(&token, DeviceId(0)).unwrap();
     assert_eq!((m.device, m.len), (DeviceId(0), 4096));
     assert_eq!(read(b, m.ptr, 4096), pattern(1, 4096));
-    b.write(m.ptr, &pattern(2, 4096)).unwrap();
+    b.write_raw(m.ptr, &pattern(2, 4096)).unwrap();
     peer.send("written", "");
     b.close(m.clone()).unwrap();
     assert!(matches!(
@@ -367,7 +367,7 @@ fn ipc_key_export_grant_import_read_write_close() {
 fn ipc_key_a(b: &AscendBackend, peer: &mut Peer) {
     let base = framework_malloc(b, 0, 64 << 10);
     let ptr = base.offset(4096).unwrap();
-    b.write(ptr, &pattern(3, 100)).unwrap();
+    b.write_raw(ptr, &pattern(3, 100)).unwrap();
     let token = b
         .export_external(DeviceId(0), ptr, 100, ExportOptions::trustlist())
         .unwrap();
@@ -413,7 +413,7 @@ fn ipc_key_b(b: &AscendBackend, peer: &mut Peer) {
     let m = b.import(&token, DeviceId(0)).unwrap();
     assert_eq!(m.len, 100);
     assert_eq!(read(b, m.ptr, 100), pattern(3, 100));
-    b.write(m.ptr, &pattern(4, 100)).unwrap();
+    b.write_raw(m.ptr, &pattern(4, 100)).unwrap();
     peer.send("written", "");
     peer.recv("refused");
     b.close(m.clone()).unwrap();
@@ -527,14 +527,14 @@ fn long_pattern(seed: u8, len: usize) -> Vec<u8> {
 
 fn cross_device_a(b: &AscendBackend, peer: &mut Peer) {
     let alloc = b.allocate(DeviceId(1), 1).unwrap();
-    b.write(alloc.ptr, &pattern(5, 256)).unwrap();
+    b.write_raw(alloc.ptr, &pattern(5, 256)).unwrap();
     let vmm = b
         .export(&alloc, 0..256, ExportOptions::any_process())
         .unwrap();
     assert_eq!(vmm.device(), DeviceId(1));
     // Larger than one staging chunk, so the peer's staged copies take several.
     let block = framework_malloc(b, 1, KEY_BLOCK);
-    b.write(block, &long_pattern(6, KEY_BLOCK)).unwrap();
+    b.write_raw(block, &long_pattern(6, KEY_BLOCK)).unwrap();
     let key = b
         .export_external(DeviceId(1), block, KEY_BLOCK, ExportOptions::any_process())
         .unwrap();
@@ -602,7 +602,7 @@ fn cross_device_b(b: &AscendBackend, peer: &mut Peer) {
         read(b, k.ptr.offset(KEY_WRITE_AT).unwrap(), 100),
         long_pattern(6, KEY_BLOCK)[KEY_WRITE_AT..KEY_WRITE_AT + 100]
     );
-    b.write(
+    b.write_raw(
         k.ptr.offset(KEY_WRITE_AT).unwrap(),
         &long_pattern(8, KEY_WRITE_LEN),
     )
@@ -612,7 +612,7 @@ fn cross_device_b(b: &AscendBackend, peer: &mut Peer) {
             == long_pattern(8, KEY_WRITE_LEN)
     );
     let s = b.import_signal(&signal_token, DeviceId(0)).unwrap();
-    b.write(m.ptr, &pattern(7, 256)).unwrap();
+    b.write_raw(m.ptr, &pattern(7, 256)).unwrap();
     b.notify(&s, RawStream::DEFAULT).unwrap();
     // Imported on device 0, created on device 1: the runtime takes the wait only on the
     // creator's device (CheckIpcNotifyDevId), which the backend binds for it.
@@ -794,5 +794,23 @@ fn parts_of(t: &MemToken) -> MemTokenParts {
         offset: t.offset(),
         len: t.len(),
         payload: t.payload().to_vec(),
+    }
+}
+
+/// Test shorthand for the raw copies: every pointer these tests pass comes from a live
+/// allocation or mapping of the same backend.
+trait RawIo {
+    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()>;
+    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()>;
+}
+
+impl<T: devipc_core::DeviceIpc + ?Sized> RawIo for T {
+    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()> {
+        // SAFETY: see the trait: the tests pass pointers into live objects only.
+        unsafe { self.write(dst, src) }
+    }
+    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()> {
+        // SAFETY: as above.
+        unsafe { self.read(src, dst) }
     }
 }

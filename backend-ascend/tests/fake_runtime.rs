@@ -1042,7 +1042,7 @@ fn an_allocation_is_exported_once_and_its_handle_reused() {
         (t2.offset(), t2.len(), t2.object_size()),
         (4096, 4096, 4 << 20)
     );
-    assert_eq!(t1.generation(), alloc.id.0);
+    assert_eq!(t1.generation(), alloc.id.get());
     assert_eq!(t1.device(), DeviceId(1));
     assert_eq!(t1.origin().pid, ProcessId(4242), "the bare tgid");
     assert_eq!(b.process_id().unwrap(), ProcessId(4242));
@@ -1326,9 +1326,10 @@ fn write_and_read_bind_the_device_of_the_range() {
     let alloc = b.allocate(DeviceId(1), 1).unwrap();
     fake::with(|s| s.current = Some(0));
     calls();
-    b.write(alloc.ptr.offset(10).unwrap(), &[1, 2, 3]).unwrap();
+    b.write_raw(alloc.ptr.offset(10).unwrap(), &[1, 2, 3])
+        .unwrap();
     let mut buf = [0u8; 4];
-    b.read(alloc.ptr, &mut buf).unwrap();
+    b.read_raw(alloc.ptr, &mut buf).unwrap();
     let c = calls();
     assert_eq!(
         c,
@@ -1344,7 +1345,7 @@ fn write_and_read_bind_the_device_of_the_range() {
         ]
     );
     // Memory devipc did not map: the thread's device as it is.
-    b.write(DevicePtr(0x1234), &[1]).unwrap();
+    b.write_raw(DevicePtr(0x1234), &[1]).unwrap();
     assert_eq!(calls(), ["aclrtMemcpy(1,1,1)"]);
     b.free(alloc).unwrap();
 }
@@ -1396,7 +1397,7 @@ fn a_cross_device_key_import_is_written_and_read_through_a_staging_buffer() {
     copies();
 
     let data: Vec<u8> = (0..100).collect();
-    b.write(cross.ptr, &data).unwrap();
+    b.write_raw(cross.ptr, &data).unwrap();
     let (staging, stream) = staging_and_stream();
     assert_eq!(
         calls(),
@@ -1437,7 +1438,7 @@ fn a_cross_device_key_import_is_written_and_read_through_a_staging_buffer() {
     );
 
     let mut back = [0u8; 64];
-    b.read(cross.ptr.offset(8).unwrap(), &mut back).unwrap();
+    b.read_raw(cross.ptr.offset(8).unwrap(), &mut back).unwrap();
     let (staging, stream) = staging_and_stream();
     assert_eq!(
         calls(),
@@ -1462,7 +1463,7 @@ fn a_cross_device_key_import_is_written_and_read_through_a_staging_buffer() {
     assert_eq!((c[1].dst, c[1].src), (back.as_ptr().addr(), staging));
 
     // On the exporter's device the plain synchronous copy is allowed.
-    b.read(same.ptr, &mut back).unwrap();
+    b.read_raw(same.ptr, &mut back).unwrap();
     assert_eq!(calls(), ["aclrtGetDevice", "aclrtMemcpy(64,64,2)"]);
     b.close(cross).unwrap();
     b.close(same).unwrap();
@@ -1481,7 +1482,7 @@ fn large_staged_copies_go_in_bounded_chunks_through_one_buffer() {
     let data = vec![7u8; len];
     calls();
     copies();
-    b.write(cross.ptr, &data).unwrap();
+    b.write_raw(cross.ptr, &data).unwrap();
     let (staging, stream) = staging_and_stream();
     let c = calls();
     assert_eq!(count(&c, "aclrtMalloc"), 1, "{c:?}");
@@ -1513,7 +1514,7 @@ fn large_staged_copies_go_in_bounded_chunks_through_one_buffer() {
     assert_eq!(copies(), want);
 
     let mut back = vec![0u8; len];
-    b.read(cross.ptr, &mut back).unwrap();
+    b.read_raw(cross.ptr, &mut back).unwrap();
     let (staging, stream) = staging_and_stream();
     let mut want = Vec::new();
     for (offset, n) in chunks {
@@ -1586,9 +1587,9 @@ fn a_failing_staged_copy_releases_the_buffer_and_the_stream_and_restores_the_dev
         calls();
         fail_nth(name, nth, 507_899);
         let err = if write {
-            b.write(cross.ptr, &data).unwrap_err()
+            b.write_raw(cross.ptr, &data).unwrap_err()
         } else {
-            b.read(cross.ptr, &mut back).unwrap_err()
+            b.read_raw(cross.ptr, &mut back).unwrap_err()
         };
         let case = format!("{name} #{nth}, write {write}");
         assert!(
@@ -1621,18 +1622,18 @@ fn a_failing_staged_copy_releases_the_buffer_and_the_stream_and_restores_the_dev
     // object is still released.
     calls();
     fail("aclrtDestroyStream", 107_017);
-    let err = b.write(cross.ptr, &data[..100]).unwrap_err();
+    let err = b.write_raw(cross.ptr, &data[..100]).unwrap_err();
     assert_eq!(err.vendor_code(), Some(107_017), "{err}");
     assert!(err.to_string().contains("aclrtDestroyStream"), "{err}");
     assert_eq!(count(&calls(), "aclrtFree"), 1);
     unfail("aclrtDestroyStream");
     fail("aclrtFree", 107_000);
-    let err = b.read(cross.ptr, &mut back[..100]).unwrap_err();
+    let err = b.read_raw(cross.ptr, &mut back[..100]).unwrap_err();
     assert!(err.to_string().contains("aclrtFree"), "{err}");
     unfail("aclrtFree");
 
     // All well again.
-    b.write(cross.ptr, &data).unwrap();
+    b.write_raw(cross.ptr, &data).unwrap();
     b.close(cross).unwrap();
 }
 
@@ -1648,7 +1649,7 @@ fn without_async_copies_a_cross_device_key_import_is_unsupported_for_host_copies
     let same = b.import(&token, DeviceId(1)).unwrap();
     calls();
     let mut buf = [0u8; 16];
-    let err = b.read(cross.ptr, &mut buf).unwrap_err();
+    let err = b.read_raw(cross.ptr, &mut buf).unwrap_err();
     match &err {
         Error::Unsupported { what, .. } => {
             assert!(what.contains("aclrtMemcpyAsync"), "{what}");
@@ -1657,13 +1658,13 @@ fn without_async_copies_a_cross_device_key_import_is_unsupported_for_host_copies
         other => panic!("expected Unsupported, got {other:?}"),
     }
     assert!(matches!(
-        b.write(cross.ptr, &buf),
+        b.write_raw(cross.ptr, &buf),
         Err(Error::Unsupported { .. })
     ));
     assert!(calls().is_empty(), "nothing is called before the refusal");
     // Same-device imports and allocations copy as before.
-    b.read(same.ptr, &mut buf).unwrap();
-    b.write(same.ptr, &buf).unwrap();
+    b.read_raw(same.ptr, &mut buf).unwrap();
+    b.write_raw(same.ptr, &buf).unwrap();
     b.close(cross).unwrap();
     b.close(same).unwrap();
 }
@@ -1676,7 +1677,7 @@ fn notify_export_grant_import_and_wait_use_the_notify_flags_and_seconds() {
     let t = b.export_signal(&s, ExportOptions::any_process()).unwrap();
     assert_eq!(t.mechanism(), Mechanism::AscendNotify);
     assert_eq!(t.payload().len(), 65);
-    assert_eq!(t.generation(), s.id.0);
+    assert_eq!(t.generation(), s.id.get());
     let c = calls();
     assert!(c.contains(&"aclrtCreateNotify(0)".to_owned()), "{c:?}");
     assert!(
@@ -1821,4 +1822,22 @@ fn a_runtime_rejecting_the_notify_peer_flag_gets_peer_access_enabled_instead() {
     unfail("aclrtNotifyImportByKey");
     b.destroy_signal(imported).unwrap();
     b.destroy_signal(s).unwrap();
+}
+
+/// Test shorthand for the raw copies: every pointer these tests pass comes from a live
+/// allocation or mapping of the same backend.
+trait RawIo {
+    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()>;
+    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()>;
+}
+
+impl<T: devipc_core::DeviceIpc + ?Sized> RawIo for T {
+    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()> {
+        // SAFETY: see the trait: the tests pass pointers into live objects only.
+        unsafe { self.write(dst, src) }
+    }
+    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()> {
+        // SAFETY: as above.
+        unsafe { self.read(src, dst) }
+    }
 }

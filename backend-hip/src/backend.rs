@@ -228,10 +228,10 @@ impl DeviceIpc for HipBackend {
     fn close(&self, mapping: Mapping) -> Result<()> {
         self.close_mapping(mapping)
     }
-    fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+    unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         self.write_memory(dst, src)
     }
-    fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+    unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
         self.read_memory(src, dst)
     }
     fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
-    Allocation, BackendKind, DeviceId, DevicePtr, Error, ExportOptions, HandleId, Mapping,
-    Mechanism, MemToken, Result,
+    Allocation, BackendKind, DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism,
+    MemToken, Result,
 };
 use devipc_hip_sys::{
     HIP_IPC_HANDLE_SIZE, hipDeviceptr_t, hipErrorPeerAccessAlreadyEnabled, hipIpcMemHandle_t,
@@ -113,7 +113,7 @@ impl HipBackend {
         let lease = self.export_lease(alloc.id)?;
         let mut payload = handle.to_bytes().to_vec();
         payload.extend_from_slice(lease.name());
-        self.mem_token(record.device, payload, record.size, range, alloc.id)
+        self.mem_token(record.device, payload, record.size, range, alloc.id.get())
     }
 
     pub(crate) fn export_external_memory(
@@ -147,7 +147,7 @@ impl HipBackend {
         let handle = self.ipc_handle(device, base as usize as u64)?;
         // Memory devipc did not allocate has no generation and no lease of its own: its
         // lifetime is the framework's.
-        self.mem_token(device, handle.to_bytes().to_vec(), size, range, HandleId(0))
+        self.mem_token(device, handle.to_bytes().to_vec(), size, range, 0)
     }
 
     fn ipc_handle(&self, device: DeviceId, base: u64) -> Result<hipIpcMemHandle_t> {
@@ -164,14 +164,14 @@ impl HipBackend {
         payload: Vec<u8>,
         object_size: usize,
         range: Range<usize>,
-        generation: HandleId,
+        generation: u64,
     ) -> Result<MemToken> {
         MemToken::new(MemTokenParts {
             mechanism: Mechanism::HipIpcMem,
             emulated: self.info.source.is_emulated(),
             device,
             origin: self.origin,
-            generation: generation.0,
+            generation,
             object_size: object_size as u64,
             offset: range.start as u64,
             len: (range.end - range.start) as u64,
@@ -212,10 +212,6 @@ impl HipBackend {
         };
         let mut bytes = [0u8; HIP_IPC_HANDLE_SIZE];
         bytes.copy_from_slice(handle);
-        let offset = usize::try_from(token.offset())
-            .map_err(|_| Error::invalid_token("offset does not fit this platform"))?;
-        let len = usize::try_from(token.len())
-            .map_err(|_| Error::invalid_token("length does not fit this platform"))?;
         if device != token.device() {
             // Runtimes before the lazy flag took effect (rocm-systems PR #817) need peer
             // access enabled explicitly for a cross-device open.
@@ -240,17 +236,48 @@ impl HipBackend {
             return Err(e);
         }
         let addr = base as usize as u64;
-        let id = self.mappings.insert(MappingRecord {
+        let record = MappingRecord {
             device,
             base: addr,
             lease,
-        });
-        Ok(Mapping {
-            id,
-            device,
-            ptr: DevicePtr(addr).offset(offset)?,
-            len,
-        })
+        };
+        // The token's sizes are claims; the runtime knows the opened allocation's real
+        // extent. A range beyond it (forged or corrupted) is refused, and the open undone.
+        let size = match self
+            .opened_size(addr)
+            .and_then(|size| token.range_within(size).map(|_| size))
+        {
+            Ok(size) => size,
+            Err(e) => {
+                if let Err(close) = self.release_mapping(&record) {
+                    eprintln!("devipc-hip: undoing a refused import failed: {close}");
+                }
+                return Err(e);
+            }
+        };
+        let id = self.mappings.insert(record);
+        Mapping::for_token(id, device, DevicePtr(addr), size, token)
+    }
+
+    /// The size of the allocation `hipIpcOpenMemHandle` mapped at `base`, as the runtime
+    /// reports it.
+    fn opened_size(&self, base: u64) -> Result<usize> {
+        let mut start: hipDeviceptr_t = std::ptr::null_mut();
+        let mut size: usize = 0;
+        // SAFETY: both out-pointers are valid; `base` is a pointer the runtime returned.
+        unsafe {
+            hip!(
+                self.api,
+                hipMemGetAddressRange(&mut start, &mut size, as_ptr(base))
+            )
+        }?;
+        if start as usize as u64 != base {
+            return Err(Error::invalid_token(format!(
+                "the runtime mapped the handle at {base:#x} but reports its allocation at {:#x}",
+                start as usize
+            )));
+        }
+        Ok(size)
     }
 
     pub(crate) fn close_mapping(&self, mapping: Mapping) -> Result<()> {

@@ -125,7 +125,7 @@ impl HipBackend {
             emulated: self.info.source.is_emulated(),
             device,
             origin: self.origin,
-            generation: signal.id.0,
+            generation: signal.id.get(),
             payload,
         })
     }

@@ -70,7 +70,7 @@ fn exporter(parent: &Parent) -> Result<(), String> {
     let b = backend()?;
     let (offset, len) = (num("OFFSET")?, num("LEN")?);
     let alloc = b.allocate(DeviceId(0), SIZE).map_err(e2s)?;
-    b.write(alloc.ptr, &pattern(1, SIZE)).map_err(e2s)?;
+    b.write_raw(alloc.ptr, &pattern(1, SIZE)).map_err(e2s)?;
     let token = if env("EXTERNAL").is_ok_and(|v| v == "1") {
         let ptr = alloc.ptr.offset(offset).map_err(e2s)?;
         b.export_external(DeviceId(0), ptr, len, ExportOptions::default())
@@ -94,7 +94,7 @@ fn exporter(parent: &Parent) -> Result<(), String> {
     parent.say("token", &token.to_text());
     parent.hear_exactly("check")?;
     let mut got = vec![0u8; 64];
-    b.read(alloc.ptr.offset(offset + 100).map_err(e2s)?, &mut got)
+    b.read_raw(alloc.ptr.offset(offset + 100).map_err(e2s)?, &mut got)
         .map_err(e2s)?;
     if got != pattern(2, 64) {
         return Err("the importer's bytes did not arrive".into());
@@ -115,11 +115,11 @@ fn importer(parent: &Parent) -> Result<(), String> {
     let mapping = b.import(&token, device).map_err(e2s)?;
     let offset = token.offset() as usize;
     let mut got = vec![0u8; 256];
-    b.read(mapping.ptr, &mut got).map_err(e2s)?;
+    b.read_raw(mapping.ptr, &mut got).map_err(e2s)?;
     if got != pattern(1, SIZE)[offset..offset + 256] {
         return Err(format!("imported bytes differ at offset {offset}"));
     }
-    b.write(mapping.ptr.offset(100).map_err(e2s)?, &pattern(2, 64))
+    b.write_raw(mapping.ptr.offset(100).map_err(e2s)?, &pattern(2, 64))
         .map_err(e2s)?;
     parent.say("wrote", "");
     parent.hear_exactly("close")?;
@@ -211,6 +211,7 @@ fn own_import(parent: &Parent) -> Result<(), String> {
         device: DeviceId(0),
         origin: TokenOrigin {
             pid: ProcessId(1),
+            start_time: 1,
             host: HostIdentity::current(),
         },
         generation: 1,
@@ -244,6 +245,7 @@ fn own_import(parent: &Parent) -> Result<(), String> {
         device: DeviceId(0),
         origin: TokenOrigin {
             pid: ProcessId(1),
+            start_time: 1,
             host: HostIdentity::current(),
         },
         generation: 1,
@@ -294,7 +296,7 @@ fn own_import(parent: &Parent) -> Result<(), String> {
 fn lease_exporter(parent: &Parent) -> Result<(), String> {
     let b = backend()?;
     let alloc = b.allocate(DeviceId(0), 8192).map_err(e2s)?;
-    b.write(alloc.ptr, &pattern(3, 8192)).map_err(e2s)?;
+    b.write_raw(alloc.ptr, &pattern(3, 8192)).map_err(e2s)?;
     let token = b
         .export(&alloc, 0..8192, ExportOptions::default())
         .map_err(e2s)?;
@@ -322,7 +324,7 @@ fn lease_importer(parent: &Parent) -> Result<(), String> {
     parent.say("imported", "");
     parent.hear_exactly("read")?;
     let mut got = vec![0u8; 8192];
-    b.read(mapping.ptr, &mut got).map_err(e2s)?;
+    b.read_raw(mapping.ptr, &mut got).map_err(e2s)?;
     if got != pattern(3, 8192) {
         return Err("the exporter's bytes are gone".into());
     }
@@ -488,4 +490,22 @@ fn a_killed_importer_does_not_hold_the_memory() {
     exp.send("exit");
     exp.wait_success();
     root.assert_emulator_clean();
+}
+
+/// Test shorthand for the raw copies: every pointer these tests pass comes from a live
+/// allocation or mapping of the same backend.
+trait RawIo {
+    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()>;
+    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()>;
+}
+
+impl<T: devipc_core::DeviceIpc + ?Sized> RawIo for T {
+    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()> {
+        // SAFETY: see the trait: the tests pass pointers into live objects only.
+        unsafe { self.write(dst, src) }
+    }
+    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()> {
+        // SAFETY: as above.
+        unsafe { self.read(src, dst) }
+    }
 }

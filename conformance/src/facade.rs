@@ -5,7 +5,7 @@
 //! Portable rules run through the facade, exactly as a framework uses devipc: the
 //! scenario's own process calls the Rust API directly, and its peers run this shell.
 //! Objects live in the shell under small numeric ids; tokens travel in their text form
-//! (`devipc1:...`), so every cross-process step also exercises the token codec. A
+//! (`devipc2:...`), so every cross-process step also exercises the token codec. A
 //! failure is reported as its [`Error`] variant name and message.
 
 use std::collections::HashMap;
@@ -316,13 +316,17 @@ impl Handler for FacadeShell {
             "external.write" => {
                 let p: u64 = arg(a, 0)?;
                 let bytes = unhex(a.get(1).copied().unwrap_or(""))?;
-                self.rt.backend().write(DevicePtr(p), &bytes).map_err(d)?;
+                // SAFETY: the conformance driver passes pointers into blocks this shell's
+                // `external.alloc` returned and has not freed (a rule that breaks this on
+                // purpose runs on the emulator, which checks every copy).
+                unsafe { self.rt.backend().write(DevicePtr(p), &bytes) }.map_err(d)?;
                 none()
             }
             "external.read" => {
                 let (p, len): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
                 let mut buf = vec![0u8; len];
-                self.rt.backend().read(DevicePtr(p), &mut buf).map_err(d)?;
+                // SAFETY: as for `external.write`.
+                unsafe { self.rt.backend().read(DevicePtr(p), &mut buf) }.map_err(d)?;
                 Ok(vec![hex(&buf)])
             }
             "external.export" => {

@@ -36,33 +36,35 @@ impl<T> HandleTable<T> {
     pub fn insert(&self, value: T) -> HandleId {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(id, value);
-        HandleId(id)
+        HandleId::mint(id)
     }
 
     /// Runs `f` on the entry for `id`.
     pub fn with<R>(&self, id: HandleId, f: impl FnOnce(&mut T) -> R) -> Result<R> {
         let mut entries = self.lock();
-        let entry = entries.get_mut(&id.0).ok_or_else(|| self.unknown(id))?;
+        let entry = entries.get_mut(&id.get()).ok_or_else(|| self.unknown(id))?;
         Ok(f(entry))
     }
 
     /// Removes and returns the entry for `id` (the release path: a second release of the
     /// same id is an [`Error::UnknownHandle`]).
     pub fn remove(&self, id: HandleId) -> Result<T> {
-        self.lock().remove(&id.0).ok_or_else(|| self.unknown(id))
+        self.lock()
+            .remove(&id.get())
+            .ok_or_else(|| self.unknown(id))
     }
 
     /// Puts back an entry taken by [`HandleTable::remove`] when its release failed, so the
     /// caller can retry.
     pub fn restore(&self, id: HandleId, value: T) {
-        self.lock().insert(id.0, value);
+        self.lock().insert(id.get(), value);
     }
 
     /// Removes every entry (for a backend's `Drop`), in no particular order.
     pub fn drain(&self) -> Vec<(HandleId, T)> {
         self.lock()
             .drain()
-            .map(|(id, v)| (HandleId(id), v))
+            .map(|(id, v)| (HandleId::mint(id), v))
             .collect()
     }
 
@@ -79,7 +81,7 @@ impl<T> HandleTable<T> {
     fn unknown(&self, id: HandleId) -> Error {
         Error::UnknownHandle {
             kind: self.kind,
-            id: id.0,
+            id: id.get(),
         }
     }
 
@@ -97,6 +99,14 @@ impl<T: Clone> HandleTable<T> {
     pub fn get(&self, id: HandleId) -> Result<T> {
         self.with(id, |v| v.clone())
     }
+
+    /// A copy of the entry whose id number is `raw` (an id a token carried back, e.g. as
+    /// its generation), with that id. Only a lookup: releasing needs a [`HandleId`]
+    /// the caller was given.
+    pub fn get_raw(&self, raw: u64) -> Result<(HandleId, T)> {
+        let id = HandleId::mint(raw);
+        self.get(id).map(|v| (id, v))
+    }
 }
 
 #[cfg(test)]
@@ -110,7 +120,7 @@ mod tests {
         assert_eq!(t.get(id).unwrap(), 5);
         assert_eq!(t.remove(id).unwrap(), 5);
         let err = t.remove(id).unwrap_err();
-        assert!(matches!(err, Error::UnknownHandle { kind: "mapping", id: i } if i == id.0));
+        assert!(matches!(err, Error::UnknownHandle { kind: "mapping", id: i } if i == id.get()));
         assert!(t.is_empty());
     }
 
@@ -122,7 +132,7 @@ mod tests {
         let ib = b.insert(2u8);
         assert_ne!(ia, ib);
         assert!(b.get(ia).is_err(), "a handle from another table is unknown");
-        assert_ne!(ia.0, 0);
+        assert_ne!(ia.get(), 0);
     }
 
     #[test]

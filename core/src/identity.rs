@@ -42,6 +42,27 @@ impl HostIdentity {
     }
 }
 
+/// The calling process's start time (field 22 of `/proc/self/stat`, clock ticks since
+/// boot), 0 when it cannot be read. Fields are counted from the last `)`, since the
+/// command name in field 2 may contain spaces and parentheses.
+pub fn current_start_time() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|line| start_time_of_stat(&line))
+        .unwrap_or(0)
+}
+
+/// Field 22 of a `/proc/<pid>/stat` line.
+fn start_time_of_stat(line: &str) -> Option<u64> {
+    let after_comm = &line[line.rfind(')')? + 1..];
+    // After ")" come fields 3, 4, ...: field 22 is at index 19.
+    after_comm
+        .split_ascii_whitespace()
+        .nth(22 - 3)?
+        .parse()
+        .ok()
+}
+
 /// The inode number of a namespace link such as `pid:[4026531836]`.
 fn pid_namespace_inode(link: &Path) -> Option<u64> {
     let target = std::fs::read_link(link).ok()?;
@@ -93,6 +114,14 @@ mod tests {
         assert!(a.other_host(&other_host));
         assert!(!a.other_host(&unknown));
         assert!(!a.same_pid_namespace(&unknown));
+    }
+
+    #[test]
+    fn start_time_is_field_22_counted_from_the_last_paren() {
+        let line = "42 (a) b (c)) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 777 20";
+        assert_eq!(start_time_of_stat(line), Some(777));
+        assert_eq!(start_time_of_stat("42 (x) S 1"), None);
+        assert_ne!(current_start_time(), 0, "procfs exposes /proc/self/stat");
     }
 
     #[test]

@@ -190,27 +190,76 @@ impl fmt::Display for DevicePtr {
 ///
 /// devipc never creates or destroys a `RawStream`; frameworks keep their streams. The
 /// value is the stream pointer as an integer so that the type is plain, `Send` data.
+///
+/// Backends hand the value to the vendor runtime as a stream pointer, and a runtime
+/// dereferences it. So a `RawStream` other than [`RawStream::DEFAULT`] can only be made
+/// with an `unsafe` constructor, whose caller vouches for the stream: the safe calls that
+/// take one ([`Signal::notify_on`](../devipc/struct.Signal.html), `DeviceIpc::notify`)
+/// stay safe because no safe code can invent a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct RawStream(pub usize);
+pub struct RawStream(usize);
 
 impl RawStream {
     /// The runtime's default (null) stream.
     pub const DEFAULT: RawStream = RawStream(0);
 
     /// Wraps a vendor stream pointer.
-    pub fn from_ptr<T>(ptr: *mut T) -> Self {
+    ///
+    /// # Safety
+    /// `ptr` is null (the default stream) or a live stream of the vendor runtime the
+    /// value will be used with, created on the device of the signal it is used with, and it
+    /// stays alive (is not destroyed) while any call that was given it runs.
+    #[allow(unsafe_code, reason = "the constructor carries the stream contract")]
+    pub unsafe fn from_ptr<T>(ptr: *mut T) -> Self {
         RawStream(ptr as usize)
+    }
+
+    /// Wraps a vendor stream pointer given as an integer (as frameworks expose them,
+    /// e.g. `torch.cuda.Stream.cuda_stream`).
+    ///
+    /// # Safety
+    /// As [`RawStream::from_ptr`].
+    #[allow(unsafe_code, reason = "the constructor carries the stream contract")]
+    pub unsafe fn from_raw(value: usize) -> Self {
+        RawStream(value)
+    }
+
+    /// The stream pointer as an integer.
+    pub fn as_raw(self) -> usize {
+        self.0
     }
 
     /// The vendor stream pointer.
     pub fn as_ptr<T>(self) -> *mut T {
         self.0 as *mut T
     }
+
+    /// Whether this is the default (null) stream.
+    pub fn is_default(self) -> bool {
+        self.0 == 0
+    }
 }
 
-/// A backend-internal handle id; unique within one backend instance, never reused.
+/// A backend-internal handle id; unique within one process, never reused.
+///
+/// Only a [`HandleTable`](crate::HandleTable) mints ids, so safe code cannot forge one:
+/// the only ids a caller holds are those of the handles it was given (a guessed number
+/// cannot release a [`SharedBuffer`](../devipc/struct.SharedBuffer.html)'s memory behind
+/// its back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HandleId(pub u64);
+pub struct HandleId(u64);
+
+impl HandleId {
+    /// Mints an id; only [`HandleTable`](crate::HandleTable) does.
+    pub(crate) const fn mint(raw: u64) -> HandleId {
+        HandleId(raw)
+    }
+
+    /// The number, for logs and for tokens that carry it (a generation).
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
 
 impl fmt::Display for HandleId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -273,6 +322,36 @@ pub struct Mapping {
     pub ptr: DevicePtr,
     /// Length of the exported range in bytes.
     pub len: usize,
+    /// Where the whole mapped vendor object starts in this process.
+    pub object_base: DevicePtr,
+    /// Size of the whole mapped vendor object, as the runtime reports it (never the
+    /// token's claim): every view of this mapping must stay inside
+    /// `object_base..object_base + object_size`.
+    pub object_size: usize,
+}
+
+impl Mapping {
+    /// The mapping of `token`'s range in an object the runtime mapped at `object_base`
+    /// and reports to be `object_size` bytes. A token whose range does not fit the real
+    /// object (a forged or corrupted offset, length or object size) is refused: the CRC
+    /// only catches accidents.
+    pub fn for_token(
+        id: HandleId,
+        device: DeviceId,
+        object_base: DevicePtr,
+        object_size: usize,
+        token: &crate::MemToken,
+    ) -> Result<Mapping> {
+        let range = token.range_within(object_size)?;
+        Ok(Mapping {
+            id,
+            device,
+            ptr: object_base.offset(range.start)?,
+            len: range.len(),
+            object_base,
+            object_size,
+        })
+    }
 }
 
 /// A signal (Ascend IPC Notify, HIP interprocess event plus sequence word).
@@ -362,7 +441,9 @@ mod tests {
     #[test]
     fn raw_stream_round_trips_pointer() {
         let mut x = 5u8;
-        let s = RawStream::from_ptr(&mut x as *mut u8);
+        // SAFETY: the value is only converted back, never used as a stream.
+        #[allow(unsafe_code, reason = "test of the unsafe constructor")]
+        let s = unsafe { RawStream::from_ptr(&mut x as *mut u8) };
         assert_eq!(s.as_ptr::<u8>(), &mut x as *mut u8);
         assert_eq!(RawStream::DEFAULT.as_ptr::<u8>(), std::ptr::null_mut());
     }
@@ -370,7 +451,7 @@ mod tests {
     #[test]
     fn allocation_checks() {
         let a = Allocation {
-            id: HandleId(3),
+            id: HandleId::mint(3),
             device: DeviceId(1),
             ptr: DevicePtr(0x1000),
             size: 64,

@@ -4,8 +4,10 @@
 //! (`devipc-ascend`, `devipc-hip`) below. It holds the object-safe [`DeviceIpc`] trait, the
 //! plain-data ids and handles that cross it, the versioned token wire format that crosses
 //! the process boundary, the [`Error`] type and the [`Capabilities`] a backend reports.
-//! It contains no FFI and no `unsafe` code.
-#![forbid(unsafe_code)]
+//! It contains no FFI and no `unsafe` blocks: the only `unsafe` items are contracts
+//! (`DeviceIpc::read`/`write`, the [`RawStream`] constructors) whose callers vouch for a
+//! raw device pointer or stream.
+#![deny(unsafe_code)]
 
 pub mod error;
 pub mod handles;

@@ -6,7 +6,7 @@
 //! [`Mechanism`] tag next to the vendor payload, the producer's identity (pid, pid
 //! namespace, host boot id), the exported range and a generation.
 //!
-//! # Wire format, version 1
+//! # Wire format, version 2
 //!
 //! Little-endian, fixed header, then the payload, then a CRC-32 (IEEE) of everything
 //! before it:
@@ -14,7 +14,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `DVIP` |
-//! | 4 | 1 | format version (1) |
+//! | 4 | 1 | format version (2) |
 //! | 5 | 1 | kind: 1 memory, 2 signal |
 //! | 6 | 1 | backend: 1 ascend, 2 hip |
 //! | 7 | 1 | mechanism tag ([`Mechanism`]) |
@@ -25,14 +25,18 @@
 //! | 16 | 4 | producer pid |
 //! | 20 | 8 | producer pid-namespace inode |
 //! | 28 | 8 | producer host boot-id hash |
-//! | 36 | 8 | generation |
-//! | 44 | 8 | memory only: size of the exported vendor object |
-//! | 52 | 8 | memory only: offset of the range within it |
-//! | 60 | 8 | memory only: length of the range |
-//! | 44 or 68 | n | vendor payload (binary safe) |
+//! | 36 | 8 | producer start time (clock ticks since boot; 0 = unknown) |
+//! | 44 | 8 | generation |
+//! | 52 | 8 | memory only: size of the exported vendor object |
+//! | 60 | 8 | memory only: offset of the range within it |
+//! | 68 | 8 | memory only: length of the range |
+//! | 52 or 76 | n | vendor payload (binary safe) |
 //! | end - 4 | 4 | CRC-32 of all preceding bytes |
 //!
-//! The text form is `devipc1:` followed by the binary form in URL-safe base64 without
+//! Version 2 added the producer's start time: with the pid it names one process even
+//! after the pid is reused. Version 1 tokens are refused with a reason.
+//!
+//! The text form is `devipc2:` followed by the binary form in URL-safe base64 without
 //! padding, so it survives shells, URLs, JSON and environment variables.
 //!
 //! Parsing is total: any byte or text string gives a token or
@@ -50,9 +54,9 @@ use crate::identity::HostIdentity;
 use crate::ids::{BackendKind, DeviceId, ProcessId};
 
 /// Prefix of the text form; the digit is the format version.
-pub const TEXT_PREFIX: &str = "devipc1:";
+pub const TEXT_PREFIX: &str = "devipc2:";
 /// The wire format version this crate writes and reads.
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
 /// Largest vendor payload a token may carry.
 pub const MAX_PAYLOAD: usize = 256;
 
@@ -60,7 +64,7 @@ const MAGIC: [u8; 4] = *b"DVIP";
 const KIND_MEM: u8 = 1;
 const KIND_SIGNAL: u8 = 2;
 const FLAG_EMULATED: u8 = 0x01;
-const COMMON_HEADER: usize = 44;
+const COMMON_HEADER: usize = 52;
 const MEM_HEADER: usize = COMMON_HEADER + 24;
 const CRC_LEN: usize = 4;
 /// Largest binary token.
@@ -142,10 +146,16 @@ impl fmt::Display for Mechanism {
 }
 
 /// The process that produced a token.
+///
+/// The pid alone is not an identity: Linux reuses pids, so a token of a process that
+/// exited must not be taken for one of a new process with the same pid. The start time
+/// (field 22 of `/proc/<pid>/stat`) tells them apart, as devipc's leases do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TokenOrigin {
     /// The producer's [`ProcessId`] as its backend reports it.
     pub pid: ProcessId,
+    /// The producer's start time in clock ticks since boot; 0 when unknown.
+    pub start_time: u64,
     /// The producer's host boot and pid namespace.
     pub host: HostIdentity,
 }
@@ -155,6 +165,7 @@ impl TokenOrigin {
     pub fn current(pid: ProcessId) -> Self {
         TokenOrigin {
             pid,
+            start_time: crate::identity::current_start_time(),
             host: HostIdentity::current(),
         }
     }
@@ -207,6 +218,7 @@ impl Common {
         out.extend_from_slice(&self.origin.pid.0.to_le_bytes());
         out.extend_from_slice(&self.origin.host.pid_namespace.to_le_bytes());
         out.extend_from_slice(&self.origin.host.boot_id_hash.to_le_bytes());
+        out.extend_from_slice(&self.origin.start_time.to_le_bytes());
         out.extend_from_slice(&self.generation.to_le_bytes());
     }
 
@@ -372,6 +384,24 @@ impl MemToken {
         Ok(t)
     }
 
+    /// The token's range as byte offsets in an object that is really `object_size` bytes
+    /// (as the runtime reports it at import). A token is untrusted input: its own
+    /// `object_size` is a claim, and a range beyond the real object is refused.
+    pub fn range_within(&self, object_size: usize) -> Result<std::ops::Range<usize>> {
+        let start = usize::try_from(self.offset).ok();
+        let end = start
+            .zip(usize::try_from(self.len).ok())
+            .and_then(|(s, l)| s.checked_add(l));
+        match (start, end) {
+            (Some(start), Some(end)) if end <= object_size => Ok(start..end),
+            _ => Err(Error::invalid_token(format!(
+                "range {}+{} does not fit the exported object, which is {object_size} bytes \
+                 (the token claims {}): forged or corrupted",
+                self.offset, self.len, self.object_size
+            ))),
+        }
+    }
+
     /// Binary form.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(MEM_HEADER + self.common.payload.len() + CRC_LEN);
@@ -396,7 +426,7 @@ impl MemToken {
         Ok(token)
     }
 
-    /// Text form: `devipc1:` + URL-safe base64.
+    /// Text form: `devipc2:` + URL-safe base64.
     pub fn to_text(&self) -> String {
         to_text(&self.to_bytes())
     }
@@ -493,7 +523,7 @@ impl SignalToken {
         Ok(SignalToken { common })
     }
 
-    /// Text form: `devipc1:` + URL-safe base64.
+    /// Text form: `devipc2:` + URL-safe base64.
     pub fn to_text(&self) -> String {
         to_text(&self.to_bytes())
     }
@@ -547,6 +577,13 @@ fn from_text(text: &str) -> Result<Vec<u8>> {
     }
     let body = match text.strip_prefix(TEXT_PREFIX) {
         Some(body) => body,
+        None if text.starts_with("devipc1:") => {
+            return Err(Error::invalid_token(format!(
+                "a `devipc1:` token was made by an older devipc (format version 1, without \
+                 the producer's start time); this devipc reads `{TEXT_PREFIX}` tokens: export \
+                 it again"
+            )));
+        }
         None if text.starts_with("devipc") => {
             return Err(Error::invalid_token(format!(
                 "unsupported text format; this devipc reads `{TEXT_PREFIX}` tokens"
@@ -576,8 +613,13 @@ fn parse_frame(bytes: &[u8], want_kind: u8) -> Result<Reader<'_>> {
         return Err(Error::invalid_token("bad magic: not a devipc token"));
     }
     if bytes[4] != FORMAT_VERSION {
+        let hint = if bytes[4] < FORMAT_VERSION {
+            "; it was made by an older devipc: export it again"
+        } else {
+            "; it was made by a newer devipc"
+        };
         return Err(Error::invalid_token(format!(
-            "format version {} is not supported (this devipc reads version {FORMAT_VERSION})",
+            "format version {} is not supported (this devipc reads version {FORMAT_VERSION}){hint}",
             bytes[4]
         )));
     }
@@ -649,7 +691,7 @@ impl Reader<'_> {
         u64::from_le_bytes(self.take())
     }
 
-    /// Reads bytes 6..44 and the payload.
+    /// Reads bytes 6..52 and the payload.
     fn common(&mut self) -> Result<Common> {
         let backend_code = self.u8();
         let mechanism_code = self.u8();
@@ -677,13 +719,18 @@ impl Reader<'_> {
             pid_namespace: self.u64(),
             boot_id_hash: self.u64(),
         };
+        let start_time = self.u64();
         let generation = self.u64();
         let payload = self.bytes[self.header..self.header + self.payload_len].to_vec();
         Ok(Common {
             mechanism,
             emulated: flags & FLAG_EMULATED != 0,
             device,
-            origin: TokenOrigin { pid, host },
+            origin: TokenOrigin {
+                pid,
+                start_time,
+                host,
+            },
             generation,
             payload,
         })
@@ -708,6 +755,7 @@ mod tests {
     fn origin() -> TokenOrigin {
         TokenOrigin {
             pid: ProcessId(4242),
+            start_time: 987_654,
             host: HostIdentity {
                 pid_namespace: 4026531836,
                 boot_id_hash: 0x1234_5678_9abc_def0,
@@ -740,13 +788,18 @@ mod tests {
         let bytes = mem().to_bytes();
         assert_eq!(
             &bytes[..12],
-            &[b'D', b'V', b'I', b'P', 1, 1, 1, 2, 1, 0, 12, 0]
+            &[b'D', b'V', b'I', b'P', 2, 1, 1, 2, 1, 0, 12, 0]
         );
         assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), 1);
         assert_eq!(u32::from_le_bytes(bytes[16..20].try_into().unwrap()), 4242);
-        assert_eq!(u64::from_le_bytes(bytes[52..60].try_into().unwrap()), 512);
-        assert_eq!(&bytes[68..80], b"key\0with\0nul");
-        assert_eq!(bytes.len(), 68 + 12 + 4);
+        assert_eq!(
+            u64::from_le_bytes(bytes[36..44].try_into().unwrap()),
+            987_654
+        );
+        assert_eq!(u64::from_le_bytes(bytes[44..52].try_into().unwrap()), 7);
+        assert_eq!(u64::from_le_bytes(bytes[60..68].try_into().unwrap()), 512);
+        assert_eq!(&bytes[76..88], b"key\0with\0nul");
+        assert_eq!(bytes.len(), 76 + 12 + 4);
     }
 
     #[test]
@@ -754,7 +807,7 @@ mod tests {
         let t = mem();
         assert_eq!(MemToken::from_bytes(&t.to_bytes()).unwrap(), t);
         let text = t.to_text();
-        assert!(text.starts_with("devipc1:"));
+        assert!(text.starts_with("devipc2:"));
         assert!(
             text[8..]
                 .bytes()
@@ -832,16 +885,22 @@ mod tests {
     fn reasons_name_the_problem() {
         let reason = |r: Result<MemToken>| r.unwrap_err().to_string();
         assert!(reason(MemToken::from_text("hello")).contains("does not start with"));
-        assert!(reason(MemToken::from_text("devipc2:AAAA")).contains("unsupported text format"));
-        assert!(reason(MemToken::from_text("devipc1:***")).contains("bad base64"));
+        assert!(reason(MemToken::from_text("devipc9:AAAA")).contains("unsupported text format"));
+        let old = reason(MemToken::from_text("devipc1:AAAA"));
+        assert!(old.contains("older devipc"), "{old}");
+        assert!(reason(MemToken::from_text("devipc2:***")).contains("bad base64"));
         let mut b = mem().to_bytes();
-        b[4] = 2;
-        assert!(reason(MemToken::from_bytes(&b)).contains("format version 2"));
+        b[4] = 1;
+        let v1 = reason(MemToken::from_bytes(&b));
+        assert!(
+            v1.contains("format version 1") && v1.contains("older devipc"),
+            "{v1}"
+        );
         let mut b = mem().to_bytes();
         let last = b.len() - 1;
         b[last] ^= 1;
         assert!(reason(MemToken::from_bytes(&b)).contains("checksum"));
-        let long = format!("devipc1:{}", "A".repeat(MAX_TEXT_LEN));
+        let long = format!("devipc2:{}", "A".repeat(MAX_TEXT_LEN));
         assert!(reason(MemToken::from_text(&long)).contains("longer than any token"));
     }
 }

@@ -87,10 +87,21 @@ macro_rules! device_ipc_trait {
             fn close(&self, mapping: Mapping) -> Result<()>;
 
             /// Copies host bytes to device memory at `dst` (synchronous).
-            fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
+            ///
+            /// # Safety
+            /// `dst..dst + src.len()` lies inside memory this backend instance allocated or
+            /// mapped (an [`Allocation`], a [`Mapping`], or external memory the caller owns),
+            /// which stays allocated or mapped until the call returns. The runtime is given
+            /// the pointer as is: a wrong one writes over whatever memory it names.
+            #[allow(unsafe_code, reason = "raw device pointers: the safe wrappers check spans")]
+            unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
 
             /// Copies device memory at `src` to host bytes (synchronous).
-            fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()>;
+            ///
+            /// # Safety
+            /// As [`DeviceIpc::write`], for `src..src + dst.len()`.
+            #[allow(unsafe_code, reason = "raw device pointers: the safe wrappers check spans")]
+            unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()>;
 
             /// Creates an exportable signal on `device`. Release with [`DeviceIpc::destroy_signal`].
             fn create_signal(&self, device: DeviceId) -> Result<SignalHandle>;

@@ -10,12 +10,15 @@ use devipc_core::{
 use proptest::prelude::*;
 
 fn origin() -> impl Strategy<Value = TokenOrigin> {
-    (any::<u32>(), any::<u64>(), any::<u64>()).prop_map(|(pid, ns, boot)| TokenOrigin {
-        pid: ProcessId(pid),
-        host: HostIdentity {
-            pid_namespace: ns,
-            boot_id_hash: boot,
-        },
+    (any::<u32>(), any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(pid, start, ns, boot)| {
+        TokenOrigin {
+            pid: ProcessId(pid),
+            start_time: start,
+            host: HostIdentity {
+                pid_namespace: ns,
+                boot_id_hash: boot,
+            },
+        }
     })
 }
 
@@ -127,7 +130,7 @@ proptest! {
     }
 
     #[test]
-    fn random_text_never_panics(text in "\\PC{0,600}", b64 in "devipc1:[A-Za-z0-9_-]{0,500}") {
+    fn random_text_never_panics(text in "\\PC{0,600}", b64 in "devipc2:[A-Za-z0-9_-]{0,500}") {
         prop_assert!(is_invalid_token(MemToken::from_text(&text)));
         prop_assert!(is_invalid_token(SignalToken::from_text(&text)));
         prop_assert!(is_invalid_token(MemToken::from_text(&b64)));

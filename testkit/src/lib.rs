@@ -14,7 +14,7 @@
 //! let root = TestRoot::new("my-test");
 //! let mut child = Child::spawn("child_role", "importer", &root, &[]);
 //! let pid = child.expect("pid");
-//! child.send("token devipc1:...");
+//! child.send("token devipc2:...");
 //! child.wait_success();
 //! root.assert_emulator_clean();
 //! ```

@@ -695,6 +695,7 @@ fn wrong_backend(ctx: &mut Ctx) -> Verdict {
     let emulated = ctx.target.emulated();
     let other = TokenOrigin {
         pid: ProcessId(std::process::id().wrapping_add(1)),
+        start_time: 1,
         host: HostIdentity::current(),
     };
     let (mem_other, sig_other, mem_same, payload) = match kind {
@@ -770,11 +771,11 @@ fn corrupt_token(ctx: &mut Ctx) -> Verdict {
     let flipped: String = flipped.into_iter().collect();
     checks.push(("one character changed", flipped));
     checks.push(("truncated", text[..text.len() - 5].to_owned()));
-    checks.push(("garbage after the prefix", "devipc1:not-a-token".to_owned()));
+    checks.push(("garbage after the prefix", "devipc2:not-a-token".to_owned()));
     checks.push(("empty", String::new()));
     checks.push((
         "another format version",
-        text.replacen("devipc1:", "devipc9:", 1),
+        text.replacen("devipc2:", "devipc9:", 1),
     ));
     for (what, t) in &checks {
         expect_error(what, "InvalidToken", t.parse::<MemToken>())?;
