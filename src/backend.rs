@@ -71,6 +71,24 @@ impl Backend {
     pub fn kind(&self) -> BackendKind {
         self.info().kind
     }
+
+    /// Names the vendor runtime this backend drives. Backends with the same domain in one
+    /// process share the runtime's per-process state (and the vendor's per-process rules),
+    /// so they share one import cache.
+    pub(crate) fn cache_domain(&self) -> String {
+        match self {
+            #[cfg(test)]
+            Backend::Probe(probe) => format!("probe-{}", probe.instance()),
+            #[allow(
+                unreachable_patterns,
+                reason = "the probe variant exists in tests only"
+            )]
+            other => {
+                let info = other.info();
+                format!("{}:{}", info.kind, info.source)
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,144 +2,250 @@
 //! returns the same mapping, reference counted; the vendor import runs once, and the
 //! vendor close runs when the last user drops it.
 //!
-//! Entries are weak references, so the cache holds exactly the live imports and is
-//! bounded by them. The key is the token's [`TokenIdentity`] (vendor handle and producer)
-//! plus the importing device; tokens for different ranges of one export share an entry.
-//! A token whose generation differs from the cached one names a new object behind a
-//! reused handle: the stale entry leaves the cache (its holders keep their mapping) and
-//! the token is imported afresh.
+//! The cache is per process and per vendor runtime, not per [`Runtime`]: the vendors'
+//! rules are per process (Ascend VMM allows one import of a shareable handle per process),
+//! so two `Runtime`s of one backend share it ([`ImportCache::for_backend`]).
 //!
-//! Imports and closes run under the cache lock, and an import of a handle whose last user
-//! is still closing waits for that close: runtimes that allow one import per process
-//! (Ascend VMM) never see the second import of one handle on one device before the first
-//! close. Importing it on a second device is a second vendor import: Ascend VMM refuses it
-//! (a typed vendor error), Ascend IPC keys allow it (the backend closes them in the
+//! Entries are weak references, so the cache holds exactly the live imports and is
+//! bounded by them. The key is the token's [`TokenIdentity`] (vendor handle and producer,
+//! with its start time) plus the importing device; tokens for different ranges of one
+//! export share an entry. Every view is bounded by the size the runtime reported for the
+//! mapped object ([`Mapping::object_size`]), never by the token's claim, on a cache hit as
+//! on the cold import.
+//!
+//! A token whose generation differs from the live import's names another object (a reused
+//! handle, or a relabelled token): it is refused, and the live import is left alone.
+//!
+//! Vendor calls run outside the cache lock, so imports of unrelated tokens do not wait on
+//! each other. A key being imported or closed is marked in the map, and an import of that
+//! key waits for the other thread to finish: runtimes that allow one import per process
+//! never see a second import of one handle on one device before the first close.
+//! Importing it on a second device is a second vendor import: Ascend VMM refuses it (a
+//! typed vendor error), Ascend IPC keys allow it (the backend closes them in the
 //! runtime's order), HIP counts it on the one mapping.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, Weak};
 
 use devipc_core::protection::{self, Protection};
-use devipc_core::{DeviceId, DeviceIpc, DevicePtr, Mapping, MemToken, Result, TokenIdentity};
+use devipc_core::{
+    DeviceId, DeviceIpc, DevicePtr, Error, Mapping, MemToken, Result, TokenIdentity,
+};
 
+use crate::backend::Backend;
 use crate::runtime::Runtime;
 
 type Key = (TokenIdentity, DeviceId);
 
-/// Live imports of one runtime.
+/// The state of one key.
+#[derive(Debug)]
+enum Slot {
+    /// A thread is running the vendor import; others wait.
+    Importing,
+    /// Imported; the weak reference dies when the last user drops it.
+    Live(Weak<Mapped>),
+    /// The last user is running the vendor close; imports of the key wait.
+    Closing,
+}
+
+/// Live imports of one vendor runtime in this process.
 #[derive(Debug, Default)]
 pub(crate) struct ImportCache {
-    entries: Mutex<HashMap<Key, Weak<Mapped>>>,
-    /// Signalled after every close, for imports waiting on a closing entry.
-    closed: Condvar,
+    entries: Mutex<HashMap<Key, Slot>>,
+    /// Signalled whenever a slot stops being `Importing` or `Closing`.
+    changed: Condvar,
 }
 
 /// One vendor import, shared by every [`ImportedBuffer`](crate::ImportedBuffer) of it.
 #[derive(Debug)]
 pub(crate) struct Mapped {
-    rt: Runtime,
+    /// The runtime that imported it, and closes it.
+    pub(crate) rt: Runtime,
+    cache: Arc<ImportCache>,
     key: Key,
     mapping: Option<Mapping>,
-    /// Address of the vendor object's first byte in this process.
+    /// Where the mapped vendor object starts, and its real size (from the runtime).
     object_base: DevicePtr,
+    object_size: usize,
+    /// The generation of the object this import maps.
     generation: u64,
 }
 
 impl Mapped {
-    /// Where `token`'s range starts in this mapping.
+    /// Where `token`'s range starts in this mapping, after checking that the range lies
+    /// inside the mapped object as the runtime reported it.
     pub(crate) fn ptr_for(&self, token: &MemToken) -> Result<DevicePtr> {
-        self.object_base.offset(offset_of(token)?)
+        let range = token.range_within(self.object_size)?;
+        self.object_base.offset(range.start)
     }
 }
 
-fn offset_of(token: &MemToken) -> Result<usize> {
-    usize::try_from(token.offset())
-        .map_err(|_| devipc_core::Error::invalid_token("offset does not fit this platform"))
-}
+/// The caches of this process, one per vendor runtime ([`Backend::cache_domain`]).
+static CACHES: LazyLock<Mutex<HashMap<String, Weak<ImportCache>>>> =
+    LazyLock::new(Default::default);
 
 impl ImportCache {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Weak<Mapped>>> {
+    /// The cache shared by every runtime of `backend`'s vendor runtime in this process.
+    pub(crate) fn for_backend(backend: &Backend) -> Arc<ImportCache> {
+        let domain = backend.cache_domain();
+        let mut caches = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+        caches.retain(|_, w| w.strong_count() > 0);
+        if let Some(cache) = caches.get(&domain).and_then(Weak::upgrade) {
+            return cache;
+        }
+        let cache = Arc::new(ImportCache::default());
+        caches.insert(domain, Arc::downgrade(&cache));
+        cache
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Slot>> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait<'a>(
+        &self,
+        map: MutexGuard<'a, HashMap<Key, Slot>>,
+    ) -> MutexGuard<'a, HashMap<Key, Slot>> {
+        self.changed.wait(map).unwrap_or_else(|p| p.into_inner())
     }
 
     /// Number of live imports.
     pub(crate) fn len(&self) -> usize {
         self.lock()
             .values()
-            .filter(|w| w.strong_count() > 0)
+            .filter(|s| matches!(s, Slot::Live(w) if w.strong_count() > 0))
             .count()
     }
 
-    /// The live import of `token` on `device`, importing it if there is none.
+    /// The live import of `token` on `device`, importing it through `rt` if there is none.
     pub(crate) fn get_or_import(
-        &self,
+        self: &Arc<Self>,
         rt: &Runtime,
         token: &MemToken,
         device: DeviceId,
     ) -> Result<Arc<Mapped>> {
         let key = (token.identity(), device);
         let mut map = self.lock();
-        while let Some(weak) = map.get(&key) {
-            match weak.upgrade() {
-                Some(live) if live.generation == token.generation() => {
-                    if !protection::enabled(Protection::ImportCacheRefcount) {
-                        // Test only: a second owner of the same vendor import, which
-                        // closes it when dropped although the first still uses it.
-                        return Ok(Arc::new(Mapped {
-                            rt: rt.clone(),
-                            key: key.clone(),
-                            mapping: live.mapping.clone(),
-                            object_base: live.object_base,
-                            generation: live.generation,
-                        }));
+        loop {
+            match map.get(&key) {
+                None => break,
+                Some(Slot::Live(weak)) => {
+                    if let Some(live) = weak.upgrade() {
+                        // Never drop `live` with the lock held: if it is the last
+                        // reference, its drop takes the lock.
+                        drop(map);
+                        return self.share(live, token);
                     }
-                    return Ok(live);
+                    // Its last user is about to close it: wait for the close.
+                    map = self.wait(map);
                 }
-                Some(_stale) => {
-                    map.remove(&key);
-                    break;
-                }
-                // Its last user is closing it right now: wait for the close.
-                None => map = self.closed.wait(map).unwrap_or_else(|p| p.into_inner()),
+                Some(Slot::Importing | Slot::Closing) => map = self.wait(map),
             }
         }
+        map.insert(key.clone(), Slot::Importing);
+        drop(map);
+        let pending = PendingImport {
+            cache: self,
+            key: Some(key.clone()),
+        };
         let mapping = rt.inner.backend.import(token, device)?;
-        let object_base = DevicePtr(mapping.ptr.0.wrapping_sub(token.offset()));
         let mapped = Arc::new(Mapped {
             rt: rt.clone(),
-            key: key.clone(),
+            cache: Arc::clone(self),
+            key,
+            object_base: mapping.object_base,
+            object_size: mapping.object_size,
             mapping: Some(mapping),
-            object_base,
             generation: token.generation(),
         });
-        map.insert(key, Arc::downgrade(&mapped));
+        pending.finish(Slot::Live(Arc::downgrade(&mapped)));
         Ok(mapped)
+    }
+
+    /// A cache hit: the same object, if the token's generation and range say so.
+    fn share(&self, live: Arc<Mapped>, token: &MemToken) -> Result<Arc<Mapped>> {
+        if live.generation != token.generation() {
+            return Err(Error::invalid_token(format!(
+                "the token names generation {} of a vendor handle this process has imported \
+                 as generation {}: it names another object behind a reused handle (close the \
+                 earlier import first) or it was relabelled",
+                token.generation(),
+                live.generation
+            )));
+        }
+        live.ptr_for(token)?;
+        if !protection::enabled(Protection::ImportCacheRefcount) {
+            // Test only: a second owner of the same vendor import, which closes it when
+            // dropped although the first still uses it.
+            return Ok(Arc::new(Mapped {
+                rt: live.rt.clone(),
+                cache: Arc::clone(&live.cache),
+                key: live.key.clone(),
+                mapping: live.mapping.clone(),
+                object_base: live.object_base,
+                object_size: live.object_size,
+                generation: live.generation,
+            }));
+        }
+        Ok(live)
+    }
+}
+
+/// An `Importing` slot; if the import fails (or panics), dropping it removes the slot
+/// and wakes the waiters.
+struct PendingImport<'a> {
+    cache: &'a ImportCache,
+    key: Option<Key>,
+}
+
+impl PendingImport<'_> {
+    fn finish(mut self, slot: Slot) {
+        if let Some(key) = self.key.take() {
+            self.cache.lock().insert(key, slot);
+            self.cache.changed.notify_all();
+        }
+    }
+}
+
+impl Drop for PendingImport<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.cache.lock().remove(&key);
+            self.cache.changed.notify_all();
+        }
     }
 }
 
 impl Drop for Mapped {
     fn drop(&mut self) {
-        let cache = &self.rt.inner.imports;
-        let mut map = cache.lock();
-        if map
-            .get(&self.key)
-            .is_some_and(|w| std::ptr::eq(w.as_ptr(), self))
-        {
-            map.remove(&self.key);
-        }
+        let cache = &self.cache;
+        let ours = {
+            let mut map = cache.lock();
+            let ours =
+                matches!(map.get(&self.key), Some(Slot::Live(w)) if std::ptr::eq(w.as_ptr(), self));
+            if ours {
+                map.insert(self.key.clone(), Slot::Closing);
+            }
+            ours
+        };
+        // The vendor close runs without the lock; imports of this key wait for it.
         if let Some(mapping) = self.mapping.take()
             && let Err(e) = self.rt.inner.backend.close(mapping)
         {
             eprintln!("devipc: closing an imported mapping failed: {e}");
         }
-        drop(map);
-        cache.closed.notify_all();
+        if ours {
+            cache.lock().remove(&self.key);
+            cache.changed.notify_all();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use devipc_core::token::MemTokenParts;
+
+    use crate::probe::PROBE_OBJECT_SIZE;
     use devipc_core::{
         BackendKind, Error, ExportOptions, HostIdentity, Mechanism, ProcessId, TokenOrigin,
     };
@@ -162,6 +268,11 @@ mod tests {
 
     /// A token from another process: `generation` and `offset`/`len` vary per test.
     fn remote(generation: u64, offset: u64, len: u64) -> MemToken {
+        remote_sized(generation, 4096, offset, len)
+    }
+
+    /// As [`remote`], claiming an object of `object_size` bytes.
+    fn remote_sized(generation: u64, object_size: u64, offset: u64, len: u64) -> MemToken {
         MemToken::new(MemTokenParts {
             mechanism: Mechanism::HipIpcMem,
             emulated: true,
@@ -172,7 +283,7 @@ mod tests {
                 host: HostIdentity::current(),
             },
             generation,
-            object_size: 4096,
+            object_size,
             offset,
             len,
             payload: vec![9; 64],
@@ -216,17 +327,126 @@ mod tests {
     }
 
     #[test]
-    fn a_new_generation_behind_the_same_handle_is_not_served_from_the_cache() {
+    fn a_new_generation_never_evicts_the_live_import() {
         let rt = probe_runtime();
         let old = rt.import(&remote(1, 0, 64), DeviceId(0)).unwrap();
-        let new = rt.import(&remote(2, 0, 64), DeviceId(0)).unwrap();
-        assert_eq!(probe(&rt).count("import"), 2);
-        drop(old);
+        // Another generation behind the same handle while the first is mapped: refused,
+        // without a vendor call, and the live import stays.
+        let err = rt.import(&remote(2, 0, 64), DeviceId(0)).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidToken { reason } if reason.contains("generation 2")),
+            "{err}"
+        );
+        assert_eq!(probe(&rt).count("import"), 1);
+        let again = rt.import(&remote(1, 0, 64), DeviceId(0)).unwrap();
+        assert_eq!(
+            probe(&rt).count("import"),
+            1,
+            "generation 1 is still cached"
+        );
+        drop((old, again));
         assert_eq!(probe(&rt).count("close"), 1);
-        // The stale entry's drop must not evict the new one.
-        let _again = rt.import(&remote(2, 0, 64), DeviceId(0)).unwrap();
+        // Once the old import is closed, the new generation imports.
+        let _new = rt.import(&remote(2, 0, 64), DeviceId(0)).unwrap();
         assert_eq!(probe(&rt).count("import"), 2);
-        drop(new);
+    }
+
+    #[test]
+    fn views_are_bounded_by_the_runtimes_object_size_not_the_tokens_claim() {
+        let rt = probe_runtime();
+        // A cold import of a range beyond the real object (the probe maps 4096 bytes).
+        let forged = remote_sized(1, PROBE_OBJECT_SIZE as u64 * 4, 4096, 4096);
+        let err = rt.import(&forged, DeviceId(0)).unwrap_err();
+        assert!(matches!(err, Error::InvalidToken { .. }), "{err}");
+        assert_eq!(
+            rt.live_imports(),
+            0,
+            "the refused import left nothing behind"
+        );
+        // A cache hit: the first import is honest, the second claims a larger object.
+        let honest = rt.import(&remote(1, 0, 64), DeviceId(0)).unwrap();
+        for (offset, len) in [(4000, 1000), (4096, 1), (u64::MAX / 2, 8)] {
+            let forged = remote_sized(1, u64::MAX, offset, len);
+            let err = rt.import(&forged, DeviceId(0)).unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidToken { .. }),
+                "{offset}+{len}: {err}"
+            );
+        }
+        // The last byte of the real object is fine.
+        let edge = rt
+            .import(&remote_sized(1, 8192, 4095, 1), DeviceId(0))
+            .unwrap();
+        assert_eq!(edge.ptr().0, honest.ptr().0 + 4095);
+        assert_eq!(
+            probe(&rt).count("import"),
+            2,
+            "one refused cold import, one real"
+        );
+    }
+
+    #[test]
+    fn an_own_token_with_a_forged_range_does_not_reach_other_local_memory() {
+        let rt = probe_runtime();
+        let buf = rt.allocate(DeviceId(0), 64).unwrap();
+        let token = buf.export(ExportOptions::default()).unwrap();
+        let parts = |offset: u64, len: u64, object_size: u64| MemTokenParts {
+            mechanism: token.mechanism(),
+            emulated: token.emulated(),
+            device: token.device(),
+            origin: token.origin(),
+            generation: token.generation(),
+            object_size,
+            offset,
+            len,
+            payload: token.payload().to_vec(),
+        };
+        let forged = MemToken::new(parts(64, 64, 1 << 20)).unwrap();
+        let err = rt.import(&forged, DeviceId(0)).unwrap_err();
+        assert!(matches!(err, Error::InvalidToken { .. }), "{err}");
+        let relabelled = MemToken::new(MemTokenParts {
+            generation: token.generation() + 1,
+            ..parts(0, 64, 64)
+        })
+        .unwrap();
+        let err = rt.import(&relabelled, DeviceId(0)).unwrap_err();
+        assert!(matches!(err, Error::InvalidToken { .. }), "{err}");
+        assert!(rt.import(&token, DeviceId(0)).unwrap().is_local());
+    }
+
+    /// The old cache dropped an evicted import while holding its lock; when that was the
+    /// last reference, its drop re-locked the cache and every later import hung. Two
+    /// threads import and drop the same handle under two generations many times; a
+    /// watchdog fails the test instead of hanging.
+    #[test]
+    fn racing_imports_and_drops_across_generations_never_deadlock() {
+        let rt = probe_runtime();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let workers: Vec<_> = (0..2u64)
+            .map(|t| {
+                let rt = rt.clone();
+                let done = done_tx.clone();
+                std::thread::spawn(move || {
+                    for i in 0..3000u64 {
+                        let generation = 1 + (i + t) % 2;
+                        if let Ok(view) = rt.import(&remote(generation, 0, 64), DeviceId(0)) {
+                            drop(view);
+                        }
+                    }
+                    done.send(()).unwrap();
+                })
+            })
+            .collect();
+        for _ in 0..2 {
+            done_rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("an import or drop hung: the cache deadlocked");
+        }
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_eq!(rt.live_imports(), 0);
+        assert_eq!(probe(&rt).count("import"), probe(&rt).count("close"));
     }
 
     #[test]
@@ -247,6 +467,36 @@ mod tests {
         let err = rt.import(&token, DeviceId(0)).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
         assert_eq!(probe(&rt).count("import"), 0);
+    }
+
+    /// A token naming this process's pid but another start time was made by an earlier
+    /// process that had our pid: it is not ours, and never served from our memory.
+    #[test]
+    fn a_recycled_pid_is_not_this_process() {
+        let rt = probe_runtime();
+        let buf = rt.allocate(DeviceId(0), 64).unwrap();
+        let token = buf.export(ExportOptions::default()).unwrap();
+        let mut origin = token.origin();
+        origin.start_time = origin.start_time.wrapping_sub(1);
+        let old_owner = MemToken::new(MemTokenParts {
+            mechanism: token.mechanism(),
+            emulated: token.emulated(),
+            device: token.device(),
+            origin,
+            generation: token.generation(),
+            object_size: token.object_size(),
+            offset: 0,
+            len: 64,
+            payload: token.payload().to_vec(),
+        })
+        .unwrap();
+        assert_ne!(old_owner.identity(), token.identity());
+        let view = rt.import(&old_owner, DeviceId(0)).unwrap();
+        assert!(
+            !view.is_local(),
+            "another process's token went to the vendor"
+        );
+        assert_eq!(probe(&rt).count("import"), 1);
     }
 
     #[test]

@@ -24,8 +24,12 @@ enum Source {
 
 /// A view of memory another process (or this one) exported. Dropping it closes the
 /// import once no other import of the same handle is left.
+///
+/// Its range was checked against the size the vendor runtime reported for the mapped
+/// object (never only against the token's own claim), and it keeps the object mapped.
 #[derive(Debug)]
 pub struct ImportedBuffer {
+    /// The runtime whose backend mapped (or owns) the memory, and copies to and from it.
     rt: Runtime,
     source: Source,
     ptr: DevicePtr,
@@ -59,7 +63,7 @@ impl Runtime {
         }
         let mapped = self.inner.imports.get_or_import(self, token, device)?;
         Ok(ImportedBuffer {
-            rt: self.clone(),
+            rt: mapped.rt.clone(),
             ptr: mapped.ptr_for(token)?,
             source: Source::Mapped(mapped),
             len,
@@ -77,17 +81,12 @@ impl Runtime {
             .backend
             .device_count()
             .and_then(|n| device.check(n))?;
-        let view = local_exports::lookup(token).ok_or_else(|| {
-            Error::invalid_argument(
-                "this process exported the token, but the exported memory has been freed \
-                 (or was exported by another devipc instance)",
-            )
-        })?;
+        let view = local_exports::lookup(token)?;
         if device != view.device {
             self.inner.backend.enable_peer_access(device, view.device)?;
         }
         Ok(ImportedBuffer {
-            rt: self.clone(),
+            rt: view.owner,
             source: Source::Local(view.keepalive),
             ptr: view.ptr,
             len,

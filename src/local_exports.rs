@@ -10,8 +10,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
-use devipc_core::{DeviceId, DevicePtr, MemToken, TokenIdentity};
+use devipc_core::{DeviceId, DevicePtr, Error, MemToken, Result, TokenIdentity};
 
+use crate::runtime::{Runtime, RuntimeInner};
 use crate::shared::Owned;
 
 /// What a local export points at.
@@ -19,9 +20,11 @@ use crate::shared::Owned;
 pub(crate) enum LocalTarget {
     /// A [`SharedBuffer`](crate::SharedBuffer)'s allocation; the view keeps it alive.
     Owned(Weak<Owned>),
-    /// Memory the framework allocated ([`Runtime::export_external`](crate::Runtime::export_external));
-    /// its lifetime is the framework's business.
-    External,
+    /// Memory the framework allocated ([`Runtime::export_external`](crate::Runtime::export_external)),
+    /// exported through this runtime. Its lifetime is the framework's: the entry goes
+    /// with [`Runtime::close_external`](crate::Runtime::close_external) (which the
+    /// framework must call before freeing the block) or with the runtime.
+    External(Weak<RuntimeInner>),
 }
 
 #[derive(Debug, Clone)]
@@ -30,6 +33,8 @@ struct LocalExport {
     generation: u64,
     /// Address of the exported vendor object's first byte (token offsets count from it).
     object_base: DevicePtr,
+    /// Its size, as this process's backend reported it at export (not a token's claim).
+    object_size: usize,
     device: DeviceId,
 }
 
@@ -38,6 +43,8 @@ struct LocalExport {
 pub(crate) struct LocalView {
     /// Keeps a [`SharedBuffer`](crate::SharedBuffer)'s allocation alive while viewed.
     pub(crate) keepalive: Option<Arc<Owned>>,
+    /// The runtime whose backend owns the memory (and copies to and from it).
+    pub(crate) owner: Runtime,
     /// Where the token's range starts.
     pub(crate) ptr: DevicePtr,
     /// The device the memory lives on.
@@ -56,13 +63,15 @@ fn exports() -> MutexGuard<'static, HashMap<TokenIdentity, LocalExport>> {
 }
 
 /// Records that `token` (just exported by this process) names memory starting at
-/// `object_base`.
+/// `object_base`. The token's object size is this process's own backend's answer, so it
+/// is trusted here; tokens looked up later are not.
 pub(crate) fn register(token: &MemToken, target: LocalTarget, object_base: DevicePtr) {
+    let object_size = usize::try_from(token.object_size()).unwrap_or(usize::MAX);
     let mut map = exports();
     // Drop entries whose buffers are gone, so the map stays proportional to the live
     // exports; amortised: only when it has doubled since the last sweep.
     if map.len() >= 2 * SWEPT_LEN.load(Ordering::Relaxed).max(64) {
-        map.retain(|_, e| !matches!(&e.target, LocalTarget::Owned(w) if w.strong_count() == 0));
+        map.retain(|_, e| !e.is_dead());
         SWEPT_LEN.store(map.len(), Ordering::Relaxed);
     }
     map.insert(
@@ -71,28 +80,68 @@ pub(crate) fn register(token: &MemToken, target: LocalTarget, object_base: Devic
             target,
             generation: token.generation(),
             object_base,
+            object_size,
             device: token.device(),
         },
     );
 }
 
-/// The local view for `token`, if this process exported it and the memory is still live.
-pub(crate) fn lookup(token: &MemToken) -> Option<LocalView> {
-    let entry = exports().get(&token.identity())?.clone();
-    if entry.generation != token.generation() {
-        return None;
+impl LocalExport {
+    fn is_dead(&self) -> bool {
+        match &self.target {
+            LocalTarget::Owned(w) => w.strong_count() == 0,
+            LocalTarget::External(w) => w.strong_count() == 0,
+        }
     }
-    let keepalive = match &entry.target {
-        LocalTarget::Owned(weak) => Some(weak.upgrade()?),
-        LocalTarget::External => None,
+}
+
+/// Forgets the external exports of the block holding `ptr` on `device` (after
+/// `close_external`): their tokens no longer resolve to local memory, which the framework
+/// may now free and reuse.
+pub(crate) fn forget_external(device: DeviceId, ptr: DevicePtr) {
+    exports().retain(|_, e| {
+        let holds_ptr = ptr.0 >= e.object_base.0 && ptr.0 - e.object_base.0 < e.object_size as u64;
+        !(matches!(e.target, LocalTarget::External(_)) && e.device == device && holds_ptr)
+    });
+}
+
+/// The local view for `token`, which this process exported: refused when the memory is
+/// gone, the token names another generation, or its range does not fit the object.
+pub(crate) fn lookup(token: &MemToken) -> Result<LocalView> {
+    let freed = || {
+        Error::invalid_argument(
+            "this process exported the token, but the exported memory has been freed or its \
+             external export closed (or it was exported by another devipc instance)",
+        )
     };
-    let ptr = entry
-        .object_base
-        .offset(usize::try_from(token.offset()).ok()?)
-        .ok()?;
-    Some(LocalView {
+    let entry = exports()
+        .get(&token.identity())
+        .cloned()
+        .ok_or_else(freed)?;
+    if entry.generation != token.generation() {
+        return Err(Error::invalid_token(format!(
+            "the token names generation {} of an object this process exports as generation \
+             {}: it names a freed object or was relabelled",
+            token.generation(),
+            entry.generation
+        )));
+    }
+    let range = token.range_within(entry.object_size)?;
+    let (keepalive, owner) = match &entry.target {
+        LocalTarget::Owned(weak) => {
+            let owned = weak.upgrade().ok_or_else(freed)?;
+            let owner = owned.runtime().clone();
+            (Some(owned), owner)
+        }
+        LocalTarget::External(weak) => {
+            let inner = weak.upgrade().ok_or_else(freed)?;
+            (None, Runtime { inner })
+        }
+    };
+    Ok(LocalView {
         keepalive,
-        ptr,
+        owner,
+        ptr: entry.object_base.offset(range.start)?,
         device: entry.device,
     })
 }

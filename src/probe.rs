@@ -12,6 +12,8 @@ use devipc_core::{
     Result, SignalHandle, SignalToken, TokenOrigin,
 };
 
+static NEXT_INSTANCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// Records the name of each method called on it.
 #[derive(Debug)]
 pub struct ProbeBackend {
@@ -23,6 +25,8 @@ pub struct ProbeBackend {
     payload: u8,
     /// Mints the handles it returns.
     handles: HandleTable<()>,
+    /// Unique per probe: each probe is its own "vendor runtime".
+    instance: u64,
 }
 
 /// The real size of every object the probe "maps", whatever a token claims.
@@ -49,7 +53,13 @@ impl ProbeBackend {
             },
             calls: Mutex::new(Vec::new()),
             handles: HandleTable::new("probe"),
+            instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
+    }
+
+    /// This probe's unique number.
+    pub fn instance(&self) -> u64 {
+        self.instance
     }
 
     /// The methods called so far, in order.

@@ -27,8 +27,9 @@ pub(crate) struct RuntimeInner {
     pub(crate) backend: Backend,
     /// This process as tokens name it (the backend's process id; Ascend: bare tgid).
     pub(crate) origin: TokenOrigin,
-    /// Live imports, shared between importers of the same handle (DESIGN 5.2).
-    pub(crate) imports: ImportCache,
+    /// Live imports of this vendor runtime in this process, shared between importers of
+    /// the same handle and between runtimes of one backend (DESIGN 5.2).
+    pub(crate) imports: Arc<ImportCache>,
 }
 
 impl Runtime {
@@ -136,8 +137,8 @@ impl Runtime {
         Runtime {
             inner: Arc::new(RuntimeInner {
                 origin: TokenOrigin::current(pid),
+                imports: ImportCache::for_backend(&backend),
                 backend,
-                imports: ImportCache::default(),
             }),
         }
     }

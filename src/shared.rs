@@ -19,6 +19,11 @@ pub(crate) struct Owned {
 }
 
 impl Owned {
+    /// The runtime that allocated it.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
     fn alloc(&self) -> &Allocation {
         // Only `drop` takes it.
         self.alloc.as_ref().expect("allocation present until drop")
@@ -67,15 +72,22 @@ impl Runtime {
     ) -> Result<MemToken> {
         let token = self.inner.backend.export_external(device, ptr, len, opts)?;
         let object_base = DevicePtr(ptr.0.wrapping_sub(token.offset()));
-        local_exports::register(&token, LocalTarget::External, object_base);
+        local_exports::register(
+            &token,
+            LocalTarget::External(Arc::downgrade(&self.inner)),
+            object_base,
+        );
         Ok(token)
     }
 
     /// Ends the exports of the framework block holding `ptr` on `device` (see
     /// [`DeviceIpc::close_external`]); call it after every importer closed and before the
-    /// framework frees the block.
+    /// framework frees the block. From then on the block's tokens no longer import in
+    /// this process either (they would name whatever the framework puts there next).
     pub fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
-        self.inner.backend.close_external(device, ptr)
+        self.inner.backend.close_external(device, ptr)?;
+        local_exports::forget_external(device, ptr);
+        Ok(())
     }
 
     /// Lets `peers` import `token` (see [`SharedBuffer::grant`]).

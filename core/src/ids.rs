@@ -196,6 +196,24 @@ impl fmt::Display for DevicePtr {
 /// with an `unsafe` constructor, whose caller vouches for the stream: the safe calls that
 /// take one ([`Signal::notify_on`](../devipc/struct.Signal.html), `DeviceIpc::notify`)
 /// stay safe because no safe code can invent a stream.
+///
+/// ```
+/// use devipc_core::RawStream;
+/// let default = RawStream::DEFAULT;
+/// // SAFETY: 0 is the default stream.
+/// let same = unsafe { RawStream::from_raw(0) };
+/// assert_eq!(default, same);
+/// ```
+///
+/// An integer is not a stream without the caller's promise:
+///
+/// ```compile_fail
+/// let s = devipc_core::RawStream(0x1234);
+/// ```
+///
+/// ```compile_fail
+/// let s = devipc_core::RawStream::from_raw(0x1234);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct RawStream(usize);
 
@@ -246,6 +264,19 @@ impl RawStream {
 /// the only ids a caller holds are those of the handles it was given (a guessed number
 /// cannot release a [`SharedBuffer`](../devipc/struct.SharedBuffer.html)'s memory behind
 /// its back).
+///
+/// ```compile_fail
+/// let guessed = devipc_core::HandleId(5);
+/// ```
+///
+/// ```compile_fail
+/// let alloc = devipc_core::Allocation {
+///     id: devipc_core::HandleId::mint(5),
+///     device: devipc_core::DeviceId(0),
+///     ptr: devipc_core::DevicePtr(0x1000),
+///     size: 64,
+/// };
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HandleId(u64);
 

@@ -6,6 +6,16 @@
 //! and every acquire has its release: `allocate`/`free`, `export*` + `import`/`close`, `export_external`/`close_external`,
 //! `create_signal` or `import_signal`/`destroy_signal`.
 //!
+//! The raw copies take a bare device pointer, so they are `unsafe` to call; the `devipc`
+//! facade's buffers check every span against the object they view and call them for you:
+//!
+//! ```compile_fail
+//! fn peek(backend: &dyn devipc_core::DeviceIpc) {
+//!     let mut byte = [0u8; 1];
+//!     let _ = backend.read(devipc_core::DevicePtr(0x1000), &mut byte);
+//! }
+//! ```
+//!
 //! Contract for implementors:
 //! - Handles are validated: a handle that is unknown, already released or from another
 //!   backend instance gives [`Error::UnknownHandle`](crate::Error::UnknownHandle).
