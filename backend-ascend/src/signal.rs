@@ -488,6 +488,10 @@ impl AscendBackend {
                 // SAFETY: the notify is live (in the table); the stream is devipc's own,
                 // created on this (the home) device.
                 let code = unsafe { wait(notify_ptr(record.notify), stream, arg) };
+                if is_wait_timeout(code) {
+                    // A runtime that waits in the call itself reports the expiry here.
+                    return Err(timed_out());
+                }
                 check(&self.api, "aclrtWaitAndResetNotify", code)?;
                 // SAFETY: event and stream are devipc's own, live.
                 unsafe { acl_opt!(self.api, aclrtRecordEvent(event, stream)) }?;
