@@ -103,8 +103,8 @@ use devipc_ascend_sys::consts::{
     ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS,
 };
 use devipc_ascend_sys::types::{
-    ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_EVENT_RECORDED_STATUS_NOT_READY, aclError,
-    aclrtEvent, aclrtEventRecordedStatus, aclrtNotify, aclrtStream,
+    ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_EVENT_RECORDED_STATUS_NOT_READY, aclError, aclrtEvent,
+    aclrtEventRecordedStatus, aclrtNotify, aclrtStream,
 };
 use devipc_core::token::SignalTokenParts;
 use devipc_core::{
@@ -182,7 +182,9 @@ fn notify_ptr(notify: usize) -> aclrtNotify {
 
 /// The time left until `deadline` (`None`: unbounded), zero once it passed.
 fn until(deadline: Option<Instant>) -> Duration {
-    deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()))
+    deadline.map_or(Duration::MAX, |d| {
+        d.saturating_duration_since(Instant::now())
+    })
 }
 
 impl AscendBackend {

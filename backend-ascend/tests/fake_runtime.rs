@@ -1723,7 +1723,10 @@ fn notify_export_grant_import_and_wait_use_the_notify_flags_and_seconds() {
     // Both waits ran on one stream of devipc's own, created once with its event, with the
     // event recorded after each vendor wait and polled (signal.rs, the wait's deadline).
     assert_eq!(count(&c, "aclrtCreateStream"), 1, "{c:?}");
-    assert!(c.contains(&"aclrtCreateEventExWithFlag(1)".to_owned()), "{c:?}");
+    assert!(
+        c.contains(&"aclrtCreateEventExWithFlag(1)".to_owned()),
+        "{c:?}"
+    );
     assert_eq!(count(&c, "aclrtRecordEvent"), 2, "{c:?}");
     assert_eq!(count(&c, "aclrtQueryEventStatus"), 1, "{c:?}");
 

@@ -354,7 +354,10 @@ mod tests {
         };
         assert!(*after >= Duration::from_millis(30), "{after:?}");
         let text = e.to_string();
-        assert!(text.starts_with("waiting for signal 3 (limit 10ms) timed out after "), "{text}");
+        assert!(
+            text.starts_with("waiting for signal 3 (limit 10ms) timed out after "),
+            "{text}"
+        );
         assert!(!text.ends_with("after 10ms"), "{text}");
     }
 
