@@ -28,28 +28,84 @@
 //! default stream or one of that device.
 //!
 //! `aclrtRecordNotify` and `aclrtWaitAndResetNotify` are stream tasks. `notify` only
-//! queues the record, ordered after the work already on the caller's stream. `wait`
-//! queues the wait and then synchronises the stream (`aclrtSynchronizeStream`), so it
-//! blocks the calling thread as [`DeviceIpc::wait`](devipc_core::DeviceIpc::wait)
-//! promises, and the wait's expiry (`ACL_ERROR_RT_WAIT_TIMEOUT`, reported by the
-//! synchronisation as the stream's failure) becomes [`Error::Timeout`]. The devipc
-//! emulator's streams behave the same way.
+//! queues the record, ordered after the work already on the caller's stream.
 //!
-//! The wait's `timeout` is in seconds: the runtime documentation says so and the
-//! runtime's own implementation logs it as seconds (`aclrtWaitAndResetNotifyImpl`:
-//! `"timeout is [%u]s"`), while the header comment says milliseconds. The conversion is
-//! [`timeout_arg`], the one place to change if a runtime ever disagrees.
+//! # The wait's deadline
+//!
+//! The `timeout` of `aclrtWaitAndResetNotify` counts whole **seconds**, whatever the header
+//! comment says (see the unit note below), so a vendor wait alone cannot honour
+//! `wait(10 ms)` (it would last 1 s) or `wait(1500 ms)` (2 s). devipc therefore keeps the
+//! deadline on the host: `wait` queues the vendor wait, with its timeout rounded up to
+//! whole seconds as a backstop ([`timeout_arg`]), on a stream of devipc's own (one per
+//! signal, created on the notify's device when first needed), records an event after it,
+//! and polls the event ([`POLL_MAX`] apart at most) until it completes or the caller's
+//! deadline passes. A completed wait is told from an expired one by synchronising
+//! devipc's stream (`ACL_ERROR_RT_WAIT_TIMEOUT`, 107019, for an expiry: then the wait is
+//! queued again if time is left). So `wait(d)` returns within `d` plus [`WAIT_SLACK`]
+//! (the poll interval and scheduling), and [`Error::Timeout`] reports the time actually
+//! waited, measured.
+//!
+//! When the deadline passes first, the vendor wait stays queued (a record already
+//! consumed cannot be put back, so it is not cancelled): it is the signal's *pending*
+//! wait, and the next `wait` on the signal takes it over instead of queueing another, so
+//! a record that arrives in between is credited to that next wait, never lost. It ends at
+//! its backstop at the latest; destroying the signal cancels it
+//! (`aclrtDestroyStreamForce` where the runtime has it, else `aclrtDestroyStream`, which
+//! waits at most the backstop). Until it ends, it would also consume a record meant for a
+//! waiter in another process (devipc's signals have one waiting side, DESIGN 5.5).
+//!
+//! The caller's `stream` is not used by the wait itself: `wait` returns only once the
+//! record was seen, so whatever the caller queues on any stream afterwards runs after the
+//! notifier's work. A runtime without the event functions (`aclrtCreateEventExWithFlag`,
+//! `aclrtRecordEvent`, `aclrtQueryEventStatus`) gets the plain vendor wait on the caller's
+//! stream followed by `aclrtSynchronizeStream`: then the deadline has the runtime's
+//! granularity, whole seconds ([`timeout_arg`]).
+//!
+//! # The timeout unit
+//!
+//! Seconds. The sources, side by side (api-facts A.8 and D.3 left it open):
+//! - header `acl_rt.h` (ACL 1.17, torch-npu 2.14.0 wheel): "`@param [in] timeout  input
+//!   timeout, unit is ms`";
+//! - CANN API reference, `aclrtWaitAndResetNotify` (canncommercial 8.3.RC1, 8.5.0, 9.0.0;
+//!   hicann/runtime `docs/zh/api_ref/08_notify_management.md`): "0：表示永久等待；>0：配置具体
+//!   的超时时间，单位是秒" (English edition: "> 0: specific timeout, in seconds"); the
+//!   older pages (canncommercial 8.2.RC1, CANNCommunityEdition 8.3.RC1 and its alphas,
+//!   8.5.0.alpha001) said "单位是毫秒" (milliseconds);
+//! - the runtime itself (hicann/runtime): `aclrtWaitAndResetNotifyImpl` logs "timeout is
+//!   [%u]s"; `rtsNotifyWaitAndReset` maps `UINT32_MAX` to an untimed wait and passes
+//!   anything else to `rtNotifyWaitWithTimeOut` ("timeout=%us"), which stores it unchanged
+//!   in the notify-wait task and the hardware queue entry (`ConstructSqeForNotifyWaitTask`:
+//!   `sqe->timeout`, logged "timeout=%us."); a chip without the timeout feature ignores it
+//!   and waits with the runtime's default;
+//! - the vendor's own caller, HCCL (hicann/hcomm `SendRecvExecutor::WaitSignal`), passes
+//!   `HCCL_EXEC_TIMEOUT`, documented in seconds ("接口参数为整型秒数", default 1836 s), and
+//!   hcomm PR #4625 moved a notify-wait timeout from ms to s.
+//!
+//! The implementation and the current reference agree, and the older "ms" pages were
+//! corrected in the same reference, so seconds are authoritative; no runtime version is
+//! known to count milliseconds. The host-side deadline above does not depend on it: a
+//! runtime that counted milliseconds would only end the backstop early, and the wait
+//! would be queued again. The conformance rule `ascend.notify.wait-timeout` measures the
+//! unit on whatever runtime runs it, and `portable.signal.wait-timeout` the deadline.
+//!
+//! The runtime documentation of HCCL also says that on Atlas training and Atlas 300I Duo
+//! products the device's notify-wait timeout has a granularity of 68 s; the host-side
+//! deadline makes that invisible too (only the backstop, and so the cancel-free end of a
+//! pending wait, is coarser there).
 
 use std::ffi::c_void;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use devipc_ascend_sys::codes::{ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_WAIT_TIMEOUT};
 use devipc_ascend_sys::consts::{
-    ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
+    ACL_EVENT_SYNC, ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
     ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
     ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS,
 };
-use devipc_ascend_sys::types::{aclError, aclrtNotify};
+use devipc_ascend_sys::types::{
+    ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_EVENT_RECORDED_STATUS_NOT_READY, aclError, aclrtEvent,
+    aclrtEventRecordedStatus, aclrtNotify, aclrtStream,
+};
 use devipc_core::token::SignalTokenParts;
 use devipc_core::{
     DeviceId, Error, ExportOptions, Mechanism, PidValidation, ProcessId, RawStream, Result,
@@ -57,7 +113,7 @@ use devipc_core::{
 };
 
 use crate::backend::{AscendBackend, lock};
-use crate::call::{acl, check, optional};
+use crate::call::{acl, acl_opt, check, optional};
 use crate::device::DeviceScope;
 use crate::external::{Key, check_written_key, key_payload};
 use crate::memory::pid_args;
@@ -65,6 +121,14 @@ use crate::rollback::Undo;
 
 /// `aclrtWaitAndResetNotify`'s `timeout` meaning "wait forever".
 pub const WAIT_FOREVER: u32 = 0;
+
+/// How late past its deadline a wait may return (see the [module docs](self)): the poll
+/// interval ([`POLL_MAX`]) plus scheduling, generously. Waits usually end within a
+/// millisecond or two of the deadline.
+pub const WAIT_SLACK: Duration = Duration::from_millis(50);
+
+/// The longest pause between two polls of the wait's event; the first polls come sooner.
+pub const POLL_MAX: Duration = Duration::from_millis(1);
 
 /// The `timeout` argument of `aclrtWaitAndResetNotify` for a wait of at most `timeout`:
 /// whole seconds, rounded up (a wait never ends earlier than asked), at least 1 (0 would
@@ -94,10 +158,33 @@ pub(crate) struct SignalRecord {
     created: bool,
     /// The key of the first export and its validation.
     exported: Option<(Key, PidValidation)>,
+    /// devipc's stream and event for waits on this notify, once created.
+    waiter: Option<Waiter>,
+    /// A thread is waiting on this signal (it holds the waiter).
+    busy: bool,
+}
+
+/// devipc's own stream and event for the waits on one notify, on its home device (see
+/// the [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Waiter {
+    /// The `aclrtStream`, as an address.
+    stream: usize,
+    /// The `aclrtEvent` recorded after each vendor wait, as an address.
+    event: usize,
+    /// A vendor wait is queued whose outcome no `wait` has seen yet.
+    pending: bool,
 }
 
 fn notify_ptr(notify: usize) -> aclrtNotify {
     notify as aclrtNotify
+}
+
+/// The time left until `deadline` (`None`: unbounded), zero once it passed.
+fn until(deadline: Option<Instant>) -> Duration {
+    deadline.map_or(Duration::MAX, |d| {
+        d.saturating_duration_since(Instant::now())
+    })
 }
 
 impl AscendBackend {
@@ -117,6 +204,8 @@ impl AscendBackend {
             notify: notify as usize,
             created: true,
             exported: None,
+            waiter: None,
+            busy: false,
         });
         Ok(SignalHandle { id, device })
     }
@@ -267,6 +356,8 @@ impl AscendBackend {
             notify: notify as usize,
             created: false,
             exported: None,
+            waiter: None,
+            busy: false,
         });
         Ok(SignalHandle { id, device })
     }
@@ -286,12 +377,179 @@ impl AscendBackend {
         stream: RawStream,
         timeout: Option<Duration>,
     ) -> Result<()> {
+        let started = Instant::now();
         let record = self.signal(signal)?;
         let wait = optional!(self.api, aclrtWaitAndResetNotify)?;
-        let timed_out = || Error::Timeout {
-            what: format!("waiting for signal {}", signal.id),
-            after: timeout.unwrap_or_default(),
+        let what = match timeout {
+            Some(limit) => format!("waiting for signal {} (limit {limit:?})", signal.id),
+            None => format!("waiting for signal {}", signal.id),
         };
+        let timed_out = || Error::timed_out(what.clone(), started);
+        let events = self.api.aclrtCreateEventExWithFlag.is_some()
+            && self.api.aclrtRecordEvent.is_some()
+            && self.api.aclrtQueryEventStatus.is_some()
+            && self.api.aclrtDestroyEvent.is_some();
+        if !events {
+            return self.wait_on_stream(&record, stream, timeout, wait, &timed_out);
+        }
+        // A deadline beyond what an Instant holds is no deadline.
+        let deadline = timeout.and_then(|t| started.checked_add(t));
+        let mut waiter = self.claim_waiter(signal, &record, deadline, &timed_out)?;
+        let result = self.wait_until(&record, &mut waiter, deadline, wait, &timed_out);
+        let returned = self.signals.with(signal.id, |r| {
+            r.waiter = Some(waiter);
+            r.busy = false;
+        });
+        if returned.is_err() {
+            // Destroyed meanwhile (a caller bug): the waiter is ours alone to release.
+            let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
+            let _ = self.release_waiter(waiter);
+        }
+        result
+    }
+
+    /// Takes the signal's [`Waiter`] (creating it on first use), waiting while another
+    /// thread holds it, until `deadline`.
+    fn claim_waiter(
+        &self,
+        signal: &SignalHandle,
+        record: &SignalRecord,
+        deadline: Option<Instant>,
+        timed_out: &dyn Fn() -> Error,
+    ) -> Result<Waiter> {
+        let mut pause = Duration::from_micros(20);
+        loop {
+            let taken = self.signals.with(signal.id, |r| {
+                if r.busy {
+                    None
+                } else {
+                    r.busy = true;
+                    Some(r.waiter)
+                }
+            })?;
+            match taken {
+                Some(Some(waiter)) => return Ok(waiter),
+                Some(None) => {
+                    return self.create_waiter(record).inspect_err(|_| {
+                        let _ = self.signals.with(signal.id, |r| r.busy = false);
+                    });
+                }
+                None => {
+                    // Another thread of this process waits on the same signal.
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(timed_out());
+                    }
+                    std::thread::sleep(pause.min(until(deadline)));
+                    pause = (pause * 2).min(POLL_MAX);
+                }
+            }
+        }
+    }
+
+    /// devipc's stream and event for waits on `record`'s notify, on its home device.
+    fn create_waiter(&self, record: &SignalRecord) -> Result<Waiter> {
+        let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
+        let mut stream: aclrtStream = std::ptr::null_mut();
+        // SAFETY: `stream` is a valid out-pointer; the home device is current.
+        unsafe { acl!(self.api, aclrtCreateStream(&mut stream)) }?;
+        let mut event: aclrtEvent = std::ptr::null_mut();
+        // SAFETY: `event` is a valid out-pointer; ACL_EVENT_SYNC is a documented flag.
+        let created = unsafe {
+            acl_opt!(
+                self.api,
+                aclrtCreateEventExWithFlag(&mut event, ACL_EVENT_SYNC)
+            )
+        };
+        if let Err(e) = created {
+            let _ = Undo::DestroyStream(stream as usize).run(&self.api);
+            return Err(e);
+        }
+        Ok(Waiter {
+            stream: stream as usize,
+            event: event as usize,
+            pending: false,
+        })
+    }
+
+    /// The wait itself, on the waiter's stream, until `deadline` (see the module docs).
+    fn wait_until(
+        &self,
+        record: &SignalRecord,
+        waiter: &mut Waiter,
+        deadline: Option<Instant>,
+        wait: unsafe extern "C" fn(aclrtNotify, aclrtStream, u32) -> aclError,
+        timed_out: &dyn Fn() -> Error,
+    ) -> Result<()> {
+        // On the creator's device: see the module docs.
+        let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
+        let stream = waiter.stream as aclrtStream;
+        let event = waiter.event as aclrtEvent;
+        loop {
+            if !waiter.pending {
+                let arg = deadline.map_or(WAIT_FOREVER, |d| timeout_arg(until(Some(d))));
+                // SAFETY: the notify is live (in the table); the stream is devipc's own,
+                // created on this (the home) device.
+                let code = unsafe { wait(notify_ptr(record.notify), stream, arg) };
+                if is_wait_timeout(code) {
+                    // A runtime that waits in the call itself reports the expiry here.
+                    return Err(timed_out());
+                }
+                check(&self.api, "aclrtWaitAndResetNotify", code)?;
+                // SAFETY: event and stream are devipc's own, live.
+                unsafe { acl_opt!(self.api, aclrtRecordEvent(event, stream)) }?;
+                waiter.pending = true;
+            }
+            if deadline.is_some() && !self.poll_event(event, deadline)? {
+                return Err(timed_out());
+            }
+            // The vendor wait ended (or, without a deadline, ends now): how?
+            // SAFETY: devipc's own live stream.
+            let outcome = unsafe { acl!(self.api, aclrtSynchronizeStream(stream)) };
+            waiter.pending = false;
+            match outcome {
+                Ok(()) => return Ok(()),
+                // The backstop expired before the deadline (or the runtime counts a finer
+                // unit than seconds): wait again for what is left.
+                Err(e) if e.vendor_code().is_some_and(is_wait_timeout) => {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(timed_out());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Polls `event` until its latest record completed (`true`) or `deadline` passed
+    /// (`false`), at most [`POLL_MAX`] apart.
+    fn poll_event(&self, event: aclrtEvent, deadline: Option<Instant>) -> Result<bool> {
+        let mut pause = Duration::from_micros(20);
+        loop {
+            let mut status: aclrtEventRecordedStatus = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+            // SAFETY: devipc's own live event; `status` is a valid out-pointer.
+            unsafe { acl_opt!(self.api, aclrtQueryEventStatus(event, &mut status)) }?;
+            if status == ACL_EVENT_RECORDED_STATUS_COMPLETE {
+                return Ok(true);
+            }
+            let left = until(deadline);
+            if left.is_zero() {
+                return Ok(false);
+            }
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(POLL_MAX);
+        }
+    }
+
+    /// The plain vendor wait on the caller's stream, for runtimes without the event
+    /// functions: the deadline has the runtime's granularity (whole seconds).
+    fn wait_on_stream(
+        &self,
+        record: &SignalRecord,
+        stream: RawStream,
+        timeout: Option<Duration>,
+        wait: unsafe extern "C" fn(aclrtNotify, aclrtStream, u32) -> aclError,
+        timed_out: &dyn Fn() -> Error,
+    ) -> Result<()> {
         let arg = timeout.map_or(WAIT_FOREVER, timeout_arg);
         // On the creator's device: see the module docs.
         let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
@@ -314,10 +572,33 @@ impl AscendBackend {
             .inspect_err(|_| self.signals.restore(signal.id, record))
     }
 
-    /// `aclrtDestroyNotify` for a record already taken out of the table.
+    /// `aclrtDestroyNotify` for a record already taken out of the table, after devipc's
+    /// wait stream and event (cancelling a pending wait, see the module docs).
     pub(crate) fn release_signal(&self, record: SignalRecord) -> Result<()> {
+        let waited = match record.waiter {
+            Some(waiter) => DeviceScope::bind(&self.api, record.home.as_c_int()?)
+                .and_then(|_scope| self.release_waiter(waiter)),
+            None => Ok(()),
+        };
         let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-        Undo::DestroyNotify(record.notify).run(&self.api)
+        Undo::DestroyNotify(record.notify).run(&self.api)?;
+        waited
+    }
+
+    /// Destroys a waiter's stream (by force when a wait is pending and the runtime can)
+    /// and event; the home device is current.
+    fn release_waiter(&self, waiter: Waiter) -> Result<()> {
+        let stream = waiter.stream as aclrtStream;
+        let destroyed = match self.api.aclrtDestroyStreamForce {
+            // SAFETY: devipc's own live stream, not used after this.
+            Some(_) if waiter.pending => unsafe {
+                acl_opt!(self.api, aclrtDestroyStreamForce(stream))
+            },
+            _ => Undo::DestroyStream(waiter.stream).run(&self.api),
+        };
+        // SAFETY: devipc's own live event, not used after this.
+        let event = unsafe { acl_opt!(self.api, aclrtDestroyEvent(waiter.event as aclrtEvent)) };
+        destroyed.and(event)
     }
 }
 

@@ -488,15 +488,17 @@ fn notify_b(b: &AscendBackend, peer: &mut Peer) {
     let err = b
         .wait(&ping, RawStream::DEFAULT, Some(Duration::from_millis(300)))
         .unwrap_err();
+    let took = started.elapsed();
+    // The runtime counts whole seconds, but devipc keeps the caller's deadline on the host
+    // (signal.rs): 300 ms, not 1 s, and the error states the time measured.
     assert!(
-        matches!(err, Error::Timeout { after, .. } if after == Duration::from_millis(300)),
-        "{err:?}"
+        matches!(err, Error::Timeout { after, .. }
+            if after >= Duration::from_millis(300) && after <= took),
+        "{err:?} (the caller saw {took:?})"
     );
-    // The runtime's unit is whole seconds: 300 ms rounds up to 1 s.
     assert!(
-        started.elapsed() >= Duration::from_millis(900),
-        "{:?}",
-        started.elapsed()
+        took >= Duration::from_millis(300) && took <= Duration::from_millis(550),
+        "{took:?}"
     );
     peer.send("done", "");
     b.destroy_signal(ping).unwrap();

@@ -21,7 +21,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use devipc_core::token::SignalTokenParts;
 use devipc_core::{
@@ -184,10 +184,19 @@ impl HipBackend {
         stream: RawStream,
         timeout: Option<Duration>,
     ) -> Result<()> {
+        let started = Instant::now();
         let (event, word, device, _) = self.signal(signal)?;
+        // The word is a futex with the caller's own deadline: the wait ends within the
+        // timeout plus scheduling, and the error states the time measured.
         semaphore(&word)?
             .wait_and_reset(timeout)
-            .map_err(|e| wait_error(e, "signal wait"))?;
+            .map_err(|e| match e {
+                WaitError::Timeout(limit) => Error::timed_out(
+                    format!("waiting for signal {} (limit {limit:?})", signal.id),
+                    started,
+                ),
+                other => wait_error(other, "signal wait"),
+            })?;
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
         // SAFETY: the event is live (in the table); the stream is the caller's own; flags 0.
         unsafe {

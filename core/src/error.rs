@@ -232,11 +232,15 @@ pub enum Error {
     },
 
     /// A blocking operation did not complete in time.
-    #[error("{what} timed out after {after:?}")]
+    ///
+    /// `after` is the time devipc actually waited, measured (see [`Error::timed_out`]),
+    /// not the limit asked for: a backend whose vendor counts coarser units, or a loaded
+    /// machine, shows here. Where the limit matters, `what` names it.
+    #[error("{what} timed out after {after:.1?}")]
     Timeout {
-        /// What was waited for.
+        /// What was waited for (and, where useful, the limit asked for).
         what: String,
-        /// How long devipc waited.
+        /// How long devipc actually waited, measured.
         after: Duration,
     },
 
@@ -269,6 +273,15 @@ impl Error {
         Error::Unsupported {
             backend,
             what: what.into(),
+        }
+    }
+
+    /// [`Error::Timeout`] for a wait that began at `started`: `after` is the time
+    /// measured since then, so the message states what was actually waited.
+    pub fn timed_out(what: impl Into<String>, started: std::time::Instant) -> Self {
+        Error::Timeout {
+            what: what.into(),
+            after: started.elapsed(),
         }
     }
 
@@ -330,6 +343,23 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeout_states_the_time_measured_not_the_limit() {
+        let started = std::time::Instant::now();
+        std::thread::sleep(Duration::from_millis(30));
+        let e = Error::timed_out("waiting for signal 3 (limit 10ms)", started);
+        let Error::Timeout { after, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(*after >= Duration::from_millis(30), "{after:?}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("waiting for signal 3 (limit 10ms) timed out after "),
+            "{text}"
+        );
+        assert!(!text.ends_with("after 10ms"), "{text}");
+    }
 
     #[test]
     fn library_not_found_lists_every_attempt_and_the_override() {

@@ -34,9 +34,11 @@
 //!   atomically, so each record releases exactly one wait
 //!   (`ascend.notify.binary-semaphore`). On an idle stream a record, or a wait whose
 //!   record is already there, is done before the call returns.
-//! - `timeout` of `aclrtWaitAndResetNotify` is in **seconds**: RT-DOC 08 says so, and the
-//!   runtime's `rtNotifyWaitWithTimeOut` logs the value as `timeout=%us`; only the header
-//!   comment says ms (api-facts A.8). 0 waits forever, and so does `u32::MAX` (the
+//! - `timeout` of `aclrtWaitAndResetNotify` is in **seconds**: RT-DOC 08 says so (since
+//!   8.3.RC1; older pages said ms), the runtime's `rtNotifyWaitWithTimeOut` logs the value
+//!   as `timeout=%us` and hands it unchanged to the device, and HCCL passes seconds; only
+//!   the header comment says ms (api-facts A.8; the sources side by side in devipc-ascend
+//!   `signal.rs`). 0 waits forever, and so does `u32::MAX` (the
 //!   runtime's `rtsNotifyWaitAndReset` maps it to an untimed wait). On expiry the wait
 //!   fails with `ACL_ERROR_RT_WAIT_TIMEOUT` (107019) and consumes nothing. The wait is a
 //!   stream task, so its expiry surfaces as the stream's failure: the next
