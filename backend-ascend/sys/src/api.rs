@@ -220,8 +220,10 @@ macro_rules! for_each_acl_fn {
                 /// Notify: records (sets) the notify on a stream.
                 fn aclrtRecordNotify(notify: aclrtNotify, stream: aclrtStream) -> aclError;
                 /// Notify: waits on a stream until the notify is set, then resets it.
-                /// `timeout` 0 waits forever; its unit is ms per the header, s per the
-                /// docs (unverified, api-facts A.8).
+                /// `timeout` 0 waits forever; otherwise whole seconds: the header says ms,
+                /// but the runtime's implementation (logs "timeout is [%u]s", passes the
+                /// value unchanged to the queue entry), the current CANN reference and
+                /// HCCL's own calls all count seconds (see backend-ascend/src/signal.rs).
                 fn aclrtWaitAndResetNotify(notify: aclrtNotify, stream: aclrtStream, timeout: u32) -> aclError;
                 /// The ACL API version (deprecated by the vendor, so optional).
                 fn aclrtGetVersion(majorVersion: *mut i32, minorVersion: *mut i32, patchVersion: *mut i32) -> aclError;
