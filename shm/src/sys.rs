@@ -8,8 +8,9 @@
 //! `futex`, `posix_fallocate`, `getrandom` and friends, plus the socket calls the
 //! facade's rendezvous needs and `std` does not offer on stable: the kernel-verified
 //! credentials of a Unix-socket peer ([`peer_credentials`], `SO_PEERCRED`), waiting for
-//! a pending connection with a timeout ([`wait_readable`], `poll`) and sending without
-//! `SIGPIPE` ([`send_nosignal`]). Errors are plain
+//! a pending connection with a timeout ([`wait_readable`], `poll`), waiting on many
+//! connections at once ([`poll`]), naming a directory for socket paths too long for
+//! `sun_path` ([`open_directory_path`]) and sending without `SIGPIPE` ([`send_nosignal`]). Errors are plain
 //! [`std::io::Error`]s; callers add the path or operation context.
 #![allow(unsafe_code)]
 
@@ -597,6 +598,89 @@ pub fn wait_readable(fd: &impl AsFd, timeout: Option<Duration>) -> io::Result<bo
     }
 }
 
+/// One descriptor for [`poll`]: which readiness to wait for, and what the kernel reported.
+///
+/// Layout-compatible with `struct pollfd` (`repr(transparent)`), so a slice of these is
+/// handed to the kernel as is; the lifetime keeps the descriptor open while it is polled.
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct PollFd<'fd> {
+    raw: libc::pollfd,
+    _fd: std::marker::PhantomData<std::os::fd::BorrowedFd<'fd>>,
+}
+
+impl<'fd> PollFd<'fd> {
+    /// Watches `fd` for readability (incoming data, a pending connection, or the peer
+    /// closing) when `read`, and for room to write when `write`.
+    pub fn new(fd: std::os::fd::BorrowedFd<'fd>, read: bool, write: bool) -> Self {
+        let mut events = 0;
+        if read {
+            events |= libc::POLLIN;
+        }
+        if write {
+            events |= libc::POLLOUT;
+        }
+        PollFd {
+            raw: libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events,
+                revents: 0,
+            },
+            _fd: std::marker::PhantomData,
+        }
+    }
+
+    /// Whether the last [`poll`] reported anything for this descriptor: the readiness
+    /// asked for, or a hang-up or error (which the next read or write reports).
+    pub fn is_ready(&self) -> bool {
+        self.raw.revents != 0
+    }
+}
+
+/// Waits until at least one of `fds` is ready (`poll(2)`), for at most `timeout` (`None`:
+/// no limit). Returns how many are ready (0 when the time ran out); each entry's
+/// [`PollFd::is_ready`] says which. `EINTR` restarts the wait with the time that is left.
+pub fn poll(fds: &mut [PollFd<'_>], timeout: Option<Duration>) -> io::Result<usize> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+    let nfds = libc::nfds_t::try_from(fds.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many descriptors"))?;
+    loop {
+        let millis: libc::c_int = match deadline {
+            None => -1,
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                // Round up, so a sub-millisecond remainder still waits instead of spinning.
+                let ms = left.as_nanos().div_ceil(1_000_000);
+                libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
+            }
+        };
+        // SAFETY: `PollFd` is `repr(transparent)` over `libc::pollfd`, so `fds` is a valid,
+        // writable array of `nfds` pollfds for the duration of the call; every fd in it is
+        // borrowed (the lifetime on `PollFd`) from a descriptor that stays open meanwhile.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr().cast::<libc::pollfd>(), nfds, millis) };
+        if rc >= 0 {
+            return Ok(rc as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}
+
+/// Opens the directory at `path` for naming things inside it (`O_PATH | O_DIRECTORY`):
+/// needs no read permission on the directory, only search permission on the way to it.
+/// A Unix socket whose path is too long for `sun_path` is then reachable as
+/// `/proc/self/fd/<fd>/<name>`.
+pub fn open_directory_path(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(path)?;
+    Ok(dir.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -751,6 +835,48 @@ mod tests {
         let _client = std::os::unix::net::UnixStream::connect(&path).unwrap();
         assert!(wait_readable(&listener, Some(Duration::ZERO)).unwrap());
         assert!(wait_readable(&listener, None).unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn poll_reports_which_descriptors_are_ready() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (c, _d) = std::os::unix::net::UnixStream::pair().unwrap();
+        let start = std::time::Instant::now();
+        let mut fds = [
+            PollFd::new(a.as_fd(), true, false),
+            PollFd::new(c.as_fd(), true, false),
+        ];
+        assert_eq!(poll(&mut fds, Some(Duration::from_millis(50))).unwrap(), 0);
+        assert!(start.elapsed() >= Duration::from_millis(50));
+        (&b).write_all(b"x").unwrap();
+        let mut fds = [
+            PollFd::new(a.as_fd(), true, false),
+            PollFd::new(c.as_fd(), true, false),
+        ];
+        assert_eq!(poll(&mut fds, None).unwrap(), 1);
+        assert!(fds[0].is_ready() && !fds[1].is_ready());
+        // Room to write is readiness too; a closed peer shows as ready for reading.
+        drop(b);
+        let mut fds = [
+            PollFd::new(c.as_fd(), false, true),
+            PollFd::new(a.as_fd(), true, false),
+        ];
+        assert_eq!(poll(&mut fds, Some(Duration::ZERO)).unwrap(), 2);
+        assert_eq!(poll(&mut [], Some(Duration::from_millis(1))).unwrap(), 0);
+    }
+
+    #[test]
+    fn open_directory_path_names_a_directory_only() {
+        let dir = std::env::temp_dir().join(format!("devipc-shm-odp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("file"), b"x").unwrap();
+        let fd = open_directory_path(&dir).unwrap();
+        let through = format!("/proc/self/fd/{}/file", fd.as_raw_fd());
+        assert_eq!(std::fs::read(through).unwrap(), b"x");
+        let err = open_directory_path(&dir.join("file")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOTDIR));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
