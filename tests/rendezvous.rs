@@ -769,7 +769,10 @@ fn a_crowd_of_bad_clients(kind: BackendKind) {
     killed.kill();
     importer.send("go");
     let (key, value) = importer.expect_one_of(&["imported", "error"]);
-    assert_eq!(key, "imported", "{kind}: the importer was not served: {value}");
+    assert_eq!(
+        key, "imported",
+        "{kind}: the importer was not served: {value}"
+    );
     let took: u64 = value.parse().unwrap();
     let until = exporter.expect("until");
     let fields: Vec<&str> = until.split(' ').collect();
@@ -814,7 +817,10 @@ fn a_thousand_idle_connections(kind: BackendKind) {
     std::thread::sleep(Duration::from_millis(200));
     importer.send("go");
     let (key, value) = importer.expect_one_of(&["imported", "error"]);
-    assert_eq!(key, "imported", "{kind}: the importer was not served: {value}");
+    assert_eq!(
+        key, "imported",
+        "{kind}: the importer was not served: {value}"
+    );
     let until = exporter.expect("until");
     exporter.send("fds");
     let fds_after: usize = exporter.expect("fds").parse().unwrap();
@@ -823,9 +829,10 @@ fn a_thousand_idle_connections(kind: BackendKind) {
          ({} other outcomes first); exporter fds {fds_before} -> {fds_after}",
         until.split(' ').next().unwrap()
     );
-    // The exporter keeps at most 64 connections waiting (the oldest make room).
+    // The exporter keeps at most 64 connections open (the oldest make room), plus a few
+    // descriptors the emulator may open while granting.
     assert!(
-        fds_after <= fds_before + 64,
+        fds_after <= fds_before + 64 + 8,
         "{kind}: the exporter holds {fds_after} fds, {fds_before} before the crowd"
     );
     importer.send("exit");
