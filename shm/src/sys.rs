@@ -9,7 +9,8 @@
 //! facade's rendezvous needs and `std` does not offer on stable: the kernel-verified
 //! credentials of a Unix-socket peer ([`peer_credentials`], `SO_PEERCRED`), waiting for
 //! a pending connection with a timeout ([`wait_readable`], `poll`), waiting on many
-//! connections at once ([`poll`]), naming a directory for socket paths too long for
+//! connections at once ([`poll`]), connecting without waiting on a full listener
+//! ([`connect_unix_nonblocking`]), naming a directory for socket paths too long for
 //! `sun_path` ([`open_directory_path`]) and sending without `SIGPIPE` ([`send_nosignal`]). Errors are plain
 //! [`std::io::Error`]s; callers add the path or operation context.
 #![allow(unsafe_code)]
@@ -668,6 +669,71 @@ pub fn poll(fds: &mut [PollFd<'_>], timeout: Option<Duration>) -> io::Result<usi
     }
 }
 
+/// Connects a Unix stream socket to `path` without waiting for the listener: when its
+/// queue of pending connections is full, gives an error of kind `WouldBlock` at once,
+/// where a blocking `connect` (std's `UnixStream::connect`) waits without a limit until
+/// the listener accepts. The stream returned is in blocking mode. `path` must fit in
+/// `sun_path` (107 bytes), else `InvalidInput`.
+pub fn connect_unix_nonblocking(
+    path: &std::path::Path,
+) -> io::Result<std::os::unix::net::UnixStream> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: `sockaddr_un` is plain C data (an integer and a byte array), for which all
+    // zeroes is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a Unix socket path must be shorter than {} bytes and contain no NUL",
+                addr.sun_path.len()
+            ),
+        ));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (dst, src) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = *src as libc::c_char;
+    }
+    // The path and its NUL (the rest of `sun_path` is zero already).
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + bytes.len() + 1;
+    // SAFETY: socket() takes no pointers; the result is checked before use.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a descriptor socket() just returned, owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    loop {
+        // SAFETY: the fd is live for the call; `addr` is a valid `sockaddr_un` that
+        // outlives it, and `len` does not exceed its size (checked above).
+        let rc = unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_un).cast::<libc::sockaddr>(),
+                len as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+    let stream = std::os::unix::net::UnixStream::from(fd);
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
 /// Opens the directory at `path` for naming things inside it (`O_PATH | O_DIRECTORY`):
 /// needs no read permission on the directory, only search permission on the way to it.
 /// A Unix socket whose path is too long for `sun_path` is then reachable as
@@ -864,6 +930,47 @@ mod tests {
         ];
         assert_eq!(poll(&mut fds, Some(Duration::ZERO)).unwrap(), 2);
         assert_eq!(poll(&mut [], Some(Duration::from_millis(1))).unwrap(), 0);
+    }
+
+    #[test]
+    fn connecting_to_a_full_listener_does_not_wait() {
+        let dir = std::env::temp_dir().join(format!("devipc-shm-full-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        assert_eq!(
+            connect_unix_nonblocking(&path).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let mut queued = Vec::new();
+        let full = loop {
+            match connect_unix_nonblocking(&path) {
+                Ok(s) => queued.push(s),
+                Err(e) => break e,
+            }
+            assert!(queued.len() < 100_000, "the listener's queue never filled");
+        };
+        assert_eq!(full.kind(), io::ErrorKind::WouldBlock, "{full}");
+        // Accepting one makes room for one more, and streams are blocking.
+        let (_accepted, _) = listener.accept().unwrap();
+        let s = connect_unix_nonblocking(&path).unwrap();
+        let mut buf = [0u8; 1];
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let start = std::time::Instant::now();
+        let err = std::io::Read::read(&mut &s, &mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        assert!(
+            start.elapsed() >= Duration::from_millis(20),
+            "the read waited for its timeout: the stream blocks"
+        );
+        let long = dir.join("x".repeat(200));
+        assert_eq!(
+            connect_unix_nonblocking(&long).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        drop(queued);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -79,7 +79,8 @@
 //! are bounded: at most 64 connections are kept open (a 65th closes the oldest, which
 //! gets `ERR failed` and the exporter's `accept` an error), each buffers at most one line,
 //! and no thread is started. The kernel queues connections while no thread is in
-//! `accept`; they are served at the next call.
+//! `accept`; they are served at the next call. An importer that finds that queue full
+//! retries until its [`ConnectOptions::timeout`] instead of waiting in `connect`.
 //!
 //! # Socket paths
 //!
@@ -458,7 +459,9 @@ impl Runtime {
     }
 }
 
-/// Connects, retrying while nobody listens yet when `opts` says so.
+/// Connects, retrying while the exporter's queue of connections is full (it is busy, or
+/// not in `accept`), and while nobody listens yet when `opts` says so; never past
+/// `deadline` (a blocking `connect` to a full queue would wait without a limit).
 fn connect_stream(
     path: &Path,
     deadline: Instant,
@@ -466,8 +469,11 @@ fn connect_stream(
     ctx: &str,
 ) -> Result<UnixStream> {
     loop {
-        match socket_path::connect(path) {
+        let waiting = match socket_path::connect(path) {
             Ok(stream) => return Ok(stream),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                "waiting for room in the exporter's queue of connections (it is not accepting, or is flooded)".to_owned()
+            }
             Err(e)
                 if opts.wait_for_server
                     && matches!(
@@ -475,17 +481,18 @@ fn connect_stream(
                         io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
                     ) =>
             {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(Error::Timeout {
-                        what: format!("{ctx}: waiting for an exporter to listen ({e})"),
-                        after: opts.timeout,
-                    });
-                }
-                std::thread::sleep(left.min(RETRY_INTERVAL));
+                format!("waiting for an exporter to listen ({e})")
             }
             Err(e) => return Err(Error::io(format!("{ctx}: connecting"), e)),
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Timeout {
+                what: format!("{ctx}: {waiting}"),
+                after: opts.timeout,
+            });
         }
+        std::thread::sleep(left.min(RETRY_INTERVAL));
     }
 }
 
@@ -1928,6 +1935,46 @@ mod tests {
             rt.connect(dir.sock(), DeviceId(0)).unwrap();
             long.join().unwrap().unwrap();
         });
+    }
+
+    /// An exporter whose queue of connections is full (flooded while not in `accept`):
+    /// the importer gives up at its timeout instead of waiting in `connect` for ever, and
+    /// another exporter at the path sees it is live.
+    #[test]
+    fn a_full_queue_times_the_importer_out() {
+        let dir = Dir::new("full-queue");
+        let listener = UnixListener::bind(dir.sock()).unwrap();
+        let mut queued = Vec::new();
+        let full = loop {
+            match sys::connect_unix_nonblocking(&dir.sock()) {
+                Ok(s) => queued.push(s),
+                Err(e) => break e,
+            }
+            assert!(queued.len() < 100_000, "the queue never filled");
+        };
+        assert_eq!(full.kind(), io::ErrorKind::WouldBlock, "{full}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = dir.sock();
+        std::thread::spawn(move || {
+            let rt = probe_runtime();
+            let opts = ConnectOptions::new().timeout(Duration::from_millis(300));
+            let start = Instant::now();
+            let result = rt.connect_with(path, DeviceId(0), opts).map(drop);
+            let _ = tx.send((result, start.elapsed()));
+        });
+        let (result, took) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("connect waited far past its timeout");
+        let err = result.unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+        assert!(err.to_string().contains("queue"), "{err}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let err = buffer.share(dir.sock(), ShareOptions::new()).unwrap_err();
+        assert!(is_io(&err, io::ErrorKind::AddrInUse), "{err:?}");
+        drop((queued, listener));
     }
 
     /// Long paths work through `share` and `connect`; unreachable ones are refused by

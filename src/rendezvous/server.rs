@@ -695,6 +695,16 @@ fn bind_socket(path: &Path, mode: u32) -> Result<(UnixListener, (u64, u64))> {
                     ),
                 ));
             }
+            // A listener whose queue is full: very much alive.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(Error::io(
+                    ctx,
+                    io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        "another process is serving at this path (its queue is full)",
+                    ),
+                ));
+            }
             // Nobody listens: a stale socket, replaced below.
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => true,
             Err(e) => {

@@ -44,9 +44,10 @@ pub(super) fn check_reachable(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Connects to the socket at `path`, however long.
+/// Connects to the socket at `path`, however long; `WouldBlock` at once when the
+/// listener's queue of pending connections is full.
 pub(super) fn connect(path: &Path) -> io::Result<UnixStream> {
-    with_short_path(path, |p| UnixStream::connect(p))
+    with_short_path(path, sys::connect_unix_nonblocking)
 }
 
 /// Binds a socket at `path`, however long.
