@@ -77,11 +77,11 @@
 //! its hello as soon as it connects, so it is served as soon as it is accepted. Peers of
 //! a uid that is not accepted are refused before anything is read from them. Resources
 //! are bounded: at most 64 connections are kept open (a 65th closes the oldest, which
-//! gets `ERR failed` and the exporter's `accept` an error), each buffers at most one line in
-//! and one reply out,
-//! and no thread is started. The kernel queues connections while no thread is in
-//! `accept`; they are served at the next call. An importer that finds that queue full
-//! retries until its [`ConnectOptions::timeout`] instead of waiting in `connect`.
+//! gets `ERR failed` and the exporter's `accept` an error), each buffers at most one
+//! line in and one reply out, and no thread is started. The kernel queues connections
+//! while no thread is in `accept`; they are served at the next call. An importer that
+//! finds that queue full retries until its [`ConnectOptions::timeout`] instead of
+//! waiting in `connect`.
 //!
 //! # Socket paths
 //!
