@@ -5,8 +5,9 @@
 //! parent only orchestrates: exporters, importers and misbehaving clients are children
 //! (this test binary re-run on `child_role`, see `devipc-testkit`), each with the test's
 //! own `DEVIPC_EMU_DIR` / `DEVIPC_RUNTIME_DIR`. The exporter child is driven by commands
-//! on its stdin (`accept`, `pingpong <n>`, `drop`, `exit`) and reports each outcome; the
-//! socket lives in the test's root directory. On emulated Ascend the trustlists are
+//! on its stdin (`accept`, `accept-until <pid>`, `fds`, `pingpong <n>`, `drop`, `exit`)
+//! and reports each outcome; the socket lives in the test's root directory unless a test
+//! names another path. On emulated Ascend the trustlists are
 //! enforced, so a successful import proves the rendezvous granted the importer.
 #![cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 
@@ -27,6 +28,8 @@ const SOCK_ENV: &str = "RDV_TEST_SOCK";
 const IO_TIMEOUT_ENV: &str = "RDV_TEST_IO_TIMEOUT_MS";
 /// The exporter's socket mode, in octal.
 const SOCKET_MODE_ENV: &str = "RDV_TEST_SOCKET_MODE";
+/// A `timed-importer`'s whole-rendezvous timeout, in milliseconds.
+const CONNECT_TIMEOUT_ENV: &str = "RDV_TEST_CONNECT_TIMEOUT_MS";
 /// What the exporter writes at offset 16 for importers to find.
 const PATTERN: &[u8] = b"through the rendezvous";
 const SIZE: usize = 1 << 16;
@@ -40,6 +43,8 @@ fn child_role() {
         let result = match role {
             "exporter" => exporter(parent),
             "importer" => importer(parent),
+            "timed-importer" => timed_importer(parent),
+            "hold" => hold(parent),
             "share-at" => share_at(parent),
             "raw" => raw_client(parent),
             "thief" => thief(parent),
@@ -118,6 +123,36 @@ fn exporter(parent: &Parent) -> AnyResult<()> {
                     Err(e) => parent.say("refused", &format!("{} {e}", category(&e))),
                 }
             }
+            // Serves until the importer with process id <pid> is served, however many
+            // other connections end first (refused, timed out, or served).
+            "accept-until" => {
+                let server = server.as_ref().ok_or("accept after drop")?;
+                let want: u32 = words.next().ok_or("accept-until needs a pid")?.parse()?;
+                let mut others = 0u32;
+                loop {
+                    match server.accept_timeout(LONG) {
+                        Ok(peer) if peer.process_id.0 == want => {
+                            parent.say(
+                                "until",
+                                &format!("{others} {} {}", peer.process_id, peer.credentials.pid),
+                            );
+                            break;
+                        }
+                        Ok(_) => others += 1,
+                        // Waiting itself timed out: the importer never completed.
+                        Err(Error::Timeout { what, .. }) if what.contains("waiting for") => {
+                            parent.say("refused", &format!("timeout {what}"));
+                            break;
+                        }
+                        Err(_) => others += 1,
+                    }
+                }
+            }
+            // How many file descriptors this process has open.
+            "fds" => {
+                let n = std::fs::read_dir("/proc/self/fd")?.count();
+                parent.say("fds", &n.to_string());
+            }
             "pingpong" => {
                 let n: u64 = words.next().ok_or("pingpong needs a number")?.parse()?;
                 buffer.write(0, &n.to_le_bytes())?;
@@ -170,6 +205,82 @@ fn importer(parent: &Parent) -> AnyResult<()> {
         let doubled = 2 * u64::from_le_bytes(value);
         connected.buffer.write(8, &doubled.to_le_bytes())?;
         pong.notify()?;
+    }
+    Ok(())
+}
+
+/// Waits for `go`, then connects with the timeout in [`CONNECT_TIMEOUT_ENV`] and reports
+/// how long the whole rendezvous took, or its error.
+fn timed_importer(parent: &Parent) -> AnyResult<()> {
+    let rt = child_runtime()?;
+    let timeout = Duration::from_millis(env(CONNECT_TIMEOUT_ENV)?.parse()?);
+    parent.hear_exactly("go")?;
+    let start = Instant::now();
+    let result = rt.connect_with(
+        env(SOCK_ENV)?,
+        DeviceId(0),
+        devipc::ConnectOptions::new().timeout(timeout),
+    );
+    let took = start.elapsed().as_millis();
+    match result {
+        Ok(connected) => {
+            let mut seen = vec![0u8; PATTERN.len()];
+            connected.buffer.read(16, &mut seen)?;
+            if seen != PATTERN {
+                return Err(format!("read {seen:?} through the import").into());
+            }
+            parent.say("imported", &took.to_string());
+        }
+        Err(e) => parent.say("error", &format!("{} after {took} ms: {e}", category(&e))),
+    }
+    parent.hear();
+    Ok(())
+}
+
+/// A crowd of bad clients of one process: the first command line is `<n> <how>`; opens
+/// `n` connections and on each `silent`: sends nothing; `trickle`: sends a hello one byte
+/// per second (slowloris); `half`: sends half a hello and stops; `noread`: sends a valid
+/// hello and never reads the reply. Reports `holding <n>` and keeps the connections until
+/// the parent closes its stdin or kills it.
+fn hold(parent: &Parent) -> AnyResult<()> {
+    let kind: BackendKind = env(KIND_ENV)?.parse()?;
+    let command = parent.hear();
+    let (n, how) = command.split_once(' ').ok_or("hold needs `<n> <how>`")?;
+    let n: usize = n.parse()?;
+    let path = env(SOCK_ENV)?;
+    let hello = format!(
+        "{MAGIC} {PROTOCOL_VERSION} pid={} backend={kind}\n",
+        std::process::id()
+    );
+    let mut conns = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut c = UnixStream::connect(&path)?;
+        match how {
+            "silent" | "trickle" => {}
+            "half" => c.write_all(&hello.as_bytes()[..hello.len() / 2])?,
+            "noread" => c.write_all(hello.as_bytes())?,
+            other => return Err(format!("unknown way to hold {other:?}").into()),
+        }
+        conns.push(c);
+    }
+    parent.say("holding", &conns.len().to_string());
+    if how == "trickle" {
+        std::thread::spawn(move || {
+            for byte in hello.bytes() {
+                for mut c in &conns {
+                    // The exporter may have given up on us: keep trickling on the others.
+                    let _ = c.write_all(&[byte]);
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            // Keep the connections open, silent, until the process ends.
+            std::thread::sleep(LONG);
+            drop(conns);
+        });
+        parent.hear();
+    } else {
+        parent.hear();
+        drop(conns);
     }
     Ok(())
 }
@@ -629,4 +740,192 @@ fn other_uids_are_refused_both_ways() {
     exporter.send("exit");
     exporter.wait_success();
     setup.root.assert_emulator_clean();
+}
+
+// ---------------------------------------------------------------------------------------
+// Under load (issue 13, item 3): bad clients of our own uid must not keep a legitimate
+// importer from being served within its timeout.
+
+/// Connects the crowd, then an importer with a 5 s timeout (the exporter's own per-client
+/// timeout is the default 5 s too, so a server that serves one connection at a time
+/// reaches the importer after the crowd's 8 silent connections, 40 s later).
+fn a_crowd_of_bad_clients(kind: BackendKind) {
+    let setup = Setup::new("crowd", kind);
+    let (mut exporter, _) = setup.exporter(&[]);
+    let mut crowd = Vec::new();
+    // Eight idle connections from two processes, two slowloris connections, one client
+    // that is killed in the middle of its hello, one that never reads its reply.
+    for how in ["4 silent", "4 silent", "2 trickle", "1 half", "1 noread"] {
+        let mut c = setup.spawn("hold", &[]);
+        c.send(how);
+        c.expect("holding");
+        crowd.push(c);
+    }
+    let mut importer = setup.spawn("timed-importer", &[(CONNECT_TIMEOUT_ENV, "5000".into())]);
+    exporter.send(&format!("accept-until {}", importer.pid()));
+    // The exporter is busy with the crowd when the importer arrives.
+    std::thread::sleep(Duration::from_millis(200));
+    let killed = crowd.remove(3);
+    killed.kill();
+    importer.send("go");
+    let (key, value) = importer.expect_one_of(&["imported", "error"]);
+    assert_eq!(
+        key, "imported",
+        "{kind}: the importer was not served: {value}"
+    );
+    let took: u64 = value.parse().unwrap();
+    let until = exporter.expect("until");
+    let fields: Vec<&str> = until.split(' ').collect();
+    let pid = importer.pid().to_string();
+    assert_eq!(fields[1..], [pid.as_str(), pid.as_str()], "{until}");
+    eprintln!(
+        "{kind}: importer served in {took} ms past 8 idle, 2 slowloris, 1 killed and 1 \
+         non-reading client ({} other outcomes first)",
+        fields[0]
+    );
+    importer.send("exit");
+    importer.wait_success();
+    exporter.send("exit");
+    exporter.wait_success();
+    drop(crowd);
+    setup.root.assert_emulator_clean();
+}
+
+#[test]
+fn a_crowd_of_bad_clients_does_not_starve_an_importer_ascend() {
+    a_crowd_of_bad_clients(BackendKind::Ascend);
+}
+
+#[test]
+fn a_crowd_of_bad_clients_does_not_starve_an_importer_hip() {
+    a_crowd_of_bad_clients(BackendKind::Hip);
+}
+
+/// A thousand idle connections: the importer is still served within 5 s, and the
+/// exporter holds a bounded number of them open (file descriptors).
+fn a_thousand_idle_connections(kind: BackendKind) {
+    const N: usize = 1000;
+    let setup = Setup::new("thousand", kind);
+    let (mut exporter, _) = setup.exporter(&[]);
+    exporter.send("fds");
+    let fds_before: usize = exporter.expect("fds").parse().unwrap();
+    let mut crowd = setup.spawn("hold", &[]);
+    crowd.send(&format!("{N} silent"));
+    assert_eq!(crowd.expect("holding"), N.to_string());
+    let mut importer = setup.spawn("timed-importer", &[(CONNECT_TIMEOUT_ENV, "5000".into())]);
+    exporter.send(&format!("accept-until {}", importer.pid()));
+    std::thread::sleep(Duration::from_millis(200));
+    importer.send("go");
+    let (key, value) = importer.expect_one_of(&["imported", "error"]);
+    assert_eq!(
+        key, "imported",
+        "{kind}: the importer was not served: {value}"
+    );
+    let until = exporter.expect("until");
+    exporter.send("fds");
+    let fds_after: usize = exporter.expect("fds").parse().unwrap();
+    eprintln!(
+        "{kind}: importer served in {value} ms past {N} idle connections \
+         ({} other outcomes first); exporter fds {fds_before} -> {fds_after}",
+        until.split(' ').next().unwrap()
+    );
+    // The exporter keeps at most 64 connections open (the oldest make room), plus a few
+    // descriptors the emulator may open while granting.
+    assert!(
+        fds_after <= fds_before + 64 + 8,
+        "{kind}: the exporter holds {fds_after} fds, {fds_before} before the crowd"
+    );
+    importer.send("exit");
+    importer.wait_success();
+    exporter.send("exit");
+    exporter.wait_success();
+    drop(crowd);
+    setup.root.assert_emulator_clean();
+}
+
+#[test]
+fn a_thousand_idle_connections_do_not_starve_an_importer_ascend() {
+    a_thousand_idle_connections(BackendKind::Ascend);
+}
+
+#[test]
+fn a_thousand_idle_connections_do_not_starve_an_importer_hip() {
+    a_thousand_idle_connections(BackendKind::Hip);
+}
+
+// ---------------------------------------------------------------------------------------
+// Long socket paths (issue 13, item 4): `sun_path` holds 107 bytes and a NUL.
+
+/// A directory under the test root whose path is exactly `len` bytes long.
+fn dir_of_len(setup: &Setup, len: usize) -> PathBuf {
+    let root = setup.root.path().to_path_buf();
+    let pad = len
+        .checked_sub(root.as_os_str().len())
+        .expect("the test root is shorter than the directory asked for");
+    // Components of at most 200 bytes (NAME_MAX is 255), each with its `/`.
+    let mut dir = root;
+    let mut left = pad;
+    while left > 0 {
+        let mut part = (left - 1).min(200);
+        if left - (part + 1) == 1 {
+            part -= 1;
+        }
+        dir.push("d".repeat(part));
+        left -= part + 1;
+    }
+    assert_eq!(dir.as_os_str().len(), len, "{dir:?}");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn long_socket_paths(kind: BackendKind) {
+    const NAME: &str = "a-long-rendezvous-socket-name-for-the-model.sock";
+    let setup = Setup::new("long", kind);
+    // 80 + 1 + 48 bytes: the exporter's temporary name in this directory fits in
+    // `sun_path`, the socket's own path does not; and 300 bytes, where neither fits.
+    for dir_len in [80, 300] {
+        let sock = dir_of_len(&setup, dir_len).join(NAME);
+        assert!(sock.as_os_str().len() > 108);
+        let at = [(SOCK_ENV, sock.display().to_string())];
+        let mut exporter = setup.spawn("exporter", &at);
+        exporter.expect("ready");
+        exporter.send("accept");
+        let mut importer = setup.spawn("importer", &at);
+        importer.expect("imported");
+        let served = exporter.expect("served");
+        assert!(served.starts_with(&importer.pid().to_string()), "{served}");
+        importer.send("exit");
+        importer.wait_success();
+        exporter.send("exit");
+        exporter.wait_success();
+        assert!(!sock.exists(), "{kind}: the socket outlived its server");
+        eprintln!(
+            "{kind}: served at a {}-byte socket path",
+            sock.as_os_str().len()
+        );
+    }
+    // A file name no socket address can hold, even through its directory: refused at
+    // `share` and at `connect`, each with a clear error.
+    let sock = dir_of_len(&setup, 80).join("n".repeat(120));
+    let at = [(SOCK_ENV, sock.display().to_string())];
+    let mut sharer = setup.spawn("share-at", &at);
+    let error = sharer.expect("error");
+    assert!(error.contains("too long for a Unix socket"), "{error}");
+    sharer.wait_success();
+    std::fs::write(&sock, b"").unwrap();
+    let mut importer = setup.spawn("refused-importer", &at);
+    let error = importer.expect("error");
+    assert!(error.contains("too long for a Unix socket"), "{error}");
+    importer.wait_success();
+    setup.root.assert_emulator_clean();
+}
+
+#[test]
+fn long_socket_paths_are_served_ascend() {
+    long_socket_paths(BackendKind::Ascend);
+}
+
+#[test]
+fn long_socket_paths_are_served_hip() {
+    long_socket_paths(BackendKind::Hip);
 }

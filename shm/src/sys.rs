@@ -8,8 +8,10 @@
 //! `futex`, `posix_fallocate`, `getrandom` and friends, plus the socket calls the
 //! facade's rendezvous needs and `std` does not offer on stable: the kernel-verified
 //! credentials of a Unix-socket peer ([`peer_credentials`], `SO_PEERCRED`), waiting for
-//! a pending connection with a timeout ([`wait_readable`], `poll`) and sending without
-//! `SIGPIPE` ([`send_nosignal`]). Errors are plain
+//! a pending connection with a timeout ([`wait_readable`], `poll`), waiting on many
+//! connections at once ([`poll`]), connecting without waiting on a full listener
+//! ([`connect_unix_nonblocking`]), naming a directory for socket paths too long for
+//! `sun_path` ([`open_directory_path`]) and sending without `SIGPIPE` ([`send_nosignal`]). Errors are plain
 //! [`std::io::Error`]s; callers add the path or operation context.
 #![allow(unsafe_code)]
 
@@ -597,6 +599,154 @@ pub fn wait_readable(fd: &impl AsFd, timeout: Option<Duration>) -> io::Result<bo
     }
 }
 
+/// One descriptor for [`poll`]: which readiness to wait for, and what the kernel reported.
+///
+/// Layout-compatible with `struct pollfd` (`repr(transparent)`), so a slice of these is
+/// handed to the kernel as is; the lifetime keeps the descriptor open while it is polled.
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct PollFd<'fd> {
+    raw: libc::pollfd,
+    _fd: std::marker::PhantomData<std::os::fd::BorrowedFd<'fd>>,
+}
+
+impl<'fd> PollFd<'fd> {
+    /// Watches `fd` for readability (incoming data, a pending connection, or the peer
+    /// closing) when `read`, and for room to write when `write`.
+    pub fn new(fd: std::os::fd::BorrowedFd<'fd>, read: bool, write: bool) -> Self {
+        let mut events = 0;
+        if read {
+            events |= libc::POLLIN;
+        }
+        if write {
+            events |= libc::POLLOUT;
+        }
+        PollFd {
+            raw: libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events,
+                revents: 0,
+            },
+            _fd: std::marker::PhantomData,
+        }
+    }
+
+    /// Whether the last [`poll`] reported anything for this descriptor: the readiness
+    /// asked for, or a hang-up or error (which the next read or write reports).
+    pub fn is_ready(&self) -> bool {
+        self.raw.revents != 0
+    }
+}
+
+/// Waits until at least one of `fds` is ready (`poll(2)`), for at most `timeout` (`None`:
+/// no limit). Returns how many are ready (0 when the time ran out); each entry's
+/// [`PollFd::is_ready`] says which. `EINTR` restarts the wait with the time that is left.
+pub fn poll(fds: &mut [PollFd<'_>], timeout: Option<Duration>) -> io::Result<usize> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+    let nfds = libc::nfds_t::try_from(fds.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many descriptors"))?;
+    loop {
+        let millis: libc::c_int = match deadline {
+            None => -1,
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                // Round up, so a sub-millisecond remainder still waits instead of spinning.
+                let ms = left.as_nanos().div_ceil(1_000_000);
+                libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
+            }
+        };
+        // SAFETY: `PollFd` is `repr(transparent)` over `libc::pollfd`, so `fds` is a valid,
+        // writable array of `nfds` pollfds for the duration of the call; every fd in it is
+        // borrowed (the lifetime on `PollFd`) from a descriptor that stays open meanwhile.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr().cast::<libc::pollfd>(), nfds, millis) };
+        if rc >= 0 {
+            return Ok(rc as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}
+
+/// Connects a Unix stream socket to `path` without waiting for the listener: when its
+/// queue of pending connections is full, gives an error of kind `WouldBlock` at once,
+/// where a blocking `connect` (std's `UnixStream::connect`) waits without a limit until
+/// the listener accepts. The stream returned is in blocking mode. `path` must fit in
+/// `sun_path` (107 bytes), else `InvalidInput`.
+pub fn connect_unix_nonblocking(
+    path: &std::path::Path,
+) -> io::Result<std::os::unix::net::UnixStream> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: `sockaddr_un` is plain C data (an integer and a byte array), for which all
+    // zeroes is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a Unix socket path must be shorter than {} bytes and contain no NUL",
+                addr.sun_path.len()
+            ),
+        ));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (dst, src) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = *src as libc::c_char;
+    }
+    // The path and its NUL (the rest of `sun_path` is zero already).
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + bytes.len() + 1;
+    // SAFETY: socket() takes no pointers; the result is checked before use.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a descriptor socket() just returned, owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    loop {
+        // SAFETY: the fd is live for the call; `addr` is a valid `sockaddr_un` that
+        // outlives it, and `len` does not exceed its size (checked above).
+        let rc = unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_un).cast::<libc::sockaddr>(),
+                len as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+    let stream = std::os::unix::net::UnixStream::from(fd);
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+/// Opens the directory at `path` for naming things inside it (`O_PATH | O_DIRECTORY`):
+/// needs no read permission on the directory, only search permission on the way to it.
+/// A Unix socket whose path is too long for `sun_path` is then reachable as
+/// `/proc/self/fd/<fd>/<name>`.
+pub fn open_directory_path(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(path)?;
+    Ok(dir.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -751,6 +901,90 @@ mod tests {
         let _client = std::os::unix::net::UnixStream::connect(&path).unwrap();
         assert!(wait_readable(&listener, Some(Duration::ZERO)).unwrap());
         assert!(wait_readable(&listener, None).unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn poll_reports_which_descriptors_are_ready() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (c, _d) = std::os::unix::net::UnixStream::pair().unwrap();
+        let start = std::time::Instant::now();
+        let mut fds = [
+            PollFd::new(a.as_fd(), true, false),
+            PollFd::new(c.as_fd(), true, false),
+        ];
+        assert_eq!(poll(&mut fds, Some(Duration::from_millis(50))).unwrap(), 0);
+        assert!(start.elapsed() >= Duration::from_millis(50));
+        (&b).write_all(b"x").unwrap();
+        let mut fds = [
+            PollFd::new(a.as_fd(), true, false),
+            PollFd::new(c.as_fd(), true, false),
+        ];
+        assert_eq!(poll(&mut fds, None).unwrap(), 1);
+        assert!(fds[0].is_ready() && !fds[1].is_ready());
+        // Room to write is readiness too; a closed peer shows as ready for reading.
+        drop(b);
+        let mut fds = [
+            PollFd::new(c.as_fd(), false, true),
+            PollFd::new(a.as_fd(), true, false),
+        ];
+        assert_eq!(poll(&mut fds, Some(Duration::ZERO)).unwrap(), 2);
+        assert_eq!(poll(&mut [], Some(Duration::from_millis(1))).unwrap(), 0);
+    }
+
+    /// (Filling a listener's queue, which gives `WouldBlock`, takes thousands of
+    /// descriptors: the rendezvous tests of the facade do it, away from this crate's test
+    /// that counts descriptors.)
+    #[test]
+    fn connect_unix_nonblocking_connects_blocking_streams() {
+        let dir = std::env::temp_dir().join(format!("devipc-shm-connect-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        assert_eq!(
+            connect_unix_nonblocking(&path).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let s = connect_unix_nonblocking(&path).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        assert_eq!(peer_credentials(&accepted).unwrap().pid, std::process::id());
+        let mut buf = [0u8; 1];
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let start = std::time::Instant::now();
+        let err = std::io::Read::read(&mut &s, &mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        assert!(
+            start.elapsed() >= Duration::from_millis(20),
+            "the read waited for its timeout: the stream blocks"
+        );
+        let long = dir.join("x".repeat(200));
+        assert_eq!(
+            connect_unix_nonblocking(&long).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        drop(listener);
+        std::fs::remove_file(&path).unwrap();
+        // A socket file nobody listens on.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        assert_eq!(
+            connect_unix_nonblocking(&path).unwrap_err().kind(),
+            io::ErrorKind::ConnectionRefused
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn open_directory_path_names_a_directory_only() {
+        let dir = std::env::temp_dir().join(format!("devipc-shm-odp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("file"), b"x").unwrap();
+        let fd = open_directory_path(&dir).unwrap();
+        let through = format!("/proc/self/fd/{}/file", fd.as_raw_fd());
+        assert_eq!(std::fs::read(through).unwrap(), b"x");
+        let err = open_directory_path(&dir.join("file")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOTDIR));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -63,10 +63,33 @@
 //! - Nothing else is sent; either side then closes the connection.
 //!
 //! Both sides bound every wait: the exporter gives a connected importer
-//! [`ShareOptions::io_timeout`] for the whole exchange (a silent or trickling peer
-//! cannot hold the server), and the importer gives the exchange
+//! [`ShareOptions::io_timeout`] for the whole exchange, and the importer gives the exchange
 //! [`ConnectOptions::timeout`]. Line and signal-count limits bound what either side
 //! buffers.
+//!
+//! # Serving under load
+//!
+//! [`ShareServer::accept`] serves every connected peer at once from one thread: a `poll`
+//! loop over the listening socket and each connection, all non-blocking, each connection
+//! with its own deadline ([`ShareOptions::io_timeout`] from when it was accepted). A
+//! silent peer, one that sends a byte a second, one that never reads its reply, or one
+//! killed halfway costs a slot until its deadline, and delays nobody: an importer sends
+//! its hello as soon as it connects, so it is served as soon as it is accepted. Peers of
+//! a uid that is not accepted are refused before anything is read from them. Resources
+//! are bounded: at most 64 connections are kept open (a 65th closes the oldest, which
+//! gets `ERR failed` and the exporter's `accept` an error), each buffers at most one
+//! line in and one reply out, and no thread is started. The kernel queues connections
+//! while no thread is in `accept`; they are served at the next call. An importer that
+//! finds that queue full retries until its [`ConnectOptions::timeout`] instead of
+//! waiting in `connect`.
+//!
+//! # Socket paths
+//!
+//! A Unix socket address holds a path of at most 107 bytes. A longer path is bound and
+//! reached through its directory (`/proc/self/fd/<fd>/<name>`, the directory opened with
+//! `O_PATH`), on both sides; this needs `/proc`, and a file name of at most 82 bytes.
+//! A path no client could reach is refused by [`SharedBuffer::share`] and by
+//! [`Runtime::connect`] with [`Error::InvalidArgument`].
 //!
 //! # Who may import
 //!
@@ -89,22 +112,24 @@
 //!   no revoke in the vendor APIs). Tokens exported with [`ExportOptions::any_process`]
 //!   need no grant, and none is made.
 
+mod server;
+mod socket_path;
+
+pub use server::ShareServer;
+
 use std::io::{self, Read};
-use std::ops::Range;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use devipc_core::{
-    BackendKind, DeviceId, DeviceIpc, Error, ExportOptions, MemToken, PidValidation, ProcessId,
-    Result, SignalToken,
+    BackendKind, DeviceId, Error, ExportOptions, MemToken, ProcessId, Result, SignalToken,
 };
 use devipc_shm::sys;
 
 use crate::imported::ImportedBuffer;
 use crate::runtime::Runtime;
+#[cfg(doc)]
 use crate::shared::SharedBuffer;
 use crate::signal::Signal;
 
@@ -121,9 +146,6 @@ pub const MAX_SIGNALS: usize = 64;
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time an importer gives the whole rendezvous, connecting included.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Most time the exporter spends sending an `ERR` reply, on top of the exchange's own
-/// timeout (the refusal may be for a peer that ran out of time).
-const REFUSAL_GRACE: Duration = Duration::from_secs(1);
 /// How often [`ConnectOptions::wait_for_server`] retries a socket that is not there yet.
 const RETRY_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -291,450 +313,6 @@ pub struct Connected {
     pub exporter: PeerCredentials,
 }
 
-/// A socket at which a [`SharedBuffer`] (and signals) are handed to importers; made by
-/// [`SharedBuffer::share`].
-///
-/// Holds the buffer, so its memory stays allocated while the server lives. Signals are
-/// exported when added but not held: keep them alive while importers may connect (an
-/// importer of a destroyed signal gets a typed error, never a dangling handle).
-/// Dropping the server removes the socket file (if it is still ours). Importers that
-/// already imported keep their mappings.
-#[derive(Debug)]
-pub struct ShareServer {
-    listener: UnixListener,
-    path: PathBuf,
-    /// `(st_dev, st_ino)` of the socket file we created: Drop removes only that one.
-    socket_id: (u64, u64),
-    buffer: SharedBuffer,
-    token: MemToken,
-    signals: Vec<(Runtime, SignalToken)>,
-    opts: ShareOptions,
-}
-
-// ---------------------------------------------------------------------------------------
-// Exporter.
-
-impl SharedBuffer {
-    /// Serves the whole buffer at the Unix socket `path`: exports it with `opts`'s export
-    /// options and binds the socket. Importers then need [`ShareServer::accept`].
-    ///
-    /// The socket appears at `path` already with its final mode (it is bound under a
-    /// temporary name in the same directory and linked). A stale socket at `path` (no
-    /// one listening) is replaced; a live one gives [`Error::Io`] of kind `AddrInUse`, and
-    /// any other file gives [`Error::Io`] of kind `AlreadyExists`: devipc never removes
-    /// what it did not create.
-    pub fn share(&self, path: impl AsRef<Path>, opts: ShareOptions) -> Result<ShareServer> {
-        self.share_range(0..self.len(), path, opts)
-    }
-
-    /// As [`SharedBuffer::share`], for `range` of the buffer only.
-    pub fn share_range(
-        &self,
-        range: Range<usize>,
-        path: impl AsRef<Path>,
-        opts: ShareOptions,
-    ) -> Result<ShareServer> {
-        if opts.io_timeout.is_zero() {
-            return Err(Error::invalid_argument(
-                "ShareOptions::io_timeout must not be zero",
-            ));
-        }
-        if opts.socket_mode & !0o777 != 0 {
-            return Err(Error::invalid_argument(format!(
-                "socket mode {:#o} has bits outside 0o777",
-                opts.socket_mode
-            )));
-        }
-        let token = self.export_range(range, opts.export)?;
-        let (listener, path, socket_id) = bind_socket(path.as_ref(), opts.socket_mode)?;
-        Ok(ShareServer {
-            listener,
-            path,
-            socket_id,
-            buffer: self.clone(),
-            token,
-            signals: Vec::new(),
-            opts,
-        })
-    }
-}
-
-impl ShareServer {
-    /// Adds `signal` to what importers receive (after the ones added before).
-    pub fn with_signal(mut self, signal: &Signal) -> Result<Self> {
-        self.add_signal(signal)?;
-        Ok(self)
-    }
-
-    /// Adds `signal` to what importers receive: exports it now, grants each importer.
-    /// At most [`MAX_SIGNALS`]; the signal must come from a runtime of the buffer's
-    /// backend kind.
-    pub fn add_signal(&mut self, signal: &Signal) -> Result<()> {
-        if self.signals.len() >= MAX_SIGNALS {
-            return Err(Error::invalid_argument(format!(
-                "a rendezvous hands out at most {MAX_SIGNALS} signals"
-            )));
-        }
-        let rt = signal.runtime();
-        let (ours, theirs) = (self.runtime().info().kind, rt.info().kind);
-        if ours != theirs {
-            return Err(Error::BackendMismatch {
-                expected: format!(
-                    "{} signal (the shared buffer is {ours} memory)",
-                    ours.with_article()
-                ),
-                found: format!("{} signal", theirs.with_article()),
-            });
-        }
-        let token = signal.export(self.opts.export)?;
-        self.signals.push((rt.clone(), token));
-        Ok(())
-    }
-
-    /// The socket's path (absolute).
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The token importers receive for the buffer.
-    pub fn token(&self) -> &MemToken {
-        &self.token
-    }
-
-    /// The tokens importers receive for the signals, in order.
-    pub fn signal_tokens(&self) -> impl ExactSizeIterator<Item = &SignalToken> {
-        self.signals.iter().map(|(_, t)| t)
-    }
-
-    /// Waits (without a limit) for the next importer and serves it: checks its
-    /// credentials, grants its process id, replies with the tokens.
-    ///
-    /// Serving one importer takes at most [`ShareOptions::io_timeout`] (plus up to a
-    /// second to deliver a refusal). A refused or misbehaving importer gives an error here
-    /// (after an `ERR` reply when it is still listening); the server stays usable, so call
-    /// `accept` again for the next one. A connection of an accepted uid closed without a
-    /// byte (a liveness probe, such as another exporter's check that the path is in use)
-    /// is skipped, not served. Returns once the tokens are sent: whether the importer then imports them
-    /// is its business. Several threads may call it at once, each serving its own
-    /// importer.
-    pub fn accept(&self) -> Result<PeerInfo> {
-        self.accept_within(None)
-    }
-
-    /// As [`ShareServer::accept`], but gives [`Error::Timeout`] when no importer connects
-    /// within `timeout`.
-    pub fn accept_timeout(&self, timeout: Duration) -> Result<PeerInfo> {
-        self.accept_within(Some(timeout))
-    }
-
-    fn runtime(&self) -> &Runtime {
-        self.buffer.runtime()
-    }
-
-    fn context(&self) -> String {
-        format!("devipc rendezvous at {}", self.path.display())
-    }
-
-    fn accept_within(&self, timeout: Option<Duration>) -> Result<PeerInfo> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let pending = sys::wait_readable(&self.listener, left).map_err(|e| {
-                Error::io(format!("{}: waiting for an importer", self.context()), e)
-            })?;
-            if !pending {
-                return Err(Error::Timeout {
-                    what: format!("{}: waiting for an importer to connect", self.context()),
-                    after: timeout.unwrap_or_default(),
-                });
-            }
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    // `None`: a liveness probe, not an importer; keep waiting.
-                    if let Some(peer) = self.serve(stream)? {
-                        return Ok(peer);
-                    }
-                }
-                // Another thread took the connection, or the peer gave up before we got
-                // to it: wait for the next one.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::Interrupted
-                            | io::ErrorKind::ConnectionAborted
-                    ) => {}
-                Err(e) => {
-                    return Err(Error::io(
-                        format!("{}: accepting a connection", self.context()),
-                        e,
-                    ));
-                }
-            }
-        }
-    }
-
-    /// One exchange with a connected importer. `None`: the peer closed the connection
-    /// without sending a byte, as [`SharedBuffer::share`] does to test whether a socket is
-    /// live; that is not an importer, and not an error.
-    fn serve(&self, stream: UnixStream) -> Result<Option<PeerInfo>> {
-        let deadline = Instant::now() + self.opts.io_timeout;
-        let ctx = self.context();
-        // The listener is non-blocking; accepted sockets do not inherit that on Linux,
-        // but make sure, since every read and write below relies on socket timeouts.
-        stream
-            .set_nonblocking(false)
-            .map_err(|e| Error::io(format!("{ctx}: configuring the connection"), e))?;
-        let credentials: PeerCredentials = sys::peer_credentials(&stream)
-            .map_err(|e| {
-                Error::io(
-                    format!("{ctx}: reading the importer's credentials (SO_PEERCRED)"),
-                    e,
-                )
-            })?
-            .into();
-        let who = format!("importer pid {} uid {}", credentials.pid, credentials.uid);
-        let refuse = |code: ErrCode, reason: &str| {
-            // Best effort: the peer may be gone, and its error is ours to return anyway.
-            // A fresh, short budget, since the refusal may be for running out of time.
-            let grace = Instant::now() + self.opts.io_timeout.min(REFUSAL_GRACE);
-            let _ = send_all(&stream, encode_refusal(code, reason).as_bytes(), grace);
-        };
-
-        let own_uid = sys::effective_uid();
-        if !uid_allowed(credentials.uid, own_uid, &self.opts.allowed_uids) {
-            let reason = format!(
-                "uid {} may not import from this exporter (uid {own_uid}); the exporter can allow it with ShareOptions::allow_uid",
-                credentials.uid
-            );
-            refuse(ErrCode::Denied, &reason);
-            return Err(denied(format!("{ctx}: refused {who}"), reason));
-        }
-
-        let line = match LineReader::new(&stream, deadline).read_line() {
-            Ok(line) => line,
-            Err(LineError::Closed) => return Ok(None),
-            Err(e) => {
-                let reason = e.describe("the hello", self.opts.io_timeout);
-                refuse(ErrCode::Protocol, &reason);
-                return Err(e.into_error(
-                    format!("{ctx}: {who}"),
-                    "the hello",
-                    self.opts.io_timeout,
-                ));
-            }
-        };
-        let hello = match Hello::parse(&line) {
-            Ok(hello) => hello,
-            Err(reason) => {
-                refuse(ErrCode::Protocol, &reason);
-                return Err(Error::invalid_argument(format!(
-                    "{ctx}: {who} sent a bad hello: {reason}"
-                )));
-            }
-        };
-
-        let kind = self.runtime().info().kind;
-        if hello.backend != kind {
-            let reason = format!(
-                "this exporter runs {kind}, the importer runs {}",
-                hello.backend
-            );
-            refuse(ErrCode::Backend, &reason);
-            return Err(Error::BackendMismatch {
-                expected: format!("an importer running {kind}"),
-                found: format!("{who} running {} ({ctx})", hello.backend),
-            });
-        }
-
-        let strict = self.runtime().process_id() == ProcessId::current();
-        let pid_check = match check_claim(hello.pid, credentials.pid, strict) {
-            Ok(check) => check,
-            Err(reason) => {
-                refuse(ErrCode::Denied, &reason);
-                return Err(denied(format!("{ctx}: refused {who}"), reason));
-            }
-        };
-
-        if let Err(e) = self.grant(hello.pid) {
-            refuse(
-                ErrCode::Failed,
-                &format!("the exporter could not grant process {}: {e}", hello.pid),
-            );
-            return Err(e);
-        }
-        let tokens: Vec<&SignalToken> = self.signal_tokens().collect();
-        send_all(
-            &stream,
-            encode_offer(&self.token, &tokens).as_bytes(),
-            deadline,
-        )
-        .map_err(|e| {
-            io_or_timeout(
-                e,
-                format!("{ctx}: sending the tokens to {who}"),
-                self.opts.io_timeout,
-            )
-        })?;
-        Ok(Some(PeerInfo {
-            process_id: hello.pid,
-            credentials,
-            pid_check,
-        }))
-    }
-
-    /// Grants `pid` on every handed-out token (nothing to do for any-process exports).
-    fn grant(&self, pid: ProcessId) -> Result<()> {
-        if self.opts.export.validation != PidValidation::Trustlist {
-            return Ok(());
-        }
-        self.buffer.grant(&self.token, &[pid])?;
-        for (rt, token) in &self.signals {
-            rt.inner.backend.grant_signal(token, &[pid])?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for ShareServer {
-    fn drop(&mut self) {
-        match std::fs::symlink_metadata(&self.path) {
-            Ok(m) if m.file_type().is_socket() && (m.dev(), m.ino()) == self.socket_id => {
-                if let Err(e) = std::fs::remove_file(&self.path)
-                    && e.kind() != io::ErrorKind::NotFound
-                {
-                    eprintln!(
-                        "devipc: removing the rendezvous socket {} failed: {e}",
-                        self.path.display()
-                    );
-                }
-            }
-            // Gone already, or replaced by someone else's file: not ours to remove.
-            _ => {}
-        }
-    }
-}
-
-/// Binds a listening socket at `path` with `mode`, replacing only a stale socket.
-/// Returns the listener (non-blocking), the absolute path and the socket file's identity.
-fn bind_socket(path: &Path, mode: u32) -> Result<(UnixListener, PathBuf, (u64, u64))> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let shown = path.display();
-    let name = path.file_name().ok_or_else(|| {
-        Error::invalid_argument(format!("rendezvous path {shown} does not name a file"))
-    })?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let dir = dir.canonicalize().map_err(|e| {
-        Error::io(
-            format!("devipc rendezvous at {shown}: resolving its directory"),
-            e,
-        )
-    })?;
-    let path = dir.join(name);
-    let ctx = format!("devipc rendezvous at {}", path.display());
-
-    let stale = match std::fs::symlink_metadata(&path) {
-        Ok(m) if m.file_type().is_socket() => match UnixStream::connect(&path) {
-            Ok(_) => {
-                return Err(Error::io(
-                    ctx,
-                    io::Error::new(
-                        io::ErrorKind::AddrInUse,
-                        "another process is serving at this path",
-                    ),
-                ));
-            }
-            // Nobody listens: a stale socket, replaced below.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => true,
-            Err(e) => {
-                return Err(Error::io(format!("{ctx}: checking the existing socket"), e));
-            }
-        },
-        Ok(m) => {
-            return Err(Error::io(
-                ctx,
-                io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "a {} is in the way; devipc only replaces stale sockets",
-                        file_kind(&m.file_type())
-                    ),
-                ),
-            ));
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-        Err(e) => return Err(Error::io(format!("{ctx}: inspecting the path"), e)),
-    };
-
-    // Bind under a temporary name and set the mode, then link it to `path`: the socket
-    // never appears at `path` with the umask's mode, and linking does not replace a file
-    // that appeared meanwhile (only the stale socket found above is removed first).
-    let temp = dir.join(format!(
-        ".devipc-{}-{}.sock",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    // A leftover of an earlier process with our pid (only ever a socket of ours).
-    if std::fs::symlink_metadata(&temp).is_ok_and(|m| m.file_type().is_socket()) {
-        let _ = std::fs::remove_file(&temp);
-    }
-    let listener = UnixListener::bind(&temp)
-        .map_err(|e| Error::io(format!("{ctx}: binding {}", temp.display()), e))?;
-    let finish = || -> io::Result<(u64, u64)> {
-        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
-        let m = std::fs::symlink_metadata(&temp)?;
-        listener.set_nonblocking(true)?;
-        if stale {
-            match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
-        match std::fs::hard_link(&temp, &path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(io::Error::new(
-                    io::ErrorKind::AddrInUse,
-                    "another process created a file at this path meanwhile",
-                ));
-            }
-            // A filesystem without hard links: rename instead (it would replace a file
-            // that appeared since the check above).
-            Err(_) => std::fs::rename(&temp, &path)?,
-        }
-        Ok((m.dev(), m.ino()))
-    };
-    let result = finish();
-    // Gone already after a rename; after a link or a failure, ours to remove.
-    if let Err(e) = std::fs::remove_file(&temp)
-        && e.kind() != io::ErrorKind::NotFound
-    {
-        eprintln!(
-            "devipc: removing the temporary socket {} failed: {e}",
-            temp.display()
-        );
-    }
-    match result {
-        Ok(socket_id) => Ok((listener, path, socket_id)),
-        Err(e) => Err(Error::io(format!("{ctx}: creating the socket"), e)),
-    }
-}
-
-fn file_kind(t: &std::fs::FileType) -> &'static str {
-    if t.is_dir() {
-        "directory"
-    } else if t.is_symlink() {
-        "symbolic link"
-    } else if t.is_file() {
-        "regular file"
-    } else {
-        "special file"
-    }
-}
-
 fn uid_allowed(uid: u32, own: u32, extra: &[u32]) -> bool {
     uid == own || extra.contains(&uid)
 }
@@ -804,6 +382,8 @@ impl Runtime {
         }
         let path = path.as_ref();
         let ctx = format!("devipc rendezvous at {}", path.display());
+        socket_path::check_reachable(path)
+            .map_err(|reason| Error::invalid_argument(format!("{ctx}: {reason}")))?;
         let deadline = Instant::now() + opts.timeout;
         let stream = connect_stream(path, deadline, &opts, &ctx)?;
         let exporter: PeerCredentials = sys::peer_credentials(&stream)
@@ -880,7 +460,9 @@ impl Runtime {
     }
 }
 
-/// Connects, retrying while nobody listens yet when `opts` says so.
+/// Connects, retrying while the exporter's queue of connections is full (it is busy, or
+/// not in `accept`), and while nobody listens yet when `opts` says so; never past
+/// `deadline` (a blocking `connect` to a full queue would wait without a limit).
 fn connect_stream(
     path: &Path,
     deadline: Instant,
@@ -888,8 +470,11 @@ fn connect_stream(
     ctx: &str,
 ) -> Result<UnixStream> {
     loop {
-        match UnixStream::connect(path) {
+        let waiting = match socket_path::connect(path) {
             Ok(stream) => return Ok(stream),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                "waiting for room in the exporter's queue of connections (it is not accepting, or is flooded)".to_owned()
+            }
             Err(e)
                 if opts.wait_for_server
                     && matches!(
@@ -897,17 +482,18 @@ fn connect_stream(
                         io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
                     ) =>
             {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(Error::Timeout {
-                        what: format!("{ctx}: waiting for an exporter to listen ({e})"),
-                        after: opts.timeout,
-                    });
-                }
-                std::thread::sleep(left.min(RETRY_INTERVAL));
+                format!("waiting for an exporter to listen ({e})")
             }
             Err(e) => return Err(Error::io(format!("{ctx}: connecting"), e)),
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Timeout {
+                what: format!("{ctx}: {waiting}"),
+                after: opts.timeout,
+            });
         }
+        std::thread::sleep(left.min(RETRY_INTERVAL));
     }
 }
 
@@ -1252,14 +838,87 @@ impl LineError {
     }
 }
 
-/// Reads `\n`-terminated lines of at most [`MAX_LINE`] bytes from a socket, never past a
-/// deadline.
-struct LineReader<'a> {
-    stream: &'a UnixStream,
-    deadline: Instant,
+/// The bytes of a line being received: at most [`MAX_LINE`] and a `\n`, plus one read's
+/// worth past it.
+#[derive(Debug, Default)]
+struct LineBuffer {
     buf: Vec<u8>,
     /// Whether any byte arrived yet.
     received: bool,
+}
+
+impl LineBuffer {
+    /// The first complete line, or why there will be none; `None`: not enough bytes yet.
+    fn take_line(&mut self) -> Option<std::result::Result<String, LineError>> {
+        if let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
+            if end > MAX_LINE {
+                return Some(Err(LineError::TooLong));
+            }
+            let line: Vec<u8> = self.buf.drain(..=end).take(end).collect();
+            if let Some(&bad) = line.iter().find(|b| !(b' '..=b'~').contains(*b)) {
+                return Some(Err(LineError::NotText(bad)));
+            }
+            return Some(Ok(line.into_iter().map(char::from).collect()));
+        }
+        if self.buf.len() > MAX_LINE {
+            return Some(Err(LineError::TooLong));
+        }
+        None
+    }
+
+    /// One `read` into the buffer. `Ok(false)`: the socket has nothing now (non-blocking)
+    /// or its read timeout passed.
+    fn fill(&mut self, stream: &UnixStream) -> std::result::Result<bool, LineError> {
+        let mut chunk = [0u8; 512];
+        let mut stream = stream;
+        loop {
+            return match stream.read(&mut chunk) {
+                Ok(0) if !self.received => Err(LineError::Closed),
+                Ok(0) => Err(LineError::Eof),
+                Ok(n) => {
+                    self.received = true;
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    Ok(true)
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    Ok(false)
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(LineError::Io(e)),
+            };
+        }
+    }
+
+    /// Reads what a non-blocking `stream` has, without waiting: the first line, or why
+    /// there will be none; `None` while it is incomplete.
+    fn read_available(
+        &mut self,
+        stream: &UnixStream,
+    ) -> Option<std::result::Result<String, LineError>> {
+        loop {
+            if let Some(line) = self.take_line() {
+                return Some(line);
+            }
+            match self.fill(stream) {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+/// Reads `\n`-terminated lines of at most [`MAX_LINE`] bytes from a blocking socket, never
+/// past a deadline.
+struct LineReader<'a> {
+    stream: &'a UnixStream,
+    deadline: Instant,
+    buf: LineBuffer,
 }
 
 impl<'a> LineReader<'a> {
@@ -1267,25 +926,14 @@ impl<'a> LineReader<'a> {
         LineReader {
             stream,
             deadline,
-            buf: Vec::with_capacity(512),
-            received: false,
+            buf: LineBuffer::default(),
         }
     }
 
     fn read_line(&mut self) -> std::result::Result<String, LineError> {
         loop {
-            if let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
-                if end > MAX_LINE {
-                    return Err(LineError::TooLong);
-                }
-                let line: Vec<u8> = self.buf.drain(..=end).take(end).collect();
-                if let Some(&bad) = line.iter().find(|b| !(b' '..=b'~').contains(*b)) {
-                    return Err(LineError::NotText(bad));
-                }
-                return Ok(line.into_iter().map(char::from).collect());
-            }
-            if self.buf.len() > MAX_LINE {
-                return Err(LineError::TooLong);
+            if let Some(line) = self.buf.take_line() {
+                return line;
             }
             let left = self.deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -1294,25 +942,8 @@ impl<'a> LineReader<'a> {
             self.stream
                 .set_read_timeout(Some(left))
                 .map_err(LineError::Io)?;
-            let mut chunk = [0u8; 512];
-            let mut stream = self.stream;
-            match stream.read(&mut chunk) {
-                Ok(0) if !self.received => return Err(LineError::Closed),
-                Ok(0) => return Err(LineError::Eof),
-                Ok(n) => {
-                    self.received = true;
-                    self.buf.extend_from_slice(&chunk[..n]);
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Err(LineError::Timeout);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(LineError::Io(e)),
+            if !self.buf.fill(self.stream)? {
+                return Err(LineError::Timeout);
             }
         }
     }
@@ -1349,6 +980,8 @@ fn send_all(stream: &UnixStream, mut bytes: &[u8], deadline: Instant) -> io::Res
 mod tests {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixListener;
+    use std::path::PathBuf;
     use std::sync::atomic::{AtomicU8, Ordering};
 
     use devipc_core::token::{MemTokenParts, SignalTokenParts};
@@ -2126,6 +1759,294 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
         assert!(start.elapsed() >= Duration::from_millis(100));
+    }
+
+    // -- under load ---------------------------------------------------------------------
+
+    /// Serves until an exchange ends with a success; returns it and the errors before it.
+    fn serve_until_ok(server: &ShareServer) -> (PeerInfo, Vec<Error>) {
+        let mut errors = Vec::new();
+        loop {
+            match server.accept_timeout(LONG) {
+                Ok(peer) => return (peer, errors),
+                Err(e @ Error::Timeout { .. }) if e.to_string().contains("waiting for") => {
+                    panic!("nothing was served: {e}")
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+
+    /// Silent, trickling and half-finished peers hold connections while an importer comes:
+    /// it is served at once, not after their timeouts.
+    #[test]
+    fn idle_and_slow_peers_do_not_delay_an_importer() {
+        let dir = Dir::new("crowd");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let timeout = Duration::from_secs(5);
+        let server = buffer
+            .share(dir.sock(), ShareOptions::new().io_timeout(timeout))
+            .unwrap();
+        let mut crowd: Vec<UnixStream> = (0..8)
+            .map(|_| UnixStream::connect(dir.sock()).unwrap())
+            .collect();
+        let mut half = UnixStream::connect(dir.sock()).unwrap();
+        half.write_all(MAGIC.as_bytes()).unwrap();
+        crowd.push(half);
+        let start = Instant::now();
+        let (peer, _) = std::thread::scope(|s| {
+            let served = s.spawn(|| serve_until_ok(&server));
+            // A slowloris: one byte every 100 ms on one more connection, meanwhile.
+            let trickler = s.spawn(|| {
+                let mut c = UnixStream::connect(dir.sock()).unwrap();
+                for b in MAGIC.bytes().take(10) {
+                    let _ = c.write_all(&[b]);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                c
+            });
+            let connected = rt
+                .connect_with(
+                    dir.sock(),
+                    DeviceId(0),
+                    ConnectOptions::new().timeout(Duration::from_secs(2)),
+                )
+                .unwrap();
+            drop(connected);
+            crowd.push(trickler.join().unwrap());
+            served.join().unwrap()
+        });
+        assert_eq!(peer.process_id, ProcessId::current());
+        assert!(
+            start.elapsed() < timeout,
+            "served after {:?}, not before the crowd's timeouts",
+            start.elapsed()
+        );
+        // The crowd is still pending; once its time is up, each is an error of its own.
+        drop(crowd.pop());
+        let err = server.accept_timeout(LONG).unwrap_err();
+        assert!(is_io(&err, io::ErrorKind::UnexpectedEof), "{err:?}");
+    }
+
+    /// Past the cap the oldest connection is closed, with a reply saying why and an error
+    /// from `accept`; the newest is served.
+    #[test]
+    fn the_oldest_connection_makes_room_past_the_cap() {
+        let dir = Dir::new("cap");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let server = buffer.share(dir.sock(), ShareOptions::new()).unwrap();
+        let extra = 3;
+        let mut crowd: Vec<UnixStream> = (0..server::MAX_PENDING + extra)
+            .map(|_| UnixStream::connect(dir.sock()).unwrap())
+            .collect();
+        let (peer, errors) = std::thread::scope(|s| {
+            let served = s.spawn(|| serve_until_ok(&server));
+            let connected = rt.connect(dir.sock(), DeviceId(0)).unwrap();
+            drop(connected);
+            served.join().unwrap()
+        });
+        assert_eq!(peer.process_id, ProcessId::current());
+        // The crowd's first `extra`, and one more for the importer, were closed.
+        assert_eq!(errors.len(), extra + 1, "{errors:?}");
+        for e in &errors {
+            assert!(is_io(e, io::ErrorKind::Other), "{e:?}");
+            assert!(e.to_string().contains("the exporter is busy"), "{e}");
+        }
+        for (i, c) in crowd.iter_mut().enumerate() {
+            c.set_read_timeout(Some(Duration::from_millis(if i <= extra {
+                5000
+            } else {
+                1
+            })))
+            .unwrap();
+            let mut reply = String::new();
+            let got = c.read_to_string(&mut reply);
+            if i <= extra {
+                got.unwrap();
+                assert!(
+                    reply.starts_with("ERR failed the exporter is busy: 64 connections"),
+                    "connection {i}: {reply:?}"
+                );
+            } else {
+                assert!(
+                    got.is_err() && reply.is_empty(),
+                    "connection {i} still waits"
+                );
+            }
+        }
+    }
+
+    /// An exchange that has not ended when `accept_timeout` gives up continues at the next
+    /// call; several threads in `accept` each get one outcome.
+    #[test]
+    fn exchanges_outlive_a_call_and_threads_share_the_loop() {
+        let dir = Dir::new("threads");
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let server = buffer.share(dir.sock(), ShareOptions::new()).unwrap();
+        let hello = format!(
+            "{MAGIC} {PROTOCOL_VERSION} pid={} backend=hip\n",
+            std::process::id()
+        );
+        let (first, rest) = hello.split_at(10);
+        let mut c = UnixStream::connect(dir.sock()).unwrap();
+        c.write_all(first.as_bytes()).unwrap();
+        let err = server
+            .accept_timeout(Duration::from_millis(100))
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+        c.write_all(rest.as_bytes()).unwrap();
+        let peer = server.accept_timeout(LONG).unwrap();
+        assert_eq!(peer.process_id, ProcessId::current());
+        let mut reply = String::new();
+        c.read_to_string(&mut reply).unwrap();
+        assert!(
+            reply.starts_with("OK\n") && reply.ends_with("END\n"),
+            "{reply}"
+        );
+
+        // Four threads, four importers: each thread returns one of them.
+        let served = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| server.accept_timeout(LONG)))
+                .collect();
+            let importers: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| rt.connect(dir.sock(), DeviceId(0)).map(drop)))
+                .collect();
+            for i in importers {
+                i.join().unwrap().unwrap();
+            }
+            threads
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        assert!(served.iter().all(|p| p.is_ok()), "{served:?}");
+        assert_eq!(probe(&rt).count("grant"), 5);
+        // A short waiter does not wait for a thread that drives without a limit.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let err = server.accept_timeout(Duration::from_millis(200));
+                assert!(matches!(err, Err(Error::Timeout { .. })), "{err:?}");
+            });
+            let long = s.spawn(|| server.accept_timeout(LONG));
+            std::thread::sleep(Duration::from_millis(400));
+            rt.connect(dir.sock(), DeviceId(0)).unwrap();
+            long.join().unwrap().unwrap();
+        });
+    }
+
+    /// An exporter whose queue of connections is full (flooded while not in `accept`):
+    /// the importer gives up at its timeout instead of waiting in `connect` for ever, and
+    /// another exporter at the path sees it is live.
+    #[test]
+    fn a_full_queue_times_the_importer_out() {
+        const TEST: &str = "a_full_queue_times_the_importer_out";
+        // Filling the queue takes as many descriptors as it holds (std listens with the
+        // system's maximum, `somaxconn`); leave plenty to the tests running beside this one.
+        let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+        let queue: usize = read("/proc/sys/net/core/somaxconn")
+            .trim()
+            .parse()
+            .unwrap_or(usize::MAX);
+        let open_files: usize = read("/proc/self/limits")
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .and_then(|l| l.split_whitespace().nth(3).map(str::to_owned))
+            .and_then(|soft| soft.parse().ok())
+            .unwrap_or(usize::MAX);
+        if queue.saturating_add(1000) > open_files {
+            devipc_testkit::skip(
+                TEST,
+                &format!("a queue of {queue} needs more than {open_files} open files"),
+            );
+            return;
+        }
+        let dir = Dir::new("full-queue");
+        let listener = UnixListener::bind(dir.sock()).unwrap();
+        let mut queued = Vec::new();
+        let full = loop {
+            match sys::connect_unix_nonblocking(&dir.sock()) {
+                Ok(s) => queued.push(s),
+                Err(e) => break e,
+            }
+            assert!(queued.len() < 100_000, "the queue never filled");
+        };
+        if full.kind() != io::ErrorKind::WouldBlock {
+            // Most likely out of descriptors (a low `ulimit -n`) before the queue filled.
+            devipc_testkit::skip(
+                TEST,
+                &format!(
+                    "could not fill the listener's queue ({} connections): {full}",
+                    queued.len()
+                ),
+            );
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = dir.sock();
+        std::thread::spawn(move || {
+            let rt = probe_runtime();
+            let opts = ConnectOptions::new().timeout(Duration::from_millis(300));
+            let start = Instant::now();
+            let result = rt.connect_with(path, DeviceId(0), opts).map(drop);
+            let _ = tx.send((result, start.elapsed()));
+        });
+        let (result, took) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("connect waited far past its timeout");
+        let err = result.unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+        assert!(err.to_string().contains("queue"), "{err}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let err = buffer.share(dir.sock(), ShareOptions::new()).unwrap_err();
+        assert!(is_io(&err, io::ErrorKind::AddrInUse), "{err:?}");
+        drop((queued, listener));
+    }
+
+    /// Long paths work through `share` and `connect`; unreachable ones are refused by
+    /// both, before anything is exported.
+    #[test]
+    fn long_paths_are_shared_and_unreachable_ones_refused() {
+        let dir = Dir::new("long");
+        let mut deep = dir.0.clone();
+        while deep.as_os_str().len() < 200 {
+            deep.push("d".repeat(60));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let rt = probe_runtime();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let path = deep.join("rdv.sock");
+        let server = buffer.share(&path, ShareOptions::new()).unwrap();
+        assert_eq!(server.path(), path);
+        std::thread::scope(|s| {
+            let served = s.spawn(|| server.accept_timeout(LONG));
+            rt.connect(&path, DeviceId(0)).unwrap();
+            served.join().unwrap().unwrap();
+        });
+        drop(server);
+        assert!(!path.exists());
+
+        let exports = probe(&rt).count("export");
+        let unreachable = deep.join("n".repeat(socket_path::MAX_NAME + 1));
+        let err = buffer.share(&unreachable, ShareOptions::new()).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains("too long for a Unix socket"),
+            "{err}"
+        );
+        assert_eq!(
+            probe(&rt).count("export"),
+            exports,
+            "refused before exporting"
+        );
+        let err = rt.connect(&unreachable, DeviceId(0)).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
     }
 
     // -- the socket file ----------------------------------------------------------------
