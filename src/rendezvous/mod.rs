@@ -52,7 +52,7 @@
 //!   non-zero), the id the exporter grants; `backend` its backend kind. Unknown keys are
 //!   ignored (later minor additions stay compatible); a repeated key is an error. An
 //!   exporter refuses another version with `ERR protocol`, before reading any field.
-//! - Tokens are in their text form (`devipc1:...`, see [`token`](crate::token)).
+//! - Tokens are in their text form (`devipc2:...`, see [`token`](crate::token)).
 //! - `<code>` says who is at fault and becomes the importer's error:
 //!   `denied` (credentials refused: [`Error::Io`] of kind
 //!   [`PermissionDenied`](std::io::ErrorKind::PermissionDenied)), `protocol` (a malformed
@@ -1248,7 +1248,7 @@ mod tests {
             (vec!["OK", &bad_mem], "bad memory token"),
             (vec!["OK", &mem, &mem], "expected `signal <token>` or `END`"),
             (
-                vec!["OK", &mem, "signal devipc1:AAAA"],
+                vec!["OK", &mem, "signal devipc2:AAAA"],
                 "bad token for signal 0",
             ),
             (vec!["OK", &mem, &mem[4..]], "expected `signal"),
@@ -2194,7 +2194,7 @@ mod tests {
             ("hello?\n".into(), |e| {
                 matches!(e, Error::InvalidArgument { .. })
             }),
-            ("OK\nmem devipc1:AAAA\n".into(), |e| {
+            ("OK\nmem devipc2:AAAA\n".into(), |e| {
                 matches!(e, Error::InvalidToken { .. })
             }),
             (format!("OK\n{}\n", "x".repeat(MAX_LINE + 1)), |e| {
