@@ -126,6 +126,10 @@ impl Signal {
     }
 
     /// Raises the signal after the work queued so far on `stream` (the caller's own).
+    ///
+    /// Safe because a [`RawStream`] other than the default can only be made with an
+    /// `unsafe` constructor ([`RawStream::from_ptr`]), whose caller promised a live stream
+    /// of this runtime on the signal's device.
     pub fn notify_on(&self, stream: RawStream) -> Result<()> {
         self.rt().inner.backend.notify(self.handle(), stream)
     }
