@@ -16,6 +16,7 @@
 //! With feature `emulator` the children start the backend with
 //! `AscendBackend::emulated()`, otherwise with `from_api(devipc_emulator::acl::acl_api())`.
 
+use devipc_testkit::RawIo;
 use std::ffi::c_void;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -796,23 +797,5 @@ fn parts_of(t: &MemToken) -> MemTokenParts {
         offset: t.offset(),
         len: t.len(),
         payload: t.payload().to_vec(),
-    }
-}
-
-/// Test shorthand for the raw copies: every pointer these tests pass comes from a live
-/// allocation or mapping of the same backend.
-trait RawIo {
-    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()>;
-    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()>;
-}
-
-impl<T: devipc_core::DeviceIpc + ?Sized> RawIo for T {
-    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()> {
-        // SAFETY: see the trait: the tests pass pointers into live objects only.
-        unsafe { self.write(dst, src) }
-    }
-    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()> {
-        // SAFETY: as above.
-        unsafe { self.read(src, dst) }
     }
 }

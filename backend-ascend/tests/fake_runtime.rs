@@ -12,6 +12,7 @@
 //! runtime's `aclFinalize`, which every fake table shares, so every test is
 //! `#[serial]`.
 
+use devipc_testkit::RawIo;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -1843,22 +1844,4 @@ fn a_runtime_rejecting_the_notify_peer_flag_gets_peer_access_enabled_instead() {
     unfail("aclrtNotifyImportByKey");
     b.destroy_signal(imported).unwrap();
     b.destroy_signal(s).unwrap();
-}
-
-/// Test shorthand for the raw copies: every pointer these tests pass comes from a live
-/// allocation or mapping of the same backend.
-trait RawIo {
-    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()>;
-    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()>;
-}
-
-impl<T: devipc_core::DeviceIpc + ?Sized> RawIo for T {
-    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()> {
-        // SAFETY: see the trait: the tests pass pointers into live objects only.
-        unsafe { self.write(dst, src) }
-    }
-    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()> {
-        // SAFETY: as above.
-        unsafe { self.read(src, dst) }
-    }
 }

@@ -6,6 +6,7 @@
 //! Each test runs its roles in child processes (devipc-testkit) with their own emulator
 //! state directory, and checks that nothing is left behind.
 
+use devipc_testkit::RawIo;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -490,22 +491,4 @@ fn a_killed_importer_does_not_hold_the_memory() {
     exp.send("exit");
     exp.wait_success();
     root.assert_emulator_clean();
-}
-
-/// Test shorthand for the raw copies: every pointer these tests pass comes from a live
-/// allocation or mapping of the same backend.
-trait RawIo {
-    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()>;
-    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()>;
-}
-
-impl<T: devipc_core::DeviceIpc + ?Sized> RawIo for T {
-    fn write_raw(&self, dst: devipc_core::DevicePtr, src: &[u8]) -> devipc_core::Result<()> {
-        // SAFETY: see the trait: the tests pass pointers into live objects only.
-        unsafe { self.write(dst, src) }
-    }
-    fn read_raw(&self, src: devipc_core::DevicePtr, dst: &mut [u8]) -> devipc_core::Result<()> {
-        // SAFETY: as above.
-        unsafe { self.read(src, dst) }
-    }
 }

@@ -42,8 +42,10 @@
 //! }
 //! ```
 
+mod raw_io;
 mod skip;
 
+pub use raw_io::RawIo;
 pub use skip::{NO_SKIP_ENV, skip, skips_forbidden};
 
 use std::collections::VecDeque;
