@@ -134,8 +134,8 @@ pub fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
 /// [`MappedRegion::write_at`], and 32-bit words used for cross-process synchronisation are
 /// exposed as [`AtomicU32`].
 ///
-/// The copies are made of relaxed atomic accesses (see [`atomic_copy_from`]), never of
-/// plain loads and stores: another thread may copy into the same bytes or store to one of
+/// The copies are made of relaxed atomic accesses (single bytes up to 8-byte alignment,
+/// then aligned `u64`s, then bytes), never of plain loads and stores: another thread may copy into the same bytes or store to one of
 /// the words at the same time (the region is `Sync`), and a plain access racing with any
 /// other access is undefined behaviour in Rust's memory model. Atomicity is per word, not
 /// per copy: concurrent unsynchronised writers still leave a mix of their bytes (torn
