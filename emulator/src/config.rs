@@ -17,7 +17,9 @@
 //! `DEVIPC_EMU_MEM_LIMIT`: the bytes in use are shared (the ledger), but each process
 //! checks the limit it was configured with.
 //!
-//! An empty value counts as unset. A malformed value is an [`EmuError::Config`] naming the
+//! An empty value counts as unset, except for `DEVIPC_EMU_DIR`: an empty directory is an
+//! error (most likely a variable meant to be set that expanded to nothing), not a quiet
+//! fallback to the shared default. A malformed value is an [`EmuError::Config`] naming the
 //! variable, the value and what would be accepted; nothing panics.
 
 use std::ffi::OsString;
@@ -221,7 +223,7 @@ impl Config {
     }
 
     /// Builds a configuration from any variable lookup (the environment, a map in a
-    /// test). Empty values count as unset.
+    /// test). Empty values count as unset, except an empty `DEVIPC_EMU_DIR` (an error).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Result<Config, EmuError> {
         let get = |var: &'static str| lookup(var).filter(|v| !v.is_empty());
         let text = |var: &'static str| -> Result<Option<String>, EmuError> {
@@ -241,7 +243,16 @@ impl Config {
             reason,
         };
 
-        let dir = match get(ENV_DIR) {
+        let dir = match lookup(ENV_DIR) {
+            Some(v) if v.is_empty() => {
+                return Err(bad(
+                    ENV_DIR,
+                    "",
+                    "is empty; unset it to use the default /dev/shm/devipc-emu-$UID, or name \
+                     an absolute directory"
+                        .into(),
+                ));
+            }
             Some(v) => {
                 let p = PathBuf::from(v);
                 if !p.is_absolute() {
@@ -421,8 +432,9 @@ mod tests {
         assert!(c.broken_rules.is_empty());
         let uid = crate::sys::effective_uid();
         assert!(c.dir.ends_with(format!("devipc-emu-{uid}")));
-        // Empty counts as unset.
-        assert_eq!(config(&[(ENV_DEVICES, ""), (ENV_DIR, "")]).unwrap(), c);
+        // Empty counts as unset, except for the directory.
+        assert_eq!(config(&[(ENV_DEVICES, "")]).unwrap(), c);
+        assert_eq!(err_var(config(&[(ENV_DIR, "")])), ENV_DIR);
     }
 
     #[test]

@@ -29,9 +29,10 @@
 //!
 //! # State directory
 //!
-//! Default `/dev/shm/devipc-emu-$UID`, override `DEVIPC_EMU_DIR` ([`config`]); created
-//! 0700 and refused if it is a symlink, not a directory, owned by another uid or
-//! group/other accessible ([`state::dir`]).
+//! Default `/dev/shm/devipc-emu-$UID`, override `DEVIPC_EMU_DIR` ([`config`]; empty is an
+//! error); created 0700 and refused if it is a symlink, not a directory, owned by another
+//! uid or group/other accessible, or if a component on the way from `/` is owned by
+//! another user or writable by others without being sticky ([`state::dir`]).
 //!
 //! ```text
 //! ledger             salt, id counter, bytes in use per device   (the only fixed file)

@@ -3,14 +3,27 @@
 //! Files that several processes of one user map or lock live in a directory under
 //! `/dev/shm` (the emulator's state, the HIP backend's signal words). Because other users
 //! can create entries in `/dev/shm`, a directory is refused unless it is a real directory
-//! (not a symlink), owned by the effective uid, and not accessible to group or others. A
-//! missing directory is created with mode 0700 (parents with default permissions). Since
-//! nobody else can enter a 0700 directory, paths below it cannot be swapped by another
-//! user, and the directory itself sits in a sticky `/dev/shm` where others cannot rename
-//! it.
+//! (not a symlink), owned by the effective uid, and not accessible to group or others
+//! ([`check_dir_facts`]). Since nobody else can enter a 0700 directory, paths below it
+//! cannot be swapped by another user.
 //!
-//! The rule is the pure function [`check_dir_facts`], so the "owned by another uid"
-//! refusal is testable without `chown`.
+//! The path *to* the directory is checked too, as OpenSSH's `StrictModes` (`safe_path`)
+//! does: every component from `/` down must be a directory owned by root or by us, and
+//! not writable by group or others unless it is sticky (like `/tmp` and `/dev/shm`, where
+//! others cannot rename or delete our entries) ([`check_component_facts`]). Otherwise
+//! another user could rename a parent away and put a directory of their own in its place
+//! between our check and our use.
+//!
+//! Symbolic links (a choice): a link on the way that belongs to root or to us (system
+//! links such as `/var/run -> /run`, or `/dev/shm -> /run/shm` on older distributions)
+//! is followed, like `realpath`, and the components of its target are then checked as
+//! real components; the directory holding the link has passed the check already, so
+//! nobody else can replace the link. A link owned by anyone else is refused, and so is a
+//! link as the private directory itself or as a component devipc creates. The directory
+//! is reported by its real path. Missing components are created with mode 0700.
+//!
+//! The rules are the pure functions [`check_dir_facts`] and [`check_component_facts`], so
+//! the "owned by another uid" refusals are testable without `chown`.
 
 use std::fmt;
 use std::fs;
@@ -68,6 +81,97 @@ pub enum DirProblem {
         /// Its permission bits.
         mode: u32,
     },
+    /// The path is empty (an empty variable is not "unset").
+    Empty,
+    /// A component on the way to the directory is unsafe ([`check_component_facts`]).
+    UnsafeComponent {
+        /// The component, as a real path (symbolic links before it resolved).
+        component: PathBuf,
+        /// What is wrong with it.
+        problem: ComponentProblem,
+    },
+}
+
+/// Why a component on the way to a private directory is unsafe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ComponentProblem {
+    /// It belongs to a user other than root and us.
+    WrongOwner {
+        /// Its owner.
+        owner: u32,
+    },
+    /// Group or others may write to it and it is not sticky.
+    Writable {
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A symbolic link owned by a user other than root and us, or a link where devipc
+    /// creates the directories.
+    Symlink {
+        /// Its owner.
+        owner: u32,
+    },
+    /// It exists and is neither a directory nor a symbolic link.
+    NotDirectory,
+    /// More than [`MAX_SYMLINKS`] symbolic links were followed (a loop).
+    TooManySymlinks,
+    /// A `..` follows a component that does not exist yet.
+    DotDotAfterMissing,
+}
+
+impl fmt::Display for ComponentProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ComponentProblem::WrongOwner { owner } => write!(
+                f,
+                "it is owned by uid {owner}, neither root nor this user (uid {})",
+                crate::sys::effective_uid()
+            ),
+            ComponentProblem::Writable { mode } => write!(
+                f,
+                "its mode {mode:04o} lets group/others write and it is not sticky, so they \
+                 could replace what lies below it"
+            ),
+            ComponentProblem::Symlink { owner } => write!(
+                f,
+                "it is a symbolic link owned by uid {owner}; only links of root or this user \
+                 are followed, and none where devipc creates directories"
+            ),
+            ComponentProblem::NotDirectory => f.write_str("it is not a directory"),
+            ComponentProblem::TooManySymlinks => {
+                write!(f, "more than {MAX_SYMLINKS} symbolic links (a loop?)")
+            }
+            ComponentProblem::DotDotAfterMissing => {
+                f.write_str("`..` after a component that does not exist")
+            }
+        }
+    }
+}
+
+/// Most symbolic links followed on the way to a private directory (Linux's own limit).
+pub const MAX_SYMLINKS: usize = 40;
+
+/// The rule for a component on the way to a private directory: a directory (or a
+/// symbolic link to be followed) owned by root or `uid`; a directory must not be
+/// writable by group or others unless it is sticky.
+pub fn check_component_facts(facts: &DirFacts, uid: u32) -> Result<(), ComponentProblem> {
+    if facts.is_symlink {
+        return if facts.uid == 0 || facts.uid == uid {
+            Ok(())
+        } else {
+            Err(ComponentProblem::Symlink { owner: facts.uid })
+        };
+    }
+    if !facts.is_dir {
+        return Err(ComponentProblem::NotDirectory);
+    }
+    if facts.uid != 0 && facts.uid != uid {
+        return Err(ComponentProblem::WrongOwner { owner: facts.uid });
+    }
+    if facts.mode & 0o022 != 0 && facts.mode & 0o1000 == 0 {
+        return Err(ComponentProblem::Writable { mode: facts.mode });
+    }
+    Ok(())
 }
 
 impl fmt::Display for DirProblem {
@@ -83,6 +187,16 @@ impl fmt::Display for DirProblem {
                 f,
                 "its mode {mode:04o} gives group/others access; run chmod 700 on it"
             ),
+            DirProblem::Empty => f.write_str(
+                "the path is empty; unset the variable to use the default, or name a directory",
+            ),
+            DirProblem::UnsafeComponent { component, problem } => {
+                write!(
+                    f,
+                    "the component {} is unsafe: {problem}",
+                    component.display()
+                )
+            }
         }
     }
 }
@@ -173,7 +287,8 @@ pub fn runtime_dir() -> Result<PathBuf, PrivateDirError> {
     // Validated once per value of the variable: every lease hold and signal import asks.
     static CHECKED: std::sync::Mutex<Option<(Option<std::ffi::OsString>, PathBuf)>> =
         std::sync::Mutex::new(None);
-    let var = std::env::var_os(RUNTIME_DIR_ENV).filter(|p| !p.is_empty());
+    // An empty value is refused by open_private_dir, not taken as unset.
+    let var = std::env::var_os(RUNTIME_DIR_ENV);
     let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((seen, dir)) = checked.as_ref()
         && *seen == var
@@ -194,7 +309,11 @@ pub fn runtime_dir() -> Result<PathBuf, PrivateDirError> {
 /// symlink) is [`devipc_core::Error::Config`] naming [`RUNTIME_DIR_ENV`]; a failure to
 /// create it is [`devipc_core::Error::Io`].
 pub fn runtime_dir_for_devipc() -> devipc_core::Result<PathBuf> {
-    runtime_dir().map_err(|e| match e {
+    runtime_dir().map_err(runtime_dir_error)
+}
+
+fn runtime_dir_error(e: PrivateDirError) -> devipc_core::Error {
+    match e {
         PrivateDirError::Refused { path, problem } => devipc_core::Error::config(
             format!(
                 "the runtime directory {} ({RUNTIME_DIR_ENV})",
@@ -209,7 +328,7 @@ pub fn runtime_dir_for_devipc() -> devipc_core::Result<PathBuf> {
             ),
             source,
         ),
-    })
+    }
 }
 
 /// Removes the entries of `dir` named `<prefix><name>` for which `remove(name)` says
@@ -234,36 +353,144 @@ pub fn sweep(
     Ok(removed)
 }
 
-/// Opens the private directory at `path` (made absolute), creating it with mode 0700 if
-/// missing, and validates it with [`check_dir_facts`] against the effective uid.
+/// Opens the private directory at `path` (made absolute), creating it and any missing
+/// parent with mode 0700, after checking every component on the way with
+/// [`check_component_facts`] (following root's and our symbolic links, see the module
+/// docs) and the directory itself with [`check_dir_facts`], against the effective uid.
+/// Returns the directory's real path.
 pub fn open_private_dir(path: &Path) -> Result<PathBuf, PrivateDirError> {
-    let path = std::path::absolute(path).map_err(|e| PrivateDirError::io("resolve", path, e))?;
-    match fs::symlink_metadata(&path) {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => create_private_dir(&path)?,
-        Err(e) => return Err(PrivateDirError::io("stat", &path, e)),
+    let uid = crate::sys::effective_uid();
+    if path.as_os_str().is_empty() {
+        return Err(PrivateDirError::Refused {
+            path: PathBuf::new(),
+            problem: DirProblem::Empty,
+        });
     }
-    let facts = DirFacts::of(&path).map_err(|e| PrivateDirError::io("stat", &path, e))?;
-    check_dir_facts(&facts, crate::sys::effective_uid()).map_err(|problem| {
-        PrivateDirError::Refused {
-            path: path.clone(),
-            problem,
-        }
+    let abs = std::path::absolute(path).map_err(|e| PrivateDirError::io("resolve", path, e))?;
+    let refuse = |problem: DirProblem| PrivateDirError::Refused {
+        path: abs.clone(),
+        problem,
+    };
+    let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
+        return Err(PrivateDirError::io(
+            "resolve",
+            &abs,
+            io::Error::new(io::ErrorKind::InvalidInput, "the path has no final name"),
+        ));
+    };
+    let (mut real, missing) = walk_existing(parent, uid).map_err(|(component, problem)| {
+        refuse(DirProblem::UnsafeComponent { component, problem })
     })?;
-    Ok(path)
+    // Parents devipc creates: real directories of ours, never links.
+    for part in missing {
+        real.push(part);
+        create_dir_0700(&real)?;
+        let facts = DirFacts::of(&real).map_err(|e| PrivateDirError::io("stat", &real, e))?;
+        let problem = if facts.is_symlink {
+            Some(ComponentProblem::Symlink { owner: facts.uid })
+        } else {
+            check_component_facts(&facts, uid).err()
+        };
+        if let Some(problem) = problem {
+            return Err(refuse(DirProblem::UnsafeComponent {
+                component: real,
+                problem,
+            }));
+        }
+    }
+    let dir = real.join(name);
+    match fs::symlink_metadata(&dir) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => create_dir_0700(&dir)?,
+        Err(e) => return Err(PrivateDirError::io("stat", &dir, e)),
+    }
+    let facts = DirFacts::of(&dir).map_err(|e| PrivateDirError::io("stat", &dir, e))?;
+    check_dir_facts(&facts, uid).map_err(|problem| PrivateDirError::Refused {
+        path: dir.clone(),
+        problem,
+    })?;
+    Ok(dir)
 }
 
-fn create_private_dir(path: &Path) -> Result<(), PrivateDirError> {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(|e| PrivateDirError::io("create_dir_all", parent, e))?;
-    }
-    match fs::DirBuilder::new().mode(0o700).create(path) {
-        Ok(()) => {
-            // The umask may have cleared owner bits; set exactly 0700 on what we created.
-            fs::set_permissions(path, fs::Permissions::from_mode(0o700))
-                .map_err(|e| PrivateDirError::io("chmod", path, e))
+/// Resolves the absolute path `path` component by component from `/`, like `realpath`,
+/// checking each existing component with [`check_component_facts`]. Returns the real path
+/// of the longest existing prefix and the names below it that do not exist yet, or the
+/// offending component (real path) and its problem. A component that cannot be `lstat`ed
+/// for another reason than absence counts as missing: creating it then fails with the
+/// OS error.
+fn walk_existing(
+    path: &Path,
+    uid: u32,
+) -> Result<(PathBuf, Vec<std::ffi::OsString>), (PathBuf, ComponentProblem)> {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
+    use std::path::Component;
+
+    fn push_components(pending: &mut VecDeque<OsString>, path: &Path) {
+        for c in path.components().rev() {
+            match c {
+                Component::Normal(n) => pending.push_front(n.to_owned()),
+                Component::ParentDir => pending.push_front(OsString::from("..")),
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
         }
-        // Another process created it concurrently: validate what is there.
+    }
+
+    let root = PathBuf::from("/");
+    let check = |p: &Path| -> Result<(), (PathBuf, ComponentProblem)> {
+        match DirFacts::of(p) {
+            Ok(facts) => check_component_facts(&facts, uid).map_err(|e| (p.to_owned(), e)),
+            // `/` always exists; any other failure surfaces when the directory is used.
+            Err(_) => Ok(()),
+        }
+    };
+    check(&root)?;
+    let mut real = root.clone();
+    let mut pending = VecDeque::new();
+    push_components(&mut pending, path);
+    let mut links = 0;
+    while let Some(part) = pending.pop_front() {
+        if part == ".." {
+            real.pop();
+            continue;
+        }
+        let next = real.join(&part);
+        let facts = match DirFacts::of(&next) {
+            Ok(facts) => facts,
+            Err(_) => {
+                let mut missing = vec![part];
+                missing.extend(pending);
+                if missing.iter().any(|m| m == "..") {
+                    return Err((next, ComponentProblem::DotDotAfterMissing));
+                }
+                return Ok((real, missing));
+            }
+        };
+        check_component_facts(&facts, uid).map_err(|e| (next.clone(), e))?;
+        if facts.is_symlink {
+            links += 1;
+            if links > MAX_SYMLINKS {
+                return Err((next, ComponentProblem::TooManySymlinks));
+            }
+            let target =
+                fs::read_link(&next).map_err(|_| (next.clone(), ComponentProblem::NotDirectory))?;
+            if target.is_absolute() {
+                real = root.clone();
+            }
+            push_components(&mut pending, &target);
+            continue;
+        }
+        real = next;
+    }
+    Ok((real, Vec::new()))
+}
+
+/// Creates `path` with mode exactly 0700 (whatever the umask); an existing entry is left
+/// for the caller to validate (another process may have created it concurrently).
+fn create_dir_0700(path: &Path) -> Result<(), PrivateDirError> {
+    match fs::DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+            .map_err(|e| PrivateDirError::io("chmod", path, e)),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(PrivateDirError::io("mkdir", path, e)),
     }
@@ -272,6 +499,171 @@ fn create_private_dir(path: &Path) -> Result<(), PrivateDirError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fresh directory under the temp dir with `mode`, removed first if left over.
+    fn scratch(name: &str, mode: u32) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("devipc-pd-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir(&p).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+        p
+    }
+
+    fn unsafe_component(r: Result<PathBuf, PrivateDirError>) -> (PathBuf, ComponentProblem) {
+        match r {
+            Err(PrivateDirError::Refused {
+                problem: DirProblem::UnsafeComponent { component, problem },
+                ..
+            }) => (component, problem),
+            other => panic!("expected an unsafe component, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn refuses_a_parent_others_can_write() {
+        for mode in [0o777, 0o775, 0o757] {
+            let base = scratch(&format!("writable-{mode:o}"), mode);
+            let (component, problem) = unsafe_component(open_private_dir(&base.join("d")));
+            assert_eq!(component, fs::canonicalize(&base).unwrap());
+            assert_eq!(problem, ComponentProblem::Writable { mode });
+            // Also when the refused parent is higher up and the rest is missing.
+            let (component, _) = unsafe_component(open_private_dir(&base.join("a/b/d")));
+            assert_eq!(component, fs::canonicalize(&base).unwrap());
+            assert!(!base.join("a").exists(), "nothing is created below it");
+            fs::remove_dir_all(&base).unwrap();
+        }
+    }
+
+    #[test]
+    fn accepts_a_sticky_parent_and_creates_missing_parents_0700() {
+        let base = scratch("sticky", 0o1777);
+        let dir = open_private_dir(&base.join("a/b/d")).unwrap();
+        assert_eq!(dir, fs::canonicalize(&base).unwrap().join("a/b/d"));
+        for p in [base.join("a"), base.join("a/b"), dir.clone()] {
+            assert_eq!(DirFacts::of(&p).unwrap().mode, 0o700, "{}", p.display());
+        }
+        assert_eq!(open_private_dir(&dir).unwrap(), dir);
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn follows_own_links_and_checks_their_targets() {
+        // A link of ours in a safe directory is followed; the directory is reported by
+        // its real path.
+        let base = scratch("links", 0o700);
+        fs::create_dir(base.join("real")).unwrap();
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
+        let dir = open_private_dir(&base.join("link/d")).unwrap();
+        assert_eq!(dir, fs::canonicalize(&base).unwrap().join("real/d"));
+        // A relative link whose target lies below a directory others can write is
+        // refused, naming the real component.
+        let open = scratch("links-open", 0o777);
+        fs::create_dir(open.join("t")).unwrap();
+        std::os::unix::fs::symlink(
+            Path::new("..").join(open.file_name().unwrap()).join("t"),
+            base.join("rel"),
+        )
+        .unwrap();
+        let (component, problem) = unsafe_component(open_private_dir(&base.join("rel/d")));
+        assert_eq!(component, fs::canonicalize(&open).unwrap());
+        assert_eq!(problem, ComponentProblem::Writable { mode: 0o777 });
+        // A loop is refused, not followed forever.
+        std::os::unix::fs::symlink(base.join("loop"), base.join("loop")).unwrap();
+        let (_, problem) = unsafe_component(open_private_dir(&base.join("loop/d")));
+        assert_eq!(problem, ComponentProblem::TooManySymlinks);
+        // The directory itself must not be a link.
+        assert!(matches!(
+            open_private_dir(&base.join("link")),
+            Err(PrivateDirError::Refused {
+                problem: DirProblem::Symlink,
+                ..
+            })
+        ));
+        fs::remove_dir_all(&base).unwrap();
+        fs::remove_dir_all(&open).unwrap();
+    }
+
+    #[test]
+    fn refuses_an_empty_path_and_a_file_on_the_way() {
+        assert!(matches!(
+            open_private_dir(Path::new("")),
+            Err(PrivateDirError::Refused {
+                problem: DirProblem::Empty,
+                ..
+            })
+        ));
+        let base = scratch("file", 0o700);
+        fs::write(base.join("f"), b"x").unwrap();
+        let (component, problem) = unsafe_component(open_private_dir(&base.join("f/d")));
+        assert_eq!(component, fs::canonicalize(&base).unwrap().join("f"));
+        assert_eq!(problem, ComponentProblem::NotDirectory);
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn an_empty_runtime_dir_is_a_config_error_naming_the_variable() {
+        let empty = open_private_dir(Path::new("")).unwrap_err();
+        match runtime_dir_error(empty) {
+            devipc_core::Error::Config { what, problem, .. } => {
+                assert!(what.contains(RUNTIME_DIR_ENV), "{what}");
+                assert!(problem.contains("empty"), "{problem}");
+            }
+            other => panic!("expected a config error, got {other:?}"),
+        }
+        let base = scratch("rt-writable", 0o777);
+        let refused = open_private_dir(&base.join("run")).unwrap_err();
+        match runtime_dir_error(refused) {
+            devipc_core::Error::Config { problem, .. } => {
+                let real = fs::canonicalize(&base).unwrap();
+                assert!(problem.contains(&real.display().to_string()), "{problem}");
+            }
+            other => panic!("expected a config error, got {other:?}"),
+        }
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn component_rule_owners_and_modes() {
+        let dir = |uid, mode| DirFacts {
+            is_symlink: false,
+            is_dir: true,
+            uid,
+            mode,
+        };
+        let link = |uid| DirFacts {
+            is_symlink: true,
+            is_dir: false,
+            uid,
+            mode: 0o777,
+        };
+        assert_eq!(check_component_facts(&dir(0, 0o755), 1000), Ok(()));
+        assert_eq!(check_component_facts(&dir(1000, 0o700), 1000), Ok(()));
+        assert_eq!(check_component_facts(&dir(0, 0o1777), 1000), Ok(()));
+        assert_eq!(
+            check_component_facts(&dir(1001, 0o755), 1000),
+            Err(ComponentProblem::WrongOwner { owner: 1001 })
+        );
+        assert_eq!(
+            check_component_facts(&dir(1001, 0o1777), 1000),
+            Err(ComponentProblem::WrongOwner { owner: 1001 })
+        );
+        assert_eq!(
+            check_component_facts(&dir(0, 0o775), 1000),
+            Err(ComponentProblem::Writable { mode: 0o775 })
+        );
+        assert_eq!(check_component_facts(&link(0), 1000), Ok(()));
+        assert_eq!(check_component_facts(&link(1000), 1000), Ok(()));
+        assert_eq!(
+            check_component_facts(&link(1001), 1000),
+            Err(ComponentProblem::Symlink { owner: 1001 })
+        );
+        let msg = DirProblem::UnsafeComponent {
+            component: "/srv/shared".into(),
+            problem: ComponentProblem::Writable { mode: 0o777 },
+        }
+        .to_string();
+        assert!(msg.contains("/srv/shared") && msg.contains("0777"), "{msg}");
+    }
 
     #[test]
     fn refuses_other_owner() {

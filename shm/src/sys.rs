@@ -19,7 +19,8 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64};
 use std::time::Duration;
 
 /// The effective user id of this process.
@@ -132,9 +133,15 @@ pub fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
 ///
 /// Other processes may map the same file and write it at any time, so the region is never
 /// exposed as a Rust slice: bytes go in and out through [`MappedRegion::read_at`] and
-/// [`MappedRegion::write_at`] (plain copies, the emulated device memory model: concurrent
-/// unsynchronised writers see torn data, as on a device), and 32-bit words used for
-/// cross-process synchronisation are exposed as [`AtomicU32`].
+/// [`MappedRegion::write_at`], and 32-bit words used for cross-process synchronisation are
+/// exposed as [`AtomicU32`].
+///
+/// The copies are made of relaxed atomic accesses (single bytes up to 8-byte alignment,
+/// then aligned `u64`s, then bytes), never of plain loads and stores: another thread may copy into the same bytes or store to one of
+/// the words at the same time (the region is `Sync`), and a plain access racing with any
+/// other access is undefined behaviour in Rust's memory model. Atomicity is per word, not
+/// per copy: concurrent unsynchronised writers still leave a mix of their bytes (torn
+/// data, as on a device), but every read returns bytes some writer wrote.
 #[derive(Debug)]
 pub struct MappedRegion {
     addr: NonNull<u8>,
@@ -144,7 +151,9 @@ pub struct MappedRegion {
 // SAFETY: the region is plain shared memory owned by this value; it has no thread
 // affinity, and all access goes through raw copies or atomics.
 unsafe impl Send for MappedRegion {}
-// SAFETY: as above; `&MappedRegion` only offers raw copies and atomics.
+// SAFETY: `&MappedRegion` only offers atomic accesses to the mapped bytes (the copies of
+// `read_at` / `write_at` are word- and byte-sized relaxed atomics, `atomic_u32` hands out
+// `AtomicU32`s), so threads sharing it cannot race a plain access against anything.
 unsafe impl Sync for MappedRegion {}
 
 impl MappedRegion {
@@ -205,15 +214,9 @@ impl MappedRegion {
         if !self.contains(offset, dst.len()) {
             return false;
         }
-        // SAFETY: the source range is inside the live mapping (checked above) and `dst`
-        // is a distinct, writable Rust slice, so the ranges do not overlap.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.addr.as_ptr().add(offset),
-                dst.as_mut_ptr(),
-                dst.len(),
-            );
-        }
+        // SAFETY: the source range is inside the live mapping (checked above), which
+        // lives as long as `&self`; `dst` is a distinct Rust slice.
+        unsafe { atomic_copy_from(self.addr.as_ptr().add(offset), dst) };
         true
     }
 
@@ -224,11 +227,8 @@ impl MappedRegion {
             return false;
         }
         // SAFETY: the destination range is inside the live, writable mapping (checked
-        // above); no Rust reference to mapping bytes exists except `AtomicU32`s, whose
-        // racing with a raw copy is the documented device-memory model.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), self.addr.as_ptr().add(offset), src.len());
-        }
+        // above), which lives as long as `&self`; `src` is a distinct Rust slice.
+        unsafe { atomic_copy_into(self.addr.as_ptr().add(offset), src) };
         true
     }
 
@@ -242,6 +242,84 @@ impl MappedRegion {
         // page aligned), lives as long as `&self`, and AtomicU32 has the layout of u32;
         // every process touches it only through atomic operations.
         Some(unsafe { AtomicU32::from_ptr(self.addr.as_ptr().add(offset).cast::<u32>()) })
+    }
+}
+
+/// Copies `dst.len()` bytes of shared memory at `shared` into `dst`, reading the shared
+/// side only with relaxed atomic loads: single bytes up to the first 8-byte aligned
+/// address, then aligned `u64`s, then the remaining bytes. (`u64`s, not `u32`s, because
+/// the atomic loop cannot be vectorised: measured on a 16 MiB copy, `u64`s cost ~10% over
+/// `memcpy`, `u32`s ~35%.) Relaxed suffices: the copy orders nothing; callers synchronise
+/// through their own atomics (futex words, locks).
+///
+/// Racing atomics of different sizes (these `u64` loads against an `AtomicU32` store in
+/// the same word, or against another copy's byte stores at its edges) are outside the
+/// C++/Rust model, which defines only same-size races; no surface copies over its
+/// synchronisation words, and every access being atomic excludes the undefined plain
+/// data race the previous `memcpy` had.
+///
+/// # Safety
+/// `shared..shared + dst.len()` must be readable memory that nothing accesses except
+/// through atomics for the duration of the call.
+unsafe fn atomic_copy_from(shared: *const u8, dst: &mut [u8]) {
+    let len = dst.len();
+    let out = dst.as_mut_ptr();
+    let head = shared.align_offset(8).min(len);
+    let words = (len - head) / 8;
+    let mut i = 0;
+    while i < head {
+        // SAFETY: `shared + i` is inside the range (caller); `out + i` inside `dst`.
+        unsafe { *out.add(i) = AtomicU8::from_ptr(shared.add(i).cast_mut()).load(Relaxed) };
+        i += 1;
+    }
+    for w in 0..words {
+        let at = head + 8 * w;
+        // SAFETY: `shared + at` is 8-byte aligned (after `head` bytes) and its 8 bytes are
+        // inside the range; `out + at..+8` is inside `dst`, written unaligned.
+        unsafe {
+            let v = AtomicU64::from_ptr(shared.add(at).cast::<u64>().cast_mut()).load(Relaxed);
+            out.add(at).cast::<u64>().write_unaligned(v);
+        }
+    }
+    i = head + 8 * words;
+    while i < len {
+        // SAFETY: as for the head bytes.
+        unsafe { *out.add(i) = AtomicU8::from_ptr(shared.add(i).cast_mut()).load(Relaxed) };
+        i += 1;
+    }
+}
+
+/// Copies `src` into shared memory at `shared` with relaxed atomic stores, split as in
+/// [`atomic_copy_from`] (bytes, aligned `u64`s, bytes).
+///
+/// # Safety
+/// `shared..shared + src.len()` must be writable memory that nothing accesses except
+/// through atomics for the duration of the call.
+unsafe fn atomic_copy_into(shared: *mut u8, src: &[u8]) {
+    let len = src.len();
+    let from = src.as_ptr();
+    let head = shared.align_offset(8).min(len);
+    let words = (len - head) / 8;
+    let mut i = 0;
+    while i < head {
+        // SAFETY: `shared + i` is inside the range (caller); `from + i` inside `src`.
+        unsafe { AtomicU8::from_ptr(shared.add(i)).store(*from.add(i), Relaxed) };
+        i += 1;
+    }
+    for w in 0..words {
+        let at = head + 8 * w;
+        // SAFETY: `shared + at` is 8-byte aligned and its 8 bytes are inside the range;
+        // `from + at..+8` is inside `src`, read unaligned.
+        unsafe {
+            let v = from.add(at).cast::<u64>().read_unaligned();
+            AtomicU64::from_ptr(shared.add(at).cast::<u64>()).store(v, Relaxed);
+        }
+    }
+    i = head + 8 * words;
+    while i < len {
+        // SAFETY: as for the head bytes.
+        unsafe { AtomicU8::from_ptr(shared.add(i)).store(*from.add(i), Relaxed) };
+        i += 1;
     }
 }
 
@@ -781,6 +859,70 @@ mod tests {
         assert!(r.atomic_u32(8190).is_none());
         assert!(r.atomic_u32(8192).is_none());
         assert!(MappedRegion::map_file(&f, 0).is_err());
+    }
+
+    #[test]
+    fn copies_are_exact_at_every_alignment_and_length() {
+        let f = temp_file(256);
+        let r = MappedRegion::map_file(&f, 256).unwrap();
+        for offset in 0..24 {
+            for len in 0..40 {
+                let data: Vec<u8> = (0..len).map(|i| (i * 7 + offset + 1) as u8).collect();
+                assert!(r.write_at(0, &[0xAA; 128]));
+                assert!(r.write_at(offset, &data));
+                let mut all = [0u8; 128];
+                assert!(r.read_at(0, &mut all));
+                let mut want = [0xAAu8; 128];
+                want[offset..offset + len].copy_from_slice(&data);
+                assert_eq!(all, want, "offset {offset} len {len}");
+                let mut back = vec![0u8; len];
+                assert!(r.read_at(offset, &mut back));
+                assert_eq!(back, data, "offset {offset} len {len}");
+            }
+        }
+    }
+
+    /// `MappedRegion` is `Sync`, so copies may race with other copies and with the
+    /// `AtomicU32` words of the same region. Before the copies were atomic this was a data
+    /// race (a plain `memcpy` against atomic stores), which ThreadSanitizer reports (and
+    /// no longer does):
+    /// `RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer"
+    /// TSAN_OPTIONS=suppressions=$PWD/shm/tsan-std.supp cargo +nightly test -p devipc-shm
+    /// --lib --target x86_64-unknown-linux-gnu racing_copies`. In a normal run it checks
+    /// that a reader only ever sees whole words some writer stored.
+    #[test]
+    fn racing_copies_and_atomics_see_only_written_words() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let f = temp_file(4096);
+        let r = MappedRegion::map_file(&f, 4096).unwrap();
+        let go = std::sync::Barrier::new(3);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let w = r.atomic_u32(64).unwrap();
+                go.wait();
+                for i in 0..2_000u32 {
+                    w.store(if i % 2 == 0 { 0x1111_1111 } else { 0x2222_2222 }, Relaxed);
+                }
+            });
+            s.spawn(|| {
+                go.wait();
+                for n in 0..200 {
+                    let fill = [if n % 2 == 0 { 0x33u8 } else { 0x44 }; 4096];
+                    assert!(r.write_at(0, &fill[..60]));
+                    assert!(r.write_at(68, &fill[68..]));
+                }
+            });
+            go.wait();
+            let mut buf = [0u8; 4096];
+            for _ in 0..200 {
+                assert!(r.read_at(0, &mut buf));
+                let word = u32::from_ne_bytes(buf[64..68].try_into().unwrap());
+                assert!(
+                    [0, 0x1111_1111, 0x2222_2222].contains(&word),
+                    "torn word {word:#x}"
+                );
+            }
+        });
     }
 
     #[test]

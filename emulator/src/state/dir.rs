@@ -3,11 +3,13 @@
 //! Everything the emulated processes share lives in one directory (default
 //! `/dev/shm/devipc-emu-$UID`). Because other users can create entries in `/dev/shm`, the
 //! directory is refused unless it is a real directory (not a symlink), owned by the
-//! effective uid, and not accessible to group or others. A missing directory is created
-//! with mode 0700 (parents with default permissions). After validation all files are
-//! created inside it with mode 0600; since nobody else can enter a 0700 directory, paths
-//! below it cannot be swapped by another user, and the directory itself sits in a sticky
-//! `/dev/shm` where others cannot rename it.
+//! effective uid, and not accessible to group or others; every component on the way from
+//! `/` must be owned by root or the user and not writable by others unless sticky (as
+//! OpenSSH's `StrictModes` checks; root's and the user's own symlinks on the way are
+//! followed and their targets checked). A missing directory and missing parents are
+//! created with mode 0700. After validation all files are created inside it with mode
+//! 0600; since nobody else can enter a 0700 directory, paths below it cannot be swapped
+//! by another user, and no parent can be renamed away by another user either.
 //!
 //! The validation (and the pure rule [`check_dir_facts`]) is `devipc-shm`'s
 //! [`private_dir`](devipc_shm::private_dir), shared with the HIP backend's signal words.
@@ -134,6 +136,27 @@ mod tests {
         }
         fs::set_permissions(&p, fs::Permissions::from_mode(0o700)).unwrap();
         EmuDir::open(&p).unwrap().remove_all().unwrap();
+    }
+
+    #[test]
+    fn refuses_a_parent_others_can_write() {
+        let open = scratch("open-parent");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = EmuDir::open(open.join("emu")).unwrap_err();
+        let msg = err.to_string();
+        match refusal(Err(err)) {
+            DirProblem::UnsafeComponent { component, .. } => {
+                assert_eq!(component, fs::canonicalize(&open).unwrap())
+            }
+            other => panic!("expected an unsafe component, got {other:?}"),
+        }
+        assert!(
+            msg.contains(&open.display().to_string()) && msg.contains("0777"),
+            "{msg}"
+        );
+        assert!(!open.join("emu").exists());
+        fs::remove_dir(&open).unwrap();
     }
 
     #[test]

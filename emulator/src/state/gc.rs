@@ -12,13 +12,29 @@
 //!
 //! Files the emulator did not create are left alone. A metadata file that does not parse
 //! is reported, never deleted, and while one exists the usage is not recomputed.
+//!
+//! When it runs: a driver reclaims what a process owned when that process goes away; the
+//! emulator has no process-exit hook, so it reclaims at the next opportunity instead:
+//! - when a process starts using the directory ([`crate::State::global`], hence
+//!   [`crate::start`] and the first call of either vendor surface), through
+//!   [`sweep_on_start`]: a lock-free look ([`needs_gc`]) and a full [`gc`] only when it
+//!   found something to reclaim, so a process starting next to healthy peers takes no
+//!   object lock and no ledger lock;
+//! - when an allocation would exceed the memory limit (the registry retries once);
+//! - on demand ([`crate::gc`]).
+//!
+//! What survives is what the vendor keeps when a process dies: an object some live
+//! process still holds (an importer's mapping of a dead exporter's memory, a waiter's
+//! import of a dead notifier's notify) stays, minus the dead process's holds, until its
+//! last live holder releases it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::ids::ObjectId;
 use super::layout::{ObjectFile, parse_object_file};
 use super::lock::{FileLock, LockMode, OpenMode};
+use super::process::ProcessIdentity;
 use super::registry::Registry;
 use super::segment::remove_if_exists;
 use crate::config::MAX_DEVICES;
@@ -141,6 +157,53 @@ pub fn gc(registry: &Registry) -> Result<GcReport, EmuError> {
         report.usage_corrected = true;
     }
     Ok(report)
+}
+
+/// Whether [`gc`] would find anything to do, judged without taking any lock: an object
+/// held by a process that is gone, files of a half-created or half-freed object (or a
+/// metadata update in progress), or a per-device usage that differs from the sum of the
+/// objects' charges. Work in flight in other processes can make it say `true` needlessly
+/// (a gc then finds nothing), never `false` when a dead process's object is left.
+/// Unreadable metadata does not count (gc would only report it again).
+pub fn needs_gc(registry: &Registry) -> Result<bool, EmuError> {
+    let salt = registry.ledger().salt();
+    let mut alive: HashMap<ProcessIdentity, bool> = HashMap::new();
+    let mut used = [0u64; MAX_DEVICES as usize];
+    for (id, roles) in scan(registry)? {
+        if id.salt() != salt {
+            continue;
+        }
+        if !roles.contains(&ObjectFile::Meta) || roles.contains(&ObjectFile::MetaTmp) {
+            return Ok(true);
+        }
+        match registry.read_meta(id) {
+            Ok(meta) => {
+                for holder in meta.holders() {
+                    let who = holder.process;
+                    if !*alive.entry(who).or_insert_with(|| who.is_alive()) {
+                        return Ok(true);
+                    }
+                }
+                let info = meta.info();
+                if let Some(slot) = used.get_mut(info.device as usize) {
+                    *slot = slot.saturating_add(info.charged);
+                }
+            }
+            Err(EmuError::NoSuchObject { .. } | EmuError::Corrupt { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(registry.ledger_snapshot()?.used != used)
+}
+
+/// What a process does when it starts using a state directory: [`gc`] if [`needs_gc`]
+/// says so. `Ok(None)` when there was nothing to reclaim.
+pub fn sweep_on_start(registry: &Registry) -> Result<Option<GcReport>, EmuError> {
+    if needs_gc(registry)? {
+        gc(registry).map(Some)
+    } else {
+        Ok(None)
+    }
 }
 
 /// The emulator's per-object files in the directory, grouped by id.

@@ -62,7 +62,8 @@ impl State {
         Ok(State { config, registry })
     }
 
-    /// The process-wide state, from [`Config::global`], opened on first use. Later calls
+    /// The process-wide state, from [`Config::global`], opened on first use (which also
+    /// reclaims the objects of processes that died, [`gc::sweep_on_start`]). Later calls
     /// return the same state, or the same initialisation error (re-reported as
     /// [`EmuError::Unavailable`] with the original message; [`State::global_or_cause`]
     /// gives the original).
@@ -81,7 +82,13 @@ impl State {
                 let config = Config::global().map_err(|e| EmuError::Unavailable {
                     reason: e.to_string(),
                 })?;
-                State::open(config.clone())
+                let state = State::open(config.clone())?;
+                // Reclaim what processes that died since the last sweep left behind, as a
+                // driver does for an exited process (gc's module docs). Best effort: the
+                // directory is usable even if the sweep fails, and the next start or an
+                // allocation at the memory limit tries again.
+                let _ = gc::sweep_on_start(&state.registry);
+                Ok(state)
             })
             .as_ref()
     }
