@@ -714,6 +714,8 @@ fn other_uids_are_refused_both_ways() {
     // before sending anything.
     let own = setup.root.path().join("nobody");
     std::fs::create_dir_all(&own).unwrap();
+    // 0700 whatever the umask: `nobody`'s group is shared, so group-writable is refused.
+    std::fs::set_permissions(&own, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     std::os::unix::fs::chown(&own, Some(NOBODY), Some(NOBODY)).unwrap();
     let env = [
         ("DEVIPC_EMU_DIR", own.join("emu").display().to_string()),

@@ -40,6 +40,8 @@ pub struct DirFacts {
     pub is_dir: bool,
     /// Owner uid.
     pub uid: u32,
+    /// Group gid.
+    pub gid: u32,
     /// Permission bits (`st_mode & 0o7777`).
     pub mode: u32,
 }
@@ -57,6 +59,7 @@ impl DirFacts {
             is_symlink: m.file_type().is_symlink(),
             is_dir: m.file_type().is_dir(),
             uid: m.uid(),
+            gid: m.gid(),
             mode: m.mode() & 0o7777,
         }
     }
@@ -153,7 +156,10 @@ pub const MAX_SYMLINKS: usize = 40;
 
 /// The rule for a component on the way to a private directory: a directory (or a
 /// symbolic link to be followed) owned by root or `uid`; a directory must not be
-/// writable by group or others unless it is sticky.
+/// writable by group or others unless it is sticky. As in OpenSSH's
+/// `secure_permissions`, a group-writable directory of `uid`'s own is fine when its group
+/// has no member but `uid` (a user-private group: Debian's default umask 002 makes every
+/// directory a user creates group-writable).
 pub fn check_component_facts(facts: &DirFacts, uid: u32) -> Result<(), ComponentProblem> {
     if facts.is_symlink {
         return if facts.uid == 0 || facts.uid == uid {
@@ -168,10 +174,66 @@ pub fn check_component_facts(facts: &DirFacts, uid: u32) -> Result<(), Component
     if facts.uid != 0 && facts.uid != uid {
         return Err(ComponentProblem::WrongOwner { owner: facts.uid });
     }
-    if facts.mode & 0o022 != 0 && facts.mode & 0o1000 == 0 {
+    let sticky = facts.mode & 0o1000 != 0;
+    let others_write = facts.mode & 0o002 != 0;
+    let group_write = facts.mode & 0o020 != 0;
+    let own_private_group = facts.uid == uid && user_private_group(uid) == Some(facts.gid);
+    if !sticky && (others_write || (group_write && !own_private_group)) {
         return Err(ComponentProblem::Writable { mode: facts.mode });
     }
     Ok(())
+}
+
+/// The gid of `uid`'s user-private group: its primary group, when no other user has that
+/// primary group and the group lists no member but the user (`/etc/passwd`,
+/// `/etc/group`). `None` when that cannot be established (e.g. accounts only in a
+/// directory service): then group-writable directories are refused.
+pub fn user_private_group(uid: u32) -> Option<u32> {
+    static CACHE: std::sync::Mutex<Option<(u32, Option<u32>)>> = std::sync::Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((cached_uid, gid)) = *cache
+        && cached_uid == uid
+    {
+        return gid;
+    }
+    let passwd = fs::read_to_string("/etc/passwd").ok();
+    let group = fs::read_to_string("/etc/group").ok();
+    let gid = private_group_in(uid, passwd.as_deref()?, group.as_deref()?);
+    *cache = Some((uid, gid));
+    gid
+}
+
+/// [`user_private_group`] over the texts of `/etc/passwd` and `/etc/group`.
+fn private_group_in(uid: u32, passwd: &str, group: &str) -> Option<u32> {
+    // passwd: name:password:uid:gid:...
+    let users: Vec<(&str, u32, u32)> = passwd
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            Some((
+                *f.first()?,
+                f.get(2)?.parse().ok()?,
+                f.get(3)?.parse().ok()?,
+            ))
+        })
+        .collect();
+    let &(name, _, gid) = users.iter().find(|u| u.1 == uid)?;
+    if users.iter().any(|u| u.2 == gid && u.1 != uid) {
+        return None;
+    }
+    // group: name:password:gid:member,member
+    let line = group.lines().find(|l| {
+        l.split(':')
+            .nth(2)
+            .and_then(|g| g.parse::<u32>().ok())
+            .is_some_and(|g| g == gid)
+    })?;
+    let members = line.split(':').nth(3).unwrap_or("");
+    members
+        .split(',')
+        .filter(|m| !m.is_empty())
+        .all(|m| m == name)
+        .then_some(gid)
 }
 
 impl fmt::Display for DirProblem {
@@ -521,8 +583,15 @@ mod tests {
 
     #[test]
     fn refuses_a_parent_others_can_write() {
+        let uid = crate::sys::effective_uid();
         for mode in [0o777, 0o775, 0o757] {
             let base = scratch(&format!("writable-{mode:o}"), mode);
+            let gid = fs::metadata(&base).unwrap().gid();
+            if mode == 0o775 && user_private_group(uid) == Some(gid) {
+                // Group-writable by our private group only: that is fine (see below).
+                fs::remove_dir_all(&base).unwrap();
+                continue;
+            }
             let (component, problem) = unsafe_component(open_private_dir(&base.join("d")));
             assert_eq!(component, fs::canonicalize(&base).unwrap());
             assert_eq!(problem, ComponentProblem::Writable { mode });
@@ -532,6 +601,21 @@ mod tests {
             assert!(!base.join("a").exists(), "nothing is created below it");
             fs::remove_dir_all(&base).unwrap();
         }
+    }
+
+    /// Debian's umask 002 makes a user's directories group-writable by the user's private
+    /// group; such a parent is as safe as 0755 and accepted.
+    #[test]
+    fn accepts_a_parent_writable_only_by_the_users_private_group() {
+        let uid = crate::sys::effective_uid();
+        let Some(private) = user_private_group(uid) else {
+            return; // no user-private group here: the refusal is tested above
+        };
+        let base = scratch("private-group", 0o775);
+        std::os::unix::fs::chown(&base, None, Some(private)).unwrap();
+        let dir = open_private_dir(&base.join("d")).unwrap();
+        assert_eq!(dir, fs::canonicalize(&base).unwrap().join("d"));
+        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
@@ -623,17 +707,36 @@ mod tests {
     }
 
     #[test]
+    fn a_user_private_group_is_recognised_only_when_nobody_else_is_in_it() {
+        let passwd = "root:x:0:0::/root:/bin/sh\nana:x:1000:1000::/home/ana:/bin/sh\nbo:x:1001:100::/home/bo:/bin/sh\ncy:x:1002:100::/:/bin/sh\n";
+        let group = "root:x:0:\nana:x:1000:\nusers:x:100:\nshared:x:2000:ana,bo\n";
+        assert_eq!(private_group_in(1000, passwd, group), Some(1000));
+        // Primary group shared with another user.
+        assert_eq!(private_group_in(1001, passwd, group), None);
+        // The group lists another member.
+        let group2 = "ana:x:1000:bo\n";
+        assert_eq!(private_group_in(1000, passwd, group2), None);
+        let group3 = "ana:x:1000:ana\n";
+        assert_eq!(private_group_in(1000, passwd, group3), Some(1000));
+        // Unknown user or group.
+        assert_eq!(private_group_in(4242, passwd, group), None);
+        assert_eq!(private_group_in(1000, passwd, "root:x:0:\n"), None);
+    }
+
+    #[test]
     fn component_rule_owners_and_modes() {
         let dir = |uid, mode| DirFacts {
             is_symlink: false,
             is_dir: true,
             uid,
+            gid: u32::MAX,
             mode,
         };
         let link = |uid| DirFacts {
             is_symlink: true,
             is_dir: false,
             uid,
+            gid: u32::MAX,
             mode: 0o777,
         };
         assert_eq!(check_component_facts(&dir(0, 0o755), 1000), Ok(()));
@@ -672,6 +775,7 @@ mod tests {
             is_symlink: false,
             is_dir: true,
             uid: 4321,
+            gid: 4321,
             mode: 0o700,
         };
         assert_eq!(

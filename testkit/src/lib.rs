@@ -87,6 +87,10 @@ impl TestRoot {
         let root = base.join(format!("devipc-it-{}-{n}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).expect("create the test root");
+        // Private whatever the umask (Debian gives users 002): devipc refuses state
+        // directories under a group-writable parent, as OpenSSH's StrictModes does.
+        std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .expect("make the test root private");
         TestRoot { root }
     }
 
