@@ -19,6 +19,7 @@ use devipc_ascend::AscendBackend;
 use devipc_ascend::sys::{AclApi, acl_api_from_module};
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
+    Allocation,
     DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mechanism, MemToken, ProcessId,
     RawStream, RuntimeVersion, SignalToken, TokenOrigin,
 };
@@ -75,8 +76,13 @@ mod fake {
         pub bare_tgid: i32,
         /// What `aclrtIpcMemGetExportKey` / `aclrtNotifyGetExportKey` write.
         pub key: [u8; 65],
-        /// What `aclrtMemGetAddressRange` reports: (base, size).
+        /// What `aclrtMemGetAddressRange` reports: (base, size), except at an address
+        /// `aclrtIpcMemImportByKey` returned.
         pub block: (usize, usize),
+        /// The addresses `aclrtIpcMemImportByKey` returned.
+        pub key_imports: Vec<usize>,
+        /// What `aclrtMemGetAddressRange` reports as the size of a key import.
+        pub key_import_size: usize,
         /// `aclrtNotifyImportByKey` rejects flags above this with 100000, as the ACL
         /// wrapper of the open-source CANN runtime does for flags above 1.
         pub notify_import_flag_limit: Option<u64>,
@@ -103,6 +109,8 @@ mod fake {
                 bare_tgid: 4242,
                 key,
                 block: (0x20_0000_0000, 1 << 20),
+                key_imports: Vec::new(),
+                key_import_size: 1 << 20,
                 notify_import_flag_limit: None,
             }
         }
@@ -354,12 +362,18 @@ mod fake {
         0
     }
     pub unsafe extern "C" fn aclrtMemGetAddressRange(
-        _ptr: *mut c_void,
+        ptr: *mut c_void,
         pbase: *mut *mut c_void,
         psize: *mut usize,
     ) -> aclError {
         forced!("aclrtMemGetAddressRange");
-        let (base, size) = with(|s| s.block);
+        let (base, size) = with(|s| {
+            if s.key_imports.contains(&(ptr as usize)) {
+                (ptr as usize, s.key_import_size)
+            } else {
+                s.block
+            }
+        });
         // SAFETY: the caller (the backend) passes pointers valid for this access, as
         // the function's ACL contract requires.
         unsafe {
@@ -485,9 +499,10 @@ mod fake {
             "aclrtIpcMemImportByKey",
             format!("{key},{flags},on{current}")
         );
-        // SAFETY: the caller (the backend) passes pointers valid for this access, as
-        // the function's ACL contract requires.
-        unsafe { *devPtr = next_addr(1 << 20) as *mut c_void };
+        let addr = next_addr(1 << 20);
+        with(|s| s.key_imports.push(addr));
+        // SAFETY: as above.
+        unsafe { *devPtr = addr as *mut c_void };
         0
     }
     pub unsafe extern "C" fn aclrtIpcMemClose(key: *const c_char) -> aclError {
@@ -1089,7 +1104,7 @@ fn grant_passes_the_pids_and_an_empty_list_is_a_no_op() {
 #[serial]
 fn a_cross_device_import_enables_peer_access_once_then_maps() {
     let b = backend(fake_api());
-    let token = foreign_vmm_token(&b, DeviceId(1));
+    let (alloc, token) = exported_vmm_token(&b, DeviceId(1));
     calls();
     let m = b.import(&token, DeviceId(0)).unwrap();
     assert_eq!(m.len, 4096);
@@ -1109,7 +1124,7 @@ fn a_cross_device_import_enables_peer_access_once_then_maps() {
         "{c:?}"
     );
     assert!(
-        c.contains(&"aclrtMemImportFromShareableHandle(0x77,0)".to_owned()),
+        c.contains(&"aclrtMemImportFromShareableHandle(0x5eed,0)".to_owned()),
         "{c:?}"
     );
     assert!(
@@ -1132,6 +1147,18 @@ fn a_cross_device_import_enables_peer_access_once_then_maps() {
         ),
         "{err:?}"
     );
+    b.free(alloc).unwrap();
+}
+
+/// An allocation of this backend on `device` and its token for the range 8192..12288 (the
+/// fake runtime lets a process import its own export; the export writes the record an
+/// import checks).
+fn exported_vmm_token(b: &AscendBackend, device: DeviceId) -> (Allocation, MemToken) {
+    let alloc = b.allocate(device, 1).unwrap();
+    let token = b
+        .export(&alloc, 8192..12288, ExportOptions::any_process())
+        .unwrap();
+    (alloc, token)
 }
 
 /// A VMM token as another process on `device` would send it: handle 0x77, 2 MiB object,
@@ -1353,6 +1380,8 @@ fn write_and_read_bind_the_device_of_the_range() {
 /// A key token as another process on `device` would send it: key "abc", an object of
 /// `object_size` bytes, the range `offset..offset + len`.
 fn foreign_key_token(device: DeviceId, object_size: u64, offset: u64, len: u64) -> MemToken {
+    // The runtime reports the block the key really names: here, what the token says.
+    fake::with(|s| s.key_import_size = object_size as usize);
     let mut key = vec![0u8; 65];
     key[..3].copy_from_slice(b"abc");
     MemToken::new(MemTokenParts {
@@ -1769,9 +1798,7 @@ fn without_bare_tgid_the_process_id_is_getpid() {
 #[serial]
 fn drop_releases_everything_still_live() {
     let b = backend(fake_api());
-    let alloc = b.allocate(DeviceId(0), 1).unwrap();
-    let _ = alloc;
-    let token = foreign_vmm_token(&b, DeviceId(0));
+    let (_alloc, token) = exported_vmm_token(&b, DeviceId(0));
     b.import(&token, DeviceId(0)).unwrap();
     b.create_signal(DeviceId(1)).unwrap();
     let (base, _) = fake::with(|s| s.block);
