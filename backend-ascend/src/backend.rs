@@ -510,16 +510,18 @@ impl AscendBackend {
     /// an importer still maps it. Destroying a key under an importer pulls the memory
     /// from under it (RT-DOC 11-07), so then the key stays open, ACL stays initialised
     /// (`aclFinalize` may tear down what the process shares, so the drop skips it), and
-    /// the runtime destroys the key when this process exits. Either way the export
-    /// record and the lease go at once: the key is no longer devipc's, and a replayed
-    /// token of it is refused from now on.
+    /// the runtime destroys the key when this process exits. Either way a replayed token
+    /// of it is refused from now on: the export record is retired (and removed with the
+    /// key when it is closed, or swept once this process is gone) and the lease removed.
     fn drop_external(&self, device: DeviceId, base: u64, export: &ExternalExport) -> Result<()> {
-        if let Ok(origin) = self.origin() {
-            crate::record::withdraw(
-                crate::record::Object::Key(&export.key, origin.into()),
-                export.generation,
-            );
-        }
+        // Retired first: from here on no import starts (one that read the record before
+        // finds the lease gone below). The record stays while the key may stay open, so
+        // that a token stripped of its lease is refused too; the close withdraws it.
+        let origin = self.origin()?;
+        crate::record::retire(
+            crate::record::Object::Key(&export.key, origin.into()),
+            export.generation,
+        );
         let lease = match devipc_shm::lease::held::reopen(&export.lease) {
             Ok(lease) => lease,
             // The lease is gone (its file removed by hand): nobody can be counted, so the

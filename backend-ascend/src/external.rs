@@ -230,7 +230,7 @@ impl AscendBackend {
                     }
                 };
                 let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
-                let published = ExportRecord::mine(generation, size, device)
+                let published = ExportRecord::mine(generation, size, device, Some(*lease.name()))
                     .and_then(|r| record::publish(Object::Key(&key, self.origin()?.into()), &r));
                 if let Err(e) = published {
                     let _ = Undo::IpcClose(key).run(&self.api);
@@ -349,16 +349,18 @@ impl AscendBackend {
     ///
     /// The view is bounded by the key's real size: the exporter's record of the key when
     /// there is one (devipc exporters always write one; its generation and size must match
-    /// the token's), capped by the block `aclrtMemGetAddressRange` reports at the imported
-    /// address. A key without a record (exported by something other than devipc) is
+    /// the token's, and the lease held is the one it names), capped by the block
+    /// `aclrtMemGetAddressRange` reports at the imported address. A key without a record (exported by something other than devipc) is
     /// bounded by that query alone, and refused when the runtime cannot answer it. A token
     /// that names the exporter's lease but whose key has no record is refused before the
     /// runtime is called: the exporter closed the key (replay after close).
     pub(crate) fn import_key(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
-        let (key, lease) = key_token_payload(token.payload(), token.mechanism())?;
+        let (key, token_lease) = key_token_payload(token.payload(), token.mechanism())?;
         let object = Object::Key(&key, token.origin().into());
         let found = record::read(object)?;
-        let recorded = if found.is_some() || lease.is_some() {
+        // The lease held is the one the exporter recorded, whatever the token names.
+        let (recorded, lease) = if found.is_some() || token_lease.is_some() {
+            let lease = found.and_then(|r| r.lease);
             let size = record::verify(
                 object,
                 found,
@@ -367,9 +369,9 @@ impl AscendBackend {
                 token.object_size(),
             )?;
             token.range_within(size)?;
-            Some(size)
+            (Some(size), lease)
         } else {
-            None
+            (None, None)
         };
         let import = optional!(self.api, aclrtIpcMemImportByKey)?;
         let cross_device = device != token.device();

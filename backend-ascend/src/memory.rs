@@ -351,7 +351,8 @@ impl AscendBackend {
         if !shared.published {
             // Under the export lock, so a concurrent free (which withdraws) cannot
             // interleave with the table update below.
-            let mine = ExportRecord::mine(shared.generation, record.vmm.size, record.vmm.device)?;
+            let mine =
+                ExportRecord::mine(shared.generation, record.vmm.size, record.vmm.device, None)?;
             record::publish(Object::Vmm(shared.handle, self.origin()?.into()), &mine)?;
             let marked = self.allocations.with(alloc.id, |r| {
                 if let Some(s) = r.shared.as_mut() {

@@ -41,6 +41,7 @@ use std::sync::Once;
 use devipc_core::{DeviceId, Error, Result, TokenOrigin};
 use devipc_shm::private_dir::{RUNTIME_DIR_ENV, runtime_dir_for_devipc, sweep};
 use devipc_shm::process::ProcessIdentity;
+use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
 /// Prefix of every record file name.
 const PREFIX: &str = "ascend-";
@@ -114,25 +115,54 @@ pub(crate) struct ExportRecord {
     pub(crate) size: u64,
     /// The device the object lives on.
     pub(crate) device: DeviceId,
+    /// The lease importers of the object hold (IPC keys): the importer holds the lease
+    /// the record names, never one a token names, so a token stripped of its lease
+    /// cannot import unseen by the exporter's close.
+    pub(crate) lease: Option<LeaseName>,
+    /// The exporter let go of the object while importers still mapped it (a dropped
+    /// backend leaves such a key open until the process exits): nobody imports it any
+    /// more, but the vendor would still let them, so the record stays to say no.
+    pub(crate) retired: bool,
 }
+
+/// The name of a devipc lease.
+pub(crate) type LeaseName = [u8; LEASE_NAME_LEN];
 
 impl ExportRecord {
     /// A record of the calling process.
-    pub(crate) fn mine(generation: u64, size: usize, device: DeviceId) -> Result<ExportRecord> {
+    pub(crate) fn mine(
+        generation: u64,
+        size: usize,
+        device: DeviceId,
+        lease: Option<LeaseName>,
+    ) -> Result<ExportRecord> {
         Ok(ExportRecord {
             exporter: ProcessIdentity::current()
                 .map_err(|e| Error::io("reading /proc/self/stat", e))?,
             generation,
             size: size as u64,
             device,
+            lease,
+            retired: false,
         })
     }
 
     fn encode(&self) -> String {
-        format!(
+        let mut out = format!(
             "exporter {} {}\ngeneration {}\nsize {}\ndevice {}\n",
             self.exporter.pid, self.exporter.start_time, self.generation, self.size, self.device.0
-        )
+        );
+        if let Some(lease) = &self.lease {
+            out.push_str("lease ");
+            for b in lease {
+                let _ = write!(out, "{b:02x}");
+            }
+            out.push('\n');
+        }
+        if self.retired {
+            out.push_str("retired\n");
+        }
+        out
     }
 
     fn decode(text: &str) -> Option<ExportRecord> {
@@ -145,6 +175,17 @@ impl ExportRecord {
         let generation = field("generation")?;
         let size = field("size")?;
         let device = field("device")?;
+        let mut lease = None;
+        let mut retired = false;
+        for line in lines {
+            if let Some(hex) = line.strip_prefix("lease ") {
+                lease = Some(parse_hex(hex)?);
+            } else if line == "retired" {
+                retired = true;
+            } else {
+                return None;
+            }
+        }
         match (&exporter[..], &generation[..], &size[..], &device[..]) {
             ([pid, start], [generation], [size], [device]) => Some(ExportRecord {
                 exporter: ProcessIdentity {
@@ -154,10 +195,24 @@ impl ExportRecord {
                 generation: *generation,
                 size: *size,
                 device: DeviceId(u32::try_from(*device).ok()?),
+                lease,
+                retired,
             }),
             _ => None,
         }
     }
+}
+
+/// A lease name written as hex.
+fn parse_hex(hex: &str) -> Option<LeaseName> {
+    let mut out = [0u8; LEASE_NAME_LEN];
+    if hex.len() != 2 * LEASE_NAME_LEN {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 fn io_error(what: &str, e: io::Error) -> Error {
@@ -256,6 +311,23 @@ pub(crate) fn withdraw(object: Object<'_>, generation: u64) {
     }
 }
 
+/// Marks the record of `object` retired (see [`ExportRecord::retired`]) if it is still
+/// the one `generation` of this process wrote. Failures go to stderr, as for
+/// [`withdraw`].
+pub(crate) fn retire(object: Object<'_>, generation: u64) {
+    let me = ProcessIdentity::current().ok();
+    match read(object) {
+        Ok(Some(mut r)) if Some(r.exporter) == me && r.generation == generation => {
+            r.retired = true;
+            if let Err(e) = publish(object, &r) {
+                eprintln!("devipc-ascend: retiring an export record failed: {e}");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("devipc-ascend: retiring an export record failed: {e}"),
+    }
+}
+
 /// Checks a token's claims against the record of the object it names, and returns the
 /// real size (the record's). `record` is what [`read`] found for `object`.
 pub(crate) fn verify(
@@ -265,7 +337,7 @@ pub(crate) fn verify(
     device: DeviceId,
     claimed_size: u64,
 ) -> Result<usize> {
-    let Some(record) = record else {
+    let Some(record) = record.filter(|r| !r.retired) else {
         return Err(Error::invalid_argument(format!(
             "the exporter already freed or closed this memory: no live export of the {} \
              (the exporter released it or exited, or it runs with another {RUNTIME_DIR_ENV})",
@@ -331,9 +403,26 @@ mod tests {
             generation: 9,
             size: 2 << 20,
             device: DeviceId(1),
+            lease: None,
+            retired: false,
         };
         assert_eq!(ExportRecord::decode(&r.encode()), Some(r));
-        for bad in ["", "exporter 1\n", "generation 1\nexporter 1 2\n", "x"] {
+        let keyed = ExportRecord {
+            lease: Some([0xa5; LEASE_NAME_LEN]),
+            retired: true,
+            ..r
+        };
+        assert_eq!(ExportRecord::decode(&keyed.encode()), Some(keyed));
+        let trailing = format!("{}what\n", r.encode());
+        let short_lease = format!("{}lease abcd\n", r.encode());
+        for bad in [
+            "",
+            "exporter 1\n",
+            "generation 1\nexporter 1 2\n",
+            "x",
+            &trailing,
+            &short_lease,
+        ] {
             assert_eq!(ExportRecord::decode(bad), None, "{bad:?}");
         }
     }
