@@ -49,7 +49,9 @@ fn child_role() {
 /// Allocates, writes the pattern at the end, exports; `free` drops the buffer,
 /// `drop-runtime` the buffer and the runtime.
 fn vmm_exporter(rt: Runtime, parent: &Parent) -> Result<(), String> {
-    let buf = rt.allocate(DeviceId(0), VMM_LEN).map_err(|e| e.to_string())?;
+    let buf = rt
+        .allocate(DeviceId(0), VMM_LEN)
+        .map_err(|e| e.to_string())?;
     buf.write(VMM_LEN - PATTERN_AT, &pattern())
         .map_err(|e| e.to_string())?;
     let token = buf
@@ -326,7 +328,11 @@ fn vmm_replay_after(how: &str) {
     peer.send("read");
     assert_eq!(peer.expect("read"), "ok", "{how}: the peer's view survives");
     // ...but the export is over: a replayed token is refused, typed.
-    assert_eq!(try_once(&root, &token, "genuine"), "invalid_argument", "{how}");
+    assert_eq!(
+        try_once(&root, &token, "genuine"),
+        "invalid_argument",
+        "{how}"
+    );
     assert_eq!(root.recorded_violations(), Vec::<String>::new(), "{how}");
     peer.send("close");
     peer.expect("closed");
@@ -357,7 +363,11 @@ fn ascend_key_replay_after_runtime_drop_is_refused_while_a_peer_still_maps_it() 
     exporter.send("drop-runtime");
     exporter.expect("done");
     peer.send("read");
-    assert_eq!(peer.expect("read"), "ok", "the key stayed open for the peer");
+    assert_eq!(
+        peer.expect("read"),
+        "ok",
+        "the key stayed open for the peer"
+    );
     for replay in ["genuine", "strip-lease"] {
         assert_eq!(
             try_once(&root, &token, replay),

@@ -35,6 +35,18 @@
 //! key; importers hold it from before `aclrtIpcMemImportByKey` until after their
 //! `aclrtIpcMemClose`, and `close_external` refuses with `InvalidArgument` while a live
 //! importer holds it (a killed importer's hold does not count).
+//!
+//! # Bounds and replays
+//!
+//! The exporter also writes an [export record](crate::record) for the key: the key's
+//! real size, the generation of its tokens and the lease's name. An import checks the
+//! token against it (generation, device, size), holds the lease the *record* names (a
+//! token stripped of its lease name still holds it), and bounds the view by the record's
+//! size capped by the block `aclrtMemGetAddressRange` reports at the imported address.
+//! `close_external` withdraws the record; a dropped backend that has to leave a key open
+//! for a live importer retires it, so replayed tokens are refused either way. A key
+//! devipc did not export (no record, no lease in the token) is bounded by the runtime's
+//! report alone, and refused where the runtime cannot report it.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
@@ -443,10 +455,10 @@ impl AscendBackend {
             CopyRoute::Direct
         };
         self.add_range(base, DeviceRange { end, device, route });
-        Mapping::for_token(id, device, DevicePtr(base), size, token).or_else(|e| {
+        Mapping::for_token(id, device, DevicePtr(base), size, token).map_err(|e| {
             // Not reached (the range was checked above); never leave a mapping behind.
             let _ = self.mappings.remove(id);
-            Err(undo(e))
+            undo(e)
         })
     }
 

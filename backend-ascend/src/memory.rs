@@ -11,6 +11,15 @@
 //! the runtime applies; a later export asking for the other setting fails with
 //! [`Error::InvalidArgument`] instead of silently getting the first one.
 //!
+//! An import trusts the exporter, not the token: the exporter writes an
+//! [export record](crate::record) for each shareable handle it creates (its real physical
+//! size and the generation its tokens carry) and withdraws it before freeing the
+//! allocation. The importer maps the record's size (the runtime requires the map size to
+//! equal the physical size), bounds the view by the extent `aclrtMemGetAddressRange`
+//! reports for the mapping, and refuses a token whose generation, device or size differs
+//! from the record's, or whose record is gone (replay after free: the vendor keeps the
+//! memory for importers that mapped it before, but the export is over).
+//!
 //! Memory the framework allocated itself goes through IPC keys instead, see
 //! [`external`](crate::external).
 //!
@@ -361,7 +370,10 @@ impl AscendBackend {
             });
             if marked.is_err() {
                 // Freed meanwhile by another thread: leave no record of it behind.
-                record::withdraw(Object::Vmm(shared.handle, self.origin()?.into()), shared.generation);
+                record::withdraw(
+                    Object::Vmm(shared.handle, self.origin()?.into()),
+                    shared.generation,
+                );
             }
             marked?;
         }
@@ -461,12 +473,11 @@ impl AscendBackend {
                 route: CopyRoute::Direct,
             },
         );
-        Mapping::for_token(id, device, DevicePtr(va), extent, token).or_else(|e| {
+        Mapping::for_token(id, device, DevicePtr(va), extent, token).inspect_err(|_| {
             // Not reached (the range was checked above); never leave a mapping behind.
             if let Ok(mut record) = self.mappings.remove(id) {
                 let _ = self.release_mapping(&mut record);
             }
-            Err(e)
         })
     }
 

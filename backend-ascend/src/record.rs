@@ -267,10 +267,7 @@ pub(crate) fn read(object: Object<'_>) -> Result<Option<ExportRecord>> {
         Err(e) => return Err(io_error("opening", e)),
     };
     let record = ExportRecord::decode(&text).ok_or_else(|| {
-        Error::invalid_argument(format!(
-            "the export record {} is malformed",
-            path.display()
-        ))
+        Error::invalid_argument(format!("the export record {} is malformed", path.display()))
     })?;
     if !record.exporter.is_alive() {
         let _ = std::fs::remove_file(&path);
@@ -438,7 +435,10 @@ mod tests {
         let mut b = a;
         b[10] = 0xff; // after the NUL: the runtime never reads it
         assert_eq!(Object::Key(&a, by).file_name(), "ascend-key-616263-5-6");
-        assert_eq!(Object::Key(&a, by).file_name(), Object::Key(&b, by).file_name());
+        assert_eq!(
+            Object::Key(&a, by).file_name(),
+            Object::Key(&b, by).file_name()
+        );
         assert_eq!(
             Object::Vmm(0x77, by).file_name(),
             "ascend-vmm-0000000000000077-5-6"

@@ -19,9 +19,8 @@ use devipc_ascend::AscendBackend;
 use devipc_ascend::sys::{AclApi, acl_api_from_module};
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
-    Allocation,
-    DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mechanism, MemToken, ProcessId,
-    RawStream, RuntimeVersion, SignalToken, TokenOrigin,
+    Allocation, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mechanism, MemToken,
+    ProcessId, RawStream, RuntimeVersion, SignalToken, TokenOrigin,
 };
 use serial_test::serial;
 
@@ -1890,7 +1889,11 @@ fn a_vmm_view_beyond_the_mapped_block_is_refused_and_the_import_released() {
     fake::with(|s| s.range_at_ptr = None);
     assert!(matches!(err, Error::InvalidToken { .. }), "{err:?}");
     let c = calls();
-    for undo in ["aclrtUnmapMem", "aclrtReleaseMemAddress", "aclrtFreePhysical"] {
+    for undo in [
+        "aclrtUnmapMem",
+        "aclrtReleaseMemAddress",
+        "aclrtFreePhysical",
+    ] {
         assert_eq!(count(&c, undo), 1, "{undo}: {c:?}");
     }
     // Nothing is left for the drop to release but the allocation.
@@ -2037,6 +2040,10 @@ fn a_key_left_open_for_an_importer_keeps_acl_initialised() {
     importer.close(m).unwrap();
     drop(importer);
     let c = calls();
-    assert_eq!(count(&c, "aclrtIpcMemClose"), 1, "the import's close: {c:?}");
+    assert_eq!(
+        count(&c, "aclrtIpcMemClose"),
+        1,
+        "the import's close: {c:?}"
+    );
     assert_eq!(count(&c, "aclFinalize"), 0, "{c:?}");
 }
