@@ -330,15 +330,20 @@ impl AscendBackend {
         }
     }
 
-    /// `aclrtIpcMemClose` of an exported key, after withdrawing its export record (so a
-    /// replayed token is refused from now on; see [`record`](crate::record)).
+    /// `aclrtIpcMemClose` of an exported key, then its export record is withdrawn (see
+    /// [`record`](crate::record)). Withdrawing after the close is safe because the caller
+    /// holds the lease with no holder left (an import holds it before it maps), and keeps
+    /// the record when the close fails, so the key is never open without one.
     pub(crate) fn release_external(&self, device: DeviceId, export: &ExternalExport) -> Result<()> {
+        {
+            let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+            Undo::IpcClose(export.key).run(&self.api)?;
+        }
         // The origin was read when the record was published (it is cached since).
         if let Ok(origin) = self.origin() {
             record::withdraw(Object::Key(&export.key, origin.into()), export.generation);
         }
-        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        Undo::IpcClose(export.key).run(&self.api)
+        Ok(())
     }
 
     /// Sets the trustlist of an `ascend-ipc-key` token (`aclrtIpcMemSetImportPid`).

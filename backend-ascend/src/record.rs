@@ -29,14 +29,20 @@
 //! stops importing at the moment the release starts.
 //!
 //! Records are written to a temporary file and renamed into place, so a reader sees a
-//! whole record or none; a later export of a reused vendor name replaces it. Records of
-//! dead exporters are swept once per process, when it first publishes one.
+//! whole record or none; a later export of a reused vendor name replaces it. A process's
+//! vendor objects die with it (the driver destroys its keys and frees its memory), and so
+//! do its records: those still in place when it exits normally are removed by an
+//! `atexit` handler (a record's name holds its exporter's identity, so they are the
+//! process's own), and those of a process that crashed are swept by the next process that
+//! publishes one (once per process), or removed by the first reader that finds their
+//! exporter dead.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::{self, Read, Write as _};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 
 use devipc_core::{DeviceId, Error, Result, TokenOrigin};
 use devipc_shm::private_dir::{RUNTIME_DIR_ENV, runtime_dir_for_devipc, sweep};
@@ -226,11 +232,31 @@ fn path_of(object: Object<'_>) -> Result<PathBuf> {
     Ok(runtime_dir_for_devipc()?.join(object.file_name()))
 }
 
+/// The records this process published and has not withdrawn, removed at exit.
+static PUBLISHED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+/// The `atexit` handler: removes the process's remaining records. Never blocks: if
+/// another thread holds the set while the process exits, the records are left to the
+/// sweep.
+extern "C" fn remove_published_at_exit() {
+    if let Ok(mut paths) = PUBLISHED.try_lock() {
+        for path in std::mem::take(&mut *paths) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// Writes (or replaces) the record of `object`.
 pub(crate) fn publish(object: Object<'_>, record: &ExportRecord) -> Result<()> {
     static SWEPT: Once = Once::new();
+    static AT_EXIT: Once = Once::new();
     let dir = runtime_dir_for_devipc()?;
     SWEPT.call_once(|| sweep_dead(&dir));
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a plain `extern "C" fn()` that touches only a static; a
+        // failure to register (non-zero) leaves the records to the sweep.
+        let _ = unsafe { libc::atexit(remove_published_at_exit) };
+    });
     let path = dir.join(object.file_name());
     let me = record.exporter;
     let tmp = dir.join(format!(
@@ -247,10 +273,19 @@ pub(crate) fn publish(object: Object<'_>, record: &ExportRecord) -> Result<()> {
         .open(&tmp)
         .and_then(|mut f| f.write_all(record.encode().as_bytes()))
         .and_then(|()| std::fs::rename(&tmp, &path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io_error("writing", e)
-    })
+    match written {
+        Ok(()) => {
+            PUBLISHED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(path);
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(io_error("writing", e))
+        }
+    }
 }
 
 /// The live record of `object`: `Ok(None)` when there is none, or when the process that
@@ -296,7 +331,13 @@ pub(crate) fn withdraw(object: Object<'_>, generation: u64) {
     if !ours {
         return;
     }
-    let removed = path_of(object).map(std::fs::remove_file);
+    let removed = path_of(object).map(|path| {
+        PUBLISHED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&path);
+        std::fs::remove_file(path)
+    });
     match removed {
         Ok(Ok(())) => {}
         Ok(Err(e)) if e.kind() == io::ErrorKind::NotFound => {}
