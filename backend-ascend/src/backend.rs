@@ -386,6 +386,9 @@ struct InitEntry {
     runtime: usize,
     live: usize,
     devipc_initialized: bool,
+    /// A backend left something open that `aclFinalize` could tear down (see
+    /// [`AclInit::keep_initialized`]): the last backend does not finalize.
+    pinned: bool,
 }
 
 /// One backend's hold on the process-wide ACL initialisation; released on drop.
@@ -415,12 +418,25 @@ impl AclInit {
                 runtime,
                 live: 1,
                 devipc_initialized,
+                pinned: false,
             });
         }
         Ok(AclInit {
             api: Arc::clone(api),
             runtime,
         })
+    }
+
+    /// Never finalize ACL for this runtime from now on: something devipc shared (a key
+    /// left open for a live importer) must outlive the backends. The framework or the
+    /// process exit tears ACL down instead.
+    fn keep_initialized(&self) {
+        if let Some(entry) = lock(&ACL_INITS)
+            .iter_mut()
+            .find(|e| e.runtime == self.runtime)
+        {
+            entry.pinned = true;
+        }
     }
 
     fn devipc_initialized(&self) -> bool {
@@ -444,7 +460,7 @@ impl Drop for AclInit {
             return;
         }
         let entry = inits.swap_remove(index);
-        if entry.devipc_initialized {
+        if entry.devipc_initialized && !entry.pinned {
             // SAFETY: no arguments; devipc's own aclInit is being balanced, and no other
             // devipc backend on this runtime is alive.
             let code = unsafe { (self.api.aclFinalize)() };
@@ -477,34 +493,62 @@ impl Drop for AscendBackend {
         }
         let exports: Vec<_> = lock(&self.external).drain().collect();
         for ((device, base), export) in exports {
-            // Destroying a key while an importer still maps it pulls the memory from under
-            // the importer (RT-DOC 11-07): then the key stays open, and the runtime
-            // destroys it when this process exits.
-            let lease = devipc_shm::lease::held::reopen(&export.lease);
-            let unheld = match &lease {
-                Ok(l) => {
-                    devipc_shm::lease::held::release_if_unheld(l, || Ok(())).map(|r| r.is_some())
-                }
-                Err(_) => Ok(true),
-            };
-            match unheld {
-                Ok(true) => {
-                    if let Err(e) = self.release_external(device, &export) {
-                        eprintln!("devipc-ascend: closing a leftover exported IPC key failed: {e}");
-                    }
-                }
-                _ => eprintln!(
-                    "devipc-ascend: the IPC key of the block at {base:#x} stays open: an \
-                     importer still maps it"
-                ),
-            }
-            if let Ok(lease) = lease {
-                let _ = lease.remove();
+            if let Err(e) = self.drop_external(device, base, &export) {
+                eprintln!("devipc-ascend: closing a leftover exported IPC key failed: {e}");
             }
         }
         for (_, mut record) in self.allocations.drain() {
             if let Err(e) = self.release_allocation(&mut record) {
                 eprintln!("devipc-ascend: freeing a leftover allocation failed: {e}");
+            }
+        }
+    }
+}
+
+impl AscendBackend {
+    /// Ends an export of framework memory when the backend goes: the key is closed unless
+    /// an importer still maps it. Destroying a key under an importer pulls the memory
+    /// from under it (RT-DOC 11-07), so then the key stays open, ACL stays initialised
+    /// (`aclFinalize` may tear down what the process shares, so the drop skips it), and
+    /// the runtime destroys the key when this process exits. Either way a replayed token
+    /// of it is refused from now on: the export record is retired (and removed with the
+    /// key when it is closed, or swept once this process is gone) and the lease removed.
+    fn drop_external(&self, device: DeviceId, base: u64, export: &ExternalExport) -> Result<()> {
+        // Retired first: from here on no import starts (one that read the record before
+        // finds the lease gone below). The record stays while the key may stay open, so
+        // that a token stripped of its lease is refused too; the close withdraws it.
+        let origin = self.origin()?;
+        crate::record::retire(
+            crate::record::Object::Key(&export.key, origin.into()),
+            export.generation,
+        );
+        let lease = match devipc_shm::lease::held::reopen(&export.lease) {
+            Ok(lease) => lease,
+            // The lease is gone (its file removed by hand): nobody can be counted, so the
+            // key is not closed under someone who might map it.
+            Err(e) => {
+                self.init.keep_initialized();
+                return Err(e);
+            }
+        };
+        let closed = devipc_shm::lease::held::release_if_unheld(&lease, || {
+            self.release_external(device, export)
+        });
+        match closed {
+            Ok(Some(())) => Ok(()),
+            Ok(None) => {
+                self.init.keep_initialized();
+                eprintln!(
+                    "devipc-ascend: the IPC key of the block at {base:#x} stays open until \
+                     this process exits: an importer still maps it"
+                );
+                let _ = lease.remove();
+                Ok(())
+            }
+            Err(e) => {
+                self.init.keep_initialized();
+                let _ = lease.remove();
+                Err(e)
             }
         }
     }

@@ -35,6 +35,18 @@
 //! key; importers hold it from before `aclrtIpcMemImportByKey` until after their
 //! `aclrtIpcMemClose`, and `close_external` refuses with `InvalidArgument` while a live
 //! importer holds it (a killed importer's hold does not count).
+//!
+//! # Bounds and replays
+//!
+//! The exporter also writes an [export record](crate::record) for the key: the key's
+//! real size, the generation of its tokens and the lease's name. An import checks the
+//! token against it (generation, device, size), holds the lease the *record* names (a
+//! token stripped of its lease name still holds it), and bounds the view by the record's
+//! size capped by the block `aclrtMemGetAddressRange` reports at the imported address.
+//! `close_external` withdraws the record; a dropped backend that has to leave a key open
+//! for a live importer retires it, so replayed tokens are refused either way. A key
+//! devipc did not export (no record, no lease in the token) is bounded by the runtime's
+//! report alone, and refused where the runtime cannot report it.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
@@ -49,7 +61,8 @@ use devipc_ascend_sys::consts::{
 use devipc_core::protection::{self, Protection};
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
-    DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken, PidValidation, Result,
+    BackendKind, DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken,
+    PidValidation, Result,
 };
 use devipc_shm::lease::held;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
@@ -57,8 +70,9 @@ use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
 use crate::call::{check, optional};
 use crate::device::DeviceScope;
-use crate::memory::{MappingRecord, token_range};
-use crate::rollback::{Rollback, Undo, as_ptr};
+use crate::memory::MappingRecord;
+use crate::record::{self, ExportRecord, Object};
+use crate::rollback::{Undo, as_ptr};
 
 /// The page-table granule an IPC key range is aligned to: the device's normal page, 4 KiB
 /// (huge pages are 2 MiB or 1 GiB; a huge-page block of a page-multiple size is aligned to
@@ -220,19 +234,27 @@ impl AscendBackend {
                 // Never hand the runtime an unterminated buffer, not even to close it.
                 check_written_key(&key, "aclrtIpcMemGetExportKey")?;
                 let lease = match held::create() {
-                    Ok(lease) => *lease.name(),
+                    Ok(lease) => lease,
                     Err(e) => {
                         // Never leave a key devipc cannot account for.
                         let _ = Undo::IpcClose(key).run(&self.api);
                         return Err(e);
                     }
                 };
+                let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
+                let published = ExportRecord::mine(generation, size, device, Some(*lease.name()))
+                    .and_then(|r| record::publish(Object::Key(&key, self.origin()?.into()), &r));
+                if let Err(e) = published {
+                    let _ = Undo::IpcClose(key).run(&self.api);
+                    let _ = lease.remove();
+                    return Err(e);
+                }
                 let export = ExternalExport {
                     key,
-                    lease,
+                    lease: *lease.name(),
                     size,
                     validation: opts.validation,
-                    generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
+                    generation,
                 };
                 external.insert((device, base), export);
                 export
@@ -308,10 +330,20 @@ impl AscendBackend {
         }
     }
 
-    /// `aclrtIpcMemClose` of an exported key.
+    /// `aclrtIpcMemClose` of an exported key, then its export record is withdrawn (see
+    /// [`record`](crate::record)). Withdrawing after the close is safe because the caller
+    /// holds the lease with no holder left (an import holds it before it maps), and keeps
+    /// the record when the close fails, so the key is never open without one.
     pub(crate) fn release_external(&self, device: DeviceId, export: &ExternalExport) -> Result<()> {
-        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        Undo::IpcClose(export.key).run(&self.api)
+        {
+            let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+            Undo::IpcClose(export.key).run(&self.api)?;
+        }
+        // The origin was read when the record was published (it is cached since).
+        if let Ok(origin) = self.origin() {
+            record::withdraw(Object::Key(&export.key, origin.into()), export.generation);
+        }
+        Ok(())
     }
 
     /// Sets the trustlist of an `ascend-ipc-key` token (`aclrtIpcMemSetImportPid`).
@@ -331,10 +363,33 @@ impl AscendBackend {
 
     /// Maps an `ascend-ipc-key` token on `device` (`aclrtIpcMemImportByKey`), with the
     /// runtime's peer-access flag when `device` is not the exporter's.
+    ///
+    /// The view is bounded by the key's real size: the exporter's record of the key when
+    /// there is one (devipc exporters always write one; its generation and size must match
+    /// the token's, and the lease held is the one it names), capped by the block
+    /// `aclrtMemGetAddressRange` reports at the imported address. A key without a record (exported by something other than devipc) is
+    /// bounded by that query alone, and refused when the runtime cannot answer it. A token
+    /// that names the exporter's lease but whose key has no record is refused before the
+    /// runtime is called: the exporter closed the key (replay after close).
     pub(crate) fn import_key(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
-        let (key, lease) = key_token_payload(token.payload(), token.mechanism())?;
-        // TODO(lifetime): the size is the token's claim; learn it from the runtime.
-        let (size, _, _) = token_range(token)?;
+        let (key, token_lease) = key_token_payload(token.payload(), token.mechanism())?;
+        let object = Object::Key(&key, token.origin().into());
+        let found = record::read(object)?;
+        // The lease held is the one the exporter recorded, whatever the token names.
+        let (recorded, lease) = if found.is_some() || token_lease.is_some() {
+            let lease = found.and_then(|r| r.lease);
+            let size = record::verify(
+                object,
+                found,
+                token.generation(),
+                token.device(),
+                token.object_size(),
+            )?;
+            token.range_within(size)?;
+            (Some(size), lease)
+        } else {
+            (None, None)
+        };
         let import = optional!(self.api, aclrtIpcMemImportByKey)?;
         let cross_device = device != token.device();
         let flags = if cross_device {
@@ -343,7 +398,6 @@ impl AscendBackend {
             ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT
         };
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        let mut rollback = Rollback::new(&self.api);
         // Hold the exporter's lease before mapping, so its close waits for ours.
         let held_lease = lease.map(|name| held::hold(&name)).transpose()?;
         let mut base: *mut c_void = std::ptr::null_mut();
@@ -355,21 +409,47 @@ impl AscendBackend {
             }
             return Err(e);
         }
-        rollback.push(Undo::IpcClose(key));
         let base = base as usize as u64;
-        let end = DevicePtr(base).offset(size)?.0;
-        rollback.commit();
         let record = KeyMapping {
             device,
             key,
             lease,
             base,
         };
+        // Owned at once by the process's import list: `aclrtIpcMemClose` closes the key's
+        // *oldest* import here, so even undoing this import must go through the list
+        // (a plain close would unmap an older import of the same key). The lease hold is
+        // dropped by that release, after the vendor close.
         lock(&KEY_IMPORTS)
             .get_or_insert_with(HashMap::new)
             .entry(key)
             .or_default()
             .push_back((record, false));
+        let undo = |e: Error| {
+            if let Err(close) = self.release_key_mapping(&record) {
+                eprintln!("devipc-ascend: closing a key import that failed midway failed: {close}");
+            }
+            e
+        };
+        let reported = self.runtime_extent(base);
+        let size = match (recorded, reported) {
+            (Some(r), Some(q)) => r.min(q),
+            (Some(r), None) => r,
+            (None, Some(q)) => q,
+            (None, None) => {
+                return Err(undo(Error::unsupported(
+                    BackendKind::Ascend,
+                    "importing an IPC key that devipc did not export on a runtime that cannot                      report the imported block's size (aclrtMemGetAddressRange): the view                      could not be bounded",
+                )));
+            }
+        };
+        let checked = token
+            .range_within(size)
+            .and_then(|_| DevicePtr(base).offset(size));
+        let end = match checked {
+            Ok(end) => end.0,
+            Err(e) => return Err(undo(e)),
+        };
         let id = self.mappings.insert(MappingRecord::Key(record));
         // The vendor allows only asynchronous device-to-device copies of a key import
         // used on another device than the exporter's (RT-DOC 11-07): host copies of it
@@ -380,7 +460,11 @@ impl AscendBackend {
             CopyRoute::Direct
         };
         self.add_range(base, DeviceRange { end, device, route });
-        Mapping::for_token(id, device, DevicePtr(base), size, token)
+        Mapping::for_token(id, device, DevicePtr(base), size, token).map_err(|e| {
+            // Not reached (the range was checked above); never leave a mapping behind.
+            let _ = self.mappings.remove(id);
+            undo(e)
+        })
     }
 
     /// Releases an imported key mapping. `aclrtIpcMemClose` closes the key's *oldest*

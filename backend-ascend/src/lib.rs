@@ -31,6 +31,7 @@ mod call;
 mod device;
 pub mod external;
 pub mod memory;
+mod record;
 mod rollback;
 pub mod signal;
 pub mod staging;

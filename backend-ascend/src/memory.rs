@@ -11,6 +11,15 @@
 //! the runtime applies; a later export asking for the other setting fails with
 //! [`Error::InvalidArgument`] instead of silently getting the first one.
 //!
+//! An import trusts the exporter, not the token: the exporter writes an
+//! [export record](crate::record) for each shareable handle it creates (its real physical
+//! size and the generation its tokens carry) and withdraws it before freeing the
+//! allocation. The importer maps the record's size (the runtime requires the map size to
+//! equal the physical size), bounds the view by the extent `aclrtMemGetAddressRange`
+//! reports for the mapping, and refuses a token whose generation, device or size differs
+//! from the record's, or whose record is gone (replay after free: the vendor keeps the
+//! memory for importers that mapped it before, but the export is over).
+//!
 //! Memory the framework allocated itself goes through IPC keys instead, see
 //! [`external`](crate::external).
 //!
@@ -42,6 +51,7 @@ use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
 use crate::call::{acl, acl_opt, check, optional};
 use crate::device::DeviceScope;
 use crate::external::KeyMapping;
+use crate::record::{self, ExportRecord, Object};
 use crate::rollback::{Rollback, Undo, as_ptr};
 use crate::staging::Transfer;
 
@@ -85,6 +95,11 @@ pub(crate) enum Teardown {
 pub(crate) struct Shareable {
     pub(crate) handle: u64,
     pub(crate) validation: PidValidation,
+    /// The generation the allocation's tokens carry (its handle id).
+    pub(crate) generation: u64,
+    /// Whether the export record importers check is in place ([`record`](crate::record));
+    /// a failed publish is retried by the next export.
+    pub(crate) published: bool,
 }
 
 /// What the backend keeps for an [`Allocation`].
@@ -120,19 +135,6 @@ pub(crate) fn physical_prop(device: u32) -> aclrtPhysicalMemProp {
 /// The `int32_t` pid list the trustlist functions take; an empty list stays empty.
 pub(crate) fn pid_args(peers: &[ProcessId]) -> Result<Vec<i32>> {
     peers.iter().map(|p| p.as_c_int()).collect()
-}
-
-/// A token's (object size, offset, length) as host sizes.
-pub(crate) fn token_range(token: &MemToken) -> Result<(usize, usize, usize)> {
-    let conv = |v: u64, what: &str| {
-        usize::try_from(v)
-            .map_err(|_| Error::invalid_token(format!("{what} {v} does not fit this platform")))
-    };
-    Ok((
-        conv(token.object_size(), "object size")?,
-        conv(token.offset(), "offset")?,
-        conv(token.len(), "length")?,
-    ))
 }
 
 impl AscendBackend {
@@ -264,7 +266,18 @@ impl AscendBackend {
 
     /// Unmaps, releases and frees an allocation already taken out of the table. On an
     /// error `record` says how far it got, so the caller can put it back and retry.
+    ///
+    /// The export record goes first: from then on a token of the allocation, replayed,
+    /// no longer imports (the memory itself lives on until importers free it, as ACL
+    /// documents, but no new importer gets it).
     pub(crate) fn release_allocation(&self, record: &mut AllocRecord) -> Result<()> {
+        if let Some(shared) = record.shared.as_mut().filter(|s| s.published) {
+            // The origin was read when the record was published (it is cached since).
+            if let Ok(origin) = self.origin() {
+                record::withdraw(Object::Vmm(shared.handle, origin.into()), shared.generation);
+            }
+            shared.published = false;
+        }
         self.release_vmm(&mut record.vmm)
     }
 
@@ -304,8 +317,8 @@ impl AscendBackend {
         let _exporting = lock(&self.export_lock);
         // Re-read under the lock: another thread may have exported meanwhile.
         let shared = self.allocations.get(alloc.id)?.shared;
-        let handle = match shared {
-            Some(s) if s.validation == opts.validation => s.handle,
+        let shared = match shared {
+            Some(s) if s.validation == opts.validation => s,
             Some(s) => {
                 return Err(Error::invalid_argument(format!(
                     "allocation {} was first exported with PID validation {:?}; ACL allows one \
@@ -336,18 +349,41 @@ impl AscendBackend {
                 let shared = Shareable {
                     handle,
                     validation: opts.validation,
+                    generation: alloc.id.get(),
+                    published: false,
                 };
                 self.allocations
                     .with(alloc.id, |r| r.shared = Some(shared))?;
-                handle
+                shared
             }
         };
+        if !shared.published {
+            // Under the export lock, so a concurrent free (which withdraws) cannot
+            // interleave with the table update below.
+            let mine =
+                ExportRecord::mine(shared.generation, record.vmm.size, record.vmm.device, None)?;
+            record::publish(Object::Vmm(shared.handle, self.origin()?.into()), &mine)?;
+            let marked = self.allocations.with(alloc.id, |r| {
+                if let Some(s) = r.shared.as_mut() {
+                    s.published = true;
+                }
+            });
+            if marked.is_err() {
+                // Freed meanwhile by another thread: leave no record of it behind.
+                record::withdraw(
+                    Object::Vmm(shared.handle, self.origin()?.into()),
+                    shared.generation,
+                );
+            }
+            marked?;
+        }
+        let handle = shared.handle;
         MemToken::new(MemTokenParts {
             mechanism: Mechanism::AscendVmm,
             emulated: self.info.source.is_emulated(),
             device: record.vmm.device,
             origin: self.origin()?,
-            generation: alloc.id.get(),
+            generation: shared.generation,
             object_size: record.vmm.size as u64,
             offset: range.start as u64,
             len: (range.end - range.start) as u64,
@@ -390,8 +426,18 @@ impl AscendBackend {
             return self.import_key(token, device);
         }
         let handle = vmm_payload(token)?;
-        // TODO(lifetime): the size is the token's claim; learn it from the runtime.
-        let (size, _, _) = token_range(token)?;
+        // The size is the exporter's record of its physical allocation, never the token's
+        // claim (see `record`); the runtime requires the map size to equal the physical
+        // size, and reports the mapped extent afterwards.
+        let object = Object::Vmm(handle, token.origin().into());
+        let size = record::verify(
+            object,
+            record::read(object)?,
+            token.generation(),
+            token.device(),
+            token.object_size(),
+        )?;
+        token.range_within(size)?;
         let import = optional!(self.api, aclrtMemImportFromShareableHandle)?;
         if device != token.device() {
             // VMM memory of another device needs peer access (api-facts C.5).
@@ -407,14 +453,18 @@ impl AscendBackend {
         check(&self.api, "aclrtMemImportFromShareableHandle", code)?;
         rollback.push(Undo::FreePhysical(phys as usize));
         let va = self.reserve_and_map(&mut rollback, phys, size, device)?;
+        let extent = self.runtime_extent(va).map_or(size, |s| s.min(size));
+        // Checked before anything is committed, so a refusal releases what was mapped.
+        token.range_within(extent)?;
         rollback.commit();
-        let id = self.mappings.insert(MappingRecord::Vmm(VmmObjects {
+        let vmm = VmmObjects {
             device,
             phys: phys as usize,
             va,
             size,
             stage: Teardown::Mapped,
-        }));
+        };
+        let id = self.mappings.insert(MappingRecord::Vmm(vmm));
         self.add_range(
             va,
             DeviceRange {
@@ -423,7 +473,25 @@ impl AscendBackend {
                 route: CopyRoute::Direct,
             },
         );
-        Mapping::for_token(id, device, DevicePtr(va), size, token)
+        Mapping::for_token(id, device, DevicePtr(va), extent, token).inspect_err(|_| {
+            // Not reached (the range was checked above); never leave a mapping behind.
+            if let Ok(mut record) = self.mappings.remove(id) {
+                let _ = self.release_mapping(&mut record);
+            }
+        })
+    }
+
+    /// The size of the block the runtime reports at `base` (`aclrtMemGetAddressRange`),
+    /// when it has the call and reports a block starting exactly there. The device must be
+    /// bound. Used to bound a fresh mapping by what the runtime mapped.
+    pub(crate) fn runtime_extent(&self, base: u64) -> Option<usize> {
+        let range = self.api.aclrtMemGetAddressRange?;
+        let mut found: *mut c_void = std::ptr::null_mut();
+        let mut size: usize = 0;
+        // SAFETY: both out-pointers are valid for the call; the runtime checks `base`.
+        let code = unsafe { range(as_ptr(base), &mut found, &mut size) };
+        (code == devipc_ascend_sys::codes::ACL_SUCCESS && found as usize as u64 == base && size > 0)
+            .then_some(size)
     }
 
     pub(crate) fn close_mapping(&self, mapping: Mapping) -> Result<()> {

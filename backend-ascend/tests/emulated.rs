@@ -697,14 +697,12 @@ fn errors_a(b: &AscendBackend, peer: &mut Peer) {
 }
 
 fn errors_b(b: &AscendBackend, peer: &mut Peer) {
+    // A freed allocation: its export record is gone, so devipc refuses before the runtime.
     let stale = peer.recv_token("stale");
     let err = b.import(&stale, DeviceId(0)).unwrap_err();
-    assert_vendor(
-        &err,
-        "aclrtMemImportFromShareableHandle",
-        107_017,
-        "ACL_ERROR_RT_INVALID_HANDLE",
-        "ascend.handle.valid",
+    assert!(
+        matches!(&err, Error::InvalidArgument { what } if what.contains("already freed")),
+        "{err}"
     );
     // A key the exporter closed: its lease is gone, so devipc refuses before the runtime.
     let stale_key = peer.recv_token("stale_key");

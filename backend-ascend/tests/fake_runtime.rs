@@ -20,8 +20,8 @@ use devipc_ascend::AscendBackend;
 use devipc_ascend::sys::{AclApi, acl_api_from_module};
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
-    DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mechanism, MemToken, ProcessId,
-    RawStream, RuntimeVersion, SignalToken, TokenOrigin,
+    Allocation, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mechanism, MemToken,
+    ProcessId, RawStream, RuntimeVersion, SignalToken, TokenOrigin,
 };
 use serial_test::serial;
 
@@ -76,8 +76,16 @@ mod fake {
         pub bare_tgid: i32,
         /// What `aclrtIpcMemGetExportKey` / `aclrtNotifyGetExportKey` write.
         pub key: [u8; 65],
-        /// What `aclrtMemGetAddressRange` reports: (base, size).
+        /// What `aclrtMemGetAddressRange` reports: (base, size), except at an address
+        /// `aclrtIpcMemImportByKey` returned.
         pub block: (usize, usize),
+        /// The addresses `aclrtIpcMemImportByKey` returned.
+        pub key_imports: Vec<usize>,
+        /// What `aclrtMemGetAddressRange` reports as the size of a key import.
+        pub key_import_size: usize,
+        /// When set, `aclrtMemGetAddressRange` reports a block of this size starting at
+        /// whatever address it is asked about.
+        pub range_at_ptr: Option<usize>,
         /// `aclrtNotifyImportByKey` rejects flags above this with 100000, as the ACL
         /// wrapper of the open-source CANN runtime does for flags above 1.
         pub notify_import_flag_limit: Option<u64>,
@@ -104,6 +112,9 @@ mod fake {
                 bare_tgid: 4242,
                 key,
                 block: (0x20_0000_0000, 1 << 20),
+                key_imports: Vec::new(),
+                key_import_size: 1 << 20,
+                range_at_ptr: None,
                 notify_import_flag_limit: None,
             }
         }
@@ -355,12 +366,20 @@ mod fake {
         0
     }
     pub unsafe extern "C" fn aclrtMemGetAddressRange(
-        _ptr: *mut c_void,
+        ptr: *mut c_void,
         pbase: *mut *mut c_void,
         psize: *mut usize,
     ) -> aclError {
         forced!("aclrtMemGetAddressRange");
-        let (base, size) = with(|s| s.block);
+        let (base, size) = with(|s| {
+            if let Some(size) = s.range_at_ptr {
+                (ptr as usize, size)
+            } else if s.key_imports.contains(&(ptr as usize)) {
+                (ptr as usize, s.key_import_size)
+            } else {
+                s.block
+            }
+        });
         // SAFETY: the caller (the backend) passes pointers valid for this access, as
         // the function's ACL contract requires.
         unsafe {
@@ -486,9 +505,10 @@ mod fake {
             "aclrtIpcMemImportByKey",
             format!("{key},{flags},on{current}")
         );
-        // SAFETY: the caller (the backend) passes pointers valid for this access, as
-        // the function's ACL contract requires.
-        unsafe { *devPtr = next_addr(1 << 20) as *mut c_void };
+        let addr = next_addr(1 << 20);
+        with(|s| s.key_imports.push(addr));
+        // SAFETY: as above.
+        unsafe { *devPtr = addr as *mut c_void };
         0
     }
     pub unsafe extern "C" fn aclrtIpcMemClose(key: *const c_char) -> aclError {
@@ -1097,7 +1117,7 @@ fn grant_passes_the_pids_and_an_empty_list_is_a_no_op() {
 #[serial]
 fn a_cross_device_import_enables_peer_access_once_then_maps() {
     let b = backend(fake_api());
-    let token = foreign_vmm_token(&b, DeviceId(1));
+    let (alloc, token) = exported_vmm_token(&b, DeviceId(1));
     calls();
     let m = b.import(&token, DeviceId(0)).unwrap();
     assert_eq!(m.len, 4096);
@@ -1117,7 +1137,7 @@ fn a_cross_device_import_enables_peer_access_once_then_maps() {
         "{c:?}"
     );
     assert!(
-        c.contains(&"aclrtMemImportFromShareableHandle(0x77,0)".to_owned()),
+        c.contains(&"aclrtMemImportFromShareableHandle(0x5eed,0)".to_owned()),
         "{c:?}"
     );
     assert!(
@@ -1140,6 +1160,18 @@ fn a_cross_device_import_enables_peer_access_once_then_maps() {
         ),
         "{err:?}"
     );
+    b.free(alloc).unwrap();
+}
+
+/// An allocation of this backend on `device` and its token for the range 8192..12288 (the
+/// fake runtime lets a process import its own export; the export writes the record an
+/// import checks).
+fn exported_vmm_token(b: &AscendBackend, device: DeviceId) -> (Allocation, MemToken) {
+    let alloc = b.allocate(device, 1).unwrap();
+    let token = b
+        .export(&alloc, 8192..12288, ExportOptions::any_process())
+        .unwrap();
+    (alloc, token)
 }
 
 /// A VMM token as another process on `device` would send it: handle 0x77, 2 MiB object,
@@ -1361,6 +1393,8 @@ fn write_and_read_bind_the_device_of_the_range() {
 /// A key token as another process on `device` would send it: key "abc", an object of
 /// `object_size` bytes, the range `offset..offset + len`.
 fn foreign_key_token(device: DeviceId, object_size: u64, offset: u64, len: u64) -> MemToken {
+    // The runtime reports the block the key really names: here, what the token says.
+    fake::with(|s| s.key_import_size = object_size as usize);
     let mut key = vec![0u8; 65];
     key[..3].copy_from_slice(b"abc");
     MemToken::new(MemTokenParts {
@@ -1791,9 +1825,7 @@ fn without_bare_tgid_the_process_id_is_getpid() {
 #[serial]
 fn drop_releases_everything_still_live() {
     let b = backend(fake_api());
-    let alloc = b.allocate(DeviceId(0), 1).unwrap();
-    let _ = alloc;
-    let token = foreign_vmm_token(&b, DeviceId(0));
+    let (_alloc, token) = exported_vmm_token(&b, DeviceId(0));
     b.import(&token, DeviceId(0)).unwrap();
     b.create_signal(DeviceId(1)).unwrap();
     let (base, _) = fake::with(|s| s.block);
@@ -1844,4 +1876,179 @@ fn a_runtime_rejecting_the_notify_peer_flag_gets_peer_access_enabled_instead() {
     unfail("aclrtNotifyImportByKey");
     b.destroy_signal(imported).unwrap();
     b.destroy_signal(s).unwrap();
+}
+
+
+// ---- Bounds and error paths after the vendor import (devipc issue 12, items 1 and 10) ---
+
+/// A VMM import whose mapped block the runtime reports smaller than the token's range is
+/// refused after the map, and everything the import acquired is released.
+#[test]
+#[serial]
+fn a_vmm_view_beyond_the_mapped_block_is_refused_and_the_import_released() {
+    let b = backend(fake_api());
+    let (alloc, token) = exported_vmm_token(&b, DeviceId(0));
+    fake::with(|s| s.range_at_ptr = Some(8192));
+    calls();
+    let err = b.import(&token, DeviceId(0)).unwrap_err();
+    fake::with(|s| s.range_at_ptr = None);
+    assert!(matches!(err, Error::InvalidToken { .. }), "{err:?}");
+    let c = calls();
+    for undo in [
+        "aclrtUnmapMem",
+        "aclrtReleaseMemAddress",
+        "aclrtFreePhysical",
+    ] {
+        assert_eq!(count(&c, undo), 1, "{undo}: {c:?}");
+    }
+    // Nothing is left for the drop to release but the allocation.
+    b.free(alloc).unwrap();
+    calls();
+    drop(b);
+    assert_eq!(count(&calls(), "aclrtUnmapMem"), 0);
+}
+
+/// A VMM token claiming more than the exporter's record is refused before any vendor
+/// call (the exporter's record is the size, not the token).
+#[test]
+#[serial]
+fn a_vmm_token_claiming_more_than_the_export_is_refused_before_the_runtime() {
+    let b = backend(fake_api());
+    let (alloc, token) = exported_vmm_token(&b, DeviceId(0));
+    let mut parts = parts_of(&token);
+    parts.object_size += 4096;
+    parts.len = parts.object_size - parts.offset;
+    let grown = MemToken::new(parts).unwrap();
+    let mut parts = parts_of(&token);
+    parts.generation += 1;
+    let relabelled = MemToken::new(parts).unwrap();
+    calls();
+    for t in [&grown, &relabelled] {
+        let err = b.import(t, DeviceId(0)).unwrap_err();
+        assert!(matches!(err, Error::InvalidToken { .. }), "{err:?}");
+    }
+    assert_eq!(calls(), Vec::<String>::new());
+    b.free(alloc).unwrap();
+}
+
+/// A key import refused after `aclrtIpcMemImportByKey` (the runtime reports a smaller
+/// block than the range) closes that import and drops its lease hold: the exporter's
+/// `close_external` then succeeds.
+#[test]
+#[serial]
+fn a_key_import_refused_after_the_vendor_import_is_closed_and_its_lease_released() {
+    let b = backend(fake_api());
+    let (base, _) = fake::with(|s| s.block);
+    let token = b
+        .export_external(
+            DeviceId(0),
+            DevicePtr(base as u64),
+            8192,
+            ExportOptions::default(),
+        )
+        .unwrap();
+    fake::with(|s| s.key_import_size = 4096);
+    calls();
+    let err = b.import(&token, DeviceId(0)).unwrap_err();
+    assert!(matches!(err, Error::InvalidToken { .. }), "{err:?}");
+    let c = calls();
+    assert_eq!(count(&c, "aclrtIpcMemImportByKey"), 1, "{c:?}");
+    assert_eq!(count(&c, "aclrtIpcMemClose"), 1, "{c:?}");
+    // The hold is gone with the import: the exporter may close its key.
+    b.close_external(DeviceId(0), DevicePtr(base as u64))
+        .unwrap();
+    assert_eq!(count(&calls(), "aclrtIpcMemClose"), 1);
+}
+
+/// A failed key import must not close an older import of the same key: the runtime's
+/// close unmaps the key's *oldest* import in the process, so the failed one is closed
+/// only once the older one is.
+#[test]
+#[serial]
+fn a_failed_key_import_does_not_close_an_older_import_of_the_key() {
+    let b = backend(fake_api());
+    let token = foreign_key_token(DeviceId(0), 8192, 0, 8192);
+    let older = b.import(&token, DeviceId(0)).unwrap();
+    fake::with(|s| s.key_import_size = 4096);
+    calls();
+    let err = b.import(&token, DeviceId(0)).unwrap_err();
+    assert!(matches!(err, Error::InvalidToken { .. }), "{err:?}");
+    assert_eq!(
+        count(&calls(), "aclrtIpcMemClose"),
+        0,
+        "the older import stays mapped"
+    );
+    b.close(older).unwrap();
+    assert_eq!(count(&calls(), "aclrtIpcMemClose"), 2, "both, oldest first");
+}
+
+/// A key token stripped of its lease, of a key devipc exported, still holds the lease the
+/// exporter recorded: the exporter's close is refused while that import lives.
+#[test]
+#[serial]
+fn a_key_token_stripped_of_its_lease_still_holds_the_exporters_lease() {
+    let b = backend(fake_api());
+    let (base, _) = fake::with(|s| s.block);
+    let token = b
+        .export_external(
+            DeviceId(0),
+            DevicePtr(base as u64),
+            4096,
+            ExportOptions::default(),
+        )
+        .unwrap();
+    let mut parts = parts_of(&token);
+    parts.payload.truncate(65);
+    let stripped = MemToken::new(parts).unwrap();
+    let importer = backend(acl_api_from_module!(fake));
+    let m = importer.import(&stripped, DeviceId(0)).unwrap();
+    let err = b
+        .close_external(DeviceId(0), DevicePtr(base as u64))
+        .unwrap_err();
+    assert!(err.to_string().contains("importers still have"), "{err}");
+    importer.close(m).unwrap();
+    b.close_external(DeviceId(0), DevicePtr(base as u64))
+        .unwrap();
+}
+
+// ---- Dropping an exporter under a live importer (devipc issue 12, item 6) -----------------
+
+/// A backend dropped while an importer holds its key export leaves the key open, and the
+/// last backend then does not finalize ACL (which could tear the key down under the
+/// importer).
+#[test]
+#[serial]
+fn a_key_left_open_for_an_importer_keeps_acl_initialised() {
+    let exporter = backend(fake_api());
+    assert!(exporter.initialized_acl());
+    let (base, _) = fake::with(|s| s.block);
+    let token = exporter
+        .export_external(
+            DeviceId(0),
+            DevicePtr(base as u64),
+            4096,
+            ExportOptions::default(),
+        )
+        .unwrap();
+    let importer = backend(acl_api_from_module!(fake));
+    let m = importer.import(&token, DeviceId(0)).unwrap();
+    calls();
+    drop(exporter);
+    assert_eq!(
+        count(&calls(), "aclrtIpcMemClose"),
+        0,
+        "the key stays open for the importer"
+    );
+    // The dropped export no longer imports.
+    let err = importer.import(&token, DeviceId(0)).unwrap_err();
+    assert!(err.to_string().contains("already freed"), "{err}");
+    importer.close(m).unwrap();
+    drop(importer);
+    let c = calls();
+    assert_eq!(
+        count(&c, "aclrtIpcMemClose"),
+        1,
+        "the import's close: {c:?}"
+    );
+    assert_eq!(count(&c, "aclFinalize"), 0, "{c:?}");
 }
