@@ -221,7 +221,11 @@ fn hip_replayed_token_after_free_is_refused_and_the_last_close_frees() {
         "a replayed token of freed memory must be refused: {answer}"
     );
     first.send("read");
-    assert_eq!(first.expect("read"), "ok", "the first importer keeps its view");
+    assert_eq!(
+        first.expect("read"),
+        "ok",
+        "the first importer keeps its view"
+    );
     first.send("close");
     first.expect("closed");
     // The exporter does not call in: its reaper frees on the importer's release.
@@ -273,7 +277,11 @@ fn hip_forged_range_is_refused_and_releases_what_it_took() {
     assert!(answer.starts_with("invalid_token "), "{answer}");
     // The forgers are still alive: a hold they kept would defer the free.
     exporter.send("free");
-    assert_eq!(exporter.expect("freed"), "0", "a refused import kept a hold");
+    assert_eq!(
+        exporter.expect("freed"),
+        "0",
+        "a refused import kept a hold"
+    );
     finish([forger, forger2, exporter]);
     root.assert_emulator_clean();
 }

@@ -123,7 +123,9 @@ impl HipBackend {
     }
 
     /// The open `export_external`s.
-    pub(crate) fn external_exports(&self) -> MutexGuard<'_, HashMap<(DeviceId, u64), ExternalExport>> {
+    pub(crate) fn external_exports(
+        &self,
+    ) -> MutexGuard<'_, HashMap<(DeviceId, u64), ExternalExport>> {
         self.external.lock().unwrap_or_else(|p| p.into_inner())
     }
 

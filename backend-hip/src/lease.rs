@@ -225,18 +225,14 @@ impl HipBackend {
         if !protection::enabled(Protection::HipDeferredFree) {
             // Test only: free under the importers, as plain HIP would.
             self.release_allocation(&record)?;
-            return lease
-                .remove()
-                .map_err(|e| Error::io("removing a lease", e));
+            return lease.remove().map_err(|e| Error::io("removing a lease", e));
         }
         lease.revoke();
         // Revoked first, then the holders read (see devipc-shm's lease docs): a hold that
         // this read misses fails.
         if lease.is_unheld(false) {
             self.release_allocation(&record)?;
-            return lease
-                .remove()
-                .map_err(|e| Error::io("removing a lease", e));
+            return lease.remove().map_err(|e| Error::io("removing a lease", e));
         }
         self.deferred.push(record);
         Ok(())

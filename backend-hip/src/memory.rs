@@ -17,8 +17,8 @@ use devipc_core::{
     MemToken, Result,
 };
 use devipc_hip_sys::{
-    HIP_IPC_HANDLE_SIZE, HipApi, hipDeviceptr_t, hipErrorPeerAccessAlreadyEnabled, hipIpcMemHandle_t,
-    hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
+    HIP_IPC_HANDLE_SIZE, HipApi, hipDeviceptr_t, hipErrorPeerAccessAlreadyEnabled,
+    hipIpcMemHandle_t, hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
 };
 
 use devipc_shm::lease::{Lease, held};

@@ -556,9 +556,9 @@ impl Lease {
                     if last {
                         holds.remove(&key);
                     }
-                    let _ = t.entry(self.index, E_HOLDERS).fetch_update(SeqCst, SeqCst, |h| {
-                        Some(h.saturating_sub(1))
-                    });
+                    let _ = t
+                        .entry(self.index, E_HOLDERS)
+                        .fetch_update(SeqCst, SeqCst, |h| Some(h.saturating_sub(1)));
                     if last {
                         let tag = t.slot(slot, S_TAG).load(SeqCst);
                         t.slot(slot, S_COUNT).store(0, SeqCst);
@@ -610,8 +610,7 @@ impl Lease {
     /// Waits until a hold on a revoked lease of this table is released after `seen` was
     /// read with [`Lease::release_count`], or `timeout` passes (then returns normally).
     pub fn wait_for_release(&self, seen: u32, timeout: Duration) -> io::Result<()> {
-        match crate::futex::wait_until(self.table.header(H_WAKE), |v| v != seen, Some(timeout))
-        {
+        match crate::futex::wait_until(self.table.header(H_WAKE), |v| v != seen, Some(timeout)) {
             Ok(_) | Err(crate::futex::WaitError::Timeout(_)) => Ok(()),
             Err(crate::futex::WaitError::Sys { source, .. }) => Err(source),
         }
@@ -668,12 +667,7 @@ impl Lease {
         let status = self.table.entry(self.index, E_STATUS);
         let removed = [LIVE, REVOKED].into_iter().any(|state| {
             status
-                .compare_exchange(
-                    self.seq << 2 | state,
-                    self.seq << 2 | FREE,
-                    SeqCst,
-                    SeqCst,
-                )
+                .compare_exchange(self.seq << 2 | state, self.seq << 2 | FREE, SeqCst, SeqCst)
                 .is_ok()
         });
         if !removed {
@@ -710,14 +704,23 @@ impl Lease {
 fn table_creator(path: &Path) -> io::Result<ProcessIdentity> {
     let mut head = [0u8; 20];
     std::fs::File::open(path)?.read_exact(&mut head)?;
-    let word = |i: usize| u32::from_ne_bytes([head[4 * i], head[4 * i + 1], head[4 * i + 2], head[4 * i + 3]]);
+    let word = |i: usize| {
+        u32::from_ne_bytes([
+            head[4 * i],
+            head[4 * i + 1],
+            head[4 * i + 2],
+            head[4 * i + 3],
+        ])
+    };
     if word(H_MAGIC) != MAGIC {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "not a lease table"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a lease table",
+        ));
     }
     Ok(ProcessIdentity {
         pid: word(H_CREATOR_PID) as i32,
-        start_time: u64::from(word(H_CREATOR_START_LO))
-            | u64::from(word(H_CREATOR_START_HI)) << 32,
+        start_time: u64::from(word(H_CREATOR_START_LO)) | u64::from(word(H_CREATOR_START_HI)) << 32,
     })
 }
 
@@ -734,7 +737,10 @@ pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
             Ok(c) => c,
             // Being created right now (the header is written after the file exists).
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                let age = std::fs::metadata(&path)?.modified()?.elapsed().unwrap_or_default();
+                let age = std::fs::metadata(&path)?
+                    .modified()?
+                    .elapsed()
+                    .unwrap_or_default();
                 if age < Duration::from_secs(60) {
                     return Ok(false);
                 }
@@ -886,7 +892,10 @@ pub mod held {
         match super::sweep_orphans(&dir) {
             Ok(n) => n,
             Err(e) => {
-                eprintln!("devipc: sweeping orphaned leases in {} failed: {e}", dir.display());
+                eprintln!(
+                    "devipc: sweeping orphaned leases in {} failed: {e}",
+                    dir.display()
+                );
                 0
             }
         }
@@ -1005,12 +1014,17 @@ mod tests {
         lease.acquire_checked(me, Some(7)).unwrap();
         let seen = lease.release_count();
         assert!(lease.revoke());
-        assert_eq!(lease.acquire(me).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            lease.acquire(me).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
         // The failed acquire undid its hold: one remains.
         assert_eq!(lease.live_holders(), 1);
         lease.release(me);
         assert_ne!(lease.release_count(), seen, "the release woke the exporter");
-        lease.wait_for_release(seen, Duration::from_secs(5)).unwrap();
+        lease
+            .wait_for_release(seen, Duration::from_secs(5))
+            .unwrap();
         assert!(lease.is_unheld(false));
         lease.remove().unwrap();
         // A new lease reuses the entry with another seq: the old name stays dead.
@@ -1054,7 +1068,10 @@ mod tests {
             Lease::open(&dir, lease.name()).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
-        assert_eq!(lease.acquire(me).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            lease.acquire(me).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
         std::fs::remove_dir(&dir).unwrap();
     }
 
