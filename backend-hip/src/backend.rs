@@ -5,9 +5,10 @@
 //! matching release call, and whatever is still live when the backend is dropped is
 //! released then.
 
+use std::collections::HashMap;
 use std::ffi::c_int;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use devipc_core::{
@@ -19,7 +20,7 @@ use devipc_hip_sys::{HipApi, hipErrorNoDevice, ipc_mem_lazy_enable_peer_access};
 
 use crate::call::{check, hip};
 use crate::lease::Deferred;
-use crate::memory::{AllocRecord, MappingRecord};
+use crate::memory::{AllocRecord, ExternalExport, MappingRecord};
 use crate::signal::SignalRecord;
 
 /// The HIP backend.
@@ -38,6 +39,8 @@ pub struct HipBackend {
     pub(crate) mappings: HandleTable<MappingRecord>,
     pub(crate) signals: HandleTable<SignalRecord>,
     pub(crate) deferred: Deferred,
+    /// `export_external`s not closed yet, by device and allocation base.
+    pub(crate) external: Mutex<HashMap<(DeviceId, u64), ExternalExport>>,
 }
 
 impl HipBackend {
@@ -93,16 +96,19 @@ impl HipBackend {
             runtime_version: RuntimeVersion::from_hip_encoded(version),
             capabilities,
         };
+        // Lease tables of exporters that were killed: nobody else removes them.
+        devipc_shm::lease::held::sweep_orphans_now_and_then();
         Ok(HipBackend {
             lazy_peer_flag: ipc_mem_lazy_enable_peer_access(version),
             info,
             device_count,
             origin: TokenOrigin::current(ProcessId::current()),
-            api,
+            api: api.clone(),
             allocations: HandleTable::new("allocation"),
             mappings: HandleTable::new("mapping"),
             signals: HandleTable::new("signal"),
-            deferred: Deferred::default(),
+            deferred: Deferred::new(api.clone()),
+            external: Mutex::new(HashMap::new()),
         })
     }
 
@@ -114,6 +120,13 @@ impl HipBackend {
     /// The `hipIpcOpenMemHandle` flag value this runtime accepts (0 on ROCm 5, 1 on 6+).
     pub fn lazy_peer_flag(&self) -> std::ffi::c_uint {
         self.lazy_peer_flag
+    }
+
+    /// The open `export_external`s.
+    pub(crate) fn external_exports(
+        &self,
+    ) -> MutexGuard<'_, HashMap<(DeviceId, u64), ExternalExport>> {
+        self.external.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// `device` as the runtime's `int`, after checking it is in range.
@@ -173,6 +186,10 @@ impl Drop for HipBackend {
             }
         }
         self.drop_deferred();
+        // The framework's memory stays; its tokens stop working.
+        for (_, export) in std::mem::take(&mut *self.external_exports()) {
+            let _ = export.lease.remove();
+        }
     }
 }
 
@@ -212,10 +229,10 @@ impl DeviceIpc for HipBackend {
     ) -> Result<MemToken> {
         self.export_external_memory(device, ptr, len, opts)
     }
-    /// HIP keeps no exporter-side handle for an IPC export: nothing to release beyond
-    /// checking the device.
-    fn close_external(&self, device: DeviceId, _ptr: DevicePtr) -> Result<()> {
-        self.check_device(device).map(drop)
+    /// HIP keeps no exporter-side handle for an IPC export; devipc ends the export's lease
+    /// (its tokens stop importing), refused while an importer still maps the block.
+    fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        self.close_external_memory(device, ptr)
     }
     /// HIP has no access control: any process holding the token may import, so granting
     /// only checks that the token is one of ours.

@@ -1,113 +1,271 @@
 //! Deferred frees: an exported allocation outlives its owner's `free` until every
-//! importer has closed it.
+//! importer has closed it, and its tokens stop importing at the owner's `free`.
 //!
 //! Freeing memory with `hipFree` while another process still has it open through
 //! `hipIpcOpenMemHandle` is undefined behaviour in HIP. So the first export of an
-//! allocation creates a [`Lease`] in devipc's runtime directory and names it in the token;
+//! allocation creates a [`Lease`] (devipc-shm: an entry in this process's shared-memory
+//! lease table) bound to the allocation's generation and names it in the token;
 //! importers hold it from just before `hipIpcOpenMemHandle` until just after
-//! `hipIpcCloseMemHandle`. `free` of a leased allocation releases it at once when nobody
-//! holds the lease, and otherwise *defers* the `hipFree`: the caller's handle is gone, the
-//! memory stays until the last importer closes. Deferred frees are retried on every
-//! allocate and free, by [`HipBackend::reap_deferred`], and when the backend is dropped.
-//! Holds are per process (pid + start time), so an importer that crashed is not waited for.
+//! `hipIpcCloseMemHandle`, and refuse a token whose generation is not the lease's.
+//!
+//! `free` of a leased allocation first *revokes* the lease: from then on every new hold
+//! fails, so a token replayed after the free is refused before the runtime maps anything.
+//! When nobody holds the lease the memory is released at once; otherwise the `hipFree`
+//! is *deferred*: the caller's handle is gone, the memory stays until the last importer
+//! closes. A reaper thread (started on the first deferral, gone when nothing is deferred)
+//! then waits on the lease table's futex word, which every release of a revoked lease
+//! bumps, and frees what is no longer held: the free does not wait for this process to
+//! call into devipc again. Holds are per process (pid + start time), so an importer that
+//! was killed is not waited for: when the word stays quiet for [`POLL`], the reaper checks
+//! the holders' liveness.
 //!
 //! A backend dropped while importers still hold its memory (typically: the exporting
 //! process exits) leaves the memory to the runtime's process teardown.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use devipc_core::protection::{self, Protection};
-use devipc_core::{HandleId, Result};
+use devipc_core::{Error, HandleId, Result};
+use devipc_hip_sys::HipApi;
 use devipc_shm::lease::{Lease, held};
 
 use crate::backend::HipBackend;
-use crate::memory::AllocRecord;
+use crate::memory::{AllocRecord, free_device_memory};
 
-/// Allocations whose free waits for importers.
-#[derive(Debug, Default)]
+/// How long the reaper waits for a release before it checks whether the holders of the
+/// deferred allocations are still alive (a killed importer never releases).
+pub const POLL: Duration = Duration::from_millis(200);
+
+/// Allocations whose free waits for importers, and the thread that frees them.
+#[derive(Debug)]
 pub(crate) struct Deferred {
-    records: Mutex<Vec<AllocRecord>>,
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the backend and its reaper thread share.
+#[derive(Debug)]
+struct Shared {
+    api: Arc<HipApi>,
+    state: Mutex<State>,
+    /// Set when the backend is dropped: the reaper leaves.
+    stop: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Deferred allocations not being looked at by a pass right now.
+    records: Vec<AllocRecord>,
+    /// Deferred and not freed yet (including those a pass has taken out).
+    outstanding: usize,
+    /// A reaper thread runs.
+    running: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// One pass over the deferred allocations: frees those nobody holds (`thorough`: also
+    /// those held only by dead processes). Returns how many it freed and the first error.
+    /// Holds the state lock only to take and give back records, never across a vendor call.
+    fn pass(&self, thorough: bool) -> (usize, Option<Error>) {
+        let pending = std::mem::take(&mut lock(&self.state).records);
+        let mut kept = Vec::new();
+        let mut freed = 0;
+        let mut first_error = None;
+        for record in pending {
+            let unheld = record.lease.as_ref().is_none_or(|l| l.is_unheld(thorough));
+            if !unheld {
+                kept.push(record);
+                continue;
+            }
+            match free_device_memory(&self.api, &record) {
+                Ok(()) => {
+                    if let Some(lease) = &record.lease {
+                        let _ = lease.remove();
+                    }
+                    freed += 1;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    kept.push(record);
+                }
+            }
+        }
+        let mut state = lock(&self.state);
+        state.records.extend(kept);
+        state.outstanding = state.outstanding.saturating_sub(freed);
+        (freed, first_error)
+    }
+
+    /// The reaper thread's body: passes until nothing is deferred or the backend goes.
+    fn reap(self: Arc<Self>) {
+        let mut thorough = false;
+        let mut reported = false;
+        loop {
+            let (_, error) = self.pass(thorough);
+            let failed = error.is_some();
+            if let Some(e) = error
+                && !reported
+            {
+                eprintln!("devipc-hip: a deferred hipFree failed (retrying): {e}");
+                reported = true;
+            }
+            let lease = {
+                let mut state = lock(&self.state);
+                match state.records.first() {
+                    Some(record) if !self.stop.load(Ordering::SeqCst) => record.lease.clone(),
+                    _ => {
+                        state.running = false;
+                        return;
+                    }
+                }
+            };
+            let Some(lease) = lease else { continue };
+            // Read the word before looking: a release after this read changes it, so the
+            // wait below returns at once instead of missing it.
+            let seen = lease.release_count();
+            let any_free = lock(&self.state)
+                .records
+                .iter()
+                .any(|r| r.lease.as_ref().is_none_or(|l| l.is_unheld(false)));
+            if any_free && !failed {
+                thorough = false;
+                continue;
+            }
+            if let Err(e) = lease.wait_for_release(seen, POLL) {
+                eprintln!("devipc-hip: waiting for lease releases failed: {e}");
+                std::thread::sleep(POLL);
+            }
+            // Quiet for a whole period: look for holders that died.
+            thorough = lease.release_count() == seen;
+        }
+    }
 }
 
 impl Deferred {
-    fn lock(&self) -> MutexGuard<'_, Vec<AllocRecord>> {
-        self.records.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn new(api: Arc<HipApi>) -> Deferred {
+        Deferred {
+            shared: Arc::new(Shared {
+                api,
+                state: Mutex::new(State::default()),
+                stop: AtomicBool::new(false),
+            }),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// Adds `record` and makes sure a reaper runs.
+    fn push(&self, record: AllocRecord) {
+        let mut state = lock(&self.shared.state);
+        state.records.push(record);
+        state.outstanding += 1;
+        if state.running || self.shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let shared = self.shared.clone();
+        match std::thread::Builder::new()
+            .name("devipc-hip-reaper".into())
+            .spawn(move || shared.reap())
+        {
+            Ok(handle) => {
+                state.running = true;
+                // A previous reaper has left (it cleared `running`): its handle can go.
+                *lock(&self.thread) = Some(handle);
+            }
+            Err(e) => eprintln!(
+                "devipc-hip: starting the deferred-free thread failed ({e}); deferred frees \
+                 run on the next free, reap_deferred or drop"
+            ),
+        }
+    }
+
+    /// Stops the reaper and waits for it to leave.
+    fn stop(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        let leases: Vec<Arc<Lease>> = lock(&self.shared.state)
+            .records
+            .iter()
+            .filter_map(|r| r.lease.clone())
+            .collect();
+        for lease in leases {
+            lease.wake();
+        }
+        let handle = lock(&self.thread).take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
     }
 }
 
 impl HipBackend {
-    /// The lease of allocation `id`, created by its first export.
+    /// The lease of allocation `id`, created (bound to its generation) by its first export.
     pub(crate) fn export_lease(&self, id: HandleId) -> Result<Arc<Lease>> {
         self.allocations.with(id, |record| match &record.lease {
             Some(lease) => Ok(lease.clone()),
             None => {
-                let lease = held::create()?;
+                let lease = held::create_bound(id.get())?;
                 record.lease = Some(lease.clone());
                 Ok(lease)
             }
         })?
     }
 
-    /// Frees `record` now, or defers it while importers hold its lease.
+    /// Frees `record` now, or revokes its lease and defers the free while importers hold
+    /// it. On an error nothing was freed (the lease may stay revoked).
     pub(crate) fn free_or_defer(&self, record: AllocRecord) -> Result<()> {
-        let freed = self.try_free(&record)?;
-        if !freed {
-            self.deferred.lock().push(record);
-        }
-        let _ = self.reap_deferred();
-        Ok(())
-    }
-
-    /// `Ok(true)` when the allocation was freed, `Ok(false)` when importers hold it.
-    fn try_free(&self, record: &AllocRecord) -> Result<bool> {
-        let Some(lease) = &record.lease else {
-            return self.release_allocation(record).map(|()| true);
+        let Some(lease) = record.lease.clone() else {
+            return self.release_allocation(&record);
         };
         if !protection::enabled(Protection::HipDeferredFree) {
             // Test only: free under the importers, as plain HIP would.
-            self.release_allocation(record)?;
-            lease
-                .remove()
-                .map_err(|e| devipc_core::Error::io("removing a lease", e))?;
-            return Ok(true);
+            self.release_allocation(&record)?;
+            return lease.remove().map_err(|e| Error::io("removing a lease", e));
         }
-        Ok(held::release_if_unheld(lease, || self.release_allocation(record))?.is_some())
+        lease.revoke();
+        // Revoked first, then the holders read (see devipc-shm's lease docs): a hold that
+        // this read misses fails.
+        if lease.is_unheld(false) {
+            self.release_allocation(&record)?;
+            return lease.remove().map_err(|e| Error::io("removing a lease", e));
+        }
+        self.deferred.push(record);
+        Ok(())
     }
 
-    /// Frees every deferred allocation no importer holds any more; returns how many it
-    /// freed.
+    /// Frees every deferred allocation no live importer holds any more (checking the
+    /// holders' liveness); returns how many it freed. The reaper thread does this by
+    /// itself; this is for callers that want it done now.
     pub fn reap_deferred(&self) -> Result<usize> {
-        let pending = std::mem::take(&mut *self.deferred.lock());
-        let mut freed = 0;
-        let mut first_error = None;
-        for record in pending {
-            match self.try_free(&record) {
-                Ok(true) => freed += 1,
-                Ok(false) => self.deferred.lock().push(record),
-                Err(e) => {
-                    self.deferred.lock().push(record);
-                    first_error.get_or_insert(e);
-                }
-            }
+        match self.deferred.shared.pass(true) {
+            (freed, None) => Ok(freed),
+            (_, Some(e)) => Err(e),
         }
-        first_error.map_or(Ok(freed), Err)
     }
 
     /// How many freed allocations still wait for importers to close them.
     pub fn deferred_frees(&self) -> usize {
-        self.deferred.lock().len()
+        lock(&self.deferred.shared.state).outstanding
     }
 
-    /// At drop: frees what nobody holds; forgets the rest (the process's teardown releases
-    /// its memory) and removes their leases.
+    /// At drop: stops the reaper, frees what nobody holds, forgets the rest (the
+    /// process's teardown releases its memory) and removes their leases.
     pub(crate) fn drop_deferred(&self) {
+        self.deferred.stop();
         if let Err(e) = self.reap_deferred() {
             eprintln!("devipc-hip: freeing deferred allocations failed: {e}");
         }
-        for record in std::mem::take(&mut *self.deferred.lock()) {
+        let mut state = lock(&self.deferred.shared.state);
+        for record in std::mem::take(&mut state.records) {
             if let Some(lease) = &record.lease {
                 let _ = lease.remove();
             }
         }
+        state.outstanding = 0;
     }
 }

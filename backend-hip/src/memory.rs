@@ -9,6 +9,7 @@
 use std::ffi::c_void;
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
@@ -16,8 +17,8 @@ use devipc_core::{
     MemToken, Result,
 };
 use devipc_hip_sys::{
-    HIP_IPC_HANDLE_SIZE, hipDeviceptr_t, hipErrorPeerAccessAlreadyEnabled, hipIpcMemHandle_t,
-    hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
+    HIP_IPC_HANDLE_SIZE, HipApi, hipDeviceptr_t, hipErrorPeerAccessAlreadyEnabled,
+    hipIpcMemHandle_t, hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
 };
 
 use devipc_shm::lease::{Lease, held};
@@ -46,8 +47,30 @@ pub(crate) struct MappingRecord {
     pub(crate) lease: Option<Arc<Lease>>,
 }
 
+/// An `export_external` of a framework allocation: the lease its importers hold, which
+/// `close_external` ends.
+#[derive(Debug, Clone)]
+pub(crate) struct ExternalExport {
+    pub(crate) size: usize,
+    pub(crate) generation: u64,
+    pub(crate) lease: Arc<Lease>,
+}
+
+/// Generations of external exports: allocations use their handle's number, framework
+/// memory a number of its own (the lease binds whichever the token carries).
+static NEXT_EXTERNAL_GENERATION: AtomicU64 = AtomicU64::new(1 << 62);
+
 fn as_ptr(addr: u64) -> *mut c_void {
     addr as usize as *mut c_void
+}
+
+/// `hipFree` of a record already taken out of the allocation table (the reaper thread
+/// calls it without the backend).
+pub(crate) fn free_device_memory(api: &HipApi, record: &AllocRecord) -> Result<()> {
+    let _scope = DeviceScope::bind(api, record.device.as_c_int()?)?;
+    // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
+    // record was taken out of the table (and out of the deferred list) by the caller.
+    unsafe { hip!(api, hipFree(as_ptr(record.ptr))) }
 }
 
 impl HipBackend {
@@ -55,10 +78,6 @@ impl HipBackend {
         let dev = self.check_device(device)?;
         if size == 0 {
             return Err(Error::invalid_argument("cannot allocate 0 bytes"));
-        }
-        if self.deferred_frees() > 0 {
-            // Memory whose importers have closed since is free to reuse.
-            let _ = self.reap_deferred();
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
@@ -88,10 +107,7 @@ impl HipBackend {
 
     /// `hipFree` for a record already taken out of the table.
     pub(crate) fn release_allocation(&self, record: &AllocRecord) -> Result<()> {
-        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-        // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
-        // record was taken out of the table by the caller.
-        unsafe { hip!(self.api, hipFree(as_ptr(record.ptr))) }
+        free_device_memory(&self.api, record)
     }
 
     /// The record behind `alloc`, checked against what the caller holds.
@@ -144,10 +160,56 @@ impl HipBackend {
             })?;
         let range = offset..offset.saturating_add(len);
         Allocation::check_range(&range, size)?;
-        let handle = self.ipc_handle(device, base as usize as u64)?;
-        // Memory devipc did not allocate has no generation and no lease of its own: its
-        // lifetime is the framework's.
-        self.mem_token(device, handle.to_bytes().to_vec(), size, range, 0)
+        let base = base as usize as u64;
+        let handle = self.ipc_handle(device, base)?;
+        // The framework owns the memory; the lease lets close_external know whether
+        // importers still map it, and makes its tokens stop working after it.
+        let export = {
+            let mut external = self.external_exports();
+            match external.get(&(device, base)) {
+                Some(e) => e.clone(),
+                None => {
+                    let generation = NEXT_EXTERNAL_GENERATION.fetch_add(1, Ordering::Relaxed);
+                    let export = ExternalExport {
+                        size,
+                        generation,
+                        lease: held::create_bound(generation)?,
+                    };
+                    external.insert((device, base), export.clone());
+                    export
+                }
+            }
+        };
+        let mut payload = handle.to_bytes().to_vec();
+        payload.extend_from_slice(export.lease.name());
+        self.mem_token(device, payload, size, range, export.generation)
+    }
+
+    /// Ends the external exports of the framework block holding `ptr` on `device`: its
+    /// tokens stop importing. Refused while an importer still maps it (the framework's
+    /// `hipFree` would pull the memory from under it), like Ascend's key close.
+    pub(crate) fn close_external_memory(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        self.check_device(device)?;
+        let mut external = self.external_exports();
+        let found = external
+            .iter()
+            .find(|((d, base), e)| *d == device && (*base..*base + e.size as u64).contains(&ptr.0))
+            .map(|(k, e)| (*k, e.clone()));
+        let Some((key, export)) = found else {
+            return Err(Error::invalid_argument(format!(
+                "no block exported with export_external holds {ptr} on device {device}"
+            )));
+        };
+        match held::release_if_unheld(&export.lease, || Ok(()))? {
+            Some(()) => {
+                external.remove(&key);
+                Ok(())
+            }
+            None => Err(Error::invalid_argument(format!(
+                "importers still have the block at {ptr} mapped: close_external (after which \
+                 the framework may free it) must wait until every importer closed it"
+            ))),
+        }
     }
 
     fn ipc_handle(&self, device: DeviceId, base: u64) -> Result<hipIpcMemHandle_t> {
@@ -197,19 +259,16 @@ impl HipBackend {
             });
         }
         let payload = token.payload();
-        let (handle, lease_name) = match payload.len() {
-            HIP_IPC_HANDLE_SIZE => (payload, None),
-            n if n == HIP_IPC_HANDLE_SIZE + LEASE_NAME_LEN => {
-                let (h, l) = payload.split_at(HIP_IPC_HANDLE_SIZE);
-                (h, Some(l))
-            }
-            n => {
-                return Err(Error::invalid_token(format!(
-                    "a hip-ipc-mem payload is {HIP_IPC_HANDLE_SIZE} or {} bytes, not {n}",
-                    HIP_IPC_HANDLE_SIZE + LEASE_NAME_LEN
-                )));
-            }
-        };
+        // Every devipc HIP token names the exporter's lease: without it the free of the
+        // memory could not wait for this import, nor a replayed token be refused.
+        if payload.len() != HIP_IPC_HANDLE_SIZE + LEASE_NAME_LEN {
+            return Err(Error::invalid_token(format!(
+                "a hip-ipc-mem payload is {} bytes (handle and lease), not {}",
+                HIP_IPC_HANDLE_SIZE + LEASE_NAME_LEN,
+                payload.len()
+            )));
+        }
+        let (handle, lease_name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
         let mut bytes = [0u8; HIP_IPC_HANDLE_SIZE];
         bytes.copy_from_slice(handle);
         if device != token.device() {
@@ -217,9 +276,12 @@ impl HipBackend {
             // access enabled explicitly for a cross-device open.
             self.enable_peer(device, token.device())?;
         }
-        // Hold the exporter's lease before mapping, so its free waits for our close.
-        let lease = lease_name.map(held::hold).transpose()?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
+        // Hold the exporter's lease before mapping, so its free waits for our close; the
+        // hold fails when the exporter freed the memory or the token's generation is not
+        // the exported object's. From here on every failure drops the hold, and after
+        // the open closes the mapping too.
+        let lease = held::hold_checked(lease_name, Some(token.generation()))?;
         let mut base: *mut c_void = std::ptr::null_mut();
         let handle = hipIpcMemHandle_t::from_bytes(bytes);
         // SAFETY: `base` is a valid out-pointer; the handle is passed by value.
@@ -230,16 +292,14 @@ impl HipBackend {
             )
         };
         if let Err(e) = opened {
-            if let Some(lease) = &lease {
-                held::drop_hold(lease);
-            }
+            held::drop_hold(&lease);
             return Err(e);
         }
         let addr = base as usize as u64;
         let record = MappingRecord {
             device,
             base: addr,
-            lease,
+            lease: Some(lease),
         };
         // The token's sizes are claims; the runtime knows the opened allocation's real
         // extent. A range beyond it (forged or corrupted) is refused, and the open undone.
@@ -249,14 +309,24 @@ impl HipBackend {
         {
             Ok(size) => size,
             Err(e) => {
-                if let Err(close) = self.release_mapping(&record) {
-                    eprintln!("devipc-hip: undoing a refused import failed: {close}");
-                }
+                self.undo_import(&record);
                 return Err(e);
             }
         };
         let id = self.mappings.insert(record);
-        Mapping::for_token(id, device, DevicePtr(addr), size, token)
+        Mapping::for_token(id, device, DevicePtr(addr), size, token).inspect_err(|_| {
+            if let Ok(record) = self.mappings.remove(id) {
+                self.undo_import(&record);
+            }
+        })
+    }
+
+    /// Closes a mapping whose import failed after the open, and drops its hold (kept when
+    /// the close fails: the memory is still mapped then).
+    fn undo_import(&self, record: &MappingRecord) {
+        if let Err(close) = self.release_mapping(record) {
+            eprintln!("devipc-hip: undoing a refused import failed: {close}");
+        }
     }
 
     /// The size of the allocation `hipIpcOpenMemHandle` mapped at `base`, as the runtime

@@ -1,78 +1,471 @@
-//! [`Lease`]: a crash-safe list of the processes that hold a shared object.
+//! [`Lease`]: a crash-safe count of the processes that hold a shared object, in a
+//! shared-memory table per exporting process.
 //!
 //! An exporter that must not release an object while importers use it (HIP: `hipFree`
 //! before the importers' `hipIpcCloseMemHandle` is undefined behaviour; Ascend IPC keys:
-//! importers must close before the exporter) creates a lease file and names it in the
-//! token. Each importer adds itself ([`Lease::acquire`]) before it maps the object and
-//! removes itself ([`Lease::release`]) after it unmapped it. The exporter asks
-//! [`Lease::live_holders`] before releasing.
+//! importers must close before the exporter) creates a lease and names it in the token.
+//! Each importer adds itself ([`Lease::acquire`]) before it maps the object and removes
+//! itself ([`Lease::release`]) after it unmapped it. The exporter [revokes](Lease::revoke)
+//! the lease when its owner lets go of the object (new acquires then fail, so a replayed
+//! token is refused before the vendor maps anything), and releases the object once
+//! nobody holds it.
 //!
-//! Holders are [`ProcessIdentity`]s (pid + start time) with a count, so an importer that
-//! crashed, or a pid reused by another process, is recognised as dead and dropped from the
-//! lease the next time anyone reads it: a killed importer can never keep an object alive
-//! for ever.
+//! # Layout
 //!
-//! The file (`lease-<32 hex>` in a [private directory](crate::private_dir)) holds one line
-//! per holder, `<pid> <start time> <count>`, and is read and rewritten under an exclusive
-//! `flock` on the file itself.
+//! The leases of one exporting process live in a table file `leases-<16 hex>` in a
+//! [private directory](crate::private_dir), which every participant maps `MAP_SHARED`
+//! (no file descriptor stays open). It has a header (creator pid + start time, a futex
+//! word bumped by every release of a revoked lease), [`ENTRIES`] lease entries and
+//! [`SLOTS`] holder slots:
+//!
+//! - an entry is a status word `seq << 2 | state` (free / live / revoked; `seq` counts the
+//!   entry's reuses, so a stale name never matches a later lease), a `holders` counter
+//!   and the generation the exporter bound to the object;
+//! - a slot records one holding process (pid + start time) with its count of holds on
+//!   one entry. Slots make holds crash-safe: a killed importer's slot is recognised as
+//!   dead (the pid is gone or now belongs to a process with another start time) and
+//!   reclaimed, so it never keeps an object alive.
+//!
+//! A lease's name (what tokens carry) is the table id, the entry index and its `seq`, in
+//! [`NAME_LEN`] hex digits.
+//!
+//! # Why holds and releases cannot cross
+//!
+//! An acquire writes its slot, increments `holders`, and only then re-reads the status
+//! (undoing everything when it is not live any more); the exporter stores "revoked" and
+//! only then reads `holders` (and, to discount dead holders, the slots). All of these are
+//! sequentially consistent, so at least one side sees the other: either the acquire
+//! fails, or the exporter sees the hold and waits. An exporter that sees `holders == 0`
+//! after revoking may release at once; `holders > 0` may include holders that died, which
+//! only a scan of the slots (with liveness checks in `/proc`) tells apart.
+//!
+//! The table is unlinked when its creator has removed every lease in it; a table left by
+//! a killed exporter is removed by [`sweep_orphans`] in the next process.
 
-use std::fmt::Write as _;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use crate::process::ProcessIdentity;
-use crate::sys::{self, FlockMode};
-use crate::word_file::{NAME_LEN, random_name, valid_name};
+use crate::sys::{self, MappedRegion};
+use crate::word_file::NAME_LEN;
 
-/// Largest lease file read (a lease lists at most a few thousand holders).
-const MAX_LEN: u64 = 1 << 20;
-/// Prefix of the line naming the process that created the lease (the exporter).
-const CREATOR: &str = "creator ";
-/// Prefix of lease file names.
-const PREFIX: &str = "lease-";
+/// Prefix of lease table file names.
+const PREFIX: &str = "leases-";
+/// First word of a table ("devl").
+const MAGIC: u32 = 0x6c76_6564;
+/// Layout version (second word).
+const VERSION: u32 = 1;
+/// Lease entries per table; an exporter with more live leases creates another table.
+pub const ENTRIES: u32 = 8192;
+/// Holder slots per table: one per (importing process, lease) pair.
+pub const SLOTS: u32 = 16384;
+const HEADER_BYTES: usize = 64;
+const ENTRY_BYTES: usize = 16;
+const SLOT_BYTES: usize = 32;
+const TABLE_BYTES: usize =
+    HEADER_BYTES + ENTRIES as usize * ENTRY_BYTES + SLOTS as usize * SLOT_BYTES;
 
-/// A lease file. The value holds no file descriptor between operations (an importer may
-/// hold thousands of leases; descriptors are a scarcer resource than an `open` per
-/// operation): each operation opens the file, locks it, and closes it.
-#[derive(Debug)]
-pub struct Lease {
-    path: PathBuf,
-    name: [u8; NAME_LEN],
+// Header words.
+const H_MAGIC: usize = 0;
+const H_VERSION: usize = 1;
+const H_CREATOR_PID: usize = 2;
+const H_CREATOR_START_LO: usize = 3;
+const H_CREATOR_START_HI: usize = 4;
+/// Bumped (and futex-woken) by every release of a revoked lease's hold.
+const H_WAKE: usize = 5;
+/// One past the highest slot ever claimed: scans stop there.
+const H_SLOTS_USED: usize = 6;
+
+// Entry words.
+const E_STATUS: usize = 0;
+const E_HOLDERS: usize = 1;
+const E_GEN_LO: usize = 2;
+const E_GEN_HI: usize = 3;
+
+// Entry states (low two bits of the status word).
+const FREE: u32 = 0;
+const LIVE: u32 = 1;
+const REVOKED: u32 = 2;
+const SEQ_MASK: u32 = u32::MAX >> 2;
+
+// Slot words.
+/// `gen << 2 | state`: free, claiming (being written), owned. `gen` changes on every
+/// release, so a reclaim decided on an old reading cannot hit a new owner.
+const S_TAG: usize = 0;
+const S_PID: usize = 1;
+const S_START_LO: usize = 2;
+const S_START_HI: usize = 3;
+const S_ENTRY: usize = 4;
+const S_SEQ: usize = 5;
+const S_COUNT: usize = 6;
+const SLOT_FREE: u32 = 0;
+const SLOT_CLAIMING: u32 = 1;
+const SLOT_OWNED: u32 = 2;
+
+/// Mapped tables of foreign exporters kept after their last hold (so an importer's next
+/// hold does not map the file again); beyond this, unused ones are unmapped.
+const FOREIGN_CACHE: usize = 64;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl Lease {
-    /// Creates an empty lease with a random name in `dir`.
-    pub fn create(dir: &Path) -> io::Result<Lease> {
-        let name = random_name()?;
-        let path = dir.join(format!("{PREFIX}{}", valid_name(&name)?));
-        let mut file = OpenOptions::new()
+fn gone(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, what.to_owned())
+}
+
+/// The exporter's bookkeeping of a table it created.
+#[derive(Debug, Default)]
+struct Own {
+    /// Entries removed and free for reuse.
+    free: Vec<u32>,
+    /// Entries never used yet start here.
+    next: u32,
+    /// Entries created and not removed.
+    used: u32,
+    /// The file was unlinked (every lease removed); no new leases go here.
+    unlinked: bool,
+}
+
+/// One mapped table.
+#[derive(Debug)]
+struct Table {
+    id: u64,
+    path: PathBuf,
+    region: MappedRegion,
+    /// `Some` in the process that created the table.
+    own: Option<Mutex<Own>>,
+}
+
+impl Table {
+    fn word(&self, offset: usize) -> &AtomicU32 {
+        // Offsets are computed from the constant layout and checked indices, inside the
+        // mapping and aligned: a failure here is a bug in this module.
+        self.region
+            .atomic_u32(offset)
+            .expect("lease table offsets are in range and aligned")
+    }
+    fn header(&self, w: usize) -> &AtomicU32 {
+        self.word(w * 4)
+    }
+    fn entry(&self, index: u32, w: usize) -> &AtomicU32 {
+        self.word(HEADER_BYTES + index as usize * ENTRY_BYTES + w * 4)
+    }
+    fn slot(&self, index: u32, w: usize) -> &AtomicU32 {
+        self.word(
+            HEADER_BYTES + ENTRIES as usize * ENTRY_BYTES + index as usize * SLOT_BYTES + w * 4,
+        )
+    }
+
+    fn create(dir: &Path) -> io::Result<Table> {
+        let mut random = [0u8; 8];
+        sys::random_bytes(&mut random)?;
+        let id = u64::from_le_bytes(random);
+        let path = dir.join(format!("{PREFIX}{id:016x}"));
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&path)?;
-        let me = ProcessIdentity::current()?;
-        if let Err(e) = writeln!(file, "{CREATOR}{} {}", me.pid, me.start_time) {
+        let made = file
+            .set_len(TABLE_BYTES as u64)
+            .and_then(|()| MappedRegion::map_file(&file, TABLE_BYTES))
+            .and_then(|region| {
+                let me = ProcessIdentity::current()?;
+                let table = Table {
+                    id,
+                    path: path.clone(),
+                    region,
+                    own: Some(Mutex::new(Own::default())),
+                };
+                table.header(H_CREATOR_PID).store(me.pid as u32, SeqCst);
+                table
+                    .header(H_CREATOR_START_LO)
+                    .store(me.start_time as u32, SeqCst);
+                table
+                    .header(H_CREATOR_START_HI)
+                    .store((me.start_time >> 32) as u32, SeqCst);
+                table.header(H_VERSION).store(VERSION, SeqCst);
+                table.header(H_MAGIC).store(MAGIC, SeqCst);
+                Ok(table)
+            });
+        if made.is_err() {
             let _ = std::fs::remove_file(&path);
-            return Err(e);
         }
-        Ok(Lease { path, name })
+        made
     }
 
-    /// The existing lease `name` in `dir`. A malformed name is `InvalidInput`; a lease that
-    /// is gone (its object was released) is `NotFound`.
+    fn open(dir: &Path, id: u64) -> io::Result<Table> {
+        let path = dir.join(format!("{PREFIX}{id:016x}"));
+        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        if file.metadata()?.len() < TABLE_BYTES as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "lease table is too short",
+            ));
+        }
+        // The mapping outlives `file`: no descriptor stays open.
+        let region = MappedRegion::map_file(&file, TABLE_BYTES)?;
+        let table = Table {
+            id,
+            path,
+            region,
+            own: None,
+        };
+        if table.header(H_MAGIC).load(SeqCst) != MAGIC
+            || table.header(H_VERSION).load(SeqCst) != VERSION
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a devipc lease table of this version",
+            ));
+        }
+        Ok(table)
+    }
+
+    fn dir(&self) -> Option<&Path> {
+        self.path.parent()
+    }
+
+    /// Bumps the wake word and wakes the exporter's waiter.
+    fn wake(&self) {
+        let w = self.header(H_WAKE);
+        w.fetch_add(1, SeqCst);
+        let _ = crate::futex::wake_all(w);
+    }
+
+    fn slot_owner(&self, s: u32) -> ProcessIdentity {
+        ProcessIdentity {
+            pid: self.slot(s, S_PID).load(SeqCst) as i32,
+            start_time: u64::from(self.slot(s, S_START_LO).load(SeqCst))
+                | u64::from(self.slot(s, S_START_HI).load(SeqCst)) << 32,
+        }
+    }
+
+    /// Claims a free slot for `who` holding entry `index` at `seq` once.
+    fn claim_slot(&self, who: ProcessIdentity, index: u32, seq: u32) -> io::Result<u32> {
+        for s in 0..SLOTS {
+            let tag = self.slot(s, S_TAG);
+            let t = tag.load(SeqCst);
+            if t & 3 != SLOT_FREE
+                || tag
+                    .compare_exchange(t, t | SLOT_CLAIMING, SeqCst, SeqCst)
+                    .is_err()
+            {
+                continue;
+            }
+            self.slot(s, S_PID).store(who.pid as u32, SeqCst);
+            self.slot(s, S_START_LO)
+                .store(who.start_time as u32, SeqCst);
+            self.slot(s, S_START_HI)
+                .store((who.start_time >> 32) as u32, SeqCst);
+            self.slot(s, S_ENTRY).store(index, SeqCst);
+            self.slot(s, S_SEQ).store(seq, SeqCst);
+            self.slot(s, S_COUNT).store(1, SeqCst);
+            tag.store((t & !3) | SLOT_OWNED, SeqCst);
+            self.header(H_SLOTS_USED).fetch_max(s + 1, SeqCst);
+            return Ok(s);
+        }
+        Err(io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("the exporter's lease table has no free holder slot (all {SLOTS} in use)"),
+        ))
+    }
+
+    /// Frees slot `s` (its owner released its last hold, or died).
+    fn free_slot(&self, s: u32, tag_seen: u32) -> bool {
+        let next = (tag_seen & !3).wrapping_add(4) | SLOT_FREE;
+        let tag = self.slot(s, S_TAG);
+        if tag_seen & 3 == SLOT_OWNED {
+            // Only the owner frees an owned slot without a reading; others (reclaiming a
+            // dead owner) must not hit a slot re-owned since they looked.
+            return tag.compare_exchange(tag_seen, next, SeqCst, SeqCst).is_ok();
+        }
+        false
+    }
+
+    /// Live holds of entry `index` at `seq`, from the slots; reclaims the slots of dead
+    /// holders (any entry) on the way.
+    fn scan_live(&self, index: u32, seq: u32) -> u64 {
+        let used = self.header(H_SLOTS_USED).load(SeqCst).min(SLOTS);
+        let mut alive: HashMap<ProcessIdentity, bool> = HashMap::new();
+        let mut live = 0;
+        for s in 0..used {
+            let t = self.slot(s, S_TAG).load(SeqCst);
+            if t & 3 != SLOT_OWNED {
+                // Free, or being claimed: a claimer increments `holders` only after it
+                // owns the slot, and re-checks the status afterwards.
+                continue;
+            }
+            let who = self.slot_owner(s);
+            if !*alive.entry(who).or_insert_with(|| who.is_alive()) {
+                self.free_slot(s, t);
+                continue;
+            }
+            if self.slot(s, S_ENTRY).load(SeqCst) == index
+                && self.slot(s, S_SEQ).load(SeqCst) == seq
+            {
+                live += u64::from(self.slot(s, S_COUNT).load(SeqCst));
+            }
+        }
+        live
+    }
+}
+
+/// Tables this process created, and foreign tables it mapped.
+#[derive(Default)]
+struct Registry {
+    own: Vec<Arc<Table>>,
+    foreign: HashMap<(PathBuf, u64), Arc<Table>>,
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+/// Holds of this process: (table, entry, seq, holder) -> (slot, count).
+type HoldKey = (u64, u32, u32, ProcessIdentity);
+static HOLDS: Mutex<Option<HashMap<HoldKey, (u32, u32)>>> = Mutex::new(None);
+
+/// The table `id` in `dir`: one of ours, one mapped before, or mapped now.
+fn table(dir: &Path, id: u64) -> io::Result<Arc<Table>> {
+    let mut reg = lock(&REGISTRY);
+    let reg = reg.get_or_insert_with(Registry::default);
+    if let Some(t) = reg.own.iter().find(|t| t.id == id && t.dir() == Some(dir)) {
+        return Ok(t.clone());
+    }
+    let key = (dir.to_path_buf(), id);
+    if let Some(t) = reg.foreign.get(&key) {
+        return Ok(t.clone());
+    }
+    let t = Arc::new(Table::open(dir, id)?);
+    if reg.foreign.len() >= FOREIGN_CACHE {
+        // Only the cache refers to these: nobody holds a lease of theirs.
+        reg.foreign.retain(|_, t| Arc::strong_count(t) > 1);
+    }
+    reg.foreign.insert(key, t.clone());
+    Ok(t)
+}
+
+/// A lease: one entry of a table. The value holds no file descriptor (an importer may
+/// hold thousands); dropping it does not end the lease ([`Lease::remove`] does).
+#[derive(Debug)]
+pub struct Lease {
+    table: Arc<Table>,
+    index: u32,
+    seq: u32,
+    name: [u8; NAME_LEN],
+}
+
+fn encode(id: u64, index: u32, seq: u32) -> [u8; NAME_LEN] {
+    let text = format!("{id:016x}{index:08x}{seq:08x}");
+    let mut name = [0u8; NAME_LEN];
+    name.copy_from_slice(text.as_bytes());
+    name
+}
+
+fn decode(name: &[u8]) -> io::Result<(u64, u32, u32)> {
+    let bad = || io::Error::new(io::ErrorKind::InvalidInput, "malformed lease name");
+    if name.len() != NAME_LEN
+        || !name
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+    {
+        return Err(bad());
+    }
+    let text = std::str::from_utf8(name).map_err(|_| bad())?;
+    let id = u64::from_str_radix(&text[..16], 16).map_err(|_| bad())?;
+    let index = u32::from_str_radix(&text[16..24], 16).map_err(|_| bad())?;
+    let seq = u32::from_str_radix(&text[24..], 16).map_err(|_| bad())?;
+    if index >= ENTRIES || seq > SEQ_MASK {
+        return Err(bad());
+    }
+    Ok((id, index, seq))
+}
+
+impl Lease {
+    /// Creates a live lease in this process's table in `dir`, bound to generation 0.
+    pub fn create(dir: &Path) -> io::Result<Lease> {
+        Lease::create_bound(dir, 0)
+    }
+
+    /// Creates a live lease in this process's table in `dir` (a new table when there is
+    /// none or it is full), bound to `generation`: [`Lease::acquire_checked`] refuses any
+    /// other.
+    pub fn create_bound(dir: &Path, generation: u64) -> io::Result<Lease> {
+        let mut reg = lock(&REGISTRY);
+        let reg = reg.get_or_insert_with(Registry::default);
+        let mut picked = None;
+        for t in reg.own.iter().filter(|t| t.dir() == Some(dir)) {
+            let Some(own) = &t.own else { continue };
+            let mut own = lock(own);
+            if own.unlinked {
+                continue;
+            }
+            let index = own.free.pop().or_else(|| {
+                (own.next < ENTRIES).then(|| {
+                    own.next += 1;
+                    own.next - 1
+                })
+            });
+            if let Some(index) = index {
+                own.used += 1;
+                picked = Some((t.clone(), index));
+                break;
+            }
+        }
+        let (table, index) = match picked {
+            Some(p) => p,
+            None => {
+                let t = Arc::new(Table::create(dir)?);
+                if let Some(own) = &t.own {
+                    let mut own = lock(own);
+                    own.next = 1;
+                    own.used = 1;
+                }
+                reg.own.push(t.clone());
+                (t, 0)
+            }
+        };
+        let status = table.entry(index, E_STATUS);
+        let seq = ((status.load(SeqCst) >> 2) + 1) & SEQ_MASK;
+        table.entry(index, E_HOLDERS).store(0, SeqCst);
+        table
+            .entry(index, E_GEN_LO)
+            .store(generation as u32, SeqCst);
+        table
+            .entry(index, E_GEN_HI)
+            .store((generation >> 32) as u32, SeqCst);
+        status.store(seq << 2 | LIVE, SeqCst);
+        Ok(Lease {
+            name: encode(table.id, index, seq),
+            table,
+            index,
+            seq,
+        })
+    }
+
+    /// The existing lease `name` in `dir`. A malformed name is `InvalidInput`; a lease
+    /// that is gone (removed, or its table is) is `NotFound`. A revoked lease opens (its
+    /// exporter still waits for its holders) but cannot be acquired.
     pub fn open(dir: &Path, name: &[u8]) -> io::Result<Lease> {
-        let name: [u8; NAME_LEN] = name.try_into().map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "lease name has the wrong length",
-            )
-        })?;
-        let path = dir.join(format!("{PREFIX}{}", valid_name(&name)?));
-        std::fs::metadata(&path)?;
-        Ok(Lease { path, name })
+        let (id, index, seq) = decode(name)?;
+        let table = table(dir, id)?;
+        let lease = Lease {
+            name: encode(id, index, seq),
+            table,
+            index,
+            seq,
+        };
+        match lease.state() {
+            Some(_) => Ok(lease),
+            None => Err(gone("the lease was removed")),
+        }
     }
 
     /// The name to send to importers.
@@ -80,138 +473,287 @@ impl Lease {
         &self.name
     }
 
-    /// Adds one hold by `who` (the calling process, normally).
+    /// `Some(LIVE | REVOKED)` while this lease exists, `None` once removed (or reused).
+    fn state(&self) -> Option<u32> {
+        let s = self.table.entry(self.index, E_STATUS).load(SeqCst);
+        (s >> 2 == self.seq && s & 3 != FREE).then_some(s & 3)
+    }
+
+    /// The generation the exporter bound the lease to.
+    pub fn generation(&self) -> u64 {
+        u64::from(self.table.entry(self.index, E_GEN_LO).load(SeqCst))
+            | u64::from(self.table.entry(self.index, E_GEN_HI).load(SeqCst)) << 32
+    }
+
+    /// Whether the exporter revoked the lease (or removed it).
+    pub fn is_revoked(&self) -> bool {
+        self.state() != Some(LIVE)
+    }
+
+    /// Adds one hold by `who` (the calling process, normally). Fails with `NotFound` when
+    /// the lease was revoked or removed: the exporter let go of the object.
     pub fn acquire(&self, who: ProcessIdentity) -> io::Result<()> {
-        self.update(
-            |holders| match holders.iter_mut().find(|(p, _)| *p == who) {
-                Some((_, n)) => *n += 1,
-                None => holders.push((who, 1)),
-            },
-        )
+        self.acquire_checked(who, None)
     }
 
-    /// Removes one hold by `who`; releasing a hold it does not have is a no-op.
-    pub fn release(&self, who: ProcessIdentity) -> io::Result<()> {
-        self.update(|holders| {
-            if let Some(i) = holders.iter().position(|(p, _)| *p == who) {
-                holders[i].1 -= 1;
-                if holders[i].1 == 0 {
-                    holders.remove(i);
-                }
-            }
-        })
-    }
-
-    /// The number of holds by live processes, after dropping those of dead ones.
-    pub fn live_holders(&self) -> io::Result<u64> {
-        let mut live = 0;
-        self.update_then(true, |holders| {
-            live = holders.iter().map(|(_, n)| n).sum();
-            false
-        })?;
-        Ok(live)
-    }
-
-    /// If no live process holds the lease: runs `release` (the exporter's release of the
-    /// object) and, when it reports success, deletes the lease, all under the lease's lock,
-    /// so no importer can acquire it in between. Returns `Ok(None)` when someone still
-    /// holds it (nothing is run), else `Ok(Some(released))`.
-    pub fn release_if_unheld(&self, release: impl FnOnce() -> bool) -> io::Result<Option<bool>> {
-        let mut outcome = None;
-        self.update_then(true, |holders| {
-            if holders.is_empty() {
-                outcome = Some(release());
-            }
-            // Unlinked while the lock is still held: an acquirer waiting for the lock
-            // then finds the file unlinked and fails with NotFound.
-            outcome == Some(true)
-        })?;
-        Ok(outcome)
-    }
-
-    /// Deletes the lease file; importers that try to acquire it afterwards get `NotFound`.
-    pub fn remove(&self) -> io::Result<()> {
-        match std::fs::remove_file(&self.path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+    /// As [`Lease::acquire`], and when `generation` is given, fails with `InvalidData`
+    /// unless the lease is bound to it.
+    pub fn acquire_checked(&self, who: ProcessIdentity, generation: Option<u64>) -> io::Result<()> {
+        let revoked = || gone("the exporter released the object (its lease is revoked)");
+        if self.state() != Some(LIVE) {
+            return Err(revoked());
         }
-    }
-
-    /// Reads the holders under the file's lock, applies `change`, and writes the result
-    /// back. Holds are taken and dropped by their own (live) processes, so only the
-    /// exporter's questions ([`Lease::live_holders`], [`Lease::release_if_unheld`]) pay for
-    /// checking the holders' liveness in `/proc` and drop the dead ones.
-    fn update(&self, change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>)) -> io::Result<()> {
-        self.update_then(false, |holders| {
-            change(holders);
-            false
-        })
-    }
-
-    /// As [`Lease::update`]; when `change` returns true the file is unlinked before the
-    /// lock is released.
-    fn update_then(
-        &self,
-        prune: bool,
-        change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>) -> bool,
-    ) -> io::Result<()> {
-        let file = OpenOptions::new().read(true).write(true).open(&self.path)?;
-        sys::flock(&file, FlockMode::Exclusive, true)?;
-        // Closing the file (at the end of this function) releases the lock.
-        self.update_locked(&file, prune, change)
-    }
-
-    /// The body of [`Lease::update_then`], with the file locked.
-    fn update_locked(
-        &self,
-        mut file: &File,
-        prune: bool,
-        change: impl FnOnce(&mut Vec<(ProcessIdentity, u64)>) -> bool,
-    ) -> io::Result<()> {
-        if file.metadata()?.nlink() == 0 {
-            // Removed since it was opened: the object was released.
+        if let Some(g) = generation
+            && g != self.generation()
+        {
             return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "the lease was removed",
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the token's generation {g} is not the exported object's ({})",
+                    self.generation()
+                ),
             ));
         }
-        file.seek(SeekFrom::Start(0))?;
-        let mut text = String::new();
-        file.take(MAX_LEN).read_to_string(&mut text)?;
-        let mut holders = parse(&text)?;
-        if prune {
-            holders.retain(|(who, _)| who.is_alive());
+        let t = &self.table;
+        {
+            let mut holds = lock(&HOLDS);
+            let holds = holds.get_or_insert_with(HashMap::new);
+            let key = (t.id, self.index, self.seq, who);
+            match holds.get_mut(&key) {
+                Some((slot, count)) => {
+                    *count += 1;
+                    t.slot(*slot, S_COUNT).fetch_add(1, SeqCst);
+                }
+                None => {
+                    let slot = t.claim_slot(who, self.index, self.seq)?;
+                    holds.insert(key, (slot, 1));
+                }
+            }
         }
-        if change(&mut holders) {
-            return self.remove();
+        // After the slot, before the re-check (see the module docs).
+        t.entry(self.index, E_HOLDERS).fetch_add(1, SeqCst);
+        if self.state() != Some(LIVE) {
+            self.release(who);
+            return Err(revoked());
         }
-        let mut out = String::new();
-        if let Some(creator) = parse_creator(&text) {
-            let _ = writeln!(out, "{CREATOR}{} {}", creator.pid, creator.start_time);
+        Ok(())
+    }
+
+    /// Removes one hold by `who`; releasing a hold it does not have is a no-op. Wakes the
+    /// exporter when the lease is revoked (it may be waiting to release the object).
+    pub fn release(&self, who: ProcessIdentity) {
+        let t = &self.table;
+        let found = {
+            let mut holds = lock(&HOLDS);
+            let holds = holds.get_or_insert_with(HashMap::new);
+            let key = (t.id, self.index, self.seq, who);
+            match holds.get_mut(&key) {
+                None => false,
+                Some((slot, count)) => {
+                    let slot = *slot;
+                    *count -= 1;
+                    let last = *count == 0;
+                    if last {
+                        holds.remove(&key);
+                    }
+                    let _ = t
+                        .entry(self.index, E_HOLDERS)
+                        .fetch_update(SeqCst, SeqCst, |h| Some(h.saturating_sub(1)));
+                    if last {
+                        let tag = t.slot(slot, S_TAG).load(SeqCst);
+                        t.slot(slot, S_COUNT).store(0, SeqCst);
+                        t.free_slot(slot, tag);
+                    } else {
+                        t.slot(slot, S_COUNT).fetch_sub(1, SeqCst);
+                    }
+                    true
+                }
+            }
+        };
+        if found && self.state() != Some(LIVE) {
+            t.wake();
         }
-        for (who, n) in &holders {
-            let _ = writeln!(out, "{} {} {n}", who.pid, who.start_time);
+    }
+
+    /// The number of holds by live processes (reclaiming dead holders' slots).
+    pub fn live_holders(&self) -> u64 {
+        self.table.scan_live(self.index, self.seq)
+    }
+
+    /// Whether nobody holds the lease. `thorough == false` only reads the holders
+    /// counter, which a killed holder may leave above zero (so `false` can be wrong, never
+    /// `true`); `thorough` then checks the holders' liveness.
+    pub fn is_unheld(&self, thorough: bool) -> bool {
+        self.table.entry(self.index, E_HOLDERS).load(SeqCst) == 0
+            || (thorough && self.live_holders() == 0)
+    }
+
+    /// Revokes the lease: every later acquire fails. Returns whether it was live.
+    pub fn revoke(&self) -> bool {
+        self.table
+            .entry(self.index, E_STATUS)
+            .compare_exchange(
+                self.seq << 2 | LIVE,
+                self.seq << 2 | REVOKED,
+                SeqCst,
+                SeqCst,
+            )
+            .is_ok()
+    }
+
+    /// A value of the wake word to pass to [`Lease::wait_for_release`]; read it before
+    /// checking whether the lease is held.
+    pub fn release_count(&self) -> u32 {
+        self.table.header(H_WAKE).load(SeqCst)
+    }
+
+    /// Waits until a hold on a revoked lease of this table is released after `seen` was
+    /// read with [`Lease::release_count`], or `timeout` passes (then returns normally).
+    pub fn wait_for_release(&self, seen: u32, timeout: Duration) -> io::Result<()> {
+        match crate::futex::wait_until(self.table.header(H_WAKE), |v| v != seen, Some(timeout)) {
+            Ok(_) | Err(crate::futex::WaitError::Timeout(_)) => Ok(()),
+            Err(crate::futex::WaitError::Sys { source, .. }) => Err(source),
         }
-        file.seek(SeekFrom::Start(0))?;
-        file.set_len(0)?;
-        file.write_all(out.as_bytes())
+    }
+
+    /// Wakes whoever waits in [`Lease::wait_for_release`] on this lease's table.
+    pub fn wake(&self) {
+        self.table.wake();
+    }
+
+    /// If no live process holds the lease: revokes it, runs `release` (the exporter's
+    /// release of the object) and when it reports success removes the lease; when it
+    /// fails, the lease is live again. Returns `Ok(None)` when someone holds it (nothing
+    /// is run and the lease stays live), else `Ok(Some(released))`.
+    pub fn release_if_unheld(&self, release: impl FnOnce() -> bool) -> io::Result<Option<bool>> {
+        if self.state().is_none() {
+            return Err(gone("the lease was removed"));
+        }
+        if !self.is_unheld(true) {
+            return Ok(None);
+        }
+        let was_live = self.revoke();
+        // Revoked first, then the holders read: an acquirer in between either sees the
+        // revocation or is seen here.
+        if !self.is_unheld(true) {
+            if was_live {
+                self.unrevoke();
+            }
+            return Ok(None);
+        }
+        if release() {
+            self.remove()?;
+            Ok(Some(true))
+        } else {
+            if was_live {
+                self.unrevoke();
+            }
+            Ok(Some(false))
+        }
+    }
+
+    fn unrevoke(&self) {
+        let _ = self.table.entry(self.index, E_STATUS).compare_exchange(
+            self.seq << 2 | REVOKED,
+            self.seq << 2 | LIVE,
+            SeqCst,
+            SeqCst,
+        );
+    }
+
+    /// Ends the lease: acquires of its name fail with `NotFound` from now on. Removing a
+    /// removed lease does nothing. The exporter's table is unlinked with its last lease.
+    pub fn remove(&self) -> io::Result<()> {
+        let status = self.table.entry(self.index, E_STATUS);
+        let removed = [LIVE, REVOKED].into_iter().any(|state| {
+            status
+                .compare_exchange(self.seq << 2 | state, self.seq << 2 | FREE, SeqCst, SeqCst)
+                .is_ok()
+        });
+        if !removed {
+            return Ok(());
+        }
+        // Holders of the old lease (dead ones; live ones are waited for) must not count
+        // against its successor.
+        self.table.entry(self.index, E_HOLDERS).store(0, SeqCst);
+        let Some(own) = &self.table.own else {
+            return Ok(());
+        };
+        let unlink = {
+            let mut own = lock(own);
+            own.free.push(self.index);
+            own.used = own.used.saturating_sub(1);
+            let unlink = own.used == 0 && !own.unlinked;
+            if unlink {
+                own.unlinked = true;
+            }
+            unlink
+        };
+        if unlink {
+            let _ = std::fs::remove_file(&self.table.path);
+            let mut reg = lock(&REGISTRY);
+            if let Some(reg) = reg.as_mut() {
+                reg.own.retain(|t| !Arc::ptr_eq(t, &self.table));
+            }
+        }
+        Ok(())
     }
 }
 
-/// Removes the leases in `dir` whose creator (the exporter) is dead: what a crashed
-/// exporter left behind. Returns how many it removed; unreadable entries are skipped.
+/// Reads the creator recorded in the table file at `path`.
+fn table_creator(path: &Path) -> io::Result<ProcessIdentity> {
+    let mut head = [0u8; 20];
+    std::fs::File::open(path)?.read_exact(&mut head)?;
+    let word = |i: usize| {
+        u32::from_ne_bytes([
+            head[4 * i],
+            head[4 * i + 1],
+            head[4 * i + 2],
+            head[4 * i + 3],
+        ])
+    };
+    if word(H_MAGIC) != MAGIC {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a lease table",
+        ));
+    }
+    Ok(ProcessIdentity {
+        pid: word(H_CREATOR_PID) as i32,
+        start_time: u64::from(word(H_CREATOR_START_LO)) | u64::from(word(H_CREATOR_START_HI)) << 32,
+    })
+}
+
+/// Removes the lease tables in `dir` whose creator (the exporter) is dead: what a killed
+/// exporter left behind. Importers that still map one keep working (the mapping outlives
+/// the file). Returns how many it removed; unreadable entries are skipped.
 pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
     crate::private_dir::sweep(dir, PREFIX, |name| {
-        let lease = Lease::open(dir, name.as_bytes())?;
-        let mut text = String::new();
-        File::open(&lease.path)?
-            .take(MAX_LEN)
-            .read_to_string(&mut text)?;
-        if parse_creator(&text).is_some_and(|c| !c.is_alive()) {
-            lease.remove()?;
-            return Ok(true);
+        if name.len() != 16 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(false);
         }
-        Ok(false)
+        let path = dir.join(format!("{PREFIX}{name}"));
+        let creator = match table_creator(&path) {
+            Ok(c) => c,
+            // Being created right now (the header is written after the file exists).
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                let age = std::fs::metadata(&path)?
+                    .modified()?
+                    .elapsed()
+                    .unwrap_or_default();
+                if age < Duration::from_secs(60) {
+                    return Ok(false);
+                }
+                std::fs::remove_file(&path)?;
+                return Ok(true);
+            }
+            Err(e) => return Err(e),
+        };
+        if creator.is_alive() {
+            return Ok(false);
+        }
+        std::fs::remove_file(&path)?;
+        Ok(true)
     })
 }
 
@@ -220,7 +762,8 @@ pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
 /// calling process.
 pub mod held {
     use std::io;
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
 
     use devipc_core::{Error, Result};
 
@@ -234,47 +777,63 @@ pub mod held {
 
     /// A new lease in the runtime directory, for an export.
     pub fn create() -> Result<Arc<Lease>> {
+        create_bound(0)
+    }
+
+    /// A new lease bound to `generation` (see [`hold_checked`]).
+    pub fn create_bound(generation: u64) -> Result<Arc<Lease>> {
         let dir = runtime_dir_for_devipc()?;
-        Lease::create(&dir)
+        Lease::create_bound(&dir, generation)
             .map(Arc::new)
             .map_err(|e| io_error("creating a lease", e))
     }
 
+    /// The error for a token whose object its exporter freed.
+    fn freed() -> Error {
+        Error::invalid_argument(format!(
+            "the exporter already freed this memory: its tokens cannot be imported any more \
+             (or the exporter runs with another {RUNTIME_DIR_ENV})"
+        ))
+    }
+
     /// Adds the calling process's hold on the exporter's lease `name` (from a token).
     pub fn hold(name: &[u8]) -> Result<Arc<Lease>> {
+        hold_checked(name, None)
+    }
+
+    /// As [`hold`], and refuses (as an invalid token) a `generation` the lease is not
+    /// bound to: a token relabelled with another object's generation.
+    pub fn hold_checked(name: &[u8], generation: Option<u64>) -> Result<Arc<Lease>> {
         let dir = runtime_dir_for_devipc()?;
         let lease = Lease::open(&dir, name).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => Error::invalid_argument(format!(
-                "the exporter already freed this memory (or runs with another {RUNTIME_DIR_ENV})"
-            )),
+            io::ErrorKind::NotFound => freed(),
             io::ErrorKind::InvalidInput => {
                 Error::invalid_token("malformed lease name in the token")
             }
             _ => io_error("opening a lease", e),
         })?;
         let me = ProcessIdentity::current().map_err(|e| io_error("reading /proc/self/stat", e))?;
-        lease.acquire(me).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => {
-                Error::invalid_argument("the exporter freed this memory meanwhile")
-            }
-            _ => io_error("holding a lease", e),
-        })?;
+        lease
+            .acquire_checked(me, generation)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound => freed(),
+                io::ErrorKind::InvalidData => Error::invalid_token(e.to_string()),
+                _ => io_error("holding a lease", e),
+            })?;
         Ok(Arc::new(lease))
     }
 
     /// Drops the calling process's hold (after its mapping is closed). Failures are
     /// reported on stderr, not returned: the mapping is gone either way, and a dead
-    /// process's holds are dropped by the exporter anyway.
+    /// process's holds are reclaimed by the exporter anyway.
     pub fn drop_hold(lease: &Lease) {
-        match ProcessIdentity::current().and_then(|me| lease.release(me)) {
-            Ok(()) => {}
-            // The exporter removed the lease (it was dropped): nothing to release.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        match ProcessIdentity::current() {
+            Ok(me) => lease.release(me),
             Err(e) => eprintln!("devipc: releasing a lease hold failed: {e}"),
         }
     }
 
-    /// The exporter's own lease `name`, reopened (its holders may have changed since).
+    /// The exporter's own lease `name`, reopened.
     pub fn reopen(name: &[u8]) -> Result<Lease> {
         let dir = runtime_dir_for_devipc()?;
         Lease::open(&dir, name).map_err(|e| io_error("reopening a lease", e))
@@ -309,37 +868,38 @@ pub mod held {
             .map_err(|e| io_error("checking a lease", e))?;
         result.transpose()
     }
-}
 
-/// The `creator <pid> <start time>` line of a lease, if any.
-fn parse_creator(text: &str) -> Option<ProcessIdentity> {
-    let line = text.lines().find(|l| l.starts_with(CREATOR))?;
-    let mut f = line[CREATOR.len()..].split_ascii_whitespace();
-    Some(ProcessIdentity {
-        pid: f.next()?.parse().ok()?,
-        start_time: f.next()?.parse().ok()?,
-    })
-}
+    /// How often one process sweeps the runtime directory for orphaned lease tables.
+    pub const SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 
-/// Parses `<pid> <start time> <count>` lines (the `creator` line is not a holder).
-fn parse(text: &str) -> io::Result<Vec<(ProcessIdentity, u64)>> {
-    let bad = |line: &str| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("malformed lease line {line:?}"),
-        )
-    };
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with(CREATOR))
-        .map(|line| {
-            let mut f = line.split_ascii_whitespace();
-            let mut next = || f.next().ok_or_else(|| bad(line));
-            let pid = next()?.parse().map_err(|_| bad(line))?;
-            let start_time = next()?.parse().map_err(|_| bad(line))?;
-            let count = next()?.parse().map_err(|_| bad(line))?;
-            Ok((ProcessIdentity { pid, start_time }, count))
-        })
-        .collect()
+    /// [`super::sweep_orphans`] on the runtime directory, at most once per
+    /// [`SWEEP_INTERVAL`] per process (backends call it when they open). Returns how many
+    /// tables it removed (0 when skipped); failures are reported on stderr (a sweep is a
+    /// best-effort cleanup).
+    pub fn sweep_orphans_now_and_then() -> usize {
+        static LAST: Mutex<Option<(std::path::PathBuf, Instant)>> = Mutex::new(None);
+        let Ok(dir) = runtime_dir() else { return 0 };
+        {
+            let mut last = super::lock(&LAST);
+            if let Some((d, at)) = last.as_ref()
+                && *d == dir
+                && at.elapsed() < SWEEP_INTERVAL
+            {
+                return 0;
+            }
+            *last = Some((dir.clone(), Instant::now()));
+        }
+        match super::sweep_orphans(&dir) {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!(
+                    "devipc: sweeping orphaned leases in {} failed: {e}",
+                    dir.display()
+                );
+                0
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -352,26 +912,44 @@ mod tests {
         crate::private_dir::open_private_dir(&p).unwrap()
     }
 
+    fn tables(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(PREFIX)
+            })
+            .count()
+    }
+
     #[test]
     fn holds_are_counted_per_process_and_released() {
         let dir = scratch("count");
         let lease = Lease::create(&dir).unwrap();
         let me = ProcessIdentity::current().unwrap();
-        assert_eq!(lease.live_holders().unwrap(), 0);
+        assert_eq!(lease.live_holders(), 0);
         let other = Lease::open(&dir, lease.name()).unwrap();
         lease.acquire(me).unwrap();
         other.acquire(me).unwrap();
-        assert_eq!(lease.live_holders().unwrap(), 2);
-        other.release(me).unwrap();
-        assert_eq!(lease.live_holders().unwrap(), 1);
-        lease.release(me).unwrap();
-        lease.release(me).unwrap();
-        assert_eq!(lease.live_holders().unwrap(), 0);
+        assert_eq!(lease.live_holders(), 2);
+        assert!(!lease.is_unheld(false));
+        other.release(me);
+        assert_eq!(lease.live_holders(), 1);
+        lease.release(me);
+        lease.release(me);
+        assert_eq!(lease.live_holders(), 0);
+        assert!(lease.is_unheld(false));
+        assert_eq!(tables(&dir), 1);
         lease.remove().unwrap();
         assert_eq!(
             Lease::open(&dir, lease.name()).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
+        // The last lease took its table with it.
+        assert_eq!(tables(&dir), 0);
         std::fs::remove_dir(&dir).unwrap();
     }
 
@@ -392,9 +970,13 @@ mod tests {
                 start_time: 1,
             })
             .unwrap();
-        assert_eq!(lease.live_holders().unwrap(), 0);
+        // The counter still counts them; the thorough check does not.
+        assert!(!lease.is_unheld(false));
+        assert!(lease.is_unheld(true));
+        assert_eq!(lease.live_holders(), 0);
         lease.acquire(me).unwrap();
-        assert_eq!(lease.live_holders().unwrap(), 1);
+        assert_eq!(lease.live_holders(), 1);
+        lease.release(me);
         lease.remove().unwrap();
         std::fs::remove_dir(&dir).unwrap();
     }
@@ -409,11 +991,51 @@ mod tests {
             .unwrap();
         let who = ProcessIdentity::of_pid(child.id() as i32).unwrap().unwrap();
         lease.acquire(who).unwrap();
-        assert_eq!(lease.live_holders().unwrap(), 1);
+        assert_eq!(lease.live_holders(), 1);
         child.kill().unwrap();
         child.wait().unwrap();
-        assert_eq!(lease.live_holders().unwrap(), 0);
+        assert_eq!(lease.live_holders(), 0);
+        // Its slot was reclaimed.
+        let used = lease.table.header(H_SLOTS_USED).load(SeqCst);
+        assert!((0..used).all(|s| lease.table.slot(s, S_TAG).load(SeqCst) & 3 == SLOT_FREE));
         lease.remove().unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn revoked_and_removed_leases_refuse_holds() {
+        let dir = scratch("revoke");
+        let lease = Lease::create_bound(&dir, 7).unwrap();
+        let me = ProcessIdentity::current().unwrap();
+        assert_eq!(
+            lease.acquire_checked(me, Some(8)).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        lease.acquire_checked(me, Some(7)).unwrap();
+        let seen = lease.release_count();
+        assert!(lease.revoke());
+        assert_eq!(
+            lease.acquire(me).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        // The failed acquire undid its hold: one remains.
+        assert_eq!(lease.live_holders(), 1);
+        lease.release(me);
+        assert_ne!(lease.release_count(), seen, "the release woke the exporter");
+        lease
+            .wait_for_release(seen, Duration::from_secs(5))
+            .unwrap();
+        assert!(lease.is_unheld(false));
+        lease.remove().unwrap();
+        // A new lease reuses the entry with another seq: the old name stays dead.
+        let next = Lease::create(&dir).unwrap();
+        assert_eq!(next.index, lease.index);
+        assert_ne!(next.name(), lease.name());
+        assert_eq!(
+            Lease::open(&dir, lease.name()).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        next.remove().unwrap();
         std::fs::remove_dir(&dir).unwrap();
     }
 
@@ -434,47 +1056,38 @@ mod tests {
             None
         );
         assert!(!ran);
-        lease.release(me).unwrap();
-        // A failed release keeps the lease.
+        // Refused: the lease stays live.
+        lease.acquire(me).unwrap();
+        lease.release(me);
+        lease.release(me);
+        // A failed release keeps the lease, live.
         assert_eq!(lease.release_if_unheld(|| false).unwrap(), Some(false));
-        assert!(Lease::open(&dir, lease.name()).is_ok());
+        assert!(!lease.is_revoked());
         assert_eq!(lease.release_if_unheld(|| true).unwrap(), Some(true));
         assert_eq!(
             Lease::open(&dir, lease.name()).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
-        // A holder that opened the lease before it was removed cannot acquire it.
-        let early = Lease::create(&dir).unwrap();
-        let path = early.path.clone();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
-        early.remove().unwrap();
-        drop(file);
         assert_eq!(
-            early.acquire(me).unwrap_err().kind(),
+            lease.acquire(me).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
         std::fs::remove_dir(&dir).unwrap();
     }
 
     #[test]
-    fn leases_of_dead_creators_are_swept() {
+    fn tables_of_dead_creators_are_swept() {
         let dir = scratch("sweep");
         let mine = Lease::create(&dir).unwrap();
-        let me = ProcessIdentity::current().unwrap();
-        mine.acquire(me).unwrap();
-        let orphan = Lease::create(&dir).unwrap();
-        // Rewrite the orphan's creator as a process that no longer exists.
-        std::fs::write(&orphan.path, "creator 2147483632 1\n").unwrap();
+        // A table whose creator no longer exists.
+        let orphan = Table::create(&dir).unwrap();
+        orphan.header(H_CREATOR_PID).store(0x7fff_fff0, SeqCst);
+        std::fs::write(dir.join(format!("{PREFIX}zz")), "not a table").unwrap();
         assert_eq!(sweep_orphans(&dir).unwrap(), 1);
-        assert!(Lease::open(&dir, orphan.name()).is_err());
-        // The live creator's lease and its holder line survive, creator line included.
-        assert_eq!(mine.live_holders().unwrap(), 1);
+        assert!(!orphan.path.exists());
         assert_eq!(sweep_orphans(&dir).unwrap(), 0);
         mine.remove().unwrap();
+        std::fs::remove_file(dir.join(format!("{PREFIX}zz"))).unwrap();
         std::fs::remove_dir(&dir).unwrap();
     }
 
@@ -487,7 +1100,8 @@ mod tests {
         let leases: Vec<Lease> = (0..300)
             .map(|_| {
                 let lease = Lease::create(&dir).unwrap();
-                lease.acquire(me).unwrap();
+                let held = Lease::open(&dir, lease.name()).unwrap();
+                held.acquire(me).unwrap();
                 lease
             })
             .collect();
@@ -498,26 +1112,41 @@ mod tests {
             fds()
         );
         for lease in leases {
-            lease.release(me).unwrap();
+            lease.release(me);
             lease.remove().unwrap();
         }
         std::fs::remove_dir(&dir).unwrap();
     }
 
     #[test]
-    fn malformed_files_and_names_are_errors() {
+    fn a_full_table_spills_into_another() {
+        let dir = scratch("full");
+        let leases: Vec<Lease> = (0..ENTRIES + 1)
+            .map(|_| Lease::create(&dir).unwrap())
+            .collect();
+        assert_eq!(tables(&dir), 2);
+        for lease in &leases {
+            lease.remove().unwrap();
+        }
+        assert_eq!(tables(&dir), 0);
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn malformed_names_are_errors() {
         let dir = scratch("bad");
-        let lease = Lease::create(&dir).unwrap();
-        std::fs::write(&lease.path, "12 x\n").unwrap();
+        for name in [&b"../x"[..], &[b'g'; NAME_LEN][..], &[b'f'; NAME_LEN][..]] {
+            assert_eq!(
+                Lease::open(&dir, name).unwrap_err().kind(),
+                io::ErrorKind::InvalidInput,
+                "{name:?}"
+            );
+        }
+        // Well-formed, but no such table.
         assert_eq!(
-            lease.live_holders().unwrap_err().kind(),
-            io::ErrorKind::InvalidData
+            Lease::open(&dir, &encode(1, 0, 1)).unwrap_err().kind(),
+            io::ErrorKind::NotFound
         );
-        assert_eq!(
-            Lease::open(&dir, b"../x").unwrap_err().kind(),
-            io::ErrorKind::InvalidInput
-        );
-        lease.remove().unwrap();
         std::fs::remove_dir(&dir).unwrap();
     }
 }
