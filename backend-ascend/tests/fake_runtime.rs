@@ -1878,7 +1878,6 @@ fn a_runtime_rejecting_the_notify_peer_flag_gets_peer_access_enabled_instead() {
     b.destroy_signal(s).unwrap();
 }
 
-
 // ---- Bounds and error paths after the vendor import (devipc issue 12, items 1 and 10) ---
 
 /// A VMM import whose mapped block the runtime reports smaller than the token's range is

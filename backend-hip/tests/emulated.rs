@@ -529,4 +529,3 @@ fn wait_for_count(exp: &mut Child, want: &str) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
-

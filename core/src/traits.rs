@@ -82,8 +82,8 @@ macro_rules! device_ipc_trait {
 
             /// Ends the exports [`DeviceIpc::export_external`] made of the framework block that
             /// holds `ptr` on `device`, so the framework may free the block (Ascend:
-            /// `aclrtIpcMemClose` of the exporter's key, after every importer closed; HIP:
-            /// nothing to release). Tokens of the block stop working.
+            /// `aclrtIpcMemClose` of the exporter's key; HIP: the block's lease). Refused
+            /// while an importer still maps the block. Tokens of the block stop working.
             fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()>;
 
             /// Allows `peers` to import `token` (a no-op where the vendor has no access control,
