@@ -40,6 +40,7 @@ fn child_role() {
             "vmm-exporter" => vmm_exporter(rt, parent),
             "key-exporter" => key_exporter(rt, parent),
             "importer" => importer(&rt, parent),
+            "racer" => racer(&rt, parent),
             other => Err(format!("unknown role {other}")),
         }
         .map_err(|e| format!("{role}: {e}"))
@@ -228,6 +229,40 @@ fn importer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     }
 }
 
+/// Four threads import the key token, read it and drop the view for a while, two on
+/// device 0 and two on device 1 (two vendor imports of one key in this process, which
+/// `aclrtIpcMemClose` closes oldest first). Says how many reads failed or saw wrong bytes.
+fn racer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
+    let token: MemToken = parent.hear().parse().map_err(|e: Error| e.to_string())?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    let failures = std::sync::atomic::AtomicUsize::new(0);
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let (rt, token, failures, rounds) = (rt, &token, &failures, &rounds);
+            s.spawn(move || {
+                let mut got = vec![0u8; PATTERN_AT];
+                while std::time::Instant::now() < deadline {
+                    let ok = rt.import(token, DeviceId(t % 2)).is_ok_and(|view| {
+                        std::thread::yield_now();
+                        view.read(KEY_BLOCK - PATTERN_AT, &mut got).is_ok() && got == pattern()
+                    });
+                    if !ok {
+                        failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    rounds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let rounds = rounds.into_inner();
+    parent.say(
+        "failures",
+        &format!("{} of {rounds}", failures.into_inner()),
+    );
+    parent.hear_exactly("exit")
+}
+
 fn spawn(root: &TestRoot, role: &str) -> Child {
     Child::build("child_role", role, root)
         .env_remove(devipc_core::protection::BREAK_ENV)
@@ -396,4 +431,26 @@ fn devipc_emulator_gc(root: &TestRoot) {
     let state = devipc_emulator::State::open(devipc_emulator::Config::for_dir(root.emu_dir()))
         .expect("open the state directory");
     state.gc().expect("gc");
+}
+
+/// Imports of one key on two devices from several threads: the process's import list
+/// must follow the runtime's order, or closing one thread's import unmaps another's
+/// (the runtime closes a key's oldest import).
+#[test]
+fn ascend_key_imports_racing_on_two_devices_never_unmap_a_live_view() {
+    let root = TestRoot::new("ascend-key-race");
+    let mut exporter = spawn(&root, "key-exporter");
+    let token = exporter.expect("token");
+    let mut racer = spawn(&root, "racer");
+    racer.send(&token);
+    let failures = racer.expect("failures");
+    assert!(failures.starts_with("0 of "), "failed reads: {failures}");
+    assert_eq!(root.recorded_violations(), Vec::<String>::new());
+    finish(racer);
+    exporter.send("drop-runtime");
+    exporter.expect("done");
+    exporter.send("free");
+    assert_eq!(exporter.expect("done"), "0");
+    finish(exporter);
+    root.assert_emulator_clean();
 }

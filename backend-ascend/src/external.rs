@@ -400,10 +400,15 @@ impl AscendBackend {
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
         // Hold the exporter's lease before mapping, so its close waits for ours.
         let held_lease = lease.map(|name| held::hold(&name)).transpose()?;
+        // The process's import list is locked from before the vendor import until this
+        // import is in it: the list's order must be the runtime's (whose close takes the
+        // oldest), also when threads import the same key at once, e.g. on two devices.
+        let mut imports = lock(&KEY_IMPORTS);
         let mut base: *mut c_void = std::ptr::null_mut();
         // SAFETY: `base` is a valid out-pointer; `key` is a NUL-terminated buffer.
         let code = unsafe { import(&mut base, key.as_ptr().cast(), flags) };
         if let Err(e) = check(&self.api, "aclrtIpcMemImportByKey", code) {
+            drop(imports);
             if let Some(l) = &held_lease {
                 held::drop_hold(l);
             }
@@ -420,11 +425,12 @@ impl AscendBackend {
         // *oldest* import here, so even undoing this import must go through the list
         // (a plain close would unmap an older import of the same key). The lease hold is
         // dropped by that release, after the vendor close.
-        lock(&KEY_IMPORTS)
+        imports
             .get_or_insert_with(HashMap::new)
             .entry(key)
             .or_default()
             .push_back((record, false));
+        drop(imports);
         let undo = |e: Error| {
             if let Err(close) = self.release_key_mapping(&record) {
                 eprintln!("devipc-ascend: closing a key import that failed midway failed: {close}");
