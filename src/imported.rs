@@ -18,8 +18,8 @@ use crate::shared::{Owned, checked_span};
 enum Source {
     /// A vendor import, shared with other imports of the same handle.
     Mapped(Arc<Mapped>),
-    /// This process's own export (no vendor call); `Some` keeps a shared buffer alive.
-    Local(Option<Arc<Owned>>),
+    /// This process's own export of a shared buffer (no vendor call), kept alive.
+    Local(Arc<Owned>),
 }
 
 /// A view of memory another process (or this one) exported. Dropping it closes the

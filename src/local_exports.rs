@@ -21,9 +21,11 @@ pub(crate) enum LocalTarget {
     /// A [`SharedBuffer`](crate::SharedBuffer)'s allocation; the view keeps it alive.
     Owned(Weak<Owned>),
     /// Memory the framework allocated ([`Runtime::export_external`](crate::Runtime::export_external)),
-    /// exported through this runtime. Its lifetime is the framework's: the entry goes
-    /// with [`Runtime::close_external`](crate::Runtime::close_external) (which the
-    /// framework must call before freeing the block) or with the runtime.
+    /// exported through this runtime. Never served as a local view: devipc cannot keep
+    /// the block alive (the framework frees it, and a free through the framework, or a
+    /// `close_external` on the raw backend, would not reach a view), so a view could
+    /// outlive it. The entry only lets the import say so; it goes with
+    /// [`Runtime::close_external`](crate::Runtime::close_external) or with the runtime.
     External(Weak<RuntimeInner>),
 }
 
@@ -41,8 +43,8 @@ struct LocalExport {
 /// A view of local memory for a token this process exported.
 #[derive(Debug)]
 pub(crate) struct LocalView {
-    /// Keeps a [`SharedBuffer`](crate::SharedBuffer)'s allocation alive while viewed.
-    pub(crate) keepalive: Option<Arc<Owned>>,
+    /// Keeps the [`SharedBuffer`](crate::SharedBuffer)'s allocation alive while viewed.
+    pub(crate) keepalive: Arc<Owned>,
     /// The runtime whose backend owns the memory (and copies to and from it).
     pub(crate) owner: Runtime,
     /// Where the token's range starts.
@@ -127,17 +129,23 @@ pub(crate) fn lookup(token: &MemToken) -> Result<LocalView> {
         )));
     }
     let range = token.range_within(entry.object_size)?;
-    let (keepalive, owner) = match &entry.target {
-        LocalTarget::Owned(weak) => {
-            let owned = weak.upgrade().ok_or_else(freed)?;
-            let owner = owned.runtime().clone();
-            (Some(owned), owner)
-        }
+    let owned = match &entry.target {
+        LocalTarget::Owned(weak) => weak.upgrade().ok_or_else(freed)?,
         LocalTarget::External(weak) => {
-            let inner = weak.upgrade().ok_or_else(freed)?;
-            (None, Runtime { inner })
+            if weak.strong_count() == 0 {
+                return Err(freed());
+            }
+            return Err(Error::Unsupported {
+                backend: token.backend(),
+                what: "importing framework memory (export_external) in the process that \
+                       exported it: its lifetime is the framework's, so devipc cannot keep a \
+                       view's block alive; use the pointer you exported"
+                    .into(),
+            });
         }
     };
+    let owner = owned.runtime().clone();
+    let keepalive = owned;
     Ok(LocalView {
         keepalive,
         owner,

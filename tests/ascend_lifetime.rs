@@ -16,7 +16,9 @@
 
 use std::ffi::c_void;
 
-use devipc::{Backend, BackendKind, DeviceId, DevicePtr, Error, ExportOptions, MemToken, Runtime};
+use devipc::{
+    Backend, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, MemToken, Runtime,
+};
 use devipc_core::token::MemTokenParts;
 use devipc_testkit::{Child, Parent, TestRoot};
 
@@ -109,10 +111,11 @@ fn key_exporter(rt: Runtime, parent: &Parent) -> Result<(), String> {
     let token = rt
         .export_external(DeviceId(0), ptr, KEY_BLOCK, ExportOptions::any_process())
         .map_err(|e| e.to_string())?;
-    let view = rt.import(&token, DeviceId(0)).map_err(|e| e.to_string())?;
-    view.write(KEY_BLOCK - PATTERN_AT, &pattern())
+    let at = ptr
+        .offset(KEY_BLOCK - PATTERN_AT)
         .map_err(|e| e.to_string())?;
-    drop(view);
+    // SAFETY: `at..at + PATTERN_AT` is the last page of the live aclrtMalloc block above.
+    unsafe { rt.backend().write(at, &pattern()) }.map_err(|e| e.to_string())?;
     parent.say("token", &token.to_text());
     let mut rt = Some(rt);
     loop {

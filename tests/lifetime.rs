@@ -14,7 +14,9 @@
 
 use std::ffi::c_void;
 
-use devipc::{Backend, BackendKind, DeviceId, DevicePtr, Error, ExportOptions, MemToken, Runtime};
+use devipc::{
+    Backend, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, MemToken, Runtime,
+};
 use devipc_core::protection::{BREAK_ENV, Protection};
 use devipc_testkit::{Child, Parent, TestRoot};
 
@@ -89,11 +91,8 @@ fn external_exporter(rt: Runtime, parent: &Parent) -> Result<(), String> {
     let token = live
         .export_external(DeviceId(0), ptr, ASCEND_BLOCK, ExportOptions::any_process())
         .map_err(|e| e.to_string())?;
-    let view = live
-        .import(&token, DeviceId(0))
-        .map_err(|e| e.to_string())?;
-    view.write(0, &pattern()).map_err(|e| e.to_string())?;
-    drop(view);
+    // SAFETY: `ptr` is the live aclrtMalloc block above, larger than the pattern.
+    unsafe { live.backend().write(ptr, &pattern()) }.map_err(|e| e.to_string())?;
     parent.say("token", &token.to_text());
     loop {
         match parent.hear().as_str() {
