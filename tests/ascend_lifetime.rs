@@ -457,3 +457,46 @@ fn ascend_key_imports_racing_on_two_devices_never_unmap_a_live_view() {
     finish(exporter);
     root.assert_emulator_clean();
 }
+
+/// Issue 13 item 1, Ascend keys: an exporter killed while a peer maps its key leaves its
+/// lease table and export record behind; the next process that opens the backend and
+/// runs a normal cycle leaves neither (nor anything of its own).
+#[test]
+fn ascend_killed_key_exporters_files_are_swept_by_the_next_process() {
+    let root = TestRoot::new("ascend-killed-exporter");
+    let runtime_files = || -> Vec<String> {
+        std::fs::read_dir(root.run_dir())
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut exporter = spawn(&root, "key-exporter");
+    let token = exporter.expect("token");
+    let peer = reader(&root, &token);
+    exporter.kill();
+    finish(peer);
+    assert!(
+        !runtime_files().is_empty(),
+        "the killed exporter left its files"
+    );
+
+    let mut second = spawn(&root, "key-exporter");
+    let token = second.expect("token");
+    let peer = reader(&root, &token);
+    finish(peer);
+    second.send("drop-runtime");
+    second.expect("done");
+    second.send("free");
+    assert_eq!(second.expect("done"), "0");
+    finish(second);
+    assert_eq!(
+        runtime_files(),
+        Vec::<String>::new(),
+        "swept, and the cycle left none"
+    );
+    assert_eq!(root.recorded_violations(), Vec::<String>::new());
+    root.assert_emulator_clean();
+}

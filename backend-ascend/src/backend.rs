@@ -149,6 +149,9 @@ impl AscendBackend {
     /// installed" ([`Error::LibraryNotFound`]).
     pub fn from_api(api: Arc<AclApi>) -> Result<Self> {
         let init = AclInit::acquire(&api)?;
+        // Key exporters that were killed left their lease tables; the first backend of a
+        // process (then at most every 30 s) removes those of dead exporters.
+        devipc_shm::lease::held::sweep_orphans_now_and_then();
         let device_count = device_count(&api)?;
         let info = BackendInfo {
             kind: BackendKind::Ascend,
