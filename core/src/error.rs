@@ -236,7 +236,7 @@ pub enum Error {
     /// `after` is the time devipc actually waited, measured (see [`Error::timed_out`]),
     /// not the limit asked for: a backend whose vendor counts coarser units, or a loaded
     /// machine, shows here. Where the limit matters, `what` names it.
-    #[error("{what} timed out after {after:.1?}")]
+    #[error("{what} timed out after {after:.3?}")]
     Timeout {
         /// What was waited for (and, where useful, the limit asked for).
         what: String,
