@@ -118,11 +118,19 @@ impl Shared {
             }
             let lease = {
                 let mut state = lock(&self.state);
+                if self.stop.load(Ordering::SeqCst) || state.outstanding == 0 {
+                    state.running = false;
+                    return;
+                }
                 match state.records.first() {
-                    Some(record) if !self.stop.load(Ordering::SeqCst) => record.lease.clone(),
-                    _ => {
-                        state.running = false;
-                        return;
+                    Some(record) => record.lease.clone(),
+                    None => {
+                        // Another pass (`reap_deferred`) has the records right now: they
+                        // are still outstanding, so stay and look again shortly. Leaving
+                        // here would strand them with no reaper (seen under load).
+                        drop(state);
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
                     }
                 }
             };
