@@ -391,15 +391,10 @@ mod tests {
         let buf = rt.allocate(DeviceId(0), 64).unwrap();
         let token = buf.export(ExportOptions::default()).unwrap();
         let parts = |offset: u64, len: u64, object_size: u64| MemTokenParts {
-            mechanism: token.mechanism(),
-            emulated: token.emulated(),
-            device: token.device(),
-            origin: token.origin(),
-            generation: token.generation(),
             object_size,
             offset,
             len,
-            payload: token.payload().to_vec(),
+            ..token.to_parts()
         };
         let forged = MemToken::new(parts(64, 64, 1 << 20)).unwrap();
         let err = rt.import(&forged, DeviceId(0)).unwrap_err();
@@ -479,15 +474,9 @@ mod tests {
         let mut origin = token.origin();
         origin.start_time = origin.start_time.wrapping_sub(1);
         let old_owner = MemToken::new(MemTokenParts {
-            mechanism: token.mechanism(),
-            emulated: token.emulated(),
-            device: token.device(),
             origin,
-            generation: token.generation(),
-            object_size: token.object_size(),
-            offset: 0,
             len: 64,
-            payload: token.payload().to_vec(),
+            ..token.to_parts()
         })
         .unwrap();
         assert_ne!(old_owner.identity(), token.identity());

@@ -151,17 +151,7 @@ fn outcome<T>(r: devipc::Result<T>) -> String {
 
 /// A token rebuilt from `t`'s parts after `change`.
 fn forged(t: &MemToken, change: impl FnOnce(&mut MemTokenParts)) -> Result<MemToken, String> {
-    let mut parts = MemTokenParts {
-        mechanism: t.mechanism(),
-        emulated: t.emulated(),
-        device: t.device(),
-        origin: t.origin(),
-        generation: t.generation(),
-        object_size: t.object_size(),
-        offset: t.offset(),
-        len: t.len(),
-        payload: t.payload().to_vec(),
-    };
+    let mut parts = t.to_parts();
     change(&mut parts);
     MemToken::new(parts).map_err(|e| e.to_string())
 }

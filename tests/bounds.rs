@@ -66,15 +66,10 @@ fn exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
 /// `token` with its range and claimed object size replaced (re-encoded with a valid CRC).
 fn forge(token: &MemToken, object_size: u64, offset: u64, len: u64) -> MemToken {
     MemToken::new(MemTokenParts {
-        mechanism: token.mechanism(),
-        emulated: token.emulated(),
-        device: token.device(),
-        origin: token.origin(),
-        generation: token.generation(),
         object_size,
         offset,
         len,
-        payload: token.payload().to_vec(),
+        ..token.to_parts()
     })
     .expect("a well-formed forgery")
 }
@@ -82,15 +77,8 @@ fn forge(token: &MemToken, object_size: u64, offset: u64, len: u64) -> MemToken 
 /// `token` claiming another generation.
 fn relabel(token: &MemToken, generation: u64) -> MemToken {
     MemToken::new(MemTokenParts {
-        mechanism: token.mechanism(),
-        emulated: token.emulated(),
-        device: token.device(),
-        origin: token.origin(),
         generation,
-        object_size: token.object_size(),
-        offset: token.offset(),
-        len: token.len(),
-        payload: token.payload().to_vec(),
+        ..token.to_parts()
     })
     .expect("a well-formed relabel")
 }

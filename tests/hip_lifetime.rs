@@ -188,17 +188,7 @@ fn wait_for_count(exporter: &mut Child, want: &str) {
 /// `token` with its parts changed by `change`.
 fn forged(token: &str, change: impl FnOnce(&mut MemTokenParts)) -> String {
     let t: MemToken = token.parse().expect("a token");
-    let mut parts = MemTokenParts {
-        mechanism: t.mechanism(),
-        emulated: t.emulated(),
-        device: t.device(),
-        origin: t.origin(),
-        generation: t.generation(),
-        object_size: t.object_size(),
-        offset: t.offset(),
-        len: t.len(),
-        payload: t.payload().to_vec(),
-    };
+    let mut parts = t.to_parts();
     change(&mut parts);
     MemToken::new(parts).expect("a forged token").to_text()
 }

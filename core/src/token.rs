@@ -384,6 +384,22 @@ impl MemToken {
         Ok(t)
     }
 
+    /// Its parts, for building a related token (tests and tools; a token built from
+    /// edited parts is as untrusted as any other).
+    pub fn to_parts(&self) -> MemTokenParts {
+        MemTokenParts {
+            mechanism: self.common.mechanism,
+            emulated: self.common.emulated,
+            device: self.common.device,
+            origin: self.common.origin,
+            generation: self.common.generation,
+            object_size: self.object_size,
+            offset: self.offset,
+            len: self.len,
+            payload: self.common.payload.clone(),
+        }
+    }
+
     /// The token's range as byte offsets in an object that is really `object_size` bytes
     /// (as the runtime reports it at import). A token is untrusted input: its own
     /// `object_size` is a claim, and a range beyond the real object is refused.
