@@ -7,9 +7,9 @@
 //! so two `Runtime`s of one backend share it ([`ImportCache::for_backend`]).
 //!
 //! Entries are weak references, so the cache holds exactly the live imports and is
-//! bounded by them. The key is the token's [`TokenIdentity`] (vendor handle and producer,
-//! with its start time) plus the importing device; tokens for different ranges of one
-//! export share an entry. Every view is bounded by the size the runtime reported for the
+//! bounded by them. The key is a fingerprint of the token's identity (vendor handle and
+//! producer, with its start time; [`Fingerprint`]) plus the importing device; tokens for
+//! different ranges of one export share an entry. Every view is bounded by the size the runtime reported for the
 //! mapped object ([`Mapping::object_size`]), never by the token's claim, on a cache hit as
 //! on the cold import.
 //!
@@ -29,13 +29,43 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, Weak};
 
 use devipc_core::protection::{self, Protection};
 use devipc_core::{
-    DeviceId, DeviceIpc, DevicePtr, Error, Mapping, MemToken, Result, TokenIdentity,
+    DeviceId, DeviceIpc, DevicePtr, Error, Mapping, MemToken, Result,
 };
 
 use crate::backend::Backend;
 use crate::runtime::Runtime;
 
-type Key = (TokenIdentity, DeviceId);
+type Key = (Fingerprint, DeviceId);
+
+/// A compact key for a token's identity (what [`TokenIdentity`](devipc_core::TokenIdentity)
+/// compares: mechanism, emulator flag, producer and vendor payload): 128 bits of SipHash
+/// under a random per-process key, computed without copying the payload.
+///
+/// Compact keys keep the cache's entries small and inline (no payload to follow on each
+/// probe), which is what a lookup among 10,000 live imports pays for (P5). Two different
+/// identities share a fingerprint with probability 2^-128 at random, and a token's sender
+/// cannot aim for a collision without the process's secret key (SipHash is a keyed PRF),
+/// so a fingerprint names one identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Fingerprint(u64, u64);
+
+impl Fingerprint {
+    fn of(token: &MemToken) -> Fingerprint {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        static SECRET: LazyLock<std::hash::RandomState> = LazyLock::new(Default::default);
+        // Two halves from one keyed PRF over domain-separated inputs.
+        let half = |domain: u8| {
+            let mut h = SECRET.build_hasher();
+            domain.hash(&mut h);
+            token.mechanism().hash(&mut h);
+            token.emulated().hash(&mut h);
+            token.origin().hash(&mut h);
+            token.payload().hash(&mut h);
+            h.finish()
+        };
+        Fingerprint(half(0), half(1))
+    }
+}
 
 /// The state of one key.
 #[derive(Debug)]
@@ -124,7 +154,7 @@ impl ImportCache {
         token: &MemToken,
         device: DeviceId,
     ) -> Result<Arc<Mapped>> {
-        let key = (token.identity(), device);
+        let key = (Fingerprint::of(token), device);
         let mut map = self.lock();
         loop {
             match map.get(&key) {
@@ -142,11 +172,11 @@ impl ImportCache {
                 Some(Slot::Importing | Slot::Closing) => map = self.wait(map),
             }
         }
-        map.insert(key.clone(), Slot::Importing);
+        map.insert(key, Slot::Importing);
         drop(map);
         let pending = PendingImport {
             cache: self,
-            key: Some(key.clone()),
+            key: Some(key),
         };
         let mapping = rt.inner.backend.import(token, device)?;
         let mapped = Arc::new(Mapped {
@@ -180,7 +210,7 @@ impl ImportCache {
             return Ok(Arc::new(Mapped {
                 rt: live.rt.clone(),
                 cache: Arc::clone(&live.cache),
-                key: live.key.clone(),
+                key: live.key,
                 mapping: live.mapping.clone(),
                 object_base: live.object_base,
                 object_size: live.object_size,
@@ -224,7 +254,7 @@ impl Drop for Mapped {
             let ours =
                 matches!(map.get(&self.key), Some(Slot::Live(w)) if std::ptr::eq(w.as_ptr(), self));
             if ours {
-                map.insert(self.key.clone(), Slot::Closing);
+                map.insert(self.key, Slot::Closing);
             }
             ours
         };
