@@ -322,6 +322,22 @@ mod tests {
     }
 
     #[test]
+    fn fingerprints_follow_the_identity_not_the_range_or_generation() {
+        let t = remote(1, 0, 64);
+        let same = |u: &MemToken| Fingerprint::of(u) == Fingerprint::of(&t);
+        assert!(same(&remote(7, 512, 100)), "range and generation are not identity");
+        let with = |change: &dyn Fn(&mut MemTokenParts)| {
+            let mut parts = t.to_parts();
+            change(&mut parts);
+            MemToken::new(parts).unwrap()
+        };
+        assert!(!same(&with(&|p| p.payload[0] ^= 1)));
+        assert!(!same(&with(&|p| p.origin.start_time += 1)));
+        assert!(!same(&with(&|p| p.origin.pid.0 += 1)));
+        assert!(!same(&with(&|p| p.emulated = false)));
+    }
+
+    #[test]
     fn a_second_import_shares_the_mapping_and_the_last_drop_closes_it() {
         let rt = probe_runtime();
         let a = rt.import(&remote(1, 0, 4096), DeviceId(0)).unwrap();
