@@ -28,9 +28,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, Weak};
 
 use devipc_core::protection::{self, Protection};
-use devipc_core::{
-    DeviceId, DeviceIpc, DevicePtr, Error, Mapping, MemToken, Result,
-};
+use devipc_core::{DeviceId, DeviceIpc, DevicePtr, Error, Mapping, MemToken, Result};
 
 use crate::backend::Backend;
 use crate::runtime::Runtime;
@@ -325,7 +323,10 @@ mod tests {
     fn fingerprints_follow_the_identity_not_the_range_or_generation() {
         let t = remote(1, 0, 64);
         let same = |u: &MemToken| Fingerprint::of(u) == Fingerprint::of(&t);
-        assert!(same(&remote(7, 512, 100)), "range and generation are not identity");
+        assert!(
+            same(&remote(7, 512, 100)),
+            "range and generation are not identity"
+        );
         let with = |change: &dyn Fn(&mut MemTokenParts)| {
             let mut parts = t.to_parts();
             change(&mut parts);

@@ -187,6 +187,12 @@ fn importer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
                         p.payload.truncate(key_len);
                         p.generation += 1;
                     })?,
+                    // Another producer (no record under it) and no lease: nothing would
+                    // bound the view or make the exporter's close wait.
+                    "reorigin-strip-lease" => forged(&token, |p| {
+                        p.payload.truncate(key_len);
+                        p.origin.start_time += 1;
+                    })?,
                     "genuine" => token.clone(),
                     other => return Err(format!("unknown forgery {other:?}")),
                 };
@@ -327,6 +333,13 @@ fn ascend_key_tokens_with_forged_ranges_or_generations_do_not_import() {
             "{forgery}"
         );
     }
+    // A token naming another producer finds no export record: refused, whatever the
+    // runtime would map (before, it imported without any lease hold, and the exporter's
+    // close_external then destroyed the key under it).
+    assert_eq!(
+        try_once(&root, &token, "reorigin-strip-lease"),
+        "invalid_argument"
+    );
     // A stripped token that claims nothing false still imports: the importer holds the
     // lease the exporter recorded, so the exporter's close still waits for it.
     assert_eq!(try_once(&root, &token, "strip-lease"), "ok");

@@ -60,15 +60,25 @@ fn exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     parent.say("token", &token.to_text());
     let mut buf = Some(buf);
+    let mut others = Vec::new();
     loop {
         match parent.hear().as_str() {
             "free" => {
                 buf = None;
                 parent.say("freed", &hip(rt)?.deferred_frees().to_string());
             }
+            // Allocates and exports one more buffer (kept until exit).
+            "another" => {
+                let other = rt.allocate(DeviceId(0), LEN).map_err(|e| e.to_string())?;
+                let token = other
+                    .export(ExportOptions::any_process())
+                    .map_err(|e| e.to_string())?;
+                others.push(other);
+                parent.say("token", &token.to_text());
+            }
             "count" => parent.say("count", &hip(rt)?.deferred_frees().to_string()),
             "exit" => {
-                drop(buf);
+                drop((buf, others));
                 return Ok(());
             }
             other => return Err(format!("unknown command {other:?}")),
@@ -436,4 +446,61 @@ fn hip_free_cost_is_linear_in_imported_buffers() {
         costs[2] < costs[0].max(1e-3) * 18.0,
         "free cost grows super-linearly: {costs:?}"
     );
+}
+
+/// `token` (text) carrying `lease`'s lease name and generation: one object's handle
+/// paired with another, live object's lease.
+fn with_lease_of(token: &str, lease: &str) -> String {
+    let t: MemToken = token.parse().expect("a token");
+    let l: MemToken = lease.parse().expect("a token");
+    let name = &l.payload()[l.payload().len() - 32..];
+    let mut payload = t.payload().to_vec();
+    let at = payload.len() - 32;
+    payload[at..].copy_from_slice(name);
+    MemToken::new(MemTokenParts {
+        payload,
+        generation: l.generation(),
+        ..t.to_parts()
+    })
+    .expect("a forged token")
+    .to_text()
+}
+
+/// A freed buffer's token re-labelled with the lease (and generation) of another live
+/// export, of the same exporter or of another one: refused before the runtime maps
+/// anything, and the freed memory's deferred free still waits only for the genuine
+/// importer (no violation).
+#[test]
+fn hip_a_freed_buffers_handle_with_another_exports_lease_is_refused() {
+    let root = TestRoot::new("hip-lease-swap");
+    let mut exporter = spawn(&root, "exporter");
+    let x = exporter.expect("token");
+    let (mut genuine, answer) = import_in_new_process(&root, &x);
+    assert_eq!(answer, "ok");
+    exporter.send("another");
+    let y = exporter.expect("token");
+    let mut stranger = spawn(&root, "exporter");
+    let z = stranger.expect("token");
+    exporter.send("free");
+    assert_eq!(
+        exporter.expect("freed"),
+        "1",
+        "deferred for the genuine importer"
+    );
+    for (what, lease) in [("same exporter", &y), ("another exporter", &z)] {
+        let (forger, answer) = import_in_new_process(&root, &with_lease_of(&x, lease));
+        assert!(
+            answer.starts_with("invalid_token ") && answer.contains("another"),
+            "{what}: {answer}"
+        );
+        finish([forger]);
+    }
+    genuine.send("read");
+    assert_eq!(genuine.expect("read"), "ok");
+    genuine.send("close");
+    genuine.expect("closed");
+    wait_for_count(&mut exporter, "0");
+    assert_eq!(root.recorded_violations(), Vec::<String>::new());
+    finish([genuine, exporter, stranger]);
+    root.assert_emulator_clean();
 }

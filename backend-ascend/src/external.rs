@@ -61,8 +61,7 @@ use devipc_ascend_sys::consts::{
 use devipc_core::protection::{self, Protection};
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
-    BackendKind, DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken,
-    PidValidation, Result,
+    DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken, PidValidation, Result,
 };
 use devipc_shm::lease::held;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
@@ -372,24 +371,25 @@ impl AscendBackend {
     /// that names the exporter's lease but whose key has no record is refused before the
     /// runtime is called: the exporter closed the key (replay after close).
     pub(crate) fn import_key(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
-        let (key, token_lease) = key_token_payload(token.payload(), token.mechanism())?;
+        // The token's own lease name is ignored: the record's is held.
+        let (key, _) = key_token_payload(token.payload(), token.mechanism())?;
         let object = Object::Key(&key, token.origin().into());
         let found = record::read(object)?;
-        // The lease held is the one the exporter recorded, whatever the token names.
-        let (recorded, lease) = if found.is_some() || token_lease.is_some() {
-            let lease = found.and_then(|r| r.lease);
-            let size = record::verify(
-                object,
-                found,
-                token.generation(),
-                token.device(),
-                token.object_size(),
-            )?;
-            token.range_within(size)?;
-            (Some(size), lease)
-        } else {
-            (None, None)
-        };
+        // Every devipc key token has its exporter's record; without one (a freed or closed
+        // key, or a token whose producer was edited so no record is found) nothing would
+        // bound the view or hold the lease that makes the exporter's close wait, so the
+        // import is refused. The lease held is the one the exporter recorded, whatever the
+        // token names.
+        let lease = found.as_ref().and_then(|r| r.lease);
+        let size = record::verify(
+            object,
+            found,
+            token.generation(),
+            token.device(),
+            token.object_size(),
+        )?;
+        token.range_within(size)?;
+        let recorded = size;
         let import = optional!(self.api, aclrtIpcMemImportByKey)?;
         let cross_device = device != token.device();
         let flags = if cross_device {
@@ -438,17 +438,8 @@ impl AscendBackend {
             e
         };
         let reported = self.runtime_extent(base);
-        let size = match (recorded, reported) {
-            (Some(r), Some(q)) => r.min(q),
-            (Some(r), None) => r,
-            (None, Some(q)) => q,
-            (None, None) => {
-                return Err(undo(Error::unsupported(
-                    BackendKind::Ascend,
-                    "importing an IPC key that devipc did not export on a runtime that cannot                      report the imported block's size (aclrtMemGetAddressRange): the view                      could not be bounded",
-                )));
-            }
-        };
+        // The record's size, capped by what the runtime reports where it can.
+        let size = reported.map_or(recorded, |q| recorded.min(q));
         let checked = token
             .range_within(size)
             .and_then(|_| DevicePtr(base).offset(size));

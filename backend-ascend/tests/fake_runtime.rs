@@ -1327,20 +1327,7 @@ fn external_exports_carry_the_whole_key_and_the_offset_in_the_block() {
 #[serial]
 fn a_key_import_on_another_device_asks_for_peer_access() {
     let b = backend(fake_api());
-    let mut key = vec![0u8; 65];
-    key[..3].copy_from_slice(b"abc");
-    let token = MemToken::new(MemTokenParts {
-        mechanism: Mechanism::AscendIpcKey,
-        emulated: true,
-        device: DeviceId(1),
-        origin: TokenOrigin::current(ProcessId(1)),
-        generation: 1,
-        object_size: 8192,
-        offset: 4096,
-        len: 16,
-        payload: key,
-    })
-    .unwrap();
+    let token = exported_key_token(&b, DeviceId(1), 8192, 4096, 16);
     calls();
     let same = b.import(&token, DeviceId(1)).unwrap();
     let cross = b.import(&token, DeviceId(0)).unwrap();
@@ -1390,25 +1377,35 @@ fn write_and_read_bind_the_device_of_the_range() {
     b.free(alloc).unwrap();
 }
 
-/// A key token as another process on `device` would send it: key "abc", an object of
-/// `object_size` bytes, the range `offset..offset + len`.
-fn foreign_key_token(device: DeviceId, object_size: u64, offset: u64, len: u64) -> MemToken {
-    // The runtime reports the block the key really names: here, what the token says.
-    fake::with(|s| s.key_import_size = object_size as usize);
-    let mut key = vec![0u8; 65];
-    key[..3].copy_from_slice(b"abc");
-    MemToken::new(MemTokenParts {
-        mechanism: Mechanism::AscendIpcKey,
-        emulated: true,
-        device,
-        origin: TokenOrigin::current(ProcessId(1)),
-        generation: 1,
-        object_size,
-        offset,
-        len,
-        payload: key,
-    })
-    .unwrap()
+/// A key token of framework memory this backend exported on `device` (key "abc", an
+/// `object_size` block; the fake lets a process import its own export, and the export
+/// writes the record an import needs), narrowed to `offset..offset + len`.
+fn exported_key_token(
+    b: &AscendBackend,
+    device: DeviceId,
+    object_size: u64,
+    offset: u64,
+    len: u64,
+) -> MemToken {
+    const BLOCK: usize = 0x7100_0000;
+    let size = object_size as usize;
+    fake::with(|s| {
+        // The runtime reports the block the key really names: here, what the test asks.
+        s.key_import_size = size;
+        s.block = (BLOCK, size);
+        s.key = [0; 65];
+        s.key[..3].copy_from_slice(b"abc");
+    });
+    let token = b
+        .export_external(
+            device,
+            DevicePtr(BLOCK as u64),
+            size,
+            ExportOptions::any_process(),
+        )
+        .unwrap();
+    calls();
+    token.narrow(offset, len).unwrap()
 }
 
 fn copies() -> Vec<fake::CopyCall> {
@@ -1431,7 +1428,7 @@ fn fail_nth(name: &'static str, n: usize, code: i32) {
 #[serial]
 fn a_cross_device_key_import_is_written_and_read_through_a_staging_buffer() {
     let b = backend(fake_api());
-    let token = foreign_key_token(DeviceId(1), 8192, 4096, 100);
+    let token = exported_key_token(&b, DeviceId(1), 8192, 4096, 100);
     let cross = b.import(&token, DeviceId(0)).unwrap();
     let same = b.import(&token, DeviceId(1)).unwrap();
     fake::with(|s| s.current = Some(1));
@@ -1518,7 +1515,7 @@ fn large_staged_copies_go_in_bounded_chunks_through_one_buffer() {
     assert_eq!(devipc_ascend::staging::STAGING_CHUNK, 4 * MIB);
     let len = 9 * MIB + 5;
     let b = backend(fake_api());
-    let token = foreign_key_token(DeviceId(1), 16 << 20, 0, 16 << 20);
+    let token = exported_key_token(&b, DeviceId(1), 16 << 20, 0, 16 << 20);
     let cross = b.import(&token, DeviceId(0)).unwrap();
     let base = cross.ptr.0 as usize;
     let data = vec![7u8; len];
@@ -1607,7 +1604,7 @@ fn large_staged_copies_go_in_bounded_chunks_through_one_buffer() {
 #[serial]
 fn a_failing_staged_copy_releases_the_buffer_and_the_stream_and_restores_the_device() {
     let b = backend(fake_api());
-    let token = foreign_key_token(DeviceId(1), 16 << 20, 0, 16 << 20);
+    let token = exported_key_token(&b, DeviceId(1), 16 << 20, 0, 16 << 20);
     let cross = b.import(&token, DeviceId(0)).unwrap();
     fake::with(|s| s.current = Some(1));
     let data = vec![1u8; 9 << 20];
@@ -1686,7 +1683,7 @@ fn without_async_copies_a_cross_device_key_import_is_unsupported_for_host_copies
     api.aclrtMemcpyAsync = None;
     let b = backend(api);
     assert_eq!(b.api().missing_optional(), ["aclrtMemcpyAsync"]);
-    let token = foreign_key_token(DeviceId(1), 8192, 0, 8192);
+    let token = exported_key_token(&b, DeviceId(1), 8192, 0, 8192);
     let cross = b.import(&token, DeviceId(0)).unwrap();
     let same = b.import(&token, DeviceId(1)).unwrap();
     calls();
@@ -1966,7 +1963,7 @@ fn a_key_import_refused_after_the_vendor_import_is_closed_and_its_lease_released
 #[serial]
 fn a_failed_key_import_does_not_close_an_older_import_of_the_key() {
     let b = backend(fake_api());
-    let token = foreign_key_token(DeviceId(0), 8192, 0, 8192);
+    let token = exported_key_token(&b, DeviceId(0), 8192, 0, 8192);
     let older = b.import(&token, DeviceId(0)).unwrap();
     fake::with(|s| s.key_import_size = 4096);
     calls();

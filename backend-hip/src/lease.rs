@@ -213,11 +213,12 @@ impl Deferred {
 
 impl HipBackend {
     /// The lease of allocation `id`, created (bound to its generation) by its first export.
-    pub(crate) fn export_lease(&self, id: HandleId) -> Result<Arc<Lease>> {
+    /// `tag` names the IPC handle the lease is for (see `memory::handle_tag`).
+    pub(crate) fn export_lease(&self, id: HandleId, tag: u64) -> Result<Arc<Lease>> {
         self.allocations.with(id, |record| match &record.lease {
             Some(lease) => Ok(lease.clone()),
             None => {
-                let lease = held::create_bound(id.get())?;
+                let lease = held::create_tagged(id.get(), tag)?;
                 record.lease = Some(lease.clone());
                 Ok(lease)
             }

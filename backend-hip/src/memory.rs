@@ -21,7 +21,8 @@ use devipc_hip_sys::{
     hipIpcMemHandle_t, hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
 };
 
-use devipc_shm::lease::{Lease, held};
+use devipc_shm::lease::{Binding, Lease, held};
+use devipc_shm::process::ProcessIdentity;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
 use crate::backend::HipBackend;
@@ -59,6 +60,12 @@ pub(crate) struct ExternalExport {
 /// Generations of external exports: allocations use their handle's number, framework
 /// memory a number of its own (the lease binds whichever the token carries).
 static NEXT_EXTERNAL_GENERATION: AtomicU64 = AtomicU64::new(1 << 62);
+
+/// What a lease is bound to besides the generation: a hash of the IPC handle it was made
+/// for (FNV-1a; the exporter writes it, so a forger cannot make it match another handle).
+fn handle_tag(handle: &[u8]) -> u64 {
+    devipc_core::identity::fnv1a64(handle)
+}
 
 fn as_ptr(addr: u64) -> *mut c_void {
     addr as usize as *mut c_void
@@ -126,7 +133,7 @@ impl HipBackend {
         let record = self.allocation(alloc)?;
         Allocation::check_range(&range, record.size)?;
         let handle = self.ipc_handle(record.device, record.ptr)?;
-        let lease = self.export_lease(alloc.id)?;
+        let lease = self.export_lease(alloc.id, handle_tag(&handle.to_bytes()))?;
         let mut payload = handle.to_bytes().to_vec();
         payload.extend_from_slice(lease.name());
         self.mem_token(record.device, payload, record.size, range, alloc.id.get())
@@ -173,7 +180,7 @@ impl HipBackend {
                     let export = ExternalExport {
                         size,
                         generation,
-                        lease: held::create_bound(generation)?,
+                        lease: held::create_tagged(generation, handle_tag(&handle.to_bytes()))?,
                     };
                     external.insert((device, base), export.clone());
                     export
@@ -281,7 +288,21 @@ impl HipBackend {
         // hold fails when the exporter freed the memory or the token's generation is not
         // the exported object's. From here on every failure drops the hold, and after
         // the open closes the mapping too.
-        let lease = held::hold_checked(lease_name, Some(token.generation()))?;
+        // The lease must be the one its exporter made for this very handle, in the token's
+        // producer's table, for the token's generation: a token pairing one object's
+        // handle with another (live) object's lease is refused.
+        let lease = held::hold_for(
+            lease_name,
+            &Binding {
+                generation: Some(token.generation()),
+                tag: Some(handle_tag(handle)),
+                creator: Some(ProcessIdentity {
+                    pid: i32::try_from(token.origin().pid.0)
+                        .map_err(|_| Error::invalid_token("producer pid out of range"))?,
+                    start_time: token.origin().start_time,
+                }),
+            },
+        )?;
         let mut base: *mut c_void = std::ptr::null_mut();
         let handle = hipIpcMemHandle_t::from_bytes(bytes);
         // SAFETY: `base` is a valid out-pointer; the handle is passed by value.

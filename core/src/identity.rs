@@ -71,8 +71,8 @@ fn pid_namespace_inode(link: &Path) -> Option<u64> {
     inner.parse().ok()
 }
 
-/// 64-bit FNV-1a.
-pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
+/// 64-bit FNV-1a (a checksum, not a keyed hash).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })

@@ -59,14 +59,14 @@ use crate::word_file::NAME_LEN;
 const PREFIX: &str = "leases-";
 /// First word of a table ("devl").
 const MAGIC: u32 = 0x6c76_6564;
-/// Layout version (second word).
-const VERSION: u32 = 1;
+/// Layout version (second word). Version 2 added the entry's object tag.
+const VERSION: u32 = 2;
 /// Lease entries per table; an exporter with more live leases creates another table.
 pub const ENTRIES: u32 = 8192;
 /// Holder slots per table: one per (importing process, lease) pair.
 pub const SLOTS: u32 = 16384;
 const HEADER_BYTES: usize = 64;
-const ENTRY_BYTES: usize = 16;
+const ENTRY_BYTES: usize = 32;
 const SLOT_BYTES: usize = 32;
 const TABLE_BYTES: usize =
     HEADER_BYTES + ENTRIES as usize * ENTRY_BYTES + SLOTS as usize * SLOT_BYTES;
@@ -87,6 +87,10 @@ const E_STATUS: usize = 0;
 const E_HOLDERS: usize = 1;
 const E_GEN_LO: usize = 2;
 const E_GEN_HI: usize = 3;
+/// What the exporter says the lease is for (HIP: a hash of the IPC handle), so a token
+/// cannot pair one object's handle with another object's lease.
+const E_TAG_LO: usize = 4;
+const E_TAG_HI: usize = 5;
 
 // Entry states (low two bits of the status word).
 const FREE: u32 = 0;
@@ -131,6 +135,10 @@ struct Own {
     used: u32,
     /// The file was unlinked (every lease removed); no new leases go here.
     unlinked: bool,
+    /// Entries removed while someone still held them: `(index, seq)`. Reused only once
+    /// no live process holds the old lease, so a late release of an old hold can never
+    /// lower the count of the entry's next lease.
+    zombies: Vec<(u32, u32)>,
 }
 
 /// One mapped table.
@@ -273,10 +281,34 @@ impl Table {
             self.header(H_SLOTS_USED).fetch_max(s + 1, SeqCst);
             return Ok(s);
         }
+        // Full: slots of processes that died holding a lease (killed importers) are
+        // reclaimed here too, not only by the exporter's scans, so crashed importers
+        // cannot use the table up while the exporter keeps its objects.
+        if self.reclaim_dead_slots() > 0 {
+            return self.claim_slot(who, index, seq);
+        }
         Err(io::Error::new(
             io::ErrorKind::OutOfMemory,
             format!("the exporter's lease table has no free holder slot (all {SLOTS} in use)"),
         ))
+    }
+
+    /// Frees the slots whose owners are dead; returns how many.
+    fn reclaim_dead_slots(&self) -> usize {
+        let used = self.header(H_SLOTS_USED).load(SeqCst).min(SLOTS);
+        let mut alive: HashMap<ProcessIdentity, bool> = HashMap::new();
+        let mut freed = 0;
+        for s in 0..used {
+            let t = self.slot(s, S_TAG).load(SeqCst);
+            if t & 3 != SLOT_OWNED {
+                continue;
+            }
+            let who = self.slot_owner(s);
+            if !*alive.entry(who).or_insert_with(|| who.is_alive()) && self.free_slot(s, t) {
+                freed += 1;
+            }
+        }
+        freed
     }
 
     /// Frees slot `s` (its owner released its last hold, or died).
@@ -352,6 +384,18 @@ fn table(dir: &Path, id: u64) -> io::Result<Arc<Table>> {
     Ok(t)
 }
 
+/// What an importer expects of a lease, from its token (see [`Lease::acquire_for`]);
+/// `None` fields are not checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Binding {
+    /// The object's generation.
+    pub generation: Option<u64>,
+    /// The exporter's tag for the object (see [`Lease::create_tagged`]).
+    pub tag: Option<u64>,
+    /// The exporter: the process that created the lease's table.
+    pub creator: Option<ProcessIdentity>,
+}
+
 /// A lease: one entry of a table. The value holds no file descriptor (an importer may
 /// hold thousands); dropping it does not end the lease ([`Lease::remove`] does).
 #[derive(Debug)]
@@ -398,6 +442,12 @@ impl Lease {
     /// none or it is full), bound to `generation`: [`Lease::acquire_checked`] refuses any
     /// other.
     pub fn create_bound(dir: &Path, generation: u64) -> io::Result<Lease> {
+        Lease::create_tagged(dir, generation, 0)
+    }
+
+    /// As [`Lease::create_bound`], also bound to `tag` (what the lease is for, e.g. a
+    /// hash of the vendor handle; 0 = none): [`Lease::acquire_for`] refuses another.
+    pub fn create_tagged(dir: &Path, generation: u64, tag: u64) -> io::Result<Lease> {
         let mut reg = lock(&REGISTRY);
         let reg = reg.get_or_insert_with(Registry::default);
         let mut picked = None;
@@ -407,12 +457,23 @@ impl Lease {
             if own.unlinked {
                 continue;
             }
-            let index = own.free.pop().or_else(|| {
-                (own.next < ENTRIES).then(|| {
-                    own.next += 1;
-                    own.next - 1
+            let index = own
+                .free
+                .pop()
+                .or_else(|| {
+                    (own.next < ENTRIES).then(|| {
+                        own.next += 1;
+                        own.next - 1
+                    })
                 })
-            });
+                .or_else(|| {
+                    // Full: a removed lease's entry whose holders have all gone.
+                    let at = own
+                        .zombies
+                        .iter()
+                        .position(|&(i, seq)| t.scan_live(i, seq) == 0)?;
+                    Some(own.zombies.swap_remove(at).0)
+                });
             if let Some(index) = index {
                 own.used += 1;
                 picked = Some((t.clone(), index));
@@ -441,6 +502,10 @@ impl Lease {
         table
             .entry(index, E_GEN_HI)
             .store((generation >> 32) as u32, SeqCst);
+        table.entry(index, E_TAG_LO).store(tag as u32, SeqCst);
+        table
+            .entry(index, E_TAG_HI)
+            .store((tag >> 32) as u32, SeqCst);
         status.store(seq << 2 | LIVE, SeqCst);
         Ok(Lease {
             name: encode(table.id, index, seq),
@@ -499,19 +564,62 @@ impl Lease {
     /// As [`Lease::acquire`], and when `generation` is given, fails with `InvalidData`
     /// unless the lease is bound to it.
     pub fn acquire_checked(&self, who: ProcessIdentity, generation: Option<u64>) -> io::Result<()> {
+        self.acquire_for(
+            who,
+            &Binding {
+                generation,
+                ..Binding::default()
+            },
+        )
+    }
+
+    /// The tag the exporter bound the lease to (0: none).
+    pub fn tag(&self) -> u64 {
+        u64::from(self.table.entry(self.index, E_TAG_LO).load(SeqCst))
+            | u64::from(self.table.entry(self.index, E_TAG_HI).load(SeqCst)) << 32
+    }
+
+    /// The process that created the lease's table (the exporter).
+    pub fn creator(&self) -> ProcessIdentity {
+        ProcessIdentity {
+            pid: self.table.header(H_CREATOR_PID).load(SeqCst) as i32,
+            start_time: u64::from(self.table.header(H_CREATOR_START_LO).load(SeqCst))
+                | u64::from(self.table.header(H_CREATOR_START_HI).load(SeqCst)) << 32,
+        }
+    }
+
+    /// As [`Lease::acquire`], after checking what the token claims against what the
+    /// exporter bound the lease to ([`Binding`]): a mismatch is `InvalidData`, so a token
+    /// that pairs one object's handle with another object's (live) lease is refused.
+    pub fn acquire_for(&self, who: ProcessIdentity, expect: &Binding) -> io::Result<()> {
         let revoked = || gone("the exporter released the object (its lease is revoked)");
         if self.state() != Some(LIVE) {
             return Err(revoked());
         }
-        if let Some(g) = generation
+        let mismatch = |what: String| Err(io::Error::new(io::ErrorKind::InvalidData, what));
+        if let Some(g) = expect.generation
             && g != self.generation()
         {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "the token's generation {g} is not the exported object's ({})",
-                    self.generation()
-                ),
+            return mismatch(format!(
+                "the token's generation {g} is not the exported object's ({})",
+                self.generation()
+            ));
+        }
+        if let Some(tag) = expect.tag
+            && tag != self.tag()
+        {
+            return mismatch(
+                "the token's lease belongs to another object than its handle".to_owned(),
+            );
+        }
+        if let Some(creator) = expect.creator
+            && creator != self.creator()
+        {
+            return mismatch(format!(
+                "the token's lease belongs to another exporter (pid {}) than the token's \
+                 producer (pid {})",
+                self.creator().pid,
+                creator.pid
             ));
         }
         let t = &self.table;
@@ -556,6 +664,8 @@ impl Lease {
                     if last {
                         holds.remove(&key);
                     }
+                    // The entry is not reused while a live process holds it (see
+                    // `Own::zombies`), so this is still our lease's count.
                     let _ = t
                         .entry(self.index, E_HOLDERS)
                         .fetch_update(SeqCst, SeqCst, |h| Some(h.saturating_sub(1)));
@@ -673,15 +783,22 @@ impl Lease {
         if !removed {
             return Ok(());
         }
-        // Holders of the old lease (dead ones; live ones are waited for) must not count
-        // against its successor.
-        self.table.entry(self.index, E_HOLDERS).store(0, SeqCst);
+        let held = self.table.entry(self.index, E_HOLDERS).load(SeqCst) > 0;
+        if !held {
+            self.table.entry(self.index, E_HOLDERS).store(0, SeqCst);
+        }
         let Some(own) = &self.table.own else {
             return Ok(());
         };
         let unlink = {
             let mut own = lock(own);
-            own.free.push(self.index);
+            if held {
+                // Removed under holders (an exporter that forgets a lease it could not
+                // release): the entry waits until they are gone before it is reused.
+                own.zombies.push((self.index, self.seq));
+            } else {
+                own.free.push(self.index);
+            }
             own.used = own.used.saturating_sub(1);
             let unlink = own.used == 0 && !own.unlinked;
             if unlink {
@@ -767,7 +884,7 @@ pub mod held {
 
     use devipc_core::{Error, Result};
 
-    use super::Lease;
+    use super::{Binding, Lease};
     use crate::private_dir::{RUNTIME_DIR_ENV, runtime_dir, runtime_dir_for_devipc};
     use crate::process::ProcessIdentity;
 
@@ -782,8 +899,13 @@ pub mod held {
 
     /// A new lease bound to `generation` (see [`hold_checked`]).
     pub fn create_bound(generation: u64) -> Result<Arc<Lease>> {
+        create_tagged(generation, 0)
+    }
+
+    /// A new lease bound to `generation` and `tag` (see [`hold_for`]).
+    pub fn create_tagged(generation: u64, tag: u64) -> Result<Arc<Lease>> {
         let dir = runtime_dir_for_devipc()?;
-        Lease::create_bound(&dir, generation)
+        Lease::create_tagged(&dir, generation, tag)
             .map(Arc::new)
             .map_err(|e| io_error("creating a lease", e))
     }
@@ -804,6 +926,18 @@ pub mod held {
     /// As [`hold`], and refuses (as an invalid token) a `generation` the lease is not
     /// bound to: a token relabelled with another object's generation.
     pub fn hold_checked(name: &[u8], generation: Option<u64>) -> Result<Arc<Lease>> {
+        hold_for(
+            name,
+            &Binding {
+                generation,
+                ..Binding::default()
+            },
+        )
+    }
+
+    /// As [`hold`], and refuses (as an invalid token) a lease the exporter did not bind to
+    /// what the token claims ([`Binding`]).
+    pub fn hold_for(name: &[u8], expect: &Binding) -> Result<Arc<Lease>> {
         let dir = runtime_dir_for_devipc()?;
         let lease = Lease::open(&dir, name).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => freed(),
@@ -813,13 +947,11 @@ pub mod held {
             _ => io_error("opening a lease", e),
         })?;
         let me = ProcessIdentity::current().map_err(|e| io_error("reading /proc/self/stat", e))?;
-        lease
-            .acquire_checked(me, generation)
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => freed(),
-                io::ErrorKind::InvalidData => Error::invalid_token(e.to_string()),
-                _ => io_error("holding a lease", e),
-            })?;
+        lease.acquire_for(me, expect).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => freed(),
+            io::ErrorKind::InvalidData => Error::invalid_token(e.to_string()),
+            _ => io_error("holding a lease", e),
+        })?;
         Ok(Arc::new(lease))
     }
 
@@ -1130,6 +1262,57 @@ mod tests {
         }
         assert_eq!(tables(&dir), 0);
         std::fs::remove_dir(&dir).unwrap();
+    }
+
+    /// An exporter that removes a lease someone still holds (it forgets an object it
+    /// could not release) must not hand its entry to the next lease: the old holder's
+    /// late release would lower the new lease's count, and the new object would be
+    /// released under its importer.
+    #[test]
+    fn a_late_release_of_a_removed_lease_never_touches_the_next_lease() {
+        let dir = scratch("zombie");
+        let me = ProcessIdentity::current().unwrap();
+        let old = Lease::create(&dir).unwrap();
+        let _keep = Lease::create(&dir).unwrap(); // keeps the table alive
+        old.acquire(me).unwrap();
+        old.remove().unwrap();
+        let new = Lease::create(&dir).unwrap();
+        new.acquire(me).unwrap();
+        old.release(me);
+        assert!(!new.is_unheld(false), "the new lease lost its hold");
+        assert_eq!(new.live_holders(), 1);
+        new.release(me);
+        assert!(new.is_unheld(false));
+        // Once nobody holds the old lease, its entry is reused (when the table is full).
+        new.remove().unwrap();
+    }
+
+    /// Holder slots of killed importers are reclaimed by the next importer that needs
+    /// one, not only by the exporter's scans: a loop of killed importers cannot fill the
+    /// table while the exporter keeps its object.
+    #[test]
+    fn slots_of_dead_holders_are_reclaimed_when_the_table_is_full() {
+        let dir = scratch("full-slots");
+        let lease = Lease::create(&dir).unwrap();
+        let dead_pid = {
+            let mut child = std::process::Command::new("true").spawn().unwrap();
+            let pid = child.id() as i32;
+            child.wait().unwrap();
+            pid
+        };
+        for i in 0..u64::from(SLOTS) {
+            let ghost = ProcessIdentity {
+                pid: dead_pid,
+                start_time: i,
+            };
+            lease.acquire(ghost).unwrap();
+        }
+        let me = ProcessIdentity::current().unwrap();
+        lease
+            .acquire(me)
+            .expect("a live importer gets a slot of a dead one");
+        assert_eq!(lease.live_holders(), 1);
+        lease.release(me);
     }
 
     #[test]
