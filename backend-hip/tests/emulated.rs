@@ -192,13 +192,6 @@ fn own_import(parent: &Parent) -> Result<(), String> {
     let token = b
         .export(&alloc, 0..4096, ExportOptions::default())
         .map_err(e2s)?;
-    let expect_vendor =
-        |r: devipc_core::Result<devipc_core::Mapping>, code: i32, name: &str| match r {
-            Err(Error::Vendor {
-                code: c, name: n, ..
-            }) if c == code && n == name => Ok(()),
-            other => Err(format!("expected {name} ({code}), got {other:?}")),
-        };
     // Importing one's own token is refused by the backend itself, before any vendor call,
     // in every version (ROCm 5.2's hipIpcOpenMemHandle would map it again).
     match b.import(&token, DeviceId(0)) {
