@@ -74,6 +74,22 @@ fn vmm_exporter(rt: Runtime, parent: &Parent) -> Result<(), String> {
                 rt = None;
                 parent.say("done", "");
             }
+            // A child forked from the exporter exits normally (running the `atexit`
+            // handlers it inherited); the exporter waits for it.
+            "fork-exit" => {
+                // SAFETY: the child only calls `exit`; the parent waits for it.
+                let pid = unsafe { libc::fork() };
+                match pid {
+                    0 => std::process::exit(0),
+                    p if p > 0 => {
+                        let mut status = 0;
+                        // SAFETY: `p` is our child; `status` is a valid out-pointer.
+                        unsafe { libc::waitpid(p, &mut status, 0) };
+                        parent.say("done", &status.to_string());
+                    }
+                    _ => return Err("fork failed".into()),
+                }
+            }
             "exit" => {
                 drop((buf, rt));
                 return Ok(());
@@ -500,6 +516,25 @@ fn ascend_killed_key_exporters_files_are_swept_by_the_next_process() {
         Vec::<String>::new(),
         "swept, and the cycle left none"
     );
+    assert_eq!(root.recorded_violations(), Vec::<String>::new());
+    root.assert_emulator_clean();
+}
+
+/// A child forked from an exporter that exits normally runs the exporter's inherited
+/// `atexit` handler: it must not remove the exporter's export records (the exports are
+/// the parent's and still live).
+#[test]
+fn ascend_a_forked_child_exiting_keeps_the_exporters_records() {
+    let root = TestRoot::new("ascend-fork-exit");
+    let mut exporter = spawn(&root, "vmm-exporter");
+    let token = exporter.expect("token");
+    exporter.send("fork-exit");
+    assert_eq!(exporter.expect("done"), "0");
+    let peer = reader(&root, &token);
+    finish(peer);
+    exporter.send("free");
+    exporter.expect("done");
+    finish(exporter);
     assert_eq!(root.recorded_violations(), Vec::<String>::new());
     root.assert_emulator_clean();
 }

@@ -504,3 +504,36 @@ fn hip_a_freed_buffers_handle_with_another_exports_lease_is_refused() {
     finish([genuine, exporter, stranger]);
     root.assert_emulator_clean();
 }
+
+/// A FIFO where a lease table would be (a same-user prank, or a stray file) must not hang
+/// the next process's sweep when it opens the backend: it is skipped, not opened blocking.
+#[test]
+fn hip_a_fifo_in_the_runtime_dir_does_not_hang_the_backend() {
+    let root = TestRoot::new("hip-fifo");
+    std::fs::create_dir_all(root.run_dir()).unwrap();
+    std::fs::set_permissions(
+        root.run_dir(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let fifo = root.run_dir().join("leases-0123456789abcdef");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        devipc_testkit::skip(
+            "hip_a_fifo_in_the_runtime_dir_does_not_hang_the_backend",
+            "mkfifo is not available",
+        );
+        return;
+    }
+    // The child would block in open(2) for ever; the testkit's watchdog would fail it.
+    let mut exporter = spawn(&root, "exporter");
+    let token = exporter.expect("token");
+    let (importer, answer) = import_in_new_process(&root, &token);
+    assert_eq!(answer, "ok");
+    finish([importer]);
+    exporter.send("free");
+    exporter.expect("freed");
+    finish([exporter]);
+    std::fs::remove_file(&fifo).unwrap();
+    root.assert_emulator_clean();
+}

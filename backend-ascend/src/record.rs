@@ -235,10 +235,17 @@ fn path_of(object: Object<'_>) -> Result<PathBuf> {
 /// The records this process published and has not withdrawn, removed at exit.
 static PUBLISHED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 
+/// The process that registered the `atexit` handler: a forked child inherits the handler
+/// and `PUBLISHED`, but the records are its parent's, which still exports them.
+static PUBLISHER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// The `atexit` handler: removes the process's remaining records. Never blocks: if
 /// another thread holds the set while the process exits, the records are left to the
-/// sweep.
+/// sweep. Does nothing in a forked child.
 extern "C" fn remove_published_at_exit() {
+    if PUBLISHER.load(std::sync::atomic::Ordering::SeqCst) != std::process::id() {
+        return;
+    }
     if let Ok(mut paths) = PUBLISHED.try_lock() {
         for path in std::mem::take(&mut *paths) {
             let _ = std::fs::remove_file(path);
@@ -253,10 +260,17 @@ pub(crate) fn publish(object: Object<'_>, record: &ExportRecord) -> Result<()> {
     let dir = runtime_dir_for_devipc()?;
     SWEPT.call_once(|| sweep_dead(&dir));
     AT_EXIT.call_once(|| {
+        PUBLISHER.store(std::process::id(), std::sync::atomic::Ordering::SeqCst);
         // SAFETY: registers a plain `extern "C" fn()` that touches only a static; a
         // failure to register (non-zero) leaves the records to the sweep.
         let _ = unsafe { libc::atexit(remove_published_at_exit) };
     });
+    // A forked child inherits the handler and its parent's set: its first record makes
+    // the set its own.
+    if PUBLISHER.swap(std::process::id(), std::sync::atomic::Ordering::SeqCst) != std::process::id()
+    {
+        crate::backend::lock(&PUBLISHED).clear();
+    }
     let path = dir.join(object.file_name());
     let me = record.exporter;
     let tmp = dir.join(format!(
@@ -293,7 +307,7 @@ pub(crate) fn publish(object: Object<'_>, record: &ExportRecord) -> Result<()> {
 pub(crate) fn read(object: Object<'_>) -> Result<Option<ExportRecord>> {
     let path = path_of(object)?;
     let mut text = String::new();
-    match std::fs::File::open(&path) {
+    match devipc_shm::private_dir::open_regular_file(&path) {
         Ok(f) => f
             .take(MAX_LEN)
             .read_to_string(&mut text)
@@ -417,7 +431,7 @@ fn sweep_dead(dir: &std::path::Path) {
     let _ = sweep(dir, PREFIX, |name| {
         let path = dir.join(format!("{PREFIX}{name}"));
         let mut text = String::new();
-        std::fs::File::open(&path)?
+        devipc_shm::private_dir::open_regular_file(&path)?
             .take(MAX_LEN)
             .read_to_string(&mut text)?;
         match ExportRecord::decode(&text) {

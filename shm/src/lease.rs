@@ -41,6 +41,16 @@
 //!
 //! The table is unlinked when its creator has removed every lease in it; a table left by
 //! a killed exporter is removed by [`sweep_orphans`] in the next process.
+//!
+//! # What a table does not defend against
+//!
+//! Tables live in the user's private (0700) runtime directory, so every participant is a
+//! process of the same user. Tokens are untrusted (a forged lease name, generation, tag or
+//! producer is refused), but the table's words are not: a process of the same user that
+//! writes into a table (a zero holder count, a freed slot) or truncates it (every process
+//! mapping it then takes `SIGBUS`) can make an exporter release an object early, as it
+//! could by writing the emulator's files or attaching a debugger. The counter never wraps,
+//! so overflowing it by holding is refused instead of reading as "unheld".
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -638,13 +648,44 @@ impl Lease {
                 }
             }
         }
-        // After the slot, before the re-check (see the module docs).
-        t.entry(self.index, E_HOLDERS).fetch_add(1, SeqCst);
+        // After the slot, before the re-check (see the module docs). Never wraps: a count
+        // that cannot grow (only a corrupted table gets there) refuses the hold rather
+        // than reading 0, which the exporter would take for "nobody holds it".
+        let counted = t
+            .entry(self.index, E_HOLDERS)
+            .fetch_update(SeqCst, SeqCst, |h| h.checked_add(1));
+        if counted.is_err() {
+            self.release_slot_only(who);
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the lease's holder count is corrupt (at its maximum)",
+            ));
+        }
         if self.state() != Some(LIVE) {
             self.release(who);
             return Err(revoked());
         }
         Ok(())
+    }
+
+    /// Undoes the slot part of a hold whose count could not be raised.
+    fn release_slot_only(&self, who: ProcessIdentity) {
+        let t = &self.table;
+        let mut holds = lock(&HOLDS);
+        let holds = holds.get_or_insert_with(HashMap::new);
+        let key = (t.id, self.index, self.seq, who);
+        if let Some((slot, count)) = holds.get_mut(&key) {
+            let slot = *slot;
+            *count -= 1;
+            if *count == 0 {
+                holds.remove(&key);
+                let tag = t.slot(slot, S_TAG).load(SeqCst);
+                t.slot(slot, S_COUNT).store(0, SeqCst);
+                t.free_slot(slot, tag);
+            } else {
+                t.slot(slot, S_COUNT).fetch_sub(1, SeqCst);
+            }
+        }
     }
 
     /// Removes one hold by `who`; releasing a hold it does not have is a no-op. Wakes the
@@ -820,7 +861,7 @@ impl Lease {
 /// Reads the creator recorded in the table file at `path`.
 fn table_creator(path: &Path) -> io::Result<ProcessIdentity> {
     let mut head = [0u8; 20];
-    std::fs::File::open(path)?.read_exact(&mut head)?;
+    crate::private_dir::open_regular_file(path)?.read_exact(&mut head)?;
     let word = |i: usize| {
         u32::from_ne_bytes([
             head[4 * i],
@@ -1313,6 +1354,24 @@ mod tests {
             .expect("a live importer gets a slot of a dead one");
         assert_eq!(lease.live_holders(), 1);
         lease.release(me);
+    }
+
+    /// A holder count at its maximum (only a corrupted table gets there) refuses the
+    /// next hold instead of wrapping to 0, which the exporter would read as "unheld".
+    #[test]
+    fn the_holder_count_never_wraps_to_unheld() {
+        let dir = scratch("wrap");
+        let lease = Lease::create(&dir).unwrap();
+        lease
+            .table
+            .entry(lease.index, E_HOLDERS)
+            .store(u32::MAX, SeqCst);
+        let me = ProcessIdentity::current().unwrap();
+        let err = lease.acquire(me).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        assert!(!lease.is_unheld(false));
+        assert_eq!(lease.live_holders(), 0, "the refused hold left no slot");
+        lease.remove().unwrap();
     }
 
     #[test]

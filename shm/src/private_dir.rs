@@ -415,6 +415,31 @@ pub fn sweep(
     Ok(removed)
 }
 
+/// Opens a file of a devipc directory for reading, refusing what a plain `open` would
+/// trip over: a symbolic link (`O_NOFOLLOW`), and anything that is not a regular file, such
+/// as a FIFO someone placed there (opened `O_NONBLOCK`, so the open itself cannot hang,
+/// then checked with `fstat`). Errors are `InvalidData` for a wrong kind of file.
+pub fn open_regular_file(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else {
+            "not a regular file"
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is {what}", path.display()),
+        ));
+    }
+    Ok(file)
+}
+
 /// Opens the private directory at `path` (made absolute), creating it and any missing
 /// parent with mode 0700, after checking every component on the way with
 /// [`check_component_facts`] (following root's and our symbolic links, see the module
@@ -721,6 +746,26 @@ mod tests {
         // Unknown user or group.
         assert_eq!(private_group_in(4242, passwd, group), None);
         assert_eq!(private_group_in(1000, passwd, "root:x:0:\n"), None);
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_hanging() {
+        let dir = scratch("fifo", 0o700);
+        let fifo = dir.join("record");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            return; // no mkfifo here: nothing to test
+        }
+        let err = open_regular_file(&fifo).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        std::fs::write(dir.join("plain"), b"x").unwrap();
+        assert!(open_regular_file(&dir.join("plain")).is_ok());
+        std::os::unix::fs::symlink(dir.join("plain"), dir.join("link")).unwrap();
+        assert!(
+            open_regular_file(&dir.join("link")).is_err(),
+            "links are not followed"
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
