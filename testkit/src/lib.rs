@@ -490,8 +490,10 @@ impl Child {
         let pid = self.proc.id() as i32;
         let deadline = Instant::now() + LONG;
         loop {
+            // Dead as devipc's liveness checks see it: a killed leader shows `Z` while its
+            // other threads are still exiting, and counts as alive until they are gone.
             match devipc_shm::process::read_stat(pid).expect("read the child's /proc stat") {
-                Some(s) if s.state != 'Z' => {}
+                Some(s) if !s.is_dead() => {}
                 _ => return,
             }
             assert!(Instant::now() < deadline, "child {pid} did not die");
