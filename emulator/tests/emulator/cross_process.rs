@@ -1,20 +1,19 @@
 //! Cross-process behaviour of the emulator infrastructure, with real processes.
 //!
-//! Each test starts children with `devipc_testkit` (this test binary re-run on the
-//! `child_role` test); the child finds its state directory through the real
+//! Each test starts children with `devipc_testkit` (this test binary re-run on this
+//! module's `child_role` test); the child finds its state directory through the real
 //! `DEVIPC_EMU_DIR` / `DEVIPC_EMU_MEM_LIMIT` variables ([`State::global`]) and talks to the
 //! parent over its stdin/stdout: lines starting with `@@ ` (anything else, such as the
 //! test harness's own output, is ignored). Every test uses its own [`TestRoot`] and
 //! asserts at the end that the state directory holds nothing but the `ledger` and that no
 //! device memory is accounted.
 
-mod emu_support;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::emu_support::{EmuRoot, assert_state_clean, child_entry, identity};
 use devipc_emulator::EmuError;
 use devipc_emulator::state::futex::wait_until;
 use devipc_emulator::state::lock::{FileLock, LockMode, OpenMode};
@@ -22,14 +21,13 @@ use devipc_emulator::state::{
     BinarySemaphore, NewObject, ObjectId, ProcessIdentity, Released, State, Vendor,
 };
 use devipc_testkit::{Child, LONG, Parent, ROLE_ENV, TestRoot};
-use emu_support::{EmuRoot, assert_state_clean, identity};
 
 /// Names the test root for the children (the `counter` role's files live there).
 const TEST_ROOT_ENV: &str = "DEVIPC_EMU_TEST_ROOT";
 
 /// Starts a child playing `role` on `root`, with `env` on top.
 fn spawn(role: &str, root: &TestRoot, env: &[(&str, String)]) -> Child {
-    Child::build("child_role", role, root)
+    Child::build(&child_entry(), role, root)
         .env(TEST_ROOT_ENV, root.path())
         .envs(env.iter().map(|(k, v)| (k, v)))
         .spawn()

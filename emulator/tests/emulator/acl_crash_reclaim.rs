@@ -6,16 +6,13 @@
 //! the importer maps, the notify the waiter imported), with no dead holder, and once those
 //! close, nothing but the ledger (as a driver frees an exited process's memory).
 
-mod acl_support;
-mod emu_support;
-
-use acl_support::{AclRoot, EmuRoot, TestRoot};
+use crate::acl_support::{AclRoot, EmuRoot, TestRoot};
 use devipc_emulator::state::gc::needs_gc;
 
 /// Entry point of the child processes; a no-op in the parent run.
 #[test]
 fn child_role() {
-    acl_support::child_main();
+    crate::acl_support::child_main();
 }
 
 const MB: u64 = 2 << 20;

@@ -1,11 +1,11 @@
 //! Harness shared by the `hip_*` integration tests: real child processes that run HIP
 //! calls through the C ABI of the emulator's [`HipApi`] table.
 //!
-//! A test starts children with `devipc_testkit` (the test binary re-run on its
-//! `child_role` test). The child is a small command interpreter: it reads one command per
-//! line on stdin (`malloc 4096`, `export 0x7f..`, `open <hex> 1`, ...), makes the HIP calls
-//! through `devipc_emulator::hip_api()` and answers `@@ r <hipError_t> <values...>` on
-//! stdout. `bg <tag> <command>` runs a command on a new thread and answers later with
+//! A test starts children with `devipc_testkit` (the test binary re-run on the
+//! `child_role` test of the module that starts it). The child is a small command
+//! interpreter: it reads one command per line on stdin (`malloc 4096`, `export 0x7f..`,
+//! `open <hex> 1`, ...), makes the HIP calls through `devipc_emulator::hip_api()` and
+//! answers `@@ r <hipError_t> <values...>` on stdout. `bg <tag> <command>` runs a command on a new thread and answers later with
 //! `@@ bg-<tag> <hipError_t> <values...>`. Lines not starting with `@@ ` (the test
 //! harness's own output) are ignored.
 //!
@@ -13,7 +13,6 @@
 //! version and the other `DEVIPC_EMU_*` variables explicitly (nothing is inherited from
 //! the caller's environment), and asserts at the end that the directory holds nothing but
 //! the ledger and that no device memory is accounted ([`EmuRoot::assert_clean`]).
-#![allow(dead_code)] // each test binary uses part of the harness
 
 use std::ffi::{CStr, c_int, c_uint, c_void};
 use std::sync::OnceLock;
@@ -27,6 +26,7 @@ use devipc_hip_sys::{
 };
 use devipc_testkit::{Child, Parent};
 
+use crate::emu_support::child_entry;
 pub use crate::emu_support::{EmuRoot, pattern};
 pub use devipc_testkit::TestRoot;
 
@@ -132,8 +132,10 @@ pub struct Hip {
 impl Hip {
     /// Starts a shell on `root`'s state directory emulating HIP `version`, with extra
     /// `DEVIPC_EMU_*` variables (e.g. `DEVIPC_EMU_DEVICES`, `DEVIPC_EMU_BREAK_RULE`).
+    /// The child runs the `child_role` test of the caller's module.
+    #[track_caller]
     pub fn spawn(name: &str, root: &TestRoot, version: &str, env: &[(&str, &str)]) -> Hip {
-        let mut child = Child::build("child_role", name, root)
+        let mut child = Child::build(&child_entry(), name, root)
             .env_remove_prefix("DEVIPC_")
             .env("DEVIPC_EMU_HIP_VERSION", version)
             .envs(env.iter().copied())
@@ -245,11 +247,11 @@ pub fn hexptr(p: u64) -> String {
 // ---------------------------------------------------------------------------------------
 // Child side.
 
-/// Entry point of child processes (the `child_role` test of each binary); a no-op in the
-/// parent run.
+/// Entry point of child processes (the `child_role` test of each topic module); a no-op
+/// in the parent run.
 pub fn child_main() {
     devipc_testkit::run_child_within(CHILD_WATCHDOG, |_name, parent| {
-        // End libtest's `test child_role ... ` line first.
+        // End libtest's `test <module>::child_role ... ` line first.
         println!();
         parent.say("ready", "");
         while let Some(line) = parent.hear_line() {

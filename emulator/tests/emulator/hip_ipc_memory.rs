@@ -3,13 +3,10 @@
 //! exporter free with live importers, cross-device open, kill -9 of an importer, the
 //! shared memory limit, and every memory rule with its exact `hipError_t`.
 
-mod emu_support;
-mod hip_support;
-
+use crate::hip_support::*;
 use devipc_emulator::hip::rules;
 use devipc_emulator::state::ObjectFlags;
 use devipc_hip_sys::*;
-use hip_support::*;
 
 /// Entry point of the child processes (a no-op in the parent run).
 #[test]

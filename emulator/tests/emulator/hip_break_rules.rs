@@ -3,12 +3,9 @@
 //! for the rule can be seen to fail). One test per rule, each in its own state directory
 //! with real child processes; [`every_rule_has_a_break_scenario`] keeps the list complete.
 
-mod emu_support;
-mod hip_support;
-
+use crate::hip_support::*;
 use devipc_emulator::hip::rules::{self, *};
 use devipc_hip_sys::*;
-use hip_support::*;
 
 /// Entry point of the child processes (a no-op in the parent run).
 #[test]

@@ -4,14 +4,11 @@
 //! ranges, peer access, error names and strings; plus in-process checks of the table
 //! itself (emulated source, no vendor symbol exported).
 
-mod emu_support;
-mod hip_support;
-
 use std::ffi::CStr;
 
+use crate::hip_support::*;
 use devipc_emulator::hip::rules;
 use devipc_hip_sys::*;
-use hip_support::*;
 
 /// Entry point of the child processes (a no-op in the parent run).
 #[test]

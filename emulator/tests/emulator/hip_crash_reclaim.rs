@@ -6,12 +6,9 @@
 //! (the memory the importer opened, the event it opened), with no dead holder, and once
 //! those close, nothing but the ledger.
 
-mod emu_support;
-mod hip_support;
-
+use crate::hip_support::*;
 use devipc_emulator::state::gc::needs_gc;
 use devipc_hip_sys::*;
-use hip_support::*;
 
 /// Entry point of the child processes (a no-op in the parent run).
 #[test]

@@ -4,11 +4,8 @@
 //! `hipEventCreate` / `hipEventElapsedTime`, `hipCtxCreate` and `hipGetProcAddress`, each
 //! at ROCm 5.2 and 6.2 where their answers differ.
 
-mod emu_support;
-mod hip_support;
-
+use crate::hip_support::*;
 use devipc_hip_sys::*;
-use hip_support::*;
 
 /// Entry point of the child processes (a no-op in the parent run).
 #[test]

@@ -9,11 +9,8 @@
 //! the queued copy writes, and "still blocked" through a background command that has not
 //! answered after a round trip, released by the test afterwards.
 
-mod emu_support;
-mod hip_support;
-
+use crate::hip_support::*;
 use devipc_hip_sys::*;
-use hip_support::*;
 
 /// Entry point of the child processes (a no-op in the parent run).
 #[test]

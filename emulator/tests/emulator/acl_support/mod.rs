@@ -1,19 +1,15 @@
 //! Harness of the ACL surface tests: real child processes that call the C ABI.
 //!
 //! Every ACL call runs in a child process started with `devipc_testkit` (the test binary
-//! re-run on its `child_role` test): the child becomes an *ACL shell*: it reads one
-//! command per line from stdin (`malloc 4096`, `import 123 0`, ...), makes that one call
-//! through the [`AclApi`] table of `devipc_emulator::acl_api()`, and answers
-//! `@@ ok <values...>` or `@@ err <code> <aclGetRecentErrMsg text>` on stdout (other
-//! output is ignored). Handles and pointers travel as hex, keys as their text.
+//! re-run on the `child_role` test of the module that starts it): the child becomes an
+//! *ACL shell*: it reads one command per line from stdin (`malloc 4096`, `import 123 0`,
+//! ...), makes that one call through the [`AclApi`] table of `devipc_emulator::acl_api()`,
+//! and answers `@@ ok <values...>` or `@@ err <code> <aclGetRecentErrMsg text>` on stdout
+//! (other output is ignored). Handles and pointers travel as hex, keys as their text.
 //! The child finds its state directory through the real `DEVIPC_EMU_*` variables, so each
 //! test gives its children its own [`TestRoot`]; the parent never calls ACL itself and
 //! inspects the state directory with an explicit `State` ([`EmuRoot`]: gc, usage,
 //! leftovers).
-#![allow(
-    dead_code,
-    reason = "each test binary uses a different part of the harness"
-)]
 
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr;
@@ -23,6 +19,7 @@ use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::types::*;
 use devipc_testkit::Child;
 
+use crate::emu_support::child_entry;
 pub use crate::emu_support::{EmuRoot, pattern};
 pub use devipc_testkit::TestRoot;
 
@@ -34,11 +31,14 @@ const CHILD_WATCHDOG: Duration = Duration::from_secs(300);
 
 /// Starting ACL shells on a test root.
 pub trait AclRoot {
-    /// Starts an ACL shell child with this root's state directory and extra variables.
+    /// Starts an ACL shell child with this root's state directory and extra variables, on
+    /// the caller's module's `child_role` test.
+    #[track_caller]
     fn spawn(&self, name: &str, env: &[(&str, &str)]) -> Acl;
 }
 
 impl AclRoot for TestRoot {
+    #[track_caller]
     fn spawn(&self, name: &str, env: &[(&str, &str)]) -> Acl {
         Acl::spawn(name, self, env)
     }
@@ -75,8 +75,9 @@ pub struct Acl {
 }
 
 impl Acl {
+    #[track_caller]
     fn spawn(name: &str, root: &TestRoot, env: &[(&str, &str)]) -> Acl {
-        let mut child = Child::build("child_role", name, root)
+        let mut child = Child::build(&child_entry(), name, root)
             .env_remove("DEVIPC_EMU_BREAK_RULE")
             .env_remove("DEVIPC_EMU_MEM_LIMIT")
             .env_remove("DEVIPC_EMU_DEVICES")
@@ -182,8 +183,8 @@ impl Acl {
 // ---------------------------------------------------------------------------------------
 // Child side: the ACL shell.
 
-/// Entry of child processes (call from the binary's `child_role` test); returns at once
-/// in the parent.
+/// Entry of child processes (call from each topic module's `child_role` test); returns at
+/// once in the parent.
 pub fn child_main() {
     devipc_testkit::run_child_within(CHILD_WATCHDOG, |_name, parent| {
         let mut shell = Shell {

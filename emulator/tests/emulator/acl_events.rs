@@ -4,10 +4,7 @@
 //! event, and the argument rules. Every test has its own state directory and checks that it
 //! is clean at the end.
 
-mod acl_support;
-mod emu_support;
-
-use acl_support::{AclRoot, EmuRoot, TestRoot};
+use crate::acl_support::{AclRoot, EmuRoot, TestRoot};
 use devipc_emulator::acl::rules;
 
 /// `ACL_EVENT_SYNC` and `ACL_EVENT_IPC`.
@@ -19,7 +16,7 @@ const COMPLETE: &str = "1";
 /// Entry point of the child processes; a no-op in the parent run.
 #[test]
 fn child_role() {
-    acl_support::child_main();
+    crate::acl_support::child_main();
 }
 
 #[test]

@@ -4,16 +4,13 @@
 //! child process (see `acl_support`); every test has its own state directory and checks
 //! that it is clean at the end.
 
-mod acl_support;
-mod emu_support;
-
-use acl_support::{AclRoot, EmuRoot, NULL_CASES, TestRoot};
+use crate::acl_support::{AclRoot, EmuRoot, NULL_CASES, TestRoot};
 use devipc_emulator::acl::rules;
 
 /// Entry point of the child processes; a no-op in the parent run.
 #[test]
 fn child_role() {
-    acl_support::child_main();
+    crate::acl_support::child_main();
 }
 
 #[test]
@@ -375,7 +372,7 @@ fn the_rule_table_lists_every_rule_with_code_and_source() {
 #[test]
 fn every_rule_is_exercised_by_a_test() {
     // Pairs `NAME = "id"` of the rule table's source, checked against the test sources.
-    let table = include_str!("../src/acl/rules.rs");
+    let table = include_str!("../../src/acl/rules.rs");
     let tests = [
         include_str!("acl_basics.rs"),
         include_str!("acl_vmm.rs"),

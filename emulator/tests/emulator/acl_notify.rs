@@ -3,18 +3,15 @@
 //! waiting forever, and the lifetime of a shared notify. Every test has its own state
 //! directory and checks that it is clean at the end.
 
-mod acl_support;
-mod emu_support;
-
 use std::time::{Duration, Instant};
 
-use acl_support::{AclRoot, EmuRoot, TestRoot};
+use crate::acl_support::{AclRoot, EmuRoot, TestRoot};
 use devipc_emulator::acl::rules;
 
 /// Entry point of the child processes; a no-op in the parent run.
 #[test]
 fn child_role() {
-    acl_support::child_main();
+    crate::acl_support::child_main();
 }
 
 #[test]

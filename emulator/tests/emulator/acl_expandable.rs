@@ -13,10 +13,7 @@
 //! call, and `unmapHandles` synchronises the device before it unmaps and frees. Pages here
 //! are 2 MiB (torch_npu's small-pool segment size; its large pool uses 20 MiB).
 
-mod acl_support;
-mod emu_support;
-
-use acl_support::{Acl, AclRoot, EmuRoot, TestRoot};
+use crate::acl_support::{Acl, AclRoot, EmuRoot, TestRoot};
 
 /// The page (segment) size: one 2 MiB granule.
 const PAGE: usize = 2 << 20;
@@ -29,7 +26,7 @@ const HBM_MEM_HUGE: i32 = 4;
 /// Entry point of the child processes; a no-op in the parent run.
 #[test]
 fn child_role() {
-    acl_support::child_main();
+    crate::acl_support::child_main();
 }
 
 fn addr(hex: &str) -> usize {

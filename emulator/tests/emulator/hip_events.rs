@@ -4,12 +4,9 @@
 //! another (pending work made with the emulator's `hold_stream`), never-recorded events,
 //! streams, and holders reclaimed after kill -9.
 
-mod emu_support;
-mod hip_support;
-
+use crate::hip_support::*;
 use devipc_emulator::hip::rules;
 use devipc_hip_sys::*;
-use hip_support::*;
 
 /// Entry point of the child processes (a no-op in the parent run).
 #[test]

@@ -2,10 +2,7 @@
 //! shareable handles, across real processes through the C ABI (see `acl_support`).
 //! Every test has its own state directory and checks that it is clean at the end.
 
-mod acl_support;
-mod emu_support;
-
-use acl_support::{AclRoot, EmuRoot, TestRoot};
+use crate::acl_support::{AclRoot, EmuRoot, TestRoot};
 use devipc_emulator::acl::rules;
 
 const G: usize = 2 << 20;
@@ -13,7 +10,7 @@ const G: usize = 2 << 20;
 /// Entry point of the child processes; a no-op in the parent run.
 #[test]
 fn child_role() {
-    acl_support::child_main();
+    crate::acl_support::child_main();
 }
 
 #[test]

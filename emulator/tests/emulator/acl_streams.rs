@@ -8,18 +8,15 @@
 //! releases it (if it blocked, the release would never come and the wait would expire with
 //! 107019), and "not yet run" is observed through state that only the queued task changes.
 
-mod acl_support;
-mod emu_support;
-
 use std::time::{Duration, Instant};
 
-use acl_support::{Acl, AclRoot, EmuRoot, TestRoot};
+use crate::acl_support::{Acl, AclRoot, EmuRoot, TestRoot};
 use devipc_emulator::acl::rules;
 
 /// Entry point of the child processes; a no-op in the parent run.
 #[test]
 fn child_role() {
-    acl_support::child_main();
+    crate::acl_support::child_main();
 }
 
 /// `aclrtQueryEventStatus` answers.

@@ -1,0 +1,283 @@
+//! The peers: child processes of this program (re-executed with `DEVIPC_BENCH_ROLE`),
+//! spoken to over their stdin/stdout in lines `key value`. The parent side is [`Peer`];
+//! the child side is [`child_role`] and the roles it plays: the exporter of P1, P2, P4 and
+//! P5, and the two pongers of P3.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use devipc::{
+    BackendChoice, DevicePtr, ExportOptions, MemToken, ProcessId, Runtime, SharedBuffer,
+    SignalToken,
+};
+use devipc_shm::futex::BinarySemaphore;
+use devipc_shm::word_file::WordFile;
+
+use crate::raw::{RawAlloc, RawApi};
+use crate::{BenchResult, DEV, ROLE_ENV, WAIT};
+
+/// A child role of this program, spoken to over its stdin/stdout.
+pub struct Peer {
+    proc: Child,
+    out: BufReader<ChildStdout>,
+    inp: ChildStdin,
+}
+
+impl Peer {
+    /// Starts this program in child `role` on the backend `choice`.
+    pub fn spawn(role: &str, choice: BackendChoice) -> BenchResult<Peer> {
+        let mut proc = Command::new(std::env::current_exe()?)
+            .arg(choice.to_string())
+            .env(ROLE_ENV, role)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let out = BufReader::new(proc.stdout.take().ok_or("no stdout")?);
+        let inp = proc.stdin.take().ok_or("no stdin")?;
+        Ok(Peer { proc, out, inp })
+    }
+
+    fn line(&mut self) -> BenchResult<String> {
+        let mut line = String::new();
+        if self.out.read_line(&mut line)? == 0 {
+            return Err("the child exited early".into());
+        }
+        Ok(line.trim_end().to_owned())
+    }
+
+    /// The value of the next line, which must be `key value`.
+    pub fn expect(&mut self, key: &str) -> BenchResult<String> {
+        let line = self.line()?;
+        let (k, v) = line.split_once(' ').unwrap_or((&line, ""));
+        if k == "fail" {
+            return Err(format!("child failed: {v}").into());
+        }
+        if k != key {
+            return Err(format!("expected `{key}` from the child, got `{line}`").into());
+        }
+        Ok(v.to_owned())
+    }
+
+    /// Sends one line.
+    pub fn send(&mut self, line: &str) -> BenchResult<()> {
+        writeln!(self.inp, "{line}")?;
+        self.inp.flush()?;
+        Ok(())
+    }
+
+    /// Sends an export command; returns the exporter's seconds per export and the
+    /// exported items.
+    pub fn batch(&mut self, command: &str) -> BenchResult<(f64, Vec<String>)> {
+        self.send(command)?;
+        let ns: f64 = self.expect("ns")?.parse()?;
+        let mut items = Vec::new();
+        loop {
+            let line = self.line()?;
+            if line == "end" {
+                break;
+            }
+            items.push(
+                line.strip_prefix("item ")
+                    .ok_or_else(|| format!("unexpected `{line}`"))?
+                    .to_owned(),
+            );
+        }
+        Ok((ns / 1e9 / items.len().max(1) as f64, items))
+    }
+
+    /// Tells the child to quit and waits for its successful exit.
+    pub fn finish(mut self) -> BenchResult<()> {
+        self.send("quit")?;
+        let status = self.proc.wait()?;
+        if !status.success() {
+            return Err(format!("a bench child exited with {status}").into());
+        }
+        Ok(())
+    }
+}
+
+/// The child side: sends `key value` to the parent.
+pub fn say(key: &str, value: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{key} {value}");
+    let _ = out.flush();
+}
+
+/// The child side: plays `role` (from `DEVIPC_BENCH_ROLE`) on the backend named by the
+/// first argument.
+pub fn child_role(role: &str) -> BenchResult<()> {
+    let choice: BackendChoice = std::env::args().nth(1).ok_or("no backend")?.parse()?;
+    match role {
+        "exporter" => exporter(choice),
+        "ponger-devipc" => ponger_devipc(choice),
+        "ponger-futex" => ponger_futex(),
+        other => Err(format!("unknown role {other}").into()),
+    }
+}
+
+/// The exporting peer: answers `devipc N SIZE FILL`, `raw N SIZE`, `external N SIZE`
+/// with the timed exports, `free` by releasing everything, `quit` by exiting.
+fn exporter(choice: BackendChoice) -> BenchResult<()> {
+    let rt = Runtime::from_choice(choice)?;
+    let raw = RawApi::of(&rt)?;
+    say("pid", &rt.process_id().to_string());
+    let mut lines = std::io::stdin().lock().lines();
+    let peer = ProcessId(
+        lines
+            .next()
+            .ok_or("no peer")??
+            .strip_prefix("peer ")
+            .ok_or("expected peer")?
+            .parse()?,
+    );
+    let mut buffers: Vec<SharedBuffer> = Vec::new();
+    let mut raw_allocs: Vec<RawAlloc> = Vec::new();
+    let mut mallocs: Vec<u64> = Vec::new();
+    for line in lines {
+        let line = line?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let num = |i: usize| -> BenchResult<usize> {
+            Ok(words.get(i).ok_or("missing argument")?.parse()?)
+        };
+        let items: Vec<String>;
+        let t: Duration;
+        match words.first().copied() {
+            Some("devipc") => {
+                let (n, size, fill) = (num(1)?, num(2)?, num(3)? != 0);
+                let first = buffers.len();
+                for _ in 0..n {
+                    let b = rt.allocate(DEV, size)?;
+                    if fill {
+                        b.write(0, &pattern(b.len()))?;
+                    }
+                    buffers.push(b);
+                }
+                let start = Instant::now();
+                let mut tokens = Vec::with_capacity(n);
+                for b in &buffers[first..] {
+                    let token = b.export(ExportOptions::trustlist())?;
+                    b.grant(&token, &[peer])?;
+                    tokens.push(token);
+                }
+                t = start.elapsed();
+                items = tokens.iter().map(ToString::to_string).collect();
+            }
+            Some("raw") => {
+                let (n, size) = (num(1)?, num(2)?);
+                let first = raw_allocs.len();
+                for _ in 0..n {
+                    raw_allocs.push(raw.alloc(size)?);
+                }
+                let pid = peer.0 as i32;
+                let start = Instant::now();
+                let mut handles = Vec::with_capacity(n);
+                for a in &raw_allocs[first..] {
+                    handles.push(raw.export(a, pid)?);
+                }
+                t = start.elapsed();
+                items = handles;
+            }
+            Some("external") => {
+                let (n, size) = (num(1)?, num(2)?);
+                let first = mallocs.len();
+                for _ in 0..n {
+                    mallocs.push(raw.malloc(size)?);
+                }
+                let start = Instant::now();
+                let mut tokens = Vec::with_capacity(n);
+                for &p in &mallocs[first..] {
+                    let token =
+                        rt.export_external(DEV, DevicePtr(p), size, ExportOptions::trustlist())?;
+                    rt.grant(&token, &[peer])?;
+                    tokens.push(token);
+                }
+                t = start.elapsed();
+                items = tokens.iter().map(ToString::to_string).collect();
+            }
+            Some("free") => {
+                buffers.clear();
+                for a in raw_allocs.drain(..) {
+                    raw.free(a)?;
+                }
+                say("ok", "");
+                continue;
+            }
+            Some("quit") => break,
+            _ => return Err(format!("unknown command `{line}`").into()),
+        }
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ns {}", t.as_nanos())?;
+        for item in items {
+            writeln!(out, "item {item}")?;
+        }
+        writeln!(out, "end")?;
+        out.flush()?;
+    }
+    drop(buffers);
+    for a in raw_allocs {
+        raw.free(a)?;
+    }
+    // Framework memory exported by key: the runtime closes the keys when it goes away,
+    // then the blocks can be freed.
+    drop(rt);
+    for p in mallocs {
+        let _ = raw.free_malloc(p);
+    }
+    Ok(())
+}
+
+/// Waits for `ping`, raises `pong`, `rounds` times (devipc signals).
+fn ponger_devipc(choice: BackendChoice) -> BenchResult<()> {
+    let rt = Runtime::from_choice(choice)?;
+    say("pid", &rt.process_id().to_string());
+    let mut lines = std::io::stdin().lock().lines();
+    let mut next = || -> BenchResult<String> { Ok(lines.next().ok_or("closed")??) };
+    let ping: SignalToken = next()?.parse()?;
+    let pong: SignalToken = next()?.parse()?;
+    let rounds: usize = next()?.parse()?;
+    let ping = rt.import_signal(&ping, DEV)?;
+    let pong = rt.import_signal(&pong, DEV)?;
+    say("ready", "");
+    for _ in 0..rounds {
+        ping.wait(WAIT)?;
+        pong.notify()?;
+    }
+    next()?; // quit
+    Ok(())
+}
+
+/// Waits for `ping`, raises `pong`, `rounds` times (raw futex semaphores).
+fn ponger_futex() -> BenchResult<()> {
+    say("pid", &std::process::id().to_string());
+    let mut lines = std::io::stdin().lock().lines();
+    let mut next = || -> BenchResult<String> { Ok(lines.next().ok_or("closed")??) };
+    let dir = PathBuf::from(next()?);
+    let name = next()?;
+    let rounds: usize = next()?.parse()?;
+    let words = WordFile::open(&dir, name.as_bytes())?;
+    let ping = BinarySemaphore::new(words.word(0).ok_or("word 0")?);
+    let pong = BinarySemaphore::new(words.word(1).ok_or("word 1")?);
+    say("ready", "");
+    for _ in 0..rounds {
+        ping.wait_and_reset(WAIT)?;
+        pong.record()?;
+    }
+    next()?; // quit
+    Ok(())
+}
+
+/// The bytes the exporter writes into a filled buffer (and P4 checks).
+pub fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+/// The exporter's items as tokens.
+pub fn parse_tokens(items: &[String]) -> BenchResult<Vec<MemToken>> {
+    items
+        .iter()
+        .map(|t| t.parse().map_err(Into::into))
+        .collect()
+}

@@ -1,0 +1,30 @@
+//! The emulator's integration tests, in one test binary (issue 14): one module per topic,
+//! plus the harnesses they share (`emu_support`, `acl_support`, `hip_support`). One binary
+//! links the emulator and the harnesses once instead of once per topic.
+//!
+//! Children are this binary re-run on one entry test (`devipc_testkit`). Each topic module
+//! keeps its own `child_role` entry; with one binary its name is the module path
+//! (`acl_basics::child_role`), which the harnesses derive from the module that starts
+//! the child ([`emu_support::child_entry`]). A topic module is therefore one file named
+//! after the module.
+
+mod acl_support;
+mod emu_support;
+mod hip_support;
+
+mod acl_basics;
+mod acl_crash_reclaim;
+mod acl_events;
+mod acl_expandable;
+mod acl_ipc_key;
+mod acl_notify;
+mod acl_streams;
+mod acl_vmm;
+mod cross_process;
+mod hip_break_rules;
+mod hip_crash_reclaim;
+mod hip_entry_points;
+mod hip_events;
+mod hip_ipc_memory;
+mod hip_runtime;
+mod hip_streams;
