@@ -469,7 +469,7 @@ impl Drop for AclInit {
             let code = unsafe { (self.api.aclFinalize)() };
             // REPEAT_FINALIZE: the framework finalized ACL already; nothing left to do.
             if code != ACL_SUCCESS && code != ACL_ERROR_REPEAT_FINALIZE {
-                eprintln!(
+                log::error!(
                     "devipc-ascend: {}",
                     vendor_error(&self.api, "aclFinalize", code)
                 );
@@ -481,28 +481,28 @@ impl Drop for AclInit {
 impl Drop for AscendBackend {
     /// Releases what the caller never released: signals, then mappings, then keys
     /// exported for framework memory, then allocations (a mapping may view one of our own
-    /// allocations through the facade). Failures are reported on stderr; `Drop` never
+    /// allocations through the facade). Failures are logged (`log::error!`); `Drop` never
     /// panics. ACL itself is finalized afterwards, when the `init` field drops.
     fn drop(&mut self) {
         for (_, record) in self.signals.drain() {
             if let Err(e) = self.release_signal(record) {
-                eprintln!("devipc-ascend: destroying a leftover notify failed: {e}");
+                log::error!("devipc-ascend: destroying a leftover notify failed: {e}");
             }
         }
         for (_, mut record) in self.mappings.drain() {
             if let Err(e) = self.release_mapping(&mut record) {
-                eprintln!("devipc-ascend: closing a leftover mapping failed: {e}");
+                log::error!("devipc-ascend: closing a leftover mapping failed: {e}");
             }
         }
         let exports: Vec<_> = lock(&self.external).drain().collect();
         for ((device, base), export) in exports {
             if let Err(e) = self.drop_external(device, base, &export) {
-                eprintln!("devipc-ascend: closing a leftover exported IPC key failed: {e}");
+                log::error!("devipc-ascend: closing a leftover exported IPC key failed: {e}");
             }
         }
         for (_, mut record) in self.allocations.drain() {
             if let Err(e) = self.release_allocation(&mut record) {
-                eprintln!("devipc-ascend: freeing a leftover allocation failed: {e}");
+                log::error!("devipc-ascend: freeing a leftover allocation failed: {e}");
             }
         }
     }
@@ -541,7 +541,7 @@ impl AscendBackend {
             Ok(Some(())) => Ok(()),
             Ok(None) => {
                 self.init.keep_initialized();
-                eprintln!(
+                log::warn!(
                     "devipc-ascend: the IPC key of the block at {base:#x} stays open until \
                      this process exits: an importer still maps it"
                 );

@@ -62,7 +62,7 @@ impl Drop for DeviceScope<'_> {
         if let Some(previous) = self.previous {
             // SAFETY: plain value argument naming the device the thread had before.
             if let Err(e) = unsafe { acl!(self.api, aclrtSetDevice(previous)) } {
-                eprintln!("devipc-ascend: could not restore the thread's device {previous}: {e}");
+                log::error!("devipc-ascend: could not restore the thread's device {previous}: {e}");
             }
         }
     }

@@ -433,7 +433,9 @@ impl AscendBackend {
         drop(imports);
         let undo = |e: Error| {
             if let Err(close) = self.release_key_mapping(&record) {
-                eprintln!("devipc-ascend: closing a key import that failed midway failed: {close}");
+                log::error!(
+                    "devipc-ascend: closing a key import that failed midway failed: {close}"
+                );
             }
             e
         };

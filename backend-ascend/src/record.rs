@@ -326,19 +326,19 @@ pub(crate) fn read(object: Object<'_>) -> Result<Option<ExportRecord>> {
 }
 
 /// Removes the record of `object` if it is still the one `generation` of this process
-/// wrote (a reused vendor name may since carry another exporter's record). Failures go
-/// to stderr: this runs on release paths, and a record left behind names an object
+/// wrote (a reused vendor name may since carry another exporter's record). Failures are
+/// logged (`log::warn!`): this runs on release paths, and a record left behind names an object
 /// whose import the runtime refuses anyway.
 pub(crate) fn withdraw(object: Object<'_>, generation: u64) {
     let ours = match (read(object), ProcessIdentity::current()) {
         (Ok(Some(r)), Ok(me)) => r.exporter == me && r.generation == generation,
         (Ok(None), _) => false,
         (Err(e), _) => {
-            eprintln!("devipc-ascend: reading an export record to withdraw it failed: {e}");
+            log::warn!("devipc-ascend: reading an export record to withdraw it failed: {e}");
             false
         }
         (_, Err(e)) => {
-            eprintln!("devipc-ascend: reading /proc/self/stat failed: {e}");
+            log::warn!("devipc-ascend: reading /proc/self/stat failed: {e}");
             false
         }
     };
@@ -355,16 +355,16 @@ pub(crate) fn withdraw(object: Object<'_>, generation: u64) {
     match removed {
         Ok(Ok(())) => {}
         Ok(Err(e)) if e.kind() == io::ErrorKind::NotFound => {}
-        Ok(Err(e)) => eprintln!(
+        Ok(Err(e)) => log::warn!(
             "devipc-ascend: {}",
             io_error("withdrawing an export record", e)
         ),
-        Err(e) => eprintln!("devipc-ascend: withdrawing an export record failed: {e}"),
+        Err(e) => log::warn!("devipc-ascend: withdrawing an export record failed: {e}"),
     }
 }
 
 /// Marks the record of `object` retired (see [`ExportRecord::retired`]) if it is still
-/// the one `generation` of this process wrote. Failures go to stderr, as for
+/// the one `generation` of this process wrote. Failures are logged, as for
 /// [`withdraw`].
 pub(crate) fn retire(object: Object<'_>, generation: u64) {
     let me = ProcessIdentity::current().ok();
@@ -372,11 +372,11 @@ pub(crate) fn retire(object: Object<'_>, generation: u64) {
         Ok(Some(mut r)) if Some(r.exporter) == me && r.generation == generation => {
             r.retired = true;
             if let Err(e) = publish(object, &r) {
-                eprintln!("devipc-ascend: retiring an export record failed: {e}");
+                log::warn!("devipc-ascend: retiring an export record failed: {e}");
             }
         }
         Ok(_) => {}
-        Err(e) => eprintln!("devipc-ascend: retiring an export record failed: {e}"),
+        Err(e) => log::warn!("devipc-ascend: retiring an export record failed: {e}"),
     }
 }
 

@@ -4,8 +4,8 @@
 //! `aclrtMapMem`, `aclrtMemSetAccess`), an import four more. Each successful acquire is
 //! pushed onto a `Rollback` at once, before the next fallible call (STYLE pattern 6); if
 //! the function returns early the guard undoes the steps in reverse order, and only
-//! [`Rollback::commit`] hands them over to a record in a handle table. Undo failures go
-//! to stderr: the original error is the one the caller sees. An operation that needs its
+//! [`Rollback::commit`] hands them over to a record in a handle table. Undo failures are
+//! logged (`log::error!`): the original error is the one the caller sees. An operation that needs its
 //! objects only while it runs (the staging buffer and stream of a staged copy) ends with
 //! [`Rollback::release`] instead, which releases them and reports the first failure.
 
@@ -104,7 +104,7 @@ impl<'a> Rollback<'a> {
             if first.is_ok() {
                 first = result;
             } else if let Err(e) = result {
-                eprintln!("devipc-ascend: releasing {step:?} failed as well: {e}");
+                log::error!("devipc-ascend: releasing {step:?} failed as well: {e}");
             }
         }
         first
@@ -115,7 +115,7 @@ impl Drop for Rollback<'_> {
     fn drop(&mut self) {
         while let Some(step) = self.steps.pop() {
             if let Err(e) = step.run(self.api) {
-                eprintln!("devipc-ascend: undoing {step:?} after a failed operation failed: {e}");
+                log::error!("devipc-ascend: undoing {step:?} after a failed operation failed: {e}");
             }
         }
     }

@@ -168,21 +168,21 @@ impl HipBackend {
 impl Drop for HipBackend {
     /// Releases what the caller never released: signals, then mappings, then allocations
     /// (a mapping may view one of our own allocations through the facade). Failures are
-    /// reported on stderr; `Drop` never panics.
+    /// logged (`log::error!`); `Drop` never panics.
     fn drop(&mut self) {
         for (_, record) in self.signals.drain() {
             if let Err(e) = self.release_signal(record) {
-                eprintln!("devipc-hip: destroying a leftover signal failed: {e}");
+                log::error!("devipc-hip: destroying a leftover signal failed: {e}");
             }
         }
         for (_, record) in self.mappings.drain() {
             if let Err(e) = self.release_mapping(&record) {
-                eprintln!("devipc-hip: closing a leftover IPC mapping failed: {e}");
+                log::error!("devipc-hip: closing a leftover IPC mapping failed: {e}");
             }
         }
         for (_, record) in self.allocations.drain() {
             if let Err(e) = self.free_or_defer(record) {
-                eprintln!("devipc-hip: freeing a leftover allocation failed: {e}");
+                log::error!("devipc-hip: freeing a leftover allocation failed: {e}");
             }
         }
         self.drop_deferred();

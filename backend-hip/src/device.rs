@@ -45,7 +45,7 @@ impl Drop for DeviceScope<'_> {
         if let Some(previous) = self.previous {
             // SAFETY: plain value argument naming the device the thread had before.
             if let Err(e) = unsafe { hip!(self.api, hipSetDevice(previous)) } {
-                eprintln!("devipc-hip: could not restore the thread's device {previous}: {e}");
+                log::error!("devipc-hip: could not restore the thread's device {previous}: {e}");
             }
         }
     }

@@ -113,7 +113,7 @@ impl Shared {
             if let Some(e) = error
                 && !reported
             {
-                eprintln!("devipc-hip: a deferred hipFree failed (retrying): {e}");
+                log::warn!("devipc-hip: a deferred hipFree failed (retrying): {e}");
                 reported = true;
             }
             let lease = {
@@ -147,7 +147,7 @@ impl Shared {
                 continue;
             }
             if let Err(e) = lease.wait_for_release(seen, POLL) {
-                eprintln!("devipc-hip: waiting for lease releases failed: {e}");
+                log::warn!("devipc-hip: waiting for lease releases failed: {e}");
                 std::thread::sleep(POLL);
             }
             // Quiet for a whole period: look for holders that died.
@@ -186,7 +186,7 @@ impl Deferred {
                 // A previous reaper has left (it cleared `running`): its handle can go.
                 *lock(&self.thread) = Some(handle);
             }
-            Err(e) => eprintln!(
+            Err(e) => log::warn!(
                 "devipc-hip: starting the deferred-free thread failed ({e}); deferred frees \
                  run on the next free, reap_deferred or drop"
             ),
@@ -267,7 +267,7 @@ impl HipBackend {
     pub(crate) fn drop_deferred(&self) {
         self.deferred.stop();
         if let Err(e) = self.reap_deferred() {
-            eprintln!("devipc-hip: freeing deferred allocations failed: {e}");
+            log::error!("devipc-hip: freeing deferred allocations failed: {e}");
         }
         let mut state = lock(&self.deferred.shared.state);
         for record in std::mem::take(&mut state.records) {

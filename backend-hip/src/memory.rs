@@ -346,7 +346,7 @@ impl HipBackend {
     /// the close fails: the memory is still mapped then).
     fn undo_import(&self, record: &MappingRecord) {
         if let Err(close) = self.release_mapping(record) {
-            eprintln!("devipc-hip: undoing a refused import failed: {close}");
+            log::error!("devipc-hip: undoing a refused import failed: {close}");
         }
     }
 

@@ -61,7 +61,9 @@ pub fn enabled(protection: Protection) -> bool {
     let broken = BROKEN.get_or_init(|| {
         let value = std::env::var(BREAK_ENV).ok().filter(|v| !v.is_empty())?;
         if !Protection::ALL.iter().any(|p| p.name() == value) {
-            // A misspelt name would break nothing and look like a passing mutation.
+            // A misspelt name would break nothing and look like a passing mutation. Straight
+            // to stderr, not `log`: this is a test harness's misconfiguration, shown to the
+            // person running it, who has no logger installed.
             let known: Vec<&str> = Protection::ALL.iter().map(|p| p.name()).collect();
             eprintln!(
                 "devipc: {BREAK_ENV}={value:?} names no protection (known: {}); every \

@@ -997,12 +997,12 @@ pub mod held {
     }
 
     /// Drops the calling process's hold (after its mapping is closed). Failures are
-    /// reported on stderr, not returned: the mapping is gone either way, and a dead
+    /// logged (`log::warn!`), not returned: the mapping is gone either way, and a dead
     /// process's holds are reclaimed by the exporter anyway.
     pub fn drop_hold(lease: &Lease) {
         match ProcessIdentity::current() {
             Ok(me) => lease.release(me),
-            Err(e) => eprintln!("devipc: releasing a lease hold failed: {e}"),
+            Err(e) => log::warn!("devipc: releasing a lease hold failed: {e}"),
         }
     }
 
@@ -1020,7 +1020,7 @@ pub mod held {
         {
             Ok(lease) => drop_hold(&lease),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => eprintln!("devipc: releasing a lease hold failed: {e}"),
+            Err(e) => log::warn!("devipc: releasing a lease hold failed: {e}"),
         }
     }
 
@@ -1047,7 +1047,7 @@ pub mod held {
 
     /// [`super::sweep_orphans`] on the runtime directory, at most once per
     /// [`SWEEP_INTERVAL`] per process (backends call it when they open). Returns how many
-    /// tables it removed (0 when skipped); failures are reported on stderr (a sweep is a
+    /// tables it removed (0 when skipped); failures are logged (`log::warn!`; a sweep is a
     /// best-effort cleanup).
     pub fn sweep_orphans_now_and_then() -> usize {
         static LAST: Mutex<Option<(std::path::PathBuf, Instant)>> = Mutex::new(None);
@@ -1065,7 +1065,7 @@ pub mod held {
         match super::sweep_orphans(&dir) {
             Ok(n) => n,
             Err(e) => {
-                eprintln!(
+                log::warn!(
                     "devipc: sweeping orphaned leases in {} failed: {e}",
                     dir.display()
                 );

@@ -638,7 +638,7 @@ impl Drop for ShareServer {
                 if let Err(e) = std::fs::remove_file(&self.path)
                     && e.kind() != io::ErrorKind::NotFound
                 {
-                    eprintln!(
+                    log::warn!(
                         "devipc: removing the rendezvous socket {} failed: {e}",
                         self.path.display()
                     );
@@ -770,7 +770,7 @@ fn bind_socket(path: &Path, mode: u32) -> Result<(UnixListener, (u64, u64))> {
     if let Err(e) = std::fs::remove_file(&temp)
         && e.kind() != io::ErrorKind::NotFound
     {
-        eprintln!(
+        log::warn!(
             "devipc: removing the temporary socket {} failed: {e}",
             temp.display()
         );
