@@ -260,7 +260,8 @@ impl Drop for Mapped {
         if let Some(mapping) = self.mapping.take()
             && let Err(e) = self.rt.inner.backend.close(mapping)
         {
-            eprintln!("devipc: closing an imported mapping failed: {e}");
+            log::error!("devipc: closing an imported mapping failed: {e}");
+            self.rt.inner.release_failed(e);
         }
         if ours {
             cache.lock().remove(&self.key);

@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
@@ -27,6 +28,8 @@ pub struct ProbeBackend {
     handles: HandleTable<()>,
     /// Unique per probe: each probe is its own "vendor runtime".
     instance: u64,
+    /// Whether `free`, `close` and `destroy_signal` fail (see [`ProbeBackend::fail_releases`]).
+    fail_releases: AtomicBool,
 }
 
 /// The real size of every object the probe "maps", whatever a token claims.
@@ -54,7 +57,29 @@ impl ProbeBackend {
             calls: Mutex::new(Vec::new()),
             handles: HandleTable::new("probe"),
             instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            fail_releases: AtomicBool::new(false),
         }
+    }
+
+    /// From now on `free`, `close` and `destroy_signal` fail with a vendor error naming
+    /// the call (`fail = true`), or succeed again.
+    pub fn fail_releases(&self, fail: bool) {
+        self.fail_releases.store(fail, Ordering::SeqCst);
+    }
+
+    /// A release's result: the vendor error [`fail_releases`](Self::fail_releases) asks
+    /// for, or success.
+    fn released(&self, api: &'static str) -> Result<()> {
+        if !self.fail_releases.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        Err(Error::Vendor {
+            backend: self.info.kind,
+            api,
+            code: 400,
+            name: "probeErrorReleaseRefused".into(),
+            message: "the probe was told to fail releases".into(),
+        })
     }
 
     /// This probe's unique number.
@@ -124,7 +149,7 @@ impl DeviceIpc for ProbeBackend {
     }
     fn free(&self, _alloc: Allocation) -> Result<()> {
         self.record("free");
-        Ok(())
+        self.released("probeFree")
     }
     fn export(
         &self,
@@ -160,7 +185,7 @@ impl DeviceIpc for ProbeBackend {
     }
     fn close(&self, _mapping: Mapping) -> Result<()> {
         self.record("close");
-        Ok(())
+        self.released("probeClose")
     }
     unsafe fn write(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
         self.record("write");
@@ -223,6 +248,6 @@ impl DeviceIpc for ProbeBackend {
     }
     fn destroy_signal(&self, _signal: SignalHandle) -> Result<()> {
         self.record("destroy_signal");
-        Ok(())
+        self.released("probeDestroySignal")
     }
 }

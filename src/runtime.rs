@@ -5,7 +5,8 @@
 //! [`ImportedBuffer`](crate::ImportedBuffer), [`Signal`](crate::Signal)) each hold a clone
 //! of it, so the backend lives as long as anything made from it.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use devipc_core::{
     BackendAttempt, BackendInfo, BackendKind, DeviceIpc, Error, ProcessId, Result, TokenOrigin,
@@ -30,6 +31,17 @@ pub(crate) struct RuntimeInner {
     /// Live imports of this vendor runtime in this process, shared between importers of
     /// the same handle and between runtimes of one backend (DESIGN 5.2).
     pub(crate) imports: Arc<ImportCache>,
+    /// Failed releases of objects made from this runtime, for
+    /// [`Runtime::take_release_errors`].
+    release_errors: Mutex<ReleaseErrors>,
+}
+
+/// The last [`Runtime::RELEASE_ERRORS_KEPT`] errors of releases run in `Drop`, and how
+/// many older ones were discarded.
+#[derive(Debug, Default)]
+struct ReleaseErrors {
+    kept: VecDeque<Error>,
+    discarded: u64,
 }
 
 impl Runtime {
@@ -139,6 +151,7 @@ impl Runtime {
                 origin: TokenOrigin::current(pid),
                 imports: ImportCache::for_backend(&backend),
                 backend,
+                release_errors: Mutex::default(),
             }),
         }
     }
@@ -163,6 +176,32 @@ impl Runtime {
     pub fn device_count(&self) -> Result<u32> {
         self.inner.backend.device_count()
     }
+
+    /// How many errors [`take_release_errors`](Runtime::take_release_errors) keeps: past
+    /// that, the oldest is discarded (and counted by
+    /// [`discarded_release_errors`](Runtime::discarded_release_errors)).
+    pub const RELEASE_ERRORS_KEPT: usize = 64;
+
+    /// The errors of releases that failed in `Drop` since the last call, oldest first,
+    /// and forgets them: freeing a [`SharedBuffer`](crate::SharedBuffer), closing the
+    /// vendor import behind an [`ImportedBuffer`](crate::ImportedBuffer), destroying a
+    /// [`Signal`](crate::Signal). A drop cannot return its error, so it lands here, on the
+    /// runtime (any clone of it) whose call made the vendor object (for an import that
+    /// several runtimes share, the one whose import opened it); each is also logged with
+    /// `log::error!`. At most [`RELEASE_ERRORS_KEPT`](Self::RELEASE_ERRORS_KEPT)
+    /// are kept. An object that outlives every other clone of its runtime has nobody to
+    /// take its error: then it is only logged.
+    pub fn take_release_errors(&self) -> Vec<Error> {
+        self.inner.release_errors().kept.drain(..).collect()
+    }
+
+    /// How many release errors were discarded, since the runtime started, because more
+    /// than [`RELEASE_ERRORS_KEPT`](Self::RELEASE_ERRORS_KEPT) piled up between calls of
+    /// [`take_release_errors`](Runtime::take_release_errors) (never reset: compare with
+    /// an earlier reading). They were logged all the same.
+    pub fn discarded_release_errors(&self) -> u64 {
+        self.inner.release_errors().discarded
+    }
 }
 
 impl RuntimeInner {
@@ -177,6 +216,25 @@ impl RuntimeInner {
             ));
         }
         Ok(())
+    }
+
+    /// Keeps `error`, a release that failed in `Drop` (the caller logged it), for
+    /// [`Runtime::take_release_errors`].
+    pub(crate) fn release_failed(&self, error: Error) {
+        let mut errors = self.release_errors();
+        if errors.kept.len() >= Runtime::RELEASE_ERRORS_KEPT {
+            errors.kept.pop_front();
+            errors.discarded += 1;
+        }
+        errors.kept.push_back(error);
+    }
+
+    fn release_errors(&self) -> std::sync::MutexGuard<'_, ReleaseErrors> {
+        // Every critical section is one push, pop or drain, so a poisoned lock is
+        // consistent (and a drop must not panic).
+        self.release_errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -263,6 +321,106 @@ mod tests {
                 "{alone} missing from {text}"
             );
         }
+    }
+
+    /// Every `log` record of this test binary (this test is the only one that installs a
+    /// logger), to check that a failed release is logged with its text.
+    struct Recorder(Mutex<Vec<(log::Level, String)>>);
+
+    impl log::Log for Recorder {
+        fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+            true
+        }
+        fn log(&self, record: &log::Record<'_>) {
+            let mut records = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            records.push((record.level(), record.args().to_string()));
+        }
+        fn flush(&self) {}
+    }
+
+    static RECORDER: Recorder = Recorder(Mutex::new(Vec::new()));
+
+    /// Issue 14: a release that fails in `Drop` (a buffer's free, an import's close, a
+    /// signal's destroy) is logged and kept for the runtime's owner, oldest first, at most
+    /// `RELEASE_ERRORS_KEPT` of them.
+    #[test]
+    fn releases_that_fail_in_drop_are_logged_and_kept_for_the_owner() {
+        use devipc_core::token::MemTokenParts;
+        use devipc_core::{DeviceId, HostIdentity, Mechanism, MemToken};
+
+        log::set_logger(&RECORDER).expect("only this test installs a logger");
+        log::set_max_level(log::LevelFilter::Trace);
+        let rt = Runtime::from_backend(Backend::from(ProbeBackend::new(BackendKind::Hip)));
+        let Backend::Probe(probe) = rt.backend() else {
+            unreachable!("probe runtime")
+        };
+        let token = MemToken::new(MemTokenParts {
+            mechanism: Mechanism::HipIpcMem,
+            emulated: true,
+            device: DeviceId(0),
+            origin: TokenOrigin {
+                pid: ProcessId(std::process::id() + 1),
+                start_time: 1,
+                host: HostIdentity::current(),
+            },
+            generation: 1,
+            object_size: 4096,
+            offset: 0,
+            len: 64,
+            payload: vec![0x5A; 64],
+        })
+        .unwrap();
+        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
+        let imported = rt.import(&token, DeviceId(0)).unwrap();
+        let signal = rt.create_signal(DeviceId(0)).unwrap();
+        probe.fail_releases(true);
+        drop(buffer);
+        drop(imported);
+        drop(signal);
+
+        let clone = rt.clone();
+        let apis: Vec<&str> = clone
+            .take_release_errors()
+            .iter()
+            .map(|e| match e {
+                Error::Vendor { api, .. } => *api,
+                other => panic!("expected the probe's vendor error, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(apis, ["probeFree", "probeClose", "probeDestroySignal"]);
+        assert!(rt.take_release_errors().is_empty(), "taken once");
+        assert_eq!(rt.discarded_release_errors(), 0);
+        let logged: Vec<(log::Level, String)> = RECORDER
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, m)| m.contains("probeErrorReleaseRefused"))
+            .cloned()
+            .collect();
+        let prefixes = [
+            "devipc: freeing a shared buffer failed: ",
+            "devipc: closing an imported mapping failed: ",
+            "devipc: destroying a signal failed: ",
+        ];
+        assert_eq!(logged.len(), prefixes.len(), "{logged:?}");
+        for ((level, message), prefix) in logged.iter().zip(prefixes) {
+            assert_eq!(*level, log::Level::Error);
+            assert!(message.starts_with(prefix), "{message}");
+        }
+
+        // Bounded: the newest are kept, the older ones counted.
+        for _ in 0..Runtime::RELEASE_ERRORS_KEPT + 3 {
+            drop(rt.allocate(DeviceId(0), 64).unwrap());
+        }
+        assert_eq!(rt.discarded_release_errors(), 3);
+        assert_eq!(rt.take_release_errors().len(), Runtime::RELEASE_ERRORS_KEPT);
+        assert_eq!(rt.discarded_release_errors(), 3, "never reset");
+
+        // A release that succeeds leaves nothing.
+        probe.fail_releases(false);
+        drop(rt.allocate(DeviceId(0), 64).unwrap());
+        assert!(rt.take_release_errors().is_empty());
     }
 
     #[test]

@@ -35,7 +35,8 @@ impl Drop for Owned {
         if let Some(alloc) = self.alloc.take()
             && let Err(e) = self.rt.inner.backend.free(alloc)
         {
-            eprintln!("devipc: freeing a shared buffer failed: {e}");
+            log::error!("devipc: freeing a shared buffer failed: {e}");
+            self.rt.inner.release_failed(e);
         }
     }
 }

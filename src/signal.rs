@@ -31,7 +31,8 @@ impl Drop for SignalInner {
         if let Some(handle) = self.handle.take()
             && let Err(e) = self.rt.inner.backend.destroy_signal(handle)
         {
-            eprintln!("devipc: destroying a signal failed: {e}");
+            log::error!("devipc: destroying a signal failed: {e}");
+            self.rt.inner.release_failed(e);
         }
     }
 }
