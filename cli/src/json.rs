@@ -1,184 +1,132 @@
-//! A minimal JSON value and pretty printer for `devipc doctor --json`.
+//! `devipc doctor --json`: the report as serde views of what the doctor found.
 //!
-//! The doctor's report is small and its shape is fixed, so it is built as a [`Json`]
-//! tree and printed here rather than pulling a serialisation framework into the `devipc`
-//! package (whose dependencies every library user would build). Output is RFC 8259 JSON:
-//! strings are escaped completely (quotes, backslashes and every control character),
-//! non-finite numbers become `null`, and objects keep their insertion order.
+//! The shape is the schema documented in `main.rs` (`devipc-doctor/1`). The probe's
+//! records ([`ProbeReport`], its steps and round trips), [`ErrorReport`] and [`PeerCell`]
+//! serialise as they are; this module adds the views that reshape the rest: a discovery
+//! candidate's [`Outcome`] becomes `result`, `error` and `resolved`, a started backend's
+//! details are spread over the backend object (each `null` when it did not start), and
+//! capabilities become an object of booleans, in the order the text report lists them.
+//! Every `Option` is written, as `null` when empty: fields are never left out.
 
-use std::fmt::Write as _;
+use devipc::{Backend, Capabilities};
+use serde::{Serialize, Serializer};
 
-/// A JSON value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Json {
-    /// `null`.
-    Null,
-    /// `true` / `false`.
-    Bool(bool),
-    /// An integer.
-    Int(i128),
-    /// A floating-point number (non-finite values print as `null`).
-    Float(f64),
-    /// A string.
-    Str(String),
-    /// An array.
-    Arr(Vec<Json>),
-    /// An object, in insertion order.
-    Obj(Vec<(String, Json)>),
+use crate::inspect::{CandidateReport, ErrorReport, Outcome, PeerCell};
+use crate::probe::ProbeReport;
+use crate::{Entry, SCHEMA, capability_list};
+
+/// The whole report.
+#[derive(Serialize)]
+struct Report<'a> {
+    schema: &'static str,
+    devipc_version: &'static str,
+    compiled_backends: Vec<&'static str>,
+    emulator_compiled: bool,
+    ok: bool,
+    backends: Vec<BackendJson<'a>>,
 }
 
-impl Json {
-    /// An object from `(key, value)` pairs.
-    pub fn obj<K: Into<String>>(pairs: impl IntoIterator<Item = (K, Json)>) -> Json {
-        Json::Obj(pairs.into_iter().map(|(k, v)| (k.into(), v)).collect())
-    }
+/// One backend: its inspection, and its probe when one ran.
+#[derive(Serialize)]
+struct BackendJson<'a> {
+    name: &'a str,
+    kind: &'static str,
+    emulated: bool,
+    discovery: Option<Vec<CandidateJson<'a>>>,
+    library: Option<&'a str>,
+    runtime_version: Option<&'a str>,
+    driver_version: Option<&'a str>,
+    available: bool,
+    error: Option<&'a ErrorReport>,
+    process_id: Option<u32>,
+    device_count: Option<u32>,
+    peer_matrix: Option<&'a [Vec<PeerCell>]>,
+    capabilities: Option<CapabilitiesJson<'a>>,
+    probe: Option<&'a ProbeReport>,
+}
 
-    /// A string value.
-    pub fn str(s: impl Into<String>) -> Json {
-        Json::Str(s.into())
-    }
+/// One discovery candidate.
+#[derive(Serialize)]
+struct CandidateJson<'a> {
+    /// As handed to the loader (`display`: a non-UTF-8 path is shown, not refused).
+    path: String,
+    origin: &'a str,
+    /// `loaded`, `load_failed`, `rejected` or `not_tried`.
+    result: &'static str,
+    /// The loader's message (`load_failed`, `rejected`).
+    error: Option<&'a str>,
+    /// The file mapped for a loaded candidate.
+    resolved: Option<String>,
+}
 
-    /// `Some(v)` as `f(v)`, `None` as `null`.
-    pub fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> Json) -> Json {
-        v.map_or(Json::Null, f)
-    }
-
-    /// The value pretty-printed with two-space indentation and a final newline.
-    pub fn pretty(&self) -> String {
-        let mut out = String::new();
-        self.write(&mut out, 0);
-        out.push('\n');
-        out
-    }
-
-    fn write(&self, out: &mut String, indent: usize) {
-        match self {
-            Json::Null => out.push_str("null"),
-            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Int(i) => {
-                let _ = write!(out, "{i}");
-            }
-            Json::Float(f) if f.is_finite() => {
-                // `{:?}` keeps a `.0` on integral values and never uses exponents that
-                // JSON lacks (Rust prints e.g. `1e-7` as `1e-7`, which JSON accepts).
-                let _ = write!(out, "{f:?}");
-            }
-            Json::Float(_) => out.push_str("null"),
-            Json::Str(s) => write_str(out, s),
-            Json::Arr(items) if items.is_empty() => out.push_str("[]"),
-            Json::Arr(items) => {
-                // Arrays of scalars stay on one line (peer matrices read better).
-                if items
-                    .iter()
-                    .all(|i| !matches!(i, Json::Arr(_) | Json::Obj(_)))
-                {
-                    out.push('[');
-                    for (n, item) in items.iter().enumerate() {
-                        if n > 0 {
-                            out.push_str(", ");
-                        }
-                        item.write(out, indent);
-                    }
-                    out.push(']');
-                    return;
-                }
-                out.push_str("[\n");
-                for (n, item) in items.iter().enumerate() {
-                    pad(out, indent + 1);
-                    item.write(out, indent + 1);
-                    out.push_str(if n + 1 < items.len() { ",\n" } else { "\n" });
-                }
-                pad(out, indent);
-                out.push(']');
-            }
-            Json::Obj(pairs) if pairs.is_empty() => out.push_str("{}"),
-            Json::Obj(pairs) => {
-                out.push_str("{\n");
-                for (n, (key, value)) in pairs.iter().enumerate() {
-                    pad(out, indent + 1);
-                    write_str(out, key);
-                    out.push_str(": ");
-                    value.write(out, indent + 1);
-                    out.push_str(if n + 1 < pairs.len() { ",\n" } else { "\n" });
-                }
-                pad(out, indent);
-                out.push('}');
-            }
+impl<'a> CandidateJson<'a> {
+    fn of(c: &'a CandidateReport) -> CandidateJson<'a> {
+        let (result, error, resolved) = match &c.outcome {
+            Outcome::Loaded { resolved } => ("loaded", None, resolved.as_ref()),
+            Outcome::LoadFailed(e) => ("load_failed", Some(e.as_str()), None),
+            Outcome::Rejected(e) => ("rejected", Some(e.as_str()), None),
+            Outcome::NotTried => ("not_tried", None, None),
+        };
+        CandidateJson {
+            path: c.path.display().to_string(),
+            origin: &c.origin,
+            result,
+            error,
+            resolved: resolved.map(|p| p.display().to_string()),
         }
     }
 }
 
-impl From<bool> for Json {
-    fn from(b: bool) -> Json {
-        Json::Bool(b)
+/// Capabilities as `{ "access_control": true, ... }`, named and ordered by
+/// [`capability_list`], which the text report uses too.
+struct CapabilitiesJson<'a>(&'a Capabilities);
+
+impl Serialize for CapabilitiesJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(capability_list(self.0))
     }
 }
 
-impl From<u32> for Json {
-    fn from(v: u32) -> Json {
-        Json::Int(v.into())
-    }
-}
-
-impl From<u64> for Json {
-    fn from(v: u64) -> Json {
-        Json::Int(v.into())
-    }
-}
-
-impl From<i32> for Json {
-    fn from(v: i32) -> Json {
-        Json::Int(v.into())
-    }
-}
-
-impl From<usize> for Json {
-    fn from(v: usize) -> Json {
-        Json::Int(v as i128)
-    }
-}
-
-impl From<f64> for Json {
-    fn from(v: f64) -> Json {
-        Json::Float(v)
-    }
-}
-
-impl From<&str> for Json {
-    fn from(s: &str) -> Json {
-        Json::Str(s.to_owned())
-    }
-}
-
-impl From<String> for Json {
-    fn from(s: String) -> Json {
-        Json::Str(s)
-    }
-}
-
-fn pad(out: &mut String, indent: usize) {
-    for _ in 0..indent {
-        out.push_str("  ");
-    }
-}
-
-/// Writes `s` as a JSON string literal.
-fn write_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
+impl<'a> BackendJson<'a> {
+    fn of(entry: &'a Entry) -> BackendJson<'a> {
+        let r = &entry.report;
+        let started = r.start.as_ref().ok().map(|(_, info)| info);
+        BackendJson {
+            name: &r.name,
+            kind: r.kind.name(),
+            emulated: r.emulated,
+            discovery: r
+                .discovery
+                .as_ref()
+                .map(|rows| rows.iter().map(CandidateJson::of).collect()),
+            library: started.map(|i| i.library.as_str()),
+            runtime_version: r.runtime_version.as_deref(),
+            driver_version: r.driver_version.as_deref(),
+            available: started.is_some(),
+            error: r.start.as_ref().err(),
+            process_id: started.map(|i| i.process_id),
+            device_count: started.map(|i| i.device_count),
+            peer_matrix: started.map(|i| i.peer_matrix.as_slice()),
+            capabilities: started.map(|i| CapabilitiesJson(&i.capabilities)),
+            probe: entry.probe.as_ref(),
         }
     }
-    out.push('"');
+}
+
+/// The report pretty-printed (two-space indentation), with a final newline.
+pub fn pretty(entries: &[Entry], ok: bool) -> String {
+    let report = Report {
+        schema: SCHEMA,
+        devipc_version: env!("CARGO_PKG_VERSION"),
+        compiled_backends: Backend::COMPILED.iter().map(|k| k.name()).collect(),
+        emulator_compiled: cfg!(feature = "emulator"),
+        ok,
+        backends: entries.iter().map(BackendJson::of).collect(),
+    };
+    // Cannot fail: every map key is a string and no Serialize impl here returns an error.
+    let mut out = serde_json::to_string_pretty(&report).expect("the report serialises");
+    out.push('\n');
+    out
 }
 
 #[cfg(test)]
@@ -186,30 +134,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escapes_strings_and_prints_scalars() {
-        let v = Json::obj([
-            ("s", Json::str("a\"b\\c\nd\u{1}é")),
-            ("n", Json::Null),
-            ("t", true.into()),
-            ("i", Json::Int(-3)),
-            ("f", 1.5f64.into()),
-            ("g", 2.0f64.into()),
-            ("nan", f64::NAN.into()),
-            ("row", Json::Arr(vec![Json::Null, true.into()])),
-            ("empty", Json::Arr(vec![])),
-            ("o", Json::obj::<&str>([])),
-        ]);
+    fn peer_cells_are_null_bool_or_message() {
+        let row = vec![
+            PeerCell::SameDevice,
+            PeerCell::Access(true),
+            PeerCell::Access(false),
+            PeerCell::Failed("no \"peer\"\n".to_owned()),
+        ];
         assert_eq!(
-            v.pretty(),
-            "{\n  \"s\": \"a\\\"b\\\\c\\nd\\u0001é\",\n  \"n\": null,\n  \"t\": true,\n  \
-             \"i\": -3,\n  \"f\": 1.5,\n  \"g\": 2.0,\n  \"nan\": null,\n  \
-             \"row\": [null, true],\n  \"empty\": [],\n  \"o\": {}\n}\n"
+            serde_json::to_string(&row).unwrap(),
+            r#"[null,true,false,"no \"peer\"\n"]"#
         );
     }
 
     #[test]
-    fn nests_objects_in_arrays() {
-        let v = Json::Arr(vec![Json::obj([("a", Json::Int(1))])]);
-        assert_eq!(v.pretty(), "[\n  {\n    \"a\": 1\n  }\n]\n");
+    fn candidates_spell_out_their_outcome() {
+        let c = |outcome| CandidateReport {
+            path: "libx.so".into(),
+            origin: "here".to_owned(),
+            outcome,
+        };
+        let json = |c: &CandidateReport| serde_json::to_value(CandidateJson::of(c)).unwrap();
+        assert_eq!(
+            json(&c(Outcome::Loaded {
+                resolved: Some("/lib/libx.so.1".into())
+            })),
+            serde_json::json!({"path": "libx.so", "origin": "here", "result": "loaded",
+                               "error": null, "resolved": "/lib/libx.so.1"})
+        );
+        assert_eq!(
+            json(&c(Outcome::LoadFailed("gone".to_owned())))["result"],
+            "load_failed"
+        );
+        assert_eq!(
+            json(&c(Outcome::Rejected("bad".to_owned())))["error"],
+            "bad"
+        );
+        assert_eq!(
+            json(&c(Outcome::NotTried)),
+            serde_json::json!({"path": "libx.so", "origin": "here", "result": "not_tried",
+                               "error": null, "resolved": null})
+        );
+    }
+
+    #[test]
+    fn capabilities_keep_the_text_report_order() {
+        let mut caps = Capabilities::default();
+        caps.access_control = true;
+        let text = serde_json::to_string(&CapabilitiesJson(&caps)).unwrap();
+        assert_eq!(
+            text,
+            "{\"access_control\":true,\"export_allocation\":false,\"export_external\":false,\
+             \"signals\":false,\"cross_device_import\":false,\"disable_pid_validation\":false}"
+        );
     }
 }
