@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use devipc::{
     Backend, BackendKind, Capabilities, DeviceId, DeviceIpc, Error, LoadAttempt, Runtime,
 };
+use serde::Serialize;
 
 /// The result of trying one discovery candidate.
 #[derive(Debug, Clone)]
@@ -43,8 +44,10 @@ pub struct CandidateReport {
     pub outcome: Outcome,
 }
 
-/// One cell of the peer matrix: can `row` access `column`'s memory?
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One cell of the peer matrix: can `row` access `column`'s memory? In the JSON report
+/// `null`, a boolean or the error message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum PeerCell {
     /// The diagonal: a device is not its own peer.
     SameDevice,
@@ -71,8 +74,8 @@ pub struct StartedInfo {
     pub capabilities: Capabilities,
 }
 
-/// Why a backend did not start, as data.
-#[derive(Debug, Clone)]
+/// Why a backend did not start, as data (the JSON report's `error`, as is).
+#[derive(Debug, Clone, Serialize)]
 pub struct ErrorReport {
     /// Stable variant name ([`Error::kind`]): `library_not_found`, `missing_symbol`,
     /// `vendor`, `config`, `unsupported`, `invalid_argument`, `io`, ...

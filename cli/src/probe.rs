@@ -23,6 +23,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use devipc::{BackendChoice, DeviceId, ExportOptions, MemToken, ProcessId, Runtime, SignalToken};
+use serde::Serialize;
 
 /// Size of the probe buffer (Ascend rounds it up to its allocation granularity).
 pub const SIZE: usize = 64 << 10;
@@ -47,8 +48,8 @@ fn pattern_b(i: usize) -> u8 {
     (i % 241) as u8 ^ 0xa5
 }
 
-/// One step of the probe.
-#[derive(Debug, Clone)]
+/// One step of the probe (in the JSON report as is).
+#[derive(Debug, Clone, Serialize)]
 pub struct Step {
     /// Short name, stable for scripts (`spawn`, `export`, `import`, ...).
     pub name: &'static str,
@@ -60,23 +61,28 @@ pub struct Step {
     pub detail: String,
 }
 
-/// Statistics of the timed signal round trips, in microseconds.
-#[derive(Debug, Clone, Copy)]
+/// Statistics of the timed signal round trips, in microseconds (in the JSON report as
+/// `signal_round_trip_us`, whose name carries the unit).
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct RoundTrips {
     /// Rounds timed.
     pub rounds: usize,
     /// Fastest round.
+    #[serde(rename = "min")]
     pub min_us: f64,
     /// Median round.
+    #[serde(rename = "median")]
     pub median_us: f64,
     /// 99th percentile.
+    #[serde(rename = "p99")]
     pub p99_us: f64,
     /// Slowest round.
+    #[serde(rename = "max")]
     pub max_us: f64,
 }
 
-/// The probe's result on one backend.
-#[derive(Debug, Clone)]
+/// The probe's result on one backend (the JSON report's `probe`).
+#[derive(Debug, Clone, Serialize)]
 pub struct ProbeReport {
     /// Every step passed.
     pub passed: bool,
@@ -85,6 +91,7 @@ pub struct ProbeReport {
     /// The steps run, in order; the first failing one is the last.
     pub steps: Vec<Step>,
     /// Signal round-trip figures, when that step ran.
+    #[serde(rename = "signal_round_trip_us")]
     pub round_trips: Option<RoundTrips>,
     /// Whatever the child wrote on stderr, when the probe failed.
     pub child_stderr: Option<String>,

@@ -80,7 +80,6 @@ use std::process::ExitCode;
 use devipc::{Backend, BackendChoice, Capabilities};
 
 use inspect::{BackendReport, Outcome, PeerCell};
-use json::Json;
 use probe::ProbeReport;
 
 const USAGE: &str = "\
@@ -173,7 +172,7 @@ fn doctor(json: bool, run_probes: bool) -> ExitCode {
         .iter()
         .all(|e| e.probe.as_ref().is_none_or(|p| p.passed));
     if json {
-        print!("{}", to_json(&entries, ok).pretty());
+        print!("{}", json::pretty(&entries, ok));
     } else {
         print!("{}", to_text(&entries, ok));
     }
@@ -193,151 +192,6 @@ fn capability_list(c: &Capabilities) -> [(&'static str, bool); 6] {
         ("cross_device_import", c.cross_device_import),
         ("disable_pid_validation", c.disable_pid_validation),
     ]
-}
-
-fn to_json(entries: &[Entry], ok: bool) -> Json {
-    let backends = entries.iter().map(entry_json).collect();
-    Json::obj([
-        ("schema", Json::str(SCHEMA)),
-        ("devipc_version", Json::str(env!("CARGO_PKG_VERSION"))),
-        (
-            "compiled_backends",
-            Json::Arr(Backend::COMPILED.iter().map(|k| k.name().into()).collect()),
-        ),
-        ("emulator_compiled", cfg!(feature = "emulator").into()),
-        ("ok", ok.into()),
-        ("backends", Json::Arr(backends)),
-    ])
-}
-
-fn entry_json(entry: &Entry) -> Json {
-    let r = &entry.report;
-    let started = r.start.as_ref().ok().map(|(_, info)| info);
-    let discovery = r.discovery.as_ref().map(|rows| {
-        Json::Arr(
-            rows.iter()
-                .map(|c| {
-                    let (result, error, resolved) = match &c.outcome {
-                        Outcome::Loaded { resolved } => ("loaded", None, resolved.as_ref()),
-                        Outcome::LoadFailed(e) => ("load_failed", Some(e), None),
-                        Outcome::Rejected(e) => ("rejected", Some(e), None),
-                        Outcome::NotTried => ("not_tried", None, None),
-                    };
-                    Json::obj([
-                        ("path", Json::str(c.path.display().to_string())),
-                        ("origin", Json::str(c.origin.clone())),
-                        ("result", result.into()),
-                        ("error", Json::opt(error, |e| Json::str(e.clone()))),
-                        (
-                            "resolved",
-                            Json::opt(resolved, |p| Json::str(p.display().to_string())),
-                        ),
-                    ])
-                })
-                .collect(),
-        )
-    });
-    let error = r.start.as_ref().err().map(|e| {
-        Json::obj([
-            ("kind", e.kind.into()),
-            ("message", Json::str(e.message.clone())),
-            ("api", Json::opt(e.api.clone(), Json::from)),
-            ("code", Json::opt(e.code, Json::from)),
-            ("name", Json::opt(e.name.clone(), Json::from)),
-        ])
-    });
-    let peer_matrix = started.map(|info| {
-        Json::Arr(
-            info.peer_matrix
-                .iter()
-                .map(|row| {
-                    Json::Arr(
-                        row.iter()
-                            .map(|cell| match cell {
-                                PeerCell::SameDevice => Json::Null,
-                                PeerCell::Access(b) => (*b).into(),
-                                PeerCell::Failed(e) => Json::str(e.clone()),
-                            })
-                            .collect(),
-                    )
-                })
-                .collect(),
-        )
-    });
-    let capabilities = started.map(|info| {
-        Json::obj(
-            capability_list(&info.capabilities)
-                .into_iter()
-                .map(|(k, v)| (k, v.into())),
-        )
-    });
-    Json::obj([
-        ("name", Json::str(r.name.clone())),
-        ("kind", r.kind.name().into()),
-        ("emulated", r.emulated.into()),
-        ("discovery", discovery.unwrap_or(Json::Null)),
-        (
-            "library",
-            Json::opt(started, |i| Json::str(i.library.clone())),
-        ),
-        (
-            "runtime_version",
-            Json::opt(r.runtime_version.clone(), Json::from),
-        ),
-        (
-            "driver_version",
-            Json::opt(r.driver_version.clone(), Json::from),
-        ),
-        ("available", started.is_some().into()),
-        ("error", error.unwrap_or(Json::Null)),
-        ("process_id", Json::opt(started, |i| i.process_id.into())),
-        (
-            "device_count",
-            Json::opt(started, |i| i.device_count.into()),
-        ),
-        ("peer_matrix", peer_matrix.unwrap_or(Json::Null)),
-        ("capabilities", capabilities.unwrap_or(Json::Null)),
-        ("probe", Json::opt(entry.probe.as_ref(), probe_json)),
-    ])
-}
-
-fn probe_json(p: &ProbeReport) -> Json {
-    Json::obj([
-        ("passed", p.passed.into()),
-        ("total_ms", p.total_ms.into()),
-        (
-            "steps",
-            Json::Arr(
-                p.steps
-                    .iter()
-                    .map(|s| {
-                        Json::obj([
-                            ("name", s.name.into()),
-                            ("passed", s.passed.into()),
-                            ("ms", s.ms.into()),
-                            ("detail", Json::str(s.detail.clone())),
-                        ])
-                    })
-                    .collect(),
-            ),
-        ),
-        (
-            "signal_round_trip_us",
-            Json::opt(p.round_trips, |r| {
-                Json::obj([
-                    ("rounds", r.rounds.into()),
-                    ("min", r.min_us.into()),
-                    ("median", r.median_us.into()),
-                    ("p99", r.p99_us.into()),
-                    ("max", r.max_us.into()),
-                ])
-            }),
-        ),
-        (
-            "child_stderr",
-            Json::opt(p.child_stderr.clone(), Json::from),
-        ),
-    ])
 }
 
 fn yes_no(b: bool) -> &'static str {
