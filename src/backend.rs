@@ -50,7 +50,7 @@ pub enum Backend {
     Hip(devipc_hip::HipBackend),
     /// Records every call; proves the dispatch in tests.
     #[cfg(test)]
-    Probe(crate::probe::ProbeBackend),
+    Recording(crate::recording_backend::RecordingBackend),
 }
 
 impl Backend {
@@ -78,7 +78,7 @@ impl Backend {
     pub(crate) fn cache_domain(&self) -> String {
         match self {
             #[cfg(test)]
-            Backend::Probe(probe) => format!("probe-{}", probe.instance()),
+            Backend::Recording(probe) => format!("probe-{}", probe.instance()),
             #[allow(
                 unreachable_patterns,
                 reason = "the probe variant exists in tests only"
@@ -94,13 +94,13 @@ impl Backend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::ProbeBackend;
+    use crate::recording_backend::RecordingBackend;
 
     /// Calls every trait method through `Backend` and checks each reached the variant, in
     /// order, with its result passed back unchanged.
     #[test]
     fn dispatches_every_method_to_the_variant() {
-        let backend = Backend::from(ProbeBackend::new(BackendKind::Hip));
+        let backend = Backend::from(RecordingBackend::new(BackendKind::Hip));
         let d = DeviceId(1);
         let s = RawStream::DEFAULT;
         assert_eq!(backend.kind(), BackendKind::Hip);
@@ -140,8 +140,8 @@ mod tests {
         backend.destroy_signal(peer).unwrap();
         backend.destroy_signal(sig).unwrap();
 
-        let Backend::Probe(probe) = &backend else {
-            panic!("Backend::from(ProbeBackend) must give the Probe variant");
+        let Backend::Recording(probe) = &backend else {
+            panic!("Backend::from(RecordingBackend) must give the Recording variant");
         };
         assert_eq!(
             probe.calls(),

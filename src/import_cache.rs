@@ -274,22 +274,22 @@ impl Drop for Mapped {
 mod tests {
     use devipc_core::token::MemTokenParts;
 
-    use crate::probe::PROBE_OBJECT_SIZE;
+    use crate::recording_backend::RECORDED_OBJECT_SIZE;
     use devipc_core::{
         BackendKind, Error, ExportOptions, HostIdentity, Mechanism, ProcessId, TokenOrigin,
     };
 
     use super::*;
     use crate::Backend;
-    use crate::probe::ProbeBackend;
+    use crate::recording_backend::RecordingBackend;
 
     fn probe_runtime() -> Runtime {
-        Runtime::from_backend(Backend::from(ProbeBackend::new(BackendKind::Hip)))
+        Runtime::from_backend(Backend::from(RecordingBackend::new(BackendKind::Hip)))
     }
 
-    fn probe(rt: &Runtime) -> &ProbeBackend {
+    fn probe(rt: &Runtime) -> &RecordingBackend {
         match rt.backend() {
-            Backend::Probe(p) => p,
+            Backend::Recording(p) => p,
             #[allow(unreachable_patterns, reason = "other variants exist per feature")]
             _ => unreachable!("probe runtime"),
         }
@@ -403,7 +403,7 @@ mod tests {
     fn views_are_bounded_by_the_runtimes_object_size_not_the_tokens_claim() {
         let rt = probe_runtime();
         // A cold import of a range beyond the real object (the probe maps 4096 bytes).
-        let forged = remote_sized(1, PROBE_OBJECT_SIZE as u64 * 4, 4096, 4096);
+        let forged = remote_sized(1, RECORDED_OBJECT_SIZE as u64 * 4, 4096, 4096);
         let err = rt.import(&forged, DeviceId(0)).unwrap_err();
         assert!(matches!(err, Error::InvalidToken { .. }), "{err}");
         assert_eq!(
@@ -567,7 +567,7 @@ mod tests {
 
     #[test]
     fn a_token_for_another_backend_is_a_mismatch() {
-        let rt = Runtime::from_backend(Backend::from(ProbeBackend::new(BackendKind::Ascend)));
+        let rt = Runtime::from_backend(Backend::from(RecordingBackend::new(BackendKind::Ascend)));
         let err = rt.import(&remote(1, 0, 64), DeviceId(0)).unwrap_err();
         assert!(matches!(err, Error::BackendMismatch { .. }), "{err}");
         let text = err.to_string();

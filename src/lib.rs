@@ -32,7 +32,7 @@ mod import_cache;
 mod imported;
 mod local_exports;
 #[cfg(test)]
-mod probe;
+mod recording_backend;
 pub mod rendezvous;
 mod runtime;
 mod selection;

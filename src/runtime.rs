@@ -253,7 +253,7 @@ mod tests {
     use serial_test::serial;
 
     use super::*;
-    use crate::probe::ProbeBackend;
+    use crate::recording_backend::RecordingBackend;
 
     #[test]
     fn a_kind_left_out_of_the_build_is_unsupported_and_names_the_feature() {
@@ -350,8 +350,8 @@ mod tests {
 
         log::set_logger(&RECORDER).expect("only this test installs a logger");
         log::set_max_level(log::LevelFilter::Trace);
-        let rt = Runtime::from_backend(Backend::from(ProbeBackend::new(BackendKind::Hip)));
-        let Backend::Probe(probe) = rt.backend() else {
+        let rt = Runtime::from_backend(Backend::from(RecordingBackend::new(BackendKind::Hip)));
+        let Backend::Recording(probe) = rt.backend() else {
             unreachable!("probe runtime")
         };
         let token = MemToken::new(MemTokenParts {
@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn runtime_clones_share_the_backend() {
-        let rt = Runtime::from_backend(Backend::from(ProbeBackend::new(BackendKind::Ascend)));
+        let rt = Runtime::from_backend(Backend::from(RecordingBackend::new(BackendKind::Ascend)));
         let clone = rt.clone();
         assert!(std::ptr::eq(rt.backend(), clone.backend()));
         assert_eq!(clone.info().kind, BackendKind::Ascend);

@@ -162,14 +162,14 @@ mod tests {
 
     use super::*;
     use crate::Backend;
-    use crate::probe::ProbeBackend;
+    use crate::recording_backend::RecordingBackend;
 
     #[test]
     fn a_same_process_signal_import_shares_the_handle_without_a_vendor_call() {
-        let probe = ProbeBackend::with_identity(BackendKind::Hip, ProcessId::current(), 41);
+        let probe = RecordingBackend::with_identity(BackendKind::Hip, ProcessId::current(), 41);
         let rt = Runtime::from_backend(Backend::from(probe));
         let count = |m: &str| match rt.backend() {
-            Backend::Probe(p) => p.count(m),
+            Backend::Recording(p) => p.count(m),
             #[allow(unreachable_patterns, reason = "other variants exist per feature")]
             _ => unreachable!("probe runtime"),
         };

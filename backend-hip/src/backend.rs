@@ -19,7 +19,7 @@ use devipc_core::{
 use devipc_hip_sys::{HipApi, hipErrorNoDevice, ipc_mem_lazy_enable_peer_access};
 
 use crate::call::{check, hip};
-use crate::lease::Deferred;
+use crate::deferred::Deferred;
 use crate::memory::{AllocRecord, ExternalExport, MappingRecord};
 use crate::signal::SignalRecord;
 

@@ -10,7 +10,7 @@
 //! | export, export_external | `hipIpcGetMemHandle` of the allocation's base (`hipMemGetAddressRange`); the token carries the offset |
 //! | grant | nothing: HIP has no access control (`Capabilities::access_control` is false) |
 //! | import / close | `hipIpcOpenMemHandle` with the runtime's `hipIpcMemLazyEnablePeerAccess` (0 on ROCm 5, 1 on 6+), plus the offset / `hipIpcCloseMemHandle` |
-//! | free of exported memory | deferred until every importer closed (a crash-safe lease, see `lease.rs`) |
+//! | free of exported memory | deferred until every importer closed (a crash-safe lease, see `deferred.rs`) |
 //! | signals | interprocess event + a futex word in host shared memory (see [`signal`]) |
 //! | process_id | `getpid` |
 //!
@@ -20,8 +20,8 @@
 
 mod backend;
 mod call;
+mod deferred;
 mod device;
-mod lease;
 mod memory;
 pub mod signal;
 

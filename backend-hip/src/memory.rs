@@ -35,7 +35,7 @@ pub(crate) struct AllocRecord {
     pub(crate) device: DeviceId,
     pub(crate) ptr: u64,
     pub(crate) size: usize,
-    /// Importers' holds, created by the first export (see [`crate::lease`]).
+    /// Importers' holds, created by the first export (see [`crate::deferred`]).
     pub(crate) lease: Option<Arc<Lease>>,
 }
 

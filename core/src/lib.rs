@@ -10,7 +10,7 @@
 #![deny(unsafe_code)]
 
 pub mod error;
-pub mod handles;
+pub mod handle_table;
 pub mod identity;
 pub mod ids;
 pub mod info;
@@ -19,7 +19,7 @@ pub mod token;
 pub mod traits;
 
 pub use error::{BackendAttempt, Error, LoadAttempt, Result};
-pub use handles::HandleTable;
+pub use handle_table::HandleTable;
 pub use identity::HostIdentity;
 pub use ids::{
     Allocation, BackendKind, DeviceId, DevicePtr, ExportOptions, HandleId, Mapping, PidValidation,

@@ -989,7 +989,7 @@ mod tests {
 
     use super::*;
     use crate::Backend;
-    use crate::probe::ProbeBackend;
+    use crate::recording_backend::RecordingBackend;
 
     const LONG: Duration = Duration::from_secs(30);
 
@@ -1032,7 +1032,7 @@ mod tests {
         // process-wide table of local exports.
         static NEXT: AtomicU8 = AtomicU8::new(100);
         let payload = NEXT.fetch_add(1, Ordering::Relaxed);
-        Runtime::from_backend(Backend::from(ProbeBackend::with_identity(
+        Runtime::from_backend(Backend::from(RecordingBackend::with_identity(
             kind, pid, payload,
         )))
     }
@@ -1042,9 +1042,9 @@ mod tests {
         probe_runtime_as(BackendKind::Hip, ProcessId::current())
     }
 
-    fn probe(rt: &Runtime) -> &ProbeBackend {
+    fn probe(rt: &Runtime) -> &RecordingBackend {
         match rt.backend() {
-            Backend::Probe(p) => p,
+            Backend::Recording(p) => p,
             #[allow(unreachable_patterns, reason = "other variants exist per feature")]
             _ => unreachable!("probe runtime"),
         }

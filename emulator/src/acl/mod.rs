@@ -66,9 +66,9 @@
 //! its own IPC key (RT-SRC's close handles that case) but not its own shareable handle.
 
 mod device;
-mod entry;
 mod errors;
 mod event;
+mod ffi;
 mod init;
 mod ipc_key;
 mod memory;
@@ -80,8 +80,8 @@ mod stream;
 mod vmm;
 
 pub use devipc_ascend_sys::AclApi;
-pub use entry::*;
 pub use errors::AclFailure;
+pub use ffi::*;
 pub use init::{ACL_VERSION, VERSION_STR};
 pub use vmm::{GRANULARITY, GRANULARITY_1G};
 

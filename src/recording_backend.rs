@@ -17,7 +17,7 @@ static NEXT_INSTANCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU6
 
 /// Records the name of each method called on it.
 #[derive(Debug)]
-pub struct ProbeBackend {
+pub struct RecordingBackend {
     info: BackendInfo,
     calls: Mutex<Vec<&'static str>>,
     /// What `process_id` reports and tokens name as their producer.
@@ -28,24 +28,24 @@ pub struct ProbeBackend {
     handles: HandleTable<()>,
     /// Unique per probe: each probe is its own "vendor runtime".
     instance: u64,
-    /// Whether `free`, `close` and `destroy_signal` fail (see [`ProbeBackend::fail_releases`]).
+    /// Whether `free`, `close` and `destroy_signal` fail (see [`RecordingBackend::fail_releases`]).
     fail_releases: AtomicBool,
 }
 
 /// The real size of every object the probe "maps", whatever a token claims.
-pub const PROBE_OBJECT_SIZE: usize = 4096;
+pub const RECORDED_OBJECT_SIZE: usize = 4096;
 
-impl ProbeBackend {
+impl RecordingBackend {
     /// A probe reporting itself as `kind`.
     pub fn new(kind: BackendKind) -> Self {
-        ProbeBackend::with_identity(kind, ProcessId::current(), 7)
+        RecordingBackend::with_identity(kind, ProcessId::current(), 7)
     }
 
     /// A probe whose process id is `pid` and whose tokens carry payload bytes `payload`
     /// (tests that export give each probe its own, so their exports stay apart in the
     /// process-wide table of local exports).
     pub fn with_identity(kind: BackendKind, pid: ProcessId, payload: u8) -> Self {
-        ProbeBackend {
+        RecordingBackend {
             pid,
             payload,
             info: BackendInfo {
@@ -121,7 +121,7 @@ impl ProbeBackend {
     }
 }
 
-impl DeviceIpc for ProbeBackend {
+impl DeviceIpc for RecordingBackend {
     fn info(&self) -> &BackendInfo {
         self.record("info");
         &self.info
@@ -181,7 +181,7 @@ impl DeviceIpc for ProbeBackend {
     fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
         self.record("import");
         let id = self.handles.insert(());
-        Mapping::for_token(id, device, DevicePtr(0x2000), PROBE_OBJECT_SIZE, token)
+        Mapping::for_token(id, device, DevicePtr(0x2000), RECORDED_OBJECT_SIZE, token)
     }
     fn close(&self, _mapping: Mapping) -> Result<()> {
         self.record("close");
