@@ -38,7 +38,7 @@
 //!
 //! # Bounds and replays
 //!
-//! The exporter also writes an [export record](crate::record) for the key: the key's
+//! The exporter also writes an export record (`record.rs`) for the key: the key's
 //! real size, the generation of its tokens and the lease's name. An import checks the
 //! token against it (generation, device, size), holds the lease the *record* names (a
 //! token stripped of its lease name still holds it), and bounds the view by the record's

@@ -12,7 +12,7 @@
 //! [`Error::InvalidArgument`] instead of silently getting the first one.
 //!
 //! An import trusts the exporter, not the token: the exporter writes an
-//! [export record](crate::record) for each shareable handle it creates (its real physical
+//! export record (`record.rs`) for each shareable handle it creates (its real physical
 //! size and the generation its tokens carry) and withdraws it before freeing the
 //! allocation. The importer maps the record's size (the runtime requires the map size to
 //! equal the physical size), bounds the view by the extent `aclrtMemGetAddressRange`
