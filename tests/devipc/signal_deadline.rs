@@ -7,12 +7,12 @@
 //!
 //! Then the owner notifies once: the waiter's next wait returns, so the vendor wait the
 //! timed-out waits left pending on Ascend hands the record over instead of losing it.
-#![cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 
 use std::time::{Duration, Instant};
 
 use devipc::{BackendKind, DeviceId, Error, ExportOptions, Runtime, SignalToken};
-use devipc_testkit::{Child, LONG, Parent, TestRoot};
+use devipc_testkit::{Child, LONG, Parent, TestRoot, child_entry};
+use serial_test::serial;
 
 const KIND_ENV: &str = "SIGNAL_DEADLINE_TEST_KIND";
 /// The limits waited for, in ms: one far below the vendor's second, one between seconds.
@@ -80,7 +80,7 @@ fn waiter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
 fn deadlines_hold(kind: BackendKind) {
     let root = TestRoot::new(&format!("signal-deadline-{}", kind.name()));
     let spawn = |role| {
-        Child::build("child_role", role, &root)
+        Child::build(&child_entry(), role, &root)
             .env(KIND_ENV, kind.name())
             .spawn()
     };
@@ -132,11 +132,13 @@ fn deadlines_hold(kind: BackendKind) {
 }
 
 #[test]
+#[serial(load)]
 fn ascend_wait_returns_within_its_deadline_across_processes() {
     deadlines_hold(BackendKind::Ascend);
 }
 
 #[test]
+#[serial(load)]
 fn hip_wait_returns_within_its_deadline_across_processes() {
     deadlines_hold(BackendKind::Hip);
 }

@@ -7,7 +7,6 @@
 //! attacker child imports `a` and then tries to reach `b`, or `a`'s neighbours, through
 //! tokens it forges from `a`'s (a token's CRC is not a secret). The strict emulator must
 //! record no violation: no forged access may ever reach the vendor.
-#![cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 
 use std::ffi::c_void;
 
@@ -15,7 +14,7 @@ use devipc::{
     Backend, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, MemToken, Runtime,
 };
 use devipc_core::token::MemTokenParts;
-use devipc_testkit::{Child, Parent, TestRoot};
+use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 
 const KIND_ENV: &str = "BOUNDS_TEST_KIND";
 const LEN: usize = 64 << 10;
@@ -256,7 +255,7 @@ fn external_reuse(rt: &Runtime, parent: &Parent) -> Result<(), String> {
 }
 
 fn spawn(root: &TestRoot, role: &str, kind: BackendKind) -> Child {
-    Child::build("child_role", role, root)
+    Child::build(&child_entry(), role, root)
         .env(KIND_ENV, kind.name())
         .spawn()
 }

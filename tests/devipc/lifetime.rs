@@ -10,7 +10,6 @@
 //!   (`hip-deferred-free`);
 //! - Ascend IPC keys: `close_external` is refused while an importer maps the block
 //!   (`ascend-key-close-order`).
-#![cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 
 use std::ffi::c_void;
 
@@ -18,7 +17,7 @@ use devipc::{
     Backend, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, MemToken, Runtime,
 };
 use devipc_core::protection::{BREAK_ENV, Protection};
-use devipc_testkit::{Child, Parent, TestRoot};
+use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 
 const KIND_ENV: &str = "LIFETIME_TEST_KIND";
 const LEN: usize = 64 << 10;
@@ -178,7 +177,7 @@ fn importer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
 }
 
 fn spawn(root: &TestRoot, role: &str, kind: BackendKind, broken: Option<Protection>) -> Child {
-    let mut b = Child::build("child_role", role, root)
+    let mut b = Child::build(&child_entry(), role, root)
         .env(KIND_ENV, kind.name())
         .env_remove(BREAK_ENV);
     if let Some(p) = broken {

@@ -1,12 +1,11 @@
 //! Stress: 16 processes x 1,000 import/close cycles of one export, on each emulated
 //! backend, with 0 errors and nothing left in the emulator's state directory.
-// They run both emulated backends, so they need every backend and the emulator.
-#![cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 
 use std::time::{Duration, Instant};
 
 use devipc::{BackendKind, DeviceId, ExportOptions, MemToken, Runtime};
-use devipc_testkit::{Child, Parent, TestRoot, run_child};
+use devipc_testkit::{Child, Parent, TestRoot, child_entry, run_child};
+use serial_test::parallel;
 
 const IMPORTERS: usize = 16;
 const CYCLES: usize = 1000;
@@ -84,11 +83,11 @@ fn importer(parent: &Parent) -> Result<(), String> {
 fn stress(kind: BackendKind) {
     let root = TestRoot::new(&format!("stress-{kind}"));
     let env = [("KIND", kind.to_string())];
-    let mut exporter = Child::spawn("child_role", "exporter", &root, &env);
+    let mut exporter = Child::spawn(&child_entry(), "exporter", &root, &env);
     let token = exporter.expect("token");
     let start = Instant::now();
     let mut importers: Vec<Child> = (0..IMPORTERS)
-        .map(|_| Child::spawn("child_role", "importer", &root, &env))
+        .map(|_| Child::spawn(&child_entry(), "importer", &root, &env))
         .collect();
     for imp in &mut importers {
         imp.send(&token);
@@ -117,11 +116,13 @@ fn stress(kind: BackendKind) {
 }
 
 #[test]
+#[parallel(load)]
 fn sixteen_processes_import_and_close_a_thousand_times_on_emulated_hip() {
     stress(BackendKind::Hip);
 }
 
 #[test]
+#[parallel(load)]
 fn sixteen_processes_import_and_close_a_thousand_times_on_emulated_ascend() {
     stress(BackendKind::Ascend);
 }

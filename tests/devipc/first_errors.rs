@@ -5,12 +5,11 @@
 //! - a refused emulator state directory or runtime directory, or a malformed
 //!   `DEVIPC_EMU_*` value, is devipc's own configuration error naming the setting, not a
 //!   vendor driver error.
-#![cfg(all(feature = "ascend", feature = "hip", feature = "emulator"))]
 
 use std::os::unix::fs::PermissionsExt;
 
 use devipc::{BackendKind, DeviceId, Error, ExportOptions, Runtime};
-use devipc_testkit::{Child, Parent, TestRoot};
+use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 
 #[test]
 fn child_role() {
@@ -38,7 +37,7 @@ fn emulated(parent: &Parent) -> Result<(), String> {
 
 /// Runs the `emulated` role for `kind` with `env` on top of the root's directories.
 fn run_emulated(root: &TestRoot, kind: BackendKind, env: &[(&str, String)]) -> String {
-    let mut child = Child::build("child_role", "emulated", root)
+    let mut child = Child::build(&child_entry(), "emulated", root)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .spawn();
     child.send(kind.name());
@@ -144,7 +143,7 @@ struct Outcome {
 /// Runs the `auto` role with the discovery variables of both vendors removed and `env`
 /// set.
 fn run_auto(root: &TestRoot, env: &[(&str, String)]) -> Outcome {
-    let mut child = Child::build("child_role", "auto", root)
+    let mut child = Child::build(&child_entry(), "auto", root)
         .discovery_env()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .keep_other_messages()

@@ -9,7 +9,6 @@
 //! and reports each outcome; the socket lives in the test's root directory unless a test
 //! names another path. On emulated Ascend the trustlists are
 //! enforced, so a successful import proves the rendezvous granted the importer.
-#![cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -18,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use devipc::rendezvous::{MAGIC, MAX_LINE, PROTOCOL_VERSION};
 use devipc::{BackendKind, DeviceId, Error, PidCheck, Runtime, ShareOptions};
-use devipc_testkit::{Child, LONG, Parent, TestRoot};
+use devipc_testkit::{Child, LONG, Parent, TestRoot, child_entry};
 
 /// The backend a child runs (`ascend` or `hip`).
 const KIND_ENV: &str = "RDV_TEST_KIND";
@@ -395,7 +394,7 @@ impl Setup {
     }
 
     fn child(&self, role: &str, extra: &[(&str, String)]) -> devipc_testkit::ChildBuilder<'_> {
-        Child::build("child_role", role, &self.root)
+        Child::build(&child_entry(), role, &self.root)
             .env(KIND_ENV, self.kind.to_string())
             .env(SOCK_ENV, self.sock())
             .envs(extra.iter().map(|(k, v)| (k, v)))

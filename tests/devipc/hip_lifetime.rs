@@ -10,14 +10,13 @@
 //!
 //! Each test ends with the emulator clean: no violation recorded, nothing left in the
 //! emulator's or devipc's runtime directory.
-#![cfg(all(feature = "emulator", feature = "hip"))]
 
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
 use devipc::{Backend, BackendKind, DeviceId, DevicePtr, Error, ExportOptions, MemToken, Runtime};
 use devipc_core::token::MemTokenParts;
-use devipc_testkit::{Child, Parent, TestRoot};
+use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 
 const LEN: usize = 64 << 10;
 
@@ -160,7 +159,7 @@ fn importer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
 }
 
 fn spawn(root: &TestRoot, role: &str) -> Child {
-    Child::build("child_role", role, root).spawn()
+    Child::build(&child_entry(), role, root).spawn()
 }
 
 /// A new importer of `token`; returns it and its `imported` answer.
@@ -435,8 +434,8 @@ fn free_cost(n: usize) -> f64 {
 }
 
 /// Issue 13 item 6: freeing still-imported buffers costs the same per buffer at 500,
-/// 1,500 and 4,500 (it was super-linear). Slow: `cargo test --test hip_lifetime --
-/// --ignored`.
+/// 1,500 and 4,500 (it was super-linear). Slow: `cargo test --test devipc --
+/// --ignored hip_lifetime::`.
 #[test]
 #[ignore = "measures; takes tens of seconds"]
 fn hip_free_cost_is_linear_in_imported_buffers() {

@@ -1,8 +1,6 @@
 //! The examples run to completion on both emulated backends and leave nothing behind in
 //! the emulator's state directory: the quickstart (the README's first command) and
 //! many_consumers. `cargo test` builds the examples; these tests run the built binaries.
-// They run both emulated backends, so they need every backend and the emulator.
-#![cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -12,7 +12,6 @@
 //!
 //! Each import that is expected to fail runs in a fresh process, so it is a cold import
 //! (no cached mapping of the same object).
-#![cfg(all(feature = "emulator", feature = "ascend"))]
 
 use std::ffi::c_void;
 
@@ -20,7 +19,7 @@ use devipc::{
     Backend, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, MemToken, Runtime,
 };
 use devipc_core::token::MemTokenParts;
-use devipc_testkit::{Child, Parent, TestRoot};
+use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 
 /// A VMM buffer: one 2 MiB granule.
 const VMM_LEN: usize = 2 << 20;
@@ -279,7 +278,7 @@ fn racer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
 }
 
 fn spawn(root: &TestRoot, role: &str) -> Child {
-    Child::build("child_role", role, root)
+    Child::build(&child_entry(), role, root)
         .env_remove(devipc_core::protection::BREAK_ENV)
         .env_remove("DEVIPC_EMU_BREAK_RULE")
         .spawn()
