@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use devipc_testkit::{Child, ROLE_ENV, TestRoot, run_child_within};
+use devipc_testkit::{Child, ROLE_ENV, TestRoot, child_entry, run_child_within};
 
 /// Entry point of the children; a no-op in the parent run.
 #[test]
@@ -60,7 +60,7 @@ fn proc_state(pid: u32) -> Option<char> {
 #[test]
 fn messages_and_lines_go_both_ways() {
     let root = TestRoot::new("echo");
-    let mut child = Child::spawn("child_role", "echo", &root, &[]);
+    let mut child = Child::spawn(&child_entry(), "echo", &root, &[]);
     assert_eq!(child.role(), "echo");
     child.send("hello world");
     assert_eq!(child.expect("line"), "hello world");
@@ -80,7 +80,7 @@ fn messages_and_lines_go_both_ways() {
 fn other_messages_are_dropped_or_kept() {
     let root = TestRoot::new("order");
     // By default, waiting for `c` drops `a` and `b`.
-    let mut child = Child::spawn("child_role", "out-of-order", &root, &[]);
+    let mut child = Child::spawn(&child_entry(), "out-of-order", &root, &[]);
     assert_eq!(child.expect("c"), "3");
     assert!(!child.has_kept("a"));
     child.send("bye");
@@ -88,7 +88,7 @@ fn other_messages_are_dropped_or_kept() {
     child.wait_success();
 
     // Kept, they are answered later, in any order.
-    let mut child = Child::build("child_role", "out-of-order", &root)
+    let mut child = Child::build(&child_entry(), "out-of-order", &root)
         .keep_other_messages()
         .spawn();
     assert_eq!(child.expect("c"), "3");
@@ -104,7 +104,7 @@ fn other_messages_are_dropped_or_kept() {
 fn children_get_the_roots_directories_and_chosen_variables() {
     let path = std::env::var("PATH").unwrap_or_else(|_| "<unset>".into());
     let root = TestRoot::new("env");
-    let mut child = Child::build("child_role", "env", &root).spawn();
+    let mut child = Child::build(&child_entry(), "env", &root).spawn();
     assert_eq!(
         child.expect("devipc_emu_dir"),
         root.emu_dir().to_str().unwrap()
@@ -118,8 +118,8 @@ fn children_get_the_roots_directories_and_chosen_variables() {
     child.wait_success();
 
     for removed in [
-        Child::build("child_role", "env", &root).env_remove("PATH"),
-        Child::build("child_role", "env", &root).env_remove_prefix("PA"),
+        Child::build(&child_entry(), "env", &root).env_remove("PATH"),
+        Child::build(&child_entry(), "env", &root).env_remove_prefix("PA"),
     ] {
         let mut child = removed.env("KIT_SET", "set").spawn();
         assert_eq!(child.expect("kit_set"), "set");
@@ -128,7 +128,7 @@ fn children_get_the_roots_directories_and_chosen_variables() {
     }
 
     // What is set wins over what is removed; the role and the root stay.
-    let mut child = Child::build("child_role", "env", &root)
+    let mut child = Child::build(&child_entry(), "env", &root)
         .env_remove_prefix("")
         .envs([("KIT_SET", "set"), ("PATH", "/nowhere")])
         .spawn();
@@ -145,7 +145,7 @@ fn children_get_the_roots_directories_and_chosen_variables() {
 #[should_panic(expected = "child fails failed: on purpose")]
 fn a_failing_child_fails_the_test() {
     let root = TestRoot::new("fails");
-    let mut child = Child::spawn("child_role", "fails", &root, &[]);
+    let mut child = Child::spawn(&child_entry(), "fails", &root, &[]);
     child.expect("never");
 }
 
@@ -153,13 +153,13 @@ fn a_failing_child_fails_the_test() {
 #[should_panic(expected = "child fails exited with exit status: 1")]
 fn a_child_exiting_unsuccessfully_fails_wait_success() {
     let root = TestRoot::new("fails-wait");
-    Child::spawn("child_role", "fails", &root, &[]).wait_success();
+    Child::spawn(&child_entry(), "fails", &root, &[]).wait_success();
 }
 
 #[test]
 fn kill_no_reap_leaves_a_zombie_until_reaped() {
     let root = TestRoot::new("zombie");
-    let mut child = Child::spawn("child_role", "sleeper", &root, &[]);
+    let mut child = Child::spawn(&child_entry(), "sleeper", &root, &[]);
     let pid = child.pid();
     assert_eq!(child.expect("pid"), pid.to_string());
     child.kill_no_reap();
@@ -167,7 +167,7 @@ fn kill_no_reap_leaves_a_zombie_until_reaped() {
     child.reap();
     assert_eq!(proc_state(pid), None, "reaped");
 
-    let child = Child::spawn("child_role", "sleeper", &root, &[]);
+    let child = Child::spawn(&child_entry(), "sleeper", &root, &[]);
     let pid = child.pid();
     child.kill();
     assert_eq!(proc_state(pid), None, "killed and reaped");
@@ -176,13 +176,18 @@ fn kill_no_reap_leaves_a_zombie_until_reaped() {
 #[test]
 fn the_watchdog_ends_a_stuck_child() {
     let root = TestRoot::new("watchdog");
-    let mut child = Child::spawn("child_role", "watchdog", &root, &[]);
+    let mut child = Child::spawn(&child_entry(), "watchdog", &root, &[]);
     assert_eq!(
         child.next_message(),
         None,
         "the child said nothing and ended"
     );
     assert_eq!(child.wait().code(), Some(97));
+}
+
+#[test]
+fn the_child_entry_is_the_callers_module() {
+    assert_eq!(child_entry(), "harness::child_role");
 }
 
 #[test]

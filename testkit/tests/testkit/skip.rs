@@ -18,7 +18,7 @@ fn skipping_test() {
 fn skips_are_loud_and_fail_under_no_skip() {
     let run = |no_skip: &str| {
         Command::new(std::env::current_exe().unwrap())
-            .args(["skipping_test", "--exact", "--test-threads=1"])
+            .args(["skip::skipping_test", "--exact", "--test-threads=1"])
             .env(PROBE_ENV, "1")
             .env(devipc_testkit::NO_SKIP_ENV, no_skip)
             .output()
