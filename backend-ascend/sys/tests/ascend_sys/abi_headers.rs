@@ -37,6 +37,7 @@ use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::abi::{
     self, ConstDecl, ConstKind, FieldDecl, FnDecl, ParamDecl, StructDecl, TypeDecl, TypeKind,
 };
+use serial_test::parallel;
 
 // ---------------------------------------------------------------------------------------
 // Where the headers come from.
@@ -853,6 +854,7 @@ fn assert_all_planted_errors_found(report: &Report, planted: &[&str]) {
 /// The crate against the newest torch-npu headers; then the same headers with planted
 /// errors, which must all be caught.
 #[test]
+#[parallel]
 fn abi_matches_the_newest_torch_npu_headers() {
     let Some(cxx) = cxx() else {
         return skip("no C++ compiler (g++, c++, clang++ or $CXX) for the ABI check");
@@ -905,6 +907,7 @@ fn abi_matches_the_newest_torch_npu_headers() {
 /// families are absent (notes), and every required function is present, which is what
 /// makes them safe to require.
 #[test]
+#[parallel]
 fn required_functions_exist_in_the_2024_headers() {
     let Some(cxx) = cxx() else {
         return skip("no C++ compiler (g++, c++, clang++ or $CXX) for the ABI check");
@@ -936,6 +939,7 @@ fn required_functions_exist_in_the_2024_headers() {
 
 /// A local CANN install named by DEVIPC_ACL_INCLUDE, when set.
 #[test]
+#[parallel]
 fn abi_matches_local_acl_headers_if_named() {
     let Some(dir) = std::env::var_os("DEVIPC_ACL_INCLUDE") else {
         eprintln!("note: DEVIPC_ACL_INCLUDE is not set; no local CANN headers to check");
@@ -954,6 +958,7 @@ fn abi_matches_local_acl_headers_if_named() {
 /// restatement of a few ACL declarations) passes with the crate's records and fails with
 /// wrong ones, and what it lacks is reported as absent.
 #[test]
+#[parallel]
 fn generator_catches_wrong_declarations_offline() {
     let Some(cxx) = cxx() else {
         return skip("no C++ compiler (g++, c++, clang++ or $CXX) for the ABI check");

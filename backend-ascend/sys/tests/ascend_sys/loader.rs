@@ -4,7 +4,9 @@
 //! one optional one).
 //!
 //! Every test is `#[serial]`: some change the process environment, and the dynamic loader
-//! reads it (`LD_LIBRARY_PATH`) while others load libraries.
+//! reads it (`LD_LIBRARY_PATH`) while others load libraries. The other topics of this test
+//! binary that read the environment or start processes are `#[parallel]`, so they never
+//! run beside these.
 //!
 //! The fixtures need a C compiler (`$CC`, else `cc`). Without one the fixture tests print
 //! `SKIPPED: ...` to stderr and pass, unless `DEVIPC_NO_SKIP=1`, which makes them fail.
@@ -30,8 +32,10 @@ impl EnvGuard {
         let mut saved = Vec::new();
         for (key, value) in vars {
             saved.push((*key, std::env::var_os(key)));
-            // SAFETY: every test of this binary is #[serial], so no other thread reads or
-            // writes the environment (or runs the dynamic loader) meanwhile.
+            // SAFETY: every test of this module is #[serial], and every other test of this
+            // binary that reads the environment is #[parallel] (never beside a #[serial]
+            // one), so no other thread reads or writes the environment (or runs the dynamic
+            // loader) meanwhile.
             unsafe {
                 match value {
                     Some(v) => std::env::set_var(key, v),

@@ -131,7 +131,7 @@ fn from_module_fills_every_field_with_the_same_named_function() {
 
 #[test]
 fn an_optional_field_can_be_cleared_to_emulate_an_older_runtime() {
-    let mut api = acl_api_from_module!(crate::recording);
+    let mut api = acl_api_from_module!(crate::macros::recording);
     api.aclrtIpcMemGetExportKey = None;
     api.aclrtDeviceGetBareTgid = None;
     assert_eq!(
