@@ -6,7 +6,6 @@
 //! test calls every field and every symbol (through an `extern "C"` block generated from
 //! the same list), so a missing, misnamed or mis-wired entry fails. Not built with
 //! feature `link`: the exported wrappers would interpose on the linked runtime's symbols.
-#![cfg(not(feature = "link"))]
 #![allow(non_snake_case)]
 
 use std::cell::Cell;
@@ -86,7 +85,7 @@ mod emu {
     for_each_hip_fn!(recording_fns);
 }
 
-devipc_hip_sys::hip_export_c_abi!(crate::emu);
+devipc_hip_sys::hip_export_c_abi!(crate::macros::emu);
 
 /// The exported symbols, declared by their C names under a `c_` prefix.
 mod c {
@@ -141,7 +140,7 @@ macro_rules! call_every_field {
 #[test]
 fn hip_api_from_module_wires_every_field_to_the_function_of_its_name() {
     // SAFETY: test only; the recording functions dereference nothing.
-    let api = unsafe { devipc_hip_sys::hip_api_from_module!(crate::emu) };
+    let api = unsafe { devipc_hip_sys::hip_api_from_module!(crate::macros::emu) };
     assert!(api.source().is_emulated());
     for_each_hip_fn!(call_every_field; api);
 }
