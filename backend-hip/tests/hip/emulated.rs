@@ -16,7 +16,7 @@ use devipc_core::{
     ProcessId, RawStream, SignalToken, TokenOrigin,
 };
 use devipc_hip::HipBackend;
-use devipc_testkit::{Child, LONG, Parent, TestRoot, run_child};
+use devipc_testkit::{Child, LONG, Parent, TestRoot, child_entry, run_child};
 
 const VERSIONS: [&str; 2] = ["6.2", "5.2"];
 const SIZE: usize = 1 << 20;
@@ -390,10 +390,10 @@ fn share_and_check(
     envs.push(("OFFSET", offset.to_string()));
     envs.push(("LEN", len.to_string()));
     envs.push(("EXTERNAL", if external { "1" } else { "0" }.to_owned()));
-    let mut exp = Child::spawn("child_role", "exporter", &root, &envs);
+    let mut exp = Child::spawn(&child_entry(), "exporter", &root, &envs);
     let token = exp.expect("token");
     envs.push(("DEVICE", device.to_string()));
-    let mut imp = Child::spawn("child_role", "importer", &root, &envs);
+    let mut imp = Child::spawn(&child_entry(), "importer", &root, &envs);
     imp.send(&token);
     imp.expect("wrote");
     exp.send("check");
@@ -441,10 +441,10 @@ fn signal_ping_pong_blocks_until_notified() {
         let root = TestRoot::new(&format!("signal-{v}"));
         let mut envs = version_env(v);
         envs.push(("ROUNDS", "200".to_owned()));
-        let mut owner = Child::spawn("child_role", "signal-owner", &root, &envs);
+        let mut owner = Child::spawn(&child_entry(), "signal-owner", &root, &envs);
         let ping = owner.expect("signal");
         let pong = owner.expect("signal");
-        let mut peer = Child::spawn("child_role", "signal-peer", &root, &envs);
+        let mut peer = Child::spawn(&child_entry(), "signal-peer", &root, &envs);
         peer.send(&ping);
         peer.send(&pong);
         peer.expect("blocked");
@@ -464,7 +464,7 @@ fn error_paths_map_to_their_hip_errors() {
         let root = TestRoot::new(&format!("errors-{v}"));
         let mut envs = version_env(v);
         envs.push(("DEVIPC_EMU_MEM_LIMIT", (32u64 << 20).to_string()));
-        let mut child = Child::spawn("child_role", "own-import", &root, &envs);
+        let mut child = Child::spawn(&child_entry(), "own-import", &root, &envs);
         child.expect("ok");
         child.wait_success();
         root.assert_emulator_clean();
@@ -474,9 +474,9 @@ fn error_paths_map_to_their_hip_errors() {
 #[test]
 fn a_free_waits_for_the_importers_to_close() {
     let root = TestRoot::new("lease-orderly");
-    let mut exp = Child::spawn("child_role", "lease-exporter", &root, &[]);
+    let mut exp = Child::spawn(&child_entry(), "lease-exporter", &root, &[]);
     let token = exp.expect("token");
-    let mut imp = Child::spawn("child_role", "lease-importer", &root, &[]);
+    let mut imp = Child::spawn(&child_entry(), "lease-importer", &root, &[]);
     imp.send(&token);
     imp.expect("imported");
     exp.send("free");
@@ -506,9 +506,9 @@ fn a_free_waits_for_the_importers_to_close() {
 #[test]
 fn explicit_reaps_never_strand_the_reaper() {
     let root = TestRoot::new("lease-storm");
-    let mut exp = Child::spawn("child_role", "lease-exporter", &root, &[]);
+    let mut exp = Child::spawn(&child_entry(), "lease-exporter", &root, &[]);
     let token = exp.expect("token");
-    let mut imp = Child::spawn("child_role", "lease-importer", &root, &[]);
+    let mut imp = Child::spawn(&child_entry(), "lease-importer", &root, &[]);
     imp.send(&token);
     imp.expect("imported");
     exp.send("free");
@@ -531,9 +531,9 @@ fn explicit_reaps_never_strand_the_reaper() {
 #[test]
 fn a_killed_importer_does_not_hold_the_memory() {
     let root = TestRoot::new("lease-killed");
-    let mut exp = Child::spawn("child_role", "lease-exporter", &root, &[]);
+    let mut exp = Child::spawn(&child_entry(), "lease-exporter", &root, &[]);
     let token = exp.expect("token");
-    let mut imp = Child::spawn("child_role", "lease-importer", &root, &[]);
+    let mut imp = Child::spawn(&child_entry(), "lease-importer", &root, &[]);
     imp.send(&token);
     imp.expect("imported");
     imp.kill();
