@@ -16,7 +16,8 @@
 //! With feature `emulator` the children start the backend with
 //! `AscendBackend::emulated()`, otherwise with `from_api(devipc_emulator::acl::acl_api())`.
 
-use devipc_testkit::RawIo;
+use devipc_testkit::{RawIo, child_entry};
+use serial_test::parallel;
 use std::ffi::c_void;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -83,7 +84,12 @@ fn run_pair(scenario: &str) {
     let mut children = Vec::new();
     for side in ["a", "b"] {
         let child = Command::new(std::env::current_exe().unwrap())
-            .args(["child_role", "--exact", "--nocapture", "--test-threads=1"])
+            .args([
+                &*child_entry(),
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(ROLE_ENV, format!("{scenario}:{side}"))
             .env("DEVIPC_EMU_DIR", &dir.0)
             .env("DEVIPC_EMU_DEVICES", "2")
@@ -134,7 +140,7 @@ fn relay(
     std::thread::spawn(move || {
         for line in BufReader::new(from).lines() {
             let Ok(line) = line else { break };
-            // The harness prints "test child_role ... " without a newline before the
+            // The harness prints "test emulated::child_role ... " without a newline before the
             // test runs, so a message may follow it on the same line.
             if let Some((_, msg)) = line.split_once("@@ ") {
                 if writeln!(to, "@@ {msg}").and_then(|()| to.flush()).is_err() {
@@ -188,6 +194,7 @@ impl Peer {
 
 /// Entry point of child processes; a no-op test in the parent run.
 #[test]
+#[parallel]
 fn child_role() {
     let Ok(role) = std::env::var(ROLE_ENV) else {
         return;
@@ -285,6 +292,7 @@ const DRV_NAME: &str = "ACL_ERROR_RT_DRV_INTERNAL_ERROR";
 // ---- VMM: allocate, export, grant, import, read/write, close ---------------------------
 
 #[test]
+#[parallel]
 fn vmm_export_grant_import_read_write_close() {
     run_pair("vmm");
 }
@@ -361,6 +369,7 @@ fn vmm_b(b: &AscendBackend, peer: &mut Peer) {
 // ---- IPC keys: framework memory -------------------------------------------------------
 
 #[test]
+#[parallel]
 fn ipc_key_export_grant_import_read_write_close() {
     run_pair("ipc_key");
 }
@@ -425,6 +434,7 @@ fn ipc_key_b(b: &AscendBackend, peer: &mut Peer) {
 // ---- notify ping-pong -----------------------------------------------------------------
 
 #[test]
+#[parallel]
 fn notify_ping_pong() {
     run_pair("notify");
 }
@@ -509,6 +519,7 @@ fn notify_b(b: &AscendBackend, peer: &mut Peer) {
 // ---- cross-device imports -------------------------------------------------------------
 
 #[test]
+#[parallel]
 fn cross_device_imports() {
     run_pair("cross_device");
 }
@@ -630,6 +641,7 @@ fn cross_device_b(b: &AscendBackend, peer: &mut Peer) {
 // ---- error paths ----------------------------------------------------------------------
 
 #[test]
+#[parallel]
 fn error_paths_are_typed() {
     run_pair("errors");
 }

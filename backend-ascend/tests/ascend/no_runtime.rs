@@ -3,9 +3,10 @@
 //! its loader error, and never panics.
 //!
 //! The test sets `DEVIPC_ASCEND_LIB` and clears the CANN variables for its duration
-//! (`#[serial]`, and alone in this test binary). On a machine where the runtime *is*
-//! installed at a default location, the result is a start-up error or a backend instead;
-//! the test then prints `SKIPPED` and passes, unless `DEVIPC_NO_SKIP=1`.
+//! (`#[serial]`; every other test of this binary is `#[serial]` or `#[parallel]`, so none
+//! runs beside it). On a machine where the runtime *is* installed at a default location,
+//! the result is a start-up error or a backend instead; the test then prints `SKIPPED` and
+//! passes, unless `DEVIPC_NO_SKIP=1`.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -25,8 +26,9 @@ impl EnvGuard {
         let mut saved = Vec::new();
         for (key, value) in vars {
             saved.push((*key, std::env::var_os(key)));
-            // SAFETY: the test is #[serial] and alone in this binary: no other thread
-            // reads or writes the environment meanwhile.
+            // SAFETY: the test is #[serial] and every other test of this binary #[serial] or
+            // #[parallel] (never beside a #[serial] one): no other thread reads or writes
+            // the environment meanwhile.
             unsafe {
                 match value {
                     Some(v) => std::env::set_var(key, v),
