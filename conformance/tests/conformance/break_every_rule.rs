@@ -15,15 +15,14 @@
 //! each runner has its own state directories. The switch count and wall time go to
 //! stderr even when the test passes.
 
-mod support;
-
 use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use crate::support::run_json;
 use devipc_conformance::switches::{self, Switch};
-use support::run_json;
+use serial_test::serial;
 
 /// What breaking one switch did.
 enum Outcome {
@@ -49,7 +48,7 @@ fn sweep_one(switch: &Switch, rules: &[&str]) -> Outcome {
             backend["probe_failure"]
         ));
     }
-    let results = support::results(&report, switch.target.name());
+    let results = crate::support::results(&report, switch.target.name());
     let failed: Vec<String> = results
         .iter()
         .filter(|r| r["result"] == "fail" && rules.contains(&r["rule"].as_str().unwrap_or("")))
@@ -86,6 +85,7 @@ fn sweep_one(switch: &Switch, rules: &[&str]) -> Outcome {
 }
 
 #[test]
+#[serial]
 fn breaking_any_emulator_rule_fails_a_conformance_rule() {
     let started = Instant::now();
     let all = switches::all();

@@ -4,11 +4,11 @@
 //! every other rule with that reason, and exit 0. There is no Ascend runtime: every
 //! Ascend rule is skipped because the backend cannot start. Never is "no device" a pass.
 
-mod support;
-
-use support::{results, run_json};
+use crate::support::{results, run_json};
+use serial_test::parallel;
 
 #[test]
+#[parallel]
 fn hip_without_a_gpu_runs_library_rules_and_skips_the_rest() {
     let (report, out) = run_json(&["--backend", "hip"], &[]);
     let b = &report["backends"][0];
@@ -77,6 +77,7 @@ fn hip_without_a_gpu_runs_library_rules_and_skips_the_rest() {
 }
 
 #[test]
+#[parallel]
 fn ascend_without_a_runtime_skips_everything_with_the_reason() {
     let (report, out) = run_json(&["--backend", "ascend"], &[]);
     let b = &report["backends"][0];

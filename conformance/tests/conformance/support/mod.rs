@@ -1,6 +1,6 @@
-//! Shared by the runner's integration tests: run the `devipc-conformance` binary with a
-//! controlled environment and parse its `--json` report.
-#![allow(dead_code, reason = "each test binary uses a different part")]
+//! Shared by the runner's integration tests (the topics of this binary): run the
+//! `devipc-conformance` binary with a controlled environment and parse its `--json`
+//! report.
 
 use std::process::{Command, Output};
 

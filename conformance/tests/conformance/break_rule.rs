@@ -2,9 +2,8 @@
 //! conformance rule of the same id fails, the exit code says so, and the other rules of
 //! the run still pass.
 
-mod support;
-
-use support::{result, run, run_json};
+use crate::support::{result, run, run_json};
+use serial_test::parallel;
 
 fn broken(backend: &str, rule: &str, family: &str) {
     let (report, out) = run_json(
@@ -20,6 +19,7 @@ fn broken(backend: &str, rule: &str, family: &str) {
 }
 
 #[test]
+#[parallel]
 fn breaking_hip_open_in_exporter_fails_its_rule() {
     broken(
         "emulated-hip",
@@ -29,6 +29,7 @@ fn breaking_hip_open_in_exporter_fails_its_rule() {
 }
 
 #[test]
+#[parallel]
 fn breaking_ascend_same_process_import_fails_its_rule() {
     broken(
         "emulated-ascend",
@@ -38,6 +39,7 @@ fn breaking_ascend_same_process_import_fails_its_rule() {
 }
 
 #[test]
+#[parallel]
 fn breaking_a_behaviour_rule_fails_it_too() {
     broken(
         "emulated-hip",
@@ -47,6 +49,7 @@ fn breaking_a_behaviour_rule_fails_it_too() {
 }
 
 #[test]
+#[parallel]
 fn the_table_reports_the_failure_with_its_source() {
     let out = run(
         &[

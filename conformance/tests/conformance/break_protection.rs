@@ -3,10 +3,9 @@
 //! portable rule fails on the strict emulator, and the failing rule names the broken
 //! behaviour (a read of released memory, a close that should have been refused).
 
-mod support;
-
+use crate::support::run_json;
 use devipc_core::protection::{BREAK_ENV, Protection};
-use support::run_json;
+use serial_test::serial;
 
 /// The portable rules that must fail when `protection` is off, on which backend.
 fn expected(protection: Protection) -> &'static [(&'static str, &'static str)] {
@@ -26,6 +25,7 @@ fn expected(protection: Protection) -> &'static [(&'static str, &'static str)] {
 }
 
 #[test]
+#[serial]
 fn every_protection_switched_off_fails_a_portable_rule() {
     for protection in Protection::ALL {
         let (report, out) = run_json(&["--rule", "portable.*"], &[(BREAK_ENV, protection.name())]);

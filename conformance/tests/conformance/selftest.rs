@@ -2,13 +2,13 @@
 //! its stderr, within the timeout, never as a pass. The misbehaving rules are hidden and
 //! selectable only with DEVIPC_CONFORMANCE_SELFTEST=1.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::{result, run_json};
+use crate::support::{result, run_json};
+use serial_test::{parallel, serial};
 
 #[test]
+#[serial]
 fn hanging_and_crashing_children_are_failures() {
     let started = Instant::now();
     let (report, out) = run_json(
@@ -58,6 +58,7 @@ fn hanging_and_crashing_children_are_failures() {
 }
 
 #[test]
+#[parallel]
 fn hidden_rules_need_the_knob() {
     let (report, out) = run_json(&["--backend", "emulated-hip", "--rule", "selftest.*"], &[]);
     assert!(out.status.success());

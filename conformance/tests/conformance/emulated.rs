@@ -1,14 +1,13 @@
 //! The whole catalogue on both emulated backends, where every rule must pass, and the
 //! `--json` report's schema checked against the rule list.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::process::Output;
 use std::sync::OnceLock;
 
+use crate::support::{not_passed, run, run_json};
 use serde_json::Value;
-use support::{not_passed, run, run_json};
+use serial_test::{parallel, serial};
 
 /// One full run on the default targets (both emulated backends), shared by the tests.
 fn full_run() -> &'static (Value, Output) {
@@ -17,6 +16,7 @@ fn full_run() -> &'static (Value, Output) {
 }
 
 #[test]
+#[serial]
 fn every_rule_passes_on_both_emulated_backends() {
     let (report, out) = full_run();
     let failed = not_passed(report);
@@ -40,6 +40,7 @@ fn every_rule_passes_on_both_emulated_backends() {
 }
 
 #[test]
+#[serial]
 fn json_report_follows_the_schema() {
     let (report, _) = full_run();
     assert_eq!(report["schema"], "devipc-conformance/1");
@@ -111,6 +112,7 @@ fn json_report_follows_the_schema() {
 }
 
 #[test]
+#[parallel]
 fn the_table_ends_with_the_summary_line() {
     let out = run(&["--rule", "portable.error.*"], &[]);
     assert!(out.status.success());
@@ -133,6 +135,7 @@ fn the_table_ends_with_the_summary_line() {
 /// hipIpcMemLazyEnablePeerAccess is 0: everything passes except the rules that exist only
 /// from a later release (`needs HIP >= ...`), which are skipped.
 #[test]
+#[serial]
 fn hip_rules_pass_in_rocm5_mode() {
     let (report, out) = run_json(
         &["--backend", "emulated-hip"],
@@ -155,6 +158,7 @@ fn hip_rules_pass_in_rocm5_mode() {
 }
 
 #[test]
+#[parallel]
 fn list_and_usage_errors() {
     let out = run(&["--list"], &[]);
     assert!(out.status.success());
