@@ -18,6 +18,8 @@
 //! child.wait_success();
 //! root.assert_emulator_clean();
 //! ```
+//! In a test binary with a module per topic, each module has its own entry test, which
+//! libtest names `<module>::child_role`: [`child_entry`] names the caller's.
 //! [`Child::build`] starts a child with more control over its environment (variables
 //! removed or added), over the messages it sends out of order
 //! ([`ChildBuilder::keep_other_messages`]) and over the user it runs as
@@ -346,6 +348,25 @@ impl ChildBuilder<'_> {
             kept: VecDeque::new(),
         })
     }
+}
+
+/// The libtest name of the `child_role` entry test of the module this is called from, for
+/// [`Child::spawn`] and [`Child::build`]: `<module>::child_role`.
+///
+/// A crate's integration tests are one test binary with a module per topic (issue 14),
+/// each module one file named after itself (`tests/<binary>/<module>.rs`), each with its
+/// own `child_role` test; libtest names that test by its module path. The module is the
+/// stem of the caller's file, so a helper that starts children for its module calls this
+/// itself (or is `#[track_caller]`). Panics when called from a `main.rs` or `mod.rs`.
+#[track_caller]
+pub fn child_entry() -> String {
+    let file = std::panic::Location::caller().file();
+    let module = Path::new(file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|m| *m != "mod" && *m != "main")
+        .unwrap_or_else(|| panic!("{file}: a child is started from a topic module"));
+    format!("{module}::child_role")
 }
 
 /// A child process playing one role; killed and reaped on drop.

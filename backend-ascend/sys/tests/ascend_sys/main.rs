@@ -1,0 +1,8 @@
+//! devipc-ascend-sys's integration tests, in one test binary (issue 14): one module per
+//! topic. `loader` changes the process environment, so its tests are `#[serial]`;
+//! `abi_headers` starts compilers and pip with the environment, so its tests are
+//! `#[parallel]` (beside each other, never beside `loader`'s); `macros` touches neither.
+
+mod abi_headers;
+mod loader;
+mod macros;
