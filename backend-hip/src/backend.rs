@@ -18,9 +18,10 @@ use devipc_core::{
 };
 use devipc_hip_sys::{HipApi, hipErrorNoDevice, ipc_mem_lazy_enable_peer_access};
 
-use crate::call::{check, hip};
+use crate::call::vendor_error;
 use crate::deferred::Deferred;
 use crate::memory::{AllocRecord, ExternalExport, MappingRecord};
+use crate::result;
 use crate::signal::SignalRecord;
 
 /// The HIP backend.
@@ -67,20 +68,13 @@ impl HipBackend {
 
     /// Starts the backend on a filled table (loaded, linked or the emulator's).
     pub fn from_api(api: Arc<HipApi>) -> Result<Self> {
-        let mut version: c_int = 0;
-        // SAFETY: `version` is a valid out-pointer; works without a device.
-        unsafe { hip!(api, hipRuntimeGetVersion(&mut version)) }?;
-        let mut count: c_int = 0;
-        // SAFETY: `count` is a valid out-pointer.
-        let code = unsafe { (api.hipGetDeviceCount)(&mut count) };
-        if code == hipErrorNoDevice || (code == 0 && count <= 0) {
-            return Err(crate::call::vendor_error(
-                &api,
-                "hipGetDeviceCount",
-                hipErrorNoDevice,
-            ));
+        let version = result::runtime_get_version(&api)?;
+        // Without a device: hipErrorNoDevice, or (some runtimes) success and 0, which is
+        // reported as the former.
+        let count = result::get_device_count(&api)?;
+        if count <= 0 {
+            return Err(vendor_error(&api, "hipGetDeviceCount", hipErrorNoDevice));
         }
-        check(&api, "hipGetDeviceCount", code)?;
         let device_count = count as u32;
         let mut capabilities = Capabilities::default();
         capabilities.access_control = false;
@@ -246,10 +240,12 @@ impl DeviceIpc for HipBackend {
         self.close_mapping(mapping)
     }
     unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        self.write_memory(dst, src)
+        // SAFETY: the trait's contract is write_memory's.
+        unsafe { self.write_memory(dst, src) }
     }
     unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
-        self.read_memory(src, dst)
+        // SAFETY: the trait's contract is read_memory's.
+        unsafe { self.read_memory(src, dst) }
     }
     fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
         self.create_signal_impl(device)

@@ -6,7 +6,6 @@
 //! Tokens for different ranges of one allocation thus carry the same handle, and the
 //! facade's import cache can share one open between them.
 
-use std::ffi::c_void;
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,8 +16,7 @@ use devipc_core::{
     MemToken, Result,
 };
 use devipc_hip_sys::{
-    HIP_IPC_HANDLE_SIZE, HipApi, hipDeviceptr_t, hipErrorPeerAccessAlreadyEnabled,
-    hipIpcMemHandle_t, hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
+    HIP_IPC_HANDLE_SIZE, HipApi, hipErrorPeerAccessAlreadyEnabled, hipIpcMemHandle_t,
 };
 
 use devipc_shm::lease::{Binding, Lease, held};
@@ -26,8 +24,8 @@ use devipc_shm::process::ProcessIdentity;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
 use crate::backend::HipBackend;
-use crate::call::{check, hip};
 use crate::device::DeviceScope;
+use crate::result;
 
 /// What the backend keeps for an [`Allocation`].
 #[derive(Debug, Clone)]
@@ -67,17 +65,14 @@ fn handle_tag(handle: &[u8]) -> u64 {
     devipc_core::identity::fnv1a64(handle)
 }
 
-fn as_ptr(addr: u64) -> *mut c_void {
-    addr as usize as *mut c_void
-}
-
 /// `hipFree` of a record already taken out of the allocation table (the reaper thread
 /// calls it without the backend).
 pub(crate) fn free_device_memory(api: &HipApi, record: &AllocRecord) -> Result<()> {
     let _scope = DeviceScope::bind(api, record.device.as_c_int()?)?;
     // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
-    // record was taken out of the table (and out of the deferred list) by the caller.
-    unsafe { hip!(api, hipFree(as_ptr(record.ptr))) }
+    // record was taken out of the table (and out of the deferred list) by the caller, and
+    // nobody maps it any more (its lease is unheld, or HipDeferredFree is switched off).
+    unsafe { result::free(api, record.ptr) }
 }
 
 impl HipBackend {
@@ -87,10 +82,7 @@ impl HipBackend {
             return Err(Error::invalid_argument("cannot allocate 0 bytes"));
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut ptr: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `ptr` is a valid out-pointer; the size is non-zero.
-        unsafe { hip!(self.api, hipMalloc(&mut ptr, size)) }?;
-        let addr = ptr as usize as u64;
+        let addr = result::malloc(&self.api, size)?;
         let id = self.allocations.insert(AllocRecord {
             device,
             ptr: addr,
@@ -149,25 +141,17 @@ impl HipBackend {
         let dev = self.check_device(device)?;
         ptr.check_external_span(len)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut base: hipDeviceptr_t = std::ptr::null_mut();
-        let mut size: usize = 0;
-        // SAFETY: both out-pointers are valid (ROCm writes them without NULL checks).
-        unsafe {
-            hip!(
-                self.api,
-                hipMemGetAddressRange(&mut base, &mut size, as_ptr(ptr.0))
-            )
-        }?;
+        let (base, size) = result::mem_get_address_range(&self.api, ptr.0)?;
         let offset = ptr
             .0
-            .checked_sub(base as usize as u64)
+            .checked_sub(base)
             .and_then(|o| usize::try_from(o).ok())
             .ok_or_else(|| {
                 Error::invalid_argument("pointer lies outside the allocation the runtime reported")
             })?;
         let range = offset..offset.saturating_add(len);
         Allocation::check_range(&range, size)?;
-        let base = base as usize as u64;
+        // The runtime just reported `base` as the start of a live allocation.
         let handle = self.ipc_handle(device, base)?;
         // The framework owns the memory; the lease lets close_external know whether
         // importers still map it, and makes its tokens stop working after it.
@@ -219,12 +203,14 @@ impl HipBackend {
         }
     }
 
+    /// The IPC handle of the allocation at `base` on `device`: the base of an allocation
+    /// record, or of a block the runtime just reported with `hipMemGetAddressRange`.
     fn ipc_handle(&self, device: DeviceId, base: u64) -> Result<hipIpcMemHandle_t> {
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        let mut handle = hipIpcMemHandle_t::zeroed();
-        // SAFETY: `handle` is a valid out-pointer to a 64-byte handle; `base` is device memory.
-        unsafe { hip!(self.api, hipIpcGetMemHandle(&mut handle, as_ptr(base))) }?;
-        Ok(handle)
+        // SAFETY: `base` is live device memory of `device` (see above); the runtime only
+        // reads its allocation table for it, and a block freed meanwhile (by the framework,
+        // for external memory) is reported as an error.
+        unsafe { result::ipc_get_mem_handle(&self.api, base) }
     }
 
     fn mem_token(
@@ -303,20 +289,14 @@ impl HipBackend {
                 }),
             },
         )?;
-        let mut base: *mut c_void = std::ptr::null_mut();
         let handle = hipIpcMemHandle_t::from_bytes(bytes);
-        // SAFETY: `base` is a valid out-pointer; the handle is passed by value.
-        let opened = unsafe {
-            hip!(
-                self.api,
-                hipIpcOpenMemHandle(&mut base, handle, self.lazy_peer_flag)
-            )
+        let addr = match result::ipc_open_mem_handle(&self.api, handle, self.lazy_peer_flag) {
+            Ok(addr) => addr,
+            Err(e) => {
+                held::drop_hold(&lease);
+                return Err(e);
+            }
         };
-        if let Err(e) = opened {
-            held::drop_hold(&lease);
-            return Err(e);
-        }
-        let addr = base as usize as u64;
         let record = MappingRecord {
             device,
             base: addr,
@@ -353,19 +333,11 @@ impl HipBackend {
     /// The size of the allocation `hipIpcOpenMemHandle` mapped at `base`, as the runtime
     /// reports it.
     fn opened_size(&self, base: u64) -> Result<usize> {
-        let mut start: hipDeviceptr_t = std::ptr::null_mut();
-        let mut size: usize = 0;
-        // SAFETY: both out-pointers are valid; `base` is a pointer the runtime returned.
-        unsafe {
-            hip!(
-                self.api,
-                hipMemGetAddressRange(&mut start, &mut size, as_ptr(base))
-            )
-        }?;
-        if start as usize as u64 != base {
+        let (start, size) = result::mem_get_address_range(&self.api, base)?;
+        if start != base {
             return Err(Error::invalid_token(format!(
-                "the runtime mapped the handle at {base:#x} but reports its allocation at {:#x}",
-                start as usize
+                "the runtime mapped the handle at {base:#x} but reports its allocation at \
+                 {start:#x}"
             )));
         }
         Ok(size)
@@ -384,7 +356,7 @@ impl HipBackend {
             let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
             // SAFETY: `base` came from hipIpcOpenMemHandle and is closed once: its record
             // was taken out of the table by the caller.
-            unsafe { hip!(self.api, hipIpcCloseMemHandle(as_ptr(record.base))) }?;
+            unsafe { result::ipc_close_mem_handle(&self.api, record.base) }?;
         }
         if let Some(lease) = &record.lease {
             held::drop_hold(lease);
@@ -399,48 +371,35 @@ impl HipBackend {
             return Ok(());
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        // SAFETY: plain value arguments; flags must be 0.
-        let code = unsafe { (self.api.hipDeviceEnablePeerAccess)(peer_dev, 0) };
-        if code == hipErrorPeerAccessAlreadyEnabled {
-            return Ok(());
+        match result::device_enable_peer_access(&self.api, peer_dev, 0) {
+            Err(Error::Vendor { code, .. }) if code == hipErrorPeerAccessAlreadyEnabled => Ok(()),
+            other => other,
         }
-        check(&self.api, "hipDeviceEnablePeerAccess", code)
     }
 
-    pub(crate) fn write_memory(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+    /// `DeviceIpc::write`.
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::write`](devipc_core::DeviceIpc::write).
+    pub(crate) unsafe fn write_memory(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         if src.is_empty() {
             return Ok(());
         }
-        // SAFETY: `src` is a live host slice of `src.len()` bytes; the runtime checks `dst`.
-        unsafe {
-            hip!(
-                self.api,
-                hipMemcpy(
-                    as_ptr(dst.0),
-                    src.as_ptr().cast(),
-                    src.len(),
-                    hipMemcpyHostToDevice
-                )
-            )
-        }
+        // SAFETY: the caller guarantees `dst..dst + src.len()` is memory this backend
+        // allocated or mapped (or external memory it owns) that stays so during the call.
+        unsafe { result::memcpy_htod(&self.api, dst.0, src) }
     }
 
-    pub(crate) fn read_memory(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+    /// `DeviceIpc::read`.
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::read`](devipc_core::DeviceIpc::read).
+    pub(crate) unsafe fn read_memory(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
         if dst.is_empty() {
             return Ok(());
         }
-        // SAFETY: `dst` is a live, exclusively borrowed host slice of `dst.len()` bytes; the
-        // runtime checks `src`.
-        unsafe {
-            hip!(
-                self.api,
-                hipMemcpy(
-                    dst.as_mut_ptr().cast(),
-                    as_ptr(src.0),
-                    dst.len(),
-                    hipMemcpyDeviceToHost
-                )
-            )
-        }
+        // SAFETY: the caller guarantees `src..src + dst.len()` is memory this backend
+        // allocated or mapped (or external memory it owns) that stays so during the call.
+        unsafe { result::memcpy_dtoh(&self.api, dst, src.0) }
     }
 }

@@ -35,8 +35,8 @@ use devipc_shm::futex::{BinarySemaphore, WaitError};
 use devipc_shm::word_file::{NAME_LEN, WordFile};
 
 use crate::backend::HipBackend;
-use crate::call::hip;
 use crate::device::DeviceScope;
+use crate::result;
 
 /// What the backend keeps for a [`SignalHandle`].
 #[derive(Debug)]
@@ -63,19 +63,16 @@ impl HipBackend {
             let _ = devipc_shm::word_file::sweep_orphans(&dir);
         });
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut event: hipEvent_t = std::ptr::null_mut();
-        // SAFETY: `event` is a valid out-pointer; the flags are the documented IPC pair.
-        unsafe {
-            hip!(
-                self.api,
-                hipEventCreateWithFlags(&mut event, hipEventInterprocess | hipEventDisableTiming)
-            )
-        }?;
+        let event = result::event_create_with_flags(
+            &self.api,
+            hipEventInterprocess | hipEventDisableTiming,
+        )?;
         let word = match WordFile::create(&dir) {
             Ok(word) => word,
             Err(e) => {
-                // SAFETY: the event was created above and is destroyed once, here.
-                let _ = unsafe { hip!(self.api, hipEventDestroy(event)) };
+                // SAFETY: the event was created above, never handed out, and is destroyed
+                // once, here.
+                let _ = unsafe { result::event_destroy(&self.api, event) };
                 return Err(Error::io(
                     format!("creating a signal word in {}", dir.display()),
                     e,
@@ -92,6 +89,11 @@ impl HipBackend {
     }
 
     /// The event address and word of a signal.
+    ///
+    /// The event is live when read: `destroy_signal` takes the record out of the table
+    /// before it destroys the event. Nothing pins it for the call that follows, so a
+    /// `destroy_signal` of a clone of the same handle racing that call is not excluded
+    /// (the devipc facade destroys a signal only after its last user dropped it).
     fn signal(&self, signal: &SignalHandle) -> Result<(usize, Arc<WordFile>, DeviceId, bool)> {
         self.signals.with(signal.id, |r| {
             (r.event, r.word.clone(), r.device, r.created)
@@ -110,14 +112,8 @@ impl HipBackend {
             ));
         }
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        let mut handle = hipIpcEventHandle_t::zeroed();
-        // SAFETY: `handle` is a valid out-pointer; the event is live (it is in the table).
-        unsafe {
-            hip!(
-                self.api,
-                hipIpcGetEventHandle(&mut handle, event_ptr(event))
-            )
-        }?;
+        // SAFETY: the event came from the signal's record (live, see `signal`).
+        let handle = unsafe { result::ipc_get_event_handle(&self.api, event_ptr(event)) }?;
         let mut payload = handle.to_bytes().to_vec();
         payload.extend_from_slice(word.name());
         SignalToken::new(SignalTokenParts {
@@ -151,14 +147,8 @@ impl HipBackend {
         let mut handle = [0u8; HIP_IPC_HANDLE_SIZE];
         handle.copy_from_slice(handle_bytes);
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut event: hipEvent_t = std::ptr::null_mut();
-        // SAFETY: `event` is a valid out-pointer; the handle is passed by value.
-        unsafe {
-            hip!(
-                self.api,
-                hipIpcOpenEventHandle(&mut event, hipIpcEventHandle_t::from_bytes(handle))
-            )
-        }?;
+        let event =
+            result::ipc_open_event_handle(&self.api, hipIpcEventHandle_t::from_bytes(handle))?;
         let id = self.signals.insert(SignalRecord {
             device,
             event: event as usize,
@@ -171,8 +161,9 @@ impl HipBackend {
     pub(crate) fn notify_impl(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
         let (event, word, device, _) = self.signal(signal)?;
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        // SAFETY: the event is live (in the table); the stream is the caller's own.
-        unsafe { hip!(self.api, hipEventRecord(event_ptr(event), stream.as_ptr())) }?;
+        // SAFETY: the event came from the signal's record (live, see `signal`); the stream
+        // is the caller's, live by `RawStream`'s constructor contract.
+        unsafe { result::event_record(&self.api, event_ptr(event), stream.as_ptr()) }?;
         semaphore(&word)?
             .record()
             .map_err(|e| wait_error(e, "signal notify"))
@@ -198,13 +189,9 @@ impl HipBackend {
                 other => wait_error(other, "signal wait"),
             })?;
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        // SAFETY: the event is live (in the table); the stream is the caller's own; flags 0.
-        unsafe {
-            hip!(
-                self.api,
-                hipStreamWaitEvent(stream.as_ptr(), event_ptr(event), 0)
-            )
-        }
+        // SAFETY: the event came from the signal's record (live, see `signal`); the stream
+        // is the caller's, live by `RawStream`'s constructor contract; flags 0.
+        unsafe { result::stream_wait_event(&self.api, stream.as_ptr(), event_ptr(event), 0) }
     }
 
     pub(crate) fn destroy_signal_impl(&self, signal: SignalHandle) -> Result<()> {
@@ -227,7 +214,7 @@ impl HipBackend {
         let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
         // SAFETY: the event came from create or open and is destroyed once: its record was
         // taken out of the table by the caller.
-        unsafe { hip!(self.api, hipEventDestroy(event_ptr(record.event))) }?;
+        unsafe { result::event_destroy(&self.api, event_ptr(record.event)) }?;
         unlinked
     }
 }
