@@ -4,24 +4,42 @@
 //! for (allocations, IPC mappings, signals); each lives in a [`HandleTable`] until the
 //! matching release call, and whatever is still live when the backend is dropped is
 //! released then.
+//!
+//! Its `impl DeviceIpc` does each call's work itself, calling the vendor through
+//! `result.rs`; the records it keeps, the token and release helpers its `Drop` shares,
+//! and how each mechanism works are in `memory.rs`, `signal.rs` and `deferred.rs`.
 
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::ops::Range;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use devipc_core::token::SignalTokenParts;
 use devipc_core::{
     Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
     ExportOptions, HandleTable, Mapping, Mechanism, MemToken, ProcessId, RawStream, Result,
     RuntimeVersion, SignalHandle, SignalToken, TokenOrigin,
 };
-use devipc_hip_sys::{HipApi, hipErrorNoDevice, ipc_mem_lazy_enable_peer_access};
+use devipc_hip_sys::{
+    HIP_IPC_HANDLE_SIZE, HipApi, hipErrorNoDevice, hipErrorPeerAccessAlreadyEnabled,
+    hipEventDisableTiming, hipEventInterprocess, hipIpcEventHandle_t, hipIpcMemHandle_t,
+    ipc_mem_lazy_enable_peer_access,
+};
+use devipc_shm::futex::WaitError;
+use devipc_shm::lease::{Binding, held};
+use devipc_shm::process::ProcessIdentity;
+use devipc_shm::word_file::{NAME_LEN, WordFile};
 
-use crate::call::{check, hip};
+use crate::call::vendor_error;
 use crate::deferred::Deferred;
-use crate::memory::{AllocRecord, ExternalExport, MappingRecord};
-use crate::signal::SignalRecord;
+use crate::device::DeviceScope;
+use crate::memory::{
+    AllocRecord, ExternalExport, MappingRecord, NEXT_EXTERNAL_GENERATION, handle_tag,
+};
+use crate::result;
+use crate::signal::{SignalRecord, event_ptr, open_word, semaphore, wait_error};
 
 /// The HIP backend.
 ///
@@ -67,20 +85,13 @@ impl HipBackend {
 
     /// Starts the backend on a filled table (loaded, linked or the emulator's).
     pub fn from_api(api: Arc<HipApi>) -> Result<Self> {
-        let mut version: c_int = 0;
-        // SAFETY: `version` is a valid out-pointer; works without a device.
-        unsafe { hip!(api, hipRuntimeGetVersion(&mut version)) }?;
-        let mut count: c_int = 0;
-        // SAFETY: `count` is a valid out-pointer.
-        let code = unsafe { (api.hipGetDeviceCount)(&mut count) };
-        if code == hipErrorNoDevice || (code == 0 && count <= 0) {
-            return Err(crate::call::vendor_error(
-                &api,
-                "hipGetDeviceCount",
-                hipErrorNoDevice,
-            ));
+        let version = result::runtime_get_version(&api)?;
+        // Without a device: hipErrorNoDevice, or (some runtimes) success and 0, which is
+        // reported as the former.
+        let count = result::get_device_count(&api)?;
+        if count <= 0 {
+            return Err(vendor_error(&api, "hipGetDeviceCount", hipErrorNoDevice));
         }
-        check(&api, "hipGetDeviceCount", code)?;
         let device_count = count as u32;
         let mut capabilities = Capabilities::default();
         capabilities.access_control = false;
@@ -197,85 +208,388 @@ impl DeviceIpc for HipBackend {
     fn info(&self) -> &BackendInfo {
         &self.info
     }
+
     fn device_count(&self) -> Result<u32> {
         Ok(self.device_count)
     }
+
     fn process_id(&self) -> Result<ProcessId> {
         Ok(self.origin.pid)
     }
+
     fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
-        self.enable_peer(device, peer)
+        let dev = self.check_device(device)?;
+        let peer_dev = self.check_device(peer)?;
+        if device == peer {
+            return Ok(());
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        match result::device_enable_peer_access(&self.api, peer_dev, 0) {
+            Err(Error::Vendor { code, .. }) if code == hipErrorPeerAccessAlreadyEnabled => Ok(()),
+            other => other,
+        }
     }
+
     fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
-        self.allocate_memory(device, size)
+        let dev = self.check_device(device)?;
+        if size == 0 {
+            return Err(Error::invalid_argument("cannot allocate 0 bytes"));
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let addr = result::malloc(&self.api, size)?;
+        let id = self.allocations.insert(AllocRecord {
+            device,
+            ptr: addr,
+            size,
+            lease: None,
+        });
+        Ok(Allocation {
+            id,
+            device,
+            ptr: DevicePtr(addr),
+            size,
+        })
     }
+
     fn free(&self, alloc: Allocation) -> Result<()> {
-        self.free_memory(alloc)
+        self.allocation(&alloc)?;
+        let record = self.allocations.remove(alloc.id)?;
+        self.free_or_defer(record.clone())
+            .inspect_err(|_| self.allocations.restore(alloc.id, record))
     }
+
     fn export(
         &self,
         alloc: &Allocation,
         range: Range<usize>,
-        opts: ExportOptions,
+        _opts: ExportOptions,
     ) -> Result<MemToken> {
-        self.export_allocation(alloc, range, opts)
+        let record = self.allocation(alloc)?;
+        Allocation::check_range(&range, record.size)?;
+        let handle = self.ipc_handle(record.device, record.ptr)?;
+        let lease = self.export_lease(alloc.id, handle_tag(&handle.to_bytes()))?;
+        let mut payload = handle.to_bytes().to_vec();
+        payload.extend_from_slice(lease.name());
+        self.mem_token(record.device, payload, record.size, range, alloc.id.get())
     }
+
     fn export_external(
         &self,
         device: DeviceId,
         ptr: DevicePtr,
         len: usize,
-        opts: ExportOptions,
+        _opts: ExportOptions,
     ) -> Result<MemToken> {
-        self.export_external_memory(device, ptr, len, opts)
+        let dev = self.check_device(device)?;
+        ptr.check_external_span(len)?;
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let (base, size) = result::mem_get_address_range(&self.api, ptr.0)?;
+        let offset = ptr
+            .0
+            .checked_sub(base)
+            .and_then(|o| usize::try_from(o).ok())
+            .ok_or_else(|| {
+                Error::invalid_argument("pointer lies outside the allocation the runtime reported")
+            })?;
+        let range = offset..offset.saturating_add(len);
+        Allocation::check_range(&range, size)?;
+        // The runtime just reported `base` as the start of a live allocation.
+        let handle = self.ipc_handle(device, base)?;
+        // The framework owns the memory; the lease lets close_external know whether
+        // importers still map it, and makes its tokens stop working after it.
+        let export = {
+            let mut external = self.external_exports();
+            match external.get(&(device, base)) {
+                Some(e) => e.clone(),
+                None => {
+                    let generation = NEXT_EXTERNAL_GENERATION.fetch_add(1, Ordering::Relaxed);
+                    let export = ExternalExport {
+                        size,
+                        generation,
+                        lease: held::create_tagged(generation, handle_tag(&handle.to_bytes()))?,
+                    };
+                    external.insert((device, base), export.clone());
+                    export
+                }
+            }
+        };
+        let mut payload = handle.to_bytes().to_vec();
+        payload.extend_from_slice(export.lease.name());
+        self.mem_token(device, payload, size, range, export.generation)
     }
+
     /// HIP keeps no exporter-side handle for an IPC export; devipc ends the export's lease
-    /// (its tokens stop importing), refused while an importer still maps the block.
+    /// (its tokens stop importing), refused while an importer still maps the block (the
+    /// framework's `hipFree` would pull the memory from under it), like Ascend's key close.
     fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
-        self.close_external_memory(device, ptr)
+        self.check_device(device)?;
+        let mut external = self.external_exports();
+        let found = external
+            .iter()
+            .find(|((d, base), e)| *d == device && (*base..*base + e.size as u64).contains(&ptr.0))
+            .map(|(k, e)| (*k, e.clone()));
+        let Some((key, export)) = found else {
+            return Err(Error::invalid_argument(format!(
+                "no block exported with export_external holds {ptr} on device {device}"
+            )));
+        };
+        match held::release_if_unheld(&export.lease, || Ok(()))? {
+            Some(()) => {
+                external.remove(&key);
+                Ok(())
+            }
+            None => Err(Error::invalid_argument(format!(
+                "importers still have the block at {ptr} mapped: close_external (after which \
+                 the framework may free it) must wait until every importer closed it"
+            ))),
+        }
     }
+
     /// HIP has no access control: any process holding the token may import, so granting
     /// only checks that the token is one of ours.
     fn grant(&self, token: &MemToken, _peers: &[ProcessId]) -> Result<()> {
         self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)
     }
+
     fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
-        self.import_memory(token, device)
+        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)?;
+        let dev = self.check_device(device)?;
+        self.check_device(token.device())?;
+        if token.origin() == self.origin {
+            // Never left to the runtime: ROCm 5.6+ refuses hipIpcOpenMemHandle of one's own
+            // handle (hipErrorInvalidContext), ROCm 5.2 has no such check and maps the
+            // allocation a second time, whose lease hold would make our own free wait for
+            // us. The facade serves same-process imports from the local allocation (DESIGN
+            // 5.1) and never gets here.
+            return Err(Error::Unsupported {
+                backend: BackendKind::Hip,
+                what: "importing a hip-ipc-mem token in the process that exported it (use \
+                       the exporter's pointer; the devipc facade does)"
+                    .into(),
+            });
+        }
+        let payload = token.payload();
+        // Every devipc HIP token names the exporter's lease: without it the free of the
+        // memory could not wait for this import, nor a replayed token be refused.
+        if payload.len() != HIP_IPC_HANDLE_SIZE + NAME_LEN {
+            return Err(Error::invalid_token(format!(
+                "a hip-ipc-mem payload is {} bytes (handle and lease), not {}",
+                HIP_IPC_HANDLE_SIZE + NAME_LEN,
+                payload.len()
+            )));
+        }
+        let (handle, lease_name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
+        let mut bytes = [0u8; HIP_IPC_HANDLE_SIZE];
+        bytes.copy_from_slice(handle);
+        if device != token.device() {
+            // Runtimes before the lazy flag took effect (rocm-systems PR #817) need peer
+            // access enabled explicitly for a cross-device open.
+            self.enable_peer_access(device, token.device())?;
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        // Hold the exporter's lease before mapping, so its free waits for our close; the
+        // hold fails when the exporter freed the memory or the token's generation is not
+        // the exported object's. From here on every failure drops the hold, and after
+        // the open closes the mapping too.
+        // The lease must be the one its exporter made for this very handle, in the token's
+        // producer's table, for the token's generation: a token pairing one object's
+        // handle with another (live) object's lease is refused.
+        let lease = held::hold_for(
+            lease_name,
+            &Binding {
+                generation: Some(token.generation()),
+                tag: Some(handle_tag(handle)),
+                creator: Some(ProcessIdentity {
+                    pid: i32::try_from(token.origin().pid.0)
+                        .map_err(|_| Error::invalid_token("producer pid out of range"))?,
+                    start_time: token.origin().start_time,
+                }),
+            },
+        )?;
+        let handle = hipIpcMemHandle_t::from_bytes(bytes);
+        let addr = match result::ipc_open_mem_handle(&self.api, handle, self.lazy_peer_flag) {
+            Ok(addr) => addr,
+            Err(e) => {
+                held::drop_hold(&lease);
+                return Err(e);
+            }
+        };
+        let record = MappingRecord {
+            device,
+            base: addr,
+            lease: Some(lease),
+        };
+        // The token's sizes are claims; the runtime knows the opened allocation's real
+        // extent. A range beyond it (forged or corrupted) is refused, and the open undone.
+        let size = match self
+            .opened_size(addr)
+            .and_then(|size| token.range_within(size).map(|_| size))
+        {
+            Ok(size) => size,
+            Err(e) => {
+                self.undo_import(&record);
+                return Err(e);
+            }
+        };
+        let id = self.mappings.insert(record);
+        Mapping::for_token(id, device, DevicePtr(addr), size, token).inspect_err(|_| {
+            if let Ok(record) = self.mappings.remove(id) {
+                self.undo_import(&record);
+            }
+        })
     }
+
     fn close(&self, mapping: Mapping) -> Result<()> {
-        self.close_mapping(mapping)
+        let record = self.mappings.remove(mapping.id)?;
+        self.release_mapping(&record)
+            .inspect_err(|_| self.mappings.restore(mapping.id, record))
     }
+
     unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        self.write_memory(dst, src)
+        if src.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: the trait's contract: `dst..dst + src.len()` is memory this backend
+        // allocated or mapped (or external memory it owns) that stays so during the call.
+        unsafe { result::memcpy_htod(&self.api, dst.0, src) }
     }
+
     unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
-        self.read_memory(src, dst)
+        if dst.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: the trait's contract: `src..src + dst.len()` is memory this backend
+        // allocated or mapped (or external memory it owns) that stays so during the call.
+        unsafe { result::memcpy_dtoh(&self.api, dst, src.0) }
     }
+
     fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
-        self.create_signal_impl(device)
+        let dev = self.check_device(device)?;
+        let dir = devipc_shm::private_dir::runtime_dir_for_devipc()?;
+        // Once per process: remove the words of signals whose creator crashed.
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| {
+            let _ = devipc_shm::word_file::sweep_orphans(&dir);
+        });
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let event = result::event_create_with_flags(
+            &self.api,
+            hipEventInterprocess | hipEventDisableTiming,
+        )?;
+        let word = match WordFile::create(&dir) {
+            Ok(word) => word,
+            Err(e) => {
+                // SAFETY: the event was created above, never handed out, and is destroyed
+                // once, here.
+                let _ = unsafe { result::event_destroy(&self.api, event) };
+                return Err(Error::io(
+                    format!("creating a signal word in {}", dir.display()),
+                    e,
+                ));
+            }
+        };
+        let id = self.signals.insert(SignalRecord {
+            device,
+            event: event as usize,
+            word: Arc::new(word),
+            created: true,
+        });
+        Ok(SignalHandle { id, device })
     }
-    fn export_signal(&self, signal: &SignalHandle, opts: ExportOptions) -> Result<SignalToken> {
-        self.export_signal_impl(signal, opts)
+
+    fn export_signal(&self, signal: &SignalHandle, _opts: ExportOptions) -> Result<SignalToken> {
+        let (event, word, device, created) = self.signal(signal)?;
+        if !created {
+            return Err(Error::invalid_argument(
+                "an imported signal cannot be exported again; export the original",
+            ));
+        }
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        // SAFETY: the event came from the signal's record (live, see `HipBackend::signal`).
+        let handle = unsafe { result::ipc_get_event_handle(&self.api, event_ptr(event)) }?;
+        let mut payload = handle.to_bytes().to_vec();
+        payload.extend_from_slice(word.name());
+        SignalToken::new(SignalTokenParts {
+            mechanism: Mechanism::HipIpcEvent,
+            emulated: self.info.source.is_emulated(),
+            device,
+            origin: self.origin,
+            generation: signal.id.get(),
+            payload,
+        })
     }
+
     /// As for memory: HIP has no access control.
     fn grant_signal(&self, token: &SignalToken, _peers: &[ProcessId]) -> Result<()> {
         self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcEvent)
     }
+
     fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
-        self.import_signal_impl(token, device)
+        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcEvent)?;
+        let dev = self.check_device(device)?;
+        let payload = token.payload();
+        if payload.len() != HIP_IPC_HANDLE_SIZE + NAME_LEN {
+            return Err(Error::invalid_token(format!(
+                "a hip-ipc-event payload is {} bytes, not {}",
+                HIP_IPC_HANDLE_SIZE + NAME_LEN,
+                payload.len()
+            )));
+        }
+        let (handle_bytes, name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
+        let dir = devipc_shm::private_dir::runtime_dir_for_devipc()?;
+        let word = open_word(&dir, name)?;
+        let mut handle = [0u8; HIP_IPC_HANDLE_SIZE];
+        handle.copy_from_slice(handle_bytes);
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let event =
+            result::ipc_open_event_handle(&self.api, hipIpcEventHandle_t::from_bytes(handle))?;
+        let id = self.signals.insert(SignalRecord {
+            device,
+            event: event as usize,
+            word: Arc::new(word),
+            created: false,
+        });
+        Ok(SignalHandle { id, device })
     }
+
     fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
-        self.notify_impl(signal, stream)
+        let (event, word, device, _) = self.signal(signal)?;
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        // SAFETY: the event came from the signal's record (live, see `HipBackend::signal`); the stream
+        // is the caller's, live by `RawStream`'s constructor contract.
+        unsafe { result::event_record(&self.api, event_ptr(event), stream.as_ptr()) }?;
+        semaphore(&word)?
+            .record()
+            .map_err(|e| wait_error(e, "signal notify"))
     }
+
     fn wait(
         &self,
         signal: &SignalHandle,
         stream: RawStream,
         timeout: Option<Duration>,
     ) -> Result<()> {
-        self.wait_impl(signal, stream, timeout)
+        let started = Instant::now();
+        let (event, word, device, _) = self.signal(signal)?;
+        // The word is a futex with the caller's own deadline: the wait ends within the
+        // timeout plus scheduling, and the error states the time measured.
+        semaphore(&word)?
+            .wait_and_reset(timeout)
+            .map_err(|e| match e {
+                WaitError::Timeout(limit) => Error::timed_out(
+                    format!("waiting for signal {} (limit {limit:?})", signal.id),
+                    started,
+                ),
+                other => wait_error(other, "signal wait"),
+            })?;
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        // SAFETY: the event came from the signal's record (live, see `HipBackend::signal`); the stream
+        // is the caller's, live by `RawStream`'s constructor contract; flags 0.
+        unsafe { result::stream_wait_event(&self.api, stream.as_ptr(), event_ptr(event), 0) }
     }
+
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
-        self.destroy_signal_impl(signal)
+        let record = self.signals.remove(signal.id)?;
+        self.release_signal(record)
     }
 }

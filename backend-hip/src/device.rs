@@ -9,7 +9,7 @@ use std::ffi::c_int;
 use devipc_core::Result;
 use devipc_hip_sys::HipApi;
 
-use crate::call::hip;
+use crate::result;
 
 /// The caller's device, restored on drop. Not `Send`: it belongs to the thread it bound.
 pub(crate) struct DeviceScope<'a> {
@@ -21,16 +21,11 @@ pub(crate) struct DeviceScope<'a> {
 impl<'a> DeviceScope<'a> {
     /// Makes `device` current on this thread until the scope ends.
     pub(crate) fn bind(api: &'a HipApi, device: c_int) -> Result<Self> {
-        let mut current: c_int = -1;
-        // SAFETY: `current` is a valid out-pointer for the duration of the call.
-        let previous = match unsafe { hip!(api, hipGetDevice(&mut current)) } {
-            Ok(()) => Some(current),
-            // A thread that never chose a device has nothing to restore.
-            Err(_) => None,
-        };
+        // A thread that never chose a device has nothing to restore.
+        let previous = result::get_device(api).ok();
         if previous != Some(device) {
-            // SAFETY: plain value argument; the id was range-checked by the caller.
-            unsafe { hip!(api, hipSetDevice(device)) }?;
+            // The id was range-checked by the caller.
+            result::set_device(api, device)?;
         }
         Ok(DeviceScope {
             api,
@@ -43,8 +38,7 @@ impl<'a> DeviceScope<'a> {
 impl Drop for DeviceScope<'_> {
     fn drop(&mut self) {
         if let Some(previous) = self.previous {
-            // SAFETY: plain value argument naming the device the thread had before.
-            if let Err(e) = unsafe { hip!(self.api, hipSetDevice(previous)) } {
+            if let Err(e) = result::set_device(self.api, previous) {
                 log::error!("devipc-hip: could not restore the thread's device {previous}: {e}");
             }
         }

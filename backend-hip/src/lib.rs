@@ -14,7 +14,8 @@
 //! | signals | interprocess event + a futex word in host shared memory (see [`signal`]) |
 //! | process_id | `getpid` |
 //!
-//! Every vendor call goes through one checked-call helper that builds
+//! Every vendor call is one small function in `result.rs` (plain arguments, out-parameters
+//! as return values); each goes through one checked-call helper that builds
 //! [`Error::Vendor`](devipc_core::Error::Vendor) with `hipGetErrorName` and
 //! `hipGetErrorString`, and every call binds the needed device and restores the caller's.
 
@@ -23,6 +24,7 @@ mod call;
 mod deferred;
 mod device;
 mod memory;
+mod result;
 pub mod signal;
 
 pub use backend::HipBackend;

@@ -18,198 +18,51 @@
 //! name. The creator unlinks the word file when it destroys the signal; the file records
 //! its creator, so the words of a creator that crashed are removed by the next process
 //! that creates a signal in the same runtime directory.
+//!
+//! The `DeviceIpc` signal methods are in `backend.rs`; this module holds the record the
+//! backend keeps per signal and the helpers they share with the backend's `Drop`.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use devipc_core::token::SignalTokenParts;
-use devipc_core::{
-    DeviceId, Error, ExportOptions, Mechanism, RawStream, Result, SignalHandle, SignalToken,
-};
-use devipc_hip_sys::{
-    HIP_IPC_HANDLE_SIZE, hipEvent_t, hipEventDisableTiming, hipEventInterprocess,
-    hipIpcEventHandle_t,
-};
+use devipc_core::{DeviceId, Error, Result, SignalHandle};
+use devipc_hip_sys::hipEvent_t;
 use devipc_shm::futex::{BinarySemaphore, WaitError};
-use devipc_shm::word_file::{NAME_LEN, WordFile};
+use devipc_shm::word_file::WordFile;
 
 use crate::backend::HipBackend;
-use crate::call::hip;
 use crate::device::DeviceScope;
+use crate::result;
 
 /// What the backend keeps for a [`SignalHandle`].
 #[derive(Debug)]
 pub(crate) struct SignalRecord {
-    device: DeviceId,
+    pub(crate) device: DeviceId,
     /// The `hipEvent_t`, as an address.
-    event: usize,
-    word: Arc<WordFile>,
+    pub(crate) event: usize,
+    pub(crate) word: Arc<WordFile>,
     /// Created here (unlinks the word file on destroy) rather than imported.
-    created: bool,
+    pub(crate) created: bool,
 }
 
-fn event_ptr(record_event: usize) -> hipEvent_t {
+pub(crate) fn event_ptr(record_event: usize) -> hipEvent_t {
     record_event as hipEvent_t
 }
 
 impl HipBackend {
-    pub(crate) fn create_signal_impl(&self, device: DeviceId) -> Result<SignalHandle> {
-        let dev = self.check_device(device)?;
-        let dir = devipc_shm::private_dir::runtime_dir_for_devipc()?;
-        // Once per process: remove the words of signals whose creator crashed.
-        static SWEPT: std::sync::Once = std::sync::Once::new();
-        SWEPT.call_once(|| {
-            let _ = devipc_shm::word_file::sweep_orphans(&dir);
-        });
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut event: hipEvent_t = std::ptr::null_mut();
-        // SAFETY: `event` is a valid out-pointer; the flags are the documented IPC pair.
-        unsafe {
-            hip!(
-                self.api,
-                hipEventCreateWithFlags(&mut event, hipEventInterprocess | hipEventDisableTiming)
-            )
-        }?;
-        let word = match WordFile::create(&dir) {
-            Ok(word) => word,
-            Err(e) => {
-                // SAFETY: the event was created above and is destroyed once, here.
-                let _ = unsafe { hip!(self.api, hipEventDestroy(event)) };
-                return Err(Error::io(
-                    format!("creating a signal word in {}", dir.display()),
-                    e,
-                ));
-            }
-        };
-        let id = self.signals.insert(SignalRecord {
-            device,
-            event: event as usize,
-            word: Arc::new(word),
-            created: true,
-        });
-        Ok(SignalHandle { id, device })
-    }
-
     /// The event address and word of a signal.
-    fn signal(&self, signal: &SignalHandle) -> Result<(usize, Arc<WordFile>, DeviceId, bool)> {
+    ///
+    /// The event is live when read: `destroy_signal` takes the record out of the table
+    /// before it destroys the event. Nothing pins it for the call that follows, so a
+    /// `destroy_signal` of a clone of the same handle racing that call is not excluded
+    /// (the devipc facade destroys a signal only after its last user dropped it).
+    pub(crate) fn signal(
+        &self,
+        signal: &SignalHandle,
+    ) -> Result<(usize, Arc<WordFile>, DeviceId, bool)> {
         self.signals.with(signal.id, |r| {
             (r.event, r.word.clone(), r.device, r.created)
         })
-    }
-
-    pub(crate) fn export_signal_impl(
-        &self,
-        signal: &SignalHandle,
-        _opts: ExportOptions,
-    ) -> Result<SignalToken> {
-        let (event, word, device, created) = self.signal(signal)?;
-        if !created {
-            return Err(Error::invalid_argument(
-                "an imported signal cannot be exported again; export the original",
-            ));
-        }
-        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        let mut handle = hipIpcEventHandle_t::zeroed();
-        // SAFETY: `handle` is a valid out-pointer; the event is live (it is in the table).
-        unsafe {
-            hip!(
-                self.api,
-                hipIpcGetEventHandle(&mut handle, event_ptr(event))
-            )
-        }?;
-        let mut payload = handle.to_bytes().to_vec();
-        payload.extend_from_slice(word.name());
-        SignalToken::new(SignalTokenParts {
-            mechanism: Mechanism::HipIpcEvent,
-            emulated: self.info.source.is_emulated(),
-            device,
-            origin: self.origin,
-            generation: signal.id.get(),
-            payload,
-        })
-    }
-
-    pub(crate) fn import_signal_impl(
-        &self,
-        token: &SignalToken,
-        device: DeviceId,
-    ) -> Result<SignalHandle> {
-        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcEvent)?;
-        let dev = self.check_device(device)?;
-        let payload = token.payload();
-        if payload.len() != HIP_IPC_HANDLE_SIZE + NAME_LEN {
-            return Err(Error::invalid_token(format!(
-                "a hip-ipc-event payload is {} bytes, not {}",
-                HIP_IPC_HANDLE_SIZE + NAME_LEN,
-                payload.len()
-            )));
-        }
-        let (handle_bytes, name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
-        let dir = devipc_shm::private_dir::runtime_dir_for_devipc()?;
-        let word = open_word(&dir, name)?;
-        let mut handle = [0u8; HIP_IPC_HANDLE_SIZE];
-        handle.copy_from_slice(handle_bytes);
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut event: hipEvent_t = std::ptr::null_mut();
-        // SAFETY: `event` is a valid out-pointer; the handle is passed by value.
-        unsafe {
-            hip!(
-                self.api,
-                hipIpcOpenEventHandle(&mut event, hipIpcEventHandle_t::from_bytes(handle))
-            )
-        }?;
-        let id = self.signals.insert(SignalRecord {
-            device,
-            event: event as usize,
-            word: Arc::new(word),
-            created: false,
-        });
-        Ok(SignalHandle { id, device })
-    }
-
-    pub(crate) fn notify_impl(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
-        let (event, word, device, _) = self.signal(signal)?;
-        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        // SAFETY: the event is live (in the table); the stream is the caller's own.
-        unsafe { hip!(self.api, hipEventRecord(event_ptr(event), stream.as_ptr())) }?;
-        semaphore(&word)?
-            .record()
-            .map_err(|e| wait_error(e, "signal notify"))
-    }
-
-    pub(crate) fn wait_impl(
-        &self,
-        signal: &SignalHandle,
-        stream: RawStream,
-        timeout: Option<Duration>,
-    ) -> Result<()> {
-        let started = Instant::now();
-        let (event, word, device, _) = self.signal(signal)?;
-        // The word is a futex with the caller's own deadline: the wait ends within the
-        // timeout plus scheduling, and the error states the time measured.
-        semaphore(&word)?
-            .wait_and_reset(timeout)
-            .map_err(|e| match e {
-                WaitError::Timeout(limit) => Error::timed_out(
-                    format!("waiting for signal {} (limit {limit:?})", signal.id),
-                    started,
-                ),
-                other => wait_error(other, "signal wait"),
-            })?;
-        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        // SAFETY: the event is live (in the table); the stream is the caller's own; flags 0.
-        unsafe {
-            hip!(
-                self.api,
-                hipStreamWaitEvent(stream.as_ptr(), event_ptr(event), 0)
-            )
-        }
-    }
-
-    pub(crate) fn destroy_signal_impl(&self, signal: SignalHandle) -> Result<()> {
-        let record = self.signals.remove(signal.id)?;
-        self.release_signal(record)
     }
 
     /// Destroys the event and, for a created signal, unlinks its word file.
@@ -227,12 +80,12 @@ impl HipBackend {
         let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
         // SAFETY: the event came from create or open and is destroyed once: its record was
         // taken out of the table by the caller.
-        unsafe { hip!(self.api, hipEventDestroy(event_ptr(record.event))) }?;
+        unsafe { result::event_destroy(&self.api, event_ptr(record.event)) }?;
         unlinked
     }
 }
 
-fn open_word(dir: &Path, name: &[u8]) -> Result<WordFile> {
+pub(crate) fn open_word(dir: &Path, name: &[u8]) -> Result<WordFile> {
     WordFile::open(dir, name).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::invalid_argument(
             "the signal's word file is gone: its creator destroyed the signal or runs with another DEVIPC_RUNTIME_DIR",
@@ -242,13 +95,13 @@ fn open_word(dir: &Path, name: &[u8]) -> Result<WordFile> {
     })
 }
 
-fn semaphore(word: &WordFile) -> Result<BinarySemaphore<'_>> {
+pub(crate) fn semaphore(word: &WordFile) -> Result<BinarySemaphore<'_>> {
     word.word(0)
         .map(BinarySemaphore::new)
         .ok_or_else(|| Error::invalid_argument("signal word file has no word 0"))
 }
 
-fn wait_error(e: WaitError, what: &str) -> Error {
+pub(crate) fn wait_error(e: WaitError, what: &str) -> Error {
     match e {
         WaitError::Timeout(after) => Error::Timeout {
             what: what.to_owned(),
