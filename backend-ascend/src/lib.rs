@@ -32,6 +32,7 @@ mod device;
 pub mod external;
 pub mod memory;
 mod record;
+mod result;
 mod rollback;
 pub mod signal;
 pub mod staging;
