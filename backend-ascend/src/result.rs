@@ -3,7 +3,7 @@
 //! out-parameters into return values and the status into [`Result`] through the
 //! checked-call helpers of [`call`](crate::call) (so an error keeps the api name, the
 //! code, its symbolic name and the runtime's message, and an optional function the
-//! runtime lacks is [`Error::Unsupported`](devipc_core::Error::Unsupported)).
+//! runtime lacks is [`Error::Unsupported`]).
 //!
 //! It sits between the table and the backend code (`memory`, `external`, `signal`,
 //! `staging`, `rollback`, `device`, `backend`), which holds no out-pointer boilerplate
