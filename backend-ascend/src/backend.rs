@@ -8,16 +8,11 @@
 //! process-wide initialisation with the framework is documented on [`AscendBackend`].
 
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::c_char;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use devipc_ascend_sys::codes::{
-    ACL_ERROR_REPEAT_FINALIZE, ACL_ERROR_REPEAT_INITIALIZE, ACL_ERROR_RT_CONTEXT_NULL,
-    ACL_ERROR_RT_NO_DEVICE, ACL_SUCCESS,
-};
-use devipc_ascend_sys::consts::ACL_PKG_VERSION_MAX_SIZE;
+use devipc_ascend_sys::codes::{ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_NO_DEVICE};
 use devipc_ascend_sys::{AclApi, error_name};
 use devipc_core::{
     Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
@@ -25,10 +20,11 @@ use devipc_core::{
     Result, RuntimeVersion, SignalHandle, SignalToken, TokenOrigin,
 };
 
-use crate::call::{check, vendor_error};
+use crate::call::vendor_error;
 use crate::device::DeviceScope;
 use crate::external::ExternalExport;
 use crate::memory::{AllocRecord, MappingRecord};
+use crate::result;
 use crate::signal::SignalRecord;
 
 /// The Ascend backend.
@@ -213,18 +209,23 @@ impl AscendBackend {
         if let Some(pid) = self.pid.get() {
             return Ok(*pid);
         }
-        let Some(get) = self.api.aclrtDeviceGetBareTgid else {
+        if self.api.aclrtDeviceGetBareTgid.is_none() {
             return Ok(*self.pid.get_or_init(ProcessId::current));
-        };
-        let mut pid: i32 = 0;
-        // SAFETY: `pid` is a valid out-pointer for the duration of the call.
-        let mut code = unsafe { get(&mut pid) };
-        if code == ACL_ERROR_RT_CONTEXT_NULL {
-            let _scope = DeviceScope::bind(&self.api, 0)?;
-            // SAFETY: as above.
-            code = unsafe { get(&mut pid) };
         }
-        check(&self.api, "aclrtDeviceGetBareTgid", code)?;
+        let pid = match result::device_get_bare_tgid(&self.api)? {
+            Some(pid) => pid,
+            None => {
+                let _scope = DeviceScope::bind(&self.api, 0)?;
+                // Still no context with device 0 bound: that is an error now.
+                result::device_get_bare_tgid(&self.api)?.ok_or_else(|| {
+                    vendor_error(
+                        &self.api,
+                        "aclrtDeviceGetBareTgid",
+                        ACL_ERROR_RT_CONTEXT_NULL,
+                    )
+                })?
+            }
+        };
         let pid = u32::try_from(pid).map_err(|_| {
             Error::invalid_argument(format!("aclrtDeviceGetBareTgid returned {pid}"))
         })?;
@@ -295,10 +296,8 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// `aclrtGetDeviceCount`, with "no device" as a typed vendor error.
 fn device_count(api: &AclApi) -> Result<u32> {
-    let mut count: u32 = 0;
-    // SAFETY: `count` is a valid out-pointer.
-    let code = unsafe { (api.aclrtGetDeviceCount)(&mut count) };
-    if code == ACL_SUCCESS && count == 0 {
+    let count = result::get_device_count(api)?;
+    if count == 0 {
         return Err(Error::Vendor {
             backend: BackendKind::Ascend,
             api: "aclrtGetDeviceCount",
@@ -309,7 +308,6 @@ fn device_count(api: &AclApi) -> Result<u32> {
             message: "the ACL runtime reports 0 devices".to_owned(),
         });
     }
-    check(api, "aclrtGetDeviceCount", code)?;
     Ok(count)
 }
 
@@ -317,34 +315,13 @@ fn device_count(api: &AclApi) -> Result<u32> {
 /// (e.g. 8.5.0) when the runtime has it, else the ACL API version from the deprecated
 /// `aclrtGetVersion` (e.g. 1.17.0), else unknown. A failed query is not an error.
 fn runtime_version(api: &AclApi) -> Option<RuntimeVersion> {
-    if let Some(get) = api.aclsysGetVersionStr {
-        let mut pkg = *b"runtime\0";
-        let mut buf = [0u8; ACL_PKG_VERSION_MAX_SIZE];
-        // SAFETY: `pkg` is a NUL-terminated name; `buf` has the ACL_PKG_VERSION_MAX_SIZE
-        // bytes the function may write.
-        let code = unsafe {
-            get(
-                pkg.as_mut_ptr().cast::<c_char>(),
-                buf.as_mut_ptr().cast::<c_char>(),
-            )
-        };
-        if code == ACL_SUCCESS {
-            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-            if let Some(v) = std::str::from_utf8(&buf[..end])
-                .ok()
-                .and_then(RuntimeVersion::parse_dotted)
-            {
-                return Some(v);
-            }
-        }
+    if let Some(v) = result::sys_get_version_str(api, c"runtime")
+        .as_deref()
+        .and_then(RuntimeVersion::parse_dotted)
+    {
+        return Some(v);
     }
-    let get = api.aclrtGetVersion?;
-    let (mut major, mut minor, mut patch) = (0i32, 0i32, 0i32);
-    // SAFETY: three valid out-pointers.
-    let code = unsafe { get(&mut major, &mut minor, &mut patch) };
-    if code != ACL_SUCCESS {
-        return None;
-    }
+    let (major, minor, patch) = result::get_version(api)?;
     Some(RuntimeVersion::new(
         u32::try_from(major).ok()?,
         u32::try_from(minor).ok()?,
@@ -410,13 +387,8 @@ impl AclInit {
         if let Some(entry) = inits.iter_mut().find(|e| e.runtime == runtime) {
             entry.live += 1;
         } else {
-            // SAFETY: a NULL config path is documented as "no configuration file".
-            let code = unsafe { (api.aclInit)(std::ptr::null()) };
-            let devipc_initialized = match code {
-                ACL_SUCCESS => true,
-                ACL_ERROR_REPEAT_INITIALIZE => false,
-                _ => return Err(vendor_error(api, "aclInit", code)),
-            };
+            // false: ACL_ERROR_REPEAT_INITIALIZE, the framework initialised ACL.
+            let devipc_initialized = result::init(api)?;
             inits.push(InitEntry {
                 runtime,
                 live: 1,
@@ -464,15 +436,11 @@ impl Drop for AclInit {
         }
         let entry = inits.swap_remove(index);
         if entry.devipc_initialized && !entry.pinned {
-            // SAFETY: no arguments; devipc's own aclInit is being balanced, and no other
-            // devipc backend on this runtime is alive.
-            let code = unsafe { (self.api.aclFinalize)() };
-            // REPEAT_FINALIZE: the framework finalized ACL already; nothing left to do.
-            if code != ACL_SUCCESS && code != ACL_ERROR_REPEAT_FINALIZE {
-                log::error!(
-                    "devipc-ascend: {}",
-                    vendor_error(&self.api, "aclFinalize", code)
-                );
+            // devipc's own aclInit is being balanced, and no other devipc backend on this
+            // runtime is alive. REPEAT_FINALIZE (the framework finalized ACL already) is
+            // no error: nothing is left to do.
+            if let Err(e) = result::finalize(&self.api) {
+                log::error!("devipc-ascend: {e}");
             }
         }
     }
@@ -606,10 +574,12 @@ impl DeviceIpc for AscendBackend {
         self.close_mapping(mapping)
     }
     unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        self.write_memory(dst, src)
+        // SAFETY: the caller upholds `DeviceIpc::write`'s contract, which is write_memory's.
+        unsafe { self.write_memory(dst, src) }
     }
     unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
-        self.read_memory(src, dst)
+        // SAFETY: the caller upholds `DeviceIpc::read`'s contract, which is read_memory's.
+        unsafe { self.read_memory(src, dst) }
     }
     fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
         self.create_signal_impl(device)

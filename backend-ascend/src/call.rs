@@ -1,5 +1,7 @@
-//! The checked-call helpers: every ACL call goes through [`acl!`] (required functions) or
-//! [`acl_opt!`] (functions a runtime may lack), which turn a non-zero `aclError` into
+//! The checked-call helpers: every ACL call of the [`result`](crate::result) layer (the
+//! only module that calls the table) goes through [`acl!`] (required functions),
+//! [`acl_opt!`] (functions a runtime may lack) or [`check`] (where the caller takes one
+//! code as an answer first), which turn a non-zero `aclError` into
 //! [`Error::Vendor`] with the api name, the code, its symbolic name and the runtime's
 //! message, resolved at the moment of failure (the library may be gone when the error is
 //! printed, and `aclGetRecentErrMsg` is per thread and overwritten by the next call).

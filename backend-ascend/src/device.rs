@@ -14,10 +14,9 @@
 //! a current device now, as after any ACL call that needs one); resetting is not.
 
 use devipc_ascend_sys::AclApi;
-use devipc_ascend_sys::codes::ACL_ERROR_RT_CONTEXT_NULL;
 use devipc_core::Result;
 
-use crate::call::{acl, check};
+use crate::result;
 
 /// The caller's device, restored on drop. Not `Send`: it belongs to the thread it bound.
 pub(crate) struct DeviceScope<'a> {
@@ -33,8 +32,7 @@ impl<'a> DeviceScope<'a> {
     pub(crate) fn bind(api: &'a AclApi, device: i32) -> Result<Self> {
         let previous = current_device(api)?;
         if previous != Some(device) {
-            // SAFETY: plain value argument; the id was range-checked by the caller.
-            unsafe { acl!(api, aclrtSetDevice(device)) }?;
+            result::set_device(api, device)?;
         }
         Ok(DeviceScope {
             api,
@@ -47,21 +45,13 @@ impl<'a> DeviceScope<'a> {
 /// The thread's current device, or `None` when it has none (107002). Any other failure
 /// is an error: devipc cannot tell what to restore.
 pub(crate) fn current_device(api: &AclApi) -> Result<Option<i32>> {
-    let mut current: i32 = -1;
-    // SAFETY: `current` is a valid out-pointer for the duration of the call.
-    let code = unsafe { (api.aclrtGetDevice)(&mut current) };
-    if code == ACL_ERROR_RT_CONTEXT_NULL {
-        return Ok(None);
-    }
-    check(api, "aclrtGetDevice", code)?;
-    Ok(Some(current))
+    result::get_device(api)
 }
 
 impl Drop for DeviceScope<'_> {
     fn drop(&mut self) {
         if let Some(previous) = self.previous {
-            // SAFETY: plain value argument naming the device the thread had before.
-            if let Err(e) = unsafe { acl!(self.api, aclrtSetDevice(previous)) } {
+            if let Err(e) = result::set_device(self.api, previous) {
                 log::error!("devipc-ascend: could not restore the thread's device {previous}: {e}");
             }
         }

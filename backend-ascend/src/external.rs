@@ -49,7 +49,6 @@
 //! report alone, and refused where the runtime cannot report it.
 
 use std::collections::{HashMap, VecDeque};
-use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -67,19 +66,18 @@ use devipc_shm::lease::held;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
 use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
-use crate::call::{check, optional};
+use crate::call::optional;
 use crate::device::DeviceScope;
 use crate::memory::MappingRecord;
 use crate::record::{self, ExportRecord, Object};
-use crate::rollback::{Undo, as_ptr};
+use crate::result;
+pub(crate) use crate::result::Key;
+use crate::rollback::Undo;
 
 /// The page-table granule an IPC key range is aligned to: the device's normal page, 4 KiB
 /// (huge pages are 2 MiB or 1 GiB; a huge-page block of a page-multiple size is aligned to
 /// 4 KiB as well). See the module docs.
 pub const IPC_KEY_PAGE: usize = 4096;
-
-/// A 65-byte IPC key buffer (memory or notify), as the runtime wrote it.
-pub(crate) type Key = [u8; ACL_IPC_KEY_LEN];
 
 /// Generations of exported keys: unique in the process, never reused.
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
@@ -155,17 +153,6 @@ pub(crate) fn key_token_payload(
     }
 }
 
-/// Checks that a key the runtime wrote is NUL-terminated within the buffer.
-pub(crate) fn check_written_key(key: &Key, api: &'static str) -> Result<()> {
-    if key.contains(&0) {
-        Ok(())
-    } else {
-        Err(Error::invalid_argument(format!(
-            "{api} wrote a key without a NUL in its {ACL_IPC_KEY_LEN} bytes"
-        )))
-    }
-}
-
 impl AscendBackend {
     pub(crate) fn export_external_memory(
         &self,
@@ -176,7 +163,7 @@ impl AscendBackend {
     ) -> Result<MemToken> {
         let dev = self.check_device(device)?;
         ptr.check_external_span(len)?;
-        let get_key = optional!(self.api, aclrtIpcMemGetExportKey)?;
+        optional!(self.api, aclrtIpcMemGetExportKey)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let (base, size) = self.block_of(ptr, len)?;
         if size == 0 {
@@ -217,21 +204,11 @@ impl AscendBackend {
                     PidValidation::Trustlist => ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
                     PidValidation::AnyProcess => ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
                 };
-                let mut key: Key = [0; ACL_IPC_KEY_LEN];
-                // SAFETY: `key` is a writable buffer of ACL_IPC_KEY_LEN bytes, the `len`
-                // passed; base/size name the block the runtime reported.
-                let code = unsafe {
-                    get_key(
-                        as_ptr(base),
-                        size,
-                        key.as_mut_ptr().cast(),
-                        ACL_IPC_KEY_LEN,
-                        flags,
-                    )
-                };
-                check(&self.api, "aclrtIpcMemGetExportKey", code)?;
-                // Never hand the runtime an unterminated buffer, not even to close it.
-                check_written_key(&key, "aclrtIpcMemGetExportKey")?;
+                // SAFETY: base/size name the block the runtime reported holding `ptr`
+                // (page-aligned), an `aclrtMalloc` block of this process. A key without a
+                // NUL is refused there: the runtime never gets an unterminated buffer back,
+                // not even to close it.
+                let key = unsafe { result::ipc_mem_get_export_key(&self.api, base, size, flags) }?;
                 let lease = match held::create() {
                     Ok(lease) => lease,
                     Err(e) => {
@@ -277,15 +254,11 @@ impl AscendBackend {
     /// block's size rounded down to [`IPC_KEY_PAGE`] (see the module docs, also for
     /// runtimes without `aclrtMemGetAddressRange`). The device must be bound.
     fn block_of(&self, ptr: DevicePtr, len: usize) -> Result<(u64, usize)> {
-        let Some(range) = self.api.aclrtMemGetAddressRange else {
+        if self.api.aclrtMemGetAddressRange.is_none() {
             return Ok((ptr.0, len));
-        };
-        let mut base: *mut c_void = std::ptr::null_mut();
-        let mut size: usize = 0;
-        // SAFETY: both out-pointers are valid for the call; the runtime checks `ptr`.
-        let code = unsafe { range(as_ptr(ptr.0), &mut base, &mut size) };
-        check(&self.api, "aclrtMemGetAddressRange", code)?;
-        Ok((base as usize as u64, size / IPC_KEY_PAGE * IPC_KEY_PAGE))
+        }
+        let (base, size) = result::mem_get_address_range(&self.api, ptr.0)?;
+        Ok((base, size / IPC_KEY_PAGE * IPC_KEY_PAGE))
     }
 
     /// Closes the key this process exported for the framework block holding `ptr` on
@@ -348,16 +321,13 @@ impl AscendBackend {
     /// Sets the trustlist of an `ascend-ipc-key` token (`aclrtIpcMemSetImportPid`).
     pub(crate) fn grant_key(&self, token: &MemToken, dev: i32, pids: &mut [i32]) -> Result<()> {
         let (key, _lease) = key_token_payload(token.payload(), token.mechanism())?;
-        let set_pids = optional!(self.api, aclrtIpcMemSetImportPid)?;
+        optional!(self.api, aclrtIpcMemSetImportPid)?;
         // The runtime rejects an empty list (num must be > 0); granting nobody is a no-op.
         if pids.is_empty() {
             return Ok(());
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        // SAFETY: `key` is a NUL-terminated buffer; `pids` a live buffer of `pids.len()`
-        // int32 values.
-        let code = unsafe { set_pids(key.as_ptr().cast(), pids.as_mut_ptr(), pids.len()) };
-        check(&self.api, "aclrtIpcMemSetImportPid", code)
+        result::ipc_mem_set_import_pid(&self.api, &key, pids)
     }
 
     /// Maps an `ascend-ipc-key` token on `device` (`aclrtIpcMemImportByKey`), with the
@@ -390,7 +360,7 @@ impl AscendBackend {
         )?;
         token.range_within(size)?;
         let recorded = size;
-        let import = optional!(self.api, aclrtIpcMemImportByKey)?;
+        optional!(self.api, aclrtIpcMemImportByKey)?;
         let cross_device = device != token.device();
         let flags = if cross_device {
             ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS
@@ -404,17 +374,16 @@ impl AscendBackend {
         // import is in it: the list's order must be the runtime's (whose close takes the
         // oldest), also when threads import the same key at once, e.g. on two devices.
         let mut imports = lock(&KEY_IMPORTS);
-        let mut base: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `base` is a valid out-pointer; `key` is a NUL-terminated buffer.
-        let code = unsafe { import(&mut base, key.as_ptr().cast(), flags) };
-        if let Err(e) = check(&self.api, "aclrtIpcMemImportByKey", code) {
-            drop(imports);
-            if let Some(l) = &held_lease {
-                held::drop_hold(l);
+        let base = match result::ipc_mem_import_by_key(&self.api, &key, flags) {
+            Ok(base) => base,
+            Err(e) => {
+                drop(imports);
+                if let Some(l) = &held_lease {
+                    held::drop_hold(l);
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
-        let base = base as usize as u64;
+        };
         let record = KeyMapping {
             device,
             key,

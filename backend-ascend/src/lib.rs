@@ -16,7 +16,9 @@
 //! | signals | IPC Notify (see [`signal`]) |
 //! | process_id | `aclrtDeviceGetBareTgid` (the host pid, even inside a container) |
 //!
-//! Every vendor call goes through one checked-call helper that builds
+//! Every vendor call is one small function of a private `result` layer (one per ACL
+//! call, as in cudarc: plain arguments in, the out-parameters and status as a `Result`
+//! out), which goes through one checked-call helper that builds
 //! [`Error::Vendor`](devipc_core::Error::Vendor) with the code's name from devipc's
 //! table and the runtime's `aclGetRecentErrMsg`; an optional function the runtime lacks
 //! is [`Error::Unsupported`](devipc_core::Error::Unsupported). Every call binds the
@@ -32,6 +34,7 @@ mod device;
 pub mod external;
 pub mod memory;
 mod record;
+mod result;
 mod rollback;
 pub mod signal;
 pub mod staging;

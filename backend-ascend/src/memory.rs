@@ -29,7 +29,6 @@
 //! device-to-device copies), so those go through a staging buffer on the importing device
 //! (see [`staging`](crate::staging)).
 
-use std::ffi::c_void;
 use std::ops::Range;
 
 use devipc_ascend_sys::consts::{
@@ -37,9 +36,9 @@ use devipc_ascend_sys::consts::{
 };
 use devipc_ascend_sys::types::{
     ACL_HBM_MEM_HUGE, ACL_MEM_ALLOCATION_TYPE_PINNED, ACL_MEM_HANDLE_TYPE_NONE,
-    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE,
-    ACL_RT_MEM_ACCESS_FLAGS_READWRITE, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclrtDrvMemHandle,
-    aclrtMemAccessDesc, aclrtMemLocation, aclrtPhysicalMemProp,
+    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclrtMemAccessDesc, aclrtMemLocation,
+    aclrtPhysicalMemProp,
 };
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
@@ -48,11 +47,12 @@ use devipc_core::{
 };
 
 use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
-use crate::call::{acl, acl_opt, check, optional};
+use crate::call::optional;
 use crate::device::DeviceScope;
 use crate::external::KeyMapping;
 use crate::record::{self, ExportRecord, Object};
-use crate::rollback::{Rollback, Undo, as_ptr};
+use crate::result;
+use crate::rollback::{Rollback, Undo};
 use crate::staging::Transfer;
 
 /// Granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity` (the
@@ -145,19 +145,11 @@ impl AscendBackend {
         if self.api.aclrtMemGetAllocationGranularity.is_none() {
             return Ok(FALLBACK_GRANULARITY);
         }
-        let mut granularity: usize = 0;
-        // SAFETY: `prop` and `granularity` are valid for the call; the option is a
-        // documented enumerator.
-        unsafe {
-            acl_opt!(
-                self.api,
-                aclrtMemGetAllocationGranularity(
-                    prop,
-                    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
-                    &mut granularity
-                )
-            )
-        }?;
+        let granularity = result::mem_get_allocation_granularity(
+            &self.api,
+            prop,
+            ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
+        )?;
         if granularity == 0 {
             return Err(Error::invalid_argument(
                 "aclrtMemGetAllocationGranularity reported a granularity of 0",
@@ -180,17 +172,15 @@ impl AscendBackend {
             ))
         })?;
         let mut rollback = Rollback::new(&self.api);
-        let mut phys: aclrtDrvMemHandle = std::ptr::null_mut();
-        // SAFETY: `phys` is a valid out-pointer, `prop` a valid property block; the size
-        // is a non-zero multiple of the granularity; flags are reserved (0).
-        unsafe { acl!(self.api, aclrtMallocPhysical(&mut phys, size, &prop, 0)) }?;
-        rollback.push(Undo::FreePhysical(phys as usize));
-        let va = self.reserve_and_map(&mut rollback, phys, size, device)?;
+        let phys = result::malloc_physical(&self.api, size, &prop)?;
+        rollback.push(Undo::FreePhysical(phys));
+        // SAFETY: `phys` was just allocated with `size` bytes and is not mapped.
+        let va = unsafe { self.reserve_and_map(&mut rollback, phys, size, device) }?;
         rollback.commit();
         let record = AllocRecord {
             vmm: VmmObjects {
                 device,
-                phys: phys as usize,
+                phys,
                 va,
                 size,
                 stage: Teardown::Mapped,
@@ -218,27 +208,23 @@ impl AscendBackend {
     /// read-write access (when the runtime has `aclrtMemSetAccess`; without it the mapping
     /// device has access by default). Each step is pushed onto `rollback`. The device must
     /// be bound.
-    fn reserve_and_map(
+    ///
+    /// # Safety
+    /// `phys` is a live physical handle of `size` bytes (`aclrtMallocPhysical` or
+    /// `aclrtMemImportFromShareableHandle`), not mapped elsewhere by this operation.
+    unsafe fn reserve_and_map(
         &self,
         rollback: &mut Rollback<'_>,
-        phys: aclrtDrvMemHandle,
+        phys: usize,
         size: usize,
         device: DeviceId,
     ) -> Result<u64> {
-        let mut va: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `va` is a valid out-pointer; alignment, expectPtr and flags are the
-        // documented defaults (0, NULL, 0); size is non-zero.
-        unsafe {
-            acl!(
-                self.api,
-                aclrtReserveMemAddress(&mut va, size, 0, std::ptr::null_mut(), 0)
-            )
-        }?;
-        let va = va as usize as u64;
+        // Alignment 0: the default.
+        let va = result::reserve_mem_address(&self.api, size, 0)?;
         rollback.push(Undo::ReleaseAddress(va));
-        // SAFETY: `va` was reserved above for `size` bytes, `phys` holds `size` bytes;
-        // offset and flags must be 0.
-        unsafe { acl!(self.api, aclrtMapMem(as_ptr(va), size, 0, phys, 0)) }?;
+        // SAFETY: `va` was reserved above for `size` bytes and is not mapped; the caller
+        // guarantees that `phys` is a live handle of `size` bytes.
+        unsafe { result::map_mem(&self.api, va, size, phys) }?;
         rollback.push(Undo::Unmap(va));
         if self.api.aclrtMemSetAccess.is_some() {
             let mut desc = aclrtMemAccessDesc {
@@ -249,9 +235,10 @@ impl AscendBackend {
                 },
                 rsv: [0; 12],
             };
-            // SAFETY: `va`/`size` are exactly those mapped above; `desc` is one valid
-            // descriptor.
-            unsafe { acl_opt!(self.api, aclrtMemSetAccess(as_ptr(va), size, &mut desc, 1)) }?;
+            // SAFETY: `va`/`size` are exactly the range mapped above.
+            unsafe {
+                result::mem_set_access(&self.api, va, size, std::slice::from_mut(&mut desc))
+            }?;
         }
         Ok(va)
     }
@@ -313,7 +300,7 @@ impl AscendBackend {
     ) -> Result<MemToken> {
         let record = self.allocation(alloc)?;
         Allocation::check_range(&range, record.vmm.size)?;
-        let export = optional!(self.api, aclrtMemExportToShareableHandle)?;
+        optional!(self.api, aclrtMemExportToShareableHandle)?;
         let _exporting = lock(&self.export_lock);
         // Re-read under the lock: another thread may have exported meanwhile.
         let shared = self.allocations.get(alloc.id)?.shared;
@@ -333,19 +320,11 @@ impl AscendBackend {
                     PidValidation::AnyProcess => ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
                 };
                 let _scope = DeviceScope::bind(&self.api, record.vmm.device.as_c_int()?)?;
-                let mut handle: u64 = 0;
                 // SAFETY: the physical handle is live (its record is in the table and the
-                // export lock is held); `handle` is a valid out-pointer; V1 export requires
-                // handle type NONE.
-                let code = unsafe {
-                    export(
-                        record.vmm.phys as aclrtDrvMemHandle,
-                        ACL_MEM_HANDLE_TYPE_NONE,
-                        flags,
-                        &mut handle,
-                    )
-                };
-                check(&self.api, "aclrtMemExportToShareableHandle", code)?;
+                // export lock is held).
+                let handle = unsafe {
+                    result::mem_export_to_shareable_handle(&self.api, record.vmm.phys, flags)
+                }?;
                 let shared = Shareable {
                     handle,
                     validation: opts.validation,
@@ -403,15 +382,13 @@ impl AscendBackend {
             return self.grant_key(token, dev, &mut pids);
         }
         let handle = vmm_payload(token)?;
-        let set_pids = optional!(self.api, aclrtMemSetPidToShareableHandle)?;
+        optional!(self.api, aclrtMemSetPidToShareableHandle)?;
         // The runtime rejects an empty list (pidNum must be > 0); granting nobody is a no-op.
         if pids.is_empty() {
             return Ok(());
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        // SAFETY: `pids` is a live buffer of `pids.len()` int32 values.
-        let code = unsafe { set_pids(handle, pids.as_mut_ptr(), pids.len()) };
-        check(&self.api, "aclrtMemSetPidToShareableHandle", code)
+        result::mem_set_pid_to_shareable_handle(&self.api, handle, &mut pids)
     }
 
     pub(crate) fn import_memory(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
@@ -438,7 +415,7 @@ impl AscendBackend {
             token.object_size(),
         )?;
         token.range_within(size)?;
-        let import = optional!(self.api, aclrtMemImportFromShareableHandle)?;
+        optional!(self.api, aclrtMemImportFromShareableHandle)?;
         if device != token.device() {
             // VMM memory of another device needs peer access (api-facts C.5).
             self.enable_peer(device, token.device())?;
@@ -446,20 +423,18 @@ impl AscendBackend {
         let dev = device.as_c_int()?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut rollback = Rollback::new(&self.api);
-        let mut phys: aclrtDrvMemHandle = std::ptr::null_mut();
-        // SAFETY: `phys` is a valid out-pointer; the shareable handle and device id are
-        // plain values the runtime validates.
-        let code = unsafe { import(handle, dev, &mut phys) };
-        check(&self.api, "aclrtMemImportFromShareableHandle", code)?;
-        rollback.push(Undo::FreePhysical(phys as usize));
-        let va = self.reserve_and_map(&mut rollback, phys, size, device)?;
+        let phys = result::mem_import_from_shareable_handle(&self.api, handle, dev)?;
+        rollback.push(Undo::FreePhysical(phys));
+        // SAFETY: `phys` was just imported and is not mapped; `size` is the exporter's
+        // physical size (its record), which the runtime requires the map to cover.
+        let va = unsafe { self.reserve_and_map(&mut rollback, phys, size, device) }?;
         let extent = self.runtime_extent(va).map_or(size, |s| s.min(size));
         // Checked before anything is committed, so a refusal releases what was mapped.
         token.range_within(extent)?;
         rollback.commit();
         let vmm = VmmObjects {
             device,
-            phys: phys as usize,
+            phys,
             va,
             size,
             stage: Teardown::Mapped,
@@ -485,13 +460,8 @@ impl AscendBackend {
     /// when it has the call and reports a block starting exactly there. The device must be
     /// bound. Used to bound a fresh mapping by what the runtime mapped.
     pub(crate) fn runtime_extent(&self, base: u64) -> Option<usize> {
-        let range = self.api.aclrtMemGetAddressRange?;
-        let mut found: *mut c_void = std::ptr::null_mut();
-        let mut size: usize = 0;
-        // SAFETY: both out-pointers are valid for the call; the runtime checks `base`.
-        let code = unsafe { range(as_ptr(base), &mut found, &mut size) };
-        (code == devipc_ascend_sys::codes::ACL_SUCCESS && found as usize as u64 == base && size > 0)
-            .then_some(size)
+        let (found, size) = result::query_address_range(&self.api, base)?;
+        (found == base && size > 0).then_some(size)
     }
 
     pub(crate) fn close_mapping(&self, mapping: Mapping) -> Result<()> {
@@ -517,9 +487,7 @@ impl AscendBackend {
             return Ok(());
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        // SAFETY: plain value arguments; flags are reserved (0).
-        let code = unsafe { (self.api.aclrtDeviceEnablePeerAccess)(peer_dev, 0) };
-        check(&self.api, "aclrtDeviceEnablePeerAccess", code)?;
+        result::device_enable_peer_access(&self.api, peer_dev)?;
         lock(&self.peers_enabled).push((device, peer));
         Ok(())
     }
@@ -528,61 +496,48 @@ impl AscendBackend {
     /// or mapping holding `dst`; for memory devipc did not map (framework memory) the
     /// thread's current device is used as it is. A `CopyRoute::Staged` mapping is
     /// written through a staging buffer ([`staging`](crate::staging)).
-    pub(crate) fn write_memory(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::write`](devipc_core::DeviceIpc::write): `dst..dst + src.len()` is
+    /// device memory the caller may write, mapped until the call returns.
+    pub(crate) unsafe fn write_memory(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         if src.is_empty() {
             return Ok(());
         }
         let range = self.range_of(dst.0);
         if let Some(r) = range.filter(|r| r.route == CopyRoute::Staged) {
-            return self.staged_copy(r.device, dst.0, Transfer::Write(src));
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.staged_copy(r.device, dst.0, Transfer::Write(src)) };
         }
         let _scope = match range {
             Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
             None => None,
         };
-        // SAFETY: `src` is a live host slice of `src.len()` bytes; the runtime checks `dst`.
-        unsafe {
-            acl!(
-                self.api,
-                aclrtMemcpy(
-                    as_ptr(dst.0),
-                    src.len(),
-                    src.as_ptr().cast(),
-                    src.len(),
-                    ACL_MEMCPY_HOST_TO_DEVICE
-                )
-            )
-        }
+        // SAFETY: the caller guarantees `src.len()` writable device bytes at `dst`.
+        unsafe { result::memcpy_host_to_device(&self.api, dst.0, src.len(), src) }
     }
 
     /// `aclrtMemcpy` device to host, binding the device (and staging) as
     /// [`Self::write_memory`] does.
-    pub(crate) fn read_memory(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::read`](devipc_core::DeviceIpc::read): `src..src + dst.len()` is
+    /// device memory the caller may read, mapped until the call returns.
+    pub(crate) unsafe fn read_memory(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
         if dst.is_empty() {
             return Ok(());
         }
         let range = self.range_of(src.0);
         if let Some(r) = range.filter(|r| r.route == CopyRoute::Staged) {
-            return self.staged_copy(r.device, src.0, Transfer::Read(dst));
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.staged_copy(r.device, src.0, Transfer::Read(dst)) };
         }
         let _scope = match range {
             Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
             None => None,
         };
-        // SAFETY: `dst` is a live, exclusively borrowed host slice of `dst.len()` bytes;
-        // the runtime checks `src`.
-        unsafe {
-            acl!(
-                self.api,
-                aclrtMemcpy(
-                    dst.as_mut_ptr().cast(),
-                    dst.len(),
-                    as_ptr(src.0),
-                    dst.len(),
-                    ACL_MEMCPY_DEVICE_TO_HOST
-                )
-            )
-        }
+        // SAFETY: the caller guarantees `dst.len()` readable device bytes at `src`.
+        unsafe { result::memcpy_device_to_host(&self.api, dst, src.0) }
     }
 }
 

@@ -9,12 +9,10 @@
 //! objects only while it runs (the staging buffer and stream of a staged copy) ends with
 //! [`Rollback::release`] instead, which releases them and reports the first failure.
 
-use std::ffi::c_void;
-
 use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::consts::ACL_IPC_KEY_LEN;
 
-use crate::call::{acl, acl_opt};
+use crate::result;
 
 /// One acquired vendor object and how to release it.
 #[derive(Debug, Clone, Copy)]
@@ -35,32 +33,22 @@ pub(crate) enum Undo {
     DestroyStream(usize),
 }
 
-/// An address as the C `void *` the ACL functions take.
-pub(crate) fn as_ptr(addr: u64) -> *mut c_void {
-    addr as usize as *mut c_void
-}
-
 impl Undo {
     /// Releases the object; the caller has bound its device.
     pub(crate) fn run(self, api: &AclApi) -> devipc_core::Result<()> {
         // SAFETY: each value was produced by the matching acquire call and is released
-        // once: the `Rollback` (or record) holding it is consumed by this release. A key
-        // buffer is NUL-terminated (checked when it entered devipc).
+        // once: the `Rollback` (or record) holding it is consumed by this release, in the
+        // order the acquires require (unmap before releasing the address, the address
+        // before freeing the physical handle, a stream before the buffer its tasks use).
         unsafe {
             match self {
-                Undo::FreePhysical(handle) => {
-                    acl!(api, aclrtFreePhysical(handle as *mut c_void))
-                }
-                Undo::ReleaseAddress(va) => acl!(api, aclrtReleaseMemAddress(as_ptr(va))),
-                Undo::Unmap(va) => acl!(api, aclrtUnmapMem(as_ptr(va))),
-                Undo::IpcClose(key) => acl_opt!(api, aclrtIpcMemClose(key.as_ptr().cast())),
-                Undo::DestroyNotify(notify) => {
-                    acl_opt!(api, aclrtDestroyNotify(notify as *mut c_void))
-                }
-                Undo::Free(ptr) => acl!(api, aclrtFree(as_ptr(ptr))),
-                Undo::DestroyStream(stream) => {
-                    acl!(api, aclrtDestroyStream(stream as *mut c_void))
-                }
+                Undo::FreePhysical(handle) => result::free_physical(api, handle),
+                Undo::ReleaseAddress(va) => result::release_mem_address(api, va),
+                Undo::Unmap(va) => result::unmap_mem(api, va),
+                Undo::IpcClose(key) => result::ipc_mem_close(api, &key),
+                Undo::DestroyNotify(notify) => result::destroy_notify(api, notify),
+                Undo::Free(ptr) => result::free(api, ptr),
+                Undo::DestroyStream(stream) => result::destroy_stream(api, stream),
             }
         }
     }

@@ -93,19 +93,15 @@
 //! deadline makes that invisible too (only the backstop, and so the cancel-free end of a
 //! pending wait, is coarser there).
 
-use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
-use devipc_ascend_sys::codes::{ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_WAIT_TIMEOUT};
+use devipc_ascend_sys::codes::ACL_ERROR_RT_WAIT_TIMEOUT;
 use devipc_ascend_sys::consts::{
-    ACL_EVENT_SYNC, ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
+    ACL_EVENT_SYNC, ACL_NOTIFY_DEFAULT, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
     ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
     ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS,
 };
-use devipc_ascend_sys::types::{
-    ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_EVENT_RECORDED_STATUS_NOT_READY, aclError, aclrtEvent,
-    aclrtEventRecordedStatus, aclrtNotify, aclrtStream,
-};
+use devipc_ascend_sys::types::{ACL_EVENT_RECORDED_STATUS_COMPLETE, aclError};
 use devipc_core::token::SignalTokenParts;
 use devipc_core::{
     DeviceId, Error, ExportOptions, Mechanism, PidValidation, ProcessId, RawStream, Result,
@@ -113,10 +109,11 @@ use devipc_core::{
 };
 
 use crate::backend::{AscendBackend, lock};
-use crate::call::{acl, acl_opt, check, optional};
+use crate::call::optional;
 use crate::device::DeviceScope;
-use crate::external::{Key, check_written_key, key_payload};
+use crate::external::{Key, key_payload};
 use crate::memory::pid_args;
+use crate::result;
 use crate::rollback::Undo;
 
 /// `aclrtWaitAndResetNotify`'s `timeout` meaning "wait forever".
@@ -152,7 +149,8 @@ pub(crate) struct SignalRecord {
     device: DeviceId,
     /// The device the notify was created on: where waits must be delivered.
     home: DeviceId,
-    /// The `aclrtNotify`, as an address.
+    /// The `aclrtNotify`, as an address; live while the record is in the table (or
+    /// being released).
     notify: usize,
     /// Created here (exportable) rather than imported.
     created: bool,
@@ -165,7 +163,8 @@ pub(crate) struct SignalRecord {
 }
 
 /// devipc's own stream and event for the waits on one notify, on its home device (see
-/// the [module docs](self)).
+/// the [module docs](self)). Only [`AscendBackend::create_waiter`] makes one, so both
+/// are live until [`AscendBackend::release_waiter`] destroys them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Waiter {
     /// The `aclrtStream`, as an address.
@@ -174,10 +173,6 @@ pub(crate) struct Waiter {
     event: usize,
     /// A vendor wait is queued whose outcome no `wait` has seen yet.
     pending: bool,
-}
-
-fn notify_ptr(notify: usize) -> aclrtNotify {
-    notify as aclrtNotify
 }
 
 /// The time left until `deadline` (`None`: unbounded), zero once it passed.
@@ -190,18 +185,15 @@ fn until(deadline: Option<Instant>) -> Duration {
 impl AscendBackend {
     pub(crate) fn create_signal_impl(&self, device: DeviceId) -> Result<SignalHandle> {
         let dev = self.check_device(device)?;
-        let create = optional!(self.api, aclrtCreateNotify)?;
+        optional!(self.api, aclrtCreateNotify)?;
         optional!(self.api, aclrtDestroyNotify)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut notify: aclrtNotify = std::ptr::null_mut();
-        // SAFETY: `notify` is a valid out-pointer; ACL_NOTIFY_DEFAULT is the documented
-        // host-usable flag (0).
-        let code = unsafe { create(&mut notify, u64::from(ACL_NOTIFY_DEFAULT)) };
-        check(&self.api, "aclrtCreateNotify", code)?;
+        // ACL_NOTIFY_DEFAULT: the documented host-usable flag (0).
+        let notify = result::create_notify(&self.api, u64::from(ACL_NOTIFY_DEFAULT))?;
         let id = self.signals.insert(SignalRecord {
             device,
             home: device,
-            notify: notify as usize,
+            notify,
             created: true,
             exported: None,
             waiter: None,
@@ -226,7 +218,7 @@ impl AscendBackend {
                 "an imported signal cannot be exported again; export the original",
             ));
         }
-        let get_key = optional!(self.api, aclrtNotifyGetExportKey)?;
+        optional!(self.api, aclrtNotifyGetExportKey)?;
         let _exporting = lock(&self.export_lock);
         // Re-read under the lock: another thread may have exported meanwhile.
         let key = match self.signal(signal)?.exported {
@@ -244,19 +236,10 @@ impl AscendBackend {
                     PidValidation::AnyProcess => ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION,
                 };
                 let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-                let mut key: Key = [0; ACL_IPC_KEY_LEN];
-                // SAFETY: the notify is live (in the table; the export lock is held); `key`
-                // is a writable buffer of ACL_IPC_KEY_LEN bytes, the `len` passed.
-                let code = unsafe {
-                    get_key(
-                        notify_ptr(record.notify),
-                        key.as_mut_ptr().cast(),
-                        ACL_IPC_KEY_LEN,
-                        flags,
-                    )
-                };
-                check(&self.api, "aclrtNotifyGetExportKey", code)?;
-                check_written_key(&key, "aclrtNotifyGetExportKey")?;
+                // SAFETY: the notify is live (in the table; the export lock is held) and
+                // was created here.
+                let key: Key =
+                    unsafe { result::notify_get_export_key(&self.api, record.notify, flags) }?;
                 self.signals
                     .with(signal.id, |r| r.exported = Some((key, opts.validation)))?;
                 key
@@ -300,16 +283,15 @@ impl AscendBackend {
             return Err(not_ours());
         }
         let mut pids = pid_args(peers)?;
-        let set_pids = optional!(self.api, aclrtNotifySetImportPid)?;
+        optional!(self.api, aclrtNotifySetImportPid)?;
         // The runtime rejects an empty list (num must be > 0); granting nobody is a no-op.
         if pids.is_empty() {
             return Ok(());
         }
         let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-        // SAFETY: the notify is live (in the table); `pids` is a live buffer of
-        // `pids.len()` int32 values.
-        let code = unsafe { set_pids(notify_ptr(record.notify), pids.as_mut_ptr(), pids.len()) };
-        check(&self.api, "aclrtNotifySetImportPid", code)
+        // SAFETY: the notify is live (in the table) and was created here (the export
+        // checked above is this backend's).
+        unsafe { result::notify_set_import_pid(&self.api, record.notify, &mut pids) }
     }
 
     pub(crate) fn import_signal_impl(
@@ -325,35 +307,27 @@ impl AscendBackend {
         let dev = self.check_device(device)?;
         self.check_device(token.device())?;
         let key = key_payload(token.payload(), token.mechanism())?;
-        let import = optional!(self.api, aclrtNotifyImportByKey)?;
+        optional!(self.api, aclrtNotifyImportByKey)?;
         let flags = if device != token.device() {
             ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS
         } else {
             ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT
         };
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut notify: aclrtNotify = std::ptr::null_mut();
-        // SAFETY: `notify` is a valid out-pointer; `key` is a NUL-terminated buffer.
-        let mut code = unsafe { import(&mut notify, key.as_ptr().cast(), flags) };
-        if code == ACL_ERROR_INVALID_PARAM && flags != ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT {
-            // Some runtimes' ACL wrapper rejects the documented peer-access flag (see the
-            // module docs): enable peer access the other documented way and import
-            // without the flag.
-            self.enable_peer(device, token.device())?;
-            // SAFETY: as above.
-            code = unsafe {
-                import(
-                    &mut notify,
-                    key.as_ptr().cast(),
-                    ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
-                )
-            };
-        }
-        check(&self.api, "aclrtNotifyImportByKey", code)?;
+        let notify = match result::try_notify_import_by_key(&self.api, &key, flags)? {
+            Some(notify) => notify,
+            None => {
+                // Some runtimes' ACL wrapper rejects the documented peer-access flag (see
+                // the module docs): enable peer access the other documented way and
+                // import without the flag.
+                self.enable_peer(device, token.device())?;
+                result::notify_import_by_key(&self.api, &key, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT)?
+            }
+        };
         let id = self.signals.insert(SignalRecord {
             device,
             home: token.device(),
-            notify: notify as usize,
+            notify,
             created: false,
             exported: None,
             waiter: None,
@@ -364,11 +338,11 @@ impl AscendBackend {
 
     pub(crate) fn notify_impl(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
         let record = self.signal(signal)?;
-        let record_notify = optional!(self.api, aclrtRecordNotify)?;
+        optional!(self.api, aclrtRecordNotify)?;
         let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-        // SAFETY: the notify is live (in the table); the stream is the caller's own.
-        let code = unsafe { record_notify(notify_ptr(record.notify), stream.as_ptr()) };
-        check(&self.api, "aclrtRecordNotify", code)
+        // SAFETY: the notify is live (in the table); the stream is the caller's own, live
+        // as `RawStream`'s (unsafe) constructor promised.
+        unsafe { result::record_notify(&self.api, record.notify, stream.as_raw()) }
     }
 
     pub(crate) fn wait_impl(
@@ -379,7 +353,7 @@ impl AscendBackend {
     ) -> Result<()> {
         let started = Instant::now();
         let record = self.signal(signal)?;
-        let wait = optional!(self.api, aclrtWaitAndResetNotify)?;
+        optional!(self.api, aclrtWaitAndResetNotify)?;
         let what = match timeout {
             Some(limit) => format!("waiting for signal {} (limit {limit:?})", signal.id),
             None => format!("waiting for signal {}", signal.id),
@@ -390,12 +364,12 @@ impl AscendBackend {
             && self.api.aclrtQueryEventStatus.is_some()
             && self.api.aclrtDestroyEvent.is_some();
         if !events {
-            return self.wait_on_stream(&record, stream, timeout, wait, &timed_out);
+            return self.wait_on_stream(&record, stream, timeout, &timed_out);
         }
         // A deadline beyond what an Instant holds is no deadline.
         let deadline = timeout.and_then(|t| started.checked_add(t));
         let mut waiter = self.claim_waiter(signal, &record, deadline, &timed_out)?;
-        let result = self.wait_until(&record, &mut waiter, deadline, wait, &timed_out);
+        let result = self.wait_until(&record, &mut waiter, deadline, &timed_out);
         let returned = self.signals.with(signal.id, |r| {
             r.waiter = Some(waiter);
             r.busy = false;
@@ -449,24 +423,17 @@ impl AscendBackend {
     /// devipc's stream and event for waits on `record`'s notify, on its home device.
     fn create_waiter(&self, record: &SignalRecord) -> Result<Waiter> {
         let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
-        let mut stream: aclrtStream = std::ptr::null_mut();
-        // SAFETY: `stream` is a valid out-pointer; the home device is current.
-        unsafe { acl!(self.api, aclrtCreateStream(&mut stream)) }?;
-        let mut event: aclrtEvent = std::ptr::null_mut();
-        // SAFETY: `event` is a valid out-pointer; ACL_EVENT_SYNC is a documented flag.
-        let created = unsafe {
-            acl_opt!(
-                self.api,
-                aclrtCreateEventExWithFlag(&mut event, ACL_EVENT_SYNC)
-            )
+        let stream = result::create_stream(&self.api)?;
+        let event = match result::create_event_ex_with_flag(&self.api, ACL_EVENT_SYNC) {
+            Ok(event) => event,
+            Err(e) => {
+                let _ = Undo::DestroyStream(stream).run(&self.api);
+                return Err(e);
+            }
         };
-        if let Err(e) = created {
-            let _ = Undo::DestroyStream(stream as usize).run(&self.api);
-            return Err(e);
-        }
         Ok(Waiter {
-            stream: stream as usize,
-            event: event as usize,
+            stream,
+            event,
             pending: false,
         })
     }
@@ -477,34 +444,33 @@ impl AscendBackend {
         record: &SignalRecord,
         waiter: &mut Waiter,
         deadline: Option<Instant>,
-        wait: unsafe extern "C" fn(aclrtNotify, aclrtStream, u32) -> aclError,
         timed_out: &dyn Fn() -> Error,
     ) -> Result<()> {
         // On the creator's device: see the module docs.
         let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
-        let stream = waiter.stream as aclrtStream;
-        let event = waiter.event as aclrtEvent;
+        let (stream, event) = (waiter.stream, waiter.event);
         loop {
             if !waiter.pending {
                 let arg = deadline.map_or(WAIT_FOREVER, |d| timeout_arg(until(Some(d))));
                 // SAFETY: the notify is live (in the table); the stream is devipc's own,
                 // created on this (the home) device.
-                let code = unsafe { wait(notify_ptr(record.notify), stream, arg) };
-                if is_wait_timeout(code) {
+                let queued = unsafe {
+                    result::wait_and_reset_notify(&self.api, record.notify, stream, arg)
+                }?;
+                if !queued {
                     // A runtime that waits in the call itself reports the expiry here.
                     return Err(timed_out());
                 }
-                check(&self.api, "aclrtWaitAndResetNotify", code)?;
-                // SAFETY: event and stream are devipc's own, live.
-                unsafe { acl_opt!(self.api, aclrtRecordEvent(event, stream)) }?;
+                // SAFETY: event and stream are devipc's own, live, of the home device.
+                unsafe { result::record_event(&self.api, event, stream) }?;
                 waiter.pending = true;
             }
-            if deadline.is_some() && !self.poll_event(event, deadline)? {
+            if deadline.is_some() && !self.poll_event(waiter, deadline)? {
                 return Err(timed_out());
             }
             // The vendor wait ended (or, without a deadline, ends now): how?
             // SAFETY: devipc's own live stream.
-            let outcome = unsafe { acl!(self.api, aclrtSynchronizeStream(stream)) };
+            let outcome = unsafe { result::synchronize_stream(&self.api, stream) };
             waiter.pending = false;
             match outcome {
                 Ok(()) => return Ok(()),
@@ -520,14 +486,13 @@ impl AscendBackend {
         }
     }
 
-    /// Polls `event` until its latest record completed (`true`) or `deadline` passed
-    /// (`false`), at most [`POLL_MAX`] apart.
-    fn poll_event(&self, event: aclrtEvent, deadline: Option<Instant>) -> Result<bool> {
+    /// Polls the waiter's event until its latest record completed (`true`) or `deadline`
+    /// passed (`false`), at most [`POLL_MAX`] apart.
+    fn poll_event(&self, waiter: &Waiter, deadline: Option<Instant>) -> Result<bool> {
         let mut pause = Duration::from_micros(20);
         loop {
-            let mut status: aclrtEventRecordedStatus = ACL_EVENT_RECORDED_STATUS_NOT_READY;
-            // SAFETY: devipc's own live event; `status` is a valid out-pointer.
-            unsafe { acl_opt!(self.api, aclrtQueryEventStatus(event, &mut status)) }?;
+            // SAFETY: devipc's own live event (a `Waiter`'s).
+            let status = unsafe { result::query_event_status(&self.api, waiter.event) }?;
             if status == ACL_EVENT_RECORDED_STATUS_COMPLETE {
                 return Ok(true);
             }
@@ -547,20 +512,21 @@ impl AscendBackend {
         record: &SignalRecord,
         stream: RawStream,
         timeout: Option<Duration>,
-        wait: unsafe extern "C" fn(aclrtNotify, aclrtStream, u32) -> aclError,
         timed_out: &dyn Fn() -> Error,
     ) -> Result<()> {
         let arg = timeout.map_or(WAIT_FOREVER, timeout_arg);
         // On the creator's device: see the module docs.
         let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
-        // SAFETY: the notify is live (in the table); the stream is the caller's own.
-        let code = unsafe { wait(notify_ptr(record.notify), stream.as_ptr(), arg) };
-        if is_wait_timeout(code) {
+        // SAFETY: the notify is live (in the table); the stream is the caller's own, live
+        // as `RawStream`'s (unsafe) constructor promised.
+        let queued = unsafe {
+            result::wait_and_reset_notify(&self.api, record.notify, stream.as_raw(), arg)
+        }?;
+        if !queued {
             return Err(timed_out());
         }
-        check(&self.api, "aclrtWaitAndResetNotify", code)?;
-        // SAFETY: the caller's own stream (null = default stream).
-        match unsafe { acl!(self.api, aclrtSynchronizeStream(stream.as_ptr::<c_void>())) } {
+        // SAFETY: the caller's own stream (null = default stream), as above.
+        match unsafe { result::synchronize_stream(&self.api, stream.as_raw()) } {
             Err(e) if e.vendor_code().is_some_and(is_wait_timeout) => Err(timed_out()),
             other => other,
         }
@@ -588,16 +554,15 @@ impl AscendBackend {
     /// Destroys a waiter's stream (by force when a wait is pending and the runtime can)
     /// and event; the home device is current.
     fn release_waiter(&self, waiter: Waiter) -> Result<()> {
-        let stream = waiter.stream as aclrtStream;
         let destroyed = match self.api.aclrtDestroyStreamForce {
             // SAFETY: devipc's own live stream, not used after this.
             Some(_) if waiter.pending => unsafe {
-                acl_opt!(self.api, aclrtDestroyStreamForce(stream))
+                result::destroy_stream_force(&self.api, waiter.stream)
             },
             _ => Undo::DestroyStream(waiter.stream).run(&self.api),
         };
         // SAFETY: devipc's own live event, not used after this.
-        let event = unsafe { acl_opt!(self.api, aclrtDestroyEvent(waiter.event as aclrtEvent)) };
+        let event = unsafe { result::destroy_event(&self.api, waiter.event) };
         destroyed.and(event)
     }
 }

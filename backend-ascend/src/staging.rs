@@ -27,18 +27,13 @@
 //! A runtime without `aclrtMemcpyAsync` cannot copy such memory from the host at all:
 //! [`Error::Unsupported`], before any vendor call.
 
-use std::ffi::c_void;
-
-use devipc_ascend_sys::types::{
-    ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST,
-    ACL_MEMCPY_HOST_TO_DEVICE, aclrtStream,
-};
+use devipc_ascend_sys::types::{ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE};
 use devipc_core::{BackendKind, DeviceId, Error, Result};
 
 use crate::backend::AscendBackend;
-use crate::call::{acl, check};
 use crate::device::DeviceScope;
-use crate::rollback::{Rollback, Undo, as_ptr};
+use crate::result;
+use crate::rollback::{Rollback, Undo};
 
 /// The most bytes one staged chunk moves, and so the largest staging buffer: large
 /// enough that the per-chunk calls cost little next to the copy, small enough to fit
@@ -76,13 +71,19 @@ fn no_async_copy() -> Error {
 impl AscendBackend {
     /// Copies between the host and `len` bytes of device memory at `remote`, a
     /// `CopyRoute::Staged` range mapped on `device`, as the module docs describe.
-    pub(crate) fn staged_copy(
+    ///
+    /// # Safety
+    /// `remote..remote + len` is device memory mapped on `device` that the caller may
+    /// read or write (as [`DeviceIpc::write`](devipc_core::DeviceIpc::write) and
+    /// [`DeviceIpc::read`](devipc_core::DeviceIpc::read) require), mapped until the call
+    /// returns.
+    pub(crate) unsafe fn staged_copy(
         &self,
         device: DeviceId,
         remote: u64,
         mut transfer: Transfer<'_>,
     ) -> Result<()> {
-        let copy_async = self.api.aclrtMemcpyAsync.ok_or_else(no_async_copy)?;
+        self.api.aclrtMemcpyAsync.ok_or_else(no_async_copy)?;
         let len = transfer.len();
         if len == 0 {
             return Ok(());
@@ -99,101 +100,64 @@ impl AscendBackend {
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
         let mut held = Rollback::new(&self.api);
         let capacity = len.min(STAGING_CHUNK);
-        let mut staging: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `staging` is a valid out-pointer; the size is non-zero and the policy a
-        // documented enumerator.
-        unsafe {
-            acl!(
-                self.api,
-                aclrtMalloc(&mut staging, capacity, ACL_MEM_MALLOC_HUGE_FIRST)
-            )
-        }?;
-        let staging = staging as usize as u64;
+        let staging = result::malloc(&self.api, capacity, ACL_MEM_MALLOC_HUGE_FIRST)?;
         held.push(Undo::Free(staging));
-        let mut stream: aclrtStream = std::ptr::null_mut();
-        // SAFETY: `stream` is a valid out-pointer; the importing device is bound.
-        unsafe { acl!(self.api, aclrtCreateStream(&mut stream)) }?;
-        held.push(Undo::DestroyStream(stream as usize));
+        let stream = result::create_stream(&self.api)?;
+        held.push(Undo::DestroyStream(stream));
         let mut offset = 0;
         while offset < len {
             let n = (len - offset).min(STAGING_CHUNK);
             // No overflow: remote + len fits, checked above.
-            let at = as_ptr(remote + offset as u64);
+            let at = remote + offset as u64;
             match &mut transfer {
                 Transfer::Write(src) => {
                     let chunk = &src[offset..offset + n];
                     // SAFETY: `chunk` is a live host slice of `n` bytes; the staging
                     // buffer holds `capacity >= n` bytes and no task uses it (the stream
                     // was synchronised after the previous chunk).
+                    unsafe { result::memcpy_host_to_device(&self.api, staging, capacity, chunk) }?;
+                    // SAFETY: both operands are device memory (the staging buffer, and
+                    // `n` bytes of the import the caller vouches for) and stay mapped
+                    // until the stream is synchronised below (the buffer is freed only
+                    // after the stream is destroyed); the stream is live, of this device.
                     unsafe {
-                        acl!(
-                            self.api,
-                            aclrtMemcpy(
-                                as_ptr(staging),
-                                capacity,
-                                chunk.as_ptr().cast(),
-                                n,
-                                ACL_MEMCPY_HOST_TO_DEVICE
-                            )
-                        )
-                    }?;
-                    // SAFETY: both operands are device memory (the staging buffer, the
-                    // import the runtime checks) and stay mapped until the stream is
-                    // synchronised below (the buffer is freed only after the stream is
-                    // destroyed); the stream is live.
-                    let code = unsafe {
-                        copy_async(
+                        result::memcpy_async(
+                            &self.api,
                             at,
                             n,
-                            as_ptr(staging),
+                            staging,
                             n,
                             ACL_MEMCPY_DEVICE_TO_DEVICE,
                             stream,
                         )
-                    };
-                    check(&self.api, "aclrtMemcpyAsync", code)?;
-                    self.synchronize(stream)?;
+                    }?;
+                    // SAFETY: the stream was created by this operation and is still live.
+                    unsafe { result::synchronize_stream(&self.api, stream) }?;
                 }
                 Transfer::Read(dst) => {
                     // SAFETY: as for the write: device memory on both sides, the stream
                     // live, the buffer kept until the stream is gone.
-                    let code = unsafe {
-                        copy_async(
-                            as_ptr(staging),
+                    unsafe {
+                        result::memcpy_async(
+                            &self.api,
+                            staging,
                             capacity,
                             at,
                             n,
                             ACL_MEMCPY_DEVICE_TO_DEVICE,
                             stream,
                         )
-                    };
-                    check(&self.api, "aclrtMemcpyAsync", code)?;
-                    self.synchronize(stream)?;
+                    }?;
+                    // SAFETY: the stream was created by this operation and is still live.
+                    unsafe { result::synchronize_stream(&self.api, stream) }?;
                     let chunk = &mut dst[offset..offset + n];
                     // SAFETY: `chunk` is a live, exclusively borrowed host slice of `n`
                     // bytes; the staging buffer holds the `n` bytes just copied.
-                    unsafe {
-                        acl!(
-                            self.api,
-                            aclrtMemcpy(
-                                chunk.as_mut_ptr().cast(),
-                                n,
-                                as_ptr(staging),
-                                n,
-                                ACL_MEMCPY_DEVICE_TO_HOST
-                            )
-                        )
-                    }?;
+                    unsafe { result::memcpy_device_to_host(&self.api, chunk, staging) }?;
                 }
             }
             offset += n;
         }
         held.release()
-    }
-
-    /// `aclrtSynchronizeStream`.
-    fn synchronize(&self, stream: aclrtStream) -> Result<()> {
-        // SAFETY: `stream` was created by this operation and is still live.
-        unsafe { acl!(self.api, aclrtSynchronizeStream(stream)) }
     }
 }

@@ -1,0 +1,789 @@
+//! The thin `result` layer over the [`AclApi`] table (cudarc's `driver/result.rs`): one
+//! small function per ACL call devipc makes, taking plain arguments, turning the
+//! out-parameters into return values and the status into [`Result`] through the
+//! checked-call helpers of [`call`](crate::call) (so an error keeps the api name, the
+//! code, its symbolic name and the runtime's message, and an optional function the
+//! runtime lacks is [`Error::Unsupported`]).
+//!
+//! It sits between the table and the backend code (`memory`, `external`, `signal`,
+//! `staging`, `rollback`, `device`, `backend`), which holds no out-pointer boilerplate
+//! and calls C only through here. Each function holds the one `unsafe` block of its call,
+//! with the C contract in its `SAFETY:` comment. A function that hands the runtime a
+//! device address, a stream or a vendor handle whose validity only the caller can know is
+//! an `unsafe fn` with a `# Safety` section; the others are safe: their arguments are
+//! plain values, Rust buffers, or out-parameters filled here.
+//!
+//! Vendor handles (`aclrtDrvMemHandle`, `aclrtNotify`, `aclrtStream`, `aclrtEvent`) cross
+//! this layer as their addresses (`usize`), device addresses as `u64`, as the backend's
+//! records keep them. A call whose caller takes one failure code as an answer rather than
+//! an error (`aclInit` repeated, no current device, a wait that timed out, ...) says so
+//! in its return type, and builds no error for that code, so the runtime's per-thread
+//! message is left unread; a query whose failure is no error at all returns an
+//! [`Option`].
+
+use std::ffi::{CStr, c_char, c_void};
+
+use devipc_ascend_sys::AclApi;
+use devipc_ascend_sys::codes::{
+    ACL_ERROR_INVALID_PARAM, ACL_ERROR_REPEAT_FINALIZE, ACL_ERROR_REPEAT_INITIALIZE,
+    ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_WAIT_TIMEOUT, ACL_SUCCESS,
+};
+use devipc_ascend_sys::consts::{
+    ACL_IPC_KEY_LEN, ACL_PKG_VERSION_MAX_SIZE, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
+};
+use devipc_ascend_sys::types::{
+    ACL_EVENT_RECORDED_STATUS_NOT_READY, ACL_MEM_HANDLE_TYPE_NONE, ACL_MEMCPY_DEVICE_TO_HOST,
+    ACL_MEMCPY_HOST_TO_DEVICE, aclError, aclrtDrvMemHandle, aclrtEvent, aclrtEventRecordedStatus,
+    aclrtMemAccessDesc, aclrtMemGranularityOptions, aclrtMemMallocPolicy, aclrtMemcpyKind,
+    aclrtNotify, aclrtPhysicalMemProp, aclrtStream,
+};
+use devipc_core::{Error, Result};
+
+use crate::call::{acl, acl_opt, check, optional, vendor_error};
+
+/// A 65-byte IPC key buffer (memory or notify), as the runtime wrote it; every key this
+/// layer returns holds a NUL, and every key it is given is checked for one.
+pub(crate) type Key = [u8; ACL_IPC_KEY_LEN];
+
+/// An address as the C `void *` the ACL functions take.
+pub(crate) fn as_ptr(addr: u64) -> *mut c_void {
+    addr as usize as *mut c_void
+}
+
+/// A `void *` the runtime returned, as an address.
+fn as_addr(ptr: *mut c_void) -> u64 {
+    ptr as usize as u64
+}
+
+/// Checks that a key the runtime wrote is NUL-terminated within the buffer.
+pub(crate) fn check_written_key(key: &Key, api: &'static str) -> Result<()> {
+    if key.contains(&0) {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(format!(
+            "{api} wrote a key without a NUL in its {ACL_IPC_KEY_LEN} bytes"
+        )))
+    }
+}
+
+/// The key as the C string the runtime reads, after checking that it holds a NUL (so
+/// the runtime cannot read past the buffer). Keys enter devipc checked, so the check
+/// never fails in practice.
+fn key_ptr(key: &Key) -> Result<*const c_char> {
+    if key.contains(&0) {
+        Ok(key.as_ptr().cast())
+    } else {
+        Err(Error::invalid_argument(format!(
+            "an IPC key without a NUL in its {ACL_IPC_KEY_LEN} bytes"
+        )))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Initialisation, devices, version
+// ---------------------------------------------------------------------------------------
+
+/// `aclInit(NULL)`: `Ok(true)` when this call initialised ACL, `Ok(false)` when it was
+/// initialised already (`ACL_ERROR_REPEAT_INITIALIZE`, which counts like a success).
+pub(crate) fn init(api: &AclApi) -> Result<bool> {
+    // SAFETY: a NULL config path is documented as "no configuration file".
+    let code = unsafe { (api.aclInit)(std::ptr::null()) };
+    match code {
+        ACL_SUCCESS => Ok(true),
+        ACL_ERROR_REPEAT_INITIALIZE => Ok(false),
+        _ => Err(vendor_error(api, "aclInit", code)),
+    }
+}
+
+/// `aclFinalize`; `ACL_ERROR_REPEAT_FINALIZE` (someone finalized ACL already) is
+/// success: nothing is left to do.
+pub(crate) fn finalize(api: &AclApi) -> Result<()> {
+    // SAFETY: no arguments.
+    let code = unsafe { (api.aclFinalize)() };
+    if code == ACL_ERROR_REPEAT_FINALIZE {
+        return Ok(());
+    }
+    check(api, "aclFinalize", code)
+}
+
+/// `aclrtSetDevice`: makes `device` current on this thread.
+pub(crate) fn set_device(api: &AclApi, device: i32) -> Result<()> {
+    // SAFETY: plain value argument; the runtime validates the id.
+    unsafe { acl!(api, aclrtSetDevice(device)) }
+}
+
+/// `aclrtGetDevice`: the thread's current device, or `None` when it has none
+/// (`ACL_ERROR_RT_CONTEXT_NULL`, 107002).
+pub(crate) fn get_device(api: &AclApi) -> Result<Option<i32>> {
+    let mut current: i32 = -1;
+    // SAFETY: `current` is a valid out-pointer for the duration of the call.
+    let code = unsafe { (api.aclrtGetDevice)(&mut current) };
+    if code == ACL_ERROR_RT_CONTEXT_NULL {
+        return Ok(None);
+    }
+    check(api, "aclrtGetDevice", code)?;
+    Ok(Some(current))
+}
+
+/// `aclrtGetDeviceCount` (a count of 0 is returned as it is).
+pub(crate) fn get_device_count(api: &AclApi) -> Result<u32> {
+    let mut count: u32 = 0;
+    // SAFETY: `count` is a valid out-pointer.
+    unsafe { acl!(api, aclrtGetDeviceCount(&mut count)) }?;
+    Ok(count)
+}
+
+/// `aclrtDeviceGetBareTgid` (optional): the host pid of this process, or `None` when the
+/// call needs a device context and the thread has none (`ACL_ERROR_RT_CONTEXT_NULL`).
+pub(crate) fn device_get_bare_tgid(api: &AclApi) -> Result<Option<i32>> {
+    let get = optional!(api, aclrtDeviceGetBareTgid)?;
+    let mut pid: i32 = 0;
+    // SAFETY: `pid` is a valid out-pointer for the duration of the call.
+    let code = unsafe { get(&mut pid) };
+    if code == ACL_ERROR_RT_CONTEXT_NULL {
+        return Ok(None);
+    }
+    check(api, "aclrtDeviceGetBareTgid", code)?;
+    Ok(Some(pid))
+}
+
+/// `aclsysGetVersionStr` (optional) for the package `pkg`: the version string, or `None`
+/// when the runtime lacks the function, the query fails or the answer is not UTF-8 (a
+/// failed version query is no error).
+pub(crate) fn sys_get_version_str(api: &AclApi, pkg: &CStr) -> Option<String> {
+    let get = api.aclsysGetVersionStr?;
+    let mut pkg = pkg.to_bytes_with_nul().to_vec();
+    let mut buf = [0u8; ACL_PKG_VERSION_MAX_SIZE];
+    // SAFETY: `pkg` is a NUL-terminated name; `buf` has the ACL_PKG_VERSION_MAX_SIZE
+    // bytes the function may write.
+    let code = unsafe {
+        get(
+            pkg.as_mut_ptr().cast::<c_char>(),
+            buf.as_mut_ptr().cast::<c_char>(),
+        )
+    };
+    if code != ACL_SUCCESS {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    std::str::from_utf8(&buf[..end]).ok().map(str::to_owned)
+}
+
+/// `aclrtGetVersion` (optional, deprecated): `(major, minor, patch)`, or `None` when the
+/// runtime lacks the function or the query fails.
+pub(crate) fn get_version(api: &AclApi) -> Option<(i32, i32, i32)> {
+    let get = api.aclrtGetVersion?;
+    let (mut major, mut minor, mut patch) = (0i32, 0i32, 0i32);
+    // SAFETY: three valid out-pointers.
+    let code = unsafe { get(&mut major, &mut minor, &mut patch) };
+    (code == ACL_SUCCESS).then_some((major, minor, patch))
+}
+
+/// `aclrtDeviceEnablePeerAccess`: lets the current device access `peer`'s memory.
+pub(crate) fn device_enable_peer_access(api: &AclApi, peer: i32) -> Result<()> {
+    // SAFETY: plain value arguments; flags are reserved (0).
+    unsafe { acl!(api, aclrtDeviceEnablePeerAccess(peer, 0)) }
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory: aclrtMalloc, VMM, copies
+// ---------------------------------------------------------------------------------------
+
+/// `aclrtMalloc` of `size` bytes on the current device: the block's address.
+pub(crate) fn malloc(api: &AclApi, size: usize, policy: aclrtMemMallocPolicy) -> Result<u64> {
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `ptr` is a valid out-pointer; size and policy are plain values the runtime
+    // validates.
+    unsafe { acl!(api, aclrtMalloc(&mut ptr, size, policy)) }?;
+    Ok(as_addr(ptr))
+}
+
+/// `aclrtFree` of an `aclrtMalloc` block.
+///
+/// # Safety
+/// `ptr` is a block `aclrtMalloc` returned, not freed yet, that no queued task still
+/// uses; it is not used after this call.
+pub(crate) unsafe fn free(api: &AclApi, ptr: u64) -> Result<()> {
+    // SAFETY: the caller guarantees a live block that nothing uses any more.
+    unsafe { acl!(api, aclrtFree(as_ptr(ptr))) }
+}
+
+/// `aclrtMemGetAllocationGranularity` (optional): the VMM granularity for `prop`.
+pub(crate) fn mem_get_allocation_granularity(
+    api: &AclApi,
+    prop: &mut aclrtPhysicalMemProp,
+    option: aclrtMemGranularityOptions,
+) -> Result<usize> {
+    let mut granularity: usize = 0;
+    // SAFETY: `prop` and `granularity` are valid for the call; the option is a plain
+    // value the runtime validates.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtMemGetAllocationGranularity(prop, option, &mut granularity)
+        )
+    }?;
+    Ok(granularity)
+}
+
+/// `aclrtMallocPhysical` of `size` bytes with `prop`: the physical handle, as an address.
+pub(crate) fn malloc_physical(
+    api: &AclApi,
+    size: usize,
+    prop: &aclrtPhysicalMemProp,
+) -> Result<usize> {
+    let mut handle: aclrtDrvMemHandle = std::ptr::null_mut();
+    // SAFETY: `handle` is a valid out-pointer, `prop` a valid property block; the runtime
+    // validates the size; flags are reserved (0).
+    unsafe { acl!(api, aclrtMallocPhysical(&mut handle, size, prop, 0)) }?;
+    Ok(handle as usize)
+}
+
+/// `aclrtFreePhysical` of a physical handle.
+///
+/// # Safety
+/// `handle` is a live physical handle (from `aclrtMallocPhysical` or
+/// `aclrtMemImportFromShareableHandle`), no longer mapped, not used after this call.
+pub(crate) unsafe fn free_physical(api: &AclApi, handle: usize) -> Result<()> {
+    // SAFETY: the caller guarantees a live, unmapped handle released once.
+    unsafe { acl!(api, aclrtFreePhysical(handle as aclrtDrvMemHandle)) }
+}
+
+/// `aclrtReserveMemAddress` of `size` bytes aligned to `alignment` (0: the default),
+/// anywhere (`expectPtr` NULL): the reserved address.
+pub(crate) fn reserve_mem_address(api: &AclApi, size: usize, alignment: usize) -> Result<u64> {
+    let mut va: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `va` is a valid out-pointer; expectPtr NULL and flags 0 are the documented
+    // defaults; the runtime validates size and alignment.
+    unsafe {
+        acl!(
+            api,
+            aclrtReserveMemAddress(&mut va, size, alignment, std::ptr::null_mut(), 0)
+        )
+    }?;
+    Ok(as_addr(va))
+}
+
+/// `aclrtReleaseMemAddress` of a reserved range.
+///
+/// # Safety
+/// `va` is an address `aclrtReserveMemAddress` returned, unmapped, not released yet.
+pub(crate) unsafe fn release_mem_address(api: &AclApi, va: u64) -> Result<()> {
+    // SAFETY: the caller guarantees a reserved, unmapped range released once.
+    unsafe { acl!(api, aclrtReleaseMemAddress(as_ptr(va))) }
+}
+
+/// `aclrtMapMem`: maps the physical handle `handle` (`size` bytes, offset 0) at `va`.
+///
+/// # Safety
+/// `va` is a range of at least `size` bytes reserved with `aclrtReserveMemAddress` and
+/// not mapped yet; `handle` is a live physical handle of `size` bytes.
+pub(crate) unsafe fn map_mem(api: &AclApi, va: u64, size: usize, handle: usize) -> Result<()> {
+    // SAFETY: the caller guarantees the reserved range and the live handle; offset and
+    // flags must be 0.
+    unsafe {
+        acl!(
+            api,
+            aclrtMapMem(as_ptr(va), size, 0, handle as aclrtDrvMemHandle, 0)
+        )
+    }
+}
+
+/// `aclrtUnmapMem` of a mapped range.
+///
+/// # Safety
+/// `va` is a range `aclrtMapMem` mapped, not unmapped yet, that nothing uses any more.
+pub(crate) unsafe fn unmap_mem(api: &AclApi, va: u64) -> Result<()> {
+    // SAFETY: the caller guarantees a mapped range unmapped once.
+    unsafe { acl!(api, aclrtUnmapMem(as_ptr(va))) }
+}
+
+/// `aclrtMemSetAccess` (optional) of `size` bytes at `va` with the descriptors `desc`.
+///
+/// # Safety
+/// `va`/`size` are exactly a range mapped with `aclrtMapMem`.
+pub(crate) unsafe fn mem_set_access(
+    api: &AclApi,
+    va: u64,
+    size: usize,
+    desc: &mut [aclrtMemAccessDesc],
+) -> Result<()> {
+    // SAFETY: the caller guarantees the mapped range; `desc` is a live buffer of
+    // `desc.len()` descriptors.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtMemSetAccess(as_ptr(va), size, desc.as_mut_ptr(), desc.len())
+        )
+    }
+}
+
+/// `aclrtMemExportToShareableHandle` (optional) of a physical handle, with handle type
+/// NONE (what V1 export requires) and `flags`: the shareable handle.
+///
+/// # Safety
+/// `handle` is a live physical handle from `aclrtMallocPhysical`.
+pub(crate) unsafe fn mem_export_to_shareable_handle(
+    api: &AclApi,
+    handle: usize,
+    flags: u64,
+) -> Result<u64> {
+    let mut shareable: u64 = 0;
+    // SAFETY: the caller guarantees a live handle; `shareable` is a valid out-pointer.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtMemExportToShareableHandle(
+                handle as aclrtDrvMemHandle,
+                ACL_MEM_HANDLE_TYPE_NONE,
+                flags,
+                &mut shareable
+            )
+        )
+    }?;
+    Ok(shareable)
+}
+
+/// `aclrtMemSetPidToShareableHandle` (optional): the trustlist of a shareable handle.
+pub(crate) fn mem_set_pid_to_shareable_handle(
+    api: &AclApi,
+    shareable: u64,
+    pids: &mut [i32],
+) -> Result<()> {
+    // SAFETY: the shareable handle is a plain value the runtime validates; `pids` is a
+    // live buffer of `pids.len()` int32 values.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtMemSetPidToShareableHandle(shareable, pids.as_mut_ptr(), pids.len())
+        )
+    }
+}
+
+/// `aclrtMemImportFromShareableHandle` (optional) onto `device`: the physical handle, as
+/// an address.
+pub(crate) fn mem_import_from_shareable_handle(
+    api: &AclApi,
+    shareable: u64,
+    device: i32,
+) -> Result<usize> {
+    let mut handle: aclrtDrvMemHandle = std::ptr::null_mut();
+    // SAFETY: `handle` is a valid out-pointer; the shareable handle and device id are
+    // plain values the runtime validates.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtMemImportFromShareableHandle(shareable, device, &mut handle)
+        )
+    }?;
+    Ok(handle as usize)
+}
+
+/// `aclrtMemGetAddressRange` (optional): the base and size of the allocation holding
+/// `ptr`.
+///
+/// Safe for any `ptr`: the runtime looks the address up in its own allocation table and
+/// fails for one it does not know; nothing is read or written at it.
+pub(crate) fn mem_get_address_range(api: &AclApi, ptr: u64) -> Result<(u64, usize)> {
+    let mut base: *mut c_void = std::ptr::null_mut();
+    let mut size: usize = 0;
+    // SAFETY: `ptr` is only looked up (see above); both out-pointers are valid for the
+    // call.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtMemGetAddressRange(as_ptr(ptr), &mut base, &mut size)
+        )
+    }?;
+    Ok((as_addr(base), size))
+}
+
+/// `aclrtMemGetAddressRange` as a query whose failure is no error: the base and size, or
+/// `None` when the runtime lacks the function or the call fails (no error is built).
+/// Safe for any `ptr`, as [`mem_get_address_range`].
+pub(crate) fn query_address_range(api: &AclApi, ptr: u64) -> Option<(u64, usize)> {
+    let range = api.aclrtMemGetAddressRange?;
+    let mut base: *mut c_void = std::ptr::null_mut();
+    let mut size: usize = 0;
+    // SAFETY: `ptr` is only looked up; both out-pointers are valid for the call.
+    let code = unsafe { range(as_ptr(ptr), &mut base, &mut size) };
+    (code == ACL_SUCCESS).then_some((as_addr(base), size))
+}
+
+/// `aclrtMemcpy` host to device: the `src.len()` bytes of `src` to `dst`, whose buffer
+/// holds `dest_max` bytes.
+///
+/// # Safety
+/// `dst` is device memory of at least `dest_max` bytes (the runtime checks the address
+/// against its mappings, but not that it is the memory the caller means) that no queued
+/// task is using.
+pub(crate) unsafe fn memcpy_host_to_device(
+    api: &AclApi,
+    dst: u64,
+    dest_max: usize,
+    src: &[u8],
+) -> Result<()> {
+    // SAFETY: the caller guarantees the device side; `src` is a live host slice of
+    // `src.len()` bytes.
+    unsafe {
+        acl!(
+            api,
+            aclrtMemcpy(
+                as_ptr(dst),
+                dest_max,
+                src.as_ptr().cast(),
+                src.len(),
+                ACL_MEMCPY_HOST_TO_DEVICE
+            )
+        )
+    }
+}
+
+/// `aclrtMemcpy` device to host: `dst.len()` bytes from `src` into `dst`.
+///
+/// # Safety
+/// `src` is device memory of at least `dst.len()` bytes that no queued task is writing.
+pub(crate) unsafe fn memcpy_device_to_host(api: &AclApi, dst: &mut [u8], src: u64) -> Result<()> {
+    // SAFETY: the caller guarantees the device side; `dst` is a live, exclusively
+    // borrowed host slice of `dst.len()` bytes.
+    unsafe {
+        acl!(
+            api,
+            aclrtMemcpy(
+                dst.as_mut_ptr().cast(),
+                dst.len(),
+                as_ptr(src),
+                dst.len(),
+                ACL_MEMCPY_DEVICE_TO_HOST
+            )
+        )
+    }
+}
+
+/// `aclrtMemcpyAsync` (optional): queues a copy of `count` bytes from `src` to `dst`
+/// (a buffer of `dest_max` bytes) of direction `kind` on `stream`.
+///
+/// # Safety
+/// `dst` and `src` are memory of the kind `kind` names, of at least `dest_max` and
+/// `count` bytes, and stay valid (not freed, not unmapped) until the copy completed on
+/// the stream; `stream` is a live stream of the current device (or null, the default
+/// stream).
+pub(crate) unsafe fn memcpy_async(
+    api: &AclApi,
+    dst: u64,
+    dest_max: usize,
+    src: u64,
+    count: usize,
+    kind: aclrtMemcpyKind,
+    stream: usize,
+) -> Result<()> {
+    // SAFETY: the caller guarantees both operands until the copy completes, and the
+    // stream.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtMemcpyAsync(
+                as_ptr(dst),
+                dest_max,
+                as_ptr(src),
+                count,
+                kind,
+                stream as aclrtStream
+            )
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Key IPC of aclrtMalloc memory
+// ---------------------------------------------------------------------------------------
+
+/// `aclrtIpcMemGetExportKey` (optional): the key of the `size` bytes at `ptr`, checked to
+/// hold a NUL (a key without one is never handed back to the runtime, not even to close
+/// it, so it is refused here).
+///
+/// # Safety
+/// `ptr`/`size` name (a page-aligned part of) an `aclrtMalloc` block of this process.
+pub(crate) unsafe fn ipc_mem_get_export_key(
+    api: &AclApi,
+    ptr: u64,
+    size: usize,
+    flags: u64,
+) -> Result<Key> {
+    let mut key: Key = [0; ACL_IPC_KEY_LEN];
+    // SAFETY: the caller guarantees the block; `key` is a writable buffer of
+    // ACL_IPC_KEY_LEN bytes, the `len` passed.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtIpcMemGetExportKey(
+                as_ptr(ptr),
+                size,
+                key.as_mut_ptr().cast(),
+                ACL_IPC_KEY_LEN,
+                flags
+            )
+        )
+    }?;
+    check_written_key(&key, "aclrtIpcMemGetExportKey")?;
+    Ok(key)
+}
+
+/// `aclrtIpcMemSetImportPid` (optional): the trustlist of an exported key.
+pub(crate) fn ipc_mem_set_import_pid(api: &AclApi, key: &Key, pids: &mut [i32]) -> Result<()> {
+    let key = key_ptr(key)?;
+    // SAFETY: `key` is a NUL-terminated buffer (checked above); `pids` a live buffer of
+    // `pids.len()` int32 values.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtIpcMemSetImportPid(key, pids.as_mut_ptr(), pids.len())
+        )
+    }
+}
+
+/// `aclrtIpcMemImportByKey` (optional) on the current device: the imported block's base.
+pub(crate) fn ipc_mem_import_by_key(api: &AclApi, key: &Key, flags: u64) -> Result<u64> {
+    let key = key_ptr(key)?;
+    let mut base: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `base` is a valid out-pointer; `key` is a NUL-terminated buffer (checked
+    // above); flags are a plain value the runtime validates.
+    unsafe { acl_opt!(api, aclrtIpcMemImportByKey(&mut base, key, flags)) }?;
+    Ok(as_addr(base))
+}
+
+/// `aclrtIpcMemClose` (optional): closes an imported key (its oldest import in this
+/// process) or, in the exporter, destroys the key.
+pub(crate) fn ipc_mem_close(api: &AclApi, key: &Key) -> Result<()> {
+    let key = key_ptr(key)?;
+    // SAFETY: `key` is a NUL-terminated buffer (checked above).
+    unsafe { acl_opt!(api, aclrtIpcMemClose(key)) }
+}
+
+// ---------------------------------------------------------------------------------------
+// Notify IPC
+// ---------------------------------------------------------------------------------------
+
+/// `aclrtCreateNotify` (optional) on the current device with `flag`: the notify, as an
+/// address.
+pub(crate) fn create_notify(api: &AclApi, flag: u64) -> Result<usize> {
+    let mut notify: aclrtNotify = std::ptr::null_mut();
+    // SAFETY: `notify` is a valid out-pointer; the flag is a plain value the runtime
+    // validates.
+    unsafe { acl_opt!(api, aclrtCreateNotify(&mut notify, flag)) }?;
+    Ok(notify as usize)
+}
+
+/// `aclrtDestroyNotify` (optional).
+///
+/// # Safety
+/// `notify` is a live notify (created or imported here), not used after this call.
+pub(crate) unsafe fn destroy_notify(api: &AclApi, notify: usize) -> Result<()> {
+    // SAFETY: the caller guarantees a live notify destroyed once.
+    unsafe { acl_opt!(api, aclrtDestroyNotify(notify as aclrtNotify)) }
+}
+
+/// `aclrtNotifyGetExportKey` (optional): the key of a notify, checked to hold a NUL.
+///
+/// # Safety
+/// `notify` is a live notify this process created.
+pub(crate) unsafe fn notify_get_export_key(api: &AclApi, notify: usize, flags: u64) -> Result<Key> {
+    let mut key: Key = [0; ACL_IPC_KEY_LEN];
+    // SAFETY: the caller guarantees the notify; `key` is a writable buffer of
+    // ACL_IPC_KEY_LEN bytes, the `len` passed.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtNotifyGetExportKey(
+                notify as aclrtNotify,
+                key.as_mut_ptr().cast(),
+                ACL_IPC_KEY_LEN,
+                flags
+            )
+        )
+    }?;
+    check_written_key(&key, "aclrtNotifyGetExportKey")?;
+    Ok(key)
+}
+
+/// `aclrtNotifySetImportPid` (optional): the trustlist of an exported notify.
+///
+/// # Safety
+/// `notify` is a live notify this process created.
+pub(crate) unsafe fn notify_set_import_pid(
+    api: &AclApi,
+    notify: usize,
+    pids: &mut [i32],
+) -> Result<()> {
+    // SAFETY: the caller guarantees the notify; `pids` is a live buffer of `pids.len()`
+    // int32 values.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtNotifySetImportPid(notify as aclrtNotify, pids.as_mut_ptr(), pids.len())
+        )
+    }
+}
+
+/// `aclrtNotifyImportByKey` (optional) on the current device: the notify, as an address.
+pub(crate) fn notify_import_by_key(api: &AclApi, key: &Key, flags: u64) -> Result<usize> {
+    let (code, notify) = notify_import_status(api, key, flags)?;
+    check(api, "aclrtNotifyImportByKey", code)?;
+    Ok(notify)
+}
+
+/// [`notify_import_by_key`], except that `Ok(None)` is returned when `flags` is not the
+/// default and the runtime refused the import with `ACL_ERROR_INVALID_PARAM`: some
+/// runtimes' ACL wrapper rejects the documented peer-access flag (see
+/// [`signal`](crate::signal)), and the caller retries another way. With the default
+/// flags that code is an error like any other.
+pub(crate) fn try_notify_import_by_key(
+    api: &AclApi,
+    key: &Key,
+    flags: u64,
+) -> Result<Option<usize>> {
+    let (code, notify) = notify_import_status(api, key, flags)?;
+    if code == ACL_ERROR_INVALID_PARAM && flags != ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT {
+        return Ok(None);
+    }
+    check(api, "aclrtNotifyImportByKey", code)?;
+    Ok(Some(notify))
+}
+
+/// The raw status of `aclrtNotifyImportByKey` and the notify it wrote, for the two
+/// functions above; an error only when the runtime lacks the function or the key has no
+/// NUL.
+fn notify_import_status(api: &AclApi, key: &Key, flags: u64) -> Result<(aclError, usize)> {
+    let import = optional!(api, aclrtNotifyImportByKey)?;
+    let key = key_ptr(key)?;
+    let mut notify: aclrtNotify = std::ptr::null_mut();
+    // SAFETY: `notify` is a valid out-pointer; `key` is a NUL-terminated buffer (checked
+    // above); flags are a plain value the runtime validates.
+    let code = unsafe { import(&mut notify, key, flags) };
+    Ok((code, notify as usize))
+}
+
+/// `aclrtRecordNotify` (optional): queues the record of `notify` on `stream`.
+///
+/// # Safety
+/// `notify` is a live notify; `stream` is null (the default stream) or a live stream of
+/// the current device, as [`RawStream`](devipc_core::RawStream) promises.
+pub(crate) unsafe fn record_notify(api: &AclApi, notify: usize, stream: usize) -> Result<()> {
+    // SAFETY: the caller guarantees the notify and the stream.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtRecordNotify(notify as aclrtNotify, stream as aclrtStream)
+        )
+    }
+}
+
+/// `aclrtWaitAndResetNotify` (optional) with `timeout` (seconds; 0 waits forever; see
+/// [`signal`](crate::signal)): `Ok(true)` when the wait was queued (or, on a runtime that
+/// waits in the call, completed), `Ok(false)` when it timed out
+/// (`ACL_ERROR_RT_WAIT_TIMEOUT`, 107019).
+///
+/// # Safety
+/// `notify` is a live notify; `stream` is null (the default stream) or a live stream of
+/// the notify's home device, which is current.
+pub(crate) unsafe fn wait_and_reset_notify(
+    api: &AclApi,
+    notify: usize,
+    stream: usize,
+    timeout: u32,
+) -> Result<bool> {
+    let wait = optional!(api, aclrtWaitAndResetNotify)?;
+    // SAFETY: the caller guarantees the notify and the stream.
+    let code = unsafe { wait(notify as aclrtNotify, stream as aclrtStream, timeout) };
+    if code == ACL_ERROR_RT_WAIT_TIMEOUT {
+        return Ok(false);
+    }
+    check(api, "aclrtWaitAndResetNotify", code)?;
+    Ok(true)
+}
+
+// ---------------------------------------------------------------------------------------
+// Streams and events
+// ---------------------------------------------------------------------------------------
+
+/// `aclrtCreateStream` on the current device: the stream, as an address.
+pub(crate) fn create_stream(api: &AclApi) -> Result<usize> {
+    let mut stream: aclrtStream = std::ptr::null_mut();
+    // SAFETY: `stream` is a valid out-pointer.
+    unsafe { acl!(api, aclrtCreateStream(&mut stream)) }?;
+    Ok(stream as usize)
+}
+
+/// `aclrtDestroyStream` (waits for the stream's tasks).
+///
+/// # Safety
+/// `stream` is a live stream created here, not used after this call.
+pub(crate) unsafe fn destroy_stream(api: &AclApi, stream: usize) -> Result<()> {
+    // SAFETY: the caller guarantees a live stream destroyed once.
+    unsafe { acl!(api, aclrtDestroyStream(stream as aclrtStream)) }
+}
+
+/// `aclrtDestroyStreamForce` (optional): destroys a stream, cancelling its queued tasks.
+///
+/// # Safety
+/// As [`destroy_stream`].
+pub(crate) unsafe fn destroy_stream_force(api: &AclApi, stream: usize) -> Result<()> {
+    // SAFETY: the caller guarantees a live stream destroyed once.
+    unsafe { acl_opt!(api, aclrtDestroyStreamForce(stream as aclrtStream)) }
+}
+
+/// `aclrtSynchronizeStream`: waits for the stream's tasks.
+///
+/// # Safety
+/// `stream` is null (the default stream) or a live stream of the current device.
+pub(crate) unsafe fn synchronize_stream(api: &AclApi, stream: usize) -> Result<()> {
+    // SAFETY: the caller guarantees the stream.
+    unsafe { acl!(api, aclrtSynchronizeStream(stream as aclrtStream)) }
+}
+
+/// `aclrtCreateEventExWithFlag` (optional) on the current device: the event, as an
+/// address.
+pub(crate) fn create_event_ex_with_flag(api: &AclApi, flag: u32) -> Result<usize> {
+    let mut event: aclrtEvent = std::ptr::null_mut();
+    // SAFETY: `event` is a valid out-pointer; the flag is a plain value the runtime
+    // validates.
+    unsafe { acl_opt!(api, aclrtCreateEventExWithFlag(&mut event, flag)) }?;
+    Ok(event as usize)
+}
+
+/// `aclrtDestroyEvent` (optional).
+///
+/// # Safety
+/// `event` is a live event created here, not used after this call.
+pub(crate) unsafe fn destroy_event(api: &AclApi, event: usize) -> Result<()> {
+    // SAFETY: the caller guarantees a live event destroyed once.
+    unsafe { acl_opt!(api, aclrtDestroyEvent(event as aclrtEvent)) }
+}
+
+/// `aclrtRecordEvent` (optional): queues a record of `event` on `stream`.
+///
+/// # Safety
+/// `event` is a live event and `stream` a live stream, both of the current device.
+pub(crate) unsafe fn record_event(api: &AclApi, event: usize, stream: usize) -> Result<()> {
+    // SAFETY: the caller guarantees the event and the stream.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtRecordEvent(event as aclrtEvent, stream as aclrtStream)
+        )
+    }
+}
+
+/// `aclrtQueryEventStatus` (optional): whether the event's latest record completed.
+///
+/// # Safety
+/// `event` is a live event.
+pub(crate) unsafe fn query_event_status(
+    api: &AclApi,
+    event: usize,
+) -> Result<aclrtEventRecordedStatus> {
+    let mut status: aclrtEventRecordedStatus = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    // SAFETY: the caller guarantees the event; `status` is a valid out-pointer.
+    unsafe { acl_opt!(api, aclrtQueryEventStatus(event as aclrtEvent, &mut status)) }?;
+    Ok(status)
+}
