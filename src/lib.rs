@@ -19,9 +19,10 @@
 //! # The safe API and the raw layer
 //!
 //! The crate root is the safe API: [`Runtime`], the buffers ([`SharedBuffer`],
-//! [`ImportedBuffer`]), [`Signal`], the tokens, the options
-//! ([`ExportOptions`], [`ShareOptions`], [`ConnectOptions`], [`BackendChoice`]), what a
-//! backend reports ([`BackendInfo`], [`Capabilities`]) and [`Error`]. Its types check
+//! [`ImportedBuffer`], and the [`DeviceBuffer`] trait for code generic over both),
+//! [`Signal`], the tokens, the options ([`ExportOptions`], [`ShareOptions`],
+//! [`ConnectOptions`], [`BackendChoice`]), what a backend reports ([`BackendInfo`],
+//! [`Capabilities`]) and [`Error`]. Its types check
 //! every range, keep what they use alive and release it on drop. The trait layer they are
 //! built on ([`DeviceIpc`](raw::DeviceIpc), the [`Backend`](raw::Backend) enum, the
 //! plain-data handles and the token builders) is in [`raw`], for the calls the safe API
@@ -43,6 +44,7 @@ compile_error!(
 );
 
 mod backend;
+mod buffer;
 mod import_cache;
 mod imported;
 mod local_exports;
@@ -55,6 +57,7 @@ mod selection;
 mod shared;
 mod signal;
 
+pub use buffer::DeviceBuffer;
 pub use devipc_core::{
     BackendAttempt, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr, Error,
     ExportOptions, LibrarySource, LoadAttempt, MemToken, PidValidation, ProcessId, RawStream,
