@@ -43,6 +43,12 @@ compile_error!(
      `features = [\"ascend\"]`)."
 );
 
+/// The README's Rust code blocks, compiled as doctests (`cargo test --doc`) so that they
+/// keep up with the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod backend;
 mod buffer;
 mod import_cache;
