@@ -280,7 +280,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::Backend;
+    use crate::raw::Backend;
     use crate::recording_backend::RecordingBackend;
 
     fn probe_runtime() -> Runtime {

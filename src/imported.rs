@@ -142,7 +142,7 @@ impl ImportedBuffer {
     }
 
     /// The backend that mapped the memory, which copies to and from it.
-    fn io(&self) -> &crate::Backend {
+    fn io(&self) -> &crate::raw::Backend {
         &self.rt.inner.backend
     }
 }

@@ -6,16 +6,32 @@
 //! the peer, and the peer imports a mapping of the same memory. Signals
 //! ([`SignalToken`]) order the two sides. The [`rendezvous`] module does the exchange
 //! over a Unix socket ([`SharedBuffer::share`], [`Runtime::connect`]), checking the peer's
-//! credentials. Frameworks write this once against [`DeviceIpc`] and pick backends with
-//! cargo features:
+//! credentials. Frameworks write this once and pick backends with cargo features:
 //!
 //! | feature | backend | vendor library (found at run time) |
 //! |---|---|---|
-//! | `ascend` (default) | [`Backend::Ascend`] | `libascendcl.so` / `libacl_rt.so` |
-//! | `hip` (default) | [`Backend::Hip`] | `libamdhip64.so` |
+//! | `ascend` (default) | [`raw::Backend::Ascend`] | `libascendcl.so` / `libacl_rt.so` |
+//! | `hip` (default) | [`raw::Backend::Hip`] | `libamdhip64.so` |
 //!
 //! `DEVIPC_BACKEND` (`ascend|hip|emulated-ascend|emulated-hip|auto`) picks the backend for
 //! [`Runtime::from_env`].
+//!
+//! # The safe API and the raw layer
+//!
+//! The crate root is the safe API: [`Runtime`], the buffers ([`SharedBuffer`],
+//! [`ImportedBuffer`], and the [`DeviceBuffer`] trait for code generic over both),
+//! [`Signal`], the tokens, the options ([`ExportOptions`], [`ShareOptions`],
+//! [`ConnectOptions`], [`BackendChoice`]), what a backend reports ([`BackendInfo`],
+//! [`Capabilities`]) and [`Error`]. Its types check
+//! every range, keep what they use alive and release it on drop. The trait layer they are
+//! built on ([`DeviceIpc`](raw::DeviceIpc), the [`Backend`](raw::Backend) enum, the
+//! plain-data handles and the token builders) is in [`raw`], for the calls the safe API
+//! does not wrap; [`Runtime::backend`] reaches it.
+//!
+//! A few plain-data types are at the root because the safe API takes or returns them:
+//! [`DeviceId`], [`ProcessId`] (whom [`SharedBuffer::grant`] lets in), [`DevicePtr`]
+//! ([`SharedBuffer::ptr`], [`Runtime::export_external`]; an address, never dereferenced by
+//! safe code) and [`RawStream`] ([`Signal::notify_on`]; also in [`raw`]).
 //!
 //! Layers: this crate (safe API, dispatch) → `devipc-core` (trait, tokens, errors) →
 //! `devipc-ascend` / `devipc-hip` (vendor C ABI, or the devipc emulator).
@@ -27,10 +43,18 @@ compile_error!(
      `features = [\"ascend\"]`)."
 );
 
+/// The README's Rust code blocks, compiled as doctests (`cargo test --doc`) so that they
+/// keep up with the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod backend;
+mod buffer;
 mod import_cache;
 mod imported;
 mod local_exports;
+pub mod raw;
 #[cfg(test)]
 mod recording_backend;
 pub mod rendezvous;
@@ -39,14 +63,11 @@ mod selection;
 mod shared;
 mod signal;
 
-pub use backend::Backend;
-/// The token wire format (builders, limits, text prefix).
-pub use devipc_core::token;
+pub use buffer::DeviceBuffer;
 pub use devipc_core::{
-    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
-    ExportOptions, HandleId, HostIdentity, LibrarySource, LoadAttempt, Mapping, Mechanism,
-    MemToken, PidValidation, ProcessId, RawStream, Result, RuntimeVersion, SignalHandle,
-    SignalToken, TokenIdentity, TokenOrigin,
+    BackendAttempt, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr, Error,
+    ExportOptions, LibrarySource, LoadAttempt, MemToken, PidValidation, ProcessId, RawStream,
+    Result, RuntimeVersion, SignalToken,
 };
 pub use imported::ImportedBuffer;
 pub use rendezvous::{

@@ -1,5 +1,5 @@
 //! A test-only backend that records which trait method reached it, to prove that
-//! [`Backend`](crate::Backend) dispatches every [`DeviceIpc`] method to its variant.
+//! [`Backend`](crate::raw::Backend) dispatches every [`DeviceIpc`] method to its variant.
 
 use std::ops::Range;
 use std::sync::Mutex;

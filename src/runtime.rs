@@ -12,8 +12,8 @@ use devipc_core::{
     BackendAttempt, BackendInfo, BackendKind, DeviceIpc, Error, ProcessId, Result, TokenOrigin,
 };
 
-use crate::backend::Backend;
 use crate::import_cache::ImportCache;
+use crate::raw::Backend;
 use crate::selection::{BACKEND_ENV, BackendChoice};
 
 /// A started backend. Cheap to clone; clones share the backend.
@@ -138,7 +138,7 @@ impl Runtime {
         }
     }
 
-    /// Wraps an already started backend.
+    /// Wraps an already started [`raw::Backend`](crate::raw::Backend).
     ///
     /// The process id tokens are compared against is the backend's
     /// [`process_id`](DeviceIpc::process_id); if the backend cannot tell, `getpid()`.
@@ -156,7 +156,8 @@ impl Runtime {
         }
     }
 
-    /// The raw backend, for calls the safe API does not wrap.
+    /// The raw backend, for calls the safe API does not wrap (see [`raw`](crate::raw) for
+    /// that layer's contract).
     pub fn backend(&self) -> &Backend {
         &self.inner.backend
     }

@@ -25,7 +25,7 @@ impl BackendChoice {
 
     /// The order `auto` tries real runtimes in: the compiled-in backends.
     pub fn auto_order() -> &'static [BackendKind] {
-        crate::Backend::COMPILED
+        crate::raw::Backend::COMPILED
     }
 }
 
@@ -121,7 +121,7 @@ mod tests {
 
     #[test]
     fn default_kind_is_compiled_in() {
-        assert!(crate::Backend::is_compiled(DEFAULT_KIND));
+        assert!(crate::raw::Backend::is_compiled(DEFAULT_KIND));
         assert_eq!(BackendChoice::auto_order().first(), Some(&DEFAULT_KIND));
     }
 }

@@ -161,7 +161,7 @@ mod tests {
     use devipc_core::BackendKind;
 
     use super::*;
-    use crate::Backend;
+    use crate::raw::Backend;
     use crate::recording_backend::RecordingBackend;
 
     #[test]

@@ -9,7 +9,8 @@
 use std::ffi::{c_uint, c_void};
 use std::sync::Arc;
 
-use devipc::{Backend, Runtime};
+use devipc::Runtime;
+use devipc::raw::Backend;
 use devipc_ascend::sys::AclApi;
 use devipc_ascend::sys::consts::ACL_RT_VMM_EXPORT_FLAG_DEFAULT;
 use devipc_ascend::sys::types::ACL_MEMCPY_DEVICE_TO_HOST;

@@ -11,9 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use devipc::{
-    Backend, BackendKind, Capabilities, DeviceId, DeviceIpc, Error, LoadAttempt, Runtime,
-};
+use devipc::raw::{Backend, DeviceIpc};
+use devipc::{BackendKind, Capabilities, DeviceId, Error, LoadAttempt, Runtime};
 use serde::Serialize;
 
 /// The result of trying one discovery candidate.

@@ -8,7 +8,8 @@
 //! capabilities become an object of booleans, in the order the text report lists them.
 //! Every `Option` is written, as `null` when empty: fields are never left out.
 
-use devipc::{Backend, Capabilities};
+use devipc::Capabilities;
+use devipc::raw::Backend;
 use serde::{Serialize, Serializer};
 
 use crate::inspect::{CandidateReport, ErrorReport, Outcome, PeerCell};

@@ -77,7 +77,8 @@ mod probe;
 
 use std::process::ExitCode;
 
-use devipc::{Backend, BackendChoice, Capabilities};
+use devipc::raw::Backend;
+use devipc::{BackendChoice, Capabilities};
 
 use inspect::{BackendReport, Outcome, PeerCell};
 use probe::ProbeReport;

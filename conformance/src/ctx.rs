@@ -13,7 +13,8 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use devipc::{Backend, Runtime};
+use devipc::Runtime;
+use devipc::raw::Backend;
 use devipc_ascend::AscendBackend;
 use devipc_ascend_sys::AclApi;
 use devipc_core::{BackendKind, RuntimeVersion};

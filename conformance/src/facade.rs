@@ -12,9 +12,10 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::time::Duration;
 
+use devipc::raw::{Backend, DeviceIpc};
 use devipc::{
-    Backend, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, ImportedBuffer, MemToken,
-    ProcessId, Runtime, SharedBuffer, Signal, SignalToken,
+    DeviceId, DevicePtr, Error, ExportOptions, ImportedBuffer, MemToken, ProcessId, Runtime,
+    SharedBuffer, Signal, SignalToken,
 };
 
 use crate::counting;

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use devipc::Backend;
+use devipc::raw::Backend;
 use devipc_ascend::AscendBackend;
 use devipc_ascend_sys::AclApi;
 use devipc_core::{DeviceIpc, RuntimeVersion};

@@ -110,6 +110,20 @@ impl DeviceId {
     }
 }
 
+/// `DeviceId::from(0)` and `0.into()` name device 0, as `DeviceId(0)` does.
+///
+/// ```
+/// use devipc_core::DeviceId;
+/// let d: DeviceId = 1.into();
+/// assert_eq!(d, DeviceId(1));
+/// assert_eq!(DeviceId::from(1), d);
+/// ```
+impl From<u32> for DeviceId {
+    fn from(ordinal: u32) -> Self {
+        DeviceId(ordinal)
+    }
+}
+
 impl fmt::Display for DeviceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)

@@ -52,7 +52,7 @@
 //!   non-zero), the id the exporter grants; `backend` its backend kind. Unknown keys are
 //!   ignored (later minor additions stay compatible); a repeated key is an error. An
 //!   exporter refuses another version with `ERR protocol`, before reading any field.
-//! - Tokens are in their text form (`devipc2:...`, see [`token`](crate::token)).
+//! - Tokens are in their text form (`devipc2:...`, see [`raw::token`](crate::raw::token)).
 //! - `<code>` says who is at fault and becomes the importer's error:
 //!   `denied` (credentials refused: [`Error::Io`] of kind
 //!   [`PermissionDenied`](std::io::ErrorKind::PermissionDenied)), `protocol` (a malformed
@@ -988,7 +988,7 @@ mod tests {
     use devipc_core::{Mechanism, TokenOrigin};
 
     use super::*;
-    use crate::Backend;
+    use crate::raw::Backend;
     use crate::recording_backend::RecordingBackend;
 
     const LONG: Duration = Duration::from_secs(30);

@@ -15,9 +15,8 @@
 
 use std::ffi::c_void;
 
-use devipc::{
-    Backend, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, MemToken, Runtime,
-};
+use devipc::raw::{Backend, DeviceIpc};
+use devipc::{BackendKind, DeviceId, DevicePtr, Error, ExportOptions, MemToken, Runtime};
 use devipc_core::token::MemTokenParts;
 use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 

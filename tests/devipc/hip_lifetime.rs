@@ -14,7 +14,8 @@
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
-use devipc::{Backend, BackendKind, DeviceId, DevicePtr, Error, ExportOptions, MemToken, Runtime};
+use devipc::raw::Backend;
+use devipc::{BackendKind, DeviceId, DevicePtr, Error, ExportOptions, MemToken, Runtime};
 use devipc_core::token::MemTokenParts;
 use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 

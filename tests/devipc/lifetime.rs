@@ -13,9 +13,8 @@
 
 use std::ffi::c_void;
 
-use devipc::{
-    Backend, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, MemToken, Runtime,
-};
+use devipc::raw::{Backend, DeviceIpc};
+use devipc::{BackendKind, DeviceId, DevicePtr, Error, ExportOptions, MemToken, Runtime};
 use devipc_core::protection::{BREAK_ENV, Protection};
 use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 

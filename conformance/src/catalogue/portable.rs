@@ -7,10 +7,12 @@
 
 use std::time::{Duration, Instant};
 
-use devipc::token::{MemTokenParts, SignalTokenParts};
+use devipc::raw::{
+    DeviceIpc, HostIdentity, Mechanism, MemTokenParts, SignalTokenParts, TokenOrigin,
+};
 use devipc::{
-    BackendKind, DeviceId, DeviceIpc, Error, ExportOptions, HostIdentity, ImportedBuffer,
-    Mechanism, MemToken, ProcessId, Runtime, SignalToken, TokenOrigin,
+    BackendKind, DeviceId, Error, ExportOptions, ImportedBuffer, MemToken, ProcessId, Runtime,
+    SignalToken,
 };
 
 use super::{Step, ensure, pattern, portable, same_bytes};
