@@ -6,18 +6,21 @@
 //! released then. Keys exported for framework memory (`export_external`) are kept too,
 //! until [`AscendBackend::close_external`] or the drop. How devipc shares ACL's
 //! process-wide initialisation with the framework is documented on [`AscendBackend`].
+//!
+//! Its `impl DeviceIpc` is in `device_ipc.rs` and does each call's work itself; the
+//! records it keeps, the helpers it shares with `Drop`, and how each mechanism works are
+//! in `memory.rs`, `external.rs` and `signal.rs`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
 
 use devipc_ascend_sys::codes::{ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_NO_DEVICE};
 use devipc_ascend_sys::{AclApi, error_name};
+#[cfg(doc)]
+use devipc_core::DeviceIpc;
 use devipc_core::{
-    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
-    ExportOptions, HandleTable, HostIdentity, Mapping, Mechanism, MemToken, ProcessId, RawStream,
-    Result, RuntimeVersion, SignalHandle, SignalToken, TokenOrigin,
+    BackendInfo, BackendKind, Capabilities, DeviceId, Error, HandleTable, HostIdentity, Mechanism,
+    ProcessId, Result, RuntimeVersion, TokenOrigin,
 };
 
 use crate::call::vendor_error;
@@ -205,7 +208,7 @@ impl AscendBackend {
     /// so devipc falls back to `getpid()` there (only `process_id` can observe it). If
     /// the call needs a device context and the thread has none, it is retried with device
     /// 0 bound.
-    fn bare_tgid(&self) -> Result<ProcessId> {
+    pub(crate) fn bare_tgid(&self) -> Result<ProcessId> {
         if let Some(pid) = self.pid.get() {
             return Ok(*pid);
         }
@@ -522,89 +525,5 @@ impl AscendBackend {
                 Err(e)
             }
         }
-    }
-}
-
-impl DeviceIpc for AscendBackend {
-    fn info(&self) -> &BackendInfo {
-        &self.info
-    }
-    fn device_count(&self) -> Result<u32> {
-        Ok(self.device_count)
-    }
-    fn process_id(&self) -> Result<ProcessId> {
-        self.bare_tgid()
-    }
-    fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
-        self.enable_peer(device, peer)
-    }
-    fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
-        self.allocate_memory(device, size)
-    }
-    fn free(&self, alloc: Allocation) -> Result<()> {
-        self.free_memory(alloc)
-    }
-    fn export(
-        &self,
-        alloc: &Allocation,
-        range: Range<usize>,
-        opts: ExportOptions,
-    ) -> Result<MemToken> {
-        self.export_allocation(alloc, range, opts)
-    }
-    fn export_external(
-        &self,
-        device: DeviceId,
-        ptr: DevicePtr,
-        len: usize,
-        opts: ExportOptions,
-    ) -> Result<MemToken> {
-        self.export_external_memory(device, ptr, len, opts)
-    }
-    fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
-        AscendBackend::close_external(self, device, ptr)
-    }
-    fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
-        self.grant_memory(token, peers)
-    }
-    fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
-        self.import_memory(token, device)
-    }
-    fn close(&self, mapping: Mapping) -> Result<()> {
-        self.close_mapping(mapping)
-    }
-    unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        // SAFETY: the caller upholds `DeviceIpc::write`'s contract, which is write_memory's.
-        unsafe { self.write_memory(dst, src) }
-    }
-    unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
-        // SAFETY: the caller upholds `DeviceIpc::read`'s contract, which is read_memory's.
-        unsafe { self.read_memory(src, dst) }
-    }
-    fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
-        self.create_signal_impl(device)
-    }
-    fn export_signal(&self, signal: &SignalHandle, opts: ExportOptions) -> Result<SignalToken> {
-        self.export_signal_impl(signal, opts)
-    }
-    fn grant_signal(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
-        self.grant_signal_impl(token, peers)
-    }
-    fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
-        self.import_signal_impl(token, device)
-    }
-    fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
-        self.notify_impl(signal, stream)
-    }
-    fn wait(
-        &self,
-        signal: &SignalHandle,
-        stream: RawStream,
-        timeout: Option<Duration>,
-    ) -> Result<()> {
-        self.wait_impl(signal, stream, timeout)
-    }
-    fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
-        self.destroy_signal_impl(signal)
     }
 }

@@ -47,20 +47,23 @@
 //! for a live importer retires it, so replayed tokens are refused either way. A key
 //! devipc did not export (no record, no lease in the token) is bounded by the runtime's
 //! report alone, and refused where the runtime cannot report it.
+//!
+//! `export_external` is in `device_ipc.rs` with the other `DeviceIpc` methods; this
+//! module holds the records of exported keys and of key imports, the key-token
+//! helpers `grant` and `import` dispatch to, [`AscendBackend::close_external`], and the
+//! releases the backend's `Drop` shares.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use devipc_ascend_sys::consts::{
-    ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
-    ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
+    ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
     ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS,
 };
 use devipc_core::protection::{self, Protection};
-use devipc_core::token::MemTokenParts;
 use devipc_core::{
-    DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken, PidValidation, Result,
+    DeviceId, DevicePtr, Error, Mapping, Mechanism, MemToken, PidValidation, Result,
 };
 use devipc_shm::lease::held;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
@@ -69,7 +72,7 @@ use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
 use crate::call::optional;
 use crate::device::DeviceScope;
 use crate::memory::MappingRecord;
-use crate::record::{self, ExportRecord, Object};
+use crate::record::{self, Object};
 use crate::result;
 pub(crate) use crate::result::Key;
 use crate::rollback::Undo;
@@ -80,7 +83,7 @@ use crate::rollback::Undo;
 pub const IPC_KEY_PAGE: usize = 4096;
 
 /// Generations of exported keys: unique in the process, never reused.
-static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+pub(crate) static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// A key this process exported for a framework block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,106 +157,10 @@ pub(crate) fn key_token_payload(
 }
 
 impl AscendBackend {
-    pub(crate) fn export_external_memory(
-        &self,
-        device: DeviceId,
-        ptr: DevicePtr,
-        len: usize,
-        opts: ExportOptions,
-    ) -> Result<MemToken> {
-        let dev = self.check_device(device)?;
-        ptr.check_external_span(len)?;
-        optional!(self.api, aclrtIpcMemGetExportKey)?;
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let (base, size) = self.block_of(ptr, len)?;
-        if size == 0 {
-            return Err(Error::invalid_argument(format!(
-                "the block holding {ptr} is smaller than a page ({IPC_KEY_PAGE} bytes): the \
-                 runtime exports only page-table aligned ranges by IPC key; allocate at least \
-                 a page"
-            )));
-        }
-        let offset = ptr
-            .0
-            .checked_sub(base)
-            .and_then(|o| usize::try_from(o).ok())
-            .ok_or_else(|| {
-                Error::invalid_argument("pointer lies outside the block the runtime reported")
-            })?;
-        let range = offset..offset.saturating_add(len);
-        devipc_core::Allocation::check_range(&range, size)?;
-        let mut external = lock(&self.external);
-        let export = match external.get(&(device, base)) {
-            Some(e) if e.size != size => {
-                return Err(Error::invalid_argument(format!(
-                    "the block at {base:#x} on device {device} was exported with {} bytes and \
-                     now has {size}: it was freed and reallocated without close_external",
-                    e.size
-                )));
-            }
-            Some(e) if e.validation != opts.validation => {
-                return Err(Error::invalid_argument(format!(
-                    "the block at {base:#x} was first exported with PID validation {:?}; its \
-                     one key cannot also be exported with {:?}",
-                    e.validation, opts.validation
-                )));
-            }
-            Some(e) => *e,
-            None => {
-                let flags = match opts.validation {
-                    PidValidation::Trustlist => ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
-                    PidValidation::AnyProcess => ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
-                };
-                // SAFETY: base/size name the block the runtime reported holding `ptr`
-                // (page-aligned), an `aclrtMalloc` block of this process. A key without a
-                // NUL is refused there: the runtime never gets an unterminated buffer back,
-                // not even to close it.
-                let key = unsafe { result::ipc_mem_get_export_key(&self.api, base, size, flags) }?;
-                let lease = match held::create() {
-                    Ok(lease) => lease,
-                    Err(e) => {
-                        // Never leave a key devipc cannot account for.
-                        let _ = Undo::IpcClose(key).run(&self.api);
-                        return Err(e);
-                    }
-                };
-                let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
-                let published = ExportRecord::mine(generation, size, device, Some(*lease.name()))
-                    .and_then(|r| record::publish(Object::Key(&key, self.origin()?.into()), &r));
-                if let Err(e) = published {
-                    let _ = Undo::IpcClose(key).run(&self.api);
-                    let _ = lease.remove();
-                    return Err(e);
-                }
-                let export = ExternalExport {
-                    key,
-                    lease: *lease.name(),
-                    size,
-                    validation: opts.validation,
-                    generation,
-                };
-                external.insert((device, base), export);
-                export
-            }
-        };
-        drop(external);
-        MemToken::new(MemTokenParts {
-            mechanism: Mechanism::AscendIpcKey,
-            emulated: self.info.source.is_emulated(),
-            device,
-            origin: self.origin()?,
-            generation: export.generation,
-            object_size: size as u64,
-            offset: range.start as u64,
-            len: len as u64,
-            payload: [&export.key[..], &export.lease[..]].concat(),
-        })
-    }
-
     /// The base of the `aclrtMalloc` block holding `ptr` and the size to export: the
     /// block's size rounded down to [`IPC_KEY_PAGE`] (see the module docs, also for
     /// runtimes without `aclrtMemGetAddressRange`). The device must be bound.
-    fn block_of(&self, ptr: DevicePtr, len: usize) -> Result<(u64, usize)> {
+    pub(crate) fn block_of(&self, ptr: DevicePtr, len: usize) -> Result<(u64, usize)> {
         if self.api.aclrtMemGetAddressRange.is_none() {
             return Ok((ptr.0, len));
         }

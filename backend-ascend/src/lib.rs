@@ -31,6 +31,7 @@
 mod backend;
 mod call;
 mod device;
+mod device_ipc;
 pub mod external;
 pub mod memory;
 mod record;

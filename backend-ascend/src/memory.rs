@@ -28,32 +28,26 @@
 //! copies (and synchronous device copies) of it (api-facts C.4: only asynchronous
 //! device-to-device copies), so those go through a staging buffer on the importing device
 //! (see [`staging`](crate::staging)).
+//!
+//! This module holds the records the backend keeps and the helpers shared by the
+//! `DeviceIpc` methods (in `device_ipc.rs`) and the backend's `Drop`.
 
-use std::ops::Range;
-
-use devipc_ascend_sys::consts::{
-    ACL_RT_VMM_EXPORT_FLAG_DEFAULT, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
-};
 use devipc_ascend_sys::types::{
     ACL_HBM_MEM_HUGE, ACL_MEM_ALLOCATION_TYPE_PINNED, ACL_MEM_HANDLE_TYPE_NONE,
     ACL_MEM_LOCATION_TYPE_DEVICE, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
     ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, aclrtMemAccessDesc, aclrtMemLocation,
     aclrtPhysicalMemProp,
 };
-use devipc_core::token::MemTokenParts;
 use devipc_core::{
-    Allocation, DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken,
-    PidValidation, ProcessId, Result,
+    Allocation, DeviceId, DevicePtr, Error, MemToken, PidValidation, ProcessId, Result,
 };
 
-use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
-use crate::call::optional;
+use crate::backend::AscendBackend;
 use crate::device::DeviceScope;
 use crate::external::KeyMapping;
-use crate::record::{self, ExportRecord, Object};
+use crate::record::{self, Object};
 use crate::result;
 use crate::rollback::{Rollback, Undo};
-use crate::staging::Transfer;
 
 /// Granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity` (the
 /// 2024 headers): 2 MiB, the huge-page size of the `ACL_HBM_MEM_HUGE` memory devipc
@@ -109,7 +103,7 @@ pub(crate) struct AllocRecord {
     pub(crate) shared: Option<Shareable>,
 }
 
-/// What the backend keeps for a [`Mapping`].
+/// What the backend keeps for a [`Mapping`](devipc_core::Mapping).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum MappingRecord {
     /// A VMM shareable handle imported, reserved and mapped here.
@@ -158,52 +152,6 @@ impl AscendBackend {
         Ok(granularity)
     }
 
-    pub(crate) fn allocate_memory(&self, device: DeviceId, size: usize) -> Result<Allocation> {
-        let dev = self.check_device(device)?;
-        if size == 0 {
-            return Err(Error::invalid_argument("cannot allocate 0 bytes"));
-        }
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut prop = physical_prop(device.0);
-        let granularity = self.granularity(&mut prop)?;
-        let size = size.checked_next_multiple_of(granularity).ok_or_else(|| {
-            Error::invalid_argument(format!(
-                "{size} bytes rounded up to the granularity {granularity} overflow"
-            ))
-        })?;
-        let mut rollback = Rollback::new(&self.api);
-        let phys = result::malloc_physical(&self.api, size, &prop)?;
-        rollback.push(Undo::FreePhysical(phys));
-        // SAFETY: `phys` was just allocated with `size` bytes and is not mapped.
-        let va = unsafe { self.reserve_and_map(&mut rollback, phys, size, device) }?;
-        rollback.commit();
-        let record = AllocRecord {
-            vmm: VmmObjects {
-                device,
-                phys,
-                va,
-                size,
-                stage: Teardown::Mapped,
-            },
-            shared: None,
-        };
-        let id = self.allocations.insert(record);
-        self.add_range(
-            va,
-            DeviceRange {
-                end: va + size as u64,
-                device,
-                route: CopyRoute::Direct,
-            },
-        );
-        Ok(Allocation {
-            id,
-            device,
-            ptr: DevicePtr(va),
-            size,
-        })
-    }
-
     /// Reserves `size` bytes of address space, maps `phys` there and grants `device`
     /// read-write access (when the runtime has `aclrtMemSetAccess`; without it the mapping
     /// device has access by default). Each step is pushed onto `rollback`. The device must
@@ -212,7 +160,7 @@ impl AscendBackend {
     /// # Safety
     /// `phys` is a live physical handle of `size` bytes (`aclrtMallocPhysical` or
     /// `aclrtMemImportFromShareableHandle`), not mapped elsewhere by this operation.
-    unsafe fn reserve_and_map(
+    pub(crate) unsafe fn reserve_and_map(
         &self,
         rollback: &mut Rollback<'_>,
         phys: usize,
@@ -241,14 +189,6 @@ impl AscendBackend {
             }?;
         }
         Ok(va)
-    }
-
-    pub(crate) fn free_memory(&self, alloc: Allocation) -> Result<()> {
-        self.allocation(&alloc)?;
-        let mut record = self.allocations.remove(alloc.id)?;
-        self.release_allocation(&mut record).inspect_err(|_| {
-            self.allocations.restore(alloc.id, record);
-        })
     }
 
     /// Unmaps, releases and frees an allocation already taken out of the table. On an
@@ -285,175 +225,11 @@ impl AscendBackend {
     }
 
     /// The record behind `alloc`, checked against what the caller holds.
-    fn allocation(&self, alloc: &Allocation) -> Result<AllocRecord> {
+    pub(crate) fn allocation(&self, alloc: &Allocation) -> Result<AllocRecord> {
         let record = self.allocations.get(alloc.id)?;
         let vmm = record.vmm;
         alloc.check_matches(DevicePtr(vmm.va), vmm.size, vmm.device)?;
         Ok(record)
-    }
-
-    pub(crate) fn export_allocation(
-        &self,
-        alloc: &Allocation,
-        range: Range<usize>,
-        opts: ExportOptions,
-    ) -> Result<MemToken> {
-        let record = self.allocation(alloc)?;
-        Allocation::check_range(&range, record.vmm.size)?;
-        optional!(self.api, aclrtMemExportToShareableHandle)?;
-        let _exporting = lock(&self.export_lock);
-        // Re-read under the lock: another thread may have exported meanwhile.
-        let shared = self.allocations.get(alloc.id)?.shared;
-        let shared = match shared {
-            Some(s) if s.validation == opts.validation => s,
-            Some(s) => {
-                return Err(Error::invalid_argument(format!(
-                    "allocation {} was first exported with PID validation {:?}; ACL allows one \
-                     shareable handle per physical allocation, so a later export cannot ask for \
-                     {:?}: allocate separate memory for it",
-                    alloc.id, s.validation, opts.validation
-                )));
-            }
-            None => {
-                let flags = match opts.validation {
-                    PidValidation::Trustlist => ACL_RT_VMM_EXPORT_FLAG_DEFAULT,
-                    PidValidation::AnyProcess => ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
-                };
-                let _scope = DeviceScope::bind(&self.api, record.vmm.device.as_c_int()?)?;
-                // SAFETY: the physical handle is live (its record is in the table and the
-                // export lock is held).
-                let handle = unsafe {
-                    result::mem_export_to_shareable_handle(&self.api, record.vmm.phys, flags)
-                }?;
-                let shared = Shareable {
-                    handle,
-                    validation: opts.validation,
-                    generation: alloc.id.get(),
-                    published: false,
-                };
-                self.allocations
-                    .with(alloc.id, |r| r.shared = Some(shared))?;
-                shared
-            }
-        };
-        if !shared.published {
-            // Under the export lock, so a concurrent free (which withdraws) cannot
-            // interleave with the table update below.
-            let mine =
-                ExportRecord::mine(shared.generation, record.vmm.size, record.vmm.device, None)?;
-            record::publish(Object::Vmm(shared.handle, self.origin()?.into()), &mine)?;
-            let marked = self.allocations.with(alloc.id, |r| {
-                if let Some(s) = r.shared.as_mut() {
-                    s.published = true;
-                }
-            });
-            if marked.is_err() {
-                // Freed meanwhile by another thread: leave no record of it behind.
-                record::withdraw(
-                    Object::Vmm(shared.handle, self.origin()?.into()),
-                    shared.generation,
-                );
-            }
-            marked?;
-        }
-        let handle = shared.handle;
-        MemToken::new(MemTokenParts {
-            mechanism: Mechanism::AscendVmm,
-            emulated: self.info.source.is_emulated(),
-            device: record.vmm.device,
-            origin: self.origin()?,
-            generation: shared.generation,
-            object_size: record.vmm.size as u64,
-            offset: range.start as u64,
-            len: (range.end - range.start) as u64,
-            payload: handle.to_le_bytes().to_vec(),
-        })
-    }
-
-    pub(crate) fn grant_memory(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
-        self.check_token(
-            token.mechanism(),
-            token.emulated(),
-            &[Mechanism::AscendVmm, Mechanism::AscendIpcKey],
-        )?;
-        let dev = self.check_device(token.device())?;
-        let mut pids = pid_args(peers)?;
-        if token.mechanism() == Mechanism::AscendIpcKey {
-            return self.grant_key(token, dev, &mut pids);
-        }
-        let handle = vmm_payload(token)?;
-        optional!(self.api, aclrtMemSetPidToShareableHandle)?;
-        // The runtime rejects an empty list (pidNum must be > 0); granting nobody is a no-op.
-        if pids.is_empty() {
-            return Ok(());
-        }
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        result::mem_set_pid_to_shareable_handle(&self.api, handle, &mut pids)
-    }
-
-    pub(crate) fn import_memory(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
-        self.check_token(
-            token.mechanism(),
-            token.emulated(),
-            &[Mechanism::AscendVmm, Mechanism::AscendIpcKey],
-        )?;
-        self.check_device(device)?;
-        self.check_device(token.device())?;
-        if token.mechanism() == Mechanism::AscendIpcKey {
-            return self.import_key(token, device);
-        }
-        let handle = vmm_payload(token)?;
-        // The size is the exporter's record of its physical allocation, never the token's
-        // claim (see `record`); the runtime requires the map size to equal the physical
-        // size, and reports the mapped extent afterwards.
-        let object = Object::Vmm(handle, token.origin().into());
-        let size = record::verify(
-            object,
-            record::read(object)?,
-            token.generation(),
-            token.device(),
-            token.object_size(),
-        )?;
-        token.range_within(size)?;
-        optional!(self.api, aclrtMemImportFromShareableHandle)?;
-        if device != token.device() {
-            // VMM memory of another device needs peer access (api-facts C.5).
-            self.enable_peer(device, token.device())?;
-        }
-        let dev = device.as_c_int()?;
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let mut rollback = Rollback::new(&self.api);
-        let phys = result::mem_import_from_shareable_handle(&self.api, handle, dev)?;
-        rollback.push(Undo::FreePhysical(phys));
-        // SAFETY: `phys` was just imported and is not mapped; `size` is the exporter's
-        // physical size (its record), which the runtime requires the map to cover.
-        let va = unsafe { self.reserve_and_map(&mut rollback, phys, size, device) }?;
-        let extent = self.runtime_extent(va).map_or(size, |s| s.min(size));
-        // Checked before anything is committed, so a refusal releases what was mapped.
-        token.range_within(extent)?;
-        rollback.commit();
-        let vmm = VmmObjects {
-            device,
-            phys,
-            va,
-            size,
-            stage: Teardown::Mapped,
-        };
-        let id = self.mappings.insert(MappingRecord::Vmm(vmm));
-        self.add_range(
-            va,
-            DeviceRange {
-                end: va + size as u64,
-                device,
-                route: CopyRoute::Direct,
-            },
-        );
-        Mapping::for_token(id, device, DevicePtr(va), extent, token).inspect_err(|_| {
-            // Not reached (the range was checked above); never leave a mapping behind.
-            if let Ok(mut record) = self.mappings.remove(id) {
-                let _ = self.release_mapping(&mut record);
-            }
-        })
     }
 
     /// The size of the block the runtime reports at `base` (`aclrtMemGetAddressRange`),
@@ -464,13 +240,6 @@ impl AscendBackend {
         (found == base && size > 0).then_some(size)
     }
 
-    pub(crate) fn close_mapping(&self, mapping: Mapping) -> Result<()> {
-        let mut record = self.mappings.remove(mapping.id)?;
-        self.release_mapping(&mut record).inspect_err(|_| {
-            self.mappings.restore(mapping.id, record);
-        })
-    }
-
     /// Releases a mapping already taken out of the table (resumable, like
     /// [`AscendBackend::release_vmm`]).
     pub(crate) fn release_mapping(&self, record: &mut MappingRecord) -> Result<()> {
@@ -479,70 +248,10 @@ impl AscendBackend {
             MappingRecord::Key(key) => self.release_key_mapping(key),
         }
     }
-
-    pub(crate) fn enable_peer(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
-        let dev = self.check_device(device)?;
-        let peer_dev = self.check_device(peer)?;
-        if device == peer || lock(&self.peers_enabled).contains(&(device, peer)) {
-            return Ok(());
-        }
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        result::device_enable_peer_access(&self.api, peer_dev)?;
-        lock(&self.peers_enabled).push((device, peer));
-        Ok(())
-    }
-
-    /// `aclrtMemcpy` host to device. The device bound is the one of the devipc allocation
-    /// or mapping holding `dst`; for memory devipc did not map (framework memory) the
-    /// thread's current device is used as it is. A `CopyRoute::Staged` mapping is
-    /// written through a staging buffer ([`staging`](crate::staging)).
-    ///
-    /// # Safety
-    /// As [`DeviceIpc::write`](devipc_core::DeviceIpc::write): `dst..dst + src.len()` is
-    /// device memory the caller may write, mapped until the call returns.
-    pub(crate) unsafe fn write_memory(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        if src.is_empty() {
-            return Ok(());
-        }
-        let range = self.range_of(dst.0);
-        if let Some(r) = range.filter(|r| r.route == CopyRoute::Staged) {
-            // SAFETY: the caller's contract, passed on.
-            return unsafe { self.staged_copy(r.device, dst.0, Transfer::Write(src)) };
-        }
-        let _scope = match range {
-            Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
-            None => None,
-        };
-        // SAFETY: the caller guarantees `src.len()` writable device bytes at `dst`.
-        unsafe { result::memcpy_host_to_device(&self.api, dst.0, src.len(), src) }
-    }
-
-    /// `aclrtMemcpy` device to host, binding the device (and staging) as
-    /// [`Self::write_memory`] does.
-    ///
-    /// # Safety
-    /// As [`DeviceIpc::read`](devipc_core::DeviceIpc::read): `src..src + dst.len()` is
-    /// device memory the caller may read, mapped until the call returns.
-    pub(crate) unsafe fn read_memory(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
-        if dst.is_empty() {
-            return Ok(());
-        }
-        let range = self.range_of(src.0);
-        if let Some(r) = range.filter(|r| r.route == CopyRoute::Staged) {
-            // SAFETY: the caller's contract, passed on.
-            return unsafe { self.staged_copy(r.device, src.0, Transfer::Read(dst)) };
-        }
-        let _scope = match range {
-            Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
-            None => None,
-        };
-        // SAFETY: the caller guarantees `dst.len()` readable device bytes at `src`.
-        unsafe { result::memcpy_device_to_host(&self.api, dst, src.0) }
-    }
 }
 
 /// The shareable handle of an `ascend-vmm` token.
-fn vmm_payload(token: &MemToken) -> Result<u64> {
+pub(crate) fn vmm_payload(token: &MemToken) -> Result<u64> {
     let bytes: [u8; 8] = token
         .payload()
         .try_into()

@@ -92,27 +92,21 @@
 //! products the device's notify-wait timeout has a granularity of 68 s; the host-side
 //! deadline makes that invisible too (only the backstop, and so the cancel-free end of a
 //! pending wait, is coarser there).
+//!
+//! The `DeviceIpc` signal methods are in `device_ipc.rs`; this module holds the record
+//! the backend keeps per signal, the wait's helpers, and the release the backend's
+//! `Drop` shares.
 
 use std::time::{Duration, Instant};
 
 use devipc_ascend_sys::codes::ACL_ERROR_RT_WAIT_TIMEOUT;
-use devipc_ascend_sys::consts::{
-    ACL_EVENT_SYNC, ACL_NOTIFY_DEFAULT, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
-    ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
-    ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS,
-};
+use devipc_ascend_sys::consts::ACL_EVENT_SYNC;
 use devipc_ascend_sys::types::{ACL_EVENT_RECORDED_STATUS_COMPLETE, aclError};
-use devipc_core::token::SignalTokenParts;
-use devipc_core::{
-    DeviceId, Error, ExportOptions, Mechanism, PidValidation, ProcessId, RawStream, Result,
-    SignalHandle, SignalToken,
-};
+use devipc_core::{DeviceId, Error, PidValidation, RawStream, Result, SignalHandle};
 
-use crate::backend::{AscendBackend, lock};
-use crate::call::optional;
+use crate::backend::AscendBackend;
 use crate::device::DeviceScope;
-use crate::external::{Key, key_payload};
-use crate::memory::pid_args;
+use crate::external::Key;
 use crate::result;
 use crate::rollback::Undo;
 
@@ -146,20 +140,20 @@ pub fn is_wait_timeout(code: aclError) -> bool {
 /// What the backend keeps for a [`SignalHandle`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SignalRecord {
-    device: DeviceId,
+    pub(crate) device: DeviceId,
     /// The device the notify was created on: where waits must be delivered.
-    home: DeviceId,
+    pub(crate) home: DeviceId,
     /// The `aclrtNotify`, as an address; live while the record is in the table (or
     /// being released).
-    notify: usize,
+    pub(crate) notify: usize,
     /// Created here (exportable) rather than imported.
-    created: bool,
+    pub(crate) created: bool,
     /// The key of the first export and its validation.
-    exported: Option<(Key, PidValidation)>,
+    pub(crate) exported: Option<(Key, PidValidation)>,
     /// devipc's stream and event for waits on this notify, once created.
-    waiter: Option<Waiter>,
+    pub(crate) waiter: Option<Waiter>,
     /// A thread is waiting on this signal (it holds the waiter).
-    busy: bool,
+    pub(crate) busy: bool,
 }
 
 /// devipc's own stream and event for the waits on one notify, on its home device (see
@@ -183,208 +177,14 @@ fn until(deadline: Option<Instant>) -> Duration {
 }
 
 impl AscendBackend {
-    pub(crate) fn create_signal_impl(&self, device: DeviceId) -> Result<SignalHandle> {
-        let dev = self.check_device(device)?;
-        optional!(self.api, aclrtCreateNotify)?;
-        optional!(self.api, aclrtDestroyNotify)?;
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        // ACL_NOTIFY_DEFAULT: the documented host-usable flag (0).
-        let notify = result::create_notify(&self.api, u64::from(ACL_NOTIFY_DEFAULT))?;
-        let id = self.signals.insert(SignalRecord {
-            device,
-            home: device,
-            notify,
-            created: true,
-            exported: None,
-            waiter: None,
-            busy: false,
-        });
-        Ok(SignalHandle { id, device })
-    }
-
     /// The record behind `signal`.
-    fn signal(&self, signal: &SignalHandle) -> Result<SignalRecord> {
+    pub(crate) fn signal(&self, signal: &SignalHandle) -> Result<SignalRecord> {
         self.signals.get(signal.id)
-    }
-
-    pub(crate) fn export_signal_impl(
-        &self,
-        signal: &SignalHandle,
-        opts: ExportOptions,
-    ) -> Result<SignalToken> {
-        let record = self.signal(signal)?;
-        if !record.created {
-            return Err(Error::invalid_argument(
-                "an imported signal cannot be exported again; export the original",
-            ));
-        }
-        optional!(self.api, aclrtNotifyGetExportKey)?;
-        let _exporting = lock(&self.export_lock);
-        // Re-read under the lock: another thread may have exported meanwhile.
-        let key = match self.signal(signal)?.exported {
-            Some((key, validation)) if validation == opts.validation => key,
-            Some((_, validation)) => {
-                return Err(Error::invalid_argument(format!(
-                    "signal {} was first exported with PID validation {validation:?}; its one \
-                     key cannot also be exported with {:?}",
-                    signal.id, opts.validation
-                )));
-            }
-            None => {
-                let flags = match opts.validation {
-                    PidValidation::Trustlist => ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
-                    PidValidation::AnyProcess => ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION,
-                };
-                let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-                // SAFETY: the notify is live (in the table; the export lock is held) and
-                // was created here.
-                let key: Key =
-                    unsafe { result::notify_get_export_key(&self.api, record.notify, flags) }?;
-                self.signals
-                    .with(signal.id, |r| r.exported = Some((key, opts.validation)))?;
-                key
-            }
-        };
-        SignalToken::new(SignalTokenParts {
-            mechanism: Mechanism::AscendNotify,
-            emulated: self.info.source.is_emulated(),
-            device: record.device,
-            origin: self.origin()?,
-            generation: signal.id.get(),
-            payload: key.to_vec(),
-        })
-    }
-
-    /// Sets the trustlist of a notify this process exported. `aclrtNotifySetImportPid`
-    /// takes the notify, not the key, so the token must come from this backend: its
-    /// generation is the signal's handle id, and the key must match the one exported.
-    pub(crate) fn grant_signal_impl(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
-        self.check_token(
-            token.mechanism(),
-            token.emulated(),
-            &[Mechanism::AscendNotify],
-        )?;
-        self.check_device(token.device())?;
-        let key = key_payload(token.payload(), token.mechanism())?;
-        let not_ours = || {
-            Error::invalid_argument(
-                "only the process that exported a signal can grant it, and this backend did \
-                 not export this token's notify (or destroyed it)",
-            )
-        };
-        if token.origin() != self.origin()? {
-            return Err(not_ours());
-        }
-        let (_, record) = self
-            .signals
-            .get_raw(token.generation())
-            .map_err(|_| not_ours())?;
-        if record.exported.map(|(k, _)| k) != Some(key) {
-            return Err(not_ours());
-        }
-        let mut pids = pid_args(peers)?;
-        optional!(self.api, aclrtNotifySetImportPid)?;
-        // The runtime rejects an empty list (num must be > 0); granting nobody is a no-op.
-        if pids.is_empty() {
-            return Ok(());
-        }
-        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-        // SAFETY: the notify is live (in the table) and was created here (the export
-        // checked above is this backend's).
-        unsafe { result::notify_set_import_pid(&self.api, record.notify, &mut pids) }
-    }
-
-    pub(crate) fn import_signal_impl(
-        &self,
-        token: &SignalToken,
-        device: DeviceId,
-    ) -> Result<SignalHandle> {
-        self.check_token(
-            token.mechanism(),
-            token.emulated(),
-            &[Mechanism::AscendNotify],
-        )?;
-        let dev = self.check_device(device)?;
-        self.check_device(token.device())?;
-        let key = key_payload(token.payload(), token.mechanism())?;
-        optional!(self.api, aclrtNotifyImportByKey)?;
-        let flags = if device != token.device() {
-            ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS
-        } else {
-            ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT
-        };
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let notify = match result::try_notify_import_by_key(&self.api, &key, flags)? {
-            Some(notify) => notify,
-            None => {
-                // Some runtimes' ACL wrapper rejects the documented peer-access flag (see
-                // the module docs): enable peer access the other documented way and
-                // import without the flag.
-                self.enable_peer(device, token.device())?;
-                result::notify_import_by_key(&self.api, &key, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT)?
-            }
-        };
-        let id = self.signals.insert(SignalRecord {
-            device,
-            home: token.device(),
-            notify,
-            created: false,
-            exported: None,
-            waiter: None,
-            busy: false,
-        });
-        Ok(SignalHandle { id, device })
-    }
-
-    pub(crate) fn notify_impl(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
-        let record = self.signal(signal)?;
-        optional!(self.api, aclrtRecordNotify)?;
-        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-        // SAFETY: the notify is live (in the table); the stream is the caller's own, live
-        // as `RawStream`'s (unsafe) constructor promised.
-        unsafe { result::record_notify(&self.api, record.notify, stream.as_raw()) }
-    }
-
-    pub(crate) fn wait_impl(
-        &self,
-        signal: &SignalHandle,
-        stream: RawStream,
-        timeout: Option<Duration>,
-    ) -> Result<()> {
-        let started = Instant::now();
-        let record = self.signal(signal)?;
-        optional!(self.api, aclrtWaitAndResetNotify)?;
-        let what = match timeout {
-            Some(limit) => format!("waiting for signal {} (limit {limit:?})", signal.id),
-            None => format!("waiting for signal {}", signal.id),
-        };
-        let timed_out = || Error::timed_out(what.clone(), started);
-        let events = self.api.aclrtCreateEventExWithFlag.is_some()
-            && self.api.aclrtRecordEvent.is_some()
-            && self.api.aclrtQueryEventStatus.is_some()
-            && self.api.aclrtDestroyEvent.is_some();
-        if !events {
-            return self.wait_on_stream(&record, stream, timeout, &timed_out);
-        }
-        // A deadline beyond what an Instant holds is no deadline.
-        let deadline = timeout.and_then(|t| started.checked_add(t));
-        let mut waiter = self.claim_waiter(signal, &record, deadline, &timed_out)?;
-        let result = self.wait_until(&record, &mut waiter, deadline, &timed_out);
-        let returned = self.signals.with(signal.id, |r| {
-            r.waiter = Some(waiter);
-            r.busy = false;
-        });
-        if returned.is_err() {
-            // Destroyed meanwhile (a caller bug): the waiter is ours alone to release.
-            let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
-            let _ = self.release_waiter(waiter);
-        }
-        result
     }
 
     /// Takes the signal's [`Waiter`] (creating it on first use), waiting while another
     /// thread holds it, until `deadline`.
-    fn claim_waiter(
+    pub(crate) fn claim_waiter(
         &self,
         signal: &SignalHandle,
         record: &SignalRecord,
@@ -439,7 +239,7 @@ impl AscendBackend {
     }
 
     /// The wait itself, on the waiter's stream, until `deadline` (see the module docs).
-    fn wait_until(
+    pub(crate) fn wait_until(
         &self,
         record: &SignalRecord,
         waiter: &mut Waiter,
@@ -507,7 +307,7 @@ impl AscendBackend {
 
     /// The plain vendor wait on the caller's stream, for runtimes without the event
     /// functions: the deadline has the runtime's granularity (whole seconds).
-    fn wait_on_stream(
+    pub(crate) fn wait_on_stream(
         &self,
         record: &SignalRecord,
         stream: RawStream,
@@ -532,12 +332,6 @@ impl AscendBackend {
         }
     }
 
-    pub(crate) fn destroy_signal_impl(&self, signal: SignalHandle) -> Result<()> {
-        let record = self.signals.remove(signal.id)?;
-        self.release_signal(record)
-            .inspect_err(|_| self.signals.restore(signal.id, record))
-    }
-
     /// `aclrtDestroyNotify` for a record already taken out of the table, after devipc's
     /// wait stream and event (cancelling a pending wait, see the module docs).
     pub(crate) fn release_signal(&self, record: SignalRecord) -> Result<()> {
@@ -553,7 +347,7 @@ impl AscendBackend {
 
     /// Destroys a waiter's stream (by force when a wait is pending and the runtime can)
     /// and event; the home device is current.
-    fn release_waiter(&self, waiter: Waiter) -> Result<()> {
+    pub(crate) fn release_waiter(&self, waiter: Waiter) -> Result<()> {
         let destroyed = match self.api.aclrtDestroyStreamForce {
             // SAFETY: devipc's own live stream, not used after this.
             Some(_) if waiter.pending => unsafe {

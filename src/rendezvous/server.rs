@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 use devipc_core::{DeviceIpc, Error, MemToken, PidValidation, ProcessId, Result, SignalToken};
 use devipc_shm::sys;
 
+use super::line_io::{LineBuffer, LineError};
+use super::options::ShareOptions;
+use super::peer::{PeerCredentials, PeerInfo, check_claim, denied, uid_allowed};
 use super::socket_path;
-use super::{
-    ErrCode, Hello, LineBuffer, LineError, MAX_SIGNALS, PeerCredentials, PeerInfo, ShareOptions,
-    check_claim, denied, encode_offer, encode_refusal, uid_allowed,
-};
+use super::wire::{ErrCode, Hello, MAX_SIGNALS, encode_offer, encode_refusal};
 use crate::runtime::Runtime;
 use crate::shared::SharedBuffer;
 use crate::signal::Signal;
