@@ -6,9 +6,6 @@
 //! [`TestRoot`] gives every child it starts ([`TestRoot::emu_dir`]); they run the
 //! `child_role` test of the module that starts them ([`child_entry`]).
 
-use std::panic::Location;
-use std::path::Path;
-
 use devipc_emulator::state::{ProcessIdentity, Violation, violations};
 use devipc_emulator::{Config, State};
 use devipc_testkit::{Child, TestRoot};
@@ -84,21 +81,11 @@ pub fn assert_state_clean(state: &State) {
     );
 }
 
-/// The entry test of a child started from the calling code: `<module>::child_role`, the
-/// name libtest gives the `child_role` test of the topic module the call is written in
-/// (each topic module is one file named after the module, see `main.rs`). The harnesses'
-/// `spawn` functions are `#[track_caller]`, so this names the module of the test that
-/// starts the child.
-#[track_caller]
-pub fn child_entry() -> String {
-    let file = Location::caller().file();
-    let module = Path::new(file)
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .filter(|m| *m != "mod" && *m != "main")
-        .unwrap_or_else(|| panic!("{file}: a child is started from a topic module"));
-    format!("{module}::child_role")
-}
+/// The entry test of a child started from the calling code: `<module>::child_role` (see
+/// [`devipc_testkit::child_entry`]; each topic module is one file named after the module,
+/// see `main.rs`). The harnesses' `spawn` functions are `#[track_caller]`, so this names
+/// the module of the test that starts the child.
+pub use devipc_testkit::child_entry;
 
 /// The live child's identity as holders record it.
 pub fn identity(child: &Child) -> ProcessIdentity {
