@@ -420,9 +420,13 @@ pub fn sweep(
 /// as a FIFO someone placed there (opened `O_NONBLOCK`, so the open itself cannot hang,
 /// then checked with `fstat`). Errors are `InvalidData` for a wrong kind of file.
 pub fn open_regular_file(path: &Path) -> io::Result<fs::File> {
+    open_regular(path, fs::OpenOptions::new().read(true))
+}
+
+/// As [`open_regular_file`], with the caller's `options` (e.g. append, create, mode).
+pub fn open_regular(path: &Path, options: &mut fs::OpenOptions) -> io::Result<fs::File> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let file = fs::OpenOptions::new()
-        .read(true)
+    let file = options
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)?;
     let kind = file.metadata()?.file_type();

@@ -78,20 +78,16 @@ pub const MAX_READ: u64 = 1 << 20;
 /// planted entry must not hang or redirect the emulator).
 fn open(dir: &EmuDir, options: &mut OpenOptions) -> Result<std::fs::File, EmuError> {
     let path = dir.join(VIOLATIONS);
-    let file = options
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(&path)
-        .map_err(|e| EmuError::io("open", &path, e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| EmuError::io("fstat", &path, e))?;
-    if !meta.file_type().is_file() {
-        return Err(EmuError::Corrupt {
-            path,
-            reason: "the violations file is not a regular file".into(),
-        });
-    }
-    Ok(file)
+    devipc_shm::private_dir::open_regular(&path, options).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            EmuError::Corrupt {
+                path: path.clone(),
+                reason: "the violations file is not a regular file".into(),
+            }
+        } else {
+            EmuError::io("open", &path, e)
+        }
+    })
 }
 
 /// Appends a record of `rule` broken by this process on `object`, then says so on stderr
