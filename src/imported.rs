@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use devipc_core::{DeviceId, DeviceIpc, DevicePtr, Error, MemToken, Result};
+use devipc_core::{DeviceId, DeviceIpc, DevicePtr, MemToken, Result};
 
 use crate::import_cache::Mapped;
 use crate::local_exports;
@@ -37,31 +37,15 @@ pub struct ImportedBuffer {
     device: DeviceId,
 }
 
-impl Runtime {
-    /// Maps `token`'s memory on `device`.
-    ///
-    /// A token this process exported is served from the local allocation without a vendor
-    /// call (DESIGN 5.1); a token already imported here shares the existing mapping
-    /// (DESIGN 5.2).
-    pub fn import(&self, token: &MemToken, device: DeviceId) -> Result<ImportedBuffer> {
-        let kind = self.info().kind;
-        if token.backend() != kind {
-            return Err(Error::BackendMismatch {
-                expected: format!("{} token", kind.with_article()),
-                found: format!(
-                    "{} token ({})",
-                    token.backend().with_article(),
-                    token.mechanism()
-                ),
-            });
-        }
-        let len = usize::try_from(token.len())
-            .map_err(|_| Error::invalid_token("length does not fit this platform"))?;
-        self.inner.check_same_host(token.origin())?;
-        if token.origin() == self.inner.origin {
-            return self.import_local(token, device, len);
-        }
-        let mapped = self.inner.imports.get_or_import(self, token, device)?;
+impl ImportedBuffer {
+    /// A view of `token`'s range of `mapped` (a vendor import from the cache), seen from
+    /// `device`.
+    pub(crate) fn mapped(
+        mapped: Arc<Mapped>,
+        token: &MemToken,
+        device: DeviceId,
+        len: usize,
+    ) -> Result<ImportedBuffer> {
         Ok(ImportedBuffer {
             rt: mapped.rt.clone(),
             ptr: mapped.ptr_for(token)?,
@@ -71,19 +55,19 @@ impl Runtime {
         })
     }
 
-    fn import_local(
-        &self,
+    /// A view of this process's own export `token` (DESIGN 5.1: no vendor call), seen
+    /// from `device` of `rt`.
+    pub(crate) fn local(
+        rt: &Runtime,
         token: &MemToken,
         device: DeviceId,
         len: usize,
     ) -> Result<ImportedBuffer> {
-        self.inner
-            .backend
-            .device_count()
-            .and_then(|n| device.check(n))?;
+        let backend = &rt.inner.backend;
+        backend.device_count().and_then(|n| device.check(n))?;
         let view = local_exports::lookup(token)?;
         if device != view.device {
-            self.inner.backend.enable_peer_access(device, view.device)?;
+            backend.enable_peer_access(device, view.device)?;
         }
         Ok(ImportedBuffer {
             rt: view.owner,
@@ -94,13 +78,6 @@ impl Runtime {
         })
     }
 
-    /// Number of distinct live vendor imports (each may serve several buffers).
-    pub fn live_imports(&self) -> usize {
-        self.inner.imports.len()
-    }
-}
-
-impl ImportedBuffer {
     /// Its device address in this process (the token's offset already applied).
     pub fn ptr(&self) -> DevicePtr {
         self.ptr

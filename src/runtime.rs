@@ -1,6 +1,8 @@
 //! [`Runtime`]: a started backend, shared by every buffer and signal made from it.
 //!
-//! The constructors pick the backend (`open`, `emulated`, `from_env`); the RAII types
+//! Every method of `Runtime` is here, except the rendezvous's
+//! [`connect`](Runtime::connect), which `rendezvous/connect.rs` adds. The constructors
+//! pick the backend (`open`, `emulated`, `from_env`); the RAII types
 //! built on a runtime ([`SharedBuffer`](crate::SharedBuffer),
 //! [`ImportedBuffer`](crate::ImportedBuffer), [`Signal`](crate::Signal)) each hold a clone
 //! of it, so the backend lives as long as anything made from it.
@@ -9,12 +11,17 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use devipc_core::{
-    BackendAttempt, BackendInfo, BackendKind, DeviceIpc, Error, ProcessId, Result, TokenOrigin,
+    BackendAttempt, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
+    MemToken, ProcessId, Result, SignalToken, TokenOrigin,
 };
 
 use crate::import_cache::ImportCache;
+use crate::imported::ImportedBuffer;
+use crate::local_exports::{self, LocalTarget};
 use crate::raw::Backend;
 use crate::selection::{BACKEND_ENV, BackendChoice};
+use crate::shared::SharedBuffer;
+use crate::signal::Signal;
 
 /// A started backend. Cheap to clone; clones share the backend.
 #[derive(Debug, Clone)]
@@ -177,6 +184,101 @@ impl Runtime {
     pub fn device_count(&self) -> Result<u32> {
         self.inner.backend.device_count()
     }
+
+    // ---- Memory: allocate and export here, import a peer's export ----
+
+    /// Allocates `size` bytes of exportable memory on `device`.
+    pub fn allocate(&self, device: DeviceId, size: usize) -> Result<SharedBuffer> {
+        let alloc = self.inner.backend.allocate(device, size)?;
+        Ok(SharedBuffer::new(self, alloc))
+    }
+
+    /// Exports memory the framework allocated itself (`aclrtMalloc` / `hipMalloc`): `len`
+    /// bytes at `ptr` on `device`. The memory must stay allocated while peers use it.
+    pub fn export_external(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        let token = self.inner.backend.export_external(device, ptr, len, opts)?;
+        let object_base = DevicePtr(ptr.0.wrapping_sub(token.offset()));
+        local_exports::register(
+            &token,
+            LocalTarget::External(Arc::downgrade(&self.inner)),
+            object_base,
+        );
+        Ok(token)
+    }
+
+    /// Ends the exports of the framework block holding `ptr` on `device` (see
+    /// [`DeviceIpc::close_external`]); call it after every importer closed and before the
+    /// framework frees the block. From then on the block's tokens no longer import in
+    /// this process either (they would name whatever the framework puts there next).
+    pub fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        self.inner.backend.close_external(device, ptr)?;
+        local_exports::forget_external(device, ptr);
+        Ok(())
+    }
+
+    /// Lets `peers` import `token` (see [`SharedBuffer::grant`]).
+    pub fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
+        self.inner.backend.grant(token, peers)
+    }
+
+    /// Maps `token`'s memory on `device`.
+    ///
+    /// A token this process exported is served from the local allocation without a vendor
+    /// call (DESIGN 5.1); a token already imported here shares the existing mapping
+    /// (DESIGN 5.2).
+    pub fn import(&self, token: &MemToken, device: DeviceId) -> Result<ImportedBuffer> {
+        let kind = self.info().kind;
+        if token.backend() != kind {
+            return Err(Error::BackendMismatch {
+                expected: format!("{} token", kind.with_article()),
+                found: format!(
+                    "{} token ({})",
+                    token.backend().with_article(),
+                    token.mechanism()
+                ),
+            });
+        }
+        let len = usize::try_from(token.len())
+            .map_err(|_| Error::invalid_token("length does not fit this platform"))?;
+        self.inner.check_same_host(token.origin())?;
+        if token.origin() == self.inner.origin {
+            return ImportedBuffer::local(self, token, device, len);
+        }
+        let mapped = self.inner.imports.get_or_import(self, token, device)?;
+        ImportedBuffer::mapped(mapped, token, device, len)
+    }
+
+    /// Number of distinct live vendor imports (each may serve several buffers).
+    pub fn live_imports(&self) -> usize {
+        self.inner.imports.len()
+    }
+
+    // ---- Signals ----
+
+    /// Creates an exportable signal on `device`.
+    pub fn create_signal(&self, device: DeviceId) -> Result<Signal> {
+        let handle = self.inner.backend.create_signal(device)?;
+        Ok(Signal::new(self, handle))
+    }
+
+    /// Opens a peer's signal on `device`. A token this process exported gives a `Signal`
+    /// sharing the local handle, without a vendor call.
+    pub fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<Signal> {
+        self.inner.check_same_host(token.origin())?;
+        if token.origin() == self.inner.origin {
+            return Signal::local(token);
+        }
+        let handle = self.inner.backend.import_signal(token, device)?;
+        Ok(Signal::new(self, handle))
+    }
+
+    // ---- Release errors ----
 
     /// How many errors [`take_release_errors`](Runtime::take_release_errors) keeps: past
     /// that, the oldest is discarded (and counted by

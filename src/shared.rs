@@ -50,54 +50,17 @@ pub struct SharedBuffer {
     owned: Arc<Owned>,
 }
 
-impl Runtime {
-    /// Allocates `size` bytes of exportable memory on `device`.
-    pub fn allocate(&self, device: DeviceId, size: usize) -> Result<SharedBuffer> {
-        let alloc = self.inner.backend.allocate(device, size)?;
-        Ok(SharedBuffer {
+impl SharedBuffer {
+    /// Takes ownership of `alloc`, made by `rt`'s backend ([`Runtime::allocate`]).
+    pub(crate) fn new(rt: &Runtime, alloc: Allocation) -> SharedBuffer {
+        SharedBuffer {
             owned: Arc::new(Owned {
-                rt: self.clone(),
+                rt: rt.clone(),
                 alloc: Some(alloc),
             }),
-        })
+        }
     }
 
-    /// Exports memory the framework allocated itself (`aclrtMalloc` / `hipMalloc`): `len`
-    /// bytes at `ptr` on `device`. The memory must stay allocated while peers use it.
-    pub fn export_external(
-        &self,
-        device: DeviceId,
-        ptr: DevicePtr,
-        len: usize,
-        opts: ExportOptions,
-    ) -> Result<MemToken> {
-        let token = self.inner.backend.export_external(device, ptr, len, opts)?;
-        let object_base = DevicePtr(ptr.0.wrapping_sub(token.offset()));
-        local_exports::register(
-            &token,
-            LocalTarget::External(Arc::downgrade(&self.inner)),
-            object_base,
-        );
-        Ok(token)
-    }
-
-    /// Ends the exports of the framework block holding `ptr` on `device` (see
-    /// [`DeviceIpc::close_external`]); call it after every importer closed and before the
-    /// framework frees the block. From then on the block's tokens no longer import in
-    /// this process either (they would name whatever the framework puts there next).
-    pub fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
-        self.inner.backend.close_external(device, ptr)?;
-        local_exports::forget_external(device, ptr);
-        Ok(())
-    }
-
-    /// Lets `peers` import `token` (see [`SharedBuffer::grant`]).
-    pub fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
-        self.inner.backend.grant(token, peers)
-    }
-}
-
-impl SharedBuffer {
     /// The device the memory lives on.
     pub fn device(&self) -> DeviceId {
         self.owned.alloc().device

@@ -48,40 +48,28 @@ fn local_signals() -> MutexGuard<'static, HashMap<TokenIdentity, Weak<SignalInne
     LOCAL_SIGNALS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl Runtime {
-    /// Creates an exportable signal on `device`.
-    pub fn create_signal(&self, device: DeviceId) -> Result<Signal> {
-        let handle = self.inner.backend.create_signal(device)?;
-        Ok(Signal::new(self, handle))
-    }
-
-    /// Opens a peer's signal on `device`. A token this process exported gives a `Signal`
-    /// sharing the local handle, without a vendor call.
-    pub fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<Signal> {
-        self.inner.check_same_host(token.origin())?;
-        if token.origin() == self.inner.origin {
-            let local = local_signals()
-                .get(&token.identity())
-                .and_then(Weak::upgrade);
-            return match local {
-                Some(inner) => Ok(Signal { inner }),
-                None => Err(Error::invalid_argument(
-                    "this process exported the signal token, but the signal has been destroyed",
-                )),
-            };
-        }
-        let handle = self.inner.backend.import_signal(token, device)?;
-        Ok(Signal::new(self, handle))
-    }
-}
-
 impl Signal {
-    fn new(rt: &Runtime, handle: SignalHandle) -> Signal {
+    /// Takes ownership of `handle`, made by `rt`'s backend.
+    pub(crate) fn new(rt: &Runtime, handle: SignalHandle) -> Signal {
         Signal {
             inner: Arc::new(SignalInner {
                 rt: rt.clone(),
                 handle: Some(handle),
             }),
+        }
+    }
+
+    /// The signal this process exported as `token`, sharing its handle (no vendor call:
+    /// a vendor cannot open its own export).
+    pub(crate) fn local(token: &SignalToken) -> Result<Signal> {
+        let local = local_signals()
+            .get(&token.identity())
+            .and_then(Weak::upgrade);
+        match local {
+            Some(inner) => Ok(Signal { inner }),
+            None => Err(Error::invalid_argument(
+                "this process exported the signal token, but the signal has been destroyed",
+            )),
         }
     }
 

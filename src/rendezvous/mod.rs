@@ -113,7 +113,7 @@
 //!   need no grant, and none is made.
 
 // The importer's side: `Runtime::connect`.
-mod importer;
+mod connect;
 // Bounded, deadline-limited reading and sending of lines.
 mod line_io;
 // `ShareOptions`, `ConnectOptions`.
@@ -129,7 +129,7 @@ mod tests;
 // The protocol's lines: hello, offer, refusal.
 mod wire;
 
-pub use importer::Connected;
+pub use connect::Connected;
 pub use options::{ConnectOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IO_TIMEOUT, ShareOptions};
 pub use peer::{PeerCredentials, PeerInfo, PidCheck};
 pub use server::ShareServer;

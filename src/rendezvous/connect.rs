@@ -1,4 +1,4 @@
-//! The importer's side of the rendezvous: [`Runtime::connect`] and
+//! What the rendezvous adds to [`Runtime`]: [`Runtime::connect`] and
 //! [`Runtime::connect_with`], one blocking exchange against a deadline.
 
 use std::io;
