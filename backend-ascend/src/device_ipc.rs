@@ -524,7 +524,7 @@ impl DeviceIpc for AscendBackend {
         }
         let (_, record) = self
             .signals
-            .get_raw(token.generation())
+            .pin_raw(token.generation())
             .map_err(|_| not_ours())?;
         if record.exported.map(|(k, _)| k) != Some(key) {
             return Err(not_ours());

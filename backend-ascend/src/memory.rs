@@ -39,7 +39,7 @@ use devipc_ascend_sys::types::{
     aclrtPhysicalMemProp,
 };
 use devipc_core::{
-    Allocation, DeviceId, DevicePtr, Error, MemToken, PidValidation, ProcessId, Result,
+    Allocation, DeviceId, DevicePtr, Error, MemToken, PidValidation, Pinned, ProcessId, Result,
 };
 
 use crate::backend::AscendBackend;
@@ -224,9 +224,10 @@ impl AscendBackend {
         Undo::FreePhysical(vmm.phys).run(&self.api)
     }
 
-    /// The record behind `alloc`, checked against what the caller holds.
-    pub(crate) fn allocation(&self, alloc: &Allocation) -> Result<AllocRecord> {
-        let record = self.allocations.get(alloc.id)?;
+    /// The record behind `alloc`, checked against what the caller holds, and pinned: a
+    /// `free` of a clone of the handle on another thread waits until it is dropped.
+    pub(crate) fn allocation(&self, alloc: &Allocation) -> Result<Pinned<'_, AllocRecord>> {
+        let record = self.allocations.pin(alloc.id)?;
         let vmm = record.vmm;
         alloc.check_matches(DevicePtr(vmm.va), vmm.size, vmm.device)?;
         Ok(record)

@@ -102,7 +102,7 @@ use std::time::{Duration, Instant};
 use devipc_ascend_sys::codes::ACL_ERROR_RT_WAIT_TIMEOUT;
 use devipc_ascend_sys::consts::ACL_EVENT_SYNC;
 use devipc_ascend_sys::types::{ACL_EVENT_RECORDED_STATUS_COMPLETE, aclError};
-use devipc_core::{DeviceId, Error, PidValidation, RawStream, Result, SignalHandle};
+use devipc_core::{DeviceId, Error, PidValidation, Pinned, RawStream, Result, SignalHandle};
 
 use crate::backend::AscendBackend;
 use crate::device::DeviceScope;
@@ -177,9 +177,11 @@ fn until(deadline: Option<Instant>) -> Duration {
 }
 
 impl AscendBackend {
-    /// The record behind `signal`.
-    pub(crate) fn signal(&self, signal: &SignalHandle) -> Result<SignalRecord> {
-        self.signals.get(signal.id)
+    /// The record behind `signal`, pinned: `destroy_signal` of a clone of the handle on
+    /// another thread waits until it is dropped, so the notify stays live for the vendor
+    /// calls made meanwhile (a whole `wait` included).
+    pub(crate) fn signal(&self, signal: &SignalHandle) -> Result<Pinned<'_, SignalRecord>> {
+        self.signals.pin(signal.id)
     }
 
     /// Takes the signal's [`Waiter`] (creating it on first use), waiting while another

@@ -498,7 +498,9 @@ impl DeviceIpc for HipBackend {
     }
 
     fn export_signal(&self, signal: &SignalHandle, _opts: ExportOptions) -> Result<SignalToken> {
-        let (event, word, device, created) = self.signal(signal)?;
+        let record = self.signal(signal)?;
+        let (event, word, device, created) =
+            (record.event, &record.word, record.device, record.created);
         if !created {
             return Err(Error::invalid_argument(
                 "an imported signal cannot be exported again; export the original",
@@ -553,7 +555,8 @@ impl DeviceIpc for HipBackend {
     }
 
     fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
-        let (event, word, device, _) = self.signal(signal)?;
+        let record = self.signal(signal)?;
+        let (event, word, device) = (record.event, &record.word, record.device);
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
         // SAFETY: the event came from the signal's record (live, see `HipBackend::signal`); the stream
         // is the caller's, live by `RawStream`'s constructor contract.
@@ -570,7 +573,8 @@ impl DeviceIpc for HipBackend {
         timeout: Option<Duration>,
     ) -> Result<()> {
         let started = Instant::now();
-        let (event, word, device, _) = self.signal(signal)?;
+        let record = self.signal(signal)?;
+        let (event, word, device) = (record.event, &record.word, record.device);
         // The word is a futex with the caller's own deadline: the wait ends within the
         // timeout plus scheduling, and the error states the time measured.
         semaphore(&word)?

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use devipc_core::token::MemTokenParts;
-use devipc_core::{Allocation, DeviceId, DevicePtr, Error, Mechanism, MemToken, Result};
+use devipc_core::{Allocation, DeviceId, DevicePtr, Error, Mechanism, MemToken, Pinned, Result};
 use devipc_hip_sys::{HipApi, hipIpcMemHandle_t};
 
 use devipc_shm::lease::{Lease, held};
@@ -77,9 +77,10 @@ impl HipBackend {
         free_device_memory(&self.api, record)
     }
 
-    /// The record behind `alloc`, checked against what the caller holds.
-    pub(crate) fn allocation(&self, alloc: &Allocation) -> Result<AllocRecord> {
-        let record = self.allocations.get(alloc.id)?;
+    /// The record behind `alloc`, checked against what the caller holds, and pinned: a
+    /// `free` of a clone of the handle on another thread waits until it is dropped.
+    pub(crate) fn allocation(&self, alloc: &Allocation) -> Result<Pinned<'_, AllocRecord>> {
+        let record = self.allocations.pin(alloc.id)?;
         alloc.check_matches(DevicePtr(record.ptr), record.size, record.device)?;
         Ok(record)
     }

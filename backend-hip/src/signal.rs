@@ -25,7 +25,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use devipc_core::{DeviceId, Error, Result, SignalHandle};
+use devipc_core::{DeviceId, Error, Pinned, Result, SignalHandle};
 use devipc_hip_sys::hipEvent_t;
 use devipc_shm::futex::{BinarySemaphore, WaitError};
 use devipc_shm::word_file::WordFile;
@@ -35,7 +35,7 @@ use crate::device::DeviceScope;
 use crate::result;
 
 /// What the backend keeps for a [`SignalHandle`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct SignalRecord {
     pub(crate) device: DeviceId,
     /// The `hipEvent_t`, as an address.
@@ -50,19 +50,11 @@ pub(crate) fn event_ptr(record_event: usize) -> hipEvent_t {
 }
 
 impl HipBackend {
-    /// The event address and word of a signal.
-    ///
-    /// The event is live when read: `destroy_signal` takes the record out of the table
-    /// before it destroys the event. Nothing pins it for the call that follows, so a
-    /// `destroy_signal` of a clone of the same handle racing that call is not excluded
-    /// (the devipc facade destroys a signal only after its last user dropped it).
-    pub(crate) fn signal(
-        &self,
-        signal: &SignalHandle,
-    ) -> Result<(usize, Arc<WordFile>, DeviceId, bool)> {
-        self.signals.with(signal.id, |r| {
-            (r.event, r.word.clone(), r.device, r.created)
-        })
+    /// The record of a signal, pinned: `destroy_signal` of a clone of the same handle on
+    /// another thread waits until the caller dropped it, so the event stays live for the
+    /// vendor calls made meanwhile.
+    pub(crate) fn signal(&self, signal: &SignalHandle) -> Result<Pinned<'_, SignalRecord>> {
+        self.signals.pin(signal.id)
     }
 
     /// Destroys the event and, for a created signal, unlinks its word file.

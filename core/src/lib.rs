@@ -19,7 +19,7 @@ pub mod token;
 pub mod traits;
 
 pub use error::{BackendAttempt, Error, LoadAttempt, Result};
-pub use handle_table::HandleTable;
+pub use handle_table::{HandleTable, Pinned};
 pub use identity::HostIdentity;
 pub use ids::{
     Allocation, BackendKind, DeviceId, DevicePtr, ExportOptions, HandleId, Mapping, PidValidation,

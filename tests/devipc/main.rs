@@ -28,6 +28,8 @@ mod lifetime;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod quickstart;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
+mod raw_races;
+#[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod rendezvous;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod signal_deadline;
