@@ -561,7 +561,7 @@ impl DeviceIpc for HipBackend {
         // SAFETY: the event came from the signal's record (live, see `HipBackend::signal`); the stream
         // is the caller's, live by `RawStream`'s constructor contract.
         unsafe { result::event_record(&self.api, event_ptr(event), stream.as_ptr()) }?;
-        semaphore(&word)?
+        semaphore(word)?
             .record()
             .map_err(|e| wait_error(e, "signal notify"))
     }
@@ -577,7 +577,7 @@ impl DeviceIpc for HipBackend {
         let (event, word, device) = (record.event, &record.word, record.device);
         // The word is a futex with the caller's own deadline: the wait ends within the
         // timeout plus scheduling, and the error states the time measured.
-        semaphore(&word)?
+        semaphore(word)?
             .wait_and_reset(timeout)
             .map_err(|e| match e {
                 WaitError::Timeout(limit) => Error::timed_out(
