@@ -142,10 +142,13 @@ fn a_release_waits_for_a_wait_on_a_clone(kind: BackendKind) {
         "{kind}: the pinned wait ran to its timeout"
     );
     assert!(wait_ended >= WAIT, "{kind}: {wait_ended:?}");
+    // The wait holds its pin until it times out, at least `WAIT` after the start; the
+    // destroy, begun at `DESTROY_AFTER`, cannot end before. (Not compared with
+    // `wait_ended`: that is read after `wait` returned, when the destroy may already run.)
     assert!(
-        destroy_ended >= wait_ended,
+        destroy_ended >= WAIT,
         "{kind}: the signal was destroyed ({destroy_ended:?}) under a wait that was still \
-         using it (ended {wait_ended:?})"
+         using it (its timeout is {WAIT:?}; it returned at {wait_ended:?})"
     );
     assert_eq!(after, "unknown", "{kind}: a call after the release");
     root.assert_emulator_clean();
