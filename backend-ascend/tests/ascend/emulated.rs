@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use devipc_ascend::AscendBackend;
 use devipc_ascend::sys::types::{ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_HOST};
-use devipc_core::token::{MemTokenParts, SignalTokenParts};
+use devipc_core::token::SignalTokenParts;
 use devipc_core::{
     DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, LibrarySource, Mechanism, MemToken,
     ProcessId, RawStream, RuntimeVersion, SignalToken,
@@ -740,7 +740,7 @@ fn errors_b(b: &AscendBackend, peer: &mut Peer) {
         Err(Error::InvalidDevice { .. })
     ));
     // Another backend's token, and a token of the real runtime.
-    let mut parts = parts_of(&token);
+    let mut parts = token.to_parts();
     parts.mechanism = Mechanism::HipIpcMem;
     parts.payload = vec![0; 64];
     let hip = MemToken::new(parts).unwrap();
@@ -748,7 +748,7 @@ fn errors_b(b: &AscendBackend, peer: &mut Peer) {
         b.import(&hip, DeviceId(0)),
         Err(Error::BackendMismatch { .. })
     ));
-    let mut parts = parts_of(&token);
+    let mut parts = token.to_parts();
     parts.emulated = false;
     let real = MemToken::new(parts).unwrap();
     let err = b.import(&real, DeviceId(0)).unwrap_err();
@@ -794,18 +794,4 @@ fn errors_b(b: &AscendBackend, peer: &mut Peer) {
         })
     ));
     peer.send("done", "");
-}
-
-fn parts_of(t: &MemToken) -> MemTokenParts {
-    MemTokenParts {
-        mechanism: t.mechanism(),
-        emulated: t.emulated(),
-        device: t.device(),
-        origin: t.origin(),
-        generation: t.generation(),
-        object_size: t.object_size(),
-        offset: t.offset(),
-        len: t.len(),
-        payload: t.payload().to_vec(),
-    }
 }
