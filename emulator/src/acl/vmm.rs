@@ -56,11 +56,11 @@ use devipc_ascend_sys::types::{
     ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED, aclrtMemAccessDesc, aclrtMemGranularityOptions,
     aclrtPhysicalMemProp,
 };
+use devipc_shm::os;
 
 use crate::error::EmuError;
 use crate::local::HandleTable;
 use crate::state::{NewObject, ObjectId, Reservation, Vendor};
-use crate::sys;
 
 use super::errors::{AclFailure, AclResult, check};
 use super::memory::{Backing, DeviceRange, RANGES};
@@ -350,7 +350,7 @@ pub fn map(va: usize, size: usize, offset: usize, handle: usize, flags: u64) -> 
         .range(..at.saturating_add(size))
         .next_back()
         .is_some_and(|(o, m)| o + m.len > at);
-    if !fits || at % sys::page_size() != 0 || overlaps {
+    if !fits || at % os::page_size() != 0 || overlaps {
         return Err(outside());
     }
     if let Some(other) = reserved.mapped.values().find(|m| m.device != p.device) {

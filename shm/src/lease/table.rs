@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
 use super::lock;
+use crate::os::{self, MappedRegion};
 use crate::process::ProcessIdentity;
-use crate::sys::{self, MappedRegion};
 
 /// Prefix of lease table file names.
 pub(super) const PREFIX: &str = "leases-";
@@ -125,7 +125,7 @@ impl Table {
 
     pub(super) fn create(dir: &Path) -> io::Result<Table> {
         let mut random = [0u8; 8];
-        sys::random_bytes(&mut random)?;
+        os::random_bytes(&mut random)?;
         let id = u64::from_le_bytes(random);
         let path = dir.join(format!("{PREFIX}{id:016x}"));
         let file = OpenOptions::new()
