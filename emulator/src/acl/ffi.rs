@@ -40,7 +40,9 @@ use crate::handle::KEY_LEN;
 use crate::state::meta::MAX_TRUSTLIST;
 
 use super::errors::{self, AclFailure, AclResult};
-use super::{device, event, init, ipc_key, memory, notify, rules, shareable, shared, stream, vmm};
+use super::{
+    device, event, init, ipc_key, memory, notify, process_state, rules, shareable, stream, vmm,
+};
 
 /// Runs one call's body: catches panics, records a failure as the thread's last error,
 /// and returns the code.
@@ -226,7 +228,7 @@ pub unsafe extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> aclError {
 pub unsafe extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> aclError {
     run("aclrtGetDeviceCount", || {
         let out = non_null(count, "count")?;
-        let n = shared::device_count()?;
+        let n = process_state::device_count()?;
         // SAFETY: non-NULL and writable by the contract.
         unsafe { out.write(n) };
         Ok(())
