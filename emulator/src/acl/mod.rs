@@ -13,7 +13,7 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `ffi` | the C entry points (one per function of the list): NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
+//! | `ffi` | the C entry points (one per function of the list, one file per topic): NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
 //! | [`rules`] | the rule ids, their codes, and whether each code is documented or chosen |
 //! | `errors` | [`AclFailure`]; infrastructure error -> code mapping; `aclGetRecentErrMsg` |
 //! | `process_state` | the process-wide emulator state (state directory, registry), this process's identity, the device count |
