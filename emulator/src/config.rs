@@ -339,7 +339,7 @@ impl Config {
 /// `/dev/shm/devipc-emu-$EUID`, or the same name under the temp dir when `/dev/shm` is
 /// missing.
 pub fn default_dir() -> PathBuf {
-    let name = format!("devipc-emu-{}", crate::sys::effective_uid());
+    let name = format!("devipc-emu-{}", devipc_shm::os::effective_uid());
     let shm = std::path::Path::new("/dev/shm");
     if shm.is_dir() {
         shm.join(name)
@@ -430,7 +430,7 @@ mod tests {
         assert_eq!(c.hip_version.encoded(), 60_200_000);
         assert_eq!(c.mem_limit, 1 << 30);
         assert!(c.broken_rules.is_empty());
-        let uid = crate::sys::effective_uid();
+        let uid = devipc_shm::os::effective_uid();
         assert!(c.dir.ends_with(format!("devipc-emu-{uid}")));
         // Empty counts as unset, except for the directory.
         assert_eq!(config(&[(ENV_DEVICES, "")]).unwrap(), c);

@@ -19,11 +19,10 @@
 //! handle         object id <-> shareable u64 / 65-byte key / 64-byte handle
 //! state          shared across processes: state dir, registry, segments, futex, gc
 //! config         DEVIPC_EMU_* from the environment, once per process
-//! sys            re-export of devipc-shm's syscall wrappers (mmap, flock, futex, ...)
 //! ```
 //! The infrastructure is vendor-agnostic; vendor rules (which flag means what, which
 //! code a violation returns, whether same-process import is allowed) live only in the
-//! surfaces. All `unsafe` system calls live in the `devipc-shm` crate (shared with the
+//! surfaces. All `unsafe` system calls live in `devipc-shm`'s `os` module (shared with the
 //! HIP backend); this crate denies `unsafe_code`, and the surfaces allow it only for
 //! their `extern "C"` entry points.
 //!
@@ -167,7 +166,6 @@ pub mod hip;
 pub mod local;
 pub mod state;
 pub mod stream_queue;
-pub mod sys;
 
 pub use acl::acl_api;
 pub use config::{Config, HipVersion, PeerMatrix};

@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::sys;
+use crate::os;
 
 /// Why a wait or wake failed.
 #[derive(Debug)]
@@ -80,7 +80,7 @@ pub fn wait_until(
                 Some(d - now)
             }
         };
-        sys::futex_wait(word, value, remaining).map_err(|source| WaitError::Sys {
+        os::futex_wait(word, value, remaining).map_err(|source| WaitError::Sys {
             op: "futex wait",
             source,
         })?;
@@ -89,7 +89,7 @@ pub fn wait_until(
 
 /// Wakes every process and thread waiting on `word`; returns how many were woken.
 pub fn wake_all(word: &AtomicU32) -> Result<usize, WaitError> {
-    sys::futex_wake(word, i32::MAX).map_err(|source| WaitError::Sys {
+    os::futex_wake(word, i32::MAX).map_err(|source| WaitError::Sys {
         op: "futex wake",
         source,
     })

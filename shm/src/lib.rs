@@ -5,7 +5,7 @@
 //! event into a blocking binary semaphore, DESIGN section 5.5) and the facade's crash-safe
 //! holder leases. They share these primitives:
 //!
-//! - [`sys`]: the only `unsafe` code: `mmap` of files (`MAP_SHARED`), address
+//! - [`os`]: the only `unsafe` code, thin wrappers over Linux calls: `mmap` of files (`MAP_SHARED`), address
 //!   reservations, `flock`, `futex`, `posix_fallocate`, `getrandom`, with safe types on top;
 //! - [`process`]: process identity that survives pid reuse (pid + start time);
 //! - [`private_dir`]: creating and validating a 0700 directory for such files;
@@ -17,7 +17,7 @@
 
 pub mod futex;
 pub mod lease;
+pub mod os;
 pub mod private_dir;
 pub mod process;
-pub mod sys;
 pub mod word_file;

@@ -128,7 +128,7 @@ impl fmt::Display for ComponentProblem {
             ComponentProblem::WrongOwner { owner } => write!(
                 f,
                 "it is owned by uid {owner}, neither root nor this user (uid {})",
-                crate::sys::effective_uid()
+                crate::os::effective_uid()
             ),
             ComponentProblem::Writable { mode } => write!(
                 f,
@@ -360,7 +360,7 @@ pub fn runtime_dir() -> Result<PathBuf, PrivateDirError> {
     }
     let path = match &var {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(format!("/dev/shm/devipc-{}", crate::sys::effective_uid())),
+        None => PathBuf::from(format!("/dev/shm/devipc-{}", crate::os::effective_uid())),
     };
     let dir = open_private_dir(&path)?;
     *checked = Some((var, dir.clone()));
@@ -450,7 +450,7 @@ pub fn open_regular(path: &Path, options: &mut fs::OpenOptions) -> io::Result<fs
 /// docs) and the directory itself with [`check_dir_facts`], against the effective uid.
 /// Returns the directory's real path.
 pub fn open_private_dir(path: &Path) -> Result<PathBuf, PrivateDirError> {
-    let uid = crate::sys::effective_uid();
+    let uid = crate::os::effective_uid();
     if path.as_os_str().is_empty() {
         return Err(PrivateDirError::Refused {
             path: PathBuf::new(),
@@ -612,7 +612,7 @@ mod tests {
 
     #[test]
     fn refuses_a_parent_others_can_write() {
-        let uid = crate::sys::effective_uid();
+        let uid = crate::os::effective_uid();
         for mode in [0o777, 0o775, 0o757] {
             let base = scratch(&format!("writable-{mode:o}"), mode);
             let gid = fs::metadata(&base).unwrap().gid();
@@ -636,7 +636,7 @@ mod tests {
     /// group; such a parent is as safe as 0755 and accepted.
     #[test]
     fn accepts_a_parent_writable_only_by_the_users_private_group() {
-        let uid = crate::sys::effective_uid();
+        let uid = crate::os::effective_uid();
         let Some(private) = user_private_group(uid) else {
             return; // no user-private group here: the refusal is tested above
         };

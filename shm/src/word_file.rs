@@ -12,8 +12,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::os::{self, MappedRegion};
 use crate::process::ProcessIdentity;
-use crate::sys::{self, MappedRegion};
 
 /// Length of a name in bytes (random, hex encoded).
 pub const NAME_LEN: usize = 32;
@@ -39,8 +39,8 @@ impl WordFile {
             .mode(0o600)
             .open(&path)?;
         let mapped = file
-            .set_len(sys::page_size() as u64)
-            .and_then(|()| MappedRegion::map_file(&file, sys::page_size()));
+            .set_len(os::page_size() as u64)
+            .and_then(|()| MappedRegion::map_file(&file, os::page_size()));
         let created = mapped.and_then(|region| {
             let me = ProcessIdentity::current()?;
             let word = WordFile {
@@ -87,13 +87,13 @@ impl WordFile {
         })?;
         let path = dir.join(format!("{PREFIX}{}", valid_name(&name)?));
         let file: File = OpenOptions::new().read(true).write(true).open(&path)?;
-        if file.metadata()?.len() < sys::page_size() as u64 {
+        if file.metadata()?.len() < os::page_size() as u64 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "word file is truncated",
             ));
         }
-        let region = MappedRegion::map_file(&file, sys::page_size())?;
+        let region = MappedRegion::map_file(&file, os::page_size())?;
         Ok(WordFile { path, name, region })
     }
 
@@ -110,7 +110,7 @@ impl WordFile {
     /// Word `index` (0-based) of the file, for the caller's use: the last three words of
     /// the page record the creator and are not handed out.
     pub fn word(&self, index: usize) -> Option<&AtomicU32> {
-        if index >= sys::page_size() / 4 - 3 {
+        if index >= os::page_size() / 4 - 3 {
             return None;
         }
         self.region.atomic_u32(index.checked_mul(4)?)
@@ -130,7 +130,7 @@ const PREFIX: &str = "word-";
 
 /// The three words at the end of the page that record the creator.
 fn creator_words(region: &MappedRegion) -> [&AtomicU32; 3] {
-    let last = sys::page_size() - 12;
+    let last = os::page_size() - 12;
     [0, 4, 8].map(|off| {
         region
             .atomic_u32(last + off)
@@ -155,7 +155,7 @@ pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
 /// A fresh random name: [`NAME_LEN`] lower-case hex digits.
 pub(crate) fn random_name() -> io::Result<[u8; NAME_LEN]> {
     let mut random = [0u8; NAME_LEN / 2];
-    sys::random_bytes(&mut random)?;
+    os::random_bytes(&mut random)?;
     let mut name = [0u8; NAME_LEN];
     for (i, b) in random.iter().enumerate() {
         name[2 * i..2 * i + 2].copy_from_slice(format!("{b:02x}").as_bytes());
@@ -197,7 +197,7 @@ mod tests {
         let b = WordFile::open(&dir, a.name()).unwrap();
         a.word(0).unwrap().store(7, Ordering::SeqCst);
         assert_eq!(b.word(0).unwrap().load(Ordering::SeqCst), 7);
-        assert!(a.word(sys::page_size() / 4).is_none());
+        assert!(a.word(os::page_size() / 4).is_none());
         a.unlink().unwrap();
         a.unlink().unwrap();
         // Mappings survive the unlink; new opens fail.
@@ -227,7 +227,7 @@ mod tests {
         assert!(WordFile::open(&dir, orphan.name()).is_err());
         assert!(WordFile::open(&dir, mine.name()).is_ok());
         assert!(
-            mine.word(sys::page_size() / 4 - 3).is_none(),
+            mine.word(os::page_size() / 4 - 3).is_none(),
             "creator words are reserved"
         );
         mine.unlink().unwrap();

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use devipc_core::{DeviceId, Error, Result};
-use devipc_shm::sys;
+use devipc_shm::os as sys;
 
 use super::line_io::{LineReader, send_all};
 use super::options::ConnectOptions;

@@ -6,7 +6,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use devipc_core::Error;
-use devipc_shm::sys;
+use devipc_shm::os as sys;
 
 use super::wire::MAX_LINE;
 

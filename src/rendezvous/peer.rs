@@ -5,7 +5,7 @@
 use std::io;
 
 use devipc_core::{Error, ProcessId};
-use devipc_shm::sys;
+use devipc_shm::os as sys;
 
 /// The kernel's record of the process at the other end of the socket (`SO_PEERCRED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

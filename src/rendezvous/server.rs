@@ -21,7 +21,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use devipc_core::{DeviceIpc, Error, MemToken, PidValidation, ProcessId, Result, SignalToken};
-use devipc_shm::sys;
+use devipc_shm::os as sys;
 
 use super::line_io::{LineBuffer, LineError};
 use super::options::ShareOptions;

@@ -14,7 +14,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-use devipc_shm::sys;
+use devipc_shm::os as sys;
 
 /// Longest path `sun_path` holds: 108 bytes with the terminating NUL.
 pub(super) const SUN_PATH_MAX: usize = 107;

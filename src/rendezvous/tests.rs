@@ -13,7 +13,7 @@ use devipc_core::{
     BackendKind, DeviceId, Error, ExportOptions, Mechanism, MemToken, ProcessId, SignalToken,
     TokenOrigin,
 };
-use devipc_shm::sys;
+use devipc_shm::os as sys;
 
 use super::*;
 use crate::raw::Backend;

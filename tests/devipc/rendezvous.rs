@@ -673,7 +673,7 @@ fn the_example_runs_on_both_emulated_backends() {
 fn other_uids_are_refused_both_ways() {
     const TEST: &str = "other_uids_are_refused_both_ways";
     const NOBODY: u32 = 65534;
-    if devipc_shm::sys::effective_uid() != 0 {
+    if devipc_shm::os::effective_uid() != 0 {
         devipc_testkit::skip(
             TEST,
             &format!("needs root to run a child as uid {NOBODY} (run the tests as root)"),

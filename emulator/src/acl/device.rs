@@ -34,7 +34,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::config::MAX_DEVICES;
 
 use super::errors::{AclFailure, AclResult, check};
-use super::{rules, shared, stream};
+use super::{process_state, rules, stream};
 
 /// Per-device use counts of this process and the generation of each device's context.
 struct Devices {
@@ -66,7 +66,7 @@ fn peers() -> MutexGuard<'static, BTreeSet<(u32, u32)>> {
 /// Checks a device id from C against the configured count
 /// (`ascend.device.id-range-checked`); `rule` lets a caller name a more specific rule.
 pub fn check_id_as(device: i32, rule: &'static str) -> AclResult<u32> {
-    let count = shared::device_count()?;
+    let count = process_state::device_count()?;
     match u32::try_from(device) {
         Ok(d) if d < count => Ok(d),
         _ => Err(AclFailure::rule(
@@ -181,7 +181,7 @@ pub fn mem_info(attr: i32) -> AclResult<(usize, usize)> {
     if ddr.contains(&attr) {
         return Ok((0, 0));
     }
-    let reg = shared::registry()?;
+    let reg = process_state::registry()?;
     let total = reg.mem_limit();
     let used = reg.used(d)?;
     let as_usize = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
@@ -221,13 +221,15 @@ pub fn get_device() -> AclResult<i32> {
 pub fn can_access_peer(device: i32, peer: i32) -> AclResult<i32> {
     let d = check_id(device)?;
     let p = check_id(peer)?;
-    Ok(i32::from(shared::state()?.config().peers.can_peer(d, p)))
+    Ok(i32::from(
+        process_state::state()?.config().peers.can_peer(d, p),
+    ))
 }
 
 /// Refuses peer access `from -> to` between devices the configured topology does not
 /// connect ([`rules::PEER_TOPOLOGY`]).
 pub fn check_topology(from: u32, to: u32) -> AclResult<()> {
-    let can = shared::state()?.config().peers.can_peer(from, to);
+    let can = process_state::state()?.config().peers.can_peer(from, to);
     check(!can, rules::PEER_TOPOLOGY, || {
         format!(
             "devices {from} and {to} cannot access each other's memory (no P2P link; \
@@ -267,5 +269,5 @@ pub fn peer_enabled(from: u32, to: u32) -> bool {
 
 /// `aclrtDeviceGetBareTgid`: the pid (see the module docs).
 pub fn bare_tgid() -> AclResult<i32> {
-    Ok(shared::me()?.pid)
+    Ok(process_state::me()?.pid)
 }

@@ -52,7 +52,7 @@ use crate::local::HandleTable;
 use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
-use super::{device, rules, shared, stream};
+use super::{device, process_state, rules, stream};
 
 /// Every `ACL_EVENT_*` creation flag.
 const KNOWN_FLAGS: u32 = ACL_EVENT_SYNC
@@ -119,7 +119,7 @@ pub fn destroy(handle: usize) -> AclResult<()> {
     if let Some(id) = local.shared() {
         // The page stays mapped while a queued record or wait still uses it.
         drop(local);
-        shared::registry()?.release(id, shared::me()?)?;
+        process_state::registry()?.release(id, process_state::me()?)?;
     }
     Ok(())
 }
@@ -138,8 +138,8 @@ pub fn get_handle(handle: usize) -> AclResult<[u8; HANDLE64_LEN]> {
         Some(id) => id,
         None => {
             let device = device::require_current("aclrtIpcGetEventHandle")?;
-            let reg = shared::registry()?;
-            let me = shared::me()?;
+            let reg = process_state::registry()?;
+            let me = process_state::me()?;
             let mut spec = NewObject::event(Vendor::Acl, device);
             spec.aux = u64::from(local.flag);
             spec.flags.insert(ObjectFlags::EXPORTED);
@@ -192,8 +192,8 @@ pub fn open(bytes: &[u8; HANDLE64_LEN]) -> AclResult<usize> {
             ),
         ));
     }
-    let reg = shared::registry()?;
-    let me = shared::me()?;
+    let reg = process_state::registry()?;
+    let me = process_state::me()?;
     let id = reg.resolve(h.id.raw())?;
     reg.update(id, |m| {
         m.expect(Vendor::Acl, ObjectKind::Event)?;

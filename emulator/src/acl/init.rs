@@ -21,7 +21,7 @@ use devipc_ascend_sys::codes::ACL_ERROR_INVALID_FILE;
 use devipc_ascend_sys::consts::ACL_PKG_VERSION_MAX_SIZE;
 
 use super::errors::{AclFailure, AclResult};
-use super::{rules, shared};
+use super::{process_state, rules};
 
 /// The ACL API version `aclrtGetVersion` reports: `(major, minor, patch)` of the CANN 8.5.0
 /// headers.
@@ -62,7 +62,7 @@ pub fn init(config_path: Option<&str>) -> AclResult<()> {
             format!("ACL is already initialized in this process (aclInit count now {depth})")
         });
     }
-    shared::state()?;
+    process_state::state()?;
     *n = 1;
     Ok(())
 }

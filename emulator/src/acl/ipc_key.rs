@@ -53,7 +53,7 @@ use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::memory::{Backing, DeviceRange, RANGES};
-use super::{device, rules, shared};
+use super::{device, process_state, rules};
 
 /// The page-table granule an exported key range must be aligned to: the device's normal
 /// page (4 KiB; huge pages are 2 MiB or 1 GiB, RT-DOC FAQ on IPC page-table alignment). The
@@ -84,7 +84,7 @@ fn resolve(key: &[u8]) -> AclResult<ObjectId> {
             format!("the key names a {vendor} {kind}, not an ACL IPC memory key"),
         ));
     }
-    Ok(shared::registry()?.resolve(id.raw())?)
+    Ok(process_state::registry()?.resolve(id.raw())?)
 }
 
 /// `aclrtIpcMemGetExportKey`: the key's 65 bytes (NUL padded).
@@ -133,7 +133,7 @@ pub fn export(dev_ptr: usize, size: usize, len: usize, flags: u64) -> AclResult<
             offset + size
         )
     })?;
-    let reg = shared::registry()?;
+    let reg = process_state::registry()?;
     let parent = reg.get_expect(block_id, Vendor::Acl, ObjectKind::Memory)?;
     let mut spec = NewObject::mem_key(Vendor::Acl, parent.info(), offset as u64, size as u64);
     if flags & ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION != 0 {
@@ -147,8 +147,8 @@ pub fn export(dev_ptr: usize, size: usize, len: usize, flags: u64) -> AclResult<
 /// `aclrtIpcMemSetImportPid` (`pids` is non-empty).
 pub fn set_pids(key: &[u8], pids: &[i32]) -> AclResult<()> {
     let id = resolve(key)?;
-    let me = shared::me()?;
-    shared::registry()?.update(id, |m| {
+    let me = process_state::me()?;
+    process_state::registry()?.update(id, |m| {
         m.expect(Vendor::Acl, ObjectKind::MemKey)?;
         check(m.info().exporter != me, rules::ONLY_EXPORTER_TRUSTS, || {
             format!(
@@ -169,8 +169,8 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
     )?;
     let current = device::require_current("aclrtIpcMemImportByKey")?;
     let id = resolve(key)?;
-    let me = shared::me()?;
-    let reg = shared::registry()?;
+    let me = process_state::me()?;
+    let reg = process_state::registry()?;
     if !rules::enforced(rules::KEY_REPEAT_IMPORT)
         && keys().get(&id).is_some_and(|k| !k.imports.is_empty())
     {
@@ -274,8 +274,8 @@ enum Close {
 pub fn close(key: &[u8]) -> AclResult<()> {
     device::require_current("aclrtIpcMemClose")?;
     let id = resolve(key)?;
-    let me = shared::me()?;
-    let reg = shared::registry()?;
+    let me = process_state::me()?;
+    let reg = process_state::registry()?;
     let action = {
         let mut keys = keys();
         match keys.get_mut(&id) {

@@ -63,7 +63,7 @@ use crate::local::{LocalRange, RangeMap};
 use crate::state::{NewObject, ObjectFlags, ObjectId, SharedMapping, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
-use super::{device, rules, shared, vmm};
+use super::{device, process_state, rules, vmm};
 
 /// What backs one device range of this process.
 #[derive(Debug, Clone)]
@@ -178,10 +178,10 @@ pub fn malloc(size: usize, policy: aclrtMemMallocPolicy) -> AclResult<usize> {
     let block = malloc_block_size(size).ok_or_else(|| {
         AclFailure::rule(rules::MEM_DEVICE_LIMIT, format!("size {size} is too large"))
     })?;
-    let reg = shared::registry()?;
+    let reg = process_state::registry()?;
     let created = reg.create(NewObject::memory(Vendor::Acl, device, block as u64))?;
     let id = created.meta.id();
-    let me = shared::me()?;
+    let me = process_state::me()?;
     let mapped = created
         .segment
         .as_ref()
@@ -233,8 +233,8 @@ pub fn free(ptr: usize) -> AclResult<()> {
     };
     // Unmap (once no copy in flight holds the mapping) before giving up the hold.
     drop(RANGES.remove(ptr));
-    let reg = shared::registry()?;
-    let me = shared::me()?;
+    let reg = process_state::registry()?;
+    let me = process_state::me()?;
     let imported_elsewhere = reg.update(id, |m| {
         m.remove_holder(me)?;
         Ok::<_, EmuError>(!m.holders().is_empty())
@@ -260,7 +260,7 @@ fn check_not_revoked(backing: &Backing) -> AclResult<()> {
         // The key's metadata is read only after a revocation in the directory (revoking
         // the key moves the epoch too), not on every copy.
         Backing::KeyImport { key, mapping, .. } => mapping.check_live_and(|| {
-            let destroyed = match shared::registry()?.get(*key) {
+            let destroyed = match process_state::registry()?.get(*key) {
                 Ok(meta) => meta.flags.contains(ObjectFlags::REVOKED),
                 Err(EmuError::NoSuchObject { .. }) => true,
                 Err(e) => return Err(e.into()),

@@ -13,10 +13,10 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `entry` | the C entry points (one per function of the list): NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
+//! | `ffi` | the C entry points (one per function of the list, one file per topic): NULL checks, pointer reads/writes, panics caught (the only `unsafe`) |
 //! | [`rules`] | the rule ids, their codes, and whether each code is documented or chosen |
 //! | `errors` | [`AclFailure`]; infrastructure error -> code mapping; `aclGetRecentErrMsg` |
-//! | `shared` | the process-wide state directory and identity |
+//! | `process_state` | the process-wide emulator state (state directory, registry), this process's identity, the device count |
 //! | `init` | `aclInit` / `aclFinalize` counting, version queries |
 //! | `device` | devices, the per-thread current device, forced reset, device synchronisation, memory info, peer access, bare tgid |
 //! | `stream` | streams as ordered task queues (waits block only their stream), the default streams, synchronisation, destroy (waiting) and forced destroy (dropping) |
@@ -73,9 +73,9 @@ mod init;
 mod ipc_key;
 mod memory;
 mod notify;
+mod process_state;
 pub mod rules;
 mod shareable;
-mod shared;
 mod stream;
 mod vmm;
 

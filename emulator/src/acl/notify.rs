@@ -64,7 +64,7 @@ use crate::state::{
 use crate::stream_queue::{Cancel, Op, WaitEnd, wait_sliced};
 
 use super::errors::{AclFailure, AclResult, check};
-use super::{device, rules, shared, stream};
+use super::{device, process_state, rules, stream};
 
 /// One notify handle of this process.
 #[derive(Debug)]
@@ -95,8 +95,8 @@ pub fn create(flag: u64) -> AclResult<usize> {
         ));
     }
     let device = device::require_current("aclrtCreateNotify")?;
-    let reg = shared::registry()?;
-    let me = shared::me()?;
+    let reg = process_state::registry()?;
+    let me = process_state::me()?;
     let mut spec = NewObject::notify(Vendor::Acl, device);
     spec.aux = flag;
     let created = reg.create(spec)?;
@@ -134,7 +134,7 @@ pub fn destroy(handle: usize) -> AclResult<()> {
     let id = local.id;
     // The page is unmapped when the last user (a wait in flight) lets go.
     drop(local);
-    shared::registry()?.release(id, shared::me()?)?;
+    process_state::registry()?.release(id, process_state::me()?)?;
     Ok(())
 }
 
@@ -159,7 +159,7 @@ pub fn export(handle: usize, len: usize, flags: u64) -> AclResult<[u8; KEY_LEN]>
     check(!local.created, rules::ONLY_EXPORTER_TRUSTS, || {
         "this notify was imported; only the process that created it exports it".to_owned()
     })?;
-    shared::registry()?.update(local.id, |m| {
+    process_state::registry()?.update(local.id, |m| {
         m.flags.insert(ObjectFlags::EXPORTED);
         if flags & ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION != 0 {
             m.flags.insert(ObjectFlags::PID_VALIDATION_DISABLED);
@@ -176,7 +176,7 @@ pub fn set_pids(handle: usize, pids: &[i32]) -> AclResult<()> {
     check(!local.created, rules::ONLY_EXPORTER_TRUSTS, || {
         "this notify was imported; only the process that created it sets its trustlist".to_owned()
     })?;
-    shared::registry()?.update(local.id, |m| {
+    process_state::registry()?.update(local.id, |m| {
         if !m.flags.contains(ObjectFlags::EXPORTED) {
             return Err(AclFailure::rule(
                 rules::HANDLE_VALID,
@@ -213,8 +213,8 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
             format!("the key names a {vendor} {kind}, not an ACL notify"),
         ));
     }
-    let reg = shared::registry()?;
-    let me = shared::me()?;
+    let reg = process_state::registry()?;
+    let me = process_state::me()?;
     let id = reg.resolve(raw.raw())?;
     let device = reg.update(id, |m| {
         m.expect(Vendor::Acl, ObjectKind::Notify)?;

@@ -33,7 +33,7 @@ use crate::state::{ObjectFlags, ObjectId, ObjectKind, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::vmm::{PHYSICAL, Physical};
-use super::{device, rules, shared};
+use super::{device, process_state, rules};
 
 /// Shareable handles this process imported (or is importing), with how many live
 /// imports each has (more than one only with `ascend.vmm.one-import-per-process` off).
@@ -77,7 +77,7 @@ pub fn export(handle: usize, handle_type: aclrtMemHandleType, flags: u64) -> Acl
             "handle {handle:#x} was imported from a shareable handle; it cannot be exported again"
         )
     })?;
-    shared::registry()?.update(p.id, |m| {
+    process_state::registry()?.update(p.id, |m| {
         check(
             m.flags.contains(ObjectFlags::EXPORTED),
             rules::VMM_ONE_EXPORT,
@@ -99,8 +99,8 @@ pub fn export(handle: usize, handle_type: aclrtMemHandleType, flags: u64) -> Acl
 
 /// `aclrtMemSetPidToShareableHandle` (`pids` is non-empty).
 pub fn set_pids(shareable: u64, pids: &[i32]) -> AclResult<()> {
-    let reg = shared::registry()?;
-    let me = shared::me()?;
+    let reg = process_state::registry()?;
+    let me = process_state::me()?;
     let id = reg.resolve(shareable)?;
     reg.update(id, |m| {
         m.expect(Vendor::Acl, ObjectKind::Memory)?;
@@ -123,8 +123,8 @@ pub fn set_pids(shareable: u64, pids: &[i32]) -> AclResult<()> {
 /// `aclrtMemImportFromShareableHandle`: returns the new physical handle.
 pub fn import(shareable: u64, device_id: i32) -> AclResult<usize> {
     let device = device::check_id_as(device_id, rules::VMM_DEVICE_RANGE)?;
-    let reg = shared::registry()?;
-    let me = shared::me()?;
+    let reg = process_state::registry()?;
+    let me = process_state::me()?;
     let id = reg.resolve(shareable)?;
     {
         let mut map = imported();
@@ -192,8 +192,8 @@ pub fn import(shareable: u64, device_id: i32) -> AclResult<usize> {
 /// Gives up this process's hold of a physical handle's memory (its last use ended:
 /// freed and unmapped).
 pub fn release_hold(p: &Physical) -> AclResult<()> {
-    let reg = shared::registry()?;
-    let me = shared::me()?;
+    let reg = process_state::registry()?;
+    let me = process_state::me()?;
     if p.imported {
         forget_import(p.id);
     } else if !rules::enforced(rules::VMM_LIFETIME) {

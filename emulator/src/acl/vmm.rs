@@ -56,15 +56,15 @@ use devipc_ascend_sys::types::{
     ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED, aclrtMemAccessDesc, aclrtMemGranularityOptions,
     aclrtPhysicalMemProp,
 };
+use devipc_shm::os;
 
 use crate::error::EmuError;
 use crate::local::HandleTable;
 use crate::state::{NewObject, ObjectId, Reservation, Vendor};
-use crate::sys;
 
 use super::errors::{AclFailure, AclResult, check};
 use super::memory::{Backing, DeviceRange, RANGES};
-use super::{device, rules, shareable, shared};
+use super::{device, process_state, rules, shareable};
 
 /// Allocation granularity (MINIMUM and RECOMMENDED) of every supported memory attribute
 /// except the 1 GiB page kinds: 2 MiB.
@@ -205,7 +205,7 @@ pub fn malloc_physical(size: usize, prop: &aclrtPhysicalMemProp, flags: u64) -> 
     check(size % granularity != 0, rules::VMM_SIZE_GRANULARITY, || {
         format!("size {size:#x} is not a multiple of the granularity {granularity:#x}")
     })?;
-    let reg = shared::registry()?;
+    let reg = process_state::registry()?;
     let created = reg.create(NewObject::memory(Vendor::Acl, device, size as u64))?;
     let physical = Physical {
         id: created.meta.id(),
@@ -216,7 +216,7 @@ pub fn malloc_physical(size: usize, prop: &aclrtPhysicalMemProp, flags: u64) -> 
         maps: 0,
     };
     PHYSICAL.insert(physical).or_else(|e| {
-        let _ = reg.release(physical.id, shared::me()?);
+        let _ = reg.release(physical.id, process_state::me()?);
         Err(e.into())
     })
 }
@@ -326,7 +326,7 @@ pub fn map(va: usize, size: usize, offset: usize, handle: usize, flags: u64) -> 
             ),
         ));
     }
-    let segment = shared::registry()?.open_segment(p.id)?;
+    let segment = process_state::registry()?.open_segment(p.id)?;
     let mut vmm = mapping_guard();
     let outside = || {
         AclFailure::rule(
@@ -350,7 +350,7 @@ pub fn map(va: usize, size: usize, offset: usize, handle: usize, flags: u64) -> 
         .range(..at.saturating_add(size))
         .next_back()
         .is_some_and(|(o, m)| o + m.len > at);
-    if !fits || at % sys::page_size() != 0 || overlaps {
+    if !fits || at % os::page_size() != 0 || overlaps {
         return Err(outside());
     }
     if let Some(other) = reserved.mapped.values().find(|m| m.device != p.device) {

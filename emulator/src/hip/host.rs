@@ -23,11 +23,11 @@ use devipc_hip_sys::{
     hipHostMallocCoherent, hipHostMallocMapped, hipHostMallocNonCoherent, hipHostMallocNumaUser,
     hipHostMallocPortable, hipHostMallocWriteCombined,
 };
+use devipc_shm::os::{self, MappedRegion};
 
 use super::errors::{Failure, HipResult};
 use super::runtime::{current_device, state};
 use crate::local::RangeMap;
-use crate::sys::{self, MappedRegion};
 
 /// One `hipHostMalloc` allocation: a shared anonymous mapping (of `/dev/zero`), so its
 /// bytes belong to no Rust object and the caller may write them through the raw pointer
@@ -77,7 +77,7 @@ pub(crate) fn malloc(size: usize, flags: u32) -> HipResult<usize> {
             format!("cannot allocate {size} bytes of host memory: {why}"),
         )
     };
-    let len = sys::page_round_up(size).ok_or_else(|| out_of_memory("size overflows".into()))?;
+    let len = os::page_round_up(size).ok_or_else(|| out_of_memory("size overflows".into()))?;
     let zero = OpenOptions::new()
         .read(true)
         .write(true)

@@ -264,7 +264,7 @@ fn write(file: &File, path: &std::path::Path, data: &LedgerData) -> Result<(), E
 fn random_salt() -> Result<u32, EmuError> {
     loop {
         let mut b = [0u8; 4];
-        crate::sys::random_bytes(&mut b).map_err(|e| EmuError::sys("getrandom", e))?;
+        devipc_shm::os::random_bytes(&mut b).map_err(|e| EmuError::sys("getrandom", e))?;
         let salt = u32::from_le_bytes(b) & SALT_MASK;
         if salt != 0 {
             return Ok(salt);

@@ -17,8 +17,9 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use devipc_shm::os::{self, FlockMode};
+
 use crate::error::EmuError;
-use crate::sys::{self, FlockMode};
 
 /// Shared (many readers) or exclusive (one writer).
 pub type LockMode = FlockMode;
@@ -55,7 +56,7 @@ impl FileLock {
         mode: LockMode,
     ) -> Result<Option<FileLock>, EmuError> {
         let file = open_rw(path, open).map_err(|e| EmuError::io("open", path, e))?;
-        let got = sys::flock(&file, mode, false).map_err(|e| EmuError::io("flock", path, e))?;
+        let got = os::flock(&file, mode, false).map_err(|e| EmuError::io("flock", path, e))?;
         Ok(got.then(|| FileLock {
             file,
             path: path.to_owned(),
@@ -66,7 +67,7 @@ impl FileLock {
     /// Locks an already open file (which the caller must not have shared with other
     /// threads or a forked child), blocking until acquired.
     pub fn acquire(file: File, path: &Path, mode: LockMode) -> Result<FileLock, EmuError> {
-        sys::flock(&file, mode, true).map_err(|e| EmuError::io("flock", path, e))?;
+        os::flock(&file, mode, true).map_err(|e| EmuError::io("flock", path, e))?;
         Ok(FileLock {
             file,
             path: path.to_owned(),
@@ -112,7 +113,7 @@ impl Drop for FileLock {
         // Closing the file releases the lock too; unlock explicitly first so the release
         // does not depend on other fds of the same description. An error here cannot be
         // acted upon and the close below still releases it.
-        let _ = sys::funlock(&self.file);
+        let _ = os::funlock(&self.file);
     }
 }
 

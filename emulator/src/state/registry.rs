@@ -252,7 +252,7 @@ impl Registry {
                 }
                 (spec.size, spec.size)
             }
-            Backing::Words => (crate::sys::page_size() as u64, 0),
+            Backing::Words => (devipc_shm::os::page_size() as u64, 0),
         };
         let seg_len = usize::try_from(segment_len)
             .map_err(|_| EmuError::InvalidArgument(format!("size {segment_len} too large")))?;

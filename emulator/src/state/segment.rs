@@ -28,14 +28,15 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use devipc_shm::os::{self, MappedRegion};
+
 use super::dir::EmuDir;
 use super::ids::ObjectId;
 use super::layout::{LEDGER, ObjectFile};
 use super::ledger::EPOCH_OFFSET;
 use crate::error::EmuError;
-use crate::sys::{self, MappedRegion};
 
-pub use crate::sys::Reservation;
+pub use devipc_shm::os::Reservation;
 
 /// The open backing file of an object's data.
 #[derive(Debug)]
@@ -62,7 +63,7 @@ impl Segment {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
             .map_err(|e| EmuError::io("create", &path, e))?;
-        if let Err(e) = sys::fallocate(&file, len as u64) {
+        if let Err(e) = os::fallocate(&file, len as u64) {
             let _ = std::fs::remove_file(&path);
             return Err(match e.raw_os_error() {
                 Some(libc::ENOSPC) | Some(libc::EFBIG) => EmuError::HostOutOfMemory {
@@ -498,7 +499,7 @@ mod tests {
     #[allow(unsafe_code)]
     fn segments_map_into_reservations() {
         let r = registry("reserve");
-        let page = crate::sys::page_size();
+        let page = devipc_shm::os::page_size();
         let c = r
             .create(NewObject::memory(Vendor::Acl, 0, page as u64))
             .unwrap();
