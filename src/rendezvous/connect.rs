@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use devipc_core::{DeviceId, Error, Result};
-use devipc_shm::os as sys;
+use devipc_shm::os;
 
 use super::line_io::{LineReader, send_all};
 use super::options::ConnectOptions;
@@ -68,7 +68,7 @@ impl Runtime {
             .map_err(|reason| Error::invalid_argument(format!("{ctx}: {reason}")))?;
         let deadline = Instant::now() + opts.timeout;
         let stream = connect_stream(path, deadline, &opts, &ctx)?;
-        let exporter: PeerCredentials = sys::peer_credentials(&stream)
+        let exporter: PeerCredentials = os::peer_credentials(&stream)
             .map_err(|e| {
                 Error::io(
                     format!("{ctx}: reading the exporter's credentials (SO_PEERCRED)"),
@@ -76,7 +76,7 @@ impl Runtime {
                 )
             })?
             .into();
-        let own_uid = sys::effective_uid();
+        let own_uid = os::effective_uid();
         if !uid_allowed(exporter.uid, own_uid, &opts.allowed_uids) {
             return Err(denied(
                 format!("{ctx}: checking the exporter"),

@@ -6,7 +6,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use devipc_core::Error;
-use devipc_shm::os as sys;
+use devipc_shm::os;
 
 use super::wire::MAX_LINE;
 
@@ -190,7 +190,7 @@ pub(super) fn send_all(stream: &UnixStream, mut bytes: &[u8], deadline: Instant)
             ));
         }
         stream.set_write_timeout(Some(left))?;
-        match sys::send_nosignal(stream, bytes) {
+        match os::send_nosignal(stream, bytes) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => bytes = &bytes[n..],
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

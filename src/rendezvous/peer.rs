@@ -5,7 +5,7 @@
 use std::io;
 
 use devipc_core::{Error, ProcessId};
-use devipc_shm::os as sys;
+use devipc_shm::os;
 
 /// The kernel's record of the process at the other end of the socket (`SO_PEERCRED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,8 +18,8 @@ pub struct PeerCredentials {
     pub gid: u32,
 }
 
-impl From<sys::PeerCred> for PeerCredentials {
-    fn from(c: sys::PeerCred) -> Self {
+impl From<os::PeerCred> for PeerCredentials {
+    fn from(c: os::PeerCred) -> Self {
         PeerCredentials {
             pid: c.pid,
             uid: c.uid,

@@ -21,7 +21,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use devipc_core::{DeviceIpc, Error, MemToken, PidValidation, ProcessId, Result, SignalToken};
-use devipc_shm::os as sys;
+use devipc_shm::os;
 
 use super::line_io::{LineBuffer, LineError};
 use super::options::ShareOptions;
@@ -351,14 +351,14 @@ impl ShareServer {
         };
         let (listener_ready, ready) = {
             let mut fds = Vec::with_capacity(1 + turn.conns.len());
-            fds.push(sys::PollFd::new(self.listener.as_fd(), true, false));
+            fds.push(os::PollFd::new(self.listener.as_fd(), true, false));
             for conn in &turn.conns {
                 let reading = matches!(conn.state, ConnState::Hello(_));
-                fds.push(sys::PollFd::new(conn.stream.as_fd(), reading, !reading));
+                fds.push(os::PollFd::new(conn.stream.as_fd(), reading, !reading));
             }
-            sys::poll(&mut fds, wait)
+            os::poll(&mut fds, wait)
                 .map_err(|e| Error::io(format!("{}: waiting for importers", self.context()), e))?;
-            let ready: Vec<bool> = fds[1..].iter().map(sys::PollFd::is_ready).collect();
+            let ready: Vec<bool> = fds[1..].iter().map(os::PollFd::is_ready).collect();
             (fds[0].is_ready(), ready)
         };
 
@@ -436,7 +436,7 @@ impl ShareServer {
         stream
             .set_nonblocking(true)
             .map_err(|e| Error::io(format!("{ctx}: configuring the connection"), e))?;
-        let credentials: PeerCredentials = sys::peer_credentials(&stream)
+        let credentials: PeerCredentials = os::peer_credentials(&stream)
             .map_err(|e| {
                 Error::io(
                     format!("{ctx}: reading the importer's credentials (SO_PEERCRED)"),
@@ -450,7 +450,7 @@ impl ShareServer {
             deadline: Instant::now() + self.opts.io_timeout,
             state: ConnState::Hello(LineBuffer::default()),
         };
-        let own_uid = sys::effective_uid();
+        let own_uid = os::effective_uid();
         if !uid_allowed(credentials.uid, own_uid, &self.opts.allowed_uids) {
             let reason = format!(
                 "uid {} may not import from this exporter (uid {own_uid}); the exporter can allow it with ShareOptions::allow_uid",
@@ -489,7 +489,7 @@ impl ShareServer {
             return Step::Wait;
         };
         while *sent < bytes.len() {
-            match sys::send_nosignal(&conn.stream, &bytes[*sent..]) {
+            match os::send_nosignal(&conn.stream, &bytes[*sent..]) {
                 Ok(0) => {
                     let e = io::Error::from(io::ErrorKind::WriteZero);
                     return Step::Done(Some(Err(self.send_error(&conn.credentials, e))));
@@ -628,7 +628,7 @@ impl ShareServer {
 /// error is ours to report anyway. Nothing else was sent on the connection before, so a
 /// line of at most [`MAX_LINE`](super::MAX_LINE) bytes fits in its empty send buffer.
 fn refuse(stream: &UnixStream, code: ErrCode, reason: &str) {
-    let _ = sys::send_nosignal(stream, encode_refusal(code, reason).as_bytes());
+    let _ = os::send_nosignal(stream, encode_refusal(code, reason).as_bytes());
 }
 
 impl Drop for ShareServer {

@@ -14,7 +14,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-use devipc_shm::os as sys;
+use devipc_shm::os;
 
 /// Longest path `sun_path` holds: 108 bytes with the terminating NUL.
 pub(super) const SUN_PATH_MAX: usize = 107;
@@ -47,7 +47,7 @@ pub(super) fn check_reachable(path: &Path) -> Result<(), String> {
 /// Connects to the socket at `path`, however long; `WouldBlock` at once when the
 /// listener's queue of pending connections is full.
 pub(super) fn connect(path: &Path) -> io::Result<UnixStream> {
-    with_short_path(path, sys::connect_unix_nonblocking)
+    with_short_path(path, os::connect_unix_nonblocking)
 }
 
 /// Binds a socket at `path`, however long.
@@ -70,7 +70,7 @@ fn with_short_path<T>(path: &Path, f: impl FnOnce(&Path) -> io::Result<T>) -> io
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let dir = sys::open_directory_path(dir)?;
+    let dir = os::open_directory_path(dir)?;
     let short: PathBuf = [
         Path::new(PROC_FD),
         Path::new(&dir.as_raw_fd().to_string()),

@@ -13,7 +13,7 @@ use devipc_core::{
     BackendKind, DeviceId, Error, ExportOptions, Mechanism, MemToken, ProcessId, SignalToken,
     TokenOrigin,
 };
-use devipc_shm::os as sys;
+use devipc_shm::os;
 
 use super::*;
 use crate::raw::Backend;
@@ -161,7 +161,7 @@ fn a_buffer_and_its_signals_reach_the_importer() {
     assert_eq!(peer.process_id, ProcessId::current());
     assert_eq!(peer.pid_check, PidCheck::Verified);
     assert_eq!(peer.credentials.pid, std::process::id());
-    assert_eq!(peer.credentials.uid, sys::effective_uid());
+    assert_eq!(peer.credentials.uid, os::effective_uid());
     assert_eq!(connected.exporter.pid, std::process::id());
     assert_eq!(connected.signals.len(), 2);
     // Our own export: the same-process shortcut, through the rendezvous.
@@ -660,7 +660,7 @@ fn a_full_queue_times_the_importer_out() {
     let listener = UnixListener::bind(dir.sock()).unwrap();
     let mut queued = Vec::new();
     let full = loop {
-        match sys::connect_unix_nonblocking(&dir.sock()) {
+        match os::connect_unix_nonblocking(&dir.sock()) {
             Ok(s) => queued.push(s),
             Err(e) => break e,
         }
