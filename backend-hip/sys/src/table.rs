@@ -13,8 +13,9 @@
 use crate::types::*;
 
 /// Builds a [`HipApi`] whose functions are the Rust functions of the same names in a
-/// module, with [`LibrarySource::Emulated`]: `hip_api_from_module!(some::path)` takes
-/// `some::path::hipInit`, `some::path::hipRuntimeGetVersion`, ... for every function in
+/// module, with [`LibrarySource::Emulated`](devipc_core::LibrarySource::Emulated):
+/// `hip_api_from_module!(some::path)` takes `some::path::hipInit`,
+/// `some::path::hipRuntimeGetVersion`, ... for every function in
 /// [`for_each_hip_fn!`](crate::for_each_hip_fn) (optional ones too, wrapped in `Some`).
 ///
 /// Each function must have exactly the table's signature, e.g.
