@@ -1,7 +1,7 @@
 //! What `devipc doctor` finds out about each backend, before any probe runs.
 //!
 //! For a real runtime it repeats discovery (DESIGN section 8) one candidate at a time with
-//! the sys crate's own candidate list and loader (`discovery::candidates`,
+//! the sys crate's own candidate list and loader (`discovery::candidates_from_process_env`,
 //! `HipApi::load` / `AclApi::load`), so it can report every candidate with its loader
 //! result: exactly the steps `Runtime::open` takes, stopping at the first library that
 //! loads; later candidates are listed as not tried. It then starts the backend on the
@@ -182,9 +182,9 @@ pub fn emulated(kind: BackendKind) -> BackendReport {
 
 /// Runs discovery candidate by candidate with `load` (one candidate's table, or its
 /// error: [`Error::LibraryNotFound`] when the loader cannot open it, anything else when
-/// it opened but is unusable), stopping as `load_first` does at the first candidate that
-/// opens. Without one, the result is [`Error::LibraryNotFound`] listing every attempt,
-/// as discovery itself reports it.
+/// it opened but is unusable), stopping as `HipApi::load_first` / `AclApi::load_first` do
+/// at the first candidate that opens. Without one, the result is
+/// [`Error::LibraryNotFound`] listing every attempt, as discovery itself reports it.
 fn discover<T>(
     kind: BackendKind,
     candidates: Vec<(PathBuf, String)>,
@@ -273,7 +273,7 @@ fn real_hip(report: &mut BackendReport) {
 
     let candidates = discovery::candidates_from_process_env()
         .into_iter()
-        .map(|c| (c.path, c.origin.to_owned()))
+        .map(|c| (c.path, c.origin))
         .collect();
     // SAFETY: the same trust as `HipApi::discover`, whose candidate list this is: the
     // vendor's install directories and sonames, or the file the user named in
@@ -341,7 +341,7 @@ fn real_ascend(report: &mut BackendReport) {
     use devipc_ascend::AscendBackend;
     use devipc_ascend::sys::{AclApi, discovery};
 
-    let candidates = discovery::candidates(|key| std::env::var_os(key))
+    let candidates = discovery::candidates_from_process_env()
         .into_iter()
         .map(|c| (c.path, c.origin))
         .collect();

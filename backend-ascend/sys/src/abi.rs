@@ -3,7 +3,7 @@
 //! The declarations in [`types`](crate::types), [`consts`](crate::consts),
 //! [`codes`](crate::codes) and the [`for_each_acl_fn!`](crate::for_each_acl_fn) list are
 //! recorded here as data, by the same macros that define them, so nothing can be declared
-//! without also being described. The ABI test (`tests/abi_headers.rs`) turns these tables
+//! without also being described. The ABI test (`tests/ascend_sys/abi_headers.rs`) turns these tables
 //! into a C++ translation unit that includes the vendor's ACL headers and asserts every
 //! function signature, type, struct layout and constant value; the emulator may use them
 //! too. Nothing here is needed at run time by the backend.
@@ -171,7 +171,38 @@ pub struct StructDecl {
 
 /// Every function of the [`for_each_acl_fn!`](crate::for_each_acl_fn) list, in list
 /// order: required ones first.
-pub const FUNCTIONS: &[FnDecl] = crate::api::FUNCTION_DECLS;
+pub const FUNCTIONS: &[FnDecl] = FUNCTION_DECLS;
+
+/// Generates [`FUNCTION_DECLS`] from the list.
+macro_rules! function_decls {
+    (
+        []
+        required { $( $(#[$rdoc:meta])* fn $rname:ident ( $($rp:ident : $rt:ty),* $(,)? ) -> $rret:ty ; )* }
+        optional { $( $(#[$odoc:meta])* fn $oname:ident ( $($op:ident : $ot:ty),* $(,)? ) -> $oret:ty ; )* }
+    ) => {
+        /// Records of every function of the list, for [`FUNCTIONS`].
+        pub(crate) const FUNCTION_DECLS: &[FnDecl] = &[
+            $(
+                FnDecl {
+                    name: stringify!($rname),
+                    required: true,
+                    params: &[$(ParamDecl { name: stringify!($rp), rust_type: stringify!($rt) }),*],
+                    ret: stringify!($rret),
+                },
+            )*
+            $(
+                FnDecl {
+                    name: stringify!($oname),
+                    required: false,
+                    params: &[$(ParamDecl { name: stringify!($op), rust_type: stringify!($ot) }),*],
+                    ret: stringify!($oret),
+                },
+            )*
+        ];
+    };
+}
+
+crate::for_each_acl_fn!(function_decls);
 
 /// Every named C type of [`types`](crate::types): plain typedefs, enums, then structs.
 pub fn types() -> impl Iterator<Item = &'static TypeDecl> {

@@ -1,129 +1,80 @@
-//! Where to look for the ACL runtime library, in which order (DESIGN section 8).
+//! Where to look for the ACL runtime library: the Ascend [`SearchOrder`] (DESIGN
+//! section 8).
 //!
-//! [`candidates`] is a pure function of an environment lookup: it lists every path
-//! [`AclApi::discover`](crate::AclApi::discover) will hand to the dynamic loader, with
-//! where each came from, so the order is table-tested without touching the process
-//! environment. [`open_first`] walks such a list with any opener and collects a
-//! [`LoadAttempt`] per failure, so "nothing found" is an [`Error::LibraryNotFound`]
-//! that names every path and loader error, never a panic.
+//! Data only: the walk is `devipc_sys_common`'s, the same for both vendors, a pure
+//! function of an injected environment lookup, so the order is table-tested without
+//! touching the process environment. [`AclApi::discover`](crate::AclApi::discover) feeds
+//! [`candidates`] the real environment and tries each candidate with the dynamic loader,
+//! recording a [`LoadAttempt`](devipc_core::LoadAttempt) per failure, so "nothing found"
+//! is an `Error::LibraryNotFound` that names every path and loader error, never a panic.
 //!
-//! Order: `DEVIPC_ASCEND_LIB` (one exact file); `$ASCEND_HOME_PATH/lib64`;
-//! `$ASCEND_TOOLKIT_HOME/lib64`; `/usr/local/Ascend/cann/lib64` (CANN >= 8.5 default);
+//! Order: `DEVIPC_ASCEND_LIB` (one exact file; when set, the **only** candidate, as
+//! `DEVIPC_HIP_LIB` is for HIP: an explicit choice must not silently fall back to another
+//! runtime); `$ASCEND_HOME_PATH/lib64`; `$ASCEND_TOOLKIT_HOME/lib64`;
+//! `/usr/local/Ascend/cann/lib64` (CANN >= 8.5 default);
 //! `/usr/local/Ascend/ascend-toolkit/latest/lib64` (CANN <= 8.3 default); then the bare
-//! names on the loader's own search path. In each directory `libascendcl.so` comes before
-//! `libacl_rt.so`: torch_npu resolves every IPC symbol from `libascendcl`, which all CANN
-//! versions ship, while `libacl_rt.so` is its CANN >= 8.5 successor (api-facts A.2).
+//! names on the loader's own search path ([`LOADER_PATH_ORIGIN`]). In each directory
+//! `libascendcl.so` comes before `libacl_rt.so`: torch_npu resolves every IPC symbol from
+//! `libascendcl`, which all CANN versions ship, while `libacl_rt.so` is its CANN >= 8.5
+//! successor (api-facts A.2).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 
-use devipc_core::{BackendKind, Error, LoadAttempt, Result};
+use devipc_core::BackendKind;
+pub use devipc_sys_common::{Candidate, LOADER_PATH_ORIGIN, SearchOrder};
 
-/// The environment variable naming the ACL library file exactly; tried first.
+/// The environment variable naming the ACL library file exactly (the only candidate when
+/// set).
 pub const LIBRARY_ENV_VAR: &str = BackendKind::Ascend.library_env_var();
-
-/// Library file names, in the order tried within each directory and on the loader path.
-pub const LIBRARY_NAMES: [&str; 2] = ["libascendcl.so", "libacl_rt.so"];
 
 /// Environment variables naming a CANN install root whose `lib64` holds the library, in
 /// order. `set_env.sh` sets both, usually to the same directory.
 pub const INSTALL_ROOT_ENV_VARS: [&str; 2] = ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"];
 
-/// Default library directories of the vendor installers, in order, with a description.
+/// Default library directories of the vendor installers, in order, each with its origin.
 pub const DEFAULT_LIBRARY_DIRS: [(&str, &str); 2] = [
     (
         "/usr/local/Ascend/cann/lib64",
-        "default CANN >= 8.5 install (/usr/local/Ascend/cann)",
+        "default CANN >= 8.5 install",
     ),
     (
         "/usr/local/Ascend/ascend-toolkit/latest/lib64",
-        "default CANN <= 8.3 install (/usr/local/Ascend/ascend-toolkit/latest)",
+        "default CANN <= 8.3 install",
     ),
 ];
 
-/// Origin of the bare-name candidates.
-pub const LOADER_PATH_ORIGIN: &str = "dynamic loader search path (LD_LIBRARY_PATH, ld.so.cache)";
+/// Library file names, in the order tried within each directory and on the loader path.
+pub const LIBRARY_NAMES: [&str; 2] = ["libascendcl.so", "libacl_rt.so"];
 
-/// One path to try, and why it is on the list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// What to pass to the dynamic loader: a path, or a bare file name for the loader's
-    /// own search.
-    pub path: PathBuf,
-    /// Where the candidate came from, e.g. `$ASCEND_HOME_PATH/lib64`.
-    pub origin: String,
-}
-
-impl Candidate {
-    /// A [`LoadAttempt`] recording that this candidate failed with `error`.
-    pub fn failed(&self, error: impl Into<String>) -> LoadAttempt {
-        LoadAttempt {
-            path: self.path.clone(),
-            origin: self.origin.clone(),
-            error: error.into(),
-        }
-    }
-}
+/// The Ascend search order, as data.
+pub const SEARCH_ORDER: SearchOrder = SearchOrder {
+    backend: BackendKind::Ascend,
+    root_env_vars: &INSTALL_ROOT_ENV_VARS,
+    root_lib_dir: "lib64",
+    default_dirs: &DEFAULT_LIBRARY_DIRS,
+    library_names: &LIBRARY_NAMES,
+};
 
 /// Every candidate, in discovery order, for the environment `env` (a lookup such as
 /// `|k| std::env::var_os(k)`). Unset or empty variables add nothing; a path that appears
 /// twice (e.g. `ASCEND_HOME_PATH` = `ASCEND_TOOLKIT_HOME`) is listed once, first origin
 /// kept.
 pub fn candidates(env: impl Fn(&str) -> Option<OsString>) -> Vec<Candidate> {
-    let get = |key: &str| env(key).filter(|v| !v.is_empty());
-    let mut out: Vec<Candidate> = Vec::new();
-    let mut push = |path: PathBuf, origin: String| {
-        if !out.iter().any(|c| c.path == path) {
-            out.push(Candidate { path, origin });
-        }
-    };
-
-    if let Some(file) = get(LIBRARY_ENV_VAR) {
-        push(PathBuf::from(file), LIBRARY_ENV_VAR.to_owned());
-    }
-    for var in INSTALL_ROOT_ENV_VARS {
-        if let Some(root) = get(var) {
-            let dir = Path::new(&root).join("lib64");
-            for name in LIBRARY_NAMES {
-                push(dir.join(name), format!("${var}/lib64"));
-            }
-        }
-    }
-    for (dir, origin) in DEFAULT_LIBRARY_DIRS {
-        for name in LIBRARY_NAMES {
-            push(Path::new(dir).join(name), origin.to_owned());
-        }
-    }
-    for name in LIBRARY_NAMES {
-        push(PathBuf::from(name), LOADER_PATH_ORIGIN.to_owned());
-    }
-    out
+    SEARCH_ORDER.candidates(env)
 }
 
-/// Tries `open` on each candidate in order and returns the first success with its
-/// candidate. Every failure is recorded; if none succeeds the result is
-/// [`Error::LibraryNotFound`] for Ascend listing them all.
-pub fn open_first<T>(
-    candidates: &[Candidate],
-    mut open: impl FnMut(&Candidate) -> std::result::Result<T, String>,
-) -> Result<(T, &Candidate)> {
-    let mut tried = Vec::with_capacity(candidates.len());
-    for candidate in candidates {
-        match open(candidate) {
-            Ok(value) => return Ok((value, candidate)),
-            Err(error) => tried.push(candidate.failed(error)),
-        }
-    }
-    Err(Error::LibraryNotFound {
-        backend: BackendKind::Ascend,
-        tried,
-    })
+/// [`candidates`] for the environment of this process.
+pub fn candidates_from_process_env() -> Vec<Candidate> {
+    candidates(|key| std::env::var_os(key))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use devipc_core::Error;
+    use devipc_sys_common::open_first;
     use std::collections::HashMap;
+    use std::path::PathBuf;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + use<> {
         let map: HashMap<String, OsString> = pairs
@@ -143,19 +94,19 @@ mod tests {
     const DEFAULTS: [(&str, &str); 6] = [
         (
             "/usr/local/Ascend/cann/lib64/libascendcl.so",
-            "default CANN >= 8.5 install (/usr/local/Ascend/cann)",
+            "default CANN >= 8.5 install",
         ),
         (
             "/usr/local/Ascend/cann/lib64/libacl_rt.so",
-            "default CANN >= 8.5 install (/usr/local/Ascend/cann)",
+            "default CANN >= 8.5 install",
         ),
         (
             "/usr/local/Ascend/ascend-toolkit/latest/lib64/libascendcl.so",
-            "default CANN <= 8.3 install (/usr/local/Ascend/ascend-toolkit/latest)",
+            "default CANN <= 8.3 install",
         ),
         (
             "/usr/local/Ascend/ascend-toolkit/latest/lib64/libacl_rt.so",
-            "default CANN <= 8.3 install (/usr/local/Ascend/ascend-toolkit/latest)",
+            "default CANN <= 8.3 install",
         ),
         ("libascendcl.so", LOADER_PATH_ORIGIN),
         ("libacl_rt.so", LOADER_PATH_ORIGIN),
@@ -195,14 +146,21 @@ mod tests {
                 first: &[("/opt/x/libmine.so", "DEVIPC_ASCEND_LIB")],
             },
             Case {
-                what: "every source, in DESIGN order",
+                what: "the override is the only candidate, whatever else is set",
                 env: &[
                     ("DEVIPC_ASCEND_LIB", "/opt/x/libmine.so"),
                     ("ASCEND_HOME_PATH", "/home/cann"),
                     ("ASCEND_TOOLKIT_HOME", "/tk"),
                 ],
+                first: &[("/opt/x/libmine.so", "DEVIPC_ASCEND_LIB")],
+            },
+            Case {
+                what: "every other source, in DESIGN order",
+                env: &[
+                    ("ASCEND_HOME_PATH", "/home/cann"),
+                    ("ASCEND_TOOLKIT_HOME", "/tk"),
+                ],
                 first: &[
-                    ("/opt/x/libmine.so", "DEVIPC_ASCEND_LIB"),
                     ("/home/cann/lib64/libascendcl.so", "$ASCEND_HOME_PATH/lib64"),
                     ("/home/cann/lib64/libacl_rt.so", "$ASCEND_HOME_PATH/lib64"),
                     ("/tk/lib64/libascendcl.so", "$ASCEND_TOOLKIT_HOME/lib64"),
@@ -256,7 +214,13 @@ mod tests {
         ];
         for case in cases {
             let mut expected = owned(case.first);
-            for row in owned(&DEFAULTS) {
+            // A set override is the only candidate (as for HIP); otherwise the defaults
+            // follow.
+            let exclusive = case
+                .env
+                .iter()
+                .any(|(k, v)| *k == LIBRARY_ENV_VAR && !v.is_empty());
+            for row in owned(&DEFAULTS).into_iter().filter(|_| !exclusive) {
                 if !expected.iter().any(|(p, _)| *p == row.0) {
                     expected.push(row);
                 }
@@ -276,7 +240,7 @@ mod tests {
     #[test]
     fn open_first_records_every_failure() {
         let list = candidates(env_of(&[("DEVIPC_ASCEND_LIB", "/nope/lib.so")]));
-        let err = open_first(&list, |c| {
+        let err = open_first(BackendKind::Ascend, &list, |c| {
             Err::<(), _>(format!("cannot open {}", c.path.display()))
         })
         .unwrap_err();
@@ -299,7 +263,7 @@ mod tests {
     fn open_first_stops_at_the_first_success() {
         let list = candidates(env_of(&[]));
         let mut calls = 0;
-        let (value, chosen) = open_first(&list, |c| {
+        let (value, chosen) = open_first(BackendKind::Ascend, &list, |c| {
             calls += 1;
             if c.origin == LOADER_PATH_ORIGIN {
                 Ok(c.path.clone())
@@ -315,7 +279,7 @@ mod tests {
 
     #[test]
     fn no_candidates_is_library_not_found_with_empty_list() {
-        let err = open_first(&[], |_| Ok::<(), String>(())).unwrap_err();
+        let err = open_first(BackendKind::Ascend, &[], |_| Ok::<(), String>(())).unwrap_err();
         assert!(matches!(err, Error::LibraryNotFound { ref tried, .. } if tried.is_empty()));
     }
 }

@@ -1,6 +1,7 @@
-//! Where to look for `libamdhip64`: the ordered candidate list of DESIGN section 8.
+//! Where to look for `libamdhip64`: the HIP [`SearchOrder`] (DESIGN section 8).
 //!
-//! Pure logic over an injected environment lookup, so the order is table-tested without
+//! Data only: the walk is `devipc_sys_common`'s, the same for both vendors, a pure
+//! function of an injected environment lookup so the order is table-tested without
 //! touching the process environment. [`HipApi::discover`](crate::HipApi::discover) feeds
 //! [`candidates`] the real environment and tries each candidate with the dynamic loader,
 //! recording a [`LoadAttempt`](devipc_core::LoadAttempt) per failure.
@@ -9,30 +10,33 @@
 //! 1. `DEVIPC_HIP_LIB`: one exact file. When set (non-empty) it is the **only** candidate:
 //!    an explicit choice must not silently fall back to another runtime (e.g. the emulator
 //!    library under test to the real one).
-//! 2. `$ROCM_PATH/lib`, `$HIP_PATH/lib`, `/opt/rocm/lib`: in each directory the names
-//!    [`LIBRARY_NAMES`] in order.
+//! 2. `$ROCM_PATH/lib`, `$HIP_PATH/lib`, `/opt/rocm/lib` (origin `default ROCm install`):
+//!    in each directory the names [`LIBRARY_NAMES`] in order.
 //! 3. The same names bare, resolved by the dynamic loader's own search (`LD_LIBRARY_PATH`,
-//!    `ld.so.cache`, e.g. Debian's `/usr/lib/x86_64-linux-gnu/libamdhip64.so.5`).
+//!    `ld.so.cache`, e.g. Debian's `/usr/lib/x86_64-linux-gnu/libamdhip64.so.5`), origin
+//!    [`LOADER_PATH_ORIGIN`].
 //!
 //! Unset or empty variables are skipped; a path that appears twice is tried once, under
 //! the origin that listed it first.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 
-/// Environment variable naming the HIP library file exactly.
-pub const ENV_HIP_LIB: &str = "DEVIPC_HIP_LIB";
-/// Environment variable naming the ROCm install root (its `lib` directory is searched).
-pub const ENV_ROCM_PATH: &str = "ROCM_PATH";
-/// Environment variable naming the HIP install root (its `lib` directory is searched).
-pub const ENV_HIP_PATH: &str = "HIP_PATH";
-/// The default ROCm library directory.
-pub const DEFAULT_ROCM_LIB_DIR: &str = "/opt/rocm/lib";
-/// Origin recorded for the bare names resolved by the dynamic loader's search path.
-pub const ORIGIN_LOADER_PATH: &str = "loader search path";
+use devipc_core::BackendKind;
+pub use devipc_sys_common::{Candidate, LOADER_PATH_ORIGIN, SearchOrder};
+
+/// The environment variable naming the HIP library file exactly (the only candidate when
+/// set).
+pub const LIBRARY_ENV_VAR: &str = BackendKind::Hip.library_env_var();
+
+/// Environment variables naming a ROCm / HIP install root whose `lib` directory is
+/// searched, in order.
+pub const INSTALL_ROOT_ENV_VARS: [&str; 2] = ["ROCM_PATH", "HIP_PATH"];
+
+/// The default library directory of the ROCm installers, with its origin.
+pub const DEFAULT_LIBRARY_DIRS: [(&str, &str); 1] = [("/opt/rocm/lib", "default ROCm install")];
 
 /// File names of the HIP runtime, tried in this order in every directory and on the
-/// loader path: the development symlink, then the ROCm 6 and ROCm 5 sonames
+/// loader path: the development symlink, then the ROCm 7, 6 and 5 sonames
 /// (api-facts B.1).
 pub const LIBRARY_NAMES: [&str; 4] = [
     "libamdhip64.so",
@@ -41,59 +45,19 @@ pub const LIBRARY_NAMES: [&str; 4] = [
     "libamdhip64.so.5",
 ];
 
-/// One place to try loading the HIP runtime from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// A path with a directory (opened as is) or a bare file name (searched by the
-    /// dynamic loader).
-    pub path: PathBuf,
-    /// Why this candidate is in the list, e.g. `DEVIPC_HIP_LIB` or `$ROCM_PATH/lib`;
-    /// becomes [`LoadAttempt::origin`](devipc_core::LoadAttempt::origin).
-    pub origin: &'static str,
-}
-
-impl Candidate {
-    fn new(path: impl Into<PathBuf>, origin: &'static str) -> Self {
-        Candidate {
-            path: path.into(),
-            origin,
-        }
-    }
-}
+/// The HIP search order, as data.
+pub const SEARCH_ORDER: SearchOrder = SearchOrder {
+    backend: BackendKind::Hip,
+    root_env_vars: &INSTALL_ROOT_ENV_VARS,
+    root_lib_dir: "lib",
+    default_dirs: &DEFAULT_LIBRARY_DIRS,
+    library_names: &LIBRARY_NAMES,
+};
 
 /// The ordered candidate list for an environment, given as a lookup function (pass
 /// `|k| std::env::var_os(k)` for the process environment).
 pub fn candidates(env: impl Fn(&str) -> Option<OsString>) -> Vec<Candidate> {
-    let non_empty = |key: &str| env(key).filter(|v| !v.is_empty());
-
-    if let Some(exact) = non_empty(ENV_HIP_LIB) {
-        return vec![Candidate::new(exact, ENV_HIP_LIB)];
-    }
-
-    let mut dirs: Vec<(PathBuf, &'static str)> = Vec::new();
-    if let Some(root) = non_empty(ENV_ROCM_PATH) {
-        dirs.push((Path::new(&root).join("lib"), "$ROCM_PATH/lib"));
-    }
-    if let Some(root) = non_empty(ENV_HIP_PATH) {
-        dirs.push((Path::new(&root).join("lib"), "$HIP_PATH/lib"));
-    }
-    dirs.push((PathBuf::from(DEFAULT_ROCM_LIB_DIR), DEFAULT_ROCM_LIB_DIR));
-
-    let mut out: Vec<Candidate> = Vec::new();
-    let mut push = |c: Candidate| {
-        if !out.iter().any(|seen| seen.path == c.path) {
-            out.push(c);
-        }
-    };
-    for (dir, origin) in &dirs {
-        for name in LIBRARY_NAMES {
-            push(Candidate::new(dir.join(name), origin));
-        }
-    }
-    for name in LIBRARY_NAMES {
-        push(Candidate::new(name, ORIGIN_LOADER_PATH));
-    }
-    out
+    SEARCH_ORDER.candidates(env)
 }
 
 /// [`candidates`] for the environment of this process.
@@ -114,23 +78,23 @@ mod tests {
         }
     }
 
-    fn paths(c: &[Candidate]) -> Vec<(String, &'static str)> {
+    fn paths(c: &[Candidate]) -> Vec<(String, &str)> {
         c.iter()
-            .map(|c| (c.path.display().to_string(), c.origin))
+            .map(|c| (c.path.display().to_string(), c.origin.as_str()))
             .collect()
     }
 
     const LOADER: [(&str, &str); 4] = [
-        ("libamdhip64.so", ORIGIN_LOADER_PATH),
-        ("libamdhip64.so.7", ORIGIN_LOADER_PATH),
-        ("libamdhip64.so.6", ORIGIN_LOADER_PATH),
-        ("libamdhip64.so.5", ORIGIN_LOADER_PATH),
+        ("libamdhip64.so", LOADER_PATH_ORIGIN),
+        ("libamdhip64.so.7", LOADER_PATH_ORIGIN),
+        ("libamdhip64.so.6", LOADER_PATH_ORIGIN),
+        ("libamdhip64.so.5", LOADER_PATH_ORIGIN),
     ];
     const OPT: [(&str, &str); 4] = [
-        ("/opt/rocm/lib/libamdhip64.so", "/opt/rocm/lib"),
-        ("/opt/rocm/lib/libamdhip64.so.7", "/opt/rocm/lib"),
-        ("/opt/rocm/lib/libamdhip64.so.6", "/opt/rocm/lib"),
-        ("/opt/rocm/lib/libamdhip64.so.5", "/opt/rocm/lib"),
+        ("/opt/rocm/lib/libamdhip64.so", "default ROCm install"),
+        ("/opt/rocm/lib/libamdhip64.so.7", "default ROCm install"),
+        ("/opt/rocm/lib/libamdhip64.so.6", "default ROCm install"),
+        ("/opt/rocm/lib/libamdhip64.so.5", "default ROCm install"),
     ];
 
     fn expect(parts: &[&[(&str, &'static str)]]) -> Vec<(String, &'static str)> {

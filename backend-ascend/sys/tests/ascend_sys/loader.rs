@@ -79,14 +79,13 @@ fn discover_without_acl_reports_every_path_tried() {
     let missing_file = dir.join("no-such-libascendcl.so");
     let missing_root = dir.join("no-such-cann");
     let _env = EnvGuard::set(&[
-        ("DEVIPC_ASCEND_LIB", Some(missing_file.as_os_str())),
+        ("DEVIPC_ASCEND_LIB", None),
         ("ASCEND_HOME_PATH", Some(missing_root.as_os_str())),
         ("ASCEND_TOOLKIT_HOME", None),
     ]);
     let expected = discovery::candidates(|k| std::env::var_os(k));
-    assert_eq!(expected[0].path, missing_file);
-    assert_eq!(expected[1].path, missing_root.join("lib64/libascendcl.so"));
-    assert_eq!(expected.len(), 1 + 2 + 4 + 2);
+    assert_eq!(expected[0].path, missing_root.join("lib64/libascendcl.so"));
+    assert_eq!(expected.len(), 2 + 4 + 2);
 
     match AclApi::discover() {
         Err(Error::LibraryNotFound { backend, tried }) => {
@@ -99,7 +98,7 @@ fn discover_without_acl_reports_every_path_tried() {
                 assert!(!attempt.error.is_empty(), "{attempt}");
             }
             let text = Error::LibraryNotFound { backend, tried }.to_string();
-            assert!(text.contains("DEVIPC_ASCEND_LIB"), "{text}");
+            assert!(text.contains("$ASCEND_HOME_PATH/lib64"), "{text}");
             assert!(
                 text.contains("/usr/local/Ascend/cann/lib64/libascendcl.so"),
                 "{text}"
@@ -115,6 +114,24 @@ fn discover_without_acl_reports_every_path_tried() {
             assert!(matches!(api.source(), LibrarySource::Loaded(_)));
         }
         Err(other) => panic!("expected LibraryNotFound, got {other:?}"),
+    }
+
+    // With the override set, the file it names is the only candidate: no fallback to the
+    // root or the defaults, even though they would be tried without it.
+    let _override = EnvGuard::set(&[("DEVIPC_ASCEND_LIB", Some(missing_file.as_os_str()))]);
+    let expected = discovery::candidates(|k| std::env::var_os(k));
+    assert_eq!(expected.len(), 1);
+    assert_eq!(expected[0].path, missing_file);
+    match AclApi::discover() {
+        Err(Error::LibraryNotFound { backend, tried }) => {
+            assert_eq!(tried.len(), 1, "{tried:?}");
+            assert_eq!(tried[0].path, missing_file);
+            assert_eq!(tried[0].origin, "DEVIPC_ASCEND_LIB");
+            assert!(!tried[0].error.is_empty());
+            let text = Error::LibraryNotFound { backend, tried }.to_string();
+            assert!(text.contains("DEVIPC_ASCEND_LIB"), "{text}");
+        }
+        other => panic!("expected LibraryNotFound for the override alone, got {other:?}"),
     }
 }
 
