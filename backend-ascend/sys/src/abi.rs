@@ -3,8 +3,8 @@
 //! The declarations in [`types`](crate::types), [`consts`](crate::consts),
 //! [`codes`](crate::codes) and the [`for_each_acl_fn!`](crate::for_each_acl_fn) list are
 //! recorded here as data, by the same macros that define them, so nothing can be declared
-//! without also being described. The ABI test (`tests/ascend_sys/abi_headers.rs`) turns these tables
-//! into a C++ translation unit that includes the vendor's ACL headers and asserts every
+//! without also being described. The header check (`cargo xtask acl-headers check`, run by
+//! the test `tests/ascend_sys/abi_headers.rs`) turns these tables into a C++ translation unit that includes the vendor's ACL headers and asserts every
 //! function signature, type, struct layout and constant value; the emulator may use them
 //! too. Nothing here is needed at run time by the backend.
 

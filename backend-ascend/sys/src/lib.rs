@@ -18,8 +18,9 @@
 //!   and [`Candidate`] are `devipc-sys-common`'s);
 //! - [`types`]: the vendor's C types (handles, enums as C ints, the VMM structs);
 //! - [`consts`]: the IPC flags and sizes; [`codes`]: every `aclError` with its name;
-//! - [`abi`]: every declaration as data, which `tests/ascend_sys/abi_headers.rs` checks
-//!   against the vendor headers (fetched from the `torch-npu` wheel).
+//! - [`abi`]: every declaration as data, which `cargo xtask acl-headers check` (run by
+//!   `tests/ascend_sys/abi_headers.rs`) checks against the vendor headers, fetched from
+//!   the `torch-npu` wheel.
 //!
 //! The table is one type however it is filled (library, link or emulator), so the code
 //! above it is identical in every case. A missing library or required symbol is an

@@ -5,7 +5,7 @@
 //! `c_int` aliases with one constant per enumerator (a Rust `enum` would be undefined
 //! behaviour the day a newer runtime returns a value this crate does not know), and the
 //! three VMM structs are `#[repr(C)]` with their sizes and offsets asserted at compile
-//! time (LP64) and, against the real headers, by `tests/abi_headers.rs`.
+//! time (LP64) and, against the real headers, by `tests/ascend_sys/abi_headers.rs` (the tool: `cargo xtask acl-headers check`).
 //! The [`AclApi`](crate::AclApi) table and the emulator are written in these types.
 #![allow(
     non_camel_case_types,
@@ -385,7 +385,7 @@ pub(crate) fn type_decls() -> impl Iterator<Item = &'static TypeDecl> {
 }
 
 // Layouts the headers give on LP64 (x86_64, aarch64: the only Ascend hosts), compiled
-// from the vendor header in api-facts A.5; `tests/abi_headers.rs` re-checks them against
+// from the vendor header in api-facts A.5; `tests/ascend_sys/abi_headers.rs` (the tool: `cargo xtask acl-headers check`) re-checks them against
 // the header itself.
 #[cfg(target_pointer_width = "64")]
 const _: () = {
