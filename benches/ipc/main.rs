@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use devipc::{BackendChoice, BackendKind, DeviceId, Runtime};
 
-use peer::{Peer, say};
+use peer::Peer;
 use raw::RawApi;
 use stats::{Row, print_row, summary};
 
@@ -112,13 +112,11 @@ const QUICK: Plan = Plan {
 
 fn main() -> ExitCode {
     if let Ok(role) = std::env::var(ROLE_ENV) {
-        return match peer::child_role(&role) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                say("fail", &e.to_string());
-                eprintln!("bench child {role}: {e}");
-                ExitCode::FAILURE
-            }
+        let ok = devipc_child::run_role(&format!("bench child {role}"), || peer::child_role(&role));
+        return if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
         };
     }
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -1,71 +1,46 @@
-//! The peers: child processes of this program (re-executed with `DEVIPC_BENCH_ROLE`),
-//! spoken to over their stdin/stdout in lines `key value`. The parent side is [`Peer`];
+//! The peers: child processes of this program (re-executed with `DEVIPC_BENCH_ROLE`, by
+//! `devipc-child`), spoken to over their stdin/stdout: messages `@@ key value` from the
+//! child, lines to it. The parent side is [`Peer`];
 //! the child side is [`child_role`] and the roles it plays: the exporter of P1, P2, P4 and
 //! P5, and the two pongers of P3.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use devipc::{
     BackendChoice, DevicePtr, ExportOptions, MemToken, ProcessId, Runtime, SharedBuffer,
     SignalToken,
 };
+use devipc_child::{Child, Command, FOREVER, OtherMessages, hear, say};
 use devipc_shm::futex::BinarySemaphore;
 use devipc_shm::word_file::WordFile;
 
 use crate::raw::{RawAlloc, RawApi};
 use crate::{BenchResult, DEV, ROLE_ENV, WAIT};
 
-/// A child role of this program, spoken to over its stdin/stdout.
-pub struct Peer {
-    proc: Child,
-    out: BufReader<ChildStdout>,
-    inp: ChildStdin,
-}
+/// A child role of this program, spoken to over its stdin/stdout (through
+/// `devipc-child`; its stderr goes to this program's).
+pub struct Peer(Child);
 
 impl Peer {
     /// Starts this program in child `role` on the backend `choice`.
     pub fn spawn(role: &str, choice: BackendChoice) -> BenchResult<Peer> {
-        let mut proc = Command::new(std::env::current_exe()?)
+        let child = Command::new(role)?
             .arg(choice.to_string())
             .env(ROLE_ENV, role)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .other_messages(OtherMessages::Refuse)
             .spawn()?;
-        let out = BufReader::new(proc.stdout.take().ok_or("no stdout")?);
-        let inp = proc.stdin.take().ok_or("no stdin")?;
-        Ok(Peer { proc, out, inp })
+        Ok(Peer(child))
     }
 
-    fn line(&mut self) -> BenchResult<String> {
-        let mut line = String::new();
-        if self.out.read_line(&mut line)? == 0 {
-            return Err("the child exited early".into());
-        }
-        Ok(line.trim_end().to_owned())
-    }
-
-    /// The value of the next line, which must be `key value`.
+    /// The value of the next message, which must be `key`.
     pub fn expect(&mut self, key: &str) -> BenchResult<String> {
-        let line = self.line()?;
-        let (k, v) = line.split_once(' ').unwrap_or((&line, ""));
-        if k == "fail" {
-            return Err(format!("child failed: {v}").into());
-        }
-        if k != key {
-            return Err(format!("expected `{key}` from the child, got `{line}`").into());
-        }
-        Ok(v.to_owned())
+        Ok(self.0.expect(key, FOREVER)?)
     }
 
     /// Sends one line.
     pub fn send(&mut self, line: &str) -> BenchResult<()> {
-        writeln!(self.inp, "{line}")?;
-        self.inp.flush()?;
-        Ok(())
+        Ok(self.0.send(line)?)
     }
 
     /// Sends an export command; returns the exporter's seconds per export and the
@@ -75,15 +50,10 @@ impl Peer {
         let ns: f64 = self.expect("ns")?.parse()?;
         let mut items = Vec::new();
         loop {
-            let line = self.line()?;
-            if line == "end" {
-                break;
+            match self.0.expect_one_of(&["item", "end"], FOREVER)? {
+                (k, _) if k == "end" => break,
+                (_, item) => items.push(item),
             }
-            items.push(
-                line.strip_prefix("item ")
-                    .ok_or_else(|| format!("unexpected `{line}`"))?
-                    .to_owned(),
-            );
         }
         Ok((ns / 1e9 / items.len().max(1) as f64, items))
     }
@@ -91,19 +61,12 @@ impl Peer {
     /// Tells the child to quit and waits for its successful exit.
     pub fn finish(mut self) -> BenchResult<()> {
         self.send("quit")?;
-        let status = self.proc.wait()?;
+        let status = self.0.wait(FOREVER)?;
         if !status.success() {
             return Err(format!("a bench child exited with {status}").into());
         }
         Ok(())
     }
-}
-
-/// The child side: sends `key value` to the parent.
-pub fn say(key: &str, value: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{key} {value}");
-    let _ = out.flush();
 }
 
 /// The child side: plays `role` (from `DEVIPC_BENCH_ROLE`) on the backend named by the
@@ -124,11 +87,9 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
     let rt = Runtime::from_choice(choice)?;
     let raw = RawApi::of(&rt)?;
     say("pid", &rt.process_id().to_string());
-    let mut lines = std::io::stdin().lock().lines();
     let peer = ProcessId(
-        lines
-            .next()
-            .ok_or("no peer")??
+        hear()
+            .ok_or("no peer")?
             .strip_prefix("peer ")
             .ok_or("expected peer")?
             .parse()?,
@@ -136,8 +97,7 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
     let mut buffers: Vec<SharedBuffer> = Vec::new();
     let mut raw_allocs: Vec<RawAlloc> = Vec::new();
     let mut mallocs: Vec<u64> = Vec::new();
-    for line in lines {
-        let line = line?;
+    while let Some(line) = hear() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let num = |i: usize| -> BenchResult<usize> {
             Ok(words.get(i).ok_or("missing argument")?.parse()?)
@@ -208,13 +168,11 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
             Some("quit") => break,
             _ => return Err(format!("unknown command `{line}`").into()),
         }
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "ns {}", t.as_nanos())?;
+        say("ns", &t.as_nanos().to_string());
         for item in items {
-            writeln!(out, "item {item}")?;
+            say("item", &item);
         }
-        writeln!(out, "end")?;
-        out.flush()?;
+        say("end", "");
     }
     drop(buffers);
     for a in raw_allocs {
@@ -233,8 +191,7 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
 fn ponger_devipc(choice: BackendChoice) -> BenchResult<()> {
     let rt = Runtime::from_choice(choice)?;
     say("pid", &rt.process_id().to_string());
-    let mut lines = std::io::stdin().lock().lines();
-    let mut next = || -> BenchResult<String> { Ok(lines.next().ok_or("closed")??) };
+    let next = || -> BenchResult<String> { Ok(hear().ok_or("closed")?) };
     let ping: SignalToken = next()?.parse()?;
     let pong: SignalToken = next()?.parse()?;
     let rounds: usize = next()?.parse()?;
@@ -252,8 +209,7 @@ fn ponger_devipc(choice: BackendChoice) -> BenchResult<()> {
 /// Waits for `ping`, raises `pong`, `rounds` times (raw futex semaphores).
 fn ponger_futex() -> BenchResult<()> {
     say("pid", &std::process::id().to_string());
-    let mut lines = std::io::stdin().lock().lines();
-    let mut next = || -> BenchResult<String> { Ok(lines.next().ok_or("closed")??) };
+    let next = || -> BenchResult<String> { Ok(hear().ok_or("closed")?) };
     let dir = PathBuf::from(next()?);
     let name = next()?;
     let rounds: usize = next()?.parse()?;

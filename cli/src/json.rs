@@ -13,7 +13,7 @@ use devipc::raw::Backend;
 use serde::{Serialize, Serializer};
 
 use crate::inspect::{CandidateReport, ErrorReport, Outcome, PeerCell};
-use crate::probe::ProbeReport;
+use crate::peer_check::ProbeReport;
 use crate::{Entry, SCHEMA, capability_list};
 
 /// The whole report.

@@ -11,7 +11,7 @@
 //! runtime (and HIP driver) version, the device count, the peer-access matrix and the
 //! capabilities; then the same for the devipc emulator speaking that vendor's ABI
 //! (feature `emulator`), labelled `emulated-*`. On every backend that starts it runs a
-//! two-process probe (see [`probe`]): it re-executes itself as a child, shares a buffer
+//! two-process probe (see [`peer_check`]): it re-executes itself as a child, shares a buffer
 //! and two signals with it, checks bytes in both directions and times signal round trips.
 //!
 //! Exit status: 0 when every backend that started passed its probe (a backend that
@@ -73,7 +73,7 @@
 
 mod inspect;
 mod json;
-mod probe;
+mod peer_check;
 
 use std::process::ExitCode;
 
@@ -81,7 +81,7 @@ use devipc::raw::Backend;
 use devipc::{BackendChoice, Capabilities};
 
 use inspect::{BackendReport, Outcome, PeerCell};
-use probe::ProbeReport;
+use peer_check::ProbeReport;
 
 const USAGE: &str = "\
 usage: devipc doctor [--json] [--no-probe]
@@ -102,8 +102,8 @@ const SCHEMA: &str = "devipc-doctor/1";
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some(probe::CHILD_COMMAND) => match args.get(1) {
-            Some(choice) => probe::child_main(choice),
+        Some(peer_check::CHILD_COMMAND) => match args.get(1) {
+            Some(choice) => peer_check::child_main(choice),
             None => usage_error("__probe-child needs a backend"),
         },
         Some("doctor") => {
@@ -162,7 +162,7 @@ fn doctor(json: bool, run_probes: bool) -> ExitCode {
                     } else {
                         BackendChoice::Real(report.kind)
                     };
-                    Some(probe::run(choice, rt))
+                    Some(peer_check::run(choice, rt))
                 }
                 _ => None,
             };

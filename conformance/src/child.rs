@@ -16,13 +16,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
+use devipc_child::{say, start_watchdog};
+
 use crate::acl::AclShell;
 use crate::catalogue;
 use crate::ctx::{Ctx, acl_table, facade_runtime, hip_table, roles};
 use crate::facade::FacadeShell;
 use crate::hip::HipShell;
 use crate::probe::{PROBE_ENV, Probe};
-use crate::process::{say, start_watchdog};
 use crate::rule::Stop;
 use crate::runner::{REPLY_TIMEOUT_ENV, WATCHDOG_ENV};
 use crate::shell::serve;
@@ -38,7 +39,11 @@ fn env_ms(name: &str, default: Duration) -> Duration {
 /// Runs the child role named by `args` (the arguments after `__role`); returns the
 /// process exit code.
 pub fn main(args: &[String]) -> i32 {
-    start_watchdog(env_ms(WATCHDOG_ENV, Duration::from_secs(1200)));
+    let limit = env_ms(WATCHDOG_ENV, Duration::from_secs(1200));
+    start_watchdog(
+        limit,
+        format!("devipc-conformance child watchdog: still running after {limit:?}, exiting"),
+    );
     let role = args.first().map(String::as_str).unwrap_or("");
     let target: Result<Target, String> = args
         .get(1)

@@ -17,7 +17,7 @@
 //! | [`report`] | the table and the `--json` document (schema documented there) |
 //! | [`cli`] | the command line |
 //! | [`child`] | the child roles the runner re-executes itself in |
-//! | [`process`] | child processes, the `@@` line protocol, timeouts |
+//! | [`process`] | starting the child processes (on `devipc-child`: `@@` lines, timeouts) |
 //! | [`shell`] | one call per command line, locally or in a peer |
 //! | [`acl`], [`hip`], [`facade`] | the ACL, HIP and facade shells |
 //! | [`counting`] | vendor tables that count calls (for "no vendor call" guarantees) |

@@ -19,11 +19,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use devipc_child::ChildError;
 use devipc_emulator::state::violations::VIOLATIONS;
 
 use crate::catalogue;
 use crate::probe::{PROBE_ENV, Probe};
-use crate::process::{Proc, ProcError};
+use crate::process;
 use crate::rule::{Need, Rule, matches};
 use crate::target::Target;
 
@@ -371,7 +372,7 @@ fn run_probe(
     env: &[(String, OsString)],
     timeout: Duration,
 ) -> Result<Probe, String> {
-    let mut child = Proc::spawn("probe", &["probe", target.name()], env, true)?;
+    let mut child = process::spawn("probe", &["probe", target.name()], env, true)?;
     let (k, v) = child
         .next(timeout)
         .map_err(|e| child.explain(&e.describe("probe", "the probe")))?;
@@ -454,10 +455,10 @@ fn rule_child(
     env: &[(String, OsString)],
     timeout: Duration,
 ) -> Result<(Status, String), String> {
-    let mut child = Proc::spawn(rule.id, &["rule", target.name(), rule.id], env, true)?;
+    let mut child = process::spawn(rule.id, &["rule", target.name(), rule.id], env, true)?;
     let (k, v) = match child.next(timeout) {
         Ok(msg) => msg,
-        Err(e @ ProcError::Timeout(_)) => {
+        Err(e @ ChildError::Timeout(_)) => {
             return Err(child.explain(&e.describe(rule.id, "the rule's result")));
         }
         Err(e) => return Err(child.explain(&e.describe(rule.id, "the rule's result"))),

@@ -16,7 +16,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::process::{Proc, hear, say};
+use devipc_child::{Child, hear, say};
+
+use crate::process;
 
 /// Why a command failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,7 +166,7 @@ fn run_line<H: Handler>(handler: &mut H, line: &str) -> Reply {
 /// A peer process running a shell; killed on drop.
 #[derive(Debug)]
 pub struct Remote {
-    proc: Proc,
+    proc: Child,
     reply_timeout: Duration,
 }
 
@@ -179,7 +181,7 @@ impl Remote {
         reply_timeout: Duration,
     ) -> Result<Remote, Failure> {
         let proc =
-            Proc::spawn(name, &[role, target, name], env, false).map_err(Failure::Harness)?;
+            process::spawn(name, &[role, target, name], env, false).map_err(Failure::Harness)?;
         let mut remote = Remote {
             proc,
             reply_timeout,

@@ -4,7 +4,10 @@
 //! children by re-running its own test binary on one entry test (conventionally named
 //! `child_role`) with [`ROLE_ENV`] naming the role to play. Parent and child talk over the
 //! child's stdin/stdout in lines `@@ <key> <value>`; anything else on stdout (the test
-//! harness's own output) is ignored. Every test gets a [`TestRoot`]: its own emulator
+//! harness's own output) is ignored. The processes, the protocol and the kills are
+//! `devipc-child`'s (the harness the conformance runner, the doctor and the benchmark use
+//! too); this crate adds what tests need on top: the libtest entry, per-test directories,
+//! panics instead of errors, and loud skips. Every test gets a [`TestRoot`]: its own emulator
 //! state directory and devipc runtime directory, removed on drop, so tests never share
 //! state and can assert that nothing was left behind.
 //!
@@ -50,13 +53,12 @@ mod skip;
 pub use raw_io::RawIo;
 pub use skip::{NO_SKIP_ENV, skip, skips_forbidden};
 
-use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use devipc_child::{ChildError, FOREVER, Message, OtherMessages};
 
 /// Names the role a re-executed test binary plays.
 pub const ROLE_ENV: &str = "DEVIPC_TEST_ROLE";
@@ -307,46 +309,33 @@ impl ChildBuilder<'_> {
     /// mount, or this process may not switch users).
     pub fn try_spawn(self) -> std::io::Result<Child> {
         let mut cmd = match self.user {
-            None => Command::new(std::env::current_exe()?),
+            None => devipc_child::Command::new(&self.role)?,
             Some((uid, gid)) => {
-                use std::os::unix::process::CommandExt;
                 let exe = self.root.executable_for_others()?;
-                let mut cmd = Command::new(&exe);
-                // std drops the supplementary groups when root switches uid.
-                cmd.uid(uid).gid(gid);
-                cmd.current_dir(exe.parent().expect("the copy is in a directory"));
-                cmd
+                let dir = exe.parent().expect("the copy is in a directory").to_owned();
+                devipc_child::Command::program(&self.role, &exe)
+                    .user(uid, gid)
+                    .current_dir(dir)
             }
         };
-        cmd.args([&*self.entry, "--exact", "--nocapture", "--test-threads=1"]);
+        cmd = cmd.args([&*self.entry, "--exact", "--nocapture", "--test-threads=1"]);
         for key in &self.removed {
-            cmd.env_remove(key);
+            cmd = cmd.env_remove(key);
         }
-        if !self.removed_prefixes.is_empty() {
-            for (key, _) in std::env::vars_os() {
-                let name = key.to_string_lossy();
-                if self.removed_prefixes.iter().any(|p| name.starts_with(p)) {
-                    cmd.env_remove(&key);
-                }
-            }
+        for prefix in &self.removed_prefixes {
+            cmd = cmd.env_remove_prefix(prefix);
         }
+        let others = if self.keep_other_messages {
+            OtherMessages::Keep
+        } else {
+            OtherMessages::Drop
+        };
         cmd.env(ROLE_ENV, &self.role)
             .envs(self.root.env())
             .envs(self.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut proc = cmd.spawn()?;
-        let out = BufReader::new(proc.stdout.take().expect("piped stdout"));
-        let inp = proc.stdin.take().expect("piped stdin");
-        Ok(Child {
-            role: self.role,
-            proc,
-            out,
-            inp: Some(inp),
-            keep_other_messages: self.keep_other_messages,
-            kept: VecDeque::new(),
-        })
+            .other_messages(others)
+            .spawn()
+            .map(Child)
     }
 }
 
@@ -369,17 +358,17 @@ pub fn child_entry() -> String {
     format!("{module}::child_role")
 }
 
-/// A child process playing one role; killed and reaped on drop.
+/// A child process playing one role; killed and reaped on drop. A test's view of a
+/// [`devipc_child::Child`]: no deadlines (the child's watchdog ends a stuck one), and
+/// what goes wrong panics.
 #[derive(Debug)]
-pub struct Child {
-    role: String,
-    proc: std::process::Child,
-    out: BufReader<ChildStdout>,
-    /// `None` once closed by [`Child::wait_success`].
-    inp: Option<ChildStdin>,
-    keep_other_messages: bool,
-    /// Messages read while waiting for another key (with `keep_other_messages`).
-    kept: VecDeque<(String, String)>,
+pub struct Child(devipc_child::Child);
+
+/// A message's value as a test sees it: without trailing whitespace, as when each message
+/// was one raw line.
+fn trimmed((key, value): Message) -> Message {
+    let value = value.trim_end().to_owned();
+    (key, value)
 }
 
 impl Child {
@@ -407,35 +396,21 @@ impl Child {
 
     /// The role the child plays.
     pub fn role(&self) -> &str {
-        &self.role
+        self.0.name()
     }
 
     /// The child's pid.
     pub fn pid(&self) -> u32 {
-        self.proc.id()
+        self.0.pid()
     }
 
     /// Reads the next message `@@ <key> <value>` as `(key, value)`, skipping other
     /// output; `None` when the child closed its stdout. Nothing is interpreted: a
     /// `fail` message is returned like any other, and kept messages are not looked at.
     pub fn next_message(&mut self) -> Option<(String, String)> {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = self
-                .out
-                .read_line(&mut line)
-                .expect("read the child's stdout");
-            if n == 0 {
-                return None;
-            }
-            // The harness prints "test child_role ... " without a newline before the test
-            // runs, so a message may follow it on the same line.
-            let Some((_, msg)) = line.trim_end().split_once("@@ ") else {
-                continue;
-            };
-            let (k, v) = msg.split_once(' ').unwrap_or((msg, ""));
-            return Some((k.to_owned(), v.to_owned()));
+        match self.0.recv(FOREVER) {
+            Ok(msg) => msg.map(trimmed),
+            Err(e) => panic!("{}", e.describe(self.role(), "a message")),
         }
     }
 
@@ -448,92 +423,63 @@ impl Child {
 
     /// As [`Child::expect`], for the first message with any of `keys`: `(key, value)`.
     pub fn expect_one_of(&mut self, keys: &[&str]) -> (String, String) {
-        if let Some(i) = self.kept.iter().position(|(k, _)| keys.contains(&&**k)) {
-            return self.kept.remove(i).expect("a kept message");
-        }
-        loop {
-            let Some((k, v)) = self.next_message() else {
-                match keys {
-                    [key] => panic!("child {} exited before saying {key:?}", self.role),
-                    _ => panic!("child {} exited before saying any of {keys:?}", self.role),
-                }
-            };
-            if k == "fail" {
-                panic!("child {} failed: {v}", self.role);
-            }
-            if keys.contains(&&*k) {
-                return (k, v);
-            }
-            if self.keep_other_messages {
-                self.kept.push_back((k, v));
-            }
+        match self.0.expect_one_of(keys, FOREVER) {
+            Ok(msg) => trimmed(msg),
+            Err(ChildError::Failed(why)) => panic!("child {} failed: {why}", self.role()),
+            Err(ChildError::Exited(_)) => match keys {
+                [key] => panic!("child {} exited before saying {key:?}", self.role()),
+                _ => panic!("child {} exited before saying any of {keys:?}", self.role()),
+            },
+            Err(e) => panic!("{}", e.describe(self.role(), &format!("{keys:?}"))),
         }
     }
 
     /// Whether a message with `key` was read already and kept (see
     /// [`ChildBuilder::keep_other_messages`]); reads nothing.
     pub fn has_kept(&self, key: &str) -> bool {
-        self.kept.iter().any(|(k, _)| k == key)
+        self.0.has_kept(key)
     }
 
     /// Sends one line to the child's stdin.
     pub fn send(&mut self, line: &str) {
-        let inp = self.inp.as_mut().expect("the child's stdin is open");
-        writeln!(inp, "{line}").expect("write to the child");
-        inp.flush().expect("flush to the child");
+        if let Err(e) = self.0.send(line) {
+            panic!("write to the child: {e}");
+        }
     }
 
     /// Closes the child's stdin (as `std::process::Child::wait` does: a child reading it
     /// sees the end, [`Parent::hear_line`] gives `None`) and waits for the child to exit.
     pub fn wait(mut self) -> std::process::ExitStatus {
-        self.inp = None;
-        self.proc.wait().expect("wait for the child")
+        match self.0.wait(FOREVER) {
+            Ok(status) => status,
+            Err(e) => panic!("wait for the child: {e}"),
+        }
     }
 
     /// [`Child::wait`]s and asserts the child succeeded.
     pub fn wait_success(self) {
-        let role = self.role.clone();
+        let role = self.role().to_owned();
         let status = self.wait();
         assert!(status.success(), "child {role} exited with {status}");
     }
 
     /// SIGKILLs the child and reaps it.
     pub fn kill(mut self) {
-        self.proc.kill().expect("kill the child");
-        self.proc.wait().expect("reap the child");
+        self.0.kill();
     }
 
     /// SIGKILLs the child and waits (up to [`LONG`]) until the kernel has killed it, but
     /// does not reap it: the child stays a zombie, its pid taken, until [`Child::reap`]
     /// (or drop).
     pub fn kill_no_reap(&mut self) {
-        self.proc.kill().expect("kill the child");
-        let pid = self.proc.id() as i32;
-        let deadline = Instant::now() + LONG;
-        loop {
-            // Dead as devipc's liveness checks see it: a killed leader shows `Z` while its
-            // other threads are still exiting, and counts as alive until they are gone.
-            match devipc_shm::process::read_stat(pid).expect("read the child's /proc stat") {
-                Some(s) if !s.is_dead() => {}
-                _ => return,
-            }
-            assert!(Instant::now() < deadline, "child {pid} did not die");
-            std::thread::sleep(Duration::from_millis(5));
+        if let Err(e) = self.0.kill_no_reap(LONG) {
+            panic!("{e}");
         }
     }
 
     /// Reaps a child that ended (after [`Child::kill_no_reap`]).
     pub fn reap(&mut self) {
-        let _ = self.proc.wait();
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        if let Ok(None) = self.proc.try_wait() {
-            let _ = self.proc.kill();
-            let _ = self.proc.wait();
-        }
+        self.0.reap();
     }
 }
 
@@ -546,9 +492,7 @@ pub struct Parent {
 impl Parent {
     /// Sends `@@ key value` to the parent.
     pub fn say(&self, key: &str, value: &str) {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "@@ {key} {value}");
-        let _ = out.flush();
+        devipc_child::say(key, value);
     }
 
     /// Reads the next line the parent sent (empty when the parent closed the pipe).
@@ -559,11 +503,7 @@ impl Parent {
     /// Reads the next line the parent sent, without its line end; `None` when the parent
     /// closed the pipe (so an empty line is told from the end).
     pub fn hear_line(&self) -> Option<String> {
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim_end().to_owned()),
-        }
+        devipc_child::hear().map(|line| line.trim_end().to_owned())
     }
 
     /// Reads the next line and checks it is `expected`.
@@ -595,19 +535,10 @@ pub fn run_child_within(
     let Ok(role) = std::env::var(ROLE_ENV) else {
         return;
     };
-    std::thread::spawn(move || {
-        std::thread::sleep(watchdog);
-        eprintln!("child watchdog: giving up");
-        std::process::exit(97);
-    });
+    devipc_child::start_watchdog(watchdog, "child watchdog: giving up".to_owned());
     let parent = Parent::default();
-    let code = match role_fn(&role, &parent) {
-        Ok(()) => 0,
-        Err(e) => {
-            parent.say("fail", &e);
-            eprintln!("child role {role} failed: {e}");
-            1
-        }
-    };
-    std::process::exit(code);
+    let ok = devipc_child::run_role(&format!("child role {role} failed"), || {
+        role_fn(&role, &parent)
+    });
+    std::process::exit(if ok { 0 } else { 1 });
 }

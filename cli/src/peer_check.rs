@@ -1,8 +1,10 @@
-//! The two-process probe: does sharing memory and signals actually work on a backend?
+//! The doctor's two-process check (its "probe"): does sharing memory and signals actually
+//! work on a backend?
 //!
 //! The doctor re-executes itself as a child (`devipc __probe-child <backend>`, with the
-//! same environment) and talks to it over the child's stdin/stdout, one `key value` line
-//! at a time:
+//! same environment; `devipc-child` runs it) and talks to it over the child's
+//! stdin/stdout, one message `@@ key value` (child to parent) or line (parent to child) at
+//! a time:
 //!
 //! 1. the child starts the same backend and says `pid <process id>`;
 //! 2. the parent allocates a buffer, writes pattern A into its first half, exports it and
@@ -18,11 +20,13 @@
 //! Every wait has a deadline and the child kills itself after [`CHILD_WATCHDOG`], so a
 //! broken backend makes the probe fail, never hang.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use devipc::{BackendChoice, DeviceId, ExportOptions, MemToken, ProcessId, Runtime, SignalToken};
+use devipc_child::{
+    Child, ChildError, Command, FOREVER, OtherMessages, hear, run_role, say, start_watchdog,
+};
 use serde::Serialize;
 
 /// Size of the probe buffer (Ascend rounds it up to its allocation granularity).
@@ -99,78 +103,49 @@ pub struct ProbeReport {
 
 type StepResult<T> = Result<T, String>;
 
-/// The parent's end of the conversation.
-struct ChildProc {
-    proc: Child,
-    out: BufReader<ChildStdout>,
-    inp: Option<ChildStdin>,
+/// Starts `devipc __probe-child <backend>`: its messages in order (anything else is an
+/// error), its stderr kept whole for the report.
+fn spawn_child(choice: BackendChoice) -> StepResult<Child> {
+    Command::new(CHILD_COMMAND)
+        .map_err(|e| format!("cannot find this program: {e}"))?
+        .args([CHILD_COMMAND, &choice.to_string()])
+        .capture_stderr(usize::MAX)
+        .other_messages(OtherMessages::Refuse)
+        .spawn()
+        .map_err(|e| format!("cannot start the child: {e}"))
 }
 
-impl ChildProc {
-    fn spawn(choice: BackendChoice) -> StepResult<ChildProc> {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-        let mut proc = Command::new(exe)
-            .args([CHILD_COMMAND, &choice.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start the child: {e}"))?;
-        let out = BufReader::new(proc.stdout.take().ok_or("no stdout pipe")?);
-        let inp = proc.stdin.take();
-        Ok(ChildProc { proc, out, inp })
-    }
-
-    /// The value of the next line `key value`; a `fail` line or the child's exit is an
-    /// error.
-    fn expect(&mut self, key: &str) -> StepResult<String> {
-        let mut line = String::new();
-        let n = self
-            .out
-            .read_line(&mut line)
-            .map_err(|e| format!("reading from the child: {e}"))?;
-        if n == 0 {
-            return Err(format!("the child exited before saying `{key}`"));
+/// The value of the child's next message, which must be `key`; a `fail` message or the
+/// child's exit is an error.
+fn expect(c: &mut Child, key: &str) -> StepResult<String> {
+    c.expect(key, FOREVER).map_err(|e| match e {
+        ChildError::Failed(why) => format!("child: {why}"),
+        ChildError::Exited(_) => format!("the child exited before saying `{key}`"),
+        ChildError::Unexpected { key: other, .. } => {
+            format!("expected `{key}` from the child, got `{other}`")
         }
-        let (k, v) = line
-            .trim_end()
-            .split_once(' ')
-            .unwrap_or((line.trim_end(), ""));
-        match k {
-            "fail" => Err(format!("child: {v}")),
-            k if k == key => Ok(v.to_owned()),
-            other => Err(format!("expected `{key}` from the child, got `{other}`")),
-        }
-    }
+        e => e.to_string(),
+    })
+}
 
-    fn send(&mut self, line: &str) -> StepResult<()> {
-        let inp = self.inp.as_mut().ok_or("the child's stdin is closed")?;
-        writeln!(inp, "{line}")
-            .and_then(|()| inp.flush())
-            .map_err(|e| format!("writing to the child: {e}"))
-    }
+fn send(c: &mut Child, line: &str) -> StepResult<()> {
+    c.send(line).map_err(|e| e.to_string())
+}
 
-    /// Closes stdin, waits for the exit and returns its stderr.
-    fn finish(mut self) -> (StepResult<()>, String) {
-        drop(self.inp.take());
-        let status = self.proc.wait();
-        let mut stderr = String::new();
-        if let Some(mut e) = self.proc.stderr.take() {
-            let _ = e.read_to_string(&mut stderr);
-        }
-        let result = match status {
-            Ok(s) if s.success() => Ok(()),
-            Ok(s) => Err(format!("the child exited with {s}")),
-            Err(e) => Err(format!("waiting for the child: {e}")),
-        };
-        (result, stderr)
-    }
+/// Closes the child's stdin, waits for its exit and returns its stderr.
+fn finish(mut c: Child) -> (StepResult<()>, String) {
+    let result = match c.wait(FOREVER) {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("the child exited with {s}")),
+        Err(e) => Err(format!("waiting for the child: {e}")),
+    };
+    (result, c.stderr())
+}
 
-    /// Kills the child (after a failure) and returns its stderr.
-    fn kill(mut self) -> String {
-        let _ = self.proc.kill();
-        self.finish().1
-    }
+/// Kills the child (after a failure) and returns its stderr.
+fn kill(mut c: Child) -> String {
+    c.kill();
+    c.stderr()
 }
 
 /// Runs the probe for `choice`, whose runtime `rt` this process already started.
@@ -178,13 +153,13 @@ pub fn run(choice: BackendChoice, rt: &Runtime) -> ProbeReport {
     let started = Instant::now();
     let mut steps = Vec::new();
     let mut round_trips = None;
-    let mut child: Option<ChildProc> = None;
+    let mut child: Option<Child> = None;
     let outcome = probe_steps(rt, choice, &mut steps, &mut round_trips, &mut child);
     let mut child_stderr = None;
     let passed = match (outcome, child) {
         (Ok(()), Some(c)) => {
             let t = Instant::now();
-            let (exit, stderr) = c.finish();
+            let (exit, stderr) = finish(c);
             let ok = exit.is_ok();
             steps.push(Step {
                 name: "child-exit",
@@ -201,7 +176,7 @@ pub fn run(choice: BackendChoice, rt: &Runtime) -> ProbeReport {
             ok
         }
         (_, c) => {
-            child_stderr = c.map(ChildProc::kill);
+            child_stderr = c.map(kill);
             false
         }
     };
@@ -254,12 +229,12 @@ fn probe_steps(
     choice: BackendChoice,
     steps: &mut Vec<Step>,
     round_trips: &mut Option<RoundTrips>,
-    slot: &mut Option<ChildProc>,
+    slot: &mut Option<Child>,
 ) -> StepResult<()> {
     let device = DeviceId(0);
     let peer = step(steps, "spawn", || {
-        let mut c = ChildProc::spawn(choice)?;
-        let pid = c.expect("pid");
+        let mut c = spawn_child(choice)?;
+        let pid = expect(&mut c, "pid");
         *slot = Some(c);
         let pid: u32 = pid?
             .parse()
@@ -292,9 +267,9 @@ fn probe_steps(
             s.grant(&t, &[peer]).map_err(|x| e("grant a signal", x))?;
             tokens.push(t);
         }
-        c.send(&format!("mem {token}"))?;
-        c.send(&format!("ping {}", tokens[0]))?;
-        c.send(&format!("pong {}", tokens[1]))?;
+        send(c, &format!("mem {token}"))?;
+        send(c, &format!("ping {}", tokens[0]))?;
+        send(c, &format!("pong {}", tokens[1]))?;
         let detail = format!(
             "{} bytes ({}), 2 signals, granted to {peer}",
             buffer.len(),
@@ -304,14 +279,14 @@ fn probe_steps(
     })?;
 
     step(steps, "import", || {
-        let us = c.expect("imported")?;
+        let us = expect(c, "imported")?;
         Ok((
             (),
             format!("child imported the buffer and both signals in {us} us"),
         ))
     })?;
     step(steps, "bytes-to-child", || {
-        c.expect("verified")?;
+        expect(c, "verified")?;
         Ok(((), format!("child read {HALF} bytes of pattern A")))
     })?;
     step(steps, "bytes-to-parent", || {
@@ -341,7 +316,7 @@ fn probe_steps(
                 .map_err(|e| format!("round {round}: wait: {e}"))?;
             rounds.push(t.elapsed().as_secs_f64() * 1e6);
         }
-        c.expect("done")?;
+        expect(c, "done")?;
         rounds.sort_by(f64::total_cmp);
         let pick = |q: f64| rounds[((rounds.len() - 1) as f64 * q).round() as usize];
         let stats = RoundTrips {
@@ -364,49 +339,35 @@ fn probe_steps(
 /// The child's side: `devipc __probe-child <backend>`. Exit status 0 when every step of
 /// its side passed; on an error it says `fail <reason>` and exits 1.
 pub fn child_main(choice: &str) -> ExitCode {
-    std::thread::spawn(|| {
-        std::thread::sleep(CHILD_WATCHDOG);
-        eprintln!("devipc probe child: watchdog expired, giving up");
-        std::process::exit(97);
-    });
-    match child(choice) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            say("fail", &e);
-            eprintln!("devipc probe child: {e}");
-            ExitCode::FAILURE
-        }
+    start_watchdog(
+        CHILD_WATCHDOG,
+        "devipc probe child: watchdog expired, giving up".to_owned(),
+    );
+    if run_role("devipc probe child", || child(choice)) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
-}
-
-fn say(key: &str, value: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{key} {value}");
-    let _ = out.flush();
 }
 
 fn child(choice: &str) -> StepResult<()> {
     let choice: BackendChoice = choice.parse().map_err(|e| format!("{e}"))?;
     let rt = Runtime::from_choice(choice).map_err(|e| format!("starting {choice}: {e}"))?;
     say("pid", &rt.process_id().to_string());
-    let mut lines = std::io::stdin().lock().lines();
-    let mut hear = |key: &str| -> StepResult<String> {
-        let line = lines
-            .next()
-            .ok_or_else(|| format!("the parent closed the pipe before `{key}`"))?
-            .map_err(|e| format!("reading from the parent: {e}"))?;
+    let hear_key = |key: &str| -> StepResult<String> {
+        let line = hear().ok_or_else(|| format!("the parent closed the pipe before `{key}`"))?;
         line.strip_prefix(key)
             .and_then(|rest| rest.strip_prefix(' '))
             .map(str::to_owned)
             .ok_or_else(|| format!("expected `{key}` from the parent, got `{line}`"))
     };
-    let mem: MemToken = hear("mem")?
+    let mem: MemToken = hear_key("mem")?
         .parse()
         .map_err(|e| format!("mem token: {e}"))?;
-    let ping: SignalToken = hear("ping")?
+    let ping: SignalToken = hear_key("ping")?
         .parse()
         .map_err(|e| format!("ping token: {e}"))?;
-    let pong: SignalToken = hear("pong")?
+    let pong: SignalToken = hear_key("pong")?
         .parse()
         .map_err(|e| format!("pong token: {e}"))?;
     let device = DeviceId(0);
