@@ -23,11 +23,11 @@ use devipc_core::{
     ProcessId, Result, RuntimeVersion, TokenOrigin,
 };
 
-use crate::call::vendor_error;
 use crate::device::DeviceScope;
 use crate::external::ExternalExport;
 use crate::memory::{AllocRecord, MappingRecord};
 use crate::result;
+use crate::result::vendor_error;
 use crate::signal::SignalRecord;
 
 /// The Ascend backend.

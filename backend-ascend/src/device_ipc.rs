@@ -26,7 +26,6 @@ use devipc_core::{
 use devipc_shm::lease::held;
 
 use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
-use crate::call::optional;
 use crate::device::DeviceScope;
 use crate::external::{ExternalExport, IPC_KEY_PAGE, Key, NEXT_GENERATION, key_payload};
 use crate::memory::{
@@ -35,6 +34,7 @@ use crate::memory::{
 };
 use crate::record::{self, ExportRecord, Object};
 use crate::result;
+use crate::result::optional;
 use crate::rollback::{Rollback, Undo};
 use crate::signal::SignalRecord;
 use crate::staging::Transfer;

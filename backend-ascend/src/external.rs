@@ -69,12 +69,12 @@ use devipc_shm::lease::held;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
 use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
-use crate::call::optional;
 use crate::device::DeviceScope;
 use crate::memory::MappingRecord;
 use crate::record::{self, Object};
 use crate::result;
 pub(crate) use crate::result::Key;
+use crate::result::optional;
 use crate::rollback::Undo;
 
 /// The page-table granule an IPC key range is aligned to: the device's normal page, 4 KiB

@@ -29,7 +29,6 @@
 //! emulator linked into the process (host shared memory, no device).
 
 mod backend;
-mod call;
 mod device;
 mod device_ipc;
 pub mod external;

@@ -32,13 +32,13 @@ use devipc_shm::lease::{Binding, held};
 use devipc_shm::process::ProcessIdentity;
 use devipc_shm::word_file::{NAME_LEN, WordFile};
 
-use crate::call::vendor_error;
 use crate::deferred::Deferred;
 use crate::device::DeviceScope;
 use crate::memory::{
     AllocRecord, ExternalExport, MappingRecord, NEXT_EXTERNAL_GENERATION, handle_tag,
 };
 use crate::result;
+use crate::result::vendor_error;
 use crate::signal::{SignalRecord, event_ptr, open_word, semaphore, wait_error};
 
 /// The HIP backend.

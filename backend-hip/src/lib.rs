@@ -20,7 +20,6 @@
 //! `hipGetErrorString`, and every call binds the needed device and restores the caller's.
 
 mod backend;
-mod call;
 mod deferred;
 mod device;
 mod memory;

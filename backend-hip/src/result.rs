@@ -3,7 +3,7 @@
 //! Sits between the `HipApi` function table (`devipc-hip-sys`) and the backend code
 //! (`memory.rs`, `signal.rs`, `device.rs`, `backend.rs`), as cudarc's `driver/result.rs`.
 //! Each function takes plain arguments, hands the runtime its out-parameters, checks the
-//! status with [`hip!`](crate::call::hip) (so a failure is an
+//! status with `hip!` (so a failure is an
 //! [`Error::Vendor`](devipc_core::Error::Vendor) with the api name, the code, its symbolic
 //! name and the runtime's message) and returns the out-value. Each holds the only `unsafe`
 //! block for its call, with the C contract in its `SAFETY:` comment.
@@ -19,13 +19,67 @@
 
 use std::ffi::{CStr, c_int, c_uint, c_void};
 
-use devipc_core::Result;
+use devipc_core::{BackendKind, Error, Result};
 use devipc_hip_sys::{
     HipApi, hipDeviceptr_t, hipError_t, hipEvent_t, hipIpcEventHandle_t, hipIpcMemHandle_t,
-    hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipStream_t,
+    hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipStream_t, hipSuccess,
 };
 
-use crate::call::hip;
+// --- the checked call ----------------------------------------------------------------------
+//
+// Every call below goes through `hip!`, which turns a non-zero `hipError_t` into
+// `Error::Vendor` with the api name, the code, its symbolic name and the runtime's
+// message, resolved at the moment of failure (the library may be gone when the error is
+// printed).
+
+/// Calls `api.$f(args)` and checks the status: `hip!(api, hipMalloc(&mut p, n))`.
+///
+/// Expands to an `unsafe` call, so it must sit inside an `unsafe` block whose `SAFETY:`
+/// comment covers the call's C contract. Used only by [`crate::result`].
+macro_rules! hip {
+    ($api:expr, $f:ident($($arg:expr),* $(,)?)) => {{
+        let api: &devipc_hip_sys::HipApi = &$api;
+        let code = (api.$f)($($arg),*);
+        $crate::result::check(api, stringify!($f), code)
+    }};
+}
+
+/// `Ok(())` for `hipSuccess`, otherwise the [`Error::Vendor`] for `code`.
+pub(crate) fn check(api: &HipApi, call: &'static str, code: hipError_t) -> Result<()> {
+    if code == hipSuccess {
+        Ok(())
+    } else {
+        Err(vendor_error(api, call, code))
+    }
+}
+
+/// Builds the [`Error::Vendor`] for a failed call: name from `hipGetErrorName`, falling
+/// back to devipc's table for codes the runtime calls `hipErrorUnknown`; message from
+/// `hipGetErrorString` (left empty when it only repeats the name, as ROCm 5.2 does).
+pub(crate) fn vendor_error(api: &HipApi, call: &'static str, code: hipError_t) -> Error {
+    let runtime_name = get_error_name(api, code);
+    let name = match (runtime_name, devipc_hip_sys::error_name(code)) {
+        (Some(n), Some(ours)) if n == "hipErrorUnknown" && code != 999 => ours.to_owned(),
+        (Some(n), _) => n,
+        (None, Some(ours)) => ours.to_owned(),
+        (None, None) => format!("hipError({code})"),
+    };
+    let message = get_error_string(api, code).unwrap_or_default();
+    let message = if message == name {
+        String::new()
+    } else {
+        message
+    };
+    Error::Vendor {
+        backend: BackendKind::Hip,
+        api: call,
+        code,
+        name,
+        message,
+    }
+}
+
+// --- conversions ---------------------------------------------------------------------------
 
 /// A device address as the `void*` the runtime takes.
 fn as_ptr(addr: u64) -> *mut c_void {
