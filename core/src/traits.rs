@@ -25,6 +25,12 @@
 //!   ([`Error::InvalidDevice`](crate::Error::InvalidDevice)).
 //! - Each call binds the thread's current device as needed and restores the caller's.
 //! - On an error, whatever the call acquired is released before it returns.
+//! - Handles are plain data and may be cloned, so a release (`free`, `close`,
+//!   `destroy_signal`) can race a call on a clone of the same handle in another thread.
+//!   The release makes the handle unknown to calls that start after it, and waits for the
+//!   calls already using the object to return before it destroys it (a `wait` on the
+//!   signal included): no vendor object is destroyed under a call
+//!   ([`HandleTable::pin`](crate::HandleTable::pin)).
 
 use std::ops::Range;
 use std::time::Duration;
