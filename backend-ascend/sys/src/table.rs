@@ -28,8 +28,14 @@ use crate::types::*;
 /// dynamic symbol table. Set an optional field to `None` afterwards to emulate an older
 /// runtime.
 ///
-/// ```ignore
-/// let api: devipc_ascend_sys::AclApi = devipc_ascend_sys::acl_api_from_module!(devipc_emulator::acl);
+/// The expansion calls an `unsafe` constructor (as [`hip_api_from_module!`] does in
+/// `devipc-hip-sys`), so it must sit in an `unsafe` block whose `SAFETY:` comment states
+/// that the functions implement the ACL C API contract the table's users rely on
+/// (out-parameters written on success, and so on):
+///
+/// ```text
+/// // SAFETY: devipc_emulator::acl implements the ACL runtime C API over host memory.
+/// let api = unsafe { devipc_ascend_sys::acl_api_from_module!(devipc_emulator::acl) };
 /// assert!(api.source().is_emulated());
 /// ```
 #[macro_export]
@@ -49,16 +55,11 @@ macro_rules! __acl_api_from_module {
         optional { $( $(#[$odoc:meta])* fn $oname:ident ( $($op:ident : $ot:ty),* $(,)? ) -> $oret:ty ; )* }
     ) => {{
         use $module as __acl_module;
-        // SAFETY: the module's functions have the list's exact signatures (a mismatch does
-        // not compile) and, by this macro's documented contract, implement the ACL C
-        // functions of their names.
-        unsafe {
-            $crate::AclApi::__from_fns(
-                $crate::__private::LibrarySource::Emulated,
-                $( __acl_module::$rname, )*
-                $( ::core::option::Option::Some(__acl_module::$oname), )*
-            )
-        }
+        $crate::AclApi::__from_fns(
+            $crate::__private::LibrarySource::Emulated,
+            $( __acl_module::$rname, )*
+            $( ::core::option::Option::Some(__acl_module::$oname), )*
+        )
     }};
 }
 

@@ -85,13 +85,6 @@ pub use ffi::*;
 pub use init::{ACL_VERSION, VERSION_STR};
 pub use vmm::{GRANULARITY, GRANULARITY_1G};
 
-/// The ACL function table filled with this module's functions: every required and
-/// optional function present, source `LibrarySource::Emulated`. The state directory and
-/// configuration come from the environment (`DEVIPC_EMU_*`) on first use.
-pub fn acl_api() -> AclApi {
-    devipc_ascend_sys::acl_api_from_module!(crate::acl)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

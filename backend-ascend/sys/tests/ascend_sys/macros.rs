@@ -120,7 +120,10 @@ acl_export_c_abi!(recording);
 
 #[test]
 fn from_module_fills_every_field_with_the_same_named_function() {
-    let api: AclApi = acl_api_from_module!(recording);
+    // SAFETY: the `recording` module implements every listed function with the table's
+    // exact prototype (a mismatch would not compile) and writes only the
+    // out-parameters it is given.
+    let api: AclApi = unsafe { acl_api_from_module!(recording) };
     assert!(api.source().is_emulated());
     assert!(api.missing_optional().is_empty());
     take_calls();
@@ -131,7 +134,10 @@ fn from_module_fills_every_field_with_the_same_named_function() {
 
 #[test]
 fn an_optional_field_can_be_cleared_to_emulate_an_older_runtime() {
-    let mut api = acl_api_from_module!(crate::macros::recording);
+    // SAFETY: the `recording` module implements every listed function with the table's
+    // exact prototype (a mismatch would not compile) and writes only the
+    // out-parameters it is given.
+    let mut api = unsafe { acl_api_from_module!(crate::macros::recording) };
     api.aclrtIpcMemGetExportKey = None;
     api.aclrtDeviceGetBareTgid = None;
     assert_eq!(

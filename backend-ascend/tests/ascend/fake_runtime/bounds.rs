@@ -127,7 +127,10 @@ fn a_key_token_stripped_of_its_lease_still_holds_the_exporters_lease() {
     let mut parts = token.to_parts();
     parts.payload.truncate(65);
     let stripped = MemToken::new(parts).unwrap();
-    let importer = backend(acl_api_from_module!(fake));
+    // SAFETY: the `fake` module implements every listed function with the table's
+    // exact prototype (a mismatch would not compile) and writes only the
+    // out-parameters it is given.
+    let importer = backend(unsafe { acl_api_from_module!(fake) });
     let m = importer.import(&stripped, DeviceId(0)).unwrap();
     let err = b
         .close_external(DeviceId(0), DevicePtr(base as u64))

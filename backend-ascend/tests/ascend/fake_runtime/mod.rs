@@ -40,7 +40,10 @@ mod startup;
 /// A fresh fake runtime state for this thread, and a table over it.
 fn fake_api() -> AclApi {
     fake::with(|s| *s = fake::Fake::default());
-    acl_api_from_module!(fake)
+    // SAFETY: the `fake` module implements every listed function with the table's
+    // exact prototype (a mismatch would not compile) and writes only the
+    // out-parameters it is given.
+    unsafe { acl_api_from_module!(fake) }
 }
 
 fn backend(api: AclApi) -> AscendBackend {

@@ -33,7 +33,10 @@ fn acl_is_finalized_once_when_devipc_initialised_it_and_the_last_backend_goes() 
     assert!(first.initialized_acl());
     // A second backend on the same runtime neither initialises again nor finalizes
     // under the first.
-    let second = backend(acl_api_from_module!(fake));
+    // SAFETY: the `fake` module implements every listed function with the table's
+    // exact prototype (a mismatch would not compile) and writes only the
+    // out-parameters it is given.
+    let second = backend(unsafe { acl_api_from_module!(fake) });
     assert!(second.initialized_acl());
     drop(first);
     assert_eq!(count(&calls(), "aclFinalize"), 0);
@@ -42,7 +45,10 @@ fn acl_is_finalized_once_when_devipc_initialised_it_and_the_last_backend_goes() 
     assert_eq!(count(&c, "aclInit"), 0, "{c:?}");
     assert_eq!(count(&c, "aclFinalize"), 1, "{c:?}");
     // A later backend initialises afresh.
-    let third = backend(acl_api_from_module!(fake));
+    // SAFETY: the `fake` module implements every listed function with the table's
+    // exact prototype (a mismatch would not compile) and writes only the
+    // out-parameters it is given.
+    let third = backend(unsafe { acl_api_from_module!(fake) });
     drop(third);
     let c = calls();
     assert_eq!(

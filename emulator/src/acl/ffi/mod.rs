@@ -161,3 +161,14 @@ unsafe fn write_key(out: *mut c_char, key: &[u8; KEY_LEN]) {
     // SAFETY: this function's contract; `key` is a distinct Rust array.
     unsafe { ptr::copy_nonoverlapping(key.as_ptr(), out.cast::<u8>(), KEY_LEN) };
 }
+
+/// The ACL function table filled with this module's functions: every required and
+/// optional function present, source `LibrarySource::Emulated`. The state directory and
+/// configuration come from the environment (`DEVIPC_EMU_*`) on first use.
+pub fn acl_api() -> devipc_ascend_sys::AclApi {
+    // SAFETY: every function of `crate::acl` (the `ffi` shims) implements the ACL C function
+    // of its name with the table's exact prototype (a mismatch would not compile): NULL
+    // checks first, out-parameters written only on success, handles looked up, never
+    // trusted, and no function unwinds.
+    unsafe { devipc_ascend_sys::acl_api_from_module!(crate::acl) }
+}
