@@ -612,7 +612,13 @@ impl DeviceIpc for AscendBackend {
         // A deadline beyond what an Instant holds is no deadline.
         let deadline = timeout.and_then(|t| started.checked_add(t));
         let mut waiter = self.claim_waiter(signal, &record, deadline, &timed_out)?;
-        let result = self.wait_until(&record, &mut waiter, deadline, &timed_out);
+        let released = || {
+            record.release_requested().then(|| Error::UnknownHandle {
+                kind: "signal",
+                id: signal.id.get(),
+            })
+        };
+        let result = self.wait_until(&record, &mut waiter, deadline, &timed_out, &released);
         let returned = self.signals.with(signal.id, |r| {
             r.waiter = Some(waiter);
             r.busy = false;
