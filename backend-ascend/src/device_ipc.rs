@@ -312,6 +312,26 @@ impl DeviceIpc for AscendBackend {
         }
         let handle = vmm_payload(token)?;
         optional!(self.api, aclrtMemSetPidToShareableHandle)?;
+        // Only this backend's live export may be granted: the shareable handle is passed
+        // to the runtime, which must never see a freed one (nor one whose value a later
+        // allocation reuses). The pin keeps a `free` on another thread from releasing it
+        // meanwhile.
+        let not_ours = || {
+            Error::invalid_argument(
+                "only the process that exported memory can grant it, and this backend did not \
+                 export this token's allocation (or freed it)",
+            )
+        };
+        if token.origin() != self.origin()? {
+            return Err(not_ours());
+        }
+        let (_, record) = self
+            .allocations
+            .pin_raw(token.generation())
+            .map_err(|_| not_ours())?;
+        if record.shared.map(|s| s.handle) != Some(handle) {
+            return Err(not_ours());
+        }
         // The runtime rejects an empty list (pidNum must be > 0); granting nobody is a no-op.
         if pids.is_empty() {
             return Ok(());

@@ -34,6 +34,7 @@ fn child_role() {
         match role {
             "destroy-during-wait" => destroy_during_wait(&rt, parent),
             "free-during-export" => free_during_export(&rt, parent),
+            "grant-after-free" => grant_after_free(&rt, parent),
             other => Err(format!("unknown role {other}")),
         }
         .map_err(|e| format!("{role}: {e}"))
@@ -130,6 +131,26 @@ fn free_during_export(rt: &Runtime, parent: &devipc_testkit::Parent) -> Result<(
     Ok(())
 }
 
+/// Exports an allocation, frees it, then grants the token: the grant must be refused
+/// before the runtime sees the freed object's handle. Reports the grant's outcome.
+fn grant_after_free(rt: &Runtime, parent: &devipc_testkit::Parent) -> Result<(), String> {
+    let backend = rt.backend();
+    let alloc = backend
+        .allocate(DeviceId(0), 4096)
+        .map_err(|e| e.to_string())?;
+    let token = backend
+        .export(&alloc, 0..4096, ExportOptions::default())
+        .map_err(|e| e.to_string())?;
+    backend.free(alloc).map_err(|e| e.to_string())?;
+    let outcome = match backend.grant(&token, &[devipc::ProcessId(1)]) {
+        Ok(()) => "ok".to_owned(),
+        Err(Error::InvalidArgument { .. }) => "refused".to_owned(),
+        Err(e) => format!("{e:?}"),
+    };
+    parent.say("grant", &outcome);
+    Ok(())
+}
+
 fn run(kind: BackendKind, role: &str) -> (Child, TestRoot) {
     let root = TestRoot::new(&format!("raw-races-{}-{role}", kind.name()));
     let child = Child::build(&child_entry(), role, &root)
@@ -199,4 +220,15 @@ fn hip_export_racing_free_never_reaches_a_freed_allocation() {
 #[test]
 fn ascend_export_racing_free_never_reaches_a_freed_allocation() {
     an_export_racing_free_finds_the_handle_or_its_absence(BackendKind::Ascend);
+}
+
+/// Ascend passes the exported handle to `aclrtMemSetPidToShareableHandle`: a freed one
+/// must not reach it (HIP has no access control; its grant checks the token only).
+#[test]
+fn ascend_grant_after_free_is_refused_before_the_runtime() {
+    let (mut child, root) = run(BackendKind::Ascend, "grant-after-free");
+    let outcome = child.expect("grant");
+    child.wait_success();
+    assert_eq!(outcome, "refused");
+    root.assert_emulator_clean();
 }
