@@ -356,13 +356,16 @@ impl DeviceIpc for AscendBackend {
         // claim (see `record`); the runtime requires the map size to equal the physical
         // size, and reports the mapped extent afterwards.
         let object = Object::Vmm(handle, token.origin().into());
-        let size = record::verify(
-            object,
-            record::read(object)?,
-            token.generation(),
-            token.device(),
-            token.object_size(),
-        )?;
+        let recorded = || {
+            record::verify(
+                object,
+                record::read(object)?,
+                token.generation(),
+                token.device(),
+                token.object_size(),
+            )
+        };
+        let size = recorded()?;
         token.range_within(size)?;
         optional!(self.api, aclrtMemImportFromShareableHandle)?;
         if device != token.device() {
@@ -372,7 +375,11 @@ impl DeviceIpc for AscendBackend {
         let dev = device.as_c_int()?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut rollback = Rollback::new(&self.api);
-        let phys = result::mem_import_from_shareable_handle(&self.api, handle, dev)?;
+        // The exporter may free the allocation between the record check above and the
+        // import: the runtime then refuses the dead handle, which is reported as the
+        // replay it is (the record is gone) rather than as a vendor error.
+        let phys = result::mem_import_from_shareable_handle(&self.api, handle, dev)
+            .map_err(|e| recorded().err().unwrap_or(e))?;
         rollback.push(Undo::FreePhysical(phys));
         // SAFETY: `phys` was just imported and is not mapped; `size` is the exporter's
         // physical size (its record), which the runtime requires the map to cover.
@@ -380,6 +387,10 @@ impl DeviceIpc for AscendBackend {
         let extent = self.runtime_extent(va).map_or(size, |s| s.min(size));
         // Checked before anything is committed, so a refusal releases what was mapped.
         token.range_within(extent)?;
+        // Still the export the token names: had the exporter freed it and a new export
+        // reused the handle's value meanwhile, the record's generation would differ, and
+        // this mapping would be someone else's memory.
+        recorded()?;
         rollback.commit();
         let vmm = VmmObjects {
             device,
