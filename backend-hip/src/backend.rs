@@ -530,6 +530,16 @@ impl DeviceIpc for HipBackend {
     fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
         self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcEvent)?;
         let dev = self.check_device(device)?;
+        if token.origin() == self.origin {
+            // As for memory: the runtime refuses to open its own event handle
+            // (hipErrorInvalidContext); the facade shares the local signal instead.
+            return Err(Error::Unsupported {
+                backend: BackendKind::Hip,
+                what: "importing a hip-ipc-event token in the process that exported it (use \
+                       the exporter's signal; the devipc facade does)"
+                    .into(),
+            });
+        }
         let payload = token.payload();
         if payload.len() != HIP_IPC_HANDLE_SIZE + NAME_LEN {
             return Err(Error::invalid_token(format!(
