@@ -22,10 +22,10 @@ use devipc_hip::HipBackend;
 use devipc_hip_sys::HipApi;
 
 use crate::acl::{Acl, AclShell};
+use crate::capabilities::Probe;
 use crate::counting;
 use crate::facade::Facade;
 use crate::hip::{Hip, HipShell};
-use crate::probe::Probe;
 use crate::rule::{Expect, Rule, Stop, Verdict};
 use crate::shell::{Failure, Local, Remote};
 use crate::target::Target;
