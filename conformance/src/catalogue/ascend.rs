@@ -23,9 +23,9 @@ use devipc_ascend_sys::consts::{
 use std::time::{Duration, Instant};
 
 use super::{Step, ensure, pattern, same_bytes, vendor};
-use crate::acl::{Acl, Vmm};
 use crate::ctx::Ctx;
 use crate::rule::{Applies, Expect, Need, Rule, Stop, Verdict};
+use crate::shell::acl::{Acl, Vmm};
 use crate::shell::{Exec, Pids};
 
 const A: Applies = Applies::Ascend;

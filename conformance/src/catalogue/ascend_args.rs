@@ -26,9 +26,9 @@ use devipc_ascend_sys::types::{
 
 use super::ascend::{key_cross_device, key_exported, key_release};
 use super::{Step, ensure, pattern, same_bytes, vendor};
-use crate::acl::Acl;
 use crate::ctx::Ctx;
 use crate::rule::{Applies, Expect, Need, Rule, Stop, Verdict};
+use crate::shell::acl::Acl;
 use crate::shell::{Exec, Pids};
 
 const A: Applies = Applies::Ascend;

@@ -20,8 +20,8 @@ use devipc_hip_sys::{
 
 use super::{Step, ensure, pattern, same_bytes, vendor};
 use crate::ctx::Ctx;
-use crate::hip::Hip;
 use crate::rule::{Applies, Expect, Need, Rule, Stop, Verdict};
+use crate::shell::hip::Hip;
 use crate::shell::{Exec, Failure, hex};
 
 const H: Applies = Applies::Hip;

@@ -8,8 +8,11 @@
 //! function reads top to bottom, whichever process each step runs in, and both sides
 //! make exactly the same calls.
 //!
-//! The vendor shells are in [`crate::acl`] and [`crate::hip`], the devipc facade shell in
-//! [`crate::facade`].
+//! The vendor shells are [`acl`] and [`hip`], the devipc facade shell [`facade`].
+
+pub mod acl;
+pub mod facade;
+pub mod hip;
 
 use std::ffi::OsString;
 use std::fmt;
