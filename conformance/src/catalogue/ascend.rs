@@ -26,7 +26,7 @@ use super::{Step, ensure, pattern, same_bytes, vendor};
 use crate::ctx::Ctx;
 use crate::rule::{Applies, Expect, Need, Rule, Stop, Verdict};
 use crate::shell::acl::{Acl, Vmm};
-use crate::shell::{Exec, Pids};
+use crate::shell::{Exec, Pids, VendorClient};
 
 const A: Applies = Applies::Ascend;
 /// Bytes checked in transfers.

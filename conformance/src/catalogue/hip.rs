@@ -22,7 +22,7 @@ use super::{Step, ensure, pattern, same_bytes, vendor};
 use crate::ctx::Ctx;
 use crate::rule::{Applies, Expect, Need, Rule, Stop, Verdict};
 use crate::shell::hip::Hip;
-use crate::shell::{Exec, Failure, hex};
+use crate::shell::{Exec, Failure, VendorClient, hex};
 
 const H: Applies = Applies::Hip;
 const CHECK: usize = 256;

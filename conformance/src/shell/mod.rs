@@ -138,6 +138,39 @@ pub trait Handler {
     fn handle(&mut self, name: &str, args: &[&str]) -> Reply;
 }
 
+/// The client calls both vendor shells answer with the same command lines: device memory
+/// by address. [`acl::Acl`] and [`hip::Hip`] implement it, each on top of its own calls.
+pub trait VendorClient {
+    /// Runs one command line in the shell this client drives.
+    fn run(&mut self, line: String) -> Reply;
+
+    /// `aclrtMalloc` / `hipMalloc` of `size` bytes: the address.
+    fn malloc(&mut self, size: usize) -> Result<u64, Failure> {
+        word(&self.run(format!("malloc {size}"))?, 0)
+    }
+
+    /// `aclrtFree` / `hipFree`.
+    fn free(&mut self, ptr: u64) -> Result<(), Failure> {
+        self.run(format!("free {ptr}")).map(drop)
+    }
+
+    /// `aclrtMemcpy` / `hipMemcpy` host to device.
+    fn write(&mut self, dst: u64, bytes: &[u8]) -> Result<(), Failure> {
+        self.run(format!("write {dst} {}", hex(bytes))).map(drop)
+    }
+
+    /// `aclrtMemcpy` / `hipMemcpy` device to host.
+    fn read(&mut self, src: u64, len: usize) -> Result<Vec<u8>, Failure> {
+        unhex(&word::<String>(&self.run(format!("read {src} {len}"))?, 0)?)
+    }
+
+    /// `aclrtMemGetAddressRange` / `hipMemGetAddressRange`: (base, size).
+    fn address_range(&mut self, ptr: u64) -> Result<(u64, usize), Failure> {
+        let r = self.run(format!("address-range {ptr}"))?;
+        Ok((word(&r, 0)?, word(&r, 1)?))
+    }
+}
+
 /// Runs commands in this process.
 #[derive(Debug)]
 pub struct Local<H>(pub H);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use devipc_ascend_sys::codes::{ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS};
 
 use super::{Acl, AclShell, unknown};
-use crate::shell::{Exec, Failure, Reply, arg, word};
+use crate::shell::{Exec, Failure, Reply, VendorClient, arg, word};
 
 impl AclShell {
     /// Runs one of this module's commands.

@@ -10,7 +10,7 @@ use devipc_ascend_sys::codes::ACL_SUCCESS;
 use devipc_ascend_sys::consts::ACL_IPC_KEY_LEN;
 
 use super::{Acl, AclShell, key_buf, pid_args, ptr, unknown};
-use crate::shell::{Exec, Failure, Pids, Reply, arg, hex, word};
+use crate::shell::{Exec, Failure, Pids, Reply, VendorClient, arg, hex, word};
 
 impl AclShell {
     /// Runs one of this module's commands.

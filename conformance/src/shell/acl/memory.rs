@@ -1,5 +1,6 @@
 //! ACL shell commands for `aclrtMalloc` memory and copies, with their [`Acl`] client
-//! calls.
+//! calls (`malloc`, `free`, `write`, `read` and `address-range` through
+//! [`VendorClient`], which the HIP client shares).
 //!
 //! `malloc`, `malloc.policy`, `free`, `write`, `write.bounded`, `read`, `read.kind`,
 //! `copy.async-d2d`, `address-range`, `mem-info` (dispatched from
@@ -14,7 +15,7 @@ use devipc_ascend_sys::types::{
 };
 
 use super::{Acl, AclShell, ptr, unknown};
-use crate::shell::{Exec, Failure, Reply, arg, hex, unhex, word};
+use crate::shell::{Exec, Failure, Reply, VendorClient, arg, hex, unhex, word};
 
 impl AclShell {
     /// Runs one of this module's commands.
@@ -151,26 +152,6 @@ impl AclShell {
 }
 
 impl<E: Exec> Acl<E> {
-    /// `aclrtMalloc`.
-    pub fn malloc(&mut self, size: usize) -> Result<u64, Failure> {
-        word(&self.run(format!("malloc {size}"))?, 0)
-    }
-
-    /// `aclrtFree`.
-    pub fn free(&mut self, ptr: u64) -> Result<(), Failure> {
-        self.run(format!("free {ptr}")).map(drop)
-    }
-
-    /// `aclrtMemcpy` host to device.
-    pub fn write(&mut self, dst: u64, bytes: &[u8]) -> Result<(), Failure> {
-        self.run(format!("write {dst} {}", hex(bytes))).map(drop)
-    }
-
-    /// `aclrtMemcpy` device to host.
-    pub fn read(&mut self, src: u64, len: usize) -> Result<Vec<u8>, Failure> {
-        unhex(&word::<String>(&self.run(format!("read {src} {len}"))?, 0)?)
-    }
-
     /// `aclrtMemcpyAsync` device to device on the default stream, synchronised.
     pub fn copy_async_d2d(&mut self, dst: u64, src: u64, len: usize) -> Result<(), Failure> {
         self.run(format!("copy.async-d2d {dst} {src} {len}"))
@@ -184,12 +165,6 @@ impl<E: Exec> Acl<E> {
         policy: aclrtMemMallocPolicy,
     ) -> Result<u64, Failure> {
         word(&self.run(format!("malloc.policy {size} {policy}"))?, 0)
-    }
-
-    /// `aclrtMemGetAddressRange`: (base, size).
-    pub fn address_range(&mut self, ptr: u64) -> Result<(u64, usize), Failure> {
-        let r = self.run(format!("address-range {ptr}"))?;
-        Ok((word(&r, 0)?, word(&r, 1)?))
     }
 
     /// `aclrtGetMemInfo(attr)`: (free, total) bytes.

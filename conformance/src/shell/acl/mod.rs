@@ -28,7 +28,7 @@ use devipc_ascend_sys::codes::{ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS};
 use devipc_ascend_sys::consts::ACL_IPC_KEY_LEN;
 use devipc_ascend_sys::types::aclError;
 
-use crate::shell::{Exec, Failure, Handler, Pids, Reply, unhex};
+use crate::shell::{Exec, Failure, Handler, Pids, Reply, VendorClient, unhex};
 
 /// The shell's state: the table and how many `aclInit` calls of this shell are not yet
 /// balanced by an `aclFinalize` (the runtime counts them, api-facts A.3).
@@ -171,7 +171,7 @@ impl Drop for AclShell {
 #[derive(Debug)]
 pub struct Acl<E>(pub E);
 
-impl<E: Exec> Acl<E> {
+impl<E: Exec> VendorClient for Acl<E> {
     fn run(&mut self, line: String) -> Reply {
         self.0.exec(&line)
     }

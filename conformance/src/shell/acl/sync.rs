@@ -10,7 +10,7 @@ use devipc_ascend_sys::consts::{ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT};
 use devipc_ascend_sys::types::{aclrtEvent, aclrtIpcEventHandle, aclrtNotify};
 
 use super::{Acl, AclShell, key_buf, pid_args, ptr, unknown};
-use crate::shell::{Exec, Failure, Pids, Reply, arg, hex, unhex, word};
+use crate::shell::{Exec, Failure, Pids, Reply, VendorClient, arg, hex, unhex, word};
 
 impl AclShell {
     /// Runs one of this module's commands.

@@ -17,7 +17,7 @@ use devipc_ascend_sys::types::{
 };
 
 use super::{Acl, AclShell, pid_args, ptr, unknown};
-use crate::shell::{Exec, Failure, Pids, Reply, arg, word};
+use crate::shell::{Exec, Failure, Pids, Reply, VendorClient, arg, word};
 
 /// VMM granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity`.
 const FALLBACK_GRANULARITY: usize = 2 << 20;
