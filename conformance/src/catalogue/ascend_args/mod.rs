@@ -34,7 +34,7 @@ use crate::shell::{Exec, Pids, VendorClient};
 const A: Applies = Applies::Ascend;
 /// Bytes checked in transfers.
 const CHECK: usize = 256;
-/// `aclrtMalloc` blocks: one 2 MiB huge page (see `ascend.rs`).
+/// `aclrtMalloc` blocks: one 2 MiB huge page (see `KEY_BLOCK` in `ascend/mod.rs`).
 const BLOCK: usize = 2 << 20;
 const TWO_DEVICES: &[Need] = &[Need::Devices(2), Need::PeerAccess];
 const INVALID_PARAM: Expect = Expect::Code("ACL_ERROR_INVALID_PARAM", ACL_ERROR_INVALID_PARAM);
