@@ -27,30 +27,30 @@ use crate::rule::{Applies, Expect, Level, Need, Rule, Scenario, Stop};
 /// Environment variable that makes the hidden self-test rules visible (tests only).
 pub const SELFTEST_ENV: &str = "DEVIPC_CONFORMANCE_SELFTEST";
 
+/// Every rule, hidden ones included, in report order: table by table.
+fn every() -> impl Iterator<Item = &'static Rule> {
+    ascend::TABLES
+        .iter()
+        .copied()
+        .chain([
+            ascend_args::RULES,
+            hip::RULES,
+            hip_args::RULES,
+            portable::RULES,
+            selftest::RULES,
+        ])
+        .flat_map(|table| table.iter())
+}
+
 /// Every rule, in report order; hidden rules only when [`SELFTEST_ENV`] is `1`.
 pub fn all() -> Vec<&'static Rule> {
     let selftest = std::env::var(SELFTEST_ENV).is_ok_and(|v| v == "1");
-    ascend::RULES
-        .iter()
-        .chain(ascend_args::RULES)
-        .chain(hip::RULES)
-        .chain(hip_args::RULES)
-        .chain(portable::RULES)
-        .chain(selftest::RULES)
-        .filter(|r| selftest || !r.hidden)
-        .collect()
+    every().filter(|r| selftest || !r.hidden).collect()
 }
 
 /// The rule with this id (hidden ones included: a child runs what its parent chose).
 pub fn find(id: &str) -> Option<&'static Rule> {
-    ascend::RULES
-        .iter()
-        .chain(ascend_args::RULES)
-        .chain(hip::RULES)
-        .chain(hip_args::RULES)
-        .chain(portable::RULES)
-        .chain(selftest::RULES)
-        .find(|r| r.id == id)
+    every().find(|r| r.id == id)
 }
 
 /// Whether the emulator enforces a rule with this id (so its refusals name it).
@@ -159,14 +159,7 @@ mod tests {
     #[test]
     fn ids_are_unique_scoped_and_documented() {
         let mut seen = HashSet::new();
-        for r in ascend::RULES
-            .iter()
-            .chain(ascend_args::RULES)
-            .chain(hip::RULES)
-            .chain(hip_args::RULES)
-            .chain(portable::RULES)
-            .chain(selftest::RULES)
-        {
+        for r in every() {
             assert!(seen.insert(r.id), "duplicate id {}", r.id);
             let scope = r.id.split('.').next().unwrap();
             match r.level {
