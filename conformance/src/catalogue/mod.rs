@@ -31,9 +31,9 @@ pub const SELFTEST_ENV: &str = "DEVIPC_CONFORMANCE_SELFTEST";
 fn every() -> impl Iterator<Item = &'static Rule> {
     ascend::TABLES
         .iter()
+        .chain(ascend_args::TABLES)
         .copied()
         .chain([
-            ascend_args::RULES,
             hip::RULES,
             hip_args::RULES,
             portable::RULES,
