@@ -32,13 +32,9 @@ fn every() -> impl Iterator<Item = &'static Rule> {
     ascend::TABLES
         .iter()
         .chain(ascend_args::TABLES)
+        .chain(hip::TABLES)
         .copied()
-        .chain([
-            hip::RULES,
-            hip_args::RULES,
-            portable::RULES,
-            selftest::RULES,
-        ])
+        .chain([hip_args::RULES, portable::RULES, selftest::RULES])
         .flat_map(|table| table.iter())
 }
 
