@@ -10,7 +10,7 @@
 //! | module | role |
 //! |---|---|
 //! | [`rule`] | the rule model: id, level, applies, source, expect, needs, scenario |
-//! | [`catalogue`] | every rule ([`catalogue::ascend`], [`catalogue::hip`], [`catalogue::portable`]) |
+//! | [`catalogue`] | every rule ([`catalogue::ascend`], [`catalogue::hip`], [`catalogue::portable`](mod@catalogue::portable)) |
 //! | [`target`] | the backends a run can check |
 //! | [`capabilities`] | capability discovery: what a backend offers on this machine (devices, version, peer access) |
 //! | [`runner`] | probe, needs, one child process per rule with a deadline, state checks |

@@ -6,7 +6,7 @@
 //! | [`ascend_args`] | ACL argument checks, init counting, VMM mappings, copies, ownership (api-facts A.3-A.11) |
 //! | [`hip`] | HIP vendor rules (IPC memory, IPC events, peer access, runtime queries), api-facts C.1-C.2, B |
 //! | [`hip_args`] | HIP argument checks added for mutation completeness (streams) |
-//! | [`portable`] | devipc's portable guarantees, DESIGN section 5, on both backends |
+//! | [`portable`](mod@portable) | devipc's portable guarantees, DESIGN section 5, on both backends |
 //! | [`selftest`] | hidden rules that prove the runner reports hangs and crashes as failures |
 //!
 //! Where the emulator enforces the same rule, a vendor rule reuses the emulator's id
