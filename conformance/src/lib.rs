@@ -39,8 +39,3 @@ pub mod runner;
 pub mod shell;
 pub mod switches;
 pub mod target;
-
-// The modules' old paths, for `child.rs` (another branch rewrites the child harness
-// there); drop once that file says `crate::capabilities` and `crate::shell::{acl, ...}`.
-pub(crate) use capabilities as probe;
-pub(crate) use shell::{acl, facade, hip};
