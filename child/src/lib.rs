@@ -8,9 +8,17 @@
 //! (the role goes in arguments or the environment, as the program dispatches), spawns a
 //! [`Child`] and exchanges lines with it: the child sends messages `@@ <key> <value>`
 //! ([`say`]), the parent sends plain lines that the child reads with [`hear`] (the
-//! protocol is in [`wire`]). A wait that runs out kills the child and says so; a child
-//! that says `@@ fail <reason>` fails [`Child::expect`]; the child's stderr is passed
-//! through or kept (its tail) for error messages ([`Command::capture_stderr`]).
+//! protocol is in [`wire`]). A wait that runs out kills the child and says so; so does a
+//! line sent to a child that does not read it ([`Command::send_timeout`]); a child that
+//! says `@@ fail <reason>` fails [`Child::expect`]; the child's stderr is passed through or
+//! kept (its tail) for error messages ([`Command::capture_stderr`]).
+//!
+//! The parent's memory and waits stay bounded whatever the child does: a line of its
+//! stdout is held up to [`MAX_LINE`] bytes (a longer message is an error, longer noise is
+//! dropped), messages read ahead are bounded in bytes, and once the child has ended no
+//! read waits for the end of a pipe that a process it started still holds. A child that
+//! leads its own process group ([`Command::new_process_group`]) takes the group with it
+//! when it ends.
 //!
 //! Parent side:
 //! ```no_run
@@ -44,21 +52,44 @@ pub use wire::{WATCHDOG_EXIT, hear, run_role, say, start_watchdog};
 
 use std::collections::VecDeque;
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{ChildStdin, ExitStatus, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A timeout that never runs out: the wait blocks until the child answers or exits.
 pub const FOREVER: Duration = Duration::MAX;
 
+/// The longest line of the child's stdout the parent holds, in bytes (1 MiB). A longer
+/// message is refused ([`ChildError::MessageTooLong`]); a longer line that is not a
+/// message is dropped (only its first `MAX_LINE` bytes are ever held).
+pub const MAX_LINE: usize = 1 << 20;
+
+/// How long [`Child::send`] waits, by default, for the child to take a line it does not
+/// read (see [`Command::send_timeout`]).
+pub const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// How long [`Child::next`] waits for a child that closed its stdout to exit, to say how
 /// it ended.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// At most this many bytes of messages wait, read but not yet received, before the
+/// reader stops reading the child's stdout (the child then blocks writing it); one
+/// message is always let through, however long.
+const INBOX_BYTES: usize = 16 << 20;
+
+/// How often a wait looks whether the child ended, and how long a reader of its pipes
+/// waits for more output once it has.
+const POLL_SLICE: Duration = Duration::from_millis(50);
+
+/// How long [`Child::stderr`] waits, after the child was reaped, for the rest of its
+/// stderr; a descendant that still holds the pipe does not make it wait longer.
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
 /// One message `@@ <key> <value>`, as `(key, value)`.
 pub type Message = (String, String);
@@ -87,6 +118,7 @@ pub struct Command {
     stderr_keep: Option<usize>,
     others: OtherMessages,
     drop_grace: Duration,
+    send_timeout: Duration,
 }
 
 impl Command {
@@ -107,6 +139,7 @@ impl Command {
             stderr_keep: None,
             others: OtherMessages::Drop,
             drop_grace: Duration::ZERO,
+            send_timeout: DEFAULT_SEND_TIMEOUT,
         }
     }
 
@@ -167,8 +200,16 @@ impl Command {
         self
     }
 
-    /// Makes the child lead a new process group, which [`Child::kill`] (and every kill
-    /// after a timeout) kills as a whole: the peers the child started die with it.
+    /// Makes the child lead a new process group, which lives as long as the child: the
+    /// group is SIGKILLed as a whole when the child is killed ([`Child::kill`], a timeout,
+    /// drop) and also when it is seen to end by itself (a wait, [`Child::finish`], drop, or
+    /// a read that finds it gone), so the processes it started die with it and release
+    /// its stdout and stderr. (A descendant that leaves the group, e.g. with `setsid`,
+    /// escapes.)
+    ///
+    /// Not the default: a child in its own group no longer gets the signals a terminal
+    /// (Ctrl-C) or a test runner sends to this process's group; its watchdog
+    /// ([`start_watchdog`]) ends it then.
     pub fn new_process_group(mut self) -> Self {
         self.new_group = true;
         self
@@ -196,6 +237,14 @@ impl Command {
         self
     }
 
+    /// How long [`Child::send`] waits for the child to take a line (default
+    /// [`DEFAULT_SEND_TIMEOUT`]; [`FOREVER`]: no deadline). A child that does not read its
+    /// stdin takes only what the pipe holds (64 KiB on Linux).
+    pub fn send_timeout(mut self, timeout: Duration) -> Self {
+        self.send_timeout = timeout;
+        self
+    }
+
     /// Starts the child.
     pub fn spawn(mut self) -> std::io::Result<Child> {
         self.cmd
@@ -209,41 +258,278 @@ impl Command {
             self.cmd.process_group(0);
         }
         let mut proc = self.cmd.spawn()?;
+        let stdin = proc.stdin.take().expect("piped stdin");
+        // The parent's end only: `send` waits for room with poll(2) and a deadline.
+        set_nonblocking(stdin.as_raw_fd())?;
+        let ended = Arc::new(AtomicBool::new(false));
+        let inbox = Arc::new(Inbox::default());
         let stdout = proc.stdout.take().expect("piped stdout");
-        let (tx, messages) = channel();
-        std::thread::spawn(move || {
-            let mut out = BufReader::new(stdout);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match out.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                let text = String::from_utf8_lossy(&line);
-                if let Some(msg) = wire::parse_message(text.trim_end_matches(['\n', '\r']))
-                    && tx.send(msg).is_err()
-                {
-                    break;
-                }
-            }
-        });
+        {
+            let (inbox, ended) = (Arc::clone(&inbox), Arc::clone(&ended));
+            std::thread::spawn(move || {
+                let mut lines = Lines::default();
+                pump(stdout, &ended, |bytes| {
+                    lines.feed(bytes, &mut |item| inbox.push(item))
+                });
+                lines.finish(&mut |item| inbox.push(item));
+                inbox.end();
+            });
+        }
         let stderr = self.stderr_keep.map(|keep| {
             let pipe = proc.stderr.take().expect("piped stderr");
-            Stderr::collect(pipe, keep)
+            Stderr::collect(pipe, keep, Arc::clone(&ended))
         });
         Ok(Child {
             name: self.name,
-            stdin: proc.stdin.take(),
+            stdin: Some(stdin),
             proc,
-            messages,
+            inbox,
+            ended,
             stderr,
             leads_group: self.new_group,
             status: None,
             others: self.others,
             kept: VecDeque::new(),
             drop_grace: self.drop_grace,
+            send_timeout: self.send_timeout,
         })
+    }
+}
+
+/// Sets `O_NONBLOCK` on `fd`.
+fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: fcntl(2) on a descriptor this process owns (the parent's end of a pipe);
+    // F_GETFL/F_SETFL touch only its status flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Waits up to `timeout` (`None`: no limit) until `fd` has `events` (or is closed);
+/// whether it has.
+fn poll_fd(fd: RawFd, events: libc::c_short, timeout: Option<Duration>) -> std::io::Result<bool> {
+    let ms = timeout.map_or(-1, |t| {
+        libc::c_int::try_from(t.as_millis().max(u128::from(!t.is_zero())))
+            .unwrap_or(libc::c_int::MAX)
+    });
+    let mut pfd = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd for an open descriptor, for the length of the call.
+        match unsafe { libc::poll(&mut pfd, 1, ms) } {
+            n if n > 0 => return Ok(true),
+            0 => return Ok(false),
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// Reads a pipe from the child until its end, handing each chunk to `sink` (which
+/// returns `false` to stop). Also stops once the child has ended (`ended`, set by the
+/// [`Child`] that saw it) and the pipe stays empty for a moment: everything the child
+/// wrote has been read then, and a descendant that still holds the pipe open does not
+/// keep the reader (and whoever waits for it) waiting.
+fn pump(mut pipe: impl Read + AsRawFd, ended: &AtomicBool, mut sink: impl FnMut(&[u8]) -> bool) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let ended_before = ended.load(Ordering::Acquire);
+        match poll_fd(pipe.as_raw_fd(), libc::POLLIN, Some(POLL_SLICE)) {
+            Ok(true) => {}
+            Ok(false) if ended_before => return,
+            Ok(false) => continue,
+            Err(_) => return,
+        }
+        match pipe.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if !sink(&buf[..n]) {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// What the stdout reader hands the parent.
+#[derive(Debug)]
+enum Item {
+    Message(Message),
+    /// A message line longer than [`MAX_LINE`], with its key (cut to 100 bytes).
+    TooLong {
+        key: String,
+    },
+}
+
+impl Item {
+    /// Bytes it holds, for the inbox's budget.
+    fn size(&self) -> usize {
+        match self {
+            Item::Message((k, v)) => k.len() + v.len() + 16,
+            Item::TooLong { key } => key.len() + 16,
+        }
+    }
+}
+
+/// Splits the child's stdout into lines, holding at most [`MAX_LINE`] bytes of one, and
+/// turns message lines into [`Item`]s.
+#[derive(Debug, Default)]
+struct Lines {
+    line: Vec<u8>,
+    /// The current line is longer than `MAX_LINE` (only its start is held).
+    overlong: bool,
+}
+
+impl Lines {
+    /// Takes the next bytes; `emit` gets each item and returns `false` to stop (then so
+    /// does `feed`).
+    fn feed(&mut self, mut bytes: &[u8], emit: &mut impl FnMut(Item) -> bool) -> bool {
+        while !bytes.is_empty() {
+            let (part, rest, complete) = match bytes.iter().position(|&b| b == b'\n') {
+                Some(i) => (&bytes[..i], &bytes[i + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            let room = MAX_LINE - self.line.len();
+            if part.len() > room {
+                self.overlong = true;
+            }
+            self.line.extend_from_slice(&part[..part.len().min(room)]);
+            bytes = rest;
+            if complete && !self.flush(emit) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The end of the output: a last line without a line end counts too.
+    fn finish(&mut self, emit: &mut impl FnMut(Item) -> bool) {
+        if !self.line.is_empty() {
+            self.flush(emit);
+        }
+    }
+
+    fn flush(&mut self, emit: &mut impl FnMut(Item) -> bool) -> bool {
+        let line = std::mem::take(&mut self.line);
+        let overlong = std::mem::replace(&mut self.overlong, false);
+        let mut line = &line[..];
+        if let [rest @ .., b'\r'] = line {
+            line = rest;
+        }
+        let item = if overlong {
+            line.strip_prefix(b"@@ ").map(|msg| {
+                let key = msg.split(|&b| b == b' ').next().unwrap_or_default();
+                let key = &key[..key.len().min(100)];
+                Item::TooLong {
+                    key: String::from_utf8_lossy(key).into_owned(),
+                }
+            })
+        } else {
+            wire::parse_message(&String::from_utf8_lossy(line)).map(Item::Message)
+        };
+        item.is_none_or(emit)
+    }
+}
+
+/// The messages read from the child's stdout and not yet received, bounded in bytes
+/// ([`INBOX_BYTES`]).
+#[derive(Debug, Default)]
+struct Inbox {
+    state: Mutex<InboxState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct InboxState {
+    items: VecDeque<Item>,
+    bytes: usize,
+    /// The reader is done: no item comes after those queued.
+    ended: bool,
+    /// The [`Child`] is gone: nothing is received any more.
+    closed: bool,
+}
+
+/// What [`Inbox::pop`] found.
+enum Popped {
+    Item(Item),
+    Ended,
+    Empty,
+}
+
+impl Inbox {
+    fn lock(&self) -> MutexGuard<'_, InboxState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `item`, waiting while the budget is spent; `false` once the parent is gone.
+    fn push(&self, item: Item) -> bool {
+        let size = item.size();
+        let mut s = self.lock();
+        while !s.closed && !s.items.is_empty() && s.bytes + size > INBOX_BYTES {
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        if s.closed {
+            return false;
+        }
+        s.bytes += size;
+        s.items.push_back(item);
+        self.changed.notify_all();
+        true
+    }
+
+    /// The reader is done.
+    fn end(&self) {
+        self.lock().ended = true;
+        self.changed.notify_all();
+    }
+
+    /// The parent is gone: drops what is queued and lets the reader stop.
+    fn close(&self) {
+        let mut s = self.lock();
+        s.closed = true;
+        s.items.clear();
+        s.bytes = 0;
+        self.changed.notify_all();
+    }
+
+    /// The next item, waiting at most `wait` for one.
+    fn pop(&self, wait: Duration) -> Popped {
+        let until = Instant::now().checked_add(wait);
+        let mut s = self.lock();
+        loop {
+            if let Some(item) = s.items.pop_front() {
+                s.bytes -= item.size();
+                self.changed.notify_all();
+                return Popped::Item(item);
+            }
+            if s.ended {
+                return Popped::Ended;
+            }
+            let left = match until {
+                Some(u) => u.saturating_duration_since(Instant::now()),
+                None => POLL_SLICE,
+            };
+            if left.is_zero() {
+                return Popped::Empty;
+            }
+            s = self
+                .changed
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 }
 
@@ -252,26 +538,28 @@ impl Command {
 struct Stderr {
     keep: usize,
     kept: Arc<Mutex<Vec<u8>>>,
+    /// `None` once joined, or left to end by itself (a descendant holds the pipe).
     thread: Option<JoinHandle<()>>,
 }
 
 impl Stderr {
-    fn collect(mut pipe: impl Read + Send + 'static, keep: usize) -> Stderr {
+    fn collect(
+        pipe: impl Read + AsRawFd + Send + 'static,
+        keep: usize,
+        ended: Arc<AtomicBool>,
+    ) -> Stderr {
         let kept = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&kept);
         let thread = std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
+            pump(pipe, &ended, |bytes| {
                 let mut kept = sink.lock().unwrap_or_else(|p| p.into_inner());
-                kept.extend_from_slice(&buf[..n]);
+                kept.extend_from_slice(bytes);
                 if kept.len() > keep.saturating_mul(2) {
                     let cut = kept.len() - keep;
                     kept.drain(..cut);
                 }
-            }
+                true
+            });
         });
         Stderr {
             keep,
@@ -283,13 +571,20 @@ impl Stderr {
 
 /// A child process speaking the `@@` line protocol. On drop it is killed (with its process
 /// group when it leads one, after the grace of [`Command::grace_on_drop`]) and reaped.
+///
+/// No call blocks without a deadline on something only a descendant of the child holds:
+/// once the child has ended, reads of its stdout and [`Child::stderr`] stop soon even
+/// when a process it started still holds the pipes open.
 #[derive(Debug)]
 pub struct Child {
     name: String,
     proc: std::process::Child,
     /// `None` once closed.
     stdin: Option<ChildStdin>,
-    messages: Receiver<Message>,
+    inbox: Arc<Inbox>,
+    /// Set once the child is seen to have ended (exited, not yet or already reaped): the
+    /// readers of its pipes stop when they run dry.
+    ended: Arc<AtomicBool>,
     /// `None` when stderr is passed through.
     stderr: Option<Stderr>,
     leads_group: bool,
@@ -299,6 +594,7 @@ pub struct Child {
     /// Messages read while waiting for another key (with [`OtherMessages::Keep`]).
     kept: VecDeque<Message>,
     drop_grace: Duration,
+    send_timeout: Duration,
 }
 
 /// Why talking to a child failed.
@@ -319,6 +615,17 @@ pub enum ChildError {
     },
     /// The child's stdin was already closed.
     StdinClosed,
+    /// The child did not take a line sent to it within the send timeout (it does not read
+    /// its stdin and the pipe is full); the child was killed.
+    SendTimeout(Duration),
+    /// The child wrote a message line longer than [`MAX_LINE`] (`limit`) bytes; it was
+    /// skipped, the child left running.
+    MessageTooLong {
+        /// The message's key (its first 100 bytes).
+        key: String,
+        /// The longest line held, in bytes.
+        limit: usize,
+    },
     /// Writing to the child's stdin failed (the OS error).
     Write(String),
 }
@@ -334,12 +641,42 @@ impl Child {
         self.proc.id()
     }
 
-    /// Sends one line to the child's stdin.
+    /// Sends one line to the child's stdin, waiting at most the send timeout
+    /// ([`Command::send_timeout`]) for the child to take it; when it does not, the child
+    /// is killed and the error is [`ChildError::SendTimeout`].
     pub fn send(&mut self, line: &str) -> Result<(), ChildError> {
+        self.send_within(line, self.send_timeout)
+    }
+
+    /// [`Child::send`] with its own deadline ([`FOREVER`]: none).
+    pub fn send_within(&mut self, line: &str, timeout: Duration) -> Result<(), ChildError> {
         let stdin = self.stdin.as_mut().ok_or(ChildError::StdinClosed)?;
-        writeln!(stdin, "{line}")
-            .and_then(|()| stdin.flush())
-            .map_err(|e| ChildError::Write(e.to_string()))
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        let deadline = Instant::now().checked_add(timeout);
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            match stdin.write(rest) {
+                Ok(0) => return Err(ChildError::Write("the pipe took nothing".to_owned())),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                    let room = match left {
+                        Some(left) if left.is_zero() => false,
+                        _ => poll_fd(stdin.as_raw_fd(), libc::POLLOUT, left)
+                            .map_err(|e| ChildError::Write(e.to_string()))?,
+                    };
+                    if !room {
+                        self.kill();
+                        return Err(ChildError::SendTimeout(timeout));
+                    }
+                }
+                Err(e) => return Err(ChildError::Write(e.to_string())),
+            }
+        }
+        Ok(())
     }
 
     /// Closes the child's stdin: a child reading it sees the end ([`hear`] gives `None`).
@@ -360,22 +697,28 @@ impl Child {
         deadline: Option<Instant>,
         timeout: Duration,
     ) -> Result<Option<Message>, ChildError> {
-        let got = match deadline {
-            None => self
-                .messages
-                .recv()
-                .map_err(|_| RecvTimeoutError::Disconnected),
-            Some(d) => self
-                .messages
-                .recv_timeout(d.saturating_duration_since(Instant::now())),
-        };
-        match got {
-            Ok(msg) => Ok(Some(msg)),
-            Err(RecvTimeoutError::Timeout) => {
-                self.kill();
-                Err(ChildError::Timeout(timeout))
+        loop {
+            let slice = deadline.map_or(POLL_SLICE, |d| {
+                d.saturating_duration_since(Instant::now()).min(POLL_SLICE)
+            });
+            match self.inbox.pop(slice) {
+                Popped::Item(Item::Message(msg)) => return Ok(Some(msg)),
+                Popped::Item(Item::TooLong { key }) => {
+                    return Err(ChildError::MessageTooLong {
+                        key,
+                        limit: MAX_LINE,
+                    });
+                }
+                Popped::Ended => return Ok(None),
+                Popped::Empty => {}
             }
-            Err(RecvTimeoutError::Disconnected) => Ok(None),
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                self.kill();
+                return Err(ChildError::Timeout(timeout));
+            }
+            // A child that ended lets the reader stop once its stdout runs dry, even when
+            // a descendant holds the pipe open.
+            let _ = self.observe_end(false);
         }
     }
 
@@ -457,52 +800,99 @@ impl Child {
         if let Some(status) = self.status {
             return Ok(status);
         }
-        let Some(deadline) = Instant::now().checked_add(timeout) else {
-            let status = self
-                .proc
-                .wait()
-                .map_err(|e| format!("waiting for it failed: {e}"))?;
-            self.status = Some(status);
-            return Ok(status);
-        };
+        let deadline = Instant::now().checked_add(timeout);
         loop {
-            match self.proc.try_wait() {
-                Ok(Some(status)) => {
-                    self.status = Some(status);
-                    return Ok(status);
-                }
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Ok(None) => {
+            match self.observe_end(deadline.is_none()) {
+                Ok(true) => return self.reap_ended(),
+                Ok(false) if deadline.is_some_and(|d| Instant::now() >= d) => {
                     self.kill();
                     return Err(format!("did not exit within {timeout:?} and was killed"));
                 }
+                Ok(false) => std::thread::sleep(Duration::from_millis(10)),
                 Err(e) => return Err(format!("waiting for it failed: {e}")),
             }
         }
     }
 
+    /// Whether the child has ended (it may still be a zombie: it is not reaped here).
+    /// `block` waits until it does. On first seeing the end, kills what is left of the
+    /// group it leads (its pid cannot have been reused yet: the zombie holds it) and
+    /// tells the readers of its pipes.
+    fn observe_end(&mut self, block: bool) -> std::io::Result<bool> {
+        if self.status.is_some() {
+            return Ok(true);
+        }
+        let pid = self.proc.id();
+        let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+        // SAFETY: siginfo_t is plain data; all zeroes is a valid value (si_pid 0 means
+        // "no child ended" after WNOHANG).
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: waitid(2) on our own child with a valid out-pointer; WNOWAIT leaves
+            // it waitable, so std's `Child` still reaps it.
+            if unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) } == 0 {
+                break;
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        // SAFETY: waitid filled `info` (or left it zeroed); si_pid is valid for SIGCHLD
+        // information.
+        if unsafe { info.si_pid() } == 0 {
+            return Ok(false);
+        }
+        self.on_end();
+        Ok(true)
+    }
+
+    /// The child has ended (and is not reaped yet): its group goes with it.
+    fn on_end(&mut self) {
+        if self.leads_group {
+            self.signal_group();
+        }
+        self.ended.store(true, Ordering::Release);
+    }
+
+    /// Reaps a child that [`Child::observe_end`] saw end.
+    fn reap_ended(&mut self) -> Result<ExitStatus, String> {
+        let status = self
+            .proc
+            .wait()
+            .map_err(|e| format!("waiting for it failed: {e}"))?;
+        self.status = Some(status);
+        Ok(status)
+    }
+
+    /// SIGKILLs the process group the child leads.
+    fn signal_group(&self) {
+        let pid = self.proc.id() as libc::pid_t;
+        // SAFETY: kill(2) with a negative pid signals the process group the child leads
+        // (it was started with process_group(0), and is not reaped yet, so the group id
+        // is still its own); no memory is involved. ESRCH (nobody left) is fine.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+
     /// SIGKILLs the child (and its process group when it leads one).
     fn signal_kill(&mut self) {
+        if self.status.is_some() {
+            return;
+        }
         if self.leads_group {
-            let pid = self.proc.id() as libc::pid_t;
-            // SAFETY: kill(2) with a negative pid signals the process group the child
-            // leads (it was started with process_group(0)); no memory is involved.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            self.signal_group();
         }
         let _ = self.proc.kill();
     }
 
-    /// SIGKILLs the child (and its process group when it leads one) and reaps it.
+    /// SIGKILLs the child (and its process group when it leads one) and reaps it. When it
+    /// was reaped already, its group was killed then.
     pub fn kill(&mut self) {
         if self.status.is_some() {
             return;
         }
         self.signal_kill();
-        if let Ok(status) = self.proc.wait() {
-            self.status = Some(status);
-        }
+        let _ = self.wait_for_exit(FOREVER);
     }
 
     /// SIGKILLs the child and waits (up to `timeout`) until the kernel has killed it, but
@@ -542,13 +932,23 @@ impl Child {
 
     /// The tail of what the child wrote to stderr so far (after it was reaped: all it
     /// wrote, up to the kept length); empty when stderr is not captured.
+    ///
+    /// Never waits long: after the child was reaped it waits at most a few seconds for
+    /// the rest of stderr, and a process the child started that still holds the pipe is
+    /// left behind (what it writes later is kept, but not waited for).
     pub fn stderr(&mut self) -> String {
         let reaped = self.status.is_some();
         let Some(stderr) = &mut self.stderr else {
             return String::new();
         };
         if reaped && let Some(t) = stderr.thread.take() {
-            let _ = t.join();
+            let until = Instant::now() + STDERR_DRAIN;
+            while !t.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
         }
         let kept = stderr.kept.lock().unwrap_or_else(|p| p.into_inner());
         let start = kept.len().saturating_sub(stderr.keep);
@@ -573,6 +973,7 @@ impl Drop for Child {
             self.close_stdin();
             let _ = self.wait_for_exit(self.drop_grace);
         }
+        self.inbox.close();
     }
 }
 
@@ -592,6 +993,15 @@ impl ChildError {
                 format!("child `{child}` said `{key} {value}` instead of {waiting_for}")
             }
             ChildError::StdinClosed => format!("child `{child}`: stdin already closed"),
+            ChildError::SendTimeout(t) => format!(
+                "child `{child}` did not read its input ({waiting_for}) within {:.1}s and \
+                 was killed",
+                t.as_secs_f64()
+            ),
+            ChildError::MessageTooLong { key, limit } => format!(
+                "child `{child}` sent a message `{key}` longer than {limit} bytes \
+                 ({waiting_for})"
+            ),
             ChildError::Write(e) => format!("child `{child}`: writing to child `{child}`: {e}"),
         }
     }
@@ -611,6 +1021,17 @@ impl std::fmt::Display for ChildError {
                 write!(f, "unexpected `{key} {value}` from the child")
             }
             ChildError::StdinClosed => write!(f, "the child's stdin is closed"),
+            ChildError::SendTimeout(t) => write!(
+                f,
+                "the child did not read its input within {:.1}s and was killed",
+                t.as_secs_f64()
+            ),
+            ChildError::MessageTooLong { key, limit } => {
+                write!(
+                    f,
+                    "the child sent a message `{key}` longer than {limit} bytes"
+                )
+            }
             ChildError::Write(e) => write!(f, "writing to the child: {e}"),
         }
     }
@@ -637,5 +1058,79 @@ pub fn describe_status(status: ExitStatus) -> String {
             format!("killed by signal {sig}{name}")
         }
         None => format!("ended with {status}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `chunks` and returns what came out, the largest line buffer seen included.
+    fn split(chunks: &[&[u8]]) -> (Vec<String>, usize) {
+        let mut lines = Lines::default();
+        let mut out = Vec::new();
+        let mut held = 0;
+        let mut emit = |item: Item| {
+            out.push(match item {
+                Item::Message((k, v)) => format!("{k}={v}"),
+                Item::TooLong { key } => format!("too long: {key}"),
+            });
+            true
+        };
+        for chunk in chunks {
+            assert!(lines.feed(chunk, &mut emit));
+            held = held.max(lines.line.capacity());
+        }
+        lines.finish(&mut emit);
+        (out, held)
+    }
+
+    #[test]
+    fn lines_split_across_chunks_and_keep_only_messages() {
+        let (out, _) = split(&[
+            b"test x ... \n@@ a 1\r\n@@ b tw",
+            b"o\\nlines\nnoise @@ fail x\n\n@@ c",
+        ]);
+        assert_eq!(out, ["a=1", "b=two\nlines", "c="]);
+    }
+
+    #[test]
+    fn an_overlong_line_is_held_to_max_line() {
+        let flood = vec![b'x'; 256 * 1024];
+        let mut chunks: Vec<&[u8]> = vec![&flood; 12];
+        chunks.push(b"\n@@ after 1\n");
+        let (out, held) = split(&chunks);
+        assert_eq!(out, ["after=1"]);
+        assert!(held <= 2 * MAX_LINE, "held {held} bytes");
+
+        let mut big = b"@@ big ".to_vec();
+        big.resize(MAX_LINE + 1, b'y');
+        big.extend_from_slice(b"\n@@ small ok\n");
+        let (out, _) = split(&[&big]);
+        assert_eq!(out, ["too long: big", "small=ok"]);
+        // Exactly MAX_LINE bytes is still a message.
+        big.truncate(MAX_LINE);
+        big.push(b'\n');
+        let (out, _) = split(&[&big]);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].starts_with("big=yyy"), "{}", &out[0][..10]);
+    }
+
+    #[test]
+    fn the_inbox_holds_back_the_reader_past_its_budget_until_closed() {
+        let inbox = Arc::new(Inbox::default());
+        let big = || Item::Message(("k".into(), "v".repeat(INBOX_BYTES / 2)));
+        assert!(inbox.push(big()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = Arc::clone(&inbox);
+        std::thread::spawn(move || {
+            let _ = tx.send(reader.push(big()) && reader.push(big()));
+        });
+        // The second big item waits for room; receiving one makes it.
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+        assert!(matches!(inbox.pop(Duration::ZERO), Popped::Item(_)));
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+        inbox.close();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(false));
     }
 }

@@ -1,10 +1,15 @@
 //! The line protocol between a parent and its child, and the child's side of it.
 //!
-//! The child writes messages `@@ <key> <value>` on its stdout, one a line; anything before
-//! `@@ ` on a line, and any line without it (libtest's own output, a vendor library
-//! printing), is not part of the protocol. A value is made one line by [`escape`] (`\`
-//! becomes `\\`, a newline `\n`), so any text travels. The parent writes plain lines on
-//! the child's stdin, which the child reads with [`hear`].
+//! The child writes messages `@@ <key> <value>` on its stdout, one a line. Only a line
+//! that starts with `@@ ` is a message: any other line (libtest's own output, a vendor
+//! library printing, even one that holds `@@ fail x` after other text) is not part of the
+//! protocol. [`say`] starts each message on a fresh line (it writes a newline first), so
+//! output left without a line end before it (libtest's `test name ... `) does not hide it;
+//! the empty lines this leaves are ignored. A key is one word (no whitespace, not empty);
+//! a value is made one line by [`escape`] (`\` becomes `\\`, a newline `\n`, a carriage
+//! return `\r`), so any text travels. A message line longer than
+//! [`MAX_LINE`](crate::MAX_LINE) bytes is refused by the parent. The parent writes plain
+//! lines on the child's stdin, which the child reads with [`hear`].
 
 use std::fmt::Display;
 use std::io::{BufRead, Write};
@@ -13,12 +18,28 @@ use std::time::Duration;
 /// Exit status of a child that [`start_watchdog`] ended.
 pub const WATCHDOG_EXIT: i32 = 97;
 
-/// Writes the message `@@ key value` to stdout (the child's side); `value` may hold
-/// newlines.
+/// Writes the message `@@ key value` to stdout (the child's side), on a line of its own;
+/// `value` may hold any text (newlines included).
+///
+/// # Panics
+/// When `key` is not a valid key ([`valid_key`]: empty, or holding whitespace or a
+/// control character): keys are words written in the program, and one that the parent
+/// would read as another key (or not at all) is a bug in the caller.
 pub fn say(key: &str, value: &str) {
+    assert!(
+        valid_key(key),
+        "devipc_child::say: invalid message key {key:?} (a key is one word: not empty, no \
+         whitespace or control characters)"
+    );
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "@@ {key} {}", escape(value));
+    let _ = writeln!(out, "\n@@ {key} {}", escape(value));
     let _ = out.flush();
+}
+
+/// Whether `key` can be a message key: not empty, without whitespace or control
+/// characters (the parent splits a message at its first space, lines at `\n`).
+pub fn valid_key(key: &str) -> bool {
+    !key.is_empty() && !key.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// Reads one line from stdin (the child's side), without its line end; `None` at the end
@@ -57,9 +78,12 @@ pub fn run_role<E: Display>(label: &str, body: impl FnOnce() -> Result<(), E>) -
     }
 }
 
-/// Makes a value one line: `\` becomes `\\`, a newline `\n`.
+/// Makes a value one line: `\` becomes `\\`, a newline `\n`, a carriage return `\r`.
 pub fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('\n', "\\n")
+    value
+        .replace('\\', "\\\\")
+        .replace('\n', "\\n")
+        .replace('\r', "\\r")
 }
 
 /// Inverse of [`escape`].
@@ -70,6 +94,7 @@ pub fn unescape(value: &str) -> String {
         if c == '\\' {
             match chars.next() {
                 Some('n') => out.push('\n'),
+                Some('r') => out.push('\r'),
                 Some(other) => out.push(other),
                 None => out.push('\\'),
             }
@@ -80,12 +105,15 @@ pub fn unescape(value: &str) -> String {
     out
 }
 
-/// Splits `@@ key value` (possibly after other text on the line) into its parts, the
-/// value unescaped; `None` for a line that holds no message.
+/// Splits a line `@@ key value` (without its line end) into its parts, the value
+/// unescaped; `None` for a line that is not a message: one that does not start with `@@ `
+/// (a `@@ ` after other text is not one), or whose key is empty.
 pub fn parse_message(line: &str) -> Option<(String, String)> {
-    let at = line.find("@@ ")?;
-    let msg = &line[at + 3..];
+    let msg = line.strip_prefix("@@ ")?;
     let (k, v) = msg.split_once(' ').unwrap_or((msg, ""));
+    if k.is_empty() {
+        return None;
+    }
     Some((k.to_owned(), unescape(v)))
 }
 
@@ -95,18 +123,34 @@ mod tests {
 
     #[test]
     fn escaping_round_trips() {
-        for s in ["plain", "two\nlines", "back\\slash\\n", "", "\\", "end\n"] {
+        for s in [
+            "plain",
+            "two\nlines",
+            "back\\slash\\n",
+            "",
+            "\\",
+            "end\n",
+            "abc\r",
+            "crlf\r\nline",
+            "\\r literal",
+        ] {
             assert_eq!(unescape(&escape(s)), s);
-            assert!(!escape(s).contains('\n'));
+            assert!(!escape(s).contains(['\n', '\r']), "{s:?}");
         }
     }
 
     #[test]
-    fn messages_parse_after_noise() {
+    fn only_lines_starting_with_the_prefix_are_messages() {
         assert_eq!(
-            parse_message("test x ... @@ result pass fine"),
+            parse_message("@@ result pass fine"),
             Some(("result".into(), "pass fine".into()))
         );
+        // A vendor library's line that holds the marker after other text is noise.
+        assert_eq!(parse_message("test x ... @@ result pass fine"), None);
+        assert_eq!(parse_message("hipInit: @@ fail x"), None);
+        assert_eq!(parse_message(" @@ fail x"), None);
+        assert_eq!(parse_message("@@  empty key"), None);
+        assert_eq!(parse_message(""), None);
         assert_eq!(
             parse_message("@@ ready"),
             Some(("ready".into(), String::new()))
@@ -120,5 +164,34 @@ mod tests {
             Some(("err".into(), "two\nlines".into()))
         );
         assert_eq!(parse_message("no marker"), None);
+    }
+
+    #[test]
+    fn keys_are_one_word() {
+        for good in ["ready", "bg-1", "a.b", "fail", "@@"] {
+            assert!(valid_key(good), "{good:?}");
+        }
+        for bad in [
+            "",
+            "k with space",
+            "tab\there",
+            "new\nline",
+            "cr\r",
+            "nul\0",
+        ] {
+            assert!(!valid_key(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid message key")]
+    fn say_refuses_a_key_with_a_space() {
+        say("k with space", "v");
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid message key")]
+    fn say_refuses_an_empty_key() {
+        say("", "v");
     }
 }

@@ -8,9 +8,13 @@
 //! recording a [`LoadAttempt`](devipc_core::LoadAttempt) per failure, so "nothing found"
 //! is an `Error::LibraryNotFound` that names every path and loader error, never a panic.
 //!
-//! Order: `DEVIPC_ASCEND_LIB` (one exact file; when set, the **only** candidate, as
+//! Order: `DEVIPC_ASCEND_LIB` (one exact library; when set, the **only** candidate, as
 //! `DEVIPC_HIP_LIB` is for HIP: an explicit choice must not silently fall back to another
-//! runtime); `$ASCEND_HOME_PATH/lib64`; `$ASCEND_TOOLKIT_HOME/lib64`;
+//! runtime. A value with a `/` is a file path, a relative one from the current directory;
+//! one without is a library name the dynamic loader searches for. A path that is not a
+//! regular file is refused before loading, and a file that exists but does not load is
+//! reported as such, both as `Error::Config`: [`devipc_sys_common::open_first`]);
+//! `$ASCEND_HOME_PATH/lib64`; `$ASCEND_TOOLKIT_HOME/lib64`;
 //! `/usr/local/Ascend/cann/lib64` (CANN >= 8.5 default);
 //! `/usr/local/Ascend/ascend-toolkit/latest/lib64` (CANN <= 8.3 default); then the bare
 //! names on the loader's own search path ([`LOADER_PATH_ORIGIN`]). In each directory
@@ -23,8 +27,8 @@ use std::ffi::OsString;
 use devipc_core::BackendKind;
 pub use devipc_sys_common::{Candidate, LOADER_PATH_ORIGIN, SearchOrder};
 
-/// The environment variable naming the ACL library file exactly (the only candidate when
-/// set).
+/// The environment variable naming the ACL library exactly, as a file path or a bare name
+/// for the loader's search (the only candidate when set).
 pub const LIBRARY_ENV_VAR: &str = BackendKind::Ascend.library_env_var();
 
 /// Environment variables naming a CANN install root whose `lib64` holds the library, in

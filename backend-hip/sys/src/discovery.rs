@@ -7,9 +7,14 @@
 //! recording a [`LoadAttempt`](devipc_core::LoadAttempt) per failure.
 //!
 //! Order:
-//! 1. `DEVIPC_HIP_LIB`: one exact file. When set (non-empty) it is the **only** candidate:
-//!    an explicit choice must not silently fall back to another runtime (e.g. the emulator
-//!    library under test to the real one).
+//! 1. `DEVIPC_HIP_LIB`: one exact library. When set (non-empty) it is the **only**
+//!    candidate: an explicit choice must not silently fall back to another runtime (e.g.
+//!    the emulator library under test to the real one). A value with a `/` is a file path
+//!    (a relative one from the current directory); one without is a library name that the
+//!    dynamic loader searches for (`DEVIPC_HIP_LIB=libamdhip64.so.6`). A path that is not a
+//!    regular file (a FIFO, a directory, ...) is refused before loading, and a file that
+//!    exists but does not load is reported as such, both as `Error::Config`
+//!    ([`devipc_sys_common::open_first`]).
 //! 2. `$ROCM_PATH/lib`, `$HIP_PATH/lib`, `/opt/rocm/lib` (origin `default ROCm install`):
 //!    in each directory the names [`LIBRARY_NAMES`] in order.
 //! 3. The same names bare, resolved by the dynamic loader's own search (`LD_LIBRARY_PATH`,
@@ -24,8 +29,8 @@ use std::ffi::OsString;
 use devipc_core::BackendKind;
 pub use devipc_sys_common::{Candidate, LOADER_PATH_ORIGIN, SearchOrder};
 
-/// The environment variable naming the HIP library file exactly (the only candidate when
-/// set).
+/// The environment variable naming the HIP library exactly, as a file path or a bare name
+/// for the loader's search (the only candidate when set).
 pub const LIBRARY_ENV_VAR: &str = BackendKind::Hip.library_env_var();
 
 /// Environment variables naming a ROCm / HIP install root whose `lib` directory is
@@ -206,5 +211,101 @@ mod tests {
     fn ignores_unrelated_variables() {
         let env = env_of(&[("LD_LIBRARY_PATH", "/x"), ("DEVIPC_ASCEND_LIB", "/y")]);
         assert_eq!(paths(&candidates(env)), expect(&[&OPT, &LOADER]));
+    }
+
+    /// `DEVIPC_HIP_LIB` naming what is not a HIP library, through the real loader: a
+    /// FIFO (which would block `dlopen` forever), a directory, and files that exist but
+    /// do not load, are configuration errors that say so; a bare name goes to the
+    /// loader's search. Each discovery runs on a thread with a deadline, so a regression
+    /// fails instead of hanging.
+    #[test]
+    fn a_bad_override_is_a_config_error_through_the_loader() {
+        use devipc_core::Error;
+        use std::path::PathBuf;
+        use std::sync::mpsc;
+        use std::time::Duration;
+
+        let dir =
+            std::env::temp_dir().join(format!("devipc-hip-sys-override-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo.so");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
+        let subdir = dir.join("dir.so");
+        std::fs::create_dir(&subdir).unwrap();
+        let text = dir.join("text.so");
+        std::fs::write(&text, "not a library\n").unwrap();
+        let empty = dir.join("empty.so");
+        std::fs::write(&empty, "").unwrap();
+        let truncated = dir.join("trunc.so");
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        std::fs::write(&truncated, &exe[..64]).unwrap();
+
+        let discover = |value: PathBuf| {
+            let (tx, rx) = mpsc::channel();
+            let v = value.clone();
+            std::thread::spawn(move || {
+                let got = crate::HipApi::discover_with_env(|k| {
+                    (k == LIBRARY_ENV_VAR).then(|| v.clone().into_os_string())
+                });
+                let _ = tx.send(got.map(|_| ()));
+            });
+            match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok(got) => got,
+                Err(_) => {
+                    // Unblock a dlopen stuck on the FIFO (it reads EOF), then fail.
+                    let _ = std::fs::OpenOptions::new().write(true).open(&value);
+                    panic!("discovery with {LIBRARY_ENV_VAR}={} hung", value.display())
+                }
+            }
+        };
+        for (path, problem) in [
+            (&fifo, "is a FIFO (named pipe), not a library file"),
+            (&subdir, "is a directory, not a library file"),
+            (
+                &text,
+                "the file exists but the dynamic loader cannot load it",
+            ),
+            (
+                &empty,
+                "the file exists but the dynamic loader cannot load it",
+            ),
+            (
+                &truncated,
+                "the file exists but the dynamic loader cannot load it",
+            ),
+        ] {
+            let err = discover(path.clone()).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                matches!(err, Error::Config { .. }),
+                "{}: {err:?}",
+                path.display()
+            );
+            assert!(text.contains(problem), "{text}");
+            assert!(
+                text.contains(&format!("{LIBRARY_ENV_VAR}={}", path.display())),
+                "{text}"
+            );
+        }
+        // A missing file is not found (with the loader's message).
+        let missing = dir.join("missing.so");
+        assert!(matches!(
+            discover(missing),
+            Err(Error::LibraryNotFound { tried, .. }) if tried.len() == 1
+        ));
+        // A bare name is the loader's to find: libm loads, and lacks hipInit.
+        assert!(
+            matches!(
+                discover(PathBuf::from("libm.so.6")),
+                Err(Error::MissingSymbol {
+                    symbol: "hipInit",
+                    ..
+                })
+            ),
+            "a bare override name goes to the loader's search"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

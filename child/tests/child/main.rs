@@ -2,3 +2,4 @@
 //! run the `child_role` test of the module that starts them.
 
 mod lifecycle;
+mod stuck;
