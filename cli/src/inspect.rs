@@ -188,7 +188,7 @@ pub fn emulated(kind: BackendKind) -> BackendReport {
 fn discover<T>(
     kind: BackendKind,
     candidates: Vec<(PathBuf, String)>,
-    mut load: impl FnMut(&Path) -> Result<T, Error>,
+    mut load: impl FnMut(&Path, &str) -> Result<T, Error>,
 ) -> (Vec<CandidateReport>, Result<T, Error>) {
     let mut rows = Vec::with_capacity(candidates.len());
     let mut tried = Vec::new();
@@ -202,7 +202,7 @@ fn discover<T>(
             });
             continue;
         }
-        let outcome = match load(&path) {
+        let outcome = match load(&path, &origin) {
             Ok(table) => {
                 chosen = Some(Ok(table));
                 Outcome::Loaded {
@@ -269,7 +269,7 @@ fn real_hip(report: &mut BackendReport) {
     use std::sync::Arc;
 
     use devipc_hip::HipBackend;
-    use devipc_hip::sys::{HipApi, discovery};
+    use devipc_hip::sys::{Candidate, HipApi, discovery};
 
     let candidates = discovery::candidates_from_process_env()
         .into_iter()
@@ -278,8 +278,11 @@ fn real_hip(report: &mut BackendReport) {
     // SAFETY: the same trust as `HipApi::discover`, whose candidate list this is: the
     // vendor's install directories and sonames, or the file the user named in
     // DEVIPC_HIP_LIB, all trusted to be HIP runtimes.
-    let (rows, loaded) = discover(BackendKind::Hip, candidates, |path| unsafe {
-        HipApi::load(path)
+    // Each candidate goes through `load_first` alone, so the override gets the same
+    // checks (a FIFO or directory is never opened; a file that exists but does not load
+    // is a configuration error) as in `HipApi::discover`.
+    let (rows, loaded) = discover(BackendKind::Hip, candidates, |path, origin| unsafe {
+        HipApi::load_first(&[Candidate::new(path, origin)])
     });
     report.discovery = Some(rows);
     let api = match loaded {
@@ -339,7 +342,7 @@ fn real_ascend(report: &mut BackendReport) {
     use std::sync::Arc;
 
     use devipc_ascend::AscendBackend;
-    use devipc_ascend::sys::{AclApi, discovery};
+    use devipc_ascend::sys::{AclApi, Candidate, discovery};
 
     let candidates = discovery::candidates_from_process_env()
         .into_iter()
@@ -348,8 +351,9 @@ fn real_ascend(report: &mut BackendReport) {
     // SAFETY: the same trust as `AclApi::discover`, whose candidate list this is: the
     // vendor's library names in the vendor's install locations, or the file the user
     // named in DEVIPC_ASCEND_LIB.
-    let (rows, loaded) = discover(BackendKind::Ascend, candidates, |path| unsafe {
-        AclApi::load(path)
+    // One candidate at a time through `load_first`, as for HIP.
+    let (rows, loaded) = discover(BackendKind::Ascend, candidates, |path, origin| unsafe {
+        AclApi::load_first(&[Candidate::new(path, origin)])
     });
     report.discovery = Some(rows);
     let api = match loaded {

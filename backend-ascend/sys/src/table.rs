@@ -28,7 +28,7 @@ use crate::types::*;
 /// dynamic symbol table. Set an optional field to `None` afterwards to emulate an older
 /// runtime.
 ///
-/// The expansion calls an `unsafe` constructor (as [`hip_api_from_module!`] does in
+/// The expansion calls an `unsafe` constructor (as `hip_api_from_module!` does in
 /// `devipc-hip-sys`), so it must sit in an `unsafe` block whose `SAFETY:` comment states
 /// that the functions implement the ACL C API contract the table's users rely on
 /// (out-parameters written on success, and so on):
