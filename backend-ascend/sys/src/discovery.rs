@@ -75,10 +75,7 @@ pub fn candidates_from_process_env() -> Vec<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use devipc_core::Error;
-    use devipc_sys_common::open_first;
     use std::collections::HashMap;
-    use std::path::PathBuf;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + use<> {
         let map: HashMap<String, OsString> = pairs
@@ -239,51 +236,5 @@ mod tests {
             listed(&[("LD_LIBRARY_PATH", "/x"), ("ASCEND_OPP_PATH", "/y")]),
             owned(&DEFAULTS)
         );
-    }
-
-    #[test]
-    fn open_first_records_every_failure() {
-        let list = candidates(env_of(&[("DEVIPC_ASCEND_LIB", "/nope/lib.so")]));
-        let err = open_first(BackendKind::Ascend, &list, |c| {
-            Err::<(), _>(format!("cannot open {}", c.path.display()))
-        })
-        .unwrap_err();
-        let Error::LibraryNotFound { backend, tried } = err else {
-            panic!("unexpected {err:?}")
-        };
-        assert_eq!(backend, BackendKind::Ascend);
-        assert_eq!(tried.len(), list.len());
-        for (attempt, candidate) in tried.iter().zip(&list) {
-            assert_eq!(attempt.path, candidate.path);
-            assert_eq!(attempt.origin, candidate.origin);
-            assert_eq!(
-                attempt.error,
-                format!("cannot open {}", candidate.path.display())
-            );
-        }
-    }
-
-    #[test]
-    fn open_first_stops_at_the_first_success() {
-        let list = candidates(env_of(&[]));
-        let mut calls = 0;
-        let (value, chosen) = open_first(BackendKind::Ascend, &list, |c| {
-            calls += 1;
-            if c.origin == LOADER_PATH_ORIGIN {
-                Ok(c.path.clone())
-            } else {
-                Err("no".to_owned())
-            }
-        })
-        .unwrap();
-        assert_eq!(value, PathBuf::from("libascendcl.so"));
-        assert_eq!(chosen.origin, LOADER_PATH_ORIGIN);
-        assert_eq!(calls, 5);
-    }
-
-    #[test]
-    fn no_candidates_is_library_not_found_with_empty_list() {
-        let err = open_first(BackendKind::Ascend, &[], |_| Ok::<(), String>(())).unwrap_err();
-        assert!(matches!(err, Error::LibraryNotFound { ref tried, .. } if tried.is_empty()));
     }
 }
