@@ -589,8 +589,8 @@ pub const ALL: &[RuleInfo] = &[
                   hipMemMap mapping; hipMalloc memory has no physical allocation object \
                   (hipErrorInvalidValue), which is how allocators tell the kinds apart.",
         when_broken: "cannot be switched off (there is no handle to return)",
-        source: "CLR hipamd/src/hip_vm.cpp (hipMemRetainAllocationHandle); field notes \
-                 2026-11 (Open MPI rocm fork)",
+        source: "api-facts B.4; CLR hipamd/src/hip_vm.cpp (hipMemRetainAllocationHandle); \
+                 field notes 2026-11 (Open MPI rocm fork)",
         since: None,
     },
     RuleInfo {
@@ -602,8 +602,8 @@ pub const ALL: &[RuleInfo] = &[
                   hipErrorInvalidDevicePointer before). This breaks vLLM custom all-reduce \
                   with expandable segments (aiter #4174).",
         when_broken: "cannot be switched off (VMM memory has no legacy IPC object)",
-        source: "field notes 2026-11 (ROCm/aiter #4174); CLR hipamd/src/hip_memory.cpp \
-                 (hipIpcGetMemHandle)",
+        source: "api-facts C.1; field notes 2026-11 (ROCm/aiter #4174); CLR \
+                 hipamd/src/hip_memory.cpp (hipIpcGetMemHandle)",
         since: None,
     },
     RuleInfo {
@@ -615,8 +615,8 @@ pub const ALL: &[RuleInfo] = &[
                   virtualMap registers (MemObjMap::FindMemObj); not observed on hardware, so \
                   the emulator's choice.",
         when_broken: "the address is unknown to hipMemGetAddressRange",
-        source: "CLR hipamd/src/hip_memory.cpp (hipMemGetAddressRange -> getMemoryObject), \
-                 hip_vm.cpp (virtualMap sub-buffers)",
+        source: "api-facts B.3, B.4; CLR hipamd/src/hip_memory.cpp (hipMemGetAddressRange \
+                 -> getMemoryObject), hip_vm.cpp (virtualMap sub-buffers)",
         since: None,
     },
 ];
