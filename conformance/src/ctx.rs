@@ -144,6 +144,31 @@ impl Ctx {
         self.peer(name, roles::HIP_SHELL).map(Hip)
     }
 
+    /// On the emulator, a peer process running the HIP shell with the emulator answering
+    /// as HIP `version` (`DEVIPC_EMU_HIP_VERSION`), whatever the run emulates: lets a rule
+    /// whose behaviour changes at a release check both sides of the cut-off in one run.
+    /// On a real runtime the version is the installed one; this fails there.
+    pub fn hip_peer_emulating(&self, name: &str, version: &str) -> Result<Hip<Remote>, Stop> {
+        if !self.target.emulated() {
+            return Err(Stop::fail(format!(
+                "{name}: only the emulator can answer as another HIP version ({version})"
+            )));
+        }
+        let env = [(
+            devipc_emulator::config::ENV_HIP_VERSION.to_owned(),
+            OsString::from(version),
+        )];
+        Remote::spawn(
+            name,
+            roles::HIP_SHELL,
+            self.target.name(),
+            &env,
+            self.reply_timeout,
+        )
+        .map(Hip)
+        .map_err(Stop::from)
+    }
+
     /// A peer process running the facade shell (on a counting table if `counting`).
     pub fn facade_peer(&self, name: &str, counting: bool) -> Result<Facade<Remote>, Stop> {
         let role = if counting {

@@ -2,10 +2,13 @@
 //!
 //! Every rule the emulator enforces has an id (`devipc_emulator::acl::rules::ALL`,
 //! `devipc_emulator::hip::rules::ALL`), and `DEVIPC_EMU_BREAK_RULE=<id>` switches exactly
-//! that rule off. ACL rules marked not [breakable](Switch::breakable) cannot be switched
-//! off (the emulator's configuration refuses their ids): without them the emulator itself
-//! would misbehave (dereference NULL, copy out of bounds); each still has a catalogue rule
-//! bearing on it, which checks the refusal names the rule. An emulator rule is vendor
+//! that rule off. Rules that are not [breakable](Switch::breakable) cannot be switched
+//! off: without them the emulator itself would misbehave (dereference NULL, copy out of
+//! bounds, use an allocation that is not there); each still has a catalogue rule bearing
+//! on it, which checks the refusal names the rule. The ACL surface marks them
+//! (`RuleInfo::breakable`, and its configuration refuses their ids); the HIP surface has
+//! no such field, and its VMM rules that ignore the switch say so in
+//! `RuleInfo::when_broken` ("cannot be switched off ..."), which [`all`] reads. An emulator rule is vendor
 //! behaviour the emulator asserts; the catalogue is what confirms it on a real machine.
 //! So every switch must be *caught*: with it switched off, at least one conformance rule
 //! fails.
@@ -29,9 +32,13 @@ pub struct Switch {
     pub target: Target,
     /// Whether the emulator honours the switch. The ACL surface ignores it for rules whose
     /// violation would make the emulator misbehave (`RuleInfo::breakable`); the HIP
-    /// surface honours it for every rule.
+    /// surface for the rules whose `when_broken` starts with [`HIP_UNBREAKABLE`].
     pub breakable: bool,
 }
+
+/// How the HIP surface's `RuleInfo::when_broken` begins for a rule it enforces whatever
+/// `DEVIPC_EMU_BREAK_RULE` says (the VMM argument, handle and mapping checks).
+pub const HIP_UNBREAKABLE: &str = "cannot be switched off";
 
 /// Every switch of both emulated surfaces, ACL first, in the emulator's order.
 pub fn all() -> Vec<Switch> {
@@ -43,7 +50,7 @@ pub fn all() -> Vec<Switch> {
     let hip = devipc_emulator::hip::rules::ALL.iter().map(|r| Switch {
         id: r.id,
         target: Target::EmulatedHip,
-        breakable: true,
+        breakable: !r.when_broken.starts_with(HIP_UNBREAKABLE),
     });
     acl.chain(hip).collect()
 }
@@ -79,6 +86,21 @@ mod tests {
         }
         assert!(s.iter().any(|w| !w.breakable));
         assert!(s.iter().filter(|w| w.breakable).count() >= 40);
+        // The HIP rules the emulator cannot switch off are the VMM checks without which
+        // there is nothing to use (its `enforced` is never asked for them).
+        let hip_fixed: Vec<&str> = s
+            .iter()
+            .filter(|w| w.target == Target::EmulatedHip && !w.breakable)
+            .map(|w| w.id)
+            .collect();
+        assert!(
+            !hip_fixed.is_empty() && hip_fixed.iter().all(|id| id.starts_with("hip.vmm.")),
+            "{hip_fixed:?}"
+        );
+        assert!(
+            s.iter()
+                .any(|w| w.id == "hip.vmm.access-required" && w.breakable)
+        );
     }
 
     /// A `catches` entry names a real switch of a backend the rule runs on.

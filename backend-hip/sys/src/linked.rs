@@ -49,10 +49,12 @@ impl HipApi {
 #[cfg(feature = "link")]
 mod link_abi_check {
     #![allow(unused_imports)]
-    use core::ffi::{c_char, c_int, c_uint, c_void};
+    use core::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
     use hip_sys::hiprt::{
         hipCtx_t, hipDevice_t, hipDeviceptr_t, hipError_t, hipEvent_t, hipIpcEventHandle_t,
-        hipIpcMemHandle_t, hipMemcpyKind, hipPointerAttribute_t, hipStream_t,
+        hipIpcMemHandle_t, hipMemAccessDesc, hipMemAllocationGranularity_flags,
+        hipMemAllocationHandleType, hipMemAllocationProp, hipMemGenericAllocationHandle_t,
+        hipMemLocation, hipMemcpyKind, hipPointer_attribute, hipPointerAttribute_t, hipStream_t,
     };
 
     macro_rules! check_against_hip_sys {
@@ -62,9 +64,19 @@ mod link_abi_check {
             optional { $( $(#[$odoc:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
         ) => {
             $( const _: unsafe extern "C" fn($($rty),*) -> $rret = hip_sys::hiprt::$rname; )*
-            // The optional functions are newer than hip-sys's HIP 5.4 headers
-            // (hipGetProcAddress: ROCm 6.2), so hip-sys has nothing to check them against;
-            // their prototypes come from the 6.2 header (clr hip_device_runtime.cpp).
+            $( check_optional!($oname; unsafe extern "C" fn($($oty),*) -> $oret); )*
+        };
+    }
+
+    /// One optional function: checked like the required ones when hip-sys (HIP 5.4
+    /// headers) declares it, which holds for the VMM family and `hipPointerGetAttribute`.
+    macro_rules! check_optional {
+        // Newer than hip-sys's HIP 5.4 headers (ROCm 6.2), so hip-sys has nothing to check
+        // it against; its prototype comes from the 6.2 header (clr
+        // hip_device_runtime.cpp).
+        (hipGetProcAddress; $fn_ty:ty) => {};
+        ($name:ident; $fn_ty:ty) => {
+            const _: $fn_ty = hip_sys::hiprt::$name;
         };
     }
 
@@ -99,6 +111,52 @@ mod link_abi_check {
         assert!(size_of::<hipIpcEventHandle_t>() == ours::HIP_IPC_HANDLE_SIZE);
         // `hipDeviceptr_t` is `*mut c_void` in both: the same Rust type.
         let _: fn(hipDeviceptr_t) -> ours::hipDeviceptr_t = |p| p;
+        // VMM (issue 15). hip-sys has the ROCm 5.3+ `hipMemAllocationProp` layout, the one
+        // the table uses; the 5.2 layout is checked against Debian's header instead
+        // (tests/hip_sys/headers.rs).
+        assert!(same_layout::<
+            hipMemGenericAllocationHandle_t,
+            ours::hipMemGenericAllocationHandle_t,
+        >());
+        assert!(same_layout::<hipMemLocation, ours::hipMemLocation>());
+        assert!(same_layout::<hipMemAccessDesc, ours::hipMemAccessDesc>());
+        assert!(same_layout::<
+            hipMemAllocationProp,
+            ours::hipMemAllocationProp,
+        >());
+        assert!(
+            core::mem::offset_of!(hipMemAllocationProp, requestedHandleType)
+                == core::mem::offset_of!(ours::hipMemAllocationProp, requestedHandleType)
+        );
+        assert!(
+            core::mem::offset_of!(hipMemAllocationProp, location)
+                == core::mem::offset_of!(ours::hipMemAllocationProp, location)
+        );
+        assert!(
+            core::mem::offset_of!(hipMemAllocationProp, win32HandleMetaData)
+                == core::mem::offset_of!(ours::hipMemAllocationProp, win32HandleMetaData)
+        );
+        assert!(
+            core::mem::offset_of!(hipMemAllocationProp, allocFlags)
+                == core::mem::offset_of!(ours::hipMemAllocationProp, allocFlags)
+        );
+        assert!(
+            core::mem::offset_of!(hipMemAccessDesc, flags)
+                == core::mem::offset_of!(ours::hipMemAccessDesc, flags)
+        );
+        assert!(same_layout::<
+            hipMemAllocationHandleType,
+            ours::hipMemAllocationHandleType,
+        >());
+        assert!(same_layout::<
+            hipMemAllocationGranularity_flags,
+            ours::hipMemAllocationGranularity_flags,
+        >());
+        assert!(same_layout::<
+            hipPointer_attribute,
+            ours::hipPointer_attribute,
+        >());
+        assert!(same_layout::<c_ulonglong, ours::c_ulonglong>());
     };
 
     /// Asserts that each named constant has the same value in `hip-sys` and here.
@@ -111,6 +169,7 @@ mod link_abi_check {
         (@value hipError_t :: $name:ident) => { hip_sys::hiprt::hipError_t::$name as i64 };
         (@value hipMemcpyKind :: $name:ident) => { hip_sys::hiprt::hipMemcpyKind::$name as i64 };
         (@value hiprt :: $name:ident) => { hip_sys::hiprt::$name as i64 };
+        (@value $enum:ident :: $name:ident) => { hip_sys::hiprt::$enum::$name as i64 };
     }
 
     // Every error code hip-sys (HIP 5.4 headers) knows; it lacks 911-916, and its 1054 is
@@ -206,6 +265,27 @@ mod link_abi_check {
         hiprt::hipEventReleaseToSystem,
         hiprt::hipStreamDefault,
         hiprt::hipStreamNonBlocking,
+        hipMemLocationType::hipMemLocationTypeInvalid,
+        hipMemLocationType::hipMemLocationTypeDevice,
+        hipMemAccessFlags::hipMemAccessFlagsProtNone,
+        hipMemAccessFlags::hipMemAccessFlagsProtRead,
+        hipMemAccessFlags::hipMemAccessFlagsProtReadWrite,
+        hipMemAllocationType::hipMemAllocationTypeInvalid,
+        hipMemAllocationType::hipMemAllocationTypePinned,
+        hipMemAllocationType::hipMemAllocationTypeMax,
+        hipMemAllocationHandleType::hipMemHandleTypeNone,
+        hipMemAllocationHandleType::hipMemHandleTypePosixFileDescriptor,
+        hipMemAllocationHandleType::hipMemHandleTypeWin32,
+        hipMemAllocationHandleType::hipMemHandleTypeWin32Kmt,
+        hipMemAllocationGranularity_flags::hipMemAllocationGranularityMinimum,
+        hipMemAllocationGranularity_flags::hipMemAllocationGranularityRecommended,
+        hipPointer_attribute::HIP_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        hipPointer_attribute::HIP_POINTER_ATTRIBUTE_DEVICE_POINTER,
+        hipPointer_attribute::HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        hipPointer_attribute::HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE,
+        hipPointer_attribute::HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        hipPointer_attribute::HIP_POINTER_ATTRIBUTE_RANGE_SIZE,
+        hipPointer_attribute::HIP_POINTER_ATTRIBUTE_MAPPED,
     );
 
     const _: () = {

@@ -52,7 +52,9 @@
 /// that version node in 6.x (api-facts B.1), so every runtime devipc supports (ROCm >=
 /// 4.2) has them all and they are all required: a library lacking one fails to load with
 /// `Error::MissingSymbol`. `optional` is for functions an older supported runtime lacks
-/// (`hipGetProcAddress`, ROCm 6.2+); those become `Option` fields.
+/// (`hipGetProcAddress`, ROCm 6.2+) and for the VMM family and `hipPointerGetAttribute`
+/// (issue 15: `@@hip_5.1` / `@@hip_5.0` in ROCm 5.2, so newer than the 4.2 baseline, and
+/// a runtime or emulator may lack them); those become `Option` fields.
 #[macro_export]
 macro_rules! for_each_hip_fn {
     ($($callback:ident)::+ $(; $($extra:tt)*)?) => {
@@ -226,6 +228,134 @@ macro_rules! for_each_hip_fn {
                     hip_version: c_int,
                     flags: u64,
                     symbol_status: *mut hipDriverProcAddressQueryResult
+                ) -> hipError_t;
+                /// `hipError_t hipMemGetAllocationGranularity(size_t* granularity, const
+                /// hipMemAllocationProp* prop, hipMemAllocationGranularity_flags option)`:
+                /// the size and address granularity of VMM allocations with `prop`
+                /// (Pinned, Device-located). VMM functions are `@@hip_5.1` in ROCm 5.2's
+                /// library; optional because devipc supports runtimes back to 4.2 and the
+                /// emulator may hide them. See the layout rule on
+                /// [`hipMemAllocationProp`](crate::types::hipMemAllocationProp).
+                fn hipMemGetAllocationGranularity(
+                    granularity: *mut usize,
+                    prop: *const hipMemAllocationProp,
+                    option: hipMemAllocationGranularity_flags
+                ) -> hipError_t;
+                /// `hipError_t hipMemCreate(hipMemGenericAllocationHandle_t* handle, size_t
+                /// size, const hipMemAllocationProp* prop, unsigned long long flags)`: a
+                /// physical allocation; `flags` must be 0, `size` a multiple of the
+                /// granularity, `prop` Pinned + Device, `requestedHandleType` None or
+                /// PosixFileDescriptor (else `hipErrorNotSupported`; api-facts B.4).
+                fn hipMemCreate(
+                    handle: *mut hipMemGenericAllocationHandle_t,
+                    size: usize,
+                    prop: *const hipMemAllocationProp,
+                    flags: c_ulonglong
+                ) -> hipError_t;
+                /// `hipError_t hipMemRelease(hipMemGenericAllocationHandle_t handle)`: drops
+                /// the handle; the memory lives on while mapped.
+                fn hipMemRelease(handle: hipMemGenericAllocationHandle_t) -> hipError_t;
+                /// `hipError_t hipMemAddressReserve(void** ptr, size_t size, size_t
+                /// alignment, void* addr, unsigned long long flags)`: reserves a virtual
+                /// address range (`addr` is a hint; `flags` must be 0).
+                fn hipMemAddressReserve(
+                    ptr: *mut *mut c_void,
+                    size: usize,
+                    alignment: usize,
+                    addr: *mut c_void,
+                    flags: c_ulonglong
+                ) -> hipError_t;
+                /// `hipError_t hipMemAddressFree(void* devPtr, size_t size)`: frees a
+                /// reservation.
+                fn hipMemAddressFree(dev_ptr: *mut c_void, size: usize) -> hipError_t;
+                /// `hipError_t hipMemMap(void* ptr, size_t size, size_t offset,
+                /// hipMemGenericAllocationHandle_t handle, unsigned long long flags)`: maps
+                /// a physical allocation into a reservation; `offset` and `flags` must be
+                /// 0. The range is not accessible until `hipMemSetAccess`.
+                fn hipMemMap(
+                    ptr: *mut c_void,
+                    size: usize,
+                    offset: usize,
+                    handle: hipMemGenericAllocationHandle_t,
+                    flags: c_ulonglong
+                ) -> hipError_t;
+                /// `hipError_t hipMemUnmap(void* ptr, size_t size)`: unmaps whole mappings.
+                fn hipMemUnmap(ptr: *mut c_void, size: usize) -> hipError_t;
+                /// `hipError_t hipMemSetAccess(void* ptr, size_t size, const
+                /// hipMemAccessDesc* desc, size_t count)`: grants devices access to whole
+                /// mappings.
+                fn hipMemSetAccess(
+                    ptr: *mut c_void,
+                    size: usize,
+                    desc: *const hipMemAccessDesc,
+                    count: usize
+                ) -> hipError_t;
+                /// `hipError_t hipMemGetAccess(unsigned long long* flags, const
+                /// hipMemLocation* location, void* ptr)`: the access `location` has at
+                /// `ptr`.
+                fn hipMemGetAccess(
+                    flags: *mut c_ulonglong,
+                    location: *const hipMemLocation,
+                    ptr: *mut c_void
+                ) -> hipError_t;
+                /// `hipError_t hipMemExportToShareableHandle(void* shareableHandle,
+                /// hipMemGenericAllocationHandle_t handle, hipMemAllocationHandleType
+                /// handleType, unsigned long long flags)`: for
+                /// `hipMemHandleTypePosixFileDescriptor`, writes a new `int` fd (a dma-buf)
+                /// to `*(int*)shareableHandle`. `handleType` must equal the allocation's
+                /// `requestedHandleType` and `flags` 0 (`hipErrorInvalidValue`); before
+                /// ROCm 6.2 the call validates and then returns `hipErrorNotSupported`
+                /// (api-facts B.4).
+                fn hipMemExportToShareableHandle(
+                    shareable_handle: *mut c_void,
+                    handle: hipMemGenericAllocationHandle_t,
+                    handle_type: hipMemAllocationHandleType,
+                    flags: c_ulonglong
+                ) -> hipError_t;
+                /// `hipError_t hipMemImportFromShareableHandle(hipMemGenericAllocationHandle_t*
+                /// handle, void* osHandle, hipMemAllocationHandleType shHandleType)`: a
+                /// handle to memory another process exported.
+                ///
+                /// **ABI switch in ROCm 7.1.0** (field notes 2026-11; MoRI
+                /// `hip_compat.hpp`, rocm-systems PR #759): the prototype is the same, but
+                /// what the pointer-sized `osHandle` carries is not. ROCm 6.2 .. 7.0.x
+                /// read `*(int*)osHandle`: pass a **pointer to** the `int` fd. ROCm 7.1.0
+                /// and later read `(int)(uintptr_t)osHandle`: pass the **fd value** cast
+                /// to `void*` (CUDA's convention). Choose with
+                /// [`import_takes_fd_by_value`](crate::consts::import_takes_fd_by_value)
+                /// and the runtime version; the wrong one fails (`hipErrorInvalidValue`)
+                /// or, on 7.0, dereferences a small integer. The fd is process-local: it
+                /// reaches the importer through `SCM_RIGHTS` or `pidfd_getfd`.
+                fn hipMemImportFromShareableHandle(
+                    handle: *mut hipMemGenericAllocationHandle_t,
+                    os_handle: *mut c_void,
+                    sh_handle_type: hipMemAllocationHandleType
+                ) -> hipError_t;
+                /// `hipError_t hipMemRetainAllocationHandle(hipMemGenericAllocationHandle_t*
+                /// handle, void* addr)`: a new reference to the allocation mapped at
+                /// `addr` (release it with `hipMemRelease`); memory not mapped with
+                /// `hipMemMap` (e.g. `hipMalloc`) gives `hipErrorInvalidValue` (CLR
+                /// `hip_vm.cpp`).
+                fn hipMemRetainAllocationHandle(
+                    handle: *mut hipMemGenericAllocationHandle_t,
+                    addr: *mut c_void
+                ) -> hipError_t;
+                /// `hipError_t hipMemGetAllocationPropertiesFromHandle(hipMemAllocationProp*
+                /// prop, hipMemGenericAllocationHandle_t handle)`: the allocation's
+                /// properties (in the runtime's layout, see
+                /// [`hipMemAllocationProp`](crate::types::hipMemAllocationProp)).
+                fn hipMemGetAllocationPropertiesFromHandle(
+                    prop: *mut hipMemAllocationProp,
+                    handle: hipMemGenericAllocationHandle_t
+                ) -> hipError_t;
+                /// `hipError_t hipPointerGetAttribute(void* data, hipPointer_attribute
+                /// attribute, hipDeviceptr_t ptr)`: one attribute of `ptr`, e.g.
+                /// `HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE` (an `int`). Exported
+                /// as `@@hip_5.0` by ROCm 5.2.
+                fn hipPointerGetAttribute(
+                    data: *mut c_void,
+                    attribute: hipPointer_attribute,
+                    ptr: hipDeviceptr_t
                 ) -> hipError_t;
             }
         }

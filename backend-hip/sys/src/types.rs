@@ -1,7 +1,8 @@
 //! C types of the HIP runtime API that devipc passes across the FFI boundary.
 //!
 //! These mirror `hip/hip_runtime_api.h` and `hip/driver_types.h` (HIP 5.2 as packaged by
-//! Debian, identical in ROCm 6.x and 7.x for everything here; api-facts B.2, B.3). They are
+//! Debian, identical in ROCm 6.x and 7.x for everything here except
+//! `hipMemAllocationProp`, whose two layouts are both here; api-facts B.2, B.3, B.4). They are
 //! plain data: the [`HipApi`](crate::HipApi) function table takes and returns them, the
 //! backend stores them, and the 64-byte IPC handles travel inside devipc tokens.
 //!
@@ -12,7 +13,7 @@
 use core::fmt;
 use core::marker::{PhantomData, PhantomPinned};
 
-pub use core::ffi::{c_char, c_int, c_uint, c_void};
+pub use core::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
 
 /// HIP status code, `typedef enum hipError_t` in C.
 ///
@@ -213,6 +214,212 @@ ipc_handle! {
     hipIpcEventHandle_t
 }
 
+// ---------------------------------------------------------------------------------------
+// Virtual memory management (VMM): api-facts B.4
+// ---------------------------------------------------------------------------------------
+
+/// Opaque runtime allocation object; only ever used behind
+/// [`hipMemGenericAllocationHandle_t`].
+#[repr(C)]
+pub struct ihipMemGenericAllocationHandle {
+    _data: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+/// A physical allocation of the VMM API, `typedef struct ihipMemGenericAllocationHandle*
+/// hipMemGenericAllocationHandle_t`: made by `hipMemCreate` or
+/// `hipMemImportFromShareableHandle`, mapped with `hipMemMap`, dropped with
+/// `hipMemRelease`.
+pub type hipMemGenericAllocationHandle_t = *mut ihipMemGenericAllocationHandle;
+
+/// `enum hipMemLocationType` (4 bytes): `hipMemLocationType*` in
+/// [`consts`](crate::consts). A `c_int` because newer runtimes added values (HIP 7:
+/// `Host`, `HostNuma`, `HostNumaCurrent`).
+pub type hipMemLocationType = c_int;
+
+/// `enum hipMemAccessFlags` (4 bytes): `hipMemAccessFlagsProt*` in [`consts`](crate::consts).
+pub type hipMemAccessFlags = c_int;
+
+/// `enum hipMemAllocationType` (4 bytes): `hipMemAllocationType*` in
+/// [`consts`](crate::consts).
+pub type hipMemAllocationType = c_int;
+
+/// `enum hipMemAllocationHandleType` (4 bytes): `hipMemHandleType*` in
+/// [`consts`](crate::consts) (POSIX fd 0x1; the fabric type 0x8 only in HIP 7).
+pub type hipMemAllocationHandleType = c_int;
+
+/// `enum hipMemAllocationGranularity_flags` (4 bytes):
+/// `hipMemAllocationGranularity*` in [`consts`](crate::consts).
+pub type hipMemAllocationGranularity_flags = c_int;
+
+/// `enum hipPointer_attribute` (4 bytes), the attribute `hipPointerGetAttribute` answers:
+/// `HIP_POINTER_ATTRIBUTE_*` in [`consts`](crate::consts).
+pub type hipPointer_attribute = c_int;
+
+/// `hipMemLocation`: where memory lives (8 bytes, the same in every ROCm release).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct hipMemLocation {
+    /// `type`: a [`hipMemLocationType`] (`hipMemLocationTypeDevice` = 1).
+    pub r#type: hipMemLocationType,
+    /// `id`: the device ordinal for a device location.
+    pub id: c_int,
+}
+
+/// `hipMemAccessDesc`: one location's access to a mapped range, for `hipMemSetAccess`
+/// (12 bytes, the same in every ROCm release).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct hipMemAccessDesc {
+    /// The location (device) the access is for.
+    pub location: hipMemLocation,
+    /// A [`hipMemAccessFlags`] value.
+    pub flags: hipMemAccessFlags,
+}
+
+/// The `allocFlags` member of [`hipMemAllocationProp`] (ROCm 5.3 and later), 4 bytes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[allow(non_snake_case)] // the C field names
+pub struct hipMemAllocationPropFlags {
+    /// `compressionType`.
+    pub compressionType: u8,
+    /// `gpuDirectRDMACapable`.
+    pub gpuDirectRDMACapable: u8,
+    /// `usage`.
+    pub usage: u16,
+}
+
+/// `hipMemAllocationProp` as laid out by **ROCm 5.3 and every later release** (6.x, 7.x;
+/// upstream commit `d267eb7d6`, api-facts B.4). This is the type the
+/// [`HipApi`](crate::HipApi) table's prototypes use (`hipMemCreate`,
+/// `hipMemGetAllocationGranularity`, `hipMemGetAllocationPropertiesFromHandle`).
+///
+/// 32 bytes on x86_64: `type` @0, `requestedHandleType` @4, `location` @8,
+/// `win32HandleMetaData` @16, `allocFlags` @24. HIP 7.0 turned `requestedHandleType` into
+/// an anonymous union with `requestedHandleTypes` (the same 4-byte enum at the same
+/// offset; Mooncake PR #1189), so the layout did not change again.
+///
+/// **Version rule:** a ROCm **5.2** runtime (Debian 12's `libamdhip64.so.5`) reads and
+/// writes the older layout [`hipMemAllocationProp_R0502`] through the same pointer (the
+/// size is the same, the offsets are not). Callers of a runtime whose
+/// `hipRuntimeGetVersion` is below 5.3 (`HIP_VERSION` < 50300000, see
+/// [`mem_allocation_prop_is_r0502`](crate::consts::mem_allocation_prop_is_r0502)) must
+/// pass a `hipMemAllocationProp_R0502` cast to `*const hipMemAllocationProp`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(non_snake_case)] // the C field names
+pub struct hipMemAllocationProp {
+    /// `type`: a [`hipMemAllocationType`]; must be `hipMemAllocationTypePinned`.
+    pub r#type: hipMemAllocationType,
+    /// `requestedHandleType` (HIP 7: union with `requestedHandleTypes`): the shareable
+    /// handle type the allocation may be exported as.
+    pub requestedHandleType: hipMemAllocationHandleType,
+    /// `location`: the device the memory is on.
+    pub location: hipMemLocation,
+    /// `win32HandleMetaData`: Windows only, NULL on Linux.
+    pub win32HandleMetaData: *mut c_void,
+    /// `allocFlags`.
+    pub allocFlags: hipMemAllocationPropFlags,
+}
+
+impl hipMemAllocationProp {
+    /// All zero (NULL pointer), for use as an out-parameter or a base to fill in.
+    pub const fn zeroed() -> Self {
+        hipMemAllocationProp {
+            r#type: 0,
+            requestedHandleType: 0,
+            location: hipMemLocation { r#type: 0, id: 0 },
+            win32HandleMetaData: core::ptr::null_mut(),
+            allocFlags: hipMemAllocationPropFlags {
+                compressionType: 0,
+                gpuDirectRDMACapable: 0,
+                usage: 0,
+            },
+        }
+    }
+}
+
+impl Default for hipMemAllocationProp {
+    fn default() -> Self {
+        Self::zeroed()
+    }
+}
+
+/// `hipMemAllocationProp` as laid out by **ROCm 5.2.x** (Debian 12's `libamdhip64-dev
+/// 5.2.3` header, upstream rocm-5.2.3; api-facts B.4): the same 32 bytes as
+/// [`hipMemAllocationProp`] but in another order. Offsets on x86_64 (checked against the
+/// installed header by `tests/hip_sys/headers.rs`): `compressionType` @0, `location` @4,
+/// `requestedHandleType` @12, `type` @16, `usage` @20, `win32HandleMetaData` @24.
+///
+/// Not used by the table's prototypes; pass it cast to `*const hipMemAllocationProp` to a
+/// runtime older than 5.3 (see the version rule on [`hipMemAllocationProp`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(non_snake_case)] // the C field names
+pub struct hipMemAllocationProp_R0502 {
+    /// `compressionType`.
+    pub compressionType: u8,
+    /// `location`.
+    pub location: hipMemLocation,
+    /// `requestedHandleType`.
+    pub requestedHandleType: hipMemAllocationHandleType,
+    /// `type`.
+    pub r#type: hipMemAllocationType,
+    /// `usage`.
+    pub usage: u16,
+    /// `win32HandleMetaData`.
+    pub win32HandleMetaData: *mut c_void,
+}
+
+impl hipMemAllocationProp_R0502 {
+    /// All zero (NULL pointer).
+    pub const fn zeroed() -> Self {
+        hipMemAllocationProp_R0502 {
+            compressionType: 0,
+            location: hipMemLocation { r#type: 0, id: 0 },
+            requestedHandleType: 0,
+            r#type: 0,
+            usage: 0,
+            win32HandleMetaData: core::ptr::null_mut(),
+        }
+    }
+
+    /// The same properties in the ROCm 5.3+ layout.
+    pub const fn to_current(&self) -> hipMemAllocationProp {
+        hipMemAllocationProp {
+            r#type: self.r#type,
+            requestedHandleType: self.requestedHandleType,
+            location: self.location,
+            win32HandleMetaData: self.win32HandleMetaData,
+            allocFlags: hipMemAllocationPropFlags {
+                compressionType: self.compressionType,
+                gpuDirectRDMACapable: 0,
+                usage: self.usage,
+            },
+        }
+    }
+
+    /// The same properties in the ROCm 5.2 layout (`gpuDirectRDMACapable` has no field
+    /// there and is dropped).
+    pub const fn from_current(p: &hipMemAllocationProp) -> Self {
+        hipMemAllocationProp_R0502 {
+            compressionType: p.allocFlags.compressionType,
+            location: p.location,
+            requestedHandleType: p.requestedHandleType,
+            r#type: p.r#type,
+            usage: p.allocFlags.usage,
+            win32HandleMetaData: p.win32HandleMetaData,
+        }
+    }
+}
+
+impl Default for hipMemAllocationProp_R0502 {
+    fn default() -> Self {
+        Self::zeroed()
+    }
+}
+
 const _: () = {
     assert!(size_of::<hipIpcMemHandle_t>() == HIP_IPC_HANDLE_SIZE);
     assert!(align_of::<hipIpcMemHandle_t>() == 1);
@@ -229,6 +436,20 @@ const _: () = {
     assert!(core::mem::offset_of!(hipPointerAttribute_t, hostPointer) == 16);
     assert!(core::mem::offset_of!(hipPointerAttribute_t, isManaged) == 24);
     assert!(core::mem::offset_of!(hipPointerAttribute_t, allocationFlags) == 28);
+    assert!(size_of::<hipMemGenericAllocationHandle_t>() == size_of::<*mut c_void>());
+    assert!(size_of::<hipMemLocation>() == 8);
+    assert!(size_of::<hipMemAccessDesc>() == 12);
+    assert!(size_of::<hipMemAllocationProp>() == 32);
+    assert!(core::mem::offset_of!(hipMemAllocationProp, requestedHandleType) == 4);
+    assert!(core::mem::offset_of!(hipMemAllocationProp, location) == 8);
+    assert!(core::mem::offset_of!(hipMemAllocationProp, win32HandleMetaData) == 16);
+    assert!(core::mem::offset_of!(hipMemAllocationProp, allocFlags) == 24);
+    assert!(size_of::<hipMemAllocationProp_R0502>() == 32);
+    assert!(core::mem::offset_of!(hipMemAllocationProp_R0502, location) == 4);
+    assert!(core::mem::offset_of!(hipMemAllocationProp_R0502, requestedHandleType) == 12);
+    assert!(core::mem::offset_of!(hipMemAllocationProp_R0502, r#type) == 16);
+    assert!(core::mem::offset_of!(hipMemAllocationProp_R0502, usage) == 20);
+    assert!(core::mem::offset_of!(hipMemAllocationProp_R0502, win32HandleMetaData) == 24);
 };
 
 #[cfg(test)]

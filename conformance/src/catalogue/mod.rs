@@ -4,7 +4,7 @@
 //! |---|---|
 //! | [`ascend`] | ACL vendor rules (VMM shareable handles, IPC keys, notify IPC, devices), api-facts C.4-C.6 |
 //! | [`ascend_args`] | ACL argument checks, init counting, VMM mappings, copies, ownership (api-facts A.3-A.11) |
-//! | [`hip`] | HIP vendor rules (IPC memory, IPC events, peer access, runtime queries), api-facts C.1-C.2, B |
+//! | [`hip`] | HIP vendor rules (IPC memory, IPC events, peer access, runtime queries, VMM), api-facts C.1-C.3, B |
 //! | [`hip_args`] | HIP argument checks added for mutation completeness (streams) |
 //! | [`portable`](mod@portable) | devipc's portable guarantees, DESIGN section 5, on both backends |
 //! | [`selftest`] | hidden rules that prove the runner reports hangs and crashes as failures |
@@ -219,5 +219,13 @@ mod tests {
         assert!(reused.len() >= 20, "{reused:?}");
         assert!(reused.contains(&"hip.mem.open-in-exporter-rejected"));
         assert!(reused.contains(&"ascend.vmm.same-process-import-rejected"));
+        // Every HIP VMM rule of the emulator, breakable or not, has the vendor rule of its
+        // id: for the ones that cannot be switched off, that rule (its refusal naming the
+        // emulator rule) is the only check (issue 15).
+        for e in devipc_emulator::hip::rules::ALL {
+            if e.id.starts_with("hip.vmm.") {
+                assert!(reused.contains(&e.id), "{} has no catalogue rule", e.id);
+            }
+        }
     }
 }

@@ -6,6 +6,8 @@
 //! emulator, or the real `libamdhip64` on an AMD machine. Pointers and events travel as
 //! numbers (meaningful only in the process that made them), the 64-byte IPC handles as
 //! hex. A failure carries the code and `hipGetErrorString` read right after the call.
+//! The VMM commands (`vmm.*`, `ptr.attr`) and the descriptor passing they need (`fd.*`)
+//! are in `hip/vmm.rs`.
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::Arc;
@@ -17,9 +19,15 @@ use devipc_hip_sys::{
 
 use crate::shell::{Exec, Failure, Handler, Reply, VendorClient, arg, hex, unhex, word};
 
-/// The shell's state: the table.
+mod vmm;
+
+pub use vmm::OsHandle;
+
+/// The shell's state: the table, and the socket this shell receives file descriptors on
+/// (`fd.listen`).
 pub struct HipShell {
     api: Arc<HipApi>,
+    inbox: Option<crate::shell::fd_pass::Inbox>,
 }
 
 impl std::fmt::Debug for HipShell {
@@ -33,7 +41,7 @@ impl std::fmt::Debug for HipShell {
 impl HipShell {
     /// A shell on `api`.
     pub fn new(api: Arc<HipApi>) -> HipShell {
-        HipShell { api }
+        HipShell { api, inbox: None }
     }
 
     /// The text of `hipGetErrorString(code)`, right after the failing call.
@@ -302,6 +310,9 @@ impl Handler for HipShell {
                         (api.hipDeviceEnablePeerAccess)(p, flags),
                     )
                     .and_then(|()| none())
+                }
+                _ if name.starts_with("vmm.") || name.starts_with("fd.") || name == "ptr.attr" => {
+                    self.vmm(name, a)
                 }
                 other => Err(Failure::harness(format!(
                     "unknown HIP shell command `{other}`"

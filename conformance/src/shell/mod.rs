@@ -8,10 +8,12 @@
 //! function reads top to bottom, whichever process each step runs in, and both sides
 //! make exactly the same calls.
 //!
-//! The vendor shells are [`acl`] and [`hip`], the devipc facade shell [`facade`].
+//! The vendor shells are [`acl`] and [`hip`], the devipc facade shell [`facade`];
+//! [`fd_pass`] moves a file descriptor between shells (HIP VMM exports).
 
 pub mod acl;
 pub mod facade;
+pub mod fd_pass;
 pub mod hip;
 
 use std::ffi::OsString;

@@ -132,8 +132,11 @@ fn the_table_ends_with_the_summary_line() {
 }
 
 /// The HIP rules again with the emulator in ROCm 5.2 mode, where
-/// hipIpcMemLazyEnablePeerAccess is 0: everything passes except the rules that exist only
-/// from a later release (`needs HIP >= ...`), which are skipped.
+/// hipIpcMemLazyEnablePeerAccess is 0, `hipMemAllocationProp` has its 5.2 layout and VMM
+/// IPC does not exist: everything passes except the rules that exist only from a later
+/// release (`needs HIP >= ...`), which are skipped. The list grew from 2 to 6 with the VMM
+/// rules (issue 15): the four that export or import an fd need ROCm 6.2; the other VMM
+/// rules run at 5.2 (`hip.vmm.ipc-needs-rocm-6.2` checks the refused export there).
 #[test]
 #[serial]
 fn hip_rules_pass_in_rocm5_mode() {
@@ -143,18 +146,62 @@ fn hip_rules_pass_in_rocm5_mode() {
     );
     let mut not_passing = not_passed(&report);
     not_passing.sort();
-    assert_eq!(not_passing.len(), 2, "{}", not_passing.join("\n"));
-    for (line, rule) in not_passing.iter().zip([
+    let skipped = [
         "hip.mem.address-range-unknown-not-found",
         "hip.mem.open-in-exporter-rejected",
-    ]) {
+        "hip.vmm.export-handle-type-matches",
+        "hip.vmm.export-import-shares-memory",
+        "hip.vmm.import-exported-fd",
+        "hip.vmm.import-os-handle-convention",
+    ];
+    assert_eq!(
+        not_passing.len(),
+        skipped.len(),
+        "{}",
+        not_passing.join("\n")
+    );
+    for (line, rule) in not_passing.iter().zip(skipped) {
         assert!(
-            line.contains(rule) && line.contains("skip") && line.contains("needs HIP >="),
+            line.contains(&format!("\"{rule}\""))
+                && line.contains("skip")
+                && line.contains("needs HIP >="),
             "{line}"
         );
     }
     assert!(out.status.success());
     assert_eq!(report["backends"][0]["version"], "5.2.0");
+}
+
+/// The VMM rules on both sides of the `osHandle` switch (ROCm 7.0: a pointer to the fd;
+/// 7.1: the fd value) and at the release where the legacy-IPC attribute answers (7.12):
+/// every one passes (ROCm 6.2, the emulator's default, is the full run's).
+#[test]
+#[parallel]
+fn hip_vmm_rules_pass_at_each_import_convention() {
+    for version in ["7.0", "7.1", "7.12"] {
+        let (report, out) = run_json(
+            &["--backend", "emulated-hip", "--rule", "hip.vmm.*"],
+            &[("DEVIPC_EMU_HIP_VERSION", version)],
+        );
+        let failed = not_passed(&report);
+        assert!(failed.is_empty(), "HIP {version}:\n{}", failed.join("\n"));
+        assert!(out.status.success(), "HIP {version}");
+        let results = crate::support::results(&report, "emulated-hip");
+        assert_eq!(results.len(), 17, "HIP {version}: the hip.vmm rules");
+        let shares = crate::support::result(
+            &report,
+            "emulated-hip",
+            "hip.vmm.export-import-shares-memory",
+        );
+        let how = if version == "7.0" { "pointer" } else { "value" };
+        assert!(
+            shares["detail"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("imported by {how}")),
+            "HIP {version}: {shares}"
+        );
+    }
 }
 
 #[test]

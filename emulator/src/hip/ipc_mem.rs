@@ -93,6 +93,17 @@ pub(crate) fn get_handle(ptr: usize) -> HipResult<[u8; 64]> {
     }
     let state = state()?;
     let version = state.config().hip_version;
+    if super::vmm::is_mapped(ptr) {
+        return Err(Failure {
+            rule: Some(super::rules::VMM_LEGACY_IPC_REFUSED),
+            ..cannot_export(
+                version,
+                format!(
+                    "{ptr:#x} is VMM memory (hipMemMap); export it with hipMemExportToShareableHandle"
+                ),
+            )
+        });
+    }
     let hit = RANGES.resolve(ptr).ok_or_else(|| {
         cannot_export(
             version,

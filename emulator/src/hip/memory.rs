@@ -27,7 +27,7 @@ use super::errors::{Failure, HipResult};
 use super::host::{HOST, HostAlloc};
 use super::rules::{self, MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND, MEM_FREE_WHILE_OPENED};
 use super::runtime::{current_device, me, state};
-use super::versions;
+use super::{versions, vmm};
 use crate::error::EmuError;
 use crate::local::{LocalRange, RangeMap};
 use crate::state::{NewObject, ObjectFlags, ObjectId, SharedMapping, Vendor};
@@ -146,6 +146,8 @@ enum Keep {
     Device(Arc<SharedMapping>),
     /// `hipHostMalloc` memory.
     Host(#[allow(dead_code)] Arc<HostAlloc>),
+    /// A `hipMemMap` mapping ([`super::vmm`]).
+    Vmm(#[allow(dead_code)] vmm::InFlight),
 }
 
 /// A validated copy: the device operands lie inside live mappings, kept alive by
@@ -164,6 +166,9 @@ pub(crate) struct CopyPlan {
 /// A copy operand the device reaches: device memory of this process, or `hipHostMalloc`
 /// memory (CLR finds a memory object for both and copies whatever the kind says).
 fn copy_operand(addr: usize, len: usize, what: &str) -> HipResult<Keep> {
+    if let Some(vmm) = vmm::copy_operand(addr, len, what == "destination", what) {
+        return vmm.map(Keep::Vmm);
+    }
     if RANGES.resolve(addr).is_none() {
         if let Some(hit) = HOST.resolve(addr) {
             if len > hit.end() - addr {
@@ -235,7 +240,11 @@ pub(crate) fn plan_memcpy(
     for (addr, on_device, what) in [(dst, dst_dev, "destination"), (src, src_dev, "source")] {
         let check = match on_device {
             Some(d) => d,
-            None => RANGES.resolve(addr).is_some() || HOST.resolve(addr).is_some(),
+            None => {
+                RANGES.resolve(addr).is_some()
+                    || HOST.resolve(addr).is_some()
+                    || vmm::is_mapped(addr)
+            }
         };
         if check {
             keep.push(copy_operand(addr, len, what)?);
@@ -257,6 +266,9 @@ pub(crate) fn check_memset(dst: usize, len: usize) -> HipResult<()> {
     if dst == 0 {
         return Err(Failure::invalid_value("NULL destination"));
     }
+    if let Some(vmm) = vmm::copy_operand(dst, len, true, "destination") {
+        return vmm.map(drop);
+    }
     device_span(dst, len, "destination").map(drop)
 }
 
@@ -267,6 +279,9 @@ pub(crate) fn memset(dst: usize, value: c_int, len: usize) -> HipResult<()> {
     }
     if dst == 0 {
         return Err(Failure::invalid_value("NULL destination"));
+    }
+    if let Some(done) = vmm::memset(dst, value as u8, len) {
+        return done;
     }
     let hit = device_span(dst, len, "destination")?;
     const CHUNK: usize = 64 << 10;
@@ -283,11 +298,17 @@ pub(crate) fn memset(dst: usize, value: c_int, len: usize) -> HipResult<()> {
 }
 
 /// `hipMemGetAddressRange(ptr)`: base and size of the allocation (device or
-/// `hipHostMalloc`) containing `ptr`. An unknown pointer is `hipErrorNotFound` from ROCm
+/// `hipHostMalloc`) containing `ptr`; for VMM memory the `hipMemMap` mapping
+/// ([`rules::VMM_ADDRESS_RANGE_IS_MAPPING`]). An unknown pointer is `hipErrorNotFound` from ROCm
 /// 6.0 ([`versions::address_range_not_found`]), `hipErrorInvalidDevicePointer` before.
 pub(crate) fn address_range(ptr: usize) -> HipResult<(usize, usize)> {
     if let Some(hit) = HOST.resolve(ptr) {
         return Ok((hit.base, hit.len));
+    }
+    if rules::enforced(rules::VMM_ADDRESS_RANGE_IS_MAPPING) {
+        if let Some(range) = vmm::address_range(ptr) {
+            return Ok(range);
+        }
     }
     match RANGES.resolve(ptr) {
         Some(hit) => Ok((hit.base, hit.len)),
@@ -346,6 +367,12 @@ pub(crate) fn pointer_attributes(ptr: usize) -> HipResult<hipPointerAttribute_t>
             attrs.devicePointer = ptr as *mut c_void;
             return Ok(attrs);
         }
+        if let Some(device) = vmm::device_of(ptr) {
+            attrs.r#type = type_of(MemoryKind::Device)?;
+            attrs.device = device as c_int;
+            attrs.devicePointer = ptr as *mut c_void;
+            return Ok(attrs);
+        }
     }
     if versions::pointer_attributes_v6(version) {
         attrs.r#type = type_of(MemoryKind::Unregistered)?;
@@ -355,5 +382,60 @@ pub(crate) fn pointer_attributes(ptr: usize) -> HipResult<hipPointerAttribute_t>
         Err(Failure::invalid_value(format!(
             "{ptr:#x} is not memory allocated or mapped by HIP in this process"
         )))
+    }
+}
+
+/// `hipPointerGetAttribute(HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE, ptr)`: 1 for
+/// `hipMalloc` memory (and IPC mappings of it), 0 for VMM mappings and `hipHostMalloc`
+/// memory; unknown memory is `hipErrorInvalidValue`. Before ROCm 7.12 the attribute is
+/// `hipErrorNotSupported` ([`versions::legacy_ipc_attribute`]).
+pub(crate) fn pointer_attribute(attribute: hipPointer_attribute, ptr: usize) -> HipResult<i64> {
+    let version = super::runtime::config()?.hip_version;
+    let unknown = || {
+        Failure::invalid_value(format!(
+            "{ptr:#x} is not memory allocated or mapped by HIP in this process"
+        ))
+    };
+    match attribute {
+        HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE => {
+            if !versions::legacy_ipc_attribute(version) {
+                return Err(Failure::new(
+                    hipErrorNotSupported,
+                    format!(
+                        "HIP {version} does not answer HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE (from 7.12)"
+                    ),
+                ));
+            }
+            if vmm::is_mapped(ptr) || HOST.resolve(ptr).is_some() {
+                Ok(0)
+            } else if RANGES.resolve(ptr).is_some() {
+                Ok(1)
+            } else {
+                Err(unknown())
+            }
+        }
+        HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL => {
+            if let Some(d) = vmm::device_of(ptr) {
+                Ok(i64::from(d))
+            } else if let Some(hit) = RANGES.resolve(ptr) {
+                Ok(i64::from(hit.value.device))
+            } else {
+                Err(unknown())
+            }
+        }
+        HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR | HIP_POINTER_ATTRIBUTE_RANGE_SIZE => {
+            let (base, len) = vmm::address_range(ptr)
+                .or_else(|| RANGES.resolve(ptr).map(|h| (h.base, h.len)))
+                .ok_or_else(unknown)?;
+            Ok(if attribute == HIP_POINTER_ATTRIBUTE_RANGE_SIZE {
+                len as i64
+            } else {
+                base as i64
+            })
+        }
+        other => Err(Failure::new(
+            hipErrorNotSupported,
+            format!("hipPointerGetAttribute({other}) is not emulated"),
+        )),
     }
 }

@@ -21,6 +21,7 @@
 //! | `stream.rs` | streams, the null stream, [`hold_stream`] / [`release_stream`] |
 //! | `event.rs` | events, interprocess events in shared memory, their IPC handles |
 //! | `peer.rs` | `hipDeviceCanAccessPeer`, `hipDeviceEnablePeerAccess` |
+//! | `vmm.rs` | the VMM subset: `hipMemCreate` .. `hipMemSetAccess`, POSIX-fd export/import, `hipMemRetainAllocationHandle` |
 //!
 //! # Behaviour in brief
 //!
@@ -54,6 +55,13 @@
 //!   is complete. Interprocess events live in the state directory, so a
 //!   record in one process is seen by another. [`hold_stream`] makes work pending for
 //!   tests. No binary-semaphore semantics: devipc's backend adds its own sequence word.
+//! - **VMM** (issue 15, `vmm.rs`). A physical allocation is a memory object whose
+//!   segment file is exported as a new fd (a `dup`) and imported by resolving the fd;
+//!   reservations are real `PROT_NONE` ranges, `hipMemMap` places the file there, and the
+//!   range stays inaccessible to copies until `hipMemSetAccess`. Export/import need ROCm
+//!   6.2; the import's `osHandle` is a pointer to the fd before 7.1 and the fd value from
+//!   7.1; `hipMemAllocationProp` is read in the 5.2 or 5.3+ layout by version.
+//!   `hipIpcGetMemHandle` refuses VMM memory. Fabric handles are not modelled.
 //! - **Peers.** Distinct devices can access each other; enabling is per process and
 //!   reports `hipErrorPeerAccessAlreadyEnabled` the second time.
 //!
@@ -98,6 +106,7 @@ mod peer;
 mod runtime;
 mod stream;
 mod versions;
+mod vmm;
 
 pub mod errors;
 pub mod rules;

@@ -89,6 +89,60 @@ pub(crate) fn ipc_stream_wait_on_device(v: HipVersion) -> bool {
     v.at_least(7, 0)
 }
 
+/// ROCm 5.1: the VMM family exists (`hipMemCreate` .. `hipMemSetAccess` are `@@hip_5.1` in
+/// ROCm 5.2's `libamdhip64.so.5`, `nm -D`), and `hipPointerGetAttribute` (`@@hip_5.0`).
+/// Below, the table's fields are `None`, as for a real runtime without the symbols.
+pub(crate) fn has_vmm(v: HipVersion) -> bool {
+    v.at_least(5, 1)
+}
+
+/// ROCm 5.3: `hipMemAllocationProp` has its current layout (type, requestedHandleType,
+/// location, win32HandleMetaData, allocFlags); ROCm 5.2 lays it out as compressionType,
+/// location, requestedHandleType, type, usage, win32HandleMetaData. The emulator reads and
+/// writes the caller's struct in the emulated version's layout.
+///
+/// Evidence: upstream ROCm/HIP commit `d267eb7d6` (2022-05-09, "SWDEV-322620 - Virtual
+/// Memory Management APIs"), first in rocm-5.3.0; Debian's 5.2.3 header has the old layout
+/// (api-facts B.4; checked by devipc-hip-sys's `headers` test).
+pub(crate) fn prop_layout_current(v: HipVersion) -> bool {
+    v.at_least(5, 3)
+}
+
+/// ROCm 6.2: VMM IPC works. `hipMemExportToShareableHandle` writes a dma-buf fd and
+/// `hipMemImportFromShareableHandle` imports one; before, the export validates its
+/// arguments and returns `hipErrorNotSupported` (hipamd of the 5.2 era and clr rocm-5.6.0
+/// .. rocm-6.1.2), and so, having nothing to import, does the emulator's import.
+///
+/// Evidence: clr commit `56ebf5157` (2024-03-20, "SWDEV-413997 - VMM IPC implementation
+/// for Linux"), first shipped in rocm-6.2.0 (api-facts B.4).
+pub(crate) fn vmm_ipc(v: HipVersion) -> bool {
+    v.at_least(6, 2)
+}
+
+/// ROCm 7.1.0: `hipMemImportFromShareableHandle` reads its `void* osHandle` as the fd
+/// value (`(int)(uintptr_t)osHandle`, the CUDA convention); 6.2 .. 7.0.x read
+/// `*(int*)osHandle`.
+///
+/// Evidence: field notes 2026-11 (MoRI `include/mori/utils/hip_compat.hpp` switches on
+/// 7.1.0; rocm-systems PR #759), settling api-facts D.9; rocm-systems CLR
+/// `ImportShareableHSAHandle` reads the value.
+pub(crate) fn import_fd_by_value(v: HipVersion) -> bool {
+    v.at_least(7, 1)
+}
+
+/// ROCm 7.12: `hipPointerGetAttribute(HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE)`
+/// answers (1 for `hipMalloc` memory, 0 for VMM and host memory); before, the attribute
+/// is declared but "not supported in HIP" (HIP 5.2 `driver_types.h`) and the call returns
+/// `hipErrorNotSupported`.
+///
+/// Evidence: RCCL queries the attribute only when `HIP_VERSION >= 71260540` (7.12; field
+/// notes 2026-11, RCCL `ipcRegisterBuffer` tests), and its test for older runtimes expects
+/// the query to fail. ASSUMPTION: the failure code before 7.12 is
+/// `hipErrorNotSupported` (UNVERIFIED; the old CLR's switch has no case for it).
+pub(crate) fn legacy_ipc_attribute(v: HipVersion) -> bool {
+    v.at_least(7, 12)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +170,28 @@ mod tests {
             assert_eq!(address_range_not_found(version), range, "{text}");
             assert_eq!(pointer_attributes_v6(version), attrs, "{text}");
             assert_eq!(has_get_proc_address(version), proc, "{text}");
+        }
+    }
+
+    #[test]
+    fn vmm_cut_offs() {
+        // (version, has_vmm, current prop layout, ipc, fd by value, legacy-ipc attribute)
+        for (text, vmm, layout, ipc, by_value, attr) in [
+            ("5.0", false, false, false, false, false),
+            ("5.2", true, false, false, false, false),
+            ("5.3", true, true, false, false, false),
+            ("6.1", true, true, false, false, false),
+            ("6.2", true, true, true, false, false),
+            ("7.0", true, true, true, false, false),
+            ("7.1", true, true, true, true, false),
+            ("7.12", true, true, true, true, true),
+        ] {
+            let version = v(text);
+            assert_eq!(has_vmm(version), vmm, "{text}");
+            assert_eq!(prop_layout_current(version), layout, "{text}");
+            assert_eq!(vmm_ipc(version), ipc, "{text}");
+            assert_eq!(import_fd_by_value(version), by_value, "{text}");
+            assert_eq!(legacy_ipc_attribute(version), attr, "{text}");
         }
     }
 }

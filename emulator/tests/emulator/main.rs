@@ -28,3 +28,4 @@ mod hip_events;
 mod hip_ipc_memory;
 mod hip_runtime;
 mod hip_streams;
+mod hip_vmm;

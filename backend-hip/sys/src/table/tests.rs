@@ -60,7 +60,26 @@ fn table_lists_every_function_once_all_required() {
     let mut expected = EXPECTED.to_vec();
     expected.sort_unstable();
     assert_eq!(listed, expected);
-    assert_eq!(HipApi::OPTIONAL_SYMBOLS, ["hipGetProcAddress"]);
+    assert_eq!(
+        HipApi::OPTIONAL_SYMBOLS,
+        [
+            "hipGetProcAddress",
+            "hipMemGetAllocationGranularity",
+            "hipMemCreate",
+            "hipMemRelease",
+            "hipMemAddressReserve",
+            "hipMemAddressFree",
+            "hipMemMap",
+            "hipMemUnmap",
+            "hipMemSetAccess",
+            "hipMemGetAccess",
+            "hipMemExportToShareableHandle",
+            "hipMemImportFromShareableHandle",
+            "hipMemRetainAllocationHandle",
+            "hipMemGetAllocationPropertiesFromHandle",
+            "hipPointerGetAttribute",
+        ]
+    );
 }
 
 // --- The generated loader, exercised on libc with a list of libc functions. ---

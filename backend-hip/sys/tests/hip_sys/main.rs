@@ -6,4 +6,7 @@
 // does not export them to the dynamic loader).
 #[cfg(not(feature = "link"))]
 mod macros;
+// Only without `link`: the header check needs no runtime.
+#[cfg(not(feature = "link"))]
+mod headers;
 mod real_runtime;

@@ -183,3 +183,64 @@ fn real_runtime_version_device_count_and_error_names() {
     assert_eq!(name_of(&api, 12345), "hipErrorUnknown");
     assert!(!string_of(&api, hipErrorNoDevice).is_empty());
 }
+
+/// Issue 15: the VMM family and `hipPointerGetAttribute` (optional fields) are found in
+/// the real runtime. ROCm 5.2 exports the VMM functions as `@@hip_5.1` and
+/// `hipPointerGetAttribute` as `@@hip_5.0` (`nm -D libamdhip64.so.5.2.21153`), so every one
+/// of them must be `Some`; only `hipGetProcAddress` (6.2+) may be missing.
+#[test]
+fn real_runtime_exports_the_vmm_family() {
+    let Some(api) = real_api() else { return };
+    let present = [
+        (
+            "hipMemGetAllocationGranularity",
+            api.hipMemGetAllocationGranularity.is_some(),
+        ),
+        ("hipMemCreate", api.hipMemCreate.is_some()),
+        ("hipMemRelease", api.hipMemRelease.is_some()),
+        ("hipMemAddressReserve", api.hipMemAddressReserve.is_some()),
+        ("hipMemAddressFree", api.hipMemAddressFree.is_some()),
+        ("hipMemMap", api.hipMemMap.is_some()),
+        ("hipMemUnmap", api.hipMemUnmap.is_some()),
+        ("hipMemSetAccess", api.hipMemSetAccess.is_some()),
+        ("hipMemGetAccess", api.hipMemGetAccess.is_some()),
+        (
+            "hipMemExportToShareableHandle",
+            api.hipMemExportToShareableHandle.is_some(),
+        ),
+        (
+            "hipMemImportFromShareableHandle",
+            api.hipMemImportFromShareableHandle.is_some(),
+        ),
+        (
+            "hipMemRetainAllocationHandle",
+            api.hipMemRetainAllocationHandle.is_some(),
+        ),
+        (
+            "hipMemGetAllocationPropertiesFromHandle",
+            api.hipMemGetAllocationPropertiesFromHandle.is_some(),
+        ),
+        (
+            "hipPointerGetAttribute",
+            api.hipPointerGetAttribute.is_some(),
+        ),
+    ];
+    let missing: Vec<_> = present
+        .iter()
+        .filter(|(_, p)| !p)
+        .map(|(n, _)| *n)
+        .collect();
+    assert!(missing.is_empty(), "the real runtime lacks {missing:?}");
+    // Every optional symbol but hipGetProcAddress is one of them.
+    assert_eq!(HipApi::OPTIONAL_SYMBOLS.len(), present.len() + 1);
+    // A NULL argument is refused before any device is needed (CLR hip_vm.cpp checks its
+    // arguments first); without a GPU the runtime may report the missing device instead.
+    let f = api.hipMemGetAllocationGranularity.unwrap();
+    // SAFETY: NULL out pointer and NULL prop are the documented invalid arguments.
+    let rc = unsafe { f(std::ptr::null_mut(), std::ptr::null(), 0) };
+    eprintln!(
+        "real_runtime: hipMemGetAllocationGranularity(NULL, NULL, 0) = {rc} ({})",
+        name_of(&api, rc)
+    );
+    assert_ne!(rc, hipSuccess);
+}

@@ -1,5 +1,5 @@
 //! HIP vendor rules: what the HIP runtime documents (or its CLR implementation shows) for
-//! IPC memory, IPC events, peer access and runtime queries (api-facts C.1, C.2, B.2-B.5),
+//! IPC memory, IPC events, peer access, runtime queries and VMM (api-facts C.1-C.3, B.2-B.5),
 //! checked through the raw `HipApi` table in this process and in peers.
 //!
 //! Version matters: `hipIpcMemLazyEnablePeerAccess` is 0 on ROCm 5 and 1 from 6.0, the
@@ -10,13 +10,14 @@
 //!
 //! One file per topic, each with its table and scenarios; [`TABLES`] lists them in report
 //! order: `runtime.rs` (queries without a device), `ipc_mem.rs` (IPC memory),
-//! `ipc_event.rs` (IPC events), `peer.rs` (peer access). The scenario helpers they share
-//! are here.
+//! `ipc_event.rs` (IPC events), `peer.rs` (peer access), `vmm.rs` (VMM allocations and
+//! their POSIX-fd IPC). The scenario helpers they share are here.
 
 mod ipc_event;
 mod ipc_mem;
 mod peer;
 mod runtime;
+mod vmm;
 
 use std::ffi::c_uint;
 
@@ -43,6 +44,7 @@ pub static TABLES: &[&[Rule]] = &[
     ipc_mem::RULES,
     ipc_event::RULES,
     peer::RULES,
+    vmm::RULES,
 ];
 
 /// The `hipIpcOpenMemHandle` flag the running runtime accepts.

@@ -685,6 +685,7 @@ fn execute(cmd: &str) -> String {
             let r = unsafe { f(&mut v) };
             format!("{r} {v}")
         }
+        other if crate::hip_vmm::is_command(other) => crate::hip_vmm::execute(&words),
         other => {
             say("fail", &format!("unknown shell command {other:?}"));
             std::process::exit(2);
