@@ -113,13 +113,21 @@ pub(crate) fn lookup(token: &MemToken) -> Result<LocalView> {
     let freed = || {
         Error::invalid_argument(
             "this process exported the token, but the exported memory has been freed or its \
-             external export closed (or it was exported by another devipc instance)",
+             external export closed",
+        )
+    };
+    let unknown = || {
+        Error::invalid_argument(
+            "this process exported the token, but not through a devipc Runtime that is still \
+             sharing it: the memory was freed or its external export closed, or it was \
+             exported through the raw layer (devipc::raw), whose exports the Runtime does not \
+             track; import it where it was exported from, or use the exporter's pointer",
         )
     };
     let entry = exports()
         .get(&token.identity())
         .cloned()
-        .ok_or_else(freed)?;
+        .ok_or_else(unknown)?;
     if entry.generation != token.generation() {
         return Err(Error::invalid_token(format!(
             "the token names generation {} of an object this process exports as generation \

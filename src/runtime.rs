@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use devipc_core::{
     BackendAttempt, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
-    MemToken, ProcessId, Result, SignalToken, TokenOrigin,
+    Mechanism, MemToken, ProcessId, Result, SignalToken, TokenOrigin,
 };
 
 use crate::import_cache::ImportCache;
@@ -233,17 +233,7 @@ impl Runtime {
     /// call (DESIGN 5.1); a token already imported here shares the existing mapping
     /// (DESIGN 5.2).
     pub fn import(&self, token: &MemToken, device: DeviceId) -> Result<ImportedBuffer> {
-        let kind = self.info().kind;
-        if token.backend() != kind {
-            return Err(Error::BackendMismatch {
-                expected: format!("{} token", kind.with_article()),
-                found: format!(
-                    "{} token ({})",
-                    token.backend().with_article(),
-                    token.mechanism()
-                ),
-            });
-        }
+        self.check_backend(token.backend(), token.mechanism())?;
         let len = usize::try_from(token.len())
             .map_err(|_| Error::invalid_token("length does not fit this platform"))?;
         self.inner.check_same_host(token.origin())?;
@@ -259,6 +249,18 @@ impl Runtime {
         self.inner.imports.len()
     }
 
+    /// Refuses a token of another backend kind than this runtime's.
+    fn check_backend(&self, backend: BackendKind, mechanism: Mechanism) -> Result<()> {
+        let kind = self.info().kind;
+        if backend != kind {
+            return Err(Error::BackendMismatch {
+                expected: format!("{} token", kind.with_article()),
+                found: format!("{} token ({mechanism})", backend.with_article()),
+            });
+        }
+        Ok(())
+    }
+
     // ---- Signals ----
 
     /// Creates an exportable signal on `device`.
@@ -270,8 +272,14 @@ impl Runtime {
     /// Opens a peer's signal on `device`. A token this process exported gives a `Signal`
     /// sharing the local handle, without a vendor call.
     pub fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<Signal> {
+        self.check_backend(token.backend(), token.mechanism())?;
         self.inner.check_same_host(token.origin())?;
         if token.origin() == self.inner.origin {
+            // The checks the vendor import would make, before sharing the local handle.
+            self.inner
+                .backend
+                .device_count()
+                .and_then(|n| device.check(n))?;
             return Signal::local(token);
         }
         let handle = self.inner.backend.import_signal(token, device)?;

@@ -68,7 +68,9 @@ impl Signal {
         match local {
             Some(inner) => Ok(Signal { inner }),
             None => Err(Error::invalid_argument(
-                "this process exported the signal token, but the signal has been destroyed",
+                "this process exported the signal token, but not through a devipc Signal that \
+                 is still alive: the signal was destroyed, or it was exported through the raw \
+                 layer (devipc::raw), whose exports the Runtime does not track",
             )),
         }
     }
@@ -186,5 +188,28 @@ mod tests {
         let err = rt.import_signal(&token, DeviceId(0)).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
         assert_eq!(count("import_signal"), 0);
+    }
+
+    /// A same-process import makes the checks a vendor import would: the token's backend
+    /// kind and the device (review of issue 14, finding F7).
+    #[test]
+    fn a_same_process_signal_import_checks_the_backend_and_the_device() {
+        let hip = Runtime::from_backend(Backend::from(RecordingBackend::with_identity(
+            BackendKind::Hip,
+            ProcessId::current(),
+            41,
+        )));
+        let ascend = Runtime::from_backend(Backend::from(RecordingBackend::with_identity(
+            BackendKind::Ascend,
+            ProcessId::current(),
+            41,
+        )));
+        let signal = hip.create_signal(DeviceId(0)).unwrap();
+        let token = signal.export(ExportOptions::default()).unwrap();
+        let err = ascend.import_signal(&token, DeviceId(0)).unwrap_err();
+        assert!(matches!(err, Error::BackendMismatch { .. }), "{err}");
+        let err = hip.import_signal(&token, DeviceId(77)).unwrap_err();
+        assert!(matches!(err, Error::InvalidDevice { .. }), "{err}");
+        assert!(hip.import_signal(&token, DeviceId(0)).is_ok());
     }
 }

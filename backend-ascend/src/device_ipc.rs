@@ -312,6 +312,26 @@ impl DeviceIpc for AscendBackend {
         }
         let handle = vmm_payload(token)?;
         optional!(self.api, aclrtMemSetPidToShareableHandle)?;
+        // Only this backend's live export may be granted: the shareable handle is passed
+        // to the runtime, which must never see a freed one (nor one whose value a later
+        // allocation reuses). The pin keeps a `free` on another thread from releasing it
+        // meanwhile.
+        let not_ours = || {
+            Error::invalid_argument(
+                "only the process that exported memory can grant it, and this backend did not \
+                 export this token's allocation (or freed it)",
+            )
+        };
+        if token.origin() != self.origin()? {
+            return Err(not_ours());
+        }
+        let (_, record) = self
+            .allocations
+            .pin_raw(token.generation())
+            .map_err(|_| not_ours())?;
+        if record.shared.map(|s| s.handle) != Some(handle) {
+            return Err(not_ours());
+        }
         // The runtime rejects an empty list (pidNum must be > 0); granting nobody is a no-op.
         if pids.is_empty() {
             return Ok(());
@@ -336,13 +356,16 @@ impl DeviceIpc for AscendBackend {
         // claim (see `record`); the runtime requires the map size to equal the physical
         // size, and reports the mapped extent afterwards.
         let object = Object::Vmm(handle, token.origin().into());
-        let size = record::verify(
-            object,
-            record::read(object)?,
-            token.generation(),
-            token.device(),
-            token.object_size(),
-        )?;
+        let recorded = || {
+            record::verify(
+                object,
+                record::read(object)?,
+                token.generation(),
+                token.device(),
+                token.object_size(),
+            )
+        };
+        let size = recorded()?;
         token.range_within(size)?;
         optional!(self.api, aclrtMemImportFromShareableHandle)?;
         if device != token.device() {
@@ -352,7 +375,11 @@ impl DeviceIpc for AscendBackend {
         let dev = device.as_c_int()?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let mut rollback = Rollback::new(&self.api);
-        let phys = result::mem_import_from_shareable_handle(&self.api, handle, dev)?;
+        // The exporter may free the allocation between the record check above and the
+        // import: the runtime then refuses the dead handle, which is reported as the
+        // replay it is (the record is gone) rather than as a vendor error.
+        let phys = result::mem_import_from_shareable_handle(&self.api, handle, dev)
+            .map_err(|e| recorded().err().unwrap_or(e))?;
         rollback.push(Undo::FreePhysical(phys));
         // SAFETY: `phys` was just imported and is not mapped; `size` is the exporter's
         // physical size (its record), which the runtime requires the map to cover.
@@ -360,6 +387,10 @@ impl DeviceIpc for AscendBackend {
         let extent = self.runtime_extent(va).map_or(size, |s| s.min(size));
         // Checked before anything is committed, so a refusal releases what was mapped.
         token.range_within(extent)?;
+        // Still the export the token names: had the exporter freed it and a new export
+        // reused the handle's value meanwhile, the record's generation would differ, and
+        // this mapping would be someone else's memory.
+        recorded()?;
         rollback.commit();
         let vmm = VmmObjects {
             device,
@@ -612,7 +643,13 @@ impl DeviceIpc for AscendBackend {
         // A deadline beyond what an Instant holds is no deadline.
         let deadline = timeout.and_then(|t| started.checked_add(t));
         let mut waiter = self.claim_waiter(signal, &record, deadline, &timed_out)?;
-        let result = self.wait_until(&record, &mut waiter, deadline, &timed_out);
+        let released = || {
+            record.release_requested().then(|| Error::UnknownHandle {
+                kind: "signal",
+                id: signal.id.get(),
+            })
+        };
+        let result = self.wait_until(&record, &mut waiter, deadline, &timed_out, &released);
         let returned = self.signals.with(signal.id, |r| {
             r.waiter = Some(waiter);
             r.busy = false;

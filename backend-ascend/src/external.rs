@@ -229,6 +229,24 @@ impl AscendBackend {
     pub(crate) fn grant_key(&self, token: &MemToken, dev: i32, pids: &mut [i32]) -> Result<()> {
         let (key, _lease) = key_token_payload(token.payload(), token.mechanism())?;
         optional!(self.api, aclrtIpcMemSetImportPid)?;
+        // Only a key this backend exported and has not closed: the export table's lock is
+        // held across the call, so `close_external` cannot close the key meanwhile.
+        let not_ours = || {
+            Error::invalid_argument(
+                "only the process that exported memory can grant it, and this backend did not \
+                 export this token's key (or closed it)",
+            )
+        };
+        if token.origin() != self.origin()? {
+            return Err(not_ours());
+        }
+        let external = lock(&self.external);
+        let live = external
+            .values()
+            .any(|e| e.key == key && e.generation == token.generation());
+        if !live {
+            return Err(not_ours());
+        }
         // The runtime rejects an empty list (num must be > 0); granting nobody is a no-op.
         if pids.is_empty() {
             return Ok(());

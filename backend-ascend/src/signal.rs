@@ -54,6 +54,12 @@
 //! waits at most the backstop). Until it ends, it would also consume a record meant for a
 //! waiter in another process (devipc's signals have one waiting side, DESIGN 5.5).
 //!
+//! A wait without a deadline polls the same way, so that a `destroy_signal` of a clone of
+//! the handle on another thread ends it (with `UnknownHandle`, its vendor wait left
+//! pending as above and cancelled by the destroy) instead of waiting for it forever. Only
+//! the fallback below, which waits in the vendor call, holds such a destroy up until it
+//! returns.
+//!
 //! The caller's `stream` is not used by the wait itself: `wait` returns only once the
 //! record was seen, so whatever the caller queues on any stream afterwards runs after the
 //! notifier's work. A runtime without the event functions (`aclrtCreateEventExWithFlag`,
@@ -169,6 +175,16 @@ pub(crate) struct Waiter {
     pending: bool,
 }
 
+/// How [`AscendBackend::poll_event`] ended.
+enum Polled {
+    /// The waiter's event completed: the vendor wait ended.
+    Complete,
+    /// The deadline passed first.
+    Deadline,
+    /// Another thread began destroying the signal (the error to return).
+    Released(Error),
+}
+
 /// The time left until `deadline` (`None`: unbounded), zero once it passed.
 fn until(deadline: Option<Instant>) -> Duration {
     deadline.map_or(Duration::MAX, |d| {
@@ -241,12 +257,18 @@ impl AscendBackend {
     }
 
     /// The wait itself, on the waiter's stream, until `deadline` (see the module docs).
+    ///
+    /// `released` answers whether another thread began destroying the signal (the error to
+    /// return then): the wait polls its event even without a deadline, so that a destroy
+    /// ends it instead of waiting for it forever. It returns like a timed-out wait, its
+    /// vendor wait still queued on the waiter's stream, which the destroy releases.
     pub(crate) fn wait_until(
         &self,
         record: &SignalRecord,
         waiter: &mut Waiter,
         deadline: Option<Instant>,
         timed_out: &dyn Fn() -> Error,
+        released: &dyn Fn() -> Option<Error>,
     ) -> Result<()> {
         // On the creator's device: see the module docs.
         let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
@@ -267,10 +289,12 @@ impl AscendBackend {
                 unsafe { result::record_event(&self.api, event, stream) }?;
                 waiter.pending = true;
             }
-            if deadline.is_some() && !self.poll_event(waiter, deadline)? {
-                return Err(timed_out());
+            match self.poll_event(waiter, deadline, released)? {
+                Polled::Complete => {}
+                Polled::Deadline => return Err(timed_out()),
+                Polled::Released(e) => return Err(e),
             }
-            // The vendor wait ended (or, without a deadline, ends now): how?
+            // The vendor wait ended: how?
             // SAFETY: devipc's own live stream.
             let outcome = unsafe { result::synchronize_stream(&self.api, stream) };
             waiter.pending = false;
@@ -288,19 +312,27 @@ impl AscendBackend {
         }
     }
 
-    /// Polls the waiter's event until its latest record completed (`true`) or `deadline`
-    /// passed (`false`), at most [`POLL_MAX`] apart.
-    fn poll_event(&self, waiter: &Waiter, deadline: Option<Instant>) -> Result<bool> {
+    /// Polls the waiter's event until its latest record completed, `deadline` passed or
+    /// `released` gives an error, at most [`POLL_MAX`] apart.
+    fn poll_event(
+        &self,
+        waiter: &Waiter,
+        deadline: Option<Instant>,
+        released: &dyn Fn() -> Option<Error>,
+    ) -> Result<Polled> {
         let mut pause = Duration::from_micros(20);
         loop {
             // SAFETY: devipc's own live event (a `Waiter`'s).
             let status = unsafe { result::query_event_status(&self.api, waiter.event) }?;
             if status == ACL_EVENT_RECORDED_STATUS_COMPLETE {
-                return Ok(true);
+                return Ok(Polled::Complete);
+            }
+            if let Some(e) = released() {
+                return Ok(Polled::Released(e));
             }
             let left = until(deadline);
             if left.is_zero() {
-                return Ok(false);
+                return Ok(Polled::Deadline);
             }
             std::thread::sleep(pause.min(left));
             pause = (pause * 2).min(POLL_MAX);

@@ -27,7 +27,6 @@ use devipc_hip_sys::{
     hipEventDisableTiming, hipEventInterprocess, hipIpcEventHandle_t, hipIpcMemHandle_t,
     ipc_mem_lazy_enable_peer_access,
 };
-use devipc_shm::futex::WaitError;
 use devipc_shm::lease::{Binding, held};
 use devipc_shm::process::ProcessIdentity;
 use devipc_shm::word_file::{NAME_LEN, WordFile};
@@ -39,7 +38,9 @@ use crate::memory::{
 };
 use crate::result;
 use crate::result::vendor_error;
-use crate::signal::{SignalRecord, event_ptr, open_word, semaphore, wait_error};
+use crate::signal::{
+    SignalRecord, Waited, event_ptr, open_word, semaphore, wait_error, wait_raised,
+};
 
 /// The HIP backend.
 ///
@@ -529,6 +530,16 @@ impl DeviceIpc for HipBackend {
     fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
         self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcEvent)?;
         let dev = self.check_device(device)?;
+        if token.origin() == self.origin {
+            // As for memory: the runtime refuses to open its own event handle
+            // (hipErrorInvalidContext); the facade shares the local signal instead.
+            return Err(Error::Unsupported {
+                backend: BackendKind::Hip,
+                what: "importing a hip-ipc-event token in the process that exported it (use \
+                       the exporter's signal; the devipc facade does)"
+                    .into(),
+            });
+        }
         let payload = token.payload();
         if payload.len() != HIP_IPC_HANDLE_SIZE + NAME_LEN {
             return Err(Error::invalid_token(format!(
@@ -574,18 +585,30 @@ impl DeviceIpc for HipBackend {
     ) -> Result<()> {
         let started = Instant::now();
         let record = self.signal(signal)?;
-        let (event, word, device) = (record.event, &record.word, record.device);
+        let (event, device) = (record.event, record.device);
         // The word is a futex with the caller's own deadline: the wait ends within the
-        // timeout plus scheduling, and the error states the time measured.
-        semaphore(word)?
-            .wait_and_reset(timeout)
-            .map_err(|e| match e {
-                WaitError::Timeout(limit) => Error::timed_out(
-                    format!("waiting for signal {} (limit {limit:?})", signal.id),
+        // timeout plus scheduling, and the error states the time measured. A destroy of
+        // the signal on another thread ends it too (it would otherwise wait for this wait).
+        let deadline = timeout.and_then(|t| started.checked_add(t));
+        match wait_raised(&record, deadline)? {
+            Waited::Raised => {}
+            Waited::TimedOut => {
+                return Err(Error::timed_out(
+                    format!(
+                        "waiting for signal {} (limit {:?})",
+                        signal.id,
+                        timeout.unwrap_or_default()
+                    ),
                     started,
-                ),
-                other => wait_error(other, "signal wait"),
-            })?;
+                ));
+            }
+            Waited::Released => {
+                return Err(Error::UnknownHandle {
+                    kind: "signal",
+                    id: signal.id.get(),
+                });
+            }
+        }
         let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
         // SAFETY: the event came from the signal's record (live, see `HipBackend::signal`); the stream
         // is the caller's, live by `RawStream`'s constructor contract; flags 0.

@@ -24,6 +24,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use devipc_core::{DeviceId, Error, Pinned, Result, SignalHandle};
 use devipc_hip_sys::hipEvent_t;
@@ -84,6 +85,52 @@ pub(crate) fn open_word(dir: &Path, name: &[u8]) -> Result<WordFile> {
         ),
         std::io::ErrorKind::InvalidInput => Error::invalid_token("the signal word name is malformed"),
         _ => Error::io("opening a signal word", e),
+    })
+}
+
+/// How often a wait looks whether its signal is being destroyed (by a clone of its handle,
+/// on another thread): a notify still wakes it at once, through the futex.
+pub(crate) const RELEASE_POLL: Duration = Duration::from_millis(50);
+
+/// How a [`wait_raised`] ended.
+pub(crate) enum Waited {
+    /// The signal was raised; the wait reset it.
+    Raised,
+    /// `deadline` passed first.
+    TimedOut,
+    /// Another thread began destroying the signal: the wait gave up, so the release does
+    /// not wait for it forever.
+    Released,
+}
+
+/// Waits on `record`'s word until it is raised, `deadline` passes or a release of the
+/// record begins, in slices of at most [`RELEASE_POLL`].
+pub(crate) fn wait_raised(
+    record: &Pinned<'_, SignalRecord>,
+    deadline: Option<Instant>,
+) -> Result<Waited> {
+    let sem = semaphore(&record.word)?;
+    loop {
+        if record.release_requested() {
+            return Ok(Waited::Released);
+        }
+        let slice = deadline.map_or(RELEASE_POLL, |d| until(Some(d)).min(RELEASE_POLL));
+        match sem.wait_and_reset(Some(slice)) {
+            Ok(()) => return Ok(Waited::Raised),
+            Err(WaitError::Timeout(_)) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(Waited::TimedOut);
+                }
+            }
+            Err(other) => return Err(wait_error(other, "signal wait")),
+        }
+    }
+}
+
+/// The time left until `deadline` (`None`: unbounded), zero once it passed.
+fn until(deadline: Option<Instant>) -> Duration {
+    deadline.map_or(Duration::MAX, |d| {
+        d.saturating_duration_since(Instant::now())
     })
 }
 

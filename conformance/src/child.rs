@@ -2,10 +2,10 @@
 //!
 //! | role | does |
 //! |---|---|
-//! | `probe` | probes the target and prints `@@ probe <json>` ([`crate::probe`]) |
+//! | `probe` | probes the target and prints `@@ probe <json>` ([`crate::capabilities`]) |
 //! | `rule <id>` | runs one rule's scenario and prints `@@ result <pass\|fail\|skip> <detail>` |
-//! | `acl-shell`, `hip-shell` | a peer answering vendor commands ([`crate::acl`], [`crate::hip`]) |
-//! | `facade-shell`, `counting-facade-shell` | a peer answering facade commands ([`crate::facade`]) |
+//! | `acl-shell`, `hip-shell` | a peer answering vendor commands ([`crate::shell::acl`], [`crate::shell::hip`]) |
+//! | `facade-shell`, `counting-facade-shell` | a peer answering facade commands ([`crate::shell::facade`]) |
 //!
 //! Every child starts a watchdog ([`crate::runner::WATCHDOG_ENV`]) so that nothing outlives
 //! a runner that died. A rule child catches a panicking scenario and reports it as a
@@ -18,14 +18,14 @@ use std::time::Duration;
 
 use devipc_child::{say, start_watchdog};
 
-use crate::acl::AclShell;
+use crate::capabilities::{PROBE_ENV, Probe};
 use crate::catalogue;
 use crate::ctx::{Ctx, acl_table, facade_runtime, hip_table, roles};
-use crate::facade::FacadeShell;
-use crate::hip::HipShell;
-use crate::probe::{PROBE_ENV, Probe};
 use crate::rule::Stop;
 use crate::runner::{REPLY_TIMEOUT_ENV, WATCHDOG_ENV};
+use crate::shell::acl::AclShell;
+use crate::shell::facade::FacadeShell;
+use crate::shell::hip::HipShell;
 use crate::shell::serve;
 use crate::target::Target;
 

@@ -21,12 +21,12 @@ use devipc_core::{BackendKind, RuntimeVersion};
 use devipc_hip::HipBackend;
 use devipc_hip_sys::HipApi;
 
-use crate::acl::{Acl, AclShell};
+use crate::capabilities::Probe;
 use crate::counting;
-use crate::facade::Facade;
-use crate::hip::{Hip, HipShell};
-use crate::probe::Probe;
 use crate::rule::{Expect, Rule, Stop, Verdict};
+use crate::shell::acl::{Acl, AclShell};
+use crate::shell::facade::Facade;
+use crate::shell::hip::{Hip, HipShell};
 use crate::shell::{Failure, Local, Remote};
 use crate::target::Target;
 

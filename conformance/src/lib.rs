@@ -10,16 +10,15 @@
 //! | module | role |
 //! |---|---|
 //! | [`rule`] | the rule model: id, level, applies, source, expect, needs, scenario |
-//! | [`catalogue`] | every rule ([`catalogue::ascend`], [`catalogue::hip`], [`catalogue::portable`]) |
+//! | [`catalogue`] | every rule ([`catalogue::ascend`], [`catalogue::hip`], [`catalogue::portable`](mod@catalogue::portable)) |
 //! | [`target`] | the backends a run can check |
-//! | [`probe`] | what a backend offers on this machine (devices, version, peer access) |
+//! | [`capabilities`] | capability discovery: what a backend offers on this machine (devices, version, peer access) |
 //! | [`runner`] | probe, needs, one child process per rule with a deadline, state checks |
 //! | [`report`] | the table and the `--json` document (schema documented there) |
 //! | [`cli`] | the command line |
 //! | [`child`] | the child roles the runner re-executes itself in |
 //! | [`process`] | starting the child processes (on `devipc-child`: `@@` lines, timeouts) |
-//! | [`shell`] | one call per command line, locally or in a peer |
-//! | [`acl`], [`hip`], [`facade`] | the ACL, HIP and facade shells |
+//! | [`shell`] | one call per command line, locally or in a peer: the ACL, HIP and facade shells |
 //! | [`counting`] | vendor tables that count calls (for "no vendor call" guarantees) |
 //! | [`ctx`] | what a scenario works with |
 //! | [`switches`] | the emulator's rule switches and the catalogue rules bearing on each |
@@ -27,15 +26,12 @@
 //! A rule whose needs are unmet is skipped with the reason; a child that hangs or
 //! crashes is a failure with its stderr; nothing turns "could not run" into "passed".
 
-pub mod acl;
+pub mod capabilities;
 pub mod catalogue;
 pub mod child;
 pub mod cli;
 pub mod counting;
 pub mod ctx;
-pub mod facade;
-pub mod hip;
-pub mod probe;
 pub mod process;
 pub mod report;
 pub mod rule;

@@ -2,7 +2,7 @@
 //! met, run each rule in its own child process with a deadline, and check that the run's
 //! private state directories are left clean.
 //!
-//! Data flow: [`run`] → per target a `probe` child ([`crate::probe`]) → per rule either a
+//! Data flow: [`run`] → per target a `probe` child ([`crate::capabilities`]) → per rule either a
 //! skip (needs unmet, with the reason) or a `rule` child ([`crate::child`]) that runs the
 //! scenario and reports `@@ result <pass|fail|skip> <detail>` → a [`TargetReport`] per
 //! target → [`crate::report`] prints it. A child that hangs past `--timeout`, crashes or
@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use devipc_child::ChildError;
 use devipc_emulator::state::violations::VIOLATIONS;
 
+use crate::capabilities::{PROBE_ENV, Probe};
 use crate::catalogue;
-use crate::probe::{PROBE_ENV, Probe};
 use crate::process;
 use crate::rule::{Need, Rule, matches};
 use crate::target::Target;

@@ -7,6 +7,7 @@
 //! instance, is reported as [`Error::UnknownHandle`] instead of reaching the vendor.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -111,9 +112,12 @@ impl<T> HandleTable<T> {
     }
 
     /// Puts back an entry taken by [`HandleTable::remove`] when its release failed, so the
-    /// caller can retry.
+    /// caller can retry. An id that is still in the table (live, or being removed by
+    /// another thread) is left alone: only what `remove` returned can be restored.
     pub fn restore(&self, id: HandleId, value: T) {
-        self.lock().insert(id.get(), Entry::new(value));
+        self.lock()
+            .entry(id.get())
+            .or_insert_with(|| Entry::new(value));
     }
 
     /// Removes every entry (for a backend's `Drop`), in no particular order. A pin borrows
@@ -192,6 +196,7 @@ impl<T: Clone> HandleTable<T> {
             id: id.get(),
             thread,
             value,
+            not_send: PhantomData,
         })
     }
 
@@ -217,12 +222,35 @@ impl<T: Clone> HandleTable<T> {
 
 /// A copy of a [`HandleTable`] entry whose release waits until this is dropped (see
 /// [`HandleTable::pin`]).
+///
+/// It stays on the thread that pinned (not `Send`): a release on that thread is refused
+/// rather than waiting for itself, which needs to know whose pin it is.
+///
+/// ```compile_fail
+/// fn on_another_thread<T: Send>(_: T) {}
+/// let table = devipc_core::HandleTable::new("signal");
+/// let id = table.insert(1u8);
+/// on_another_thread(table.pin(id).unwrap());
+/// ```
 #[derive(Debug)]
 pub struct Pinned<'a, T> {
     table: &'a HandleTable<T>,
     id: u64,
     thread: ThreadId,
     value: T,
+    not_send: PhantomData<*const ()>,
+}
+
+impl<T> Pinned<'_, T> {
+    /// Whether another thread has begun releasing the entry ([`HandleTable::remove`] is
+    /// waiting for this pin). A call that may block for long (a signal's `wait`) checks
+    /// it now and then and gives up, so that the release is not held up forever.
+    pub fn release_requested(&self) -> bool {
+        self.table
+            .lock()
+            .get(&self.id)
+            .is_some_and(|entry| entry.removing)
+    }
 }
 
 impl<T> Deref for Pinned<'_, T> {
@@ -306,9 +334,11 @@ mod tests {
         }
         assert!(matches!(t.pin(id), Err(Error::UnknownHandle { .. })));
         assert!(t.with(id, |_| ()).is_err());
-        // ... but it does not finish while this thread still uses the object.
+        // ... but it does not finish while this thread still uses the object, which can
+        // see that a release waits for it.
         std::thread::sleep(Duration::from_millis(100));
         assert!(!released.load(Ordering::SeqCst), "released under a pin");
+        assert!(pin.release_requested());
         drop(pin);
         assert_eq!(remover.join().unwrap(), 7);
         assert!(released.load(Ordering::SeqCst));
@@ -331,11 +361,23 @@ mod tests {
     }
 
     #[test]
+    fn restore_never_replaces_an_entry_still_in_the_table() {
+        let t = HandleTable::new("allocation");
+        let id = t.insert(1u8);
+        t.restore(id, 9);
+        assert_eq!(t.get(id).unwrap(), 1, "a live entry is not replaced");
+        assert_eq!(t.remove(id).unwrap(), 1);
+        t.restore(id, 2);
+        assert_eq!(t.get(id).unwrap(), 2, "what remove returned comes back");
+    }
+
+    #[test]
     fn pins_by_raw_id_and_restore_after_a_failed_release() {
         let t = HandleTable::new("signal");
         let id = t.insert(3u16);
         let (found, pin) = t.pin_raw(id.get()).unwrap();
         assert_eq!((found, *pin), (id, 3));
+        assert!(!pin.release_requested());
         drop(pin);
         let v = t.remove(id).unwrap();
         assert!(t.pin_raw(id.get()).is_err());

@@ -28,9 +28,11 @@
 //! - Handles are plain data and may be cloned, so a release (`free`, `close`,
 //!   `destroy_signal`) can race a call on a clone of the same handle in another thread.
 //!   The release makes the handle unknown to calls that start after it, and waits for the
-//!   calls already using the object to return before it destroys it (a `wait` on the
-//!   signal included): no vendor object is destroyed under a call
-//!   ([`HandleTable::pin`](crate::HandleTable::pin)).
+//!   calls already using the object to return before it destroys it: no vendor object is
+//!   destroyed under a call ([`HandleTable::pin`](crate::HandleTable::pin)). A `wait` on
+//!   the signal being destroyed gives up within a poll interval with
+//!   [`Error::UnknownHandle`](crate::Error::UnknownHandle), so the release is never held
+//!   up by a wait nobody will notify.
 
 use std::ops::Range;
 use std::time::Duration;

@@ -198,6 +198,16 @@ fn own_import(parent: &Parent) -> Result<(), String> {
         Err(Error::Unsupported { what, .. }) if what.contains("process that exported it") => {}
         other => return Err(format!("own import gave {other:?}")),
     }
+    // The same for one's own signal (the runtime would answer hipErrorInvalidContext).
+    let signal = b.create_signal(DeviceId(0)).map_err(e2s)?;
+    let signal_token = b
+        .export_signal(&signal, ExportOptions::default())
+        .map_err(e2s)?;
+    match b.import_signal(&signal_token, DeviceId(0)) {
+        Err(Error::Unsupported { what, .. }) if what.contains("process that exported it") => {}
+        other => return Err(format!("own signal import gave {other:?}")),
+    }
+    b.destroy_signal(signal).map_err(e2s)?;
     // A garbage handle from a "peer", naming a live lease made for another handle by
     // another process: refused before the runtime (the lease is bound to its handle and
     // its exporter), and no hold is left.

@@ -6,7 +6,7 @@
 //! | [`ascend_args`] | ACL argument checks, init counting, VMM mappings, copies, ownership (api-facts A.3-A.11) |
 //! | [`hip`] | HIP vendor rules (IPC memory, IPC events, peer access, runtime queries), api-facts C.1-C.2, B |
 //! | [`hip_args`] | HIP argument checks added for mutation completeness (streams) |
-//! | [`portable`] | devipc's portable guarantees, DESIGN section 5, on both backends |
+//! | [`portable`](mod@portable) | devipc's portable guarantees, DESIGN section 5, on both backends |
 //! | [`selftest`] | hidden rules that prove the runner reports hangs and crashes as failures |
 //!
 //! Where the emulator enforces the same rule, a vendor rule reuses the emulator's id
@@ -27,30 +27,26 @@ use crate::rule::{Applies, Expect, Level, Need, Rule, Scenario, Stop};
 /// Environment variable that makes the hidden self-test rules visible (tests only).
 pub const SELFTEST_ENV: &str = "DEVIPC_CONFORMANCE_SELFTEST";
 
+/// Every rule, hidden ones included, in report order: table by table.
+fn every() -> impl Iterator<Item = &'static Rule> {
+    ascend::TABLES
+        .iter()
+        .chain(ascend_args::TABLES)
+        .chain(hip::TABLES)
+        .copied()
+        .chain([hip_args::RULES, portable::RULES, selftest::RULES])
+        .flat_map(|table| table.iter())
+}
+
 /// Every rule, in report order; hidden rules only when [`SELFTEST_ENV`] is `1`.
 pub fn all() -> Vec<&'static Rule> {
     let selftest = std::env::var(SELFTEST_ENV).is_ok_and(|v| v == "1");
-    ascend::RULES
-        .iter()
-        .chain(ascend_args::RULES)
-        .chain(hip::RULES)
-        .chain(hip_args::RULES)
-        .chain(portable::RULES)
-        .chain(selftest::RULES)
-        .filter(|r| selftest || !r.hidden)
-        .collect()
+    every().filter(|r| selftest || !r.hidden).collect()
 }
 
 /// The rule with this id (hidden ones included: a child runs what its parent chose).
 pub fn find(id: &str) -> Option<&'static Rule> {
-    ascend::RULES
-        .iter()
-        .chain(ascend_args::RULES)
-        .chain(hip::RULES)
-        .chain(hip_args::RULES)
-        .chain(portable::RULES)
-        .chain(selftest::RULES)
-        .find(|r| r.id == id)
+    every().find(|r| r.id == id)
 }
 
 /// Whether the emulator enforces a rule with this id (so its refusals name it).
@@ -159,14 +155,7 @@ mod tests {
     #[test]
     fn ids_are_unique_scoped_and_documented() {
         let mut seen = HashSet::new();
-        for r in ascend::RULES
-            .iter()
-            .chain(ascend_args::RULES)
-            .chain(hip::RULES)
-            .chain(hip_args::RULES)
-            .chain(portable::RULES)
-            .chain(selftest::RULES)
-        {
+        for r in every() {
             assert!(seen.insert(r.id), "duplicate id {}", r.id);
             let scope = r.id.split('.').next().unwrap();
             match r.level {

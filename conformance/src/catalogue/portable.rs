@@ -18,9 +18,9 @@ use devipc::{
 use super::{Step, ensure, pattern, portable, same_bytes};
 use crate::counting;
 use crate::ctx::Ctx;
-use crate::facade::Facade;
-use crate::facade::error_kind;
 use crate::rule::{Expect, Need, Rule, Stop, Verdict};
+use crate::shell::facade::Facade;
+use crate::shell::facade::error_kind;
 use crate::shell::{Failure, Remote};
 
 const SIZE: usize = 1 << 20;

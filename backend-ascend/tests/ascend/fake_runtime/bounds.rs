@@ -140,3 +140,28 @@ fn a_key_token_stripped_of_its_lease_still_holds_the_exporters_lease() {
     b.close_external(DeviceId(0), DevicePtr(base as u64))
         .unwrap();
 }
+
+/// The exporter frees its allocation after the importer checked the export record and
+/// before the runtime imports the handle: the runtime refuses the dead handle, and devipc
+/// reports the replay it is (the record is gone), not a vendor error (review of issue 14,
+/// finding F3).
+#[test]
+#[serial]
+fn an_import_racing_the_exporters_free_is_a_replay_not_a_vendor_error() {
+    let b = std::sync::Arc::new(backend(fake_api()));
+    let (alloc, token) = exported_vmm_token(&b, DeviceId(0));
+    let exporter = std::sync::Arc::clone(&b);
+    fake::with(|s| {
+        s.during_import = Some(Box::new(move || {
+            exporter.free(alloc).unwrap();
+            // What the runtime answers for a handle whose allocation was freed.
+            fake::with(|s| s.fail.insert("aclrtMemImportFromShareableHandle", 107017));
+        }))
+    });
+    let err = b.import(&token, DeviceId(0)).unwrap_err();
+    fake::with(|s| s.fail.clear());
+    assert!(
+        matches!(&err, Error::InvalidArgument { what } if what.contains("already freed")),
+        "{err:?}"
+    );
+}

@@ -60,6 +60,9 @@ pub struct Fake {
     /// `aclrtNotifyImportByKey` rejects flags above this with 100000, as the ACL
     /// wrapper of the open-source CANN runtime does for flags above 1.
     pub notify_import_flag_limit: Option<u64>,
+    /// Run once by the next `aclrtMemImportFromShareableHandle`, before it answers (e.g.
+    /// the exporter frees the allocation while the import is under way).
+    pub during_import: Option<Box<dyn FnOnce()>>,
 }
 
 impl Default for Fake {
@@ -87,6 +90,7 @@ impl Default for Fake {
             key_import_size: 1 << 20,
             range_at_ptr: None,
             notify_import_flag_limit: None,
+            during_import: None,
         }
     }
 }
@@ -416,6 +420,10 @@ pub unsafe extern "C" fn aclrtMemImportFromShareableHandle(
     deviceId: i32,
     handle: *mut aclrtDrvMemHandle,
 ) -> aclError {
+    // Outside the state's borrow: the hook calls back into the runtime.
+    if let Some(hook) = with(|s| s.during_import.take()) {
+        hook();
+    }
     forced!(
         "aclrtMemImportFromShareableHandle",
         format!("{shareableHandle:#x},{deviceId}")

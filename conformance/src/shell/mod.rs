@@ -8,8 +8,11 @@
 //! function reads top to bottom, whichever process each step runs in, and both sides
 //! make exactly the same calls.
 //!
-//! The vendor shells are in [`crate::acl`] and [`crate::hip`], the devipc facade shell in
-//! [`crate::facade`].
+//! The vendor shells are [`acl`] and [`hip`], the devipc facade shell [`facade`].
+
+pub mod acl;
+pub mod facade;
+pub mod hip;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -133,6 +136,39 @@ pub trait Exec {
 pub trait Handler {
     /// Runs one command (`name` and its arguments).
     fn handle(&mut self, name: &str, args: &[&str]) -> Reply;
+}
+
+/// The client calls both vendor shells answer with the same command lines: device memory
+/// by address. [`acl::Acl`] and [`hip::Hip`] implement it, each on top of its own calls.
+pub trait VendorClient {
+    /// Runs one command line in the shell this client drives.
+    fn run(&mut self, line: String) -> Reply;
+
+    /// `aclrtMalloc` / `hipMalloc` of `size` bytes: the address.
+    fn malloc(&mut self, size: usize) -> Result<u64, Failure> {
+        word(&self.run(format!("malloc {size}"))?, 0)
+    }
+
+    /// `aclrtFree` / `hipFree`.
+    fn free(&mut self, ptr: u64) -> Result<(), Failure> {
+        self.run(format!("free {ptr}")).map(drop)
+    }
+
+    /// `aclrtMemcpy` / `hipMemcpy` host to device.
+    fn write(&mut self, dst: u64, bytes: &[u8]) -> Result<(), Failure> {
+        self.run(format!("write {dst} {}", hex(bytes))).map(drop)
+    }
+
+    /// `aclrtMemcpy` / `hipMemcpy` device to host.
+    fn read(&mut self, src: u64, len: usize) -> Result<Vec<u8>, Failure> {
+        unhex(&word::<String>(&self.run(format!("read {src} {len}"))?, 0)?)
+    }
+
+    /// `aclrtMemGetAddressRange` / `hipMemGetAddressRange`: (base, size).
+    fn address_range(&mut self, ptr: u64) -> Result<(u64, usize), Failure> {
+        let r = self.run(format!("address-range {ptr}"))?;
+        Ok((word(&r, 0)?, word(&r, 1)?))
+    }
 }
 
 /// Runs commands in this process.

@@ -1,5 +1,6 @@
 //! The HIP shell: HIP runtime calls through the raw [`HipApi`] table, one per command,
-//! and [`Hip`], the typed client scenarios call.
+//! and [`Hip`], the typed client scenarios call (its memory calls are [`VendorClient`]'s,
+//! shared with the ACL client).
 //!
 //! Vendor rules for HIP run here, so they check whatever fills the table: the devipc
 //! emulator, or the real `libamdhip64` on an AMD machine. Pointers and events travel as
@@ -14,7 +15,7 @@ use devipc_hip_sys::{
     hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipPointerAttribute_t, hipSuccess,
 };
 
-use crate::shell::{Exec, Failure, Handler, Reply, arg, hex, unhex, word};
+use crate::shell::{Exec, Failure, Handler, Reply, VendorClient, arg, hex, unhex, word};
 
 /// The shell's state: the table.
 pub struct HipShell {
@@ -314,11 +315,13 @@ impl Handler for HipShell {
 #[derive(Debug)]
 pub struct Hip<E>(pub E);
 
-impl<E: Exec> Hip<E> {
+impl<E: Exec> VendorClient for Hip<E> {
     fn run(&mut self, line: String) -> Reply {
         self.0.exec(&line)
     }
+}
 
+impl<E: Exec> Hip<E> {
     /// `hipPointerGetAttributes(ptr).device`: the device the memory is on.
     pub fn pointer_device(&mut self, ptr: u64) -> Result<i32, Failure> {
         word(&self.run(format!("ptr.device {ptr}"))?, 0)
@@ -347,32 +350,6 @@ impl<E: Exec> Hip<E> {
     /// `hipSetDevice`.
     pub fn set_device(&mut self, dev: u32) -> Result<(), Failure> {
         self.run(format!("set-device {dev}")).map(drop)
-    }
-
-    /// `hipMalloc`.
-    pub fn malloc(&mut self, size: usize) -> Result<u64, Failure> {
-        word(&self.run(format!("malloc {size}"))?, 0)
-    }
-
-    /// `hipFree`.
-    pub fn free(&mut self, ptr: u64) -> Result<(), Failure> {
-        self.run(format!("free {ptr}")).map(drop)
-    }
-
-    /// `hipMemcpy` host to device.
-    pub fn write(&mut self, dst: u64, bytes: &[u8]) -> Result<(), Failure> {
-        self.run(format!("write {dst} {}", hex(bytes))).map(drop)
-    }
-
-    /// `hipMemcpy` device to host.
-    pub fn read(&mut self, src: u64, len: usize) -> Result<Vec<u8>, Failure> {
-        unhex(&word::<String>(&self.run(format!("read {src} {len}"))?, 0)?)
-    }
-
-    /// `hipMemGetAddressRange`: (base, size).
-    pub fn address_range(&mut self, ptr: u64) -> Result<(u64, usize), Failure> {
-        let r = self.run(format!("address-range {ptr}"))?;
-        Ok((word(&r, 0)?, word(&r, 1)?))
     }
 
     /// `hipIpcGetMemHandle`: the handle as hex.

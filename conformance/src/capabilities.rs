@@ -1,4 +1,5 @@
-//! [`Probe`]: what a backend offers on this machine, found once per run in a child.
+//! Capability discovery: [`Probe`], what a backend offers on this machine, found once
+//! per run in a child.
 //!
 //! Before any rule runs, the runner starts a `probe` child for the target. It loads the
 //! vendor table (or the emulator's), starts the backend, and reports: whether the library
