@@ -83,7 +83,7 @@ macro_rules! device_ipc_trait {
             fn allocate_with(&self, device: DeviceId, size: usize, opts: AllocateOptions) -> Result<Allocation> {
                 match opts.mechanism {
                     None => self.allocate(device, size),
-                    Some(mechanism) => Err(crate::Error::unsupported(
+                    Some(mechanism) => Err($crate::Error::unsupported(
                         self.info().kind,
                         format!("allocating memory for the {mechanism} mechanism"),
                     )),
@@ -120,7 +120,7 @@ macro_rules! device_ipc_trait {
             /// exported and still exports: what an exporter sends beside the token (over a
             /// Unix socket with `SCM_RIGHTS`). The caller owns it and closes it after sending.
             fn export_fd(&self, token: &MemToken) -> Result<std::os::fd::OwnedFd> {
-                Err(crate::Error::unsupported(
+                Err($crate::Error::unsupported(
                     self.info().kind,
                     format!("file descriptors for {} tokens", token.mechanism()),
                 ))
@@ -132,7 +132,7 @@ macro_rules! device_ipc_trait {
             fn import_fd(&self, token: &MemToken, fd: std::os::fd::OwnedFd, device: DeviceId) -> Result<Mapping> {
                 drop(fd);
                 let _ = device;
-                Err(crate::Error::unsupported(
+                Err($crate::Error::unsupported(
                     self.info().kind,
                     format!("importing {} tokens with a file descriptor", token.mechanism()),
                 ))
