@@ -37,7 +37,7 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::{
     AllocateOptions, Allocation, DeviceId, DevicePtr, ExportOptions, Mapping, ProcessId, RawStream,
     SignalHandle,
@@ -50,8 +50,9 @@ use crate::token::{MemToken, SignalToken};
 /// The trait is written once, here. core expands it to define the trait; the `devipc`
 /// facade expands it once more under `#[enum_dispatch]`, because enum_dispatch learns a
 /// trait's methods only from a definition it sees in the same crate as the enum. The
-/// signature uses plain names (`Result`, `Allocation`, ...), so the expanding module must
-/// have the core types in scope.
+/// signature and the default bodies use plain names (`Result`, `Allocation`, `Error`, ...),
+/// so the expanding module must have the core types in scope (enum_dispatch cannot re-read
+/// `$crate` paths).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! device_ipc_trait {
@@ -83,7 +84,7 @@ macro_rules! device_ipc_trait {
             fn allocate_with(&self, device: DeviceId, size: usize, opts: AllocateOptions) -> Result<Allocation> {
                 match opts.mechanism {
                     None => self.allocate(device, size),
-                    Some(mechanism) => Err($crate::Error::unsupported(
+                    Some(mechanism) => Err(Error::unsupported(
                         self.info().kind,
                         format!("allocating memory for the {mechanism} mechanism"),
                     )),
@@ -120,7 +121,7 @@ macro_rules! device_ipc_trait {
             /// exported and still exports: what an exporter sends beside the token (over a
             /// Unix socket with `SCM_RIGHTS`). The caller owns it and closes it after sending.
             fn export_fd(&self, token: &MemToken) -> Result<std::os::fd::OwnedFd> {
-                Err($crate::Error::unsupported(
+                Err(Error::unsupported(
                     self.info().kind,
                     format!("file descriptors for {} tokens", token.mechanism()),
                 ))
@@ -132,7 +133,7 @@ macro_rules! device_ipc_trait {
             fn import_fd(&self, token: &MemToken, fd: std::os::fd::OwnedFd, device: DeviceId) -> Result<Mapping> {
                 drop(fd);
                 let _ = device;
-                Err($crate::Error::unsupported(
+                Err(Error::unsupported(
                     self.info().kind,
                     format!("importing {} tokens with a file descriptor", token.mechanism()),
                 ))
