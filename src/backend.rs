@@ -10,8 +10,8 @@ use std::ops::Range;
 use std::time::Duration;
 
 use devipc_core::{
-    Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, ExportOptions, Mapping,
-    MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
+    AllocateOptions, Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr,
+    ExportOptions, Mapping, MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
 };
 use enum_dispatch::enum_dispatch;
 
@@ -26,8 +26,8 @@ mod dispatch_signature {
     use std::time::Duration;
 
     use devipc_core::{
-        Allocation, BackendInfo, DeviceId, DevicePtr, ExportOptions, Mapping, MemToken, ProcessId,
-        RawStream, Result, SignalHandle, SignalToken,
+        AllocateOptions, Allocation, BackendInfo, DeviceId, DevicePtr, Error, ExportOptions,
+        Mapping, MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
     };
 
     devipc_core::device_ipc_trait!(#[enum_dispatch::enum_dispatch]);

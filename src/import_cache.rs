@@ -25,6 +25,7 @@
 //! runtime's order), HIP counts it on the one mapping.
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, Weak};
 
 use devipc_core::protection::{self, Protection};
@@ -145,11 +146,14 @@ impl ImportCache {
             .count()
     }
 
-    /// The live import of `token` on `device`, importing it through `rt` if there is none.
+    /// The live import of `token` on `device`, importing it through `rt` if there is none
+    /// (with `fd`, the object's descriptor, for a token that [carries
+    /// one](devipc_core::Mechanism::carries_fd); a cache hit closes it unused).
     pub(crate) fn get_or_import(
         self: &Arc<Self>,
         rt: &Runtime,
         token: &MemToken,
+        fd: Option<OwnedFd>,
         device: DeviceId,
     ) -> Result<Arc<Mapped>> {
         let key = (Fingerprint::of(token), device);
@@ -176,7 +180,10 @@ impl ImportCache {
             cache: self,
             key: Some(key),
         };
-        let mapping = rt.inner.backend.import(token, device)?;
+        let mapping = match fd {
+            Some(fd) => rt.inner.backend.import_fd(token, fd, device)?,
+            None => rt.inner.backend.import(token, device)?,
+        };
         let mapped = Arc::new(Mapped {
             rt: rt.clone(),
             cache: Arc::clone(self),

@@ -65,9 +65,9 @@ mod signal;
 
 pub use buffer::DeviceBuffer;
 pub use devipc_core::{
-    BackendAttempt, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr, Error,
-    ExportOptions, LibrarySource, LoadAttempt, MemToken, PidValidation, ProcessId, RawStream,
-    Result, RuntimeVersion, SignalToken,
+    AllocateOptions, BackendAttempt, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr,
+    Error, ExportOptions, LibrarySource, LoadAttempt, MemToken, PidValidation, ProcessId,
+    RawStream, Result, RuntimeVersion, SignalToken,
 };
 pub use imported::ImportedBuffer;
 pub use rendezvous::{

@@ -8,11 +8,12 @@
 //! of it, so the backend lives as long as anything made from it.
 
 use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 
 use devipc_core::{
-    BackendAttempt, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
-    Mechanism, MemToken, ProcessId, Result, SignalToken, TokenOrigin,
+    AllocateOptions, BackendAttempt, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr,
+    Error, ExportOptions, Mechanism, MemToken, ProcessId, Result, SignalToken, TokenOrigin,
 };
 
 use crate::import_cache::ImportCache;
@@ -187,9 +188,23 @@ impl Runtime {
 
     // ---- Memory: allocate and export here, import a peer's export ----
 
-    /// Allocates `size` bytes of exportable memory on `device`.
+    /// Allocates `size` bytes of exportable memory on `device`, made the backend's
+    /// default way for its runtime (HIP: `hipMalloc`, shared as `hip-ipc-mem`).
     pub fn allocate(&self, device: DeviceId, size: usize) -> Result<SharedBuffer> {
         let alloc = self.inner.backend.allocate(device, size)?;
+        Ok(SharedBuffer::new(self, alloc))
+    }
+
+    /// As [`Runtime::allocate`], for the mechanism `opts` names (HIP:
+    /// [`Mechanism::HipVmmFd`](crate::raw::Mechanism::HipVmmFd), virtual memory shared as
+    /// a file descriptor). A mechanism the runtime lacks is [`Error::Unsupported`].
+    pub fn allocate_with(
+        &self,
+        device: DeviceId,
+        size: usize,
+        opts: AllocateOptions,
+    ) -> Result<SharedBuffer> {
+        let alloc = self.inner.backend.allocate_with(device, size, opts)?;
         Ok(SharedBuffer::new(self, alloc))
     }
 
@@ -233,6 +248,29 @@ impl Runtime {
     /// call (DESIGN 5.1); a token already imported here shares the existing mapping
     /// (DESIGN 5.2).
     pub fn import(&self, token: &MemToken, device: DeviceId) -> Result<ImportedBuffer> {
+        self.import_inner(token, None, device)
+    }
+
+    /// As [`Runtime::import`], for a token whose mechanism
+    /// [carries a file descriptor](crate::raw::Mechanism::carries_fd) (HIP virtual memory),
+    /// with the descriptor the exporter sent beside it (over a Unix socket with
+    /// `SCM_RIGHTS`; the rendezvous does this for you). The descriptor is checked against
+    /// the token and consumed; an import already live in this process is shared instead.
+    pub fn import_with_fd(
+        &self,
+        token: &MemToken,
+        fd: OwnedFd,
+        device: DeviceId,
+    ) -> Result<ImportedBuffer> {
+        self.import_inner(token, Some(fd), device)
+    }
+
+    fn import_inner(
+        &self,
+        token: &MemToken,
+        fd: Option<OwnedFd>,
+        device: DeviceId,
+    ) -> Result<ImportedBuffer> {
         self.check_backend(token.backend(), token.mechanism())?;
         let len = usize::try_from(token.len())
             .map_err(|_| Error::invalid_token("length does not fit this platform"))?;
@@ -240,7 +278,7 @@ impl Runtime {
         if token.origin() == self.inner.origin {
             return ImportedBuffer::local(self, token, device, len);
         }
-        let mapped = self.inner.imports.get_or_import(self, token, device)?;
+        let mapped = self.inner.imports.get_or_import(self, token, fd, device)?;
         ImportedBuffer::mapped(mapped, token, device, len)
     }
 

@@ -441,6 +441,24 @@ impl ExportOptions {
     }
 }
 
+/// Options for `allocate_with`: how the memory is made, which decides how it is shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct AllocateOptions {
+    /// The mechanism the memory will be exported with; `None` lets the backend choose its
+    /// default for the runtime it runs on.
+    pub mechanism: Option<crate::token::Mechanism>,
+}
+
+impl AllocateOptions {
+    /// Memory for `mechanism` (e.g. [`Mechanism::HipVmmFd`](crate::Mechanism::HipVmmFd):
+    /// HIP virtual memory shared as a file descriptor).
+    pub const fn mechanism(mechanism: crate::token::Mechanism) -> Self {
+        AllocateOptions {
+            mechanism: Some(mechanism),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

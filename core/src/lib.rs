@@ -22,8 +22,8 @@ pub use error::{BackendAttempt, Error, LoadAttempt, Result};
 pub use handle_table::{HandleTable, Pinned};
 pub use identity::HostIdentity;
 pub use ids::{
-    Allocation, BackendKind, DeviceId, DevicePtr, ExportOptions, HandleId, Mapping, PidValidation,
-    ProcessId, RawStream, SignalHandle,
+    AllocateOptions, Allocation, BackendKind, DeviceId, DevicePtr, ExportOptions, HandleId,
+    Mapping, PidValidation, ProcessId, RawStream, SignalHandle,
 };
 pub use info::{BackendInfo, Capabilities, LibrarySource, RuntimeVersion};
 pub use protection::Protection;

@@ -86,16 +86,21 @@ pub enum Mechanism {
     HipIpcMem,
     /// HIP IPC event handle plus devipc's sequence word (`hipIpcGetEventHandle`).
     HipIpcEvent,
+    /// HIP virtual-memory allocation (`hipMemCreate` + `hipMemMap`) shared as a POSIX file
+    /// descriptor (`hipMemExportToShareableHandle`). The fd itself cannot be in a token:
+    /// it travels beside it (see [`Mechanism::carries_fd`]).
+    HipVmmFd,
 }
 
 impl Mechanism {
     /// Every mechanism, in wire-code order.
-    pub const ALL: [Mechanism; 5] = [
+    pub const ALL: [Mechanism; 6] = [
         Mechanism::AscendVmm,
         Mechanism::AscendIpcKey,
         Mechanism::AscendNotify,
         Mechanism::HipIpcMem,
         Mechanism::HipIpcEvent,
+        Mechanism::HipVmmFd,
     ];
 
     /// Stable name, e.g. `ascend-vmm`.
@@ -106,6 +111,7 @@ impl Mechanism {
             Mechanism::AscendNotify => "ascend-notify",
             Mechanism::HipIpcMem => "hip-ipc-mem",
             Mechanism::HipIpcEvent => "hip-ipc-event",
+            Mechanism::HipVmmFd => "hip-vmm-fd",
         }
     }
 
@@ -115,8 +121,15 @@ impl Mechanism {
             Mechanism::AscendVmm | Mechanism::AscendIpcKey | Mechanism::AscendNotify => {
                 BackendKind::Ascend
             }
-            Mechanism::HipIpcMem | Mechanism::HipIpcEvent => BackendKind::Hip,
+            Mechanism::HipIpcMem | Mechanism::HipIpcEvent | Mechanism::HipVmmFd => BackendKind::Hip,
         }
+    }
+
+    /// Whether the vendor object is named by a process-local file descriptor, which the
+    /// importer must obtain beside the token: over a Unix socket (`SCM_RIGHTS`, as the
+    /// rendezvous does) or from the exporter with `pidfd_getfd`.
+    pub const fn carries_fd(self) -> bool {
+        matches!(self, Mechanism::HipVmmFd)
     }
 
     /// Whether the payload names a signal (otherwise it names memory).
@@ -131,6 +144,7 @@ impl Mechanism {
             Mechanism::AscendNotify => 3,
             Mechanism::HipIpcMem => 4,
             Mechanism::HipIpcEvent => 5,
+            Mechanism::HipVmmFd => 6,
         }
     }
 

@@ -37,9 +37,10 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::{
-    Allocation, DeviceId, DevicePtr, ExportOptions, Mapping, ProcessId, RawStream, SignalHandle,
+    AllocateOptions, Allocation, DeviceId, DevicePtr, ExportOptions, Mapping, ProcessId, RawStream,
+    SignalHandle,
 };
 use crate::info::BackendInfo;
 use crate::token::{MemToken, SignalToken};
@@ -49,8 +50,9 @@ use crate::token::{MemToken, SignalToken};
 /// The trait is written once, here. core expands it to define the trait; the `devipc`
 /// facade expands it once more under `#[enum_dispatch]`, because enum_dispatch learns a
 /// trait's methods only from a definition it sees in the same crate as the enum. The
-/// signature uses plain names (`Result`, `Allocation`, ...), so the expanding module must
-/// have the core types in scope.
+/// signature and the default bodies use plain names (`Result`, `Allocation`, `Error`, ...),
+/// so the expanding module must have the core types in scope (enum_dispatch cannot re-read
+/// `$crate` paths).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! device_ipc_trait {
@@ -76,7 +78,20 @@ macro_rules! device_ipc_trait {
             /// [`DeviceIpc::free`].
             fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation>;
 
-            /// Frees memory from [`DeviceIpc::allocate`].
+            /// As [`DeviceIpc::allocate`], made for the mechanism `opts` names (HIP: legacy
+            /// `hipMalloc` memory for `hip-ipc-mem`, virtual memory for `hip-vmm-fd`). A
+            /// mechanism the backend or its runtime lacks is [`Error::Unsupported`](crate::Error::Unsupported).
+            fn allocate_with(&self, device: DeviceId, size: usize, opts: AllocateOptions) -> Result<Allocation> {
+                match opts.mechanism {
+                    None => self.allocate(device, size),
+                    Some(mechanism) => Err(Error::unsupported(
+                        self.info().kind,
+                        format!("allocating memory for the {mechanism} mechanism"),
+                    )),
+                }
+            }
+
+            /// Frees memory from [`DeviceIpc::allocate`] or [`DeviceIpc::allocate_with`].
             fn free(&self, alloc: Allocation) -> Result<()>;
 
             /// Exports `range` (byte offsets within `alloc`) as a token. The token stays valid
@@ -101,7 +116,30 @@ macro_rules! device_ipc_trait {
             /// Maps a peer's exported memory on `device`. Release with [`DeviceIpc::close`].
             fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping>;
 
-            /// Releases a mapping from [`DeviceIpc::import`].
+            /// A new file descriptor for the vendor object behind `token`, a token of a
+            /// mechanism that [carries an fd](crate::Mechanism::carries_fd) which this backend
+            /// exported and still exports: what an exporter sends beside the token (over a
+            /// Unix socket with `SCM_RIGHTS`). The caller owns it and closes it after sending.
+            fn export_fd(&self, token: &MemToken) -> Result<std::os::fd::OwnedFd> {
+                Err(Error::unsupported(
+                    self.info().kind,
+                    format!("file descriptors for {} tokens", token.mechanism()),
+                ))
+            }
+
+            /// As [`DeviceIpc::import`], with the file descriptor the exporter sent beside a
+            /// token that [carries one](crate::Mechanism::carries_fd). The fd is checked
+            /// against the token (it must name the object the token names) and consumed.
+            fn import_fd(&self, token: &MemToken, fd: std::os::fd::OwnedFd, device: DeviceId) -> Result<Mapping> {
+                drop(fd);
+                let _ = device;
+                Err(Error::unsupported(
+                    self.info().kind,
+                    format!("importing {} tokens with a file descriptor", token.mechanism()),
+                ))
+            }
+
+            /// Releases a mapping from [`DeviceIpc::import`] or [`DeviceIpc::import_fd`].
             fn close(&self, mapping: Mapping) -> Result<()>;
 
             /// Copies host bytes to device memory at `dst` (synchronous).

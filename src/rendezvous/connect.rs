@@ -122,12 +122,25 @@ impl Runtime {
                 Err(e) => return Err(e.into_error(&ctx)),
             }
         };
+        let fd = reader.take_fd();
         drop(stream);
 
         match reply {
             Reply::Refused { code, reason } => Err(code.into_error(&ctx, reason, self)),
             Reply::Offer { mem, signals } => {
-                let buffer = self.import(&mem, device)?;
+                let buffer = if mem.mechanism().carries_fd() {
+                    // The object's descriptor came with the offer (`SCM_RIGHTS`).
+                    let fd = fd.ok_or_else(|| {
+                        Error::invalid_argument(format!(
+                            "{ctx}: the exporter sent a {} token without its file descriptor",
+                            mem.mechanism()
+                        ))
+                    })?;
+                    self.import_with_fd(&mem, fd, device)?
+                } else {
+                    // A descriptor nobody asked for is closed (`fd` drops).
+                    self.import(&mem, device)?
+                };
                 let signals = signals
                     .iter()
                     .map(|t| self.import_signal(t, device))

@@ -1,7 +1,8 @@
 //! Bounded, deadline-limited line I/O on a Unix socket: lines of at most [`MAX_LINE`]
 //! bytes, read and sent never past a deadline.
 
-use std::io::{self, Read};
+use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -68,12 +69,16 @@ impl LineError {
 }
 
 /// The bytes of a line being received: at most [`MAX_LINE`] and a `\n`, plus one read's
-/// worth past it.
+/// worth past it; and the first file descriptor the peer attached (`SCM_RIGHTS`: the
+/// exporter of a `hip-vmm-fd` token sends the object's fd with its offer).
 #[derive(Debug, Default)]
 pub(super) struct LineBuffer {
     buf: Vec<u8>,
     /// Whether any byte arrived yet.
     received: bool,
+    /// The first descriptor received; any later one is closed at once (a peer gets to
+    /// hand over one object, and cannot pile descriptors up in this process).
+    fd: Option<OwnedFd>,
 }
 
 impl LineBuffer {
@@ -95,18 +100,27 @@ impl LineBuffer {
         None
     }
 
-    /// One `read` into the buffer. `Ok(false)`: the socket has nothing now (non-blocking)
-    /// or its read timeout passed.
+    /// The descriptor the peer attached, if any (taken once).
+    pub(super) fn take_fd(&mut self) -> Option<OwnedFd> {
+        self.fd.take()
+    }
+
+    /// One `read` into the buffer (`recvmsg`, taking attached descriptors). `Ok(false)`:
+    /// the socket has nothing now (non-blocking) or its read timeout passed.
     pub(super) fn fill(&mut self, stream: &UnixStream) -> std::result::Result<bool, LineError> {
         let mut chunk = [0u8; 512];
-        let mut stream = stream;
         loop {
-            return match stream.read(&mut chunk) {
-                Ok(0) if !self.received => Err(LineError::Closed),
-                Ok(0) => Err(LineError::Eof),
-                Ok(n) => {
+            return match os::recv_with_fds(stream, &mut chunk) {
+                Ok((0, _)) if !self.received => Err(LineError::Closed),
+                Ok((0, _)) => Err(LineError::Eof),
+                Ok((n, fds)) => {
                     self.received = true;
                     self.buf.extend_from_slice(&chunk[..n]);
+                    for fd in fds {
+                        if self.fd.is_none() {
+                            self.fd = Some(fd);
+                        }
+                    }
                     Ok(true)
                 }
                 Err(e)
@@ -157,6 +171,11 @@ impl<'a> LineReader<'a> {
             deadline,
             buf: LineBuffer::default(),
         }
+    }
+
+    /// The descriptor the peer attached to what was read so far, if any (taken once).
+    pub(super) fn take_fd(&mut self) -> Option<OwnedFd> {
+        self.buf.take_fd()
     }
 
     pub(super) fn read_line(&mut self) -> std::result::Result<String, LineError> {

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::ops::Range;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -57,6 +57,9 @@ pub struct ShareServer {
     socket_id: (u64, u64),
     buffer: SharedBuffer,
     token: MemToken,
+    /// The vendor object's descriptor, sent with each offer (`SCM_RIGHTS`) when the
+    /// token's mechanism [carries one](devipc_core::Mechanism::carries_fd).
+    fd: Option<OwnedFd>,
     signals: Vec<(Runtime, SignalToken)>,
     opts: ShareOptions,
     /// The connections in progress and the outcomes no caller has taken yet.
@@ -184,6 +187,11 @@ impl SharedBuffer {
         // Before exporting: a path no importer could reach is the caller's mistake.
         let path = resolve_path(path.as_ref())?;
         let token = self.export_range(range, opts.export)?;
+        let fd = if token.mechanism().carries_fd() {
+            Some(self.runtime().backend().export_fd(&token)?)
+        } else {
+            None
+        };
         let (listener, socket_id) = bind_socket(&path, opts.socket_mode)?;
         Ok(ShareServer {
             listener,
@@ -191,6 +199,7 @@ impl SharedBuffer {
             socket_id,
             buffer: self.clone(),
             token,
+            fd,
             signals: Vec::new(),
             opts,
             pending: Mutex::default(),
@@ -489,7 +498,12 @@ impl ShareServer {
             return Step::Wait;
         };
         while *sent < bytes.len() {
-            match os::send_nosignal(&conn.stream, &bytes[*sent..]) {
+            // The descriptor goes with the offer's first bytes.
+            let sending = match (&self.fd, *sent) {
+                (Some(fd), 0) => os::send_with_fds(&conn.stream, bytes, &[fd.as_fd()]),
+                _ => os::send_nosignal(&conn.stream, &bytes[*sent..]),
+            };
+            match sending {
                 Ok(0) => {
                     let e = io::Error::from(io::ErrorKind::WriteZero);
                     return Step::Done(Some(Err(self.send_error(&conn.credentials, e))));

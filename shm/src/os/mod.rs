@@ -1,7 +1,8 @@
 //! Thin, safe wrappers over the few Linux system calls (through `libc`) that the emulator,
 //! the HIP backend and the facade need, re-exported here from one file per topic: file
 //! locks and allocation (`files.rs`), shared mappings (`memory.rs`), `futex(2)`
-//! (`futex.rs`) and Unix sockets (`socket.rs`).
+//! (`futex.rs`), Unix sockets (`socket.rs`) and moving file descriptors between processes
+//! (`fd_passing.rs`: `SCM_RIGHTS`, `pidfd_getfd`).
 //!
 //! This is the only module of the infrastructure that contains `unsafe` code (the crate
 //! denies `unsafe_code` everywhere else; the vendor C-ABI surfaces opt back in for their
@@ -18,6 +19,7 @@
 //! [`std::io::Error`]s; callers add the path or operation context.
 #![allow(unsafe_code)]
 
+mod fd_passing;
 mod files;
 mod futex;
 mod memory;
@@ -27,6 +29,7 @@ mod tests;
 
 use std::io;
 
+pub use fd_passing::{MAX_FDS, pidfd_getfd, pidfd_open, recv_with_fds, send_with_fds};
 pub use files::{FlockMode, fallocate, flock, funlock, open_directory_path};
 pub use futex::{FutexWait, futex_wait, futex_wake};
 pub use memory::{MappedRegion, Reservation, page_round_up, page_size};

@@ -321,3 +321,68 @@ fn futex_wait_times_out_and_detects_changed_value() {
     );
     assert_eq!(futex_wake(&w, 1).unwrap(), 0);
 }
+
+/// A descriptor sent over a socket pair arrives as a new descriptor for the same open file.
+#[test]
+fn a_descriptor_sent_with_scm_rights_names_the_same_file() {
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsFd;
+    use std::os::unix::net::UnixStream;
+
+    let (a, b) = UnixStream::pair().unwrap();
+    let mut file = unlinked_temp_file();
+    file.write_all(b"shared bytes").unwrap();
+    assert_eq!(send_with_fds(&a, b"x", &[file.as_fd()]).unwrap(), 1);
+    let mut buf = [0u8; 4];
+    let (n, fds) = recv_with_fds(&b, &mut buf).unwrap();
+    assert_eq!((n, &buf[..1], fds.len()), (1, &b"x"[..], 1));
+    let mut got = std::fs::File::from(fds.into_iter().next().unwrap());
+    got.rewind().unwrap();
+    let mut text = String::new();
+    got.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "shared bytes");
+    // No descriptor, or too many, is refused before the kernel.
+    assert!(send_with_fds(&a, b"x", &[]).is_err());
+    assert!(send_with_fds(&a, b"", &[file.as_fd()]).is_err());
+    // The end of the stream.
+    drop(a);
+    let (n, fds) = recv_with_fds(&b, &mut buf).unwrap();
+    assert_eq!((n, fds.len()), (0, 0));
+}
+
+/// `pidfd_getfd` on this process duplicates one of its own descriptors (allowed: a
+/// process may inspect itself), naming the same file.
+#[test]
+fn pidfd_getfd_duplicates_another_process_descriptor() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+
+    let file = unlinked_temp_file();
+    // Linux 5.6+ (devipc's HIP VMM mechanism needs it; Debian 12 ships 6.1).
+    let pidfd = pidfd_open(std::process::id() as i32).unwrap();
+    let dup = pidfd_getfd(&pidfd, file.as_raw_fd()).unwrap();
+    let dup = std::fs::File::from(dup);
+    assert_eq!(
+        dup.metadata().unwrap().ino(),
+        file.metadata().unwrap().ino()
+    );
+    assert_ne!(dup.as_raw_fd(), file.as_raw_fd());
+    // A number that is not open there is EBADF.
+    let err = pidfd_getfd(&pidfd, 1 << 20).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+}
+
+/// An unlinked temporary file (a stand-in for a dma-buf or memfd).
+fn unlinked_temp_file() -> std::fs::File {
+    let mut name = [0u8; 8];
+    random_bytes(&mut name).unwrap();
+    let path = std::env::temp_dir().join(format!("devipc-fd-test-{}", u64::from_le_bytes(name)));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    file
+}
