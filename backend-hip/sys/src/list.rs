@@ -332,10 +332,13 @@ macro_rules! for_each_hip_fn {
                     sh_handle_type: hipMemAllocationHandleType
                 ) -> hipError_t;
                 /// `hipError_t hipMemRetainAllocationHandle(hipMemGenericAllocationHandle_t*
-                /// handle, void* addr)`: a new reference to the allocation mapped at
-                /// `addr` (release it with `hipMemRelease`); memory not mapped with
-                /// `hipMemMap` (e.g. `hipMalloc`) gives `hipErrorInvalidValue` (CLR
-                /// `hip_vm.cpp`).
+                /// handle, void* addr)`: the allocation mapped at `addr`. CLR
+                /// (`hip_vm.cpp`) takes NO reference, unlike CUDA's retain: do not
+                /// `hipMemRelease` the result, which would drop the creator's reference.
+                /// Memory not mapped with `hipMemMap` (e.g. `hipMalloc`) gives
+                /// `hipErrorInvalidValue` there; some ROCm 7.x releases are reported to
+                /// crash instead (RCCL asks `HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE`
+                /// first), so ask about legacy memory before calling it.
                 fn hipMemRetainAllocationHandle(
                     handle: *mut hipMemGenericAllocationHandle_t,
                     addr: *mut c_void

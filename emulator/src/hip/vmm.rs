@@ -13,9 +13,10 @@
 //!   word ([`VMM_MARK`]). Its data is the object's `<id>.seg` file on the state
 //!   directory's tmpfs: a named memfd. The handle (`hipMemGenericAllocationHandle_t`) is a
 //!   process-local table entry holding the open file and a reference count, as CLR's
-//!   `hip::GenericAllocation`: `hipMemCreate` / import / `hipMemRetainAllocationHandle`
-//!   and every `hipMemMap` take a reference, `hipMemRelease` and `hipMemUnmap` drop one;
-//!   at zero this process's hold on the object goes.
+//!   `hip::GenericAllocation`: `hipMemCreate` / import and every `hipMemMap` take a
+//!   reference, `hipMemRelease` and `hipMemUnmap` drop one; at zero this process's hold
+//!   on the object goes. `hipMemRetainAllocationHandle` returns the handle and takes none
+//!   (CLR; CUDA's retain does).
 //! - **Export** (POSIX fd) = a NEW file descriptor (a `dup` of the handle's open file),
 //!   written to the caller's `int`: the real runtime's dma-buf fd. Passing it to another
 //!   process (`SCM_RIGHTS`, `pidfd_getfd`) is the caller's job.
@@ -116,7 +117,8 @@ struct Physical {
     size: usize,
     handle_type: hipMemAllocationHandleType,
     file: Arc<File>,
-    /// References: the creating/importing call, retains and mappings.
+    /// References: the creating/importing call and mappings (a retain takes none, as in
+    /// CLR).
     refs: u32,
 }
 
@@ -747,7 +749,12 @@ pub(crate) fn import(
     }
 }
 
-/// `hipMemRetainAllocationHandle(addr)`: a new reference to the handle mapped at `addr`.
+/// `hipMemRetainAllocationHandle(addr)`: the handle mapped at `addr`, WITHOUT a new
+/// reference. CLR (`hip_vm.cpp`) returns the mapping's handle and takes none (unlike
+/// CUDA's `cuMemRetainAllocationHandle`), and `hipMemRelease` drops a reference: a
+/// caller that releases what it retained drops the creator's reference, and the
+/// creator's own release later finds the handle gone (`hip.vmm.handle-valid`), so the
+/// mistake is observable here as it would corrupt a real process.
 pub(crate) fn retain(addr: usize) -> HipResult<usize> {
     if addr == 0 {
         return Err(bad_arg("addr is NULL"));
@@ -766,7 +773,7 @@ pub(crate) fn retain(addr: usize) -> HipResult<usize> {
         ));
     };
     PHYSICAL
-        .with(handle, |p| p.refs += 1)
+        .with(handle, |_| ())
         .map_err(|_| handle_gone(handle))?;
     Ok(handle)
 }
