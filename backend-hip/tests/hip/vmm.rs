@@ -78,10 +78,8 @@ impl Framework {
         let api = devipc_emulator::hip::hip_api();
         let mut version: c_int = 0;
         // SAFETY: a valid out pointer.
-        check(
-            unsafe { (api.hipRuntimeGetVersion)(&mut version) },
-            "hipRuntimeGetVersion",
-        )?;
+        let code = unsafe { (api.hipRuntimeGetVersion)(&mut version) };
+        check(code, "hipRuntimeGetVersion")?;
         let prop = hipMemAllocationProp {
             r#type: hipMemAllocationTypePinned,
             requestedHandleType: if exportable {
@@ -103,23 +101,16 @@ impl Framework {
         };
         let mut handle: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
         // SAFETY: valid out pointer and property block in the version's layout.
-        check(
-            unsafe { (api.hipMemCreate.expect("VMM"))(&mut handle, size, prop_ptr, 0) },
-            "hipMemCreate",
-        )?;
+        let code = unsafe { (api.hipMemCreate.expect("VMM"))(&mut handle, size, prop_ptr, 0) };
+        check(code, "hipMemCreate")?;
         let mut va: *mut c_void = std::ptr::null_mut();
+        let reserve = api.hipMemAddressReserve.expect("VMM");
         // SAFETY: valid out pointer, NULL hint.
-        check(
-            unsafe {
-                (api.hipMemAddressReserve.expect("VMM"))(&mut va, size, 0, std::ptr::null_mut(), 0)
-            },
-            "hipMemAddressReserve",
-        )?;
+        let code = unsafe { reserve(&mut va, size, 0, std::ptr::null_mut(), 0) };
+        check(code, "hipMemAddressReserve")?;
         // SAFETY: the handle and reservation made above.
-        check(
-            unsafe { (api.hipMemMap.expect("VMM"))(va, size, 0, handle, 0) },
-            "hipMemMap",
-        )?;
+        let code = unsafe { (api.hipMemMap.expect("VMM"))(va, size, 0, handle, 0) };
+        check(code, "hipMemMap")?;
         let desc = hipMemAccessDesc {
             location: hipMemLocation {
                 r#type: hipMemLocationTypeDevice,
@@ -128,10 +119,8 @@ impl Framework {
             flags: hipMemAccessFlagsProtReadWrite,
         };
         // SAFETY: the mapping made above; one descriptor.
-        check(
-            unsafe { (api.hipMemSetAccess.expect("VMM"))(va, size, &desc, 1) },
-            "hipMemSetAccess",
-        )?;
+        let code = unsafe { (api.hipMemSetAccess.expect("VMM"))(va, size, &desc, 1) };
+        check(code, "hipMemSetAccess")?;
         Ok(Framework {
             api,
             handle,
