@@ -910,7 +910,18 @@ impl HipBackend {
             )?;
             // SAFETY: the handle was just imported, owned by the range from here; the
             // dma-buf is `size` bytes (its own size, above).
-            unsafe { vmm::VmmRange::map_whole(&self.api, device, handle, size, granularity) }
+            // The owner's device gets access too: host copies run on the calling thread's
+            // device, which may be either.
+            unsafe {
+                vmm::VmmRange::map_whole(
+                    &self.api,
+                    device,
+                    handle,
+                    size,
+                    granularity,
+                    token.device(),
+                )
+            }
         })();
         // Only now, after hipMemSetAccess: the runtime imports the dma-buf lazily
         // (rocm-systems #8304), so closing it earlier breaks set-access on some versions.

@@ -293,13 +293,20 @@ pub(crate) struct ExportedFd {
 }
 
 impl ExportedFd {
-    /// Wraps a fresh fd from `hipMemExportToShareableHandle` with its identity.
+    /// Wraps a fresh fd from `hipMemExportToShareableHandle` with its identity. What is
+    /// kept is a close-on-exec duplicate (`F_DUPFD_CLOEXEC`; the runtime's own fd may not
+    /// be), so a child the exporter spawns does not inherit the memory; the runtime's fd is
+    /// closed.
     fn new(fd: OwnedFd) -> Result<ExportedFd> {
-        let dup = fd
-            .try_clone()
-            .map_err(|e| Error::io("duplicating an exported VMM fd", e))?;
-        let identity = FileIdentity::of(&File::from(dup))?;
-        Ok(ExportedFd { fd, identity })
+        let fd = File::from(
+            fd.try_clone()
+                .map_err(|e| Error::io("duplicating an exported VMM fd", e))?,
+        );
+        let identity = FileIdentity::of(&fd)?;
+        Ok(ExportedFd {
+            fd: fd.into(),
+            identity,
+        })
     }
 
     /// A new descriptor for the same open file (what `export_fd` hands out).
@@ -381,9 +388,9 @@ impl VmmRange {
     }
 
     /// Maps the whole of `handle` (`size` bytes) on `device` (bound by the caller) into a
-    /// new reservation aligned to `alignment` and gives `device` read-write access. On an
-    /// error whatever this made is undone and `handle` is released (the range owns it
-    /// from the call on).
+    /// new reservation aligned to `alignment` and gives `device`, and `also` when it is
+    /// another device, read-write access. On an error whatever this made is undone and
+    /// `handle` is released (the range owns it from the call on).
     ///
     /// # Safety
     /// `handle` is a live handle of `size` bytes nobody else releases.
@@ -393,6 +400,7 @@ impl VmmRange {
         handle: hipMemGenericAllocationHandle_t,
         size: usize,
         alignment: usize,
+        also: DeviceId,
     ) -> Result<VmmRange> {
         let release_handle = |e: Error| {
             // SAFETY: the caller's handle, released once, here, on the error path.
@@ -419,8 +427,22 @@ impl VmmRange {
             size,
             stage: Mutex::new(Stage::Mapped),
         };
+        let mut descs = vec![access_for(dev)];
+        if also != device {
+            match also.as_c_int() {
+                Ok(other) => descs.push(access_for(other)),
+                Err(e) => {
+                    if let Err(r) = range.release(api) {
+                        log::error!(
+                            "devipc-hip: undoing a VMM mapping after a failure failed: {r}"
+                        );
+                    }
+                    return Err(e);
+                }
+            }
+        }
         // SAFETY: exactly what was mapped above.
-        if let Err(e) = unsafe { result::mem_set_access(api, va, size, &[access_for(dev)]) } {
+        if let Err(e) = unsafe { result::mem_set_access(api, va, size, &descs) } {
             if let Err(r) = range.release(api) {
                 log::error!("devipc-hip: undoing a VMM mapping after a failure failed: {r}");
             }
@@ -472,7 +494,7 @@ pub(crate) fn allocate(
         .ok_or_else(|| Error::invalid_argument(format!("{size} bytes cannot be allocated")))?;
     let handle = result::mem_create(api, rounded, &prop, r0502)?;
     // SAFETY: the handle was just created with `rounded` bytes, and is owned by the range.
-    let range = unsafe { VmmRange::map_whole(api, device, handle, rounded, granularity) }?;
+    let range = unsafe { VmmRange::map_whole(api, device, handle, rounded, granularity, device) }?;
     Ok(VmmAlloc {
         range,
         exported: Mutex::new(None),
@@ -596,14 +618,18 @@ pub(crate) fn fetch_fd(token: &MemToken, p: &VmmPayload) -> Result<OwnedFd> {
         return Err(gone());
     }
     pidfd_getfd(&pidfd, p.fd).map_err(|e| match e.raw_os_error() {
-        Some(EPERM) => Error::invalid_argument(format!(
-            "pidfd_getfd of the exporter's fd {} was refused (EPERM): it needs ptrace \
-             access to the exporter (pid {pid}): the same user and \
-             kernel.yama.ptrace_scope 0, or an exporter that allowed this process with \
-             prctl(PR_SET_PTRACER), or CAP_SYS_PTRACE; send the fd over the rendezvous \
-             socket instead (ShareServer / Runtime::connect)",
-            p.fd
-        )),
+        // An Io error keeps the errno (PermissionDenied) for callers that fall back.
+        Some(EPERM) => Error::io(
+            format!(
+                "pidfd_getfd of the exporter's fd {} was refused: it needs ptrace access to \
+                 the exporter (pid {pid}): the same user and kernel.yama.ptrace_scope 0, or \
+                 an exporter that allowed this process with prctl(PR_SET_PTRACER), or \
+                 CAP_SYS_PTRACE; send the fd over the rendezvous socket instead \
+                 (ShareServer / Runtime::connect)",
+                p.fd
+            ),
+            e,
+        ),
         Some(ESRCH) => gone(),
         Some(EBADF) => Error::invalid_argument(format!(
             "the exporter (pid {pid}) no longer exports this memory: fd {} is closed (freed, \

@@ -279,6 +279,7 @@ fn importer(parent: &Parent) -> Result<(), String> {
     let b = backend()?;
     let token: MemToken = parent.hear().parse().map_err(e2s)?;
     let socket = env("PATHWAY")? == "socket";
+    let device = DeviceId(num("DEVICE").unwrap_or(0) as u32);
     // The socket pathway keeps a copy of the fd to replay the token with it later.
     let mut kept: Option<OwnedFd> = None;
     let mapping = if socket {
@@ -291,9 +292,9 @@ fn importer(parent: &Parent) -> Result<(), String> {
             .map_err(|e| format!("recv_with_fds: {e}"))?;
         let fd = fds.pop().ok_or("no fd arrived")?;
         kept = Some(fd.try_clone().map_err(|e| e.to_string())?);
-        b.import_fd(&token, fd, DeviceId(0)).map_err(e2s)?
+        b.import_fd(&token, fd, device).map_err(e2s)?
     } else {
-        b.import(&token, DeviceId(0)).map_err(e2s)?
+        b.import(&token, device).map_err(e2s)?
     };
     let offset = token.offset() as usize;
     if mapping.object_size != G || mapping.len != token.len() as usize {
@@ -342,12 +343,10 @@ fn importer(parent: &Parent) -> Result<(), String> {
             }
             "import-again" => {
                 let again = match &kept {
-                    Some(fd) => b.import_fd(
-                        &token,
-                        fd.try_clone().map_err(|e| e.to_string())?,
-                        DeviceId(0),
-                    ),
-                    None => b.import(&token, DeviceId(0)),
+                    Some(fd) => {
+                        b.import_fd(&token, fd.try_clone().map_err(|e| e.to_string())?, device)
+                    }
+                    None => b.import(&token, device),
                 };
                 match again {
                     Ok(m) => {
@@ -608,6 +607,7 @@ enum Order {
 }
 
 struct Share {
+    device: u32,
     external: bool,
     socket: bool,
     order: Order,
@@ -631,6 +631,7 @@ fn share(name: &str, version: &str, s: Share) {
         ("SOCK", sock.display().to_string()),
         ("OFFSET", s.offset.to_string()),
         ("LEN", s.len.to_string()),
+        ("DEVICE", s.device.to_string()),
     ];
     let mut exp = Child::spawn(&child_entry(), "exporter", &root, &envs);
     let token = exp.expect("token");
@@ -713,6 +714,7 @@ fn vmm_allocation_via_pidfd_importer_closes_first() {
             "alloc-pidfd",
             v,
             Share {
+                device: 0,
                 external: false,
                 socket: false,
                 order: Order::ImporterClosesFirst,
@@ -730,6 +732,7 @@ fn vmm_allocation_freed_first_stays_for_the_importer() {
             "alloc-free-first",
             v,
             Share {
+                device: 0,
                 external: false,
                 socket: false,
                 order: Order::ExporterFreesFirst,
@@ -748,6 +751,7 @@ fn framework_vmm_memory_exports_whole_with_the_offset() {
                 "external",
                 v,
                 Share {
+                    device: 0,
                     external: true,
                     socket: false,
                     order,
@@ -766,6 +770,7 @@ fn the_fd_over_a_unix_socket_imports_without_pidfd() {
             "socket",
             v,
             Share {
+                device: 0,
                 external: false,
                 socket: true,
                 order: Order::ExporterFreesFirst,
@@ -778,6 +783,7 @@ fn the_fd_over_a_unix_socket_imports_without_pidfd() {
         "socket-external",
         "7.1",
         Share {
+            device: 0,
             external: true,
             socket: true,
             order: Order::ImporterClosesFirst,
@@ -864,4 +870,20 @@ fn runtimes_before_6_2_refuse_vmm_fd_with_a_typed_error() {
         child.wait_success();
         root.assert_emulator_clean();
     }
+}
+
+#[test]
+fn a_vmm_import_on_another_device() {
+    share(
+        "cross-device",
+        "7.1",
+        Share {
+            device: 1,
+            external: false,
+            socket: false,
+            order: Order::ImporterClosesFirst,
+            offset: 0,
+            len: G,
+        },
+    );
 }
