@@ -58,8 +58,9 @@ fn vmm() -> AllocateOptions {
 
 struct Framework {
     api: HipApi,
-    handle: hipMemGenericAllocationHandle_t,
+    handles: Vec<hipMemGenericAllocationHandle_t>,
     va: u64,
+    /// Bytes per handle; the reservation holds them back to back.
     size: usize,
 }
 
@@ -75,6 +76,12 @@ impl Framework {
     /// `size` bytes (a multiple of the granularity) on device 0, exportable as an fd when
     /// `exportable`, read-write for device 0.
     fn create(size: usize, exportable: bool) -> Result<Framework, String> {
+        Framework::create_n(size, 1, exportable)
+    }
+
+    /// `n` allocations of `size` bytes mapped back to back in one reservation, as a
+    /// caching allocator's expandable segment grows.
+    fn create_n(size: usize, n: usize, exportable: bool) -> Result<Framework, String> {
         let api = devipc_emulator::hip::hip_api();
         let mut version: c_int = 0;
         // SAFETY: a valid out pointer.
@@ -99,18 +106,25 @@ impl Framework {
         } else {
             &prop
         };
-        let mut handle: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
-        // SAFETY: valid out pointer and property block in the version's layout.
-        let code = unsafe { (api.hipMemCreate.expect("VMM"))(&mut handle, size, prop_ptr, 0) };
-        check(code, "hipMemCreate")?;
+        let total = size * n;
         let mut va: *mut c_void = std::ptr::null_mut();
         let reserve = api.hipMemAddressReserve.expect("VMM");
         // SAFETY: valid out pointer, NULL hint.
-        let code = unsafe { reserve(&mut va, size, 0, std::ptr::null_mut(), 0) };
+        let code = unsafe { reserve(&mut va, total, 0, std::ptr::null_mut(), 0) };
         check(code, "hipMemAddressReserve")?;
-        // SAFETY: the handle and reservation made above.
-        let code = unsafe { (api.hipMemMap.expect("VMM"))(va, size, 0, handle, 0) };
-        check(code, "hipMemMap")?;
+        let mut handles = Vec::new();
+        for i in 0..n {
+            let mut handle: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
+            let create = api.hipMemCreate.expect("VMM");
+            // SAFETY: valid out pointer and property block in the version's layout.
+            let code = unsafe { create(&mut handle, size, prop_ptr, 0) };
+            check(code, "hipMemCreate")?;
+            let at = (va as usize + i * size) as *mut c_void;
+            // SAFETY: the handle and a free part of the reservation made above.
+            let code = unsafe { (api.hipMemMap.expect("VMM"))(at, size, 0, handle, 0) };
+            check(code, "hipMemMap")?;
+            handles.push(handle);
+        }
         let desc = hipMemAccessDesc {
             location: hipMemLocation {
                 r#type: hipMemLocationTypeDevice,
@@ -118,12 +132,12 @@ impl Framework {
             },
             flags: hipMemAccessFlagsProtReadWrite,
         };
-        // SAFETY: the mapping made above; one descriptor.
-        let code = unsafe { (api.hipMemSetAccess.expect("VMM"))(va, size, &desc, 1) };
+        // SAFETY: the mappings made above (a run of whole mappings); one descriptor.
+        let code = unsafe { (api.hipMemSetAccess.expect("VMM"))(va, total, &desc, 1) };
         check(code, "hipMemSetAccess")?;
         Ok(Framework {
             api,
-            handle,
+            handles,
             va: va as u64,
             size,
         })
@@ -132,20 +146,21 @@ impl Framework {
     /// The framework's own free: unmap, address free, release.
     fn free(self) -> Result<(), String> {
         let va = self.va as *mut c_void;
-        // SAFETY: the mapping, reservation and handle of `create`, released once.
+        let total = self.size * self.handles.len();
+        // SAFETY: the mappings, reservation and handles of `create_n`, released once.
         unsafe {
             check(
-                (self.api.hipMemUnmap.expect("VMM"))(va, self.size),
+                (self.api.hipMemUnmap.expect("VMM"))(va, total),
                 "hipMemUnmap",
             )?;
             check(
-                (self.api.hipMemAddressFree.expect("VMM"))(va, self.size),
+                (self.api.hipMemAddressFree.expect("VMM"))(va, total),
                 "hipMemAddressFree",
             )?;
-            check(
-                (self.api.hipMemRelease.expect("VMM"))(self.handle),
-                "hipMemRelease",
-            )
+            for h in self.handles {
+                check((self.api.hipMemRelease.expect("VMM"))(h), "hipMemRelease")?;
+            }
+            Ok(())
         }
     }
 }
@@ -171,21 +186,30 @@ fn child_role() {
 fn exporter(parent: &Parent) -> Result<(), String> {
     let b = backend()?;
     let (offset, len) = (num("OFFSET")?, num("LEN")?);
-    let external = env("MODE")? == "external";
+    let mode = env("MODE")?;
+    // external2: the block is the second of two allocations in one reservation.
+    let external = mode.starts_with("external");
+    let second = mode == "external2";
     let mut alloc = None;
     let mut framework = None;
     let (base, token) = if external {
-        let fw = Framework::create(G, true)?;
-        b.write_raw(DevicePtr(fw.va), &pattern(1, G)).map_err(e2s)?;
+        let fw = Framework::create_n(G, if second { 2 } else { 1 }, true)?;
+        let base = if second {
+            // Other bytes in the first: an import of the wrong allocation shows.
+            b.write_raw(DevicePtr(fw.va), &pattern(7, G)).map_err(e2s)?;
+            fw.va + G as u64
+        } else {
+            fw.va
+        };
+        b.write_raw(DevicePtr(base), &pattern(1, G)).map_err(e2s)?;
         let token = b
             .export_external(
                 DeviceId(0),
-                DevicePtr(fw.va + offset as u64),
+                DevicePtr(base + offset as u64),
                 len,
                 ExportOptions::default(),
             )
             .map_err(e2s)?;
-        let base = fw.va;
         framework = Some(fw);
         (base, token)
     } else {
@@ -609,6 +633,8 @@ enum Order {
 struct Share {
     device: u32,
     external: bool,
+    /// External memory: the second allocation of a reservation holding two.
+    second: bool,
     socket: bool,
     order: Order,
     offset: usize,
@@ -622,7 +648,12 @@ fn share(name: &str, version: &str, s: Share) {
         ("DEVIPC_EMU_HIP_VERSION", version.to_owned()),
         (
             "MODE",
-            if s.external { "external" } else { "alloc" }.to_owned(),
+            match (s.external, s.second) {
+                (true, true) => "external2",
+                (true, false) => "external",
+                _ => "alloc",
+            }
+            .to_owned(),
         ),
         (
             "PATHWAY",
@@ -716,6 +747,7 @@ fn vmm_allocation_via_pidfd_importer_closes_first() {
             Share {
                 device: 0,
                 external: false,
+                second: false,
                 socket: false,
                 order: Order::ImporterClosesFirst,
                 offset: 0,
@@ -734,6 +766,7 @@ fn vmm_allocation_freed_first_stays_for_the_importer() {
             Share {
                 device: 0,
                 external: false,
+                second: false,
                 socket: false,
                 order: Order::ExporterFreesFirst,
                 offset: 4096 + 3,
@@ -753,6 +786,7 @@ fn framework_vmm_memory_exports_whole_with_the_offset() {
                 Share {
                     device: 0,
                     external: true,
+                    second: false,
                     socket: false,
                     order,
                     offset: 65536 + 7,
@@ -772,6 +806,7 @@ fn the_fd_over_a_unix_socket_imports_without_pidfd() {
             Share {
                 device: 0,
                 external: false,
+                second: false,
                 socket: true,
                 order: Order::ExporterFreesFirst,
                 offset: 128,
@@ -785,6 +820,7 @@ fn the_fd_over_a_unix_socket_imports_without_pidfd() {
         Share {
             device: 0,
             external: true,
+            second: false,
             socket: true,
             order: Order::ImporterClosesFirst,
             offset: 8192,
@@ -880,10 +916,33 @@ fn a_vmm_import_on_another_device() {
         Share {
             device: 1,
             external: false,
+            second: false,
             socket: false,
             order: Order::ImporterClosesFirst,
             offset: 0,
             len: G,
         },
     );
+}
+
+/// Mooncake #3546: a pointer into the second allocation of a reservation is exported as
+/// that allocation (its base from hipMemGetAddressRange, the offset in the token), never
+/// as the reservation's first.
+#[test]
+fn a_pointer_in_the_second_allocation_of_a_reservation_exports_that_allocation() {
+    for v in ["6.2", "7.1"] {
+        share(
+            "external-second",
+            v,
+            Share {
+                device: 0,
+                external: true,
+                second: true,
+                socket: false,
+                order: Order::ImporterClosesFirst,
+                offset: 4096 + 1,
+                len: 4096,
+            },
+        );
+    }
 }
