@@ -554,7 +554,8 @@ impl DeviceIpc for HipBackend {
         let payload = VmmPayload::decode(token.payload())?;
         let not_exported = || {
             Error::invalid_argument(format!(
-                "this process no longer exports the memory of this hip-vmm-fd token                  (generation {}): it was freed or closed, or the token names another object",
+                "this process no longer exports the memory of this hip-vmm-fd token \
+                 (generation {}): it was freed or closed, or the token names another object",
                 token.generation()
             ))
         };
@@ -789,7 +790,9 @@ fn mem_mechanism(token: &MemToken) -> Mechanism {
 /// kind) was never closed: the framework freed and reallocated it under devipc.
 fn stale_external(device: DeviceId, base: u64, was: &str) -> Error {
     Error::invalid_argument(format!(
-        "the block at {base:#x} on device {device} was exported before as {was} memory and          never closed with close_external: the framework freed it while exported; call          close_external for it first"
+        "the block at {base:#x} on device {device} was exported before as {was} memory and \
+         never closed with close_external: the framework freed it while exported; call \
+         close_external for it first"
     ))
 }
 
