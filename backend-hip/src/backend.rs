@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use devipc_core::token::SignalTokenParts;
 use devipc_core::{
-    Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
-    ExportOptions, HandleTable, Mapping, Mechanism, MemToken, ProcessId, RawStream, Result,
-    RuntimeVersion, SignalHandle, SignalToken, TokenOrigin,
+    AllocateOptions, Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc,
+    DevicePtr, Error, ExportOptions, HandleTable, Mapping, Mechanism, MemToken, ProcessId,
+    RawStream, Result, RuntimeVersion, SignalHandle, SignalToken, TokenOrigin,
 };
 use devipc_hip_sys::{
     HIP_IPC_HANDLE_SIZE, HipApi, hipErrorNoDevice, hipErrorPeerAccessAlreadyEnabled,
@@ -34,13 +34,15 @@ use devipc_shm::word_file::{NAME_LEN, WordFile};
 use crate::deferred::Deferred;
 use crate::device::DeviceScope;
 use crate::memory::{
-    AllocRecord, ExternalExport, MappingRecord, NEXT_EXTERNAL_GENERATION, handle_tag,
+    AllocRecord, ExternalExport, MappingRecord, NEXT_EXTERNAL_GENERATION,
+    NEXT_EXTERNAL_GENERATION_BASE, handle_tag,
 };
 use crate::result;
 use crate::result::vendor_error;
 use crate::signal::{
     SignalRecord, Waited, event_ptr, open_word, semaphore, wait_error, wait_raised,
 };
+use crate::vmm::{self, FileIdentity, VmmPayload};
 
 /// The HIP backend.
 ///
@@ -53,6 +55,8 @@ pub struct HipBackend {
     pub(crate) info: BackendInfo,
     pub(crate) device_count: u32,
     pub(crate) lazy_peer_flag: std::ffi::c_uint,
+    /// `hipRuntimeGetVersion`'s `HIP_VERSION` encoding (ABI choices depend on it).
+    pub(crate) hip_version: c_int,
     pub(crate) origin: TokenOrigin,
     pub(crate) allocations: HandleTable<AllocRecord>,
     pub(crate) mappings: HandleTable<MappingRecord>,
@@ -112,6 +116,7 @@ impl HipBackend {
         devipc_shm::lease::held::sweep_orphans_now_and_then();
         Ok(HipBackend {
             lazy_peer_flag: ipc_mem_lazy_enable_peer_access(version),
+            hip_version: version,
             info,
             device_count,
             origin: TokenOrigin::current(ProcessId::current()),
@@ -132,6 +137,14 @@ impl HipBackend {
     /// The `hipIpcOpenMemHandle` flag value this runtime accepts (0 on ROCm 5, 1 on 6+).
     pub fn lazy_peer_flag(&self) -> std::ffi::c_uint {
         self.lazy_peer_flag
+    }
+
+    /// Whether this runtime shares virtual memory as a file descriptor
+    /// ([`Mechanism::HipVmmFd`], `allocate_with`): `Ok` on ROCm 6.2 and later with every
+    /// VMM function, otherwise the [`Error::Unsupported`] that `allocate_with` would give,
+    /// naming the version or the missing functions.
+    pub fn vmm_fd_support(&self) -> Result<()> {
+        vmm::check_support(&self.api, self.hip_version)
     }
 
     /// The open `export_external`s.
@@ -243,11 +256,55 @@ impl DeviceIpc for HipBackend {
             ptr: addr,
             size,
             lease: None,
+            vmm: None,
         });
         Ok(Allocation {
             id,
             device,
             ptr: DevicePtr(addr),
+            size,
+        })
+    }
+
+    /// `None`: [`DeviceIpc::allocate`] (`hipMalloc`, `hip-ipc-mem`): the default, since
+    /// VMM IPC needs ROCm 6.2. [`Mechanism::HipVmmFd`]: virtual memory (`hipMemCreate`
+    /// asking for a POSIX fd, reserved, mapped, read-write for `device`), `size` rounded up
+    /// to the allocation granularity; [`Error::Unsupported`] naming the version before
+    /// ROCm 6.2 or without the VMM functions.
+    fn allocate_with(
+        &self,
+        device: DeviceId,
+        size: usize,
+        opts: AllocateOptions,
+    ) -> Result<Allocation> {
+        match opts.mechanism {
+            None | Some(Mechanism::HipIpcMem) => return self.allocate(device, size),
+            Some(Mechanism::HipVmmFd) => {}
+            Some(other) => {
+                return Err(Error::unsupported(
+                    BackendKind::Hip,
+                    format!("allocating memory for the {other} mechanism"),
+                ));
+            }
+        }
+        self.check_device(device)?;
+        if size == 0 {
+            return Err(Error::invalid_argument("cannot allocate 0 bytes"));
+        }
+        self.vmm_fd_support()?;
+        let alloc = vmm::allocate(&self.api, self.hip_version, device, size)?;
+        let (ptr, size) = (alloc.range.va, alloc.range.size);
+        let id = self.allocations.insert(AllocRecord {
+            device,
+            ptr,
+            size,
+            lease: None,
+            vmm: Some(Arc::new(alloc)),
+        });
+        Ok(Allocation {
+            id,
+            device,
+            ptr: DevicePtr(ptr),
             size,
         })
     }
@@ -267,11 +324,37 @@ impl DeviceIpc for HipBackend {
     ) -> Result<MemToken> {
         let record = self.allocation(alloc)?;
         Allocation::check_range(&range, record.size)?;
+        if let Some(vmm) = &record.vmm {
+            // The fd stays open (in the record) until the allocation is released.
+            let exported = vmm.exported(&self.api)?;
+            let lease = self.export_lease(alloc.id, exported.identity.tag())?;
+            let payload = VmmPayload {
+                pidfd: true,
+                fd: exported.raw(),
+                identity: exported.identity,
+                lease: *lease.name(),
+            };
+            return self.mem_token(
+                Mechanism::HipVmmFd,
+                record.device,
+                payload.encode(),
+                record.size,
+                range,
+                alloc.id.get(),
+            );
+        }
         let handle = self.ipc_handle(record.device, record.ptr)?;
         let lease = self.export_lease(alloc.id, handle_tag(&handle.to_bytes()))?;
         let mut payload = handle.to_bytes().to_vec();
         payload.extend_from_slice(lease.name());
-        self.mem_token(record.device, payload, record.size, range, alloc.id.get())
+        self.mem_token(
+            Mechanism::HipIpcMem,
+            record.device,
+            payload,
+            record.size,
+            range,
+            alloc.id.get(),
+        )
     }
 
     fn export_external(
@@ -294,6 +377,11 @@ impl DeviceIpc for HipBackend {
             })?;
         let range = offset..offset.saturating_add(len);
         Allocation::check_range(&range, size)?;
+        // VMM memory (PyTorch's expandable segments, aiter #4174) cannot go through
+        // hipIpcGetMemHandle: it is exported whole as an fd, with the offset in the token.
+        if vmm::is_vmm(&self.api, ptr.0) {
+            return self.export_external_vmm(device, base, size, range);
+        }
         // The runtime just reported `base` as the start of a live allocation.
         let handle = self.ipc_handle(device, base)?;
         // The framework owns the memory; the lease lets close_external know whether
@@ -301,13 +389,15 @@ impl DeviceIpc for HipBackend {
         let export = {
             let mut external = self.external_exports();
             match external.get(&(device, base)) {
-                Some(e) => e.clone(),
+                Some(e) if e.vmm.is_none() => e.clone(),
+                Some(_) => return Err(stale_external(device, base, "VMM")),
                 None => {
                     let generation = NEXT_EXTERNAL_GENERATION.fetch_add(1, Ordering::Relaxed);
                     let export = ExternalExport {
                         size,
                         generation,
                         lease: held::create_tagged(generation, handle_tag(&handle.to_bytes()))?,
+                        vmm: None,
                     };
                     external.insert((device, base), export.clone());
                     export
@@ -316,7 +406,14 @@ impl DeviceIpc for HipBackend {
         };
         let mut payload = handle.to_bytes().to_vec();
         payload.extend_from_slice(export.lease.name());
-        self.mem_token(device, payload, size, range, export.generation)
+        self.mem_token(
+            Mechanism::HipIpcMem,
+            device,
+            payload,
+            size,
+            range,
+            export.generation,
+        )
     }
 
     /// HIP keeps no exporter-side handle for an IPC export; devipc ends the export's lease
@@ -349,10 +446,13 @@ impl DeviceIpc for HipBackend {
     /// HIP has no access control: any process holding the token may import, so granting
     /// only checks that the token is one of ours.
     fn grant(&self, token: &MemToken, _peers: &[ProcessId]) -> Result<()> {
-        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)
+        self.check_token(token.mechanism(), token.emulated(), mem_mechanism(token))
     }
 
     fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        if token.mechanism() == Mechanism::HipVmmFd {
+            return self.import_vmm(token, None, device);
+        }
         self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)?;
         let dev = self.check_device(device)?;
         self.check_device(token.device())?;
@@ -419,6 +519,7 @@ impl DeviceIpc for HipBackend {
             device,
             base: addr,
             lease: Some(lease),
+            vmm: None,
         };
         // The token's sizes are claims; the runtime knows the opened allocation's real
         // extent. A range beyond it (forged or corrupted) is refused, and the open undone.
@@ -438,6 +539,61 @@ impl DeviceIpc for HipBackend {
                 self.undo_import(&record);
             }
         })
+    }
+
+    /// A dup of the fd this backend exported for `token` (a `hip-vmm-fd` token of this
+    /// process whose allocation, or `export_external` block, is still exported); the
+    /// record stays pinned while it is duplicated.
+    fn export_fd(&self, token: &MemToken) -> Result<std::os::fd::OwnedFd> {
+        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipVmmFd)?;
+        if token.origin() != self.origin {
+            return Err(Error::invalid_argument(
+                "export_fd of a token another process exported: only its exporter has the fd",
+            ));
+        }
+        let payload = VmmPayload::decode(token.payload())?;
+        let not_exported = || {
+            Error::invalid_argument(format!(
+                "this process no longer exports the memory of this hip-vmm-fd token \
+                 (generation {}): it was freed or closed, or the token names another object",
+                token.generation()
+            ))
+        };
+        let exported = if token.generation() >= NEXT_EXTERNAL_GENERATION_BASE {
+            self.external_exports()
+                .values()
+                .find(|e| e.generation == token.generation())
+                .and_then(|e| e.vmm.clone())
+                .ok_or_else(not_exported)?
+        } else {
+            let (_, record) = self
+                .allocations
+                .pin_raw(token.generation())
+                .map_err(|_| not_exported())?;
+            let exported = record
+                .vmm
+                .as_ref()
+                .and_then(|v| v.exported_if_any())
+                .ok_or_else(not_exported)?;
+            // Dup while pinned: a free on another thread waits for this.
+            if exported.identity != payload.identity {
+                return Err(not_exported());
+            }
+            return exported.dup();
+        };
+        if exported.identity != payload.identity {
+            return Err(not_exported());
+        }
+        exported.dup()
+    }
+
+    fn import_fd(
+        &self,
+        token: &MemToken,
+        fd: std::os::fd::OwnedFd,
+        device: DeviceId,
+    ) -> Result<Mapping> {
+        self.import_vmm(token, Some(fd), device)
     }
 
     fn close(&self, mapping: Mapping) -> Result<()> {
@@ -618,5 +774,179 @@ impl DeviceIpc for HipBackend {
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
         let record = self.signals.remove(signal.id)?;
         self.release_signal(record)
+    }
+}
+
+/// The mechanism a memory token of this backend should have: its own when it is a HIP
+/// memory mechanism, else `hip-ipc-mem` (for the mismatch error).
+fn mem_mechanism(token: &MemToken) -> Mechanism {
+    match token.mechanism() {
+        Mechanism::HipVmmFd => Mechanism::HipVmmFd,
+        _ => Mechanism::HipIpcMem,
+    }
+}
+
+/// The error for an `export_external` of a block whose earlier export (of the other
+/// kind) was never closed: the framework freed and reallocated it under devipc.
+fn stale_external(device: DeviceId, base: u64, was: &str) -> Error {
+    Error::invalid_argument(format!(
+        "the block at {base:#x} on device {device} was exported before as {was} memory and \
+         never closed with close_external: the framework freed it while exported; call \
+         close_external for it first"
+    ))
+}
+
+impl HipBackend {
+    /// `export_external` of VMM memory: the whole allocation at `base` (`size` bytes, as
+    /// the runtime reports it) as a `hip-vmm-fd` token for `range`, its fd exported once
+    /// per block and kept until `close_external`.
+    fn export_external_vmm(
+        &self,
+        device: DeviceId,
+        base: u64,
+        size: usize,
+        range: Range<usize>,
+    ) -> Result<MemToken> {
+        let export = {
+            let mut external = self.external_exports();
+            match external.get(&(device, base)) {
+                Some(e) if e.vmm.is_some() => e.clone(),
+                Some(_) => return Err(stale_external(device, base, "legacy (hipMalloc)")),
+                None => {
+                    let exported =
+                        Arc::new(vmm::export_external(&self.api, self.hip_version, base)?);
+                    let generation = NEXT_EXTERNAL_GENERATION.fetch_add(1, Ordering::Relaxed);
+                    let export = ExternalExport {
+                        size,
+                        generation,
+                        lease: held::create_tagged(generation, exported.identity.tag())?,
+                        vmm: Some(exported),
+                    };
+                    external.insert((device, base), export.clone());
+                    export
+                }
+            }
+        };
+        let exported = export.vmm.as_ref().expect("a VMM export");
+        let payload = VmmPayload {
+            pidfd: true,
+            fd: exported.raw(),
+            identity: exported.identity,
+            lease: *export.lease.name(),
+        };
+        self.mem_token(
+            Mechanism::HipVmmFd,
+            device,
+            payload.encode(),
+            size,
+            range,
+            export.generation,
+        )
+    }
+
+    /// `import` (`fd` None: fetched from the exporter with `pidfd_getfd`) and `import_fd`
+    /// of a `hip-vmm-fd` token.
+    fn import_vmm(
+        &self,
+        token: &MemToken,
+        fd: Option<std::os::fd::OwnedFd>,
+        device: DeviceId,
+    ) -> Result<Mapping> {
+        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipVmmFd)?;
+        let dev = self.check_device(device)?;
+        self.check_device(token.device())?;
+        if token.origin() == self.origin {
+            // Our own lease hold would make our own free wait for us; the facade serves
+            // same-process imports from the local allocation (DESIGN 5.1).
+            return Err(Error::Unsupported {
+                backend: BackendKind::Hip,
+                what: "importing a hip-vmm-fd token in the process that exported it (use \
+                       the exporter's pointer; the devipc facade does)"
+                    .into(),
+            });
+        }
+        self.vmm_fd_support()?;
+        let payload = VmmPayload::decode(token.payload())?;
+        let fd = match fd {
+            Some(fd) => fd,
+            None => vmm::fetch_fd(token, &payload)?,
+        };
+        let file = std::fs::File::from(fd);
+        // The fd must be the open file the exporter exported for this token: a forged
+        // token naming another fd number, or a wrong fd sent beside it, stops here.
+        if FileIdentity::of(&file)? != payload.identity {
+            return Err(Error::invalid_token(
+                "the file descriptor is not the one exported for this token (another \
+                 object, or a forged token)",
+            ));
+        }
+        // The view is bounded by the object's real size, the fd's own; never the token's.
+        let real = vmm::real_size(&file)?;
+        let size = usize::try_from(real)
+            .ok()
+            .filter(|s| *s > 0)
+            .ok_or_else(|| Error::invalid_token(format!("the exported object is {real} bytes")))?;
+        token.range_within(size)?;
+        // As legacy imports: hold the exporter's lease (bound to this generation, this fd's
+        // identity and the producer) before mapping; a token replayed after the free
+        // finds it revoked and is refused here.
+        let lease = held::hold_for(
+            &payload.lease,
+            &Binding {
+                generation: Some(token.generation()),
+                tag: Some(payload.identity.tag()),
+                creator: Some(ProcessIdentity {
+                    pid: i32::try_from(token.origin().pid.0)
+                        .map_err(|_| Error::invalid_token("producer pid out of range"))?,
+                    start_time: token.origin().start_time,
+                }),
+            },
+        )?;
+        let mapped = (|| {
+            let _scope = DeviceScope::bind(&self.api, dev)?;
+            let r0502 = devipc_hip_sys::mem_allocation_prop_is_r0502(self.hip_version);
+            let granularity = vmm::granularity(&self.api, dev, r0502)?;
+            let handle = result::mem_import_from_shareable_handle(
+                &self.api,
+                std::os::fd::AsFd::as_fd(&file),
+                devipc_hip_sys::import_takes_fd_by_value(self.hip_version),
+            )?;
+            // SAFETY: the handle was just imported, owned by the range from here; the
+            // dma-buf is `size` bytes (its own size, above).
+            // The owner's device gets access too: host copies run on the calling thread's
+            // device, which may be either.
+            unsafe {
+                vmm::VmmRange::map_whole(
+                    &self.api,
+                    device,
+                    handle,
+                    size,
+                    granularity,
+                    token.device(),
+                )
+            }
+        })();
+        // Only now, after hipMemSetAccess: the runtime imports the dma-buf lazily
+        // (rocm-systems #8304), so closing it earlier breaks set-access on some versions.
+        drop(file);
+        let range = match mapped {
+            Ok(range) => Arc::new(range),
+            Err(e) => {
+                held::drop_hold(&lease);
+                return Err(e);
+            }
+        };
+        let base = range.va;
+        let id = self.mappings.insert(MappingRecord {
+            device,
+            base,
+            lease: Some(lease),
+            vmm: Some(range),
+        });
+        Mapping::for_token(id, device, DevicePtr(base), size, token).inspect_err(|_| {
+            if let Ok(record) = self.mappings.remove(id) {
+                self.undo_import(&record);
+            }
+        })
     }
 }

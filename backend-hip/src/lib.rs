@@ -7,7 +7,10 @@
 //! | trait | HIP |
 //! |---|---|
 //! | allocate / free | `hipMalloc` / `hipFree` |
-//! | export, export_external | `hipIpcGetMemHandle` of the allocation's base (`hipMemGetAddressRange`); the token carries the offset |
+//! | allocate_with `hip-vmm-fd` / free | `hipMemCreate` (POSIX fd) + `hipMemAddressReserve` + `hipMemMap` + `hipMemSetAccess` / the reverse (ROCm 6.2+, see `vmm.rs`) |
+//! | export of VMM memory, export_fd | `hipMemExportToShareableHandle`: a dma-buf fd the exporter keeps open; the token names it, its identity and the lease |
+//! | import / import_fd of `hip-vmm-fd` | the fd by `pidfd_getfd` or beside the token; `hipMemImportFromShareableHandle` (fd by pointer before 7.1, by value from 7.1), reserve, map, set access |
+//! | export, export_external | `hipIpcGetMemHandle` of the allocation's base (`hipMemGetAddressRange`); the token carries the offset. VMM memory behind an external pointer (`hipMemRetainAllocationHandle` succeeds) goes the `hip-vmm-fd` way |
 //! | grant | nothing: HIP has no access control (`Capabilities::access_control` is false) |
 //! | import / close | `hipIpcOpenMemHandle` with the runtime's `hipIpcMemLazyEnablePeerAccess` (0 on ROCm 5, 1 on 6+), plus the offset / `hipIpcCloseMemHandle` |
 //! | free of exported memory | deferred until every importer closed (a crash-safe lease, see `deferred.rs`) |
@@ -25,6 +28,7 @@ mod device;
 mod memory;
 mod result;
 pub mod signal;
+mod vmm;
 
 pub use backend::HipBackend;
 pub use devipc_hip_sys as sys;

@@ -22,6 +22,7 @@ use devipc_shm::lease::{Lease, held};
 use crate::backend::HipBackend;
 use crate::device::DeviceScope;
 use crate::result;
+use crate::vmm::{ExportedFd, VmmAlloc, VmmRange};
 
 /// What the backend keeps for an [`Allocation`].
 #[derive(Debug, Clone)]
@@ -31,6 +32,8 @@ pub(crate) struct AllocRecord {
     pub(crate) size: usize,
     /// Importers' holds, created by the first export (see [`crate::deferred`]).
     pub(crate) lease: Option<Arc<Lease>>,
+    /// `Some` for virtual memory of `allocate_with` (`hip-vmm-fd`), `None` for `hipMalloc`.
+    pub(crate) vmm: Option<Arc<VmmAlloc>>,
 }
 
 /// What the backend keeps for a [`Mapping`](devipc_core::Mapping): the base `hipIpcOpenMemHandle` returned,
@@ -40,6 +43,9 @@ pub(crate) struct MappingRecord {
     pub(crate) device: DeviceId,
     pub(crate) base: u64,
     pub(crate) lease: Option<Arc<Lease>>,
+    /// `Some` for a `hip-vmm-fd` import: the imported handle's mapping (`base` is its
+    /// address), released instead of `hipIpcCloseMemHandle`.
+    pub(crate) vmm: Option<Arc<VmmRange>>,
 }
 
 /// An `export_external` of a framework allocation: the lease its importers hold, which
@@ -49,11 +55,18 @@ pub(crate) struct ExternalExport {
     pub(crate) size: usize,
     pub(crate) generation: u64,
     pub(crate) lease: Arc<Lease>,
+    /// For VMM memory (`hip-vmm-fd`): the fd exported for the block, kept open until
+    /// `close_external` (or the backend's drop).
+    pub(crate) vmm: Option<Arc<ExportedFd>>,
 }
 
 /// Generations of external exports: allocations use their handle's number, framework
 /// memory a number of its own (the lease binds whichever the token carries).
-pub(crate) static NEXT_EXTERNAL_GENERATION: AtomicU64 = AtomicU64::new(1 << 62);
+pub(crate) static NEXT_EXTERNAL_GENERATION: AtomicU64 =
+    AtomicU64::new(NEXT_EXTERNAL_GENERATION_BASE);
+
+/// The first generation of an external export; allocation ids are below it.
+pub(crate) const NEXT_EXTERNAL_GENERATION_BASE: u64 = 1 << 62;
 
 /// What a lease is bound to besides the generation: a hash of the IPC handle it was made
 /// for (FNV-1a; the exporter writes it, so a forger cannot make it match another handle).
@@ -62,8 +75,12 @@ pub(crate) fn handle_tag(handle: &[u8]) -> u64 {
 }
 
 /// `hipFree` of a record already taken out of the allocation table (the reaper thread
-/// calls it without the backend).
+/// calls it without the backend); for VMM memory, unmap, address free, handle release and
+/// the close of the exported fd instead.
 pub(crate) fn free_device_memory(api: &HipApi, record: &AllocRecord) -> Result<()> {
+    if let Some(vmm) = &record.vmm {
+        return vmm.release(api);
+    }
     let _scope = DeviceScope::bind(api, record.device.as_c_int()?)?;
     // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
     // record was taken out of the table (and out of the deferred list) by the caller, and
@@ -95,8 +112,10 @@ impl HipBackend {
         unsafe { result::ipc_get_mem_handle(&self.api, base) }
     }
 
+    /// A token of this process for `range` of an object of `object_size` bytes.
     pub(crate) fn mem_token(
         &self,
+        mechanism: Mechanism,
         device: DeviceId,
         payload: Vec<u8>,
         object_size: usize,
@@ -104,7 +123,7 @@ impl HipBackend {
         generation: u64,
     ) -> Result<MemToken> {
         MemToken::new(MemTokenParts {
-            mechanism: Mechanism::HipIpcMem,
+            mechanism,
             emulated: self.info.source.is_emulated(),
             device,
             origin: self.origin,
@@ -137,10 +156,13 @@ impl HipBackend {
         Ok(size)
     }
 
-    /// `hipIpcCloseMemHandle` for a record already taken out of the table, then the
-    /// release of this process's hold on the exporter's lease.
+    /// `hipIpcCloseMemHandle` (a VMM import: unmap, address free, handle release) for a
+    /// record already taken out of the table, then the release of this process's hold on
+    /// the exporter's lease.
     pub(crate) fn release_mapping(&self, record: &MappingRecord) -> Result<()> {
-        {
+        if let Some(vmm) = &record.vmm {
+            vmm.release(&self.api)?;
+        } else {
             let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
             // SAFETY: `base` came from hipIpcOpenMemHandle and is closed once: its record
             // was taken out of the table by the caller.

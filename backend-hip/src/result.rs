@@ -18,11 +18,15 @@
 //! [`DeviceScope`](crate::device::DeviceScope) where the call needs one.
 
 use std::ffi::{CStr, c_int, c_uint, c_void};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use devipc_core::{BackendKind, Error, Result};
 use devipc_hip_sys::{
     HipApi, hipDeviceptr_t, hipError_t, hipEvent_t, hipIpcEventHandle_t, hipIpcMemHandle_t,
-    hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipStream_t, hipSuccess,
+    hipMemAccessDesc, hipMemAllocationGranularity_flags, hipMemAllocationHandleType,
+    hipMemAllocationProp, hipMemAllocationProp_R0502, hipMemGenericAllocationHandle_t,
+    hipMemHandleTypePosixFileDescriptor, hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipStream_t,
+    hipSuccess,
 };
 
 // --- the checked call ----------------------------------------------------------------------
@@ -36,7 +40,21 @@ use devipc_hip_sys::{
 ///
 /// Expands to an `unsafe` call, so it must sit inside an `unsafe` block whose `SAFETY:`
 /// comment covers the call's C contract. Used only by [`crate::result`].
+///
+/// An optional function of the table (a newer call, `Option` field) is called as
+/// `hip!(api, ?hipMemCreate(...))`: a runtime that lacks it gives
+/// [`Error::Unsupported`] naming the function, without a call.
 macro_rules! hip {
+    ($api:expr, ?$f:ident($($arg:expr),* $(,)?)) => {{
+        let api: &devipc_hip_sys::HipApi = &$api;
+        match api.$f {
+            Some(f) => {
+                let code = f($($arg),*);
+                $crate::result::check(api, stringify!($f), code)
+            }
+            None => Err($crate::result::missing(stringify!($f))),
+        }
+    }};
     ($api:expr, $f:ident($($arg:expr),* $(,)?)) => {{
         let api: &devipc_hip_sys::HipApi = &$api;
         let code = (api.$f)($($arg),*);
@@ -50,6 +68,14 @@ pub(crate) fn check(api: &HipApi, call: &'static str, code: hipError_t) -> Resul
         Ok(())
     } else {
         Err(vendor_error(api, call, code))
+    }
+}
+
+/// The error for an optional function the runtime does not export.
+pub(crate) fn missing(call: &'static str) -> Error {
+    Error::Unsupported {
+        backend: BackendKind::Hip,
+        what: format!("{call}: this HIP runtime does not export it"),
     }
 }
 
@@ -253,6 +279,278 @@ pub(crate) fn ipc_open_mem_handle(
 pub(crate) unsafe fn ipc_close_mem_handle(api: &HipApi, base: u64) -> Result<()> {
     // SAFETY: the caller guarantees `base` is a live mapping closed once, here.
     unsafe { hip!(api, hipIpcCloseMemHandle(as_ptr(base))) }
+}
+
+// --- virtual memory (VMM) ---------------------------------------------------------------
+//
+// Handles (`hipMemGenericAllocationHandle_t`) are the runtime's pointers: CLR dereferences
+// them, so every function taking one is `unsafe` with "the handle is live" as its
+// contract. `prop` is always given in the ROCm 5.3+ layout; `r0502` says the runtime
+// reads the 5.2 layout, and the function passes the converted copy (api-facts B.4).
+
+/// Passes `prop` to `f` in the layout the runtime reads (`r0502`: ROCm 5.2).
+fn with_prop_layout<R>(
+    prop: &hipMemAllocationProp,
+    r0502: bool,
+    f: impl FnOnce(*const hipMemAllocationProp) -> R,
+) -> R {
+    if r0502 {
+        let old = hipMemAllocationProp_R0502::from_current(prop);
+        // Same size (32 bytes); the runtime reads the old field order through the pointer.
+        f((&old as *const hipMemAllocationProp_R0502).cast())
+    } else {
+        f(prop)
+    }
+}
+
+/// `hipMemGetAllocationGranularity`: the size and alignment unit of VMM allocations
+/// with `prop` (Pinned, Device-located).
+pub(crate) fn mem_get_allocation_granularity(
+    api: &HipApi,
+    prop: &hipMemAllocationProp,
+    r0502: bool,
+    option: hipMemAllocationGranularity_flags,
+) -> Result<usize> {
+    let mut granularity: usize = 0;
+    with_prop_layout(prop, r0502, |prop| {
+        // SAFETY: `granularity` is a valid out-pointer and `prop` a valid 32-byte property
+        // block in the runtime's layout, both for the duration of the call.
+        unsafe {
+            hip!(
+                api,
+                ?hipMemGetAllocationGranularity(&mut granularity, prop, option)
+            )
+        }
+    })?;
+    Ok(granularity)
+}
+
+/// `hipMemCreate`: a physical allocation of `size` bytes (a multiple of the granularity)
+/// with `prop`. The caller releases it with [`mem_release`].
+pub(crate) fn mem_create(
+    api: &HipApi,
+    size: usize,
+    prop: &hipMemAllocationProp,
+    r0502: bool,
+) -> Result<hipMemGenericAllocationHandle_t> {
+    let mut handle: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
+    with_prop_layout(prop, r0502, |prop| {
+        // SAFETY: `handle` is a valid out-pointer and `prop` a valid property block in the
+        // runtime's layout; `size` and the flags (0) are plain values.
+        unsafe { hip!(api, ?hipMemCreate(&mut handle, size, prop, 0)) }
+    })?;
+    Ok(handle)
+}
+
+/// `hipMemRelease`: drops a handle (the memory lives on while mapped).
+///
+/// # Safety
+/// `handle` came from [`mem_create`], [`mem_import_from_shareable_handle`] or
+/// [`mem_retain_allocation_handle`], has not been released, and is not used afterwards.
+pub(crate) unsafe fn mem_release(
+    api: &HipApi,
+    handle: hipMemGenericAllocationHandle_t,
+) -> Result<()> {
+    // SAFETY: the caller guarantees the handle is live and released once, here.
+    unsafe { hip!(api, ?hipMemRelease(handle)) }
+}
+
+/// `hipMemAddressReserve`: a virtual address range of `size` bytes (a multiple of the
+/// granularity), aligned to `alignment` (0: the runtime's choice), no address hint. The
+/// caller frees it with [`mem_address_free`].
+pub(crate) fn mem_address_reserve(api: &HipApi, size: usize, alignment: usize) -> Result<u64> {
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `ptr` is a valid out-pointer; the hint is NULL and the rest plain values.
+    unsafe {
+        hip!(
+            api,
+            ?hipMemAddressReserve(&mut ptr, size, alignment, std::ptr::null_mut(), 0)
+        )
+    }?;
+    Ok(as_addr(ptr))
+}
+
+/// `hipMemAddressFree`: frees a reservation.
+///
+/// # Safety
+/// `va..va + size` is a reservation from [`mem_address_reserve`] with nothing mapped in
+/// it any more, freed once, here.
+pub(crate) unsafe fn mem_address_free(api: &HipApi, va: u64, size: usize) -> Result<()> {
+    // SAFETY: the caller guarantees the reservation is live, unmapped and freed once.
+    unsafe { hip!(api, ?hipMemAddressFree(as_ptr(va), size)) }
+}
+
+/// `hipMemMap`: maps the whole of `handle` (`size` bytes, offset 0) at `va`, inside a
+/// reservation. The range is not accessible until [`mem_set_access`].
+///
+/// # Safety
+/// `handle` is live; `va..va + size` lies in a reservation of this process with nothing
+/// mapped there.
+pub(crate) unsafe fn mem_map(
+    api: &HipApi,
+    va: u64,
+    size: usize,
+    handle: hipMemGenericAllocationHandle_t,
+) -> Result<()> {
+    // SAFETY: the caller guarantees the handle and the free reserved range.
+    unsafe { hip!(api, ?hipMemMap(as_ptr(va), size, 0, handle, 0)) }
+}
+
+/// `hipMemUnmap`: unmaps the whole mappings in `va..va + size`.
+///
+/// # Safety
+/// `va..va + size` is exactly what [`mem_map`] mapped, and nobody (in this process) uses
+/// it after this call.
+pub(crate) unsafe fn mem_unmap(api: &HipApi, va: u64, size: usize) -> Result<()> {
+    // SAFETY: the caller guarantees the mapping and that it is not used any more.
+    unsafe { hip!(api, ?hipMemUnmap(as_ptr(va), size)) }
+}
+
+/// `hipMemSetAccess`: grants each descriptor's device its access to the whole mappings
+/// in `va..va + size`.
+///
+/// # Safety
+/// `va..va + size` is exactly what [`mem_map`] mapped, still mapped.
+pub(crate) unsafe fn mem_set_access(
+    api: &HipApi,
+    va: u64,
+    size: usize,
+    descs: &[hipMemAccessDesc],
+) -> Result<()> {
+    // SAFETY: `descs` is a live slice of `descs.len()` descriptors; the caller guarantees
+    // the mapping.
+    unsafe {
+        hip!(
+            api,
+            ?hipMemSetAccess(as_ptr(va), size, descs.as_ptr(), descs.len())
+        )
+    }
+}
+
+/// `hipMemExportToShareableHandle` as `handle_type` (POSIX file descriptor): a NEW file
+/// descriptor (a dma-buf) owned by the caller. Before ROCm 6.2 the runtime answers
+/// `hipErrorNotSupported`.
+///
+/// # Safety
+/// `handle` is live (not released during the call).
+pub(crate) unsafe fn mem_export_to_shareable_handle(
+    api: &HipApi,
+    handle: hipMemGenericAllocationHandle_t,
+    handle_type: hipMemAllocationHandleType,
+) -> Result<OwnedFd> {
+    let mut fd: c_int = -1;
+    // SAFETY: for a POSIX fd the runtime writes one `int` through the pointer, which is
+    // valid for that; the caller guarantees the handle; flags 0.
+    unsafe {
+        hip!(
+            api,
+            ?hipMemExportToShareableHandle(
+                (&mut fd as *mut c_int).cast(),
+                handle,
+                handle_type,
+                0
+            )
+        )
+    }?;
+    if fd < 0 {
+        return Err(Error::invalid_argument(format!(
+            "hipMemExportToShareableHandle succeeded but wrote fd {fd}"
+        )));
+    }
+    // SAFETY: on success the runtime wrote a new descriptor that nobody else owns (a
+    // dma-buf fd of this process, CLR `ExportShareableVMMHandle`); it is owned from here.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `hipMemImportFromShareableHandle` of a POSIX fd: a handle to the memory another
+/// process exported. `by_value`: the runtime takes the fd value as `osHandle` (ROCm
+/// 7.1.0+), else a pointer to the `int` (6.2 .. 7.0.x; field notes 2026-11). The fd
+/// stays the caller's; keep it open until the mapping's access is set (rocm-systems
+/// #8304: the import is deferred). The caller releases the handle with [`mem_release`].
+pub(crate) fn mem_import_from_shareable_handle(
+    api: &HipApi,
+    fd: BorrowedFd<'_>,
+    by_value: bool,
+) -> Result<hipMemGenericAllocationHandle_t> {
+    let mut handle: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
+    let mut value: c_int = fd.as_raw_fd();
+    let os_handle: *mut c_void = if by_value {
+        value as isize as *mut c_void
+    } else {
+        (&mut value as *mut c_int).cast()
+    };
+    // SAFETY: `handle` is a valid out-pointer; `os_handle` is, per the runtime's
+    // convention, the fd's value or a pointer to a live `int` holding it (valid during
+    // the call); the fd is open (borrowed) for the call.
+    unsafe {
+        hip!(
+            api,
+            ?hipMemImportFromShareableHandle(
+                &mut handle,
+                os_handle,
+                hipMemHandleTypePosixFileDescriptor,
+            )
+        )
+    }?;
+    Ok(handle)
+}
+
+/// `hipMemRetainAllocationHandle`: a new reference to the VMM allocation mapped at `addr`
+/// (release it with [`mem_release`]). Memory that is not VMM (`hipMalloc`) gives
+/// `hipErrorInvalidValue`: how devipc tells the two apart.
+///
+/// Safe for any `addr`: the runtime only looks it up in its mapping table.
+pub(crate) fn mem_retain_allocation_handle(
+    api: &HipApi,
+    addr: u64,
+) -> Result<hipMemGenericAllocationHandle_t> {
+    let mut handle: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
+    // SAFETY: `handle` is a valid out-pointer; `addr` is only a lookup key (see above).
+    unsafe {
+        hip!(
+            api,
+            ?hipMemRetainAllocationHandle(&mut handle, as_ptr(addr))
+        )
+    }?;
+    Ok(handle)
+}
+
+/// `hipMemGetAllocationPropertiesFromHandle`: the allocation's properties, returned in
+/// the ROCm 5.3+ layout whatever the runtime wrote (`r0502`).
+///
+/// # Safety
+/// `handle` is live (not released during the call).
+pub(crate) unsafe fn mem_get_allocation_properties_from_handle(
+    api: &HipApi,
+    handle: hipMemGenericAllocationHandle_t,
+    r0502: bool,
+) -> Result<hipMemAllocationProp> {
+    if r0502 {
+        let mut old = hipMemAllocationProp_R0502::zeroed();
+        // SAFETY: `old` is a valid 32-byte out-block in the layout this runtime writes;
+        // the caller guarantees the handle.
+        unsafe {
+            hip!(
+                api,
+                ?hipMemGetAllocationPropertiesFromHandle(
+                    (&mut old as *mut hipMemAllocationProp_R0502).cast(),
+                    handle
+                )
+            )
+        }?;
+        Ok(old.to_current())
+    } else {
+        let mut prop = hipMemAllocationProp::zeroed();
+        // SAFETY: `prop` is a valid out-block in this runtime's layout; the caller
+        // guarantees the handle.
+        unsafe {
+            hip!(
+                api,
+                ?hipMemGetAllocationPropertiesFromHandle(&mut prop, handle)
+            )
+        }?;
+        Ok(prop)
+    }
 }
 
 // --- events and streams ------------------------------------------------------------------

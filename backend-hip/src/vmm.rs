@@ -1,0 +1,699 @@
+//! HIP virtual memory shared as a file descriptor: the `hip-vmm-fd` mechanism.
+//!
+//! Sits beside `memory.rs` (legacy `hipMalloc` memory and `hipIpc*` handles): the
+//! `DeviceIpc` methods in `backend.rs` choose the mechanism per allocation (made by
+//! `allocate_with`, or found behind a framework pointer with
+//! `hipMemRetainAllocationHandle`) and call the helpers here. The flow (api-facts C.1):
+//!
+//! - **allocate**: `hipMemGetAllocationGranularity`, `hipMemCreate` asking for
+//!   `hipMemHandleTypePosixFileDescriptor` (the property block in the runtime's layout),
+//!   `hipMemAddressReserve`, `hipMemMap`, `hipMemSetAccess` for the device ([`VmmRange`]).
+//! - **export**: `hipMemExportToShareableHandle` gives a dma-buf fd, which the exporter
+//!   keeps open for as long as it exports the memory ([`ExportedFd`]); the token's
+//!   payload ([`VmmPayload`]) names that fd's number in the exporter, the open file's
+//!   identity (`st_dev`/`st_ino`), whether an importer may fetch it with `pidfd_getfd`, and
+//!   the lease importers hold (the same lease machinery as legacy memory, `deferred.rs`).
+//! - **import**: the fd arrives beside the token (`SCM_RIGHTS`) or is fetched from the
+//!   exporter (`pidfd_open` + start-time check + `pidfd_getfd`); it must be the open file
+//!   the token names, its own size (the dma-buf's, never the token's claim) bounds the
+//!   view, then `hipMemImportFromShareableHandle` (fd by pointer before ROCm 7.1, by value
+//!   from 7.1), reserve, map the whole handle, set access; the fd is closed only after
+//!   `hipMemSetAccess` (rocm-systems #8304: the import is deferred until then).
+//! - **release** (free, close): unmap, free the address range, release the handle, in
+//!   that order, resumable where a step failed ([`VmmRange::release`]).
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use devipc_core::{BackendKind, DeviceId, Error, MemToken, Result};
+use devipc_hip_sys::{
+    HipApi, hipMemAccessDesc, hipMemAccessFlagsProtReadWrite, hipMemAllocationGranularityMinimum,
+    hipMemAllocationProp, hipMemAllocationTypePinned, hipMemGenericAllocationHandle_t,
+    hipMemHandleTypePosixFileDescriptor, hipMemLocation, hipMemLocationTypeDevice,
+};
+use devipc_shm::process::ProcessIdentity;
+use devipc_shm::word_file::NAME_LEN;
+
+use crate::device::DeviceScope;
+use crate::result;
+
+/// The first runtime whose `hipMemExportToShareableHandle` works (`HIP_VERSION` of ROCm
+/// 6.2.0; before, it validates and returns `hipErrorNotSupported`, api-facts B.4).
+pub(crate) const VMM_IPC_MIN_VERSION: i32 = 60_200_000;
+
+/// The VMM functions `hip-vmm-fd` calls (all optional fields of the table).
+const VMM_FUNCTIONS: [&str; 11] = [
+    "hipMemGetAllocationGranularity",
+    "hipMemCreate",
+    "hipMemRelease",
+    "hipMemAddressReserve",
+    "hipMemAddressFree",
+    "hipMemMap",
+    "hipMemUnmap",
+    "hipMemSetAccess",
+    "hipMemExportToShareableHandle",
+    "hipMemImportFromShareableHandle",
+    "hipMemRetainAllocationHandle",
+];
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether this runtime can share VMM memory as a file descriptor: every VMM function
+/// present and ROCm 6.2 or later. The error names the version or the missing functions.
+pub(crate) fn check_support(api: &HipApi, version: i32) -> Result<()> {
+    let missing: Vec<&str> = api
+        .missing_optional()
+        .into_iter()
+        .filter(|f| VMM_FUNCTIONS.contains(f))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::unsupported(
+            BackendKind::Hip,
+            format!(
+                "the hip-vmm-fd mechanism: this HIP runtime ({}) lacks {}",
+                describe_version(version),
+                missing.join(", ")
+            ),
+        ));
+    }
+    if version < VMM_IPC_MIN_VERSION {
+        return Err(Error::unsupported(
+            BackendKind::Hip,
+            format!(
+                "the hip-vmm-fd mechanism on HIP {}: sharing virtual memory as a file \
+                 descriptor needs ROCm 6.2 or later (older runtimes answer \
+                 hipMemExportToShareableHandle with hipErrorNotSupported); use the \
+                 default allocation (hip-ipc-mem) instead",
+                describe_version(version)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn describe_version(version: i32) -> String {
+    devipc_core::RuntimeVersion::from_hip_encoded(version)
+        .map_or_else(|| format!("version {version}"), |v| v.to_string())
+}
+
+/// The property block of a device's exportable VMM allocations (ROCm 5.3+ layout; the
+/// result layer converts it for 5.2).
+pub(crate) fn posix_fd_prop(device: i32) -> hipMemAllocationProp {
+    hipMemAllocationProp {
+        r#type: hipMemAllocationTypePinned,
+        requestedHandleType: hipMemHandleTypePosixFileDescriptor,
+        location: hipMemLocation {
+            r#type: hipMemLocationTypeDevice,
+            id: device,
+        },
+        ..hipMemAllocationProp::zeroed()
+    }
+}
+
+/// Read and write access for `device`, for `hipMemSetAccess`.
+fn access_for(device: i32) -> hipMemAccessDesc {
+    hipMemAccessDesc {
+        location: hipMemLocation {
+            r#type: hipMemLocationTypeDevice,
+            id: device,
+        },
+        flags: hipMemAccessFlagsProtReadWrite,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The token payload.
+
+/// The identity of an open file: `st_dev` and `st_ino` of `fstat` (a dma-buf has an inode
+/// of its own in the kernel's dmabuf filesystem; the emulator's fd is a file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct FileIdentity {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+}
+
+impl FileIdentity {
+    /// `fstat` of `file`.
+    pub(crate) fn of(file: &File) -> Result<FileIdentity> {
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io("fstat of a VMM file descriptor", e))?;
+        Ok(FileIdentity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+
+    /// What the export's lease is bound to besides the generation (FNV-1a, as legacy
+    /// handles' tags): a token pairing this lease with another object's fd is refused.
+    pub(crate) fn tag(&self) -> u64 {
+        let mut bytes = Vec::with_capacity(20);
+        bytes.extend_from_slice(b"vmfd");
+        bytes.extend_from_slice(&self.dev.to_le_bytes());
+        bytes.extend_from_slice(&self.ino.to_le_bytes());
+        devipc_core::identity::fnv1a64(&bytes)
+    }
+}
+
+/// `st_size` of `file`, or where `lseek(SEEK_END)` lands when that is 0 (dma-bufs support
+/// it; a kernel that reports no size there still answers the seek).
+pub(crate) fn real_size(file: &File) -> Result<u64> {
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io("fstat of a VMM file descriptor", e))?;
+    if meta.len() != 0 {
+        return Ok(meta.len());
+    }
+    let mut f = file;
+    f.seek(SeekFrom::End(0))
+        .map_err(|e| Error::io("lseek(SEEK_END) of a VMM file descriptor", e))
+}
+
+/// The `hip-vmm-fd` token payload, [`VmmPayload::LEN`] bytes, little-endian:
+///
+/// | bytes | field |
+/// |---|---|
+/// | 0 | format, 1 |
+/// | 1 | flags: bit 0 [`VmmPayload::pidfd`] |
+/// | 2..4 | 0 (reserved) |
+/// | 4..8 | the fd's number in the exporter (`i32`) |
+/// | 8..16 | `st_dev` of the exported fd |
+/// | 16..24 | `st_ino` of the exported fd |
+/// | 24..56 | the export's lease name |
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VmmPayload {
+    /// The exporter keeps the fd open at `fd` while it exports, and an importer may take a
+    /// copy with `pidfd_getfd` (otherwise the fd only comes over a socket).
+    pub(crate) pidfd: bool,
+    /// The exported fd's number in the exporter's process.
+    pub(crate) fd: i32,
+    /// The open file the fd names.
+    pub(crate) identity: FileIdentity,
+    /// The lease importers hold.
+    pub(crate) lease: [u8; NAME_LEN],
+}
+
+const FORMAT: u8 = 1;
+const FLAG_PIDFD: u8 = 0x01;
+
+impl VmmPayload {
+    /// Length of the encoded payload.
+    pub(crate) const LEN: usize = 24 + NAME_LEN;
+
+    /// The payload bytes.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::LEN);
+        out.push(FORMAT);
+        out.push(if self.pidfd { FLAG_PIDFD } else { 0 });
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&self.fd.to_le_bytes());
+        out.extend_from_slice(&self.identity.dev.to_le_bytes());
+        out.extend_from_slice(&self.identity.ino.to_le_bytes());
+        out.extend_from_slice(&self.lease);
+        out
+    }
+
+    /// Parses an untrusted payload: exact length, known format and flags, a plausible fd.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<VmmPayload> {
+        if bytes.len() != Self::LEN {
+            return Err(Error::invalid_token(format!(
+                "a hip-vmm-fd payload is {} bytes (fd, file identity and lease), not {}",
+                Self::LEN,
+                bytes.len()
+            )));
+        }
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        if bytes[0] != FORMAT || bytes[2..4] != [0, 0] || bytes[1] & !FLAG_PIDFD != 0 {
+            return Err(Error::invalid_token(format!(
+                "unknown hip-vmm-fd payload format {} flags {:#x}",
+                bytes[0], bytes[1]
+            )));
+        }
+        let fd = i32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        if fd < 0 {
+            return Err(Error::invalid_token(format!(
+                "a hip-vmm-fd payload names fd {fd}"
+            )));
+        }
+        let mut lease = [0u8; NAME_LEN];
+        lease.copy_from_slice(&bytes[24..]);
+        Ok(VmmPayload {
+            pidfd: bytes[1] & FLAG_PIDFD != 0,
+            fd,
+            identity: FileIdentity {
+                dev: u64_at(8),
+                ino: u64_at(16),
+            },
+            lease,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Records.
+
+/// How far a [`VmmRange`]'s release got (a failed step is retried, the done ones not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    Mapped,
+    Unmapped,
+    AddressFreed,
+    Released,
+}
+
+/// A physical allocation mapped whole into a reservation of its own, with access set:
+/// what `allocate_with` makes and what an import maps. Shared (`Arc`) by the record's
+/// clones; released once.
+#[derive(Debug)]
+pub(crate) struct VmmRange {
+    pub(crate) device: DeviceId,
+    /// The `hipMemGenericAllocationHandle_t`, as an address.
+    handle: usize,
+    /// Base of the reservation, which is also the mapping's.
+    pub(crate) va: u64,
+    /// Size of the physical allocation, the mapping and the reservation.
+    pub(crate) size: usize,
+    stage: Mutex<Stage>,
+}
+
+/// An exported fd the exporter keeps open for the export's lifetime (closed on drop).
+#[derive(Debug)]
+pub(crate) struct ExportedFd {
+    pub(crate) fd: OwnedFd,
+    pub(crate) identity: FileIdentity,
+}
+
+impl ExportedFd {
+    /// Wraps a fresh fd from `hipMemExportToShareableHandle` with its identity. What is
+    /// kept is a close-on-exec duplicate (`F_DUPFD_CLOEXEC`; the runtime's own fd may not
+    /// be), so a child the exporter spawns does not inherit the memory; the runtime's fd is
+    /// closed.
+    fn new(fd: OwnedFd) -> Result<ExportedFd> {
+        let fd = File::from(
+            fd.try_clone()
+                .map_err(|e| Error::io("duplicating an exported VMM fd", e))?,
+        );
+        let identity = FileIdentity::of(&fd)?;
+        Ok(ExportedFd {
+            fd: fd.into(),
+            identity,
+        })
+    }
+
+    /// A new descriptor for the same open file (what `export_fd` hands out).
+    pub(crate) fn dup(&self) -> Result<OwnedFd> {
+        self.fd
+            .try_clone()
+            .map_err(|e| Error::io("duplicating an exported VMM fd", e))
+    }
+
+    /// The fd's number in this process (what the token carries).
+    pub(crate) fn raw(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+}
+
+/// A VMM allocation of `allocate_with`: its mapping, and its exported fd once exported.
+#[derive(Debug)]
+pub(crate) struct VmmAlloc {
+    pub(crate) range: VmmRange,
+    exported: Mutex<Option<Arc<ExportedFd>>>,
+}
+
+impl VmmAlloc {
+    /// The exported fd, made by the first export.
+    pub(crate) fn exported(&self, api: &HipApi) -> Result<Arc<ExportedFd>> {
+        let mut exported = lock(&self.exported);
+        if let Some(e) = exported.as_ref() {
+            return Ok(e.clone());
+        }
+        let _scope = DeviceScope::bind(api, self.range.device.as_c_int()?)?;
+        // SAFETY: the handle is live: the allocation's record is pinned by the caller (or
+        // taken out of the table by a release that has not released it yet).
+        let fd = unsafe {
+            result::mem_export_to_shareable_handle(
+                api,
+                self.range.handle(),
+                hipMemHandleTypePosixFileDescriptor,
+            )
+        }
+        .map_err(not_supported_is_unsupported)?;
+        let e = Arc::new(ExportedFd::new(fd)?);
+        *exported = Some(e.clone());
+        Ok(e)
+    }
+
+    /// The exported fd if the allocation was exported.
+    pub(crate) fn exported_if_any(&self) -> Option<Arc<ExportedFd>> {
+        lock(&self.exported).clone()
+    }
+
+    /// Unmaps and releases the memory ([`VmmRange::release`]), then closes the exported
+    /// fd: from then on `pidfd_getfd` of its number gets nothing (or another file, which
+    /// the importer's identity check refuses).
+    pub(crate) fn release(&self, api: &HipApi) -> Result<()> {
+        self.range.release(api)?;
+        lock(&self.exported).take();
+        Ok(())
+    }
+}
+
+/// `hipErrorNotSupported` from an export is the runtime saying it has no VMM IPC.
+fn not_supported_is_unsupported(e: Error) -> Error {
+    match e {
+        Error::Vendor { code, .. } if code == devipc_hip_sys::hipErrorNotSupported => {
+            Error::unsupported(
+                BackendKind::Hip,
+                format!("exporting virtual memory as a file descriptor on this runtime ({e})"),
+            )
+        }
+        e => e,
+    }
+}
+
+impl VmmRange {
+    /// The handle as the runtime's pointer type.
+    fn handle(&self) -> hipMemGenericAllocationHandle_t {
+        self.handle as hipMemGenericAllocationHandle_t
+    }
+
+    /// Maps the whole of `handle` (`size` bytes) on `device` (bound by the caller) into a
+    /// new reservation aligned to `alignment` and gives `device`, and `also` when it is
+    /// another device, read-write access. On an error whatever this made is undone and
+    /// `handle` is released (the range owns it from the call on).
+    ///
+    /// # Safety
+    /// `handle` is a live handle of `size` bytes nobody else releases.
+    pub(crate) unsafe fn map_whole(
+        api: &HipApi,
+        device: DeviceId,
+        handle: hipMemGenericAllocationHandle_t,
+        size: usize,
+        alignment: usize,
+        also: DeviceId,
+    ) -> Result<VmmRange> {
+        let release_handle = |e: Error| {
+            // SAFETY: the caller's handle, released once, here, on the error path.
+            if let Err(r) = unsafe { result::mem_release(api, handle) } {
+                log::error!("devipc-hip: releasing a VMM handle after a failure failed: {r}");
+            }
+            e
+        };
+        let dev = device.as_c_int().map_err(release_handle)?;
+        let va = result::mem_address_reserve(api, size, alignment).map_err(release_handle)?;
+        let free_va = |e: Error| {
+            // SAFETY: the reservation made above, with nothing mapped in it, freed once.
+            if let Err(r) = unsafe { result::mem_address_free(api, va, size) } {
+                log::error!("devipc-hip: freeing a VMM reservation after a failure failed: {r}");
+            }
+            release_handle(e)
+        };
+        // SAFETY: the caller's live handle, into the whole fresh reservation.
+        unsafe { result::mem_map(api, va, size, handle) }.map_err(free_va)?;
+        let range = VmmRange {
+            device,
+            handle: handle as usize,
+            va,
+            size,
+            stage: Mutex::new(Stage::Mapped),
+        };
+        let mut descs = vec![access_for(dev)];
+        if also != device {
+            match also.as_c_int() {
+                Ok(other) => descs.push(access_for(other)),
+                Err(e) => {
+                    if let Err(r) = range.release(api) {
+                        log::error!(
+                            "devipc-hip: undoing a VMM mapping after a failure failed: {r}"
+                        );
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        // SAFETY: exactly what was mapped above.
+        if let Err(e) = unsafe { result::mem_set_access(api, va, size, &descs) } {
+            if let Err(r) = range.release(api) {
+                log::error!("devipc-hip: undoing a VMM mapping after a failure failed: {r}");
+            }
+            return Err(e);
+        }
+        Ok(range)
+    }
+
+    /// Unmaps, frees the reservation and releases the handle, in that order. A failed step
+    /// is returned and retried by the next call; the steps done are not repeated.
+    pub(crate) fn release(&self, api: &HipApi) -> Result<()> {
+        let mut stage = lock(&self.stage);
+        let _scope = DeviceScope::bind(api, self.device.as_c_int()?)?;
+        if *stage == Stage::Mapped {
+            // SAFETY: the whole mapping `map_whole` made, unmapped once (the stage moves
+            // on); the owner's record is out of its table, so nobody uses it any more.
+            unsafe { result::mem_unmap(api, self.va, self.size) }?;
+            *stage = Stage::Unmapped;
+        }
+        if *stage == Stage::Unmapped {
+            // SAFETY: the reservation `map_whole` made, now unmapped, freed once.
+            unsafe { result::mem_address_free(api, self.va, self.size) }?;
+            *stage = Stage::AddressFreed;
+        }
+        if *stage == Stage::AddressFreed {
+            // SAFETY: the range's handle, released once (the stage moves on).
+            unsafe { result::mem_release(api, self.handle()) }?;
+            *stage = Stage::Released;
+        }
+        Ok(())
+    }
+}
+
+/// Makes `size` bytes (rounded up to the granularity) of exportable VMM memory on
+/// `device`: create, reserve, map, set access, each undone on a later failure.
+pub(crate) fn allocate(
+    api: &HipApi,
+    version: i32,
+    device: DeviceId,
+    size: usize,
+) -> Result<VmmAlloc> {
+    let dev = device.as_c_int()?;
+    let r0502 = devipc_hip_sys::mem_allocation_prop_is_r0502(version);
+    let prop = posix_fd_prop(dev);
+    let _scope = DeviceScope::bind(api, dev)?;
+    let granularity = granularity(api, dev, r0502)?;
+    let rounded = size
+        .checked_next_multiple_of(granularity)
+        .ok_or_else(|| Error::invalid_argument(format!("{size} bytes cannot be allocated")))?;
+    let handle = result::mem_create(api, rounded, &prop, r0502)?;
+    // SAFETY: the handle was just created with `rounded` bytes, and is owned by the range.
+    let range = unsafe { VmmRange::map_whole(api, device, handle, rounded, granularity, device) }?;
+    Ok(VmmAlloc {
+        range,
+        exported: Mutex::new(None),
+    })
+}
+
+/// The minimum granularity of exportable VMM allocations on `dev`.
+pub(crate) fn granularity(api: &HipApi, dev: i32, r0502: bool) -> Result<usize> {
+    let g = result::mem_get_allocation_granularity(
+        api,
+        &posix_fd_prop(dev),
+        r0502,
+        hipMemAllocationGranularityMinimum,
+    )?;
+    if g == 0 || !g.is_power_of_two() {
+        return Err(Error::invalid_argument(format!(
+            "hipMemGetAllocationGranularity reported {g} for device {dev}"
+        )));
+    }
+    Ok(g)
+}
+
+/// Whether `addr` lies in VMM memory (`hipMemRetainAllocationHandle` succeeds only on
+/// memory mapped with `hipMemMap`, not on `hipMalloc` memory; a runtime without the call
+/// has no VMM memory). The retained reference is released again.
+pub(crate) fn is_vmm(api: &HipApi, addr: u64) -> bool {
+    let Ok(handle) = result::mem_retain_allocation_handle(api, addr) else {
+        return false;
+    };
+    // SAFETY: the reference retained above, released once, here.
+    if let Err(e) = unsafe { result::mem_release(api, handle) } {
+        log::error!("devipc-hip: releasing a retained VMM handle failed: {e}");
+    }
+    true
+}
+
+/// A new exported fd for the VMM allocation mapped at `addr`
+/// (`hipMemRetainAllocationHandle`, `hipMemExportToShareableHandle`; the retained handle
+/// is released again). Refused on runtimes without VMM IPC and for allocations not made
+/// exportable as a POSIX fd.
+pub(crate) fn export_external(api: &HipApi, version: i32, addr: u64) -> Result<ExportedFd> {
+    check_support(api, version)?;
+    let handle = result::mem_retain_allocation_handle(api, addr)?;
+    let exported = (|| {
+        // SAFETY: the handle retained above, released below.
+        let prop = unsafe {
+            result::mem_get_allocation_properties_from_handle(
+                api,
+                handle,
+                devipc_hip_sys::mem_allocation_prop_is_r0502(version),
+            )
+        }?;
+        if prop.requestedHandleType & hipMemHandleTypePosixFileDescriptor == 0 {
+            return Err(Error::unsupported(
+                BackendKind::Hip,
+                format!(
+                    "exporting VMM memory created without hipMemHandleTypePosixFileDescriptor \
+                     (its requestedHandleType is {:#x}): the framework must ask for it in \
+                     hipMemCreate",
+                    prop.requestedHandleType
+                ),
+            ));
+        }
+        // SAFETY: as above.
+        let fd = unsafe {
+            result::mem_export_to_shareable_handle(api, handle, hipMemHandleTypePosixFileDescriptor)
+        }
+        .map_err(not_supported_is_unsupported)?;
+        ExportedFd::new(fd)
+    })();
+    // SAFETY: the reference retained above, released once, here.
+    if let Err(e) = unsafe { result::mem_release(api, handle) } {
+        log::error!("devipc-hip: releasing a retained VMM handle failed: {e}");
+    }
+    exported
+}
+
+/// The exporter's fd of `token` (payload `p`), fetched with `pidfd_open` + `pidfd_getfd`
+/// after checking the pidfd's process is the token's producer (pid and start time).
+pub(crate) fn fetch_fd(token: &MemToken, p: &VmmPayload) -> Result<OwnedFd> {
+    use devipc_shm::os::{pidfd_getfd, pidfd_open};
+    if !p.pidfd {
+        return Err(Error::invalid_argument(
+            "the exporter does not let importers take this token's file descriptor with \
+             pidfd_getfd; receive it over the rendezvous socket (ShareServer / \
+             Runtime::connect) or a Unix socket of your own, and call import_fd",
+        ));
+    }
+    let origin = token.origin();
+    let here = devipc_core::HostIdentity::current();
+    if !here.same_pid_namespace(&origin.host) {
+        return Err(Error::invalid_argument(
+            "the token's exporter runs on another host or in another pid namespace: its \
+             pid means nothing here, so pidfd_getfd cannot fetch the fd; send the fd over \
+             a Unix socket instead (import_fd)",
+        ));
+    }
+    let pid = i32::try_from(origin.pid.0)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| Error::invalid_token("producer pid out of range"))?;
+    if origin.start_time == 0 {
+        return Err(Error::invalid_token(
+            "the token does not say when its producer started, so its pid cannot be trusted",
+        ));
+    }
+    let gone = || {
+        Error::invalid_argument(format!(
+            "the exporter (pid {pid}) is gone: its file descriptor cannot be fetched any more"
+        ))
+    };
+    let pidfd = pidfd_open(pid).map_err(|e| match e.raw_os_error() {
+        Some(ESRCH) => gone(),
+        _ => Error::io(format!("pidfd_open of the exporter (pid {pid})"), e),
+    })?;
+    // Checked after opening: the pidfd keeps naming this process even if the pid is
+    // reused later, so the identity read now is the one of the process it names.
+    let now = ProcessIdentity::of_pid(pid)
+        .map_err(|e| Error::io(format!("reading /proc/{pid}/stat"), e))?;
+    if now.is_none_or(|p| p.start_time != origin.start_time) {
+        return Err(gone());
+    }
+    pidfd_getfd(&pidfd, p.fd).map_err(|e| match e.raw_os_error() {
+        // An Io error keeps the errno (PermissionDenied) for callers that fall back.
+        Some(EPERM) => Error::io(
+            format!(
+                "pidfd_getfd of the exporter's fd {} was refused: it needs ptrace access to \
+                 the exporter (pid {pid}): the same user and kernel.yama.ptrace_scope 0, or \
+                 an exporter that allowed this process with prctl(PR_SET_PTRACER), or \
+                 CAP_SYS_PTRACE; send the fd over the rendezvous socket instead \
+                 (ShareServer / Runtime::connect)",
+                p.fd
+            ),
+            e,
+        ),
+        Some(ESRCH) => gone(),
+        Some(EBADF) => Error::invalid_argument(format!(
+            "the exporter (pid {pid}) no longer exports this memory: fd {} is closed (freed, \
+             or closed with close_external)",
+            p.fd
+        )),
+        _ => Error::io(format!("pidfd_getfd of fd {} of pid {pid}", p.fd), e),
+    })
+}
+
+// errno values (Linux, every architecture devipc builds for).
+const EPERM: i32 = 1;
+const ESRCH: i32 = 3;
+const EBADF: i32 = 9;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> VmmPayload {
+        VmmPayload {
+            pidfd: true,
+            fd: 17,
+            identity: FileIdentity { dev: 5, ino: 99 },
+            lease: *b"0123456789abcdef0123456789abcdef",
+        }
+    }
+
+    #[test]
+    fn payload_round_trips() {
+        for pidfd in [true, false] {
+            let p = VmmPayload { pidfd, ..sample() };
+            let bytes = p.encode();
+            assert_eq!(bytes.len(), VmmPayload::LEN);
+            assert_eq!(VmmPayload::decode(&bytes).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn malformed_payloads_are_refused() {
+        let good = sample().encode();
+        let mut cases: Vec<Vec<u8>> = vec![good[..good.len() - 1].to_vec(), {
+            let mut b = good.clone();
+            b.push(0);
+            b
+        }];
+        for (at, value) in [(0, 2u8), (1, 0x80), (2, 1), (3, 1), (7, 0x80)] {
+            let mut b = good.clone();
+            b[at] = value;
+            cases.push(b);
+        }
+        for bad in cases {
+            assert!(
+                matches!(VmmPayload::decode(&bad), Err(Error::InvalidToken { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tags_differ_by_identity() {
+        let a = FileIdentity { dev: 1, ino: 2 };
+        let b = FileIdentity { dev: 1, ino: 3 };
+        assert_ne!(a.tag(), b.tag());
+        assert_eq!(a.tag(), FileIdentity { dev: 1, ino: 2 }.tag());
+    }
+}
