@@ -379,7 +379,7 @@ impl DeviceIpc for HipBackend {
         Allocation::check_range(&range, size)?;
         // VMM memory (PyTorch's expandable segments, aiter #4174) cannot go through
         // hipIpcGetMemHandle: it is exported whole as an fd, with the offset in the token.
-        if vmm::is_vmm(&self.api, ptr.0) {
+        if vmm::is_vmm(&self.api, self.hip_version, ptr.0) {
             return self.export_external_vmm(device, base, size, range);
         }
         // The runtime just reported `base` as the start of a live allocation.

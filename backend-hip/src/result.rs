@@ -345,8 +345,9 @@ pub(crate) fn mem_create(
 /// `hipMemRelease`: drops a handle (the memory lives on while mapped).
 ///
 /// # Safety
-/// `handle` came from [`mem_create`], [`mem_import_from_shareable_handle`] or
-/// [`mem_retain_allocation_handle`], has not been released, and is not used afterwards.
+/// `handle` came from [`mem_create`] or [`mem_import_from_shareable_handle`] (never from
+/// [`mem_retain_allocation_handle`], which takes no reference), has not been released, and
+/// is not used afterwards.
 pub(crate) unsafe fn mem_release(
     api: &HipApi,
     handle: hipMemGenericAllocationHandle_t,
@@ -495,11 +496,14 @@ pub(crate) fn mem_import_from_shareable_handle(
     Ok(handle)
 }
 
-/// `hipMemRetainAllocationHandle`: a new reference to the VMM allocation mapped at `addr`
-/// (release it with [`mem_release`]). Memory that is not VMM (`hipMalloc`) gives
-/// `hipErrorInvalidValue`: how devipc tells the two apart.
+/// `hipMemRetainAllocationHandle`: the handle of the VMM allocation mapped at `addr`.
+/// CLR (`hip_vm.cpp`) takes NO reference (unlike CUDA's retain): never release the
+/// result, which would drop the creator's reference. Memory that is not VMM (`hipMalloc`)
+/// gives `hipErrorInvalidValue` there; some ROCm 7.x are reported to crash instead, so
+/// ask [`pointer_is_legacy_ipc_capable`] first where the runtime answers it.
 ///
-/// Safe for any `addr`: the runtime only looks it up in its mapping table.
+/// Safe for any `addr` the runtime handles as documented: it only looks it up in its
+/// mapping table.
 pub(crate) fn mem_retain_allocation_handle(
     api: &HipApi,
     addr: u64,
@@ -513,6 +517,27 @@ pub(crate) fn mem_retain_allocation_handle(
         )
     }?;
     Ok(handle)
+}
+
+/// `hipPointerGetAttribute(HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE)`: whether the
+/// memory at `addr` can be exported with `hipIpcGetMemHandle` (`hipMalloc` memory) rather
+/// than being VMM memory. Runtimes before 7.12 do not answer (an error).
+///
+/// Safe for any `addr`: the runtime only looks it up.
+pub(crate) fn pointer_is_legacy_ipc_capable(api: &HipApi, addr: u64) -> Result<bool> {
+    let mut value: std::ffi::c_int = 0;
+    // SAFETY: `value` is a writable int, the attribute's type; `addr` is a lookup key.
+    unsafe {
+        hip!(
+            api,
+            ?hipPointerGetAttribute(
+                (&mut value as *mut std::ffi::c_int).cast(),
+                devipc_hip_sys::HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE,
+                as_ptr(addr)
+            )
+        )
+    }?;
+    Ok(value != 0)
 }
 
 /// `hipMemGetAllocationPropertiesFromHandle`: the allocation's properties, returned in

@@ -517,29 +517,38 @@ pub(crate) fn granularity(api: &HipApi, dev: i32, r0502: bool) -> Result<usize> 
     Ok(g)
 }
 
-/// Whether `addr` lies in VMM memory (`hipMemRetainAllocationHandle` succeeds only on
-/// memory mapped with `hipMemMap`, not on `hipMalloc` memory; a runtime without the call
-/// has no VMM memory). The retained reference is released again.
-pub(crate) fn is_vmm(api: &HipApi, addr: u64) -> bool {
-    let Ok(handle) = result::mem_retain_allocation_handle(api, addr) else {
+/// First HIP runtime version whose `hipPointerGetAttribute` answers
+/// `HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE` (7.12; RCCL asks it from
+/// `HIP_VERSION >= 71260540`, field notes 2026-11).
+const LEGACY_IPC_ATTRIBUTE_SINCE: i32 = 71_260_540;
+
+/// Whether `addr` lies in VMM memory. Where the runtime answers the legacy-IPC attribute
+/// it decides (RCCL's way: `hipMemRetainAllocationHandle` of `hipMalloc` memory is
+/// reported to crash some ROCm 7.x); elsewhere `hipMemRetainAllocationHandle` succeeds
+/// only on memory mapped with `hipMemMap`. The retained handle takes no reference (CLR),
+/// so nothing is released. A runtime without the calls has no VMM memory.
+pub(crate) fn is_vmm(api: &HipApi, version: i32, addr: u64) -> bool {
+    if version >= LEGACY_IPC_ATTRIBUTE_SINCE
+        && api.hipPointerGetAttribute.is_some()
+        && let Ok(true) = result::pointer_is_legacy_ipc_capable(api, addr)
+    {
         return false;
-    };
-    // SAFETY: the reference retained above, released once, here.
-    if let Err(e) = unsafe { result::mem_release(api, handle) } {
-        log::error!("devipc-hip: releasing a retained VMM handle failed: {e}");
     }
-    true
+    result::mem_retain_allocation_handle(api, addr).is_ok()
 }
 
 /// A new exported fd for the VMM allocation mapped at `addr`
-/// (`hipMemRetainAllocationHandle`, `hipMemExportToShareableHandle`; the retained handle
-/// is released again). Refused on runtimes without VMM IPC and for allocations not made
+/// (`hipMemRetainAllocationHandle`, which borrows the creator's handle, then
+/// `hipMemExportToShareableHandle`). Refused on runtimes without VMM IPC and for allocations not made
 /// exportable as a POSIX fd.
 pub(crate) fn export_external(api: &HipApi, version: i32, addr: u64) -> Result<ExportedFd> {
     check_support(api, version)?;
+    // The creator's handle, borrowed: a retain takes no reference (CLR), so it is not
+    // released here.
     let handle = result::mem_retain_allocation_handle(api, addr)?;
-    let exported = (|| {
-        // SAFETY: the handle retained above, released below.
+    (|| {
+        // SAFETY: the mapping's live handle (the framework keeps it while it maps the
+        // memory, which it must while exporting it).
         let prop = unsafe {
             result::mem_get_allocation_properties_from_handle(
                 api,
@@ -564,12 +573,7 @@ pub(crate) fn export_external(api: &HipApi, version: i32, addr: u64) -> Result<E
         }
         .map_err(not_supported_is_unsupported)?;
         ExportedFd::new(fd)
-    })();
-    // SAFETY: the reference retained above, released once, here.
-    if let Err(e) = unsafe { result::mem_release(api, handle) } {
-        log::error!("devipc-hip: releasing a retained VMM handle failed: {e}");
-    }
-    exported
+    })()
 }
 
 /// The exporter's fd of `token` (payload `p`), fetched with `pidfd_open` + `pidfd_getfd`

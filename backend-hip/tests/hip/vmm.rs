@@ -778,7 +778,7 @@ fn vmm_allocation_freed_first_stays_for_the_importer() {
 
 #[test]
 fn framework_vmm_memory_exports_whole_with_the_offset() {
-    for v in VERSIONS {
+    for v in VERSIONS.into_iter().chain(["7.12"]) {
         for order in [Order::ImporterClosesFirst, Order::ExporterFreesFirst] {
             share(
                 "external",
@@ -886,14 +886,18 @@ fn a_killed_exporter_is_reclaimed() {
     }
 }
 
+/// 7.12 answers `HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE`, which then tells the
+/// memory kinds apart before any `hipMemRetainAllocationHandle`.
 #[test]
 fn default_and_legacy_memory_stay_hip_ipc_mem() {
-    let root = TestRoot::new("vmm-local");
-    let envs = vec![("DEVIPC_EMU_HIP_VERSION", "7.1".to_owned())];
-    let mut child = Child::spawn(&child_entry(), "local", &root, &envs);
-    child.expect("ok");
-    child.wait_success();
-    root.assert_emulator_clean();
+    for v in ["7.1", "7.12"] {
+        let root = TestRoot::new(&format!("vmm-local-{v}"));
+        let envs = vec![("DEVIPC_EMU_HIP_VERSION", v.to_owned())];
+        let mut child = Child::spawn(&child_entry(), "local", &root, &envs);
+        child.expect("ok");
+        child.wait_success();
+        root.assert_emulator_clean();
+    }
 }
 
 #[test]
