@@ -106,6 +106,7 @@ impl HipBackend {
         capabilities.cross_device_import = device_count > 1;
         // Every HIP export is importable by any process, so "any process" is honoured.
         capabilities.disable_pid_validation = true;
+        capabilities.vmm_fd = vmm::check_support(&api, version).is_ok();
         let info = BackendInfo {
             kind: BackendKind::Hip,
             source: api.source().clone(),

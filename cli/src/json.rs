@@ -186,7 +186,8 @@ mod tests {
         assert_eq!(
             text,
             "{\"access_control\":true,\"export_allocation\":false,\"export_external\":false,\
-             \"signals\":false,\"cross_device_import\":false,\"disable_pid_validation\":false}"
+             \"signals\":false,\"cross_device_import\":false,\"disable_pid_validation\":false,\
+             \"vmm_fd\":false}"
         );
     }
 }

@@ -57,7 +57,8 @@
 //!                                             // when the query failed
 //!     "capabilities": { "access_control": true, "export_allocation": true,
 //!                       "export_external": true, "signals": true,
-//!                       "cross_device_import": true, "disable_pid_validation": true } | null,
+//!                       "cross_device_import": true, "disable_pid_validation": true,
+//!                       "vmm_fd": false } | null,
 //!     "probe": null | {                       // null when not started or --no-probe
 //!       "passed": true, "total_ms": 41.3,
 //!       "steps": [ { "name": "spawn" | "export" | "import" | "bytes-to-child" |
@@ -184,7 +185,7 @@ fn doctor(json: bool, run_probes: bool) -> ExitCode {
     }
 }
 
-fn capability_list(c: &Capabilities) -> [(&'static str, bool); 6] {
+fn capability_list(c: &Capabilities) -> [(&'static str, bool); 7] {
     [
         ("access_control", c.access_control),
         ("export_allocation", c.export_allocation),
@@ -192,6 +193,7 @@ fn capability_list(c: &Capabilities) -> [(&'static str, bool); 6] {
         ("signals", c.signals),
         ("cross_device_import", c.cross_device_import),
         ("disable_pid_validation", c.disable_pid_validation),
+        ("vmm_fd", c.vmm_fd),
     ]
 }
 

@@ -106,6 +106,10 @@ pub struct Capabilities {
     pub cross_device_import: bool,
     /// `ExportOptions::any_process()` is honoured.
     pub disable_pid_validation: bool,
+    /// Virtual memory shared as a file descriptor works (HIP `hip-vmm-fd`: ROCm 6.2+ with
+    /// the VMM functions): `allocate_with` that mechanism, and `export_external` of VMM
+    /// memory.
+    pub vmm_fd: bool,
 }
 
 /// Identity and abilities of a started backend.
