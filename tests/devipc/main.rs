@@ -22,6 +22,8 @@ mod bounds;
 mod first_errors;
 #[cfg(all(feature = "emulator", feature = "hip"))]
 mod hip_lifetime;
+#[cfg(all(feature = "emulator", feature = "hip"))]
+mod hip_vmm_share;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod lifetime;
 // The examples run both emulated backends, so they need every backend and the emulator.
