@@ -10,7 +10,7 @@
 //!
 //! | file | job |
 //! |---|---|
-//! | `ffi.rs` | the entry points: NULL checks, out-pointers, the only `unsafe` |
+//! | `ffi/` | the entry points: NULL checks, out-pointers, the only `unsafe` (`mod.rs`; the VMM ones in `vmm_shims.rs`) |
 //! | [`errors`] | `hipError_t` results, last error, `hipGetErrorName` / `hipGetErrorString` texts |
 //! | [`rules`] | one id per enforced rule, with code, basis and source; `DEVIPC_EMU_BREAK_RULE` |
 //! | `runtime.rs` | `hipInit`, versions, device count, per-thread current device |
