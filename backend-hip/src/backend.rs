@@ -107,6 +107,7 @@ impl HipBackend {
         // Every HIP export is importable by any process, so "any process" is honoured.
         capabilities.disable_pid_validation = true;
         capabilities.vmm_fd = vmm::check_support(&api, version).is_ok();
+        capabilities.vmm_fabric = vmm::probe_fabric(&api, version, 0);
         let info = BackendInfo {
             kind: BackendKind::Hip,
             source: api.source().clone(),

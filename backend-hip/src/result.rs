@@ -463,6 +463,32 @@ pub(crate) unsafe fn mem_export_to_shareable_handle(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// `hipMemExportToShareableHandle` with `hipMemHandleTypeFabric`: the 64-byte
+/// `hipMemFabricHandle_t` of an allocation created for it (HIP 7; no fd).
+///
+/// # Safety
+/// `handle` is a live allocation handle of this runtime.
+pub(crate) unsafe fn mem_export_fabric(
+    api: &HipApi,
+    handle: hipMemGenericAllocationHandle_t,
+) -> Result<[u8; 64]> {
+    let mut fabric = [0u8; 64];
+    // SAFETY: for a fabric handle the runtime writes a `hipMemFabricHandle_t` (64 bytes)
+    // through the pointer, which is valid for that; the caller guarantees the handle.
+    unsafe {
+        hip!(
+            api,
+            ?hipMemExportToShareableHandle(
+                fabric.as_mut_ptr().cast(),
+                handle,
+                devipc_hip_sys::hipMemHandleTypeFabric,
+                0
+            )
+        )
+    }?;
+    Ok(fabric)
+}
+
 /// `hipMemImportFromShareableHandle` of a POSIX fd: a handle to the memory another
 /// process exported. `by_value`: the runtime takes the fd value as `osHandle` (ROCm
 /// 7.1.0+), else a pointer to the `int` (6.2 .. 7.0.x; field notes 2026-11). The fd

@@ -96,6 +96,38 @@ pub(crate) fn check_support(api: &HipApi, version: i32) -> Result<()> {
     Ok(())
 }
 
+/// Whether this runtime and device share VMM memory as a fabric handle
+/// (`hipMemHandleTypeFabric`, HIP 7: 64 bytes, no fd to pass). Probed the way RCCL and
+/// MoRI do, by creating one granule for it and exporting it (the capability attribute is
+/// not stable across releases, field notes 2026-11); the granule is released again.
+/// `false` when any step fails (gfx9 has no fabric support; the emulator has none).
+pub(crate) fn probe_fabric(api: &HipApi, version: i32, device: i32) -> bool {
+    if check_support(api, version).is_err() {
+        return false;
+    }
+    let r0502 = devipc_hip_sys::mem_allocation_prop_is_r0502(version);
+    let mut prop = posix_fd_prop(device);
+    prop.requestedHandleType = devipc_hip_sys::hipMemHandleTypeFabric;
+    let Ok(granularity) = result::mem_get_allocation_granularity(
+        api,
+        &prop,
+        r0502,
+        hipMemAllocationGranularityMinimum,
+    ) else {
+        return false;
+    };
+    let Ok(handle) = result::mem_create(api, granularity, &prop, r0502) else {
+        return false;
+    };
+    // SAFETY: the handle was just created and is released once, below.
+    let exported = unsafe { result::mem_export_fabric(api, handle) }.is_ok();
+    // SAFETY: created above, not mapped, released once here.
+    if let Err(e) = unsafe { result::mem_release(api, handle) } {
+        log::error!("devipc-hip: releasing the fabric probe's allocation failed: {e}");
+    }
+    exported
+}
+
 fn describe_version(version: i32) -> String {
     devipc_core::RuntimeVersion::from_hip_encoded(version)
         .map_or_else(|| format!("version {version}"), |v| v.to_string())

@@ -187,7 +187,7 @@ mod tests {
             text,
             "{\"access_control\":true,\"export_allocation\":false,\"export_external\":false,\
              \"signals\":false,\"cross_device_import\":false,\"disable_pid_validation\":false,\
-             \"vmm_fd\":false}"
+             \"vmm_fd\":false,\"vmm_fabric\":false}"
         );
     }
 }

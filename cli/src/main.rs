@@ -58,7 +58,7 @@
 //!     "capabilities": { "access_control": true, "export_allocation": true,
 //!                       "export_external": true, "signals": true,
 //!                       "cross_device_import": true, "disable_pid_validation": true,
-//!                       "vmm_fd": false } | null,
+//!                       "vmm_fd": false, "vmm_fabric": false } | null,
 //!     "probe": null | {                       // null when not started or --no-probe
 //!       "passed": true, "total_ms": 41.3,
 //!       "steps": [ { "name": "spawn" | "export" | "import" | "bytes-to-child" |
@@ -185,7 +185,7 @@ fn doctor(json: bool, run_probes: bool) -> ExitCode {
     }
 }
 
-fn capability_list(c: &Capabilities) -> [(&'static str, bool); 7] {
+fn capability_list(c: &Capabilities) -> [(&'static str, bool); 8] {
     [
         ("access_control", c.access_control),
         ("export_allocation", c.export_allocation),
@@ -194,6 +194,7 @@ fn capability_list(c: &Capabilities) -> [(&'static str, bool); 7] {
         ("cross_device_import", c.cross_device_import),
         ("disable_pid_validation", c.disable_pid_validation),
         ("vmm_fd", c.vmm_fd),
+        ("vmm_fabric", c.vmm_fabric),
     ]
 }
 

@@ -110,6 +110,10 @@ pub struct Capabilities {
     /// the VMM functions): `allocate_with` that mechanism, and `export_external` of VMM
     /// memory.
     pub vmm_fd: bool,
+    /// Virtual memory can be exported as a fabric handle (HIP 7 `hipMemHandleTypeFabric`:
+    /// a 64-byte handle, no file descriptor to pass), probed at start by exporting one
+    /// granule. devipc reports it; its tokens still use the fd (`hip-vmm-fd`).
+    pub vmm_fabric: bool,
 }
 
 /// Identity and abilities of a started backend.

@@ -494,6 +494,16 @@ fn forger(parent: &Parent) -> Result<(), String> {
 fn local(parent: &Parent) -> Result<(), String> {
     let b = backend()?;
     b.vmm_fd_support().map_err(e2s)?;
+    // The capabilities say so too; the fabric probe (one granule created for a fabric
+    // export, released again) finds none on the emulator and leaves nothing behind (the
+    // parent checks the state directory).
+    let caps = b.info().capabilities;
+    if !caps.vmm_fd || caps.vmm_fabric {
+        return Err(format!(
+            "capabilities vmm_fd={} vmm_fabric={}",
+            caps.vmm_fd, caps.vmm_fabric
+        ));
+    }
     let legacy = b
         .allocate_with(DeviceId(0), 4096, AllocateOptions::default())
         .map_err(e2s)?;
@@ -597,6 +607,9 @@ fn old_runtime(parent: &Parent) -> Result<(), String> {
     match b.vmm_fd_support() {
         Err(Error::Unsupported { what, .. }) if names_version(&what) => {}
         other => return Err(format!("vmm_fd_support gave {other:?}")),
+    }
+    if b.info().capabilities.vmm_fd || b.info().capabilities.vmm_fabric {
+        return Err("an old runtime reports VMM sharing".into());
     }
     let fw = Framework::create(G, true)?;
     match b.export_external(DeviceId(0), DevicePtr(fw.va), 64, ExportOptions::default()) {
