@@ -10,7 +10,7 @@
 //!
 //! | file | job |
 //! |---|---|
-//! | `ffi/` | the entry points: NULL checks, out-pointers, the only `unsafe` (`mod.rs`; the VMM ones in `vmm_shims.rs`) |
+//! | `ffi/` | the entry points: NULL checks, out-pointers, the only `unsafe`; one file per safe module called (`runtime.rs` .. `vmm.rs`, `errors.rs` for the error texts), `mod.rs` the tables of them all |
 //! | [`errors`] | `hipError_t` results, last error, `hipGetErrorName` / `hipGetErrorString` texts |
 //! | [`rules`] | one id per enforced rule, with code, basis and source; `DEVIPC_EMU_BREAK_RULE` |
 //! | `runtime.rs` | `hipInit`, versions, device count, per-thread current device |

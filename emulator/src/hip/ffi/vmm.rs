@@ -1,11 +1,12 @@
 //! The HIP virtual-memory entry points (`hipMemCreate` ... `hipPointerGetAttribute`): the
-//! pointer work at the boundary, the logic in [`vmm`](crate::hip::vmm) (issue 15).
+//! pointer work at the boundary, the logic in [`vmm`] (issue 15).
 #![allow(unsafe_code, non_snake_case)]
 
 use devipc_hip_sys::types::*;
 
-use super::super::errors::{Failure, HipResult, call};
-use super::super::{memory, runtime, versions, vmm};
+use crate::hip::errors::{Failure, HipResult, call};
+use crate::hip::{memory, runtime, versions, vmm};
+
 use super::non_null;
 
 /// Reads the caller's `hipMemAllocationProp` in the emulated version's layout.
