@@ -1,7 +1,8 @@
 //! [`Runtime`]: a started backend, shared by every buffer and signal made from it.
 //!
-//! Every method of `Runtime` is here, except the rendezvous's
-//! [`connect`](Runtime::connect), which `rendezvous/connect.rs` adds. The constructors
+//! Every method of `Runtime` is here, except the rendezvous's: [`connect`](Runtime::connect)
+//! (`rendezvous/connect.rs`) and [`share_external`](Runtime::share_external)
+//! (`rendezvous/server.rs`). The constructors
 //! pick the backend (`open`, `emulated`, `from_env`); the RAII types
 //! built on a runtime ([`SharedBuffer`](crate::SharedBuffer),
 //! [`ImportedBuffer`](crate::ImportedBuffer), [`Signal`](crate::Signal)) each hold a clone

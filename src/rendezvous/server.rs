@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use devipc_core::{DeviceIpc, Error, MemToken, PidValidation, ProcessId, Result, SignalToken};
+use devipc_core::{
+    DeviceId, DeviceIpc, DevicePtr, Error, MemToken, PidValidation, ProcessId, Result, SignalToken,
+};
 use devipc_shm::os;
 
 use super::line_io::{LineBuffer, LineError};
@@ -41,10 +43,11 @@ pub(super) const MAX_PENDING: usize = 64;
 /// round's outcomes stay bounded and the connections already open get their turn.
 const ACCEPT_BATCH: usize = 64;
 
-/// A socket at which a [`SharedBuffer`] (and signals) are handed to importers; made by
-/// [`SharedBuffer::share`].
+/// A socket at which a [`SharedBuffer`] or framework memory (and signals) are handed to
+/// importers; made by [`SharedBuffer::share`] or [`Runtime::share_external`].
 ///
-/// Holds the buffer, so its memory stays allocated while the server lives. Signals are
+/// Holds the buffer, so its memory stays allocated while the server lives (framework
+/// memory is the framework's to keep). Signals are
 /// exported when added but not held: keep them alive while importers may connect (an
 /// importer of a destroyed signal gets a typed error, never a dangling handle).
 /// Dropping the server removes the socket file (if it is still ours) and closes the
@@ -55,7 +58,8 @@ pub struct ShareServer {
     path: PathBuf,
     /// `(st_dev, st_ino)` of the socket file we created: Drop removes only that one.
     socket_id: (u64, u64),
-    buffer: SharedBuffer,
+    /// What the token names, kept alive for a buffer.
+    source: Source,
     token: MemToken,
     /// The vendor object's descriptor, sent with each offer (`SCM_RIGHTS`) when the
     /// token's mechanism [carries one](devipc_core::Mechanism::carries_fd).
@@ -148,6 +152,16 @@ impl Drop for Turn<'_> {
 // ---------------------------------------------------------------------------------------
 // Making a server.
 
+/// What a [`ShareServer`] hands out.
+#[derive(Debug)]
+enum Source {
+    /// A buffer of this process, held so that it stays allocated.
+    Buffer(SharedBuffer),
+    /// Framework memory exported with [`Runtime::share_external`]: its lifetime is the
+    /// framework's; the runtime that exported it grants.
+    External(Runtime),
+}
+
 impl SharedBuffer {
     /// Serves the whole buffer at the Unix socket `path`: exports it with `opts`'s export
     /// options and binds the socket. Importers then need [`ShareServer::accept`].
@@ -173,6 +187,49 @@ impl SharedBuffer {
         path: impl AsRef<Path>,
         opts: ShareOptions,
     ) -> Result<ShareServer> {
+        ShareServer::serve(Source::Buffer(self.clone()), path.as_ref(), opts, |opts| {
+            self.export_range(range, opts.export)
+        })
+    }
+}
+
+impl Runtime {
+    /// Serves framework memory (`len` bytes at `ptr` on `device`, allocated by the
+    /// framework, not by devipc) at the Unix socket `path`: exports it as
+    /// [`Runtime::export_external`] does (HIP picks the mechanism the memory needs:
+    /// `hip-ipc-mem` for `hipMalloc` memory, `hip-vmm-fd` for virtual memory, whose file
+    /// descriptor then goes with each offer), and binds the socket as
+    /// [`SharedBuffer::share`] does.
+    ///
+    /// The memory's lifetime is the framework's: keep it allocated while importers may
+    /// connect and map it, and end the export with [`Runtime::close_external`] once they
+    /// closed (and the server is dropped).
+    pub fn share_external(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        path: impl AsRef<Path>,
+        opts: ShareOptions,
+    ) -> Result<ShareServer> {
+        ShareServer::serve(
+            Source::External(self.clone()),
+            path.as_ref(),
+            opts,
+            |opts| self.export_external(device, ptr, len, opts.export),
+        )
+    }
+}
+
+impl ShareServer {
+    /// Checks `opts` and `path`, exports with `export`, takes the object's descriptor
+    /// when the token carries one, and binds the socket.
+    fn serve(
+        source: Source,
+        path: &Path,
+        opts: ShareOptions,
+        export: impl FnOnce(&ShareOptions) -> Result<MemToken>,
+    ) -> Result<ShareServer> {
         if opts.io_timeout.is_zero() {
             return Err(Error::invalid_argument(
                 "ShareOptions::io_timeout must not be zero",
@@ -185,10 +242,14 @@ impl SharedBuffer {
             )));
         }
         // Before exporting: a path no importer could reach is the caller's mistake.
-        let path = resolve_path(path.as_ref())?;
-        let token = self.export_range(range, opts.export)?;
+        let path = resolve_path(path)?;
+        let token = export(&opts)?;
+        let rt = match &source {
+            Source::Buffer(b) => b.runtime(),
+            Source::External(rt) => rt,
+        };
         let fd = if token.mechanism().carries_fd() {
-            Some(self.runtime().backend().export_fd(&token)?)
+            Some(rt.backend().export_fd(&token)?)
         } else {
             None
         };
@@ -197,7 +258,7 @@ impl SharedBuffer {
             listener,
             path,
             socket_id,
-            buffer: self.clone(),
+            source,
             token,
             fd,
             signals: Vec::new(),
@@ -280,7 +341,10 @@ impl ShareServer {
     }
 
     fn runtime(&self) -> &Runtime {
-        self.buffer.runtime()
+        match &self.source {
+            Source::Buffer(b) => b.runtime(),
+            Source::External(rt) => rt,
+        }
     }
 
     fn context(&self) -> String {
@@ -630,7 +694,7 @@ impl ShareServer {
         if self.opts.export.validation != PidValidation::Trustlist {
             return Ok(());
         }
-        self.buffer.grant(&self.token, &[pid])?;
+        self.runtime().grant(&self.token, &[pid])?;
         for (rt, token) in &self.signals {
             rt.inner.backend.grant_signal(token, &[pid])?;
         }
