@@ -53,7 +53,7 @@ fn e2s(e: devipc::Error) -> String {
 /// What the exporter shares: a devipc buffer, or framework memory it frees itself.
 enum Exported {
     Buffer(SharedBuffer),
-    Framework(Framework),
+    Framework(Box<Framework>),
 }
 
 /// Memory "the framework" allocated with the raw vendor table (not devipc), freed the
@@ -178,8 +178,8 @@ fn exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
             .map_err(e2s)?,
         ),
         "default" => Exported::Buffer(rt.allocate(DeviceId(0), SIZE).map_err(e2s)?),
-        "framework-vmm" => Exported::Framework(Framework::vmm()?),
-        "framework-legacy" => Exported::Framework(Framework::legacy()?),
+        "framework-vmm" => Exported::Framework(Box::new(Framework::vmm()?)),
+        "framework-legacy" => Exported::Framework(Box::new(Framework::legacy()?)),
         other => return Err(format!("unknown {HOW_ENV} {other}")),
     };
     let server: ShareServer = match &exported {
@@ -249,7 +249,7 @@ fn exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
                     Err(devipc::Error::InvalidArgument { .. }) => {}
                     Err(e) => return Err(e2s(e)),
                 }
-                f.free()?;
+                (*f).free()?;
                 parent.say("freed", "");
             }
             "exit" => {
