@@ -5,8 +5,8 @@
 //!
 //! | id | devipc | baseline | goal |
 //! |---|---|---|---|
-//! | P1 | facade export + grant, then import + close in a second process | the raw vendor calls for the same | at most 1.05x |
-//! | P2 | cached import (the token is already imported here) | cold import | at least 100x faster |
+//! | P1 | facade export + grant, then import + close in a second process (each backend's default memory; HIP also `hip-vmm-fd`) | the raw vendor calls for the same | at most 1.05x |
+//! | P2 | cached import (the token is already imported here; HIP also `hip-vmm-fd`) | cold import | at least 100x faster |
 //! | P3 | `Signal` ping-pong between two processes | `BinarySemaphore` (futex) ping-pong on a shared file | at most 1.5x |
 //! | P4 | `ImportedBuffer::read` of a peer's buffer | local `memcpy` of the same size | at least 0.95x the throughput |
 //! | P5 | per-op cost (cold import + close; cached import) with 10,000 live imports | the same with 10 | at most 1.2x |
@@ -14,7 +14,9 @@
 //! ```sh
 //! cargo bench --bench ipc             # full run (about two minutes), prints the table
 //! cargo bench --bench ipc -- P3 hip   # only rows whose id or backend match every word
+//! cargo bench --bench ipc -- P1 vmm   # `vmm` (or `hip-vmm-fd`): only the hip-vmm-fd rows
 //! cargo test --benches                # smoke run: tiny sizes, checks it all works
+//! cargo bench --bench ipc -- --help   # this usage
 //! ```
 //!
 //! Method: every figure is a batch of operations timed as a whole and divided by its
@@ -44,10 +46,11 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use devipc::raw::{Backend, Mechanism};
 use devipc::{BackendChoice, BackendKind, DeviceId, Runtime};
 
 use peer::Peer;
-use raw::RawApi;
+use raw::{RawApi, RawVmm};
 use stats::{Row, print_row, summary};
 
 /// Errors of the benchmark harness.
@@ -120,6 +123,10 @@ fn main() -> ExitCode {
         };
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let plan = if args.iter().any(|a| a == "--bench") {
         FULL
     } else {
@@ -138,6 +145,24 @@ fn main() -> ExitCode {
         }
     }
 }
+
+const USAGE: &str = "\
+devipc's performance goals (issue 7; BENCHMARKS.md), measured on both emulated backends.
+
+usage: cargo bench --bench ipc [-- WORD...]   full run, prints the table
+       cargo test --bench ipc                 smoke run: tiny sizes, checks every path
+       cargo bench --bench ipc -- --help      this text
+
+Each WORD selects rows; a row runs when every word matches its id (P1..P5), its backend
+(ascend, hip) or its mechanism (vmm or hip-vmm-fd: the HIP virtual-memory rows of P1 and
+P2; the other rows have none). Examples: `P3 hip`, `P1 vmm`, `ascend`.
+
+environment: DEVIPC_BENCH_UNPINNED=1 runs P3 without CPU pinning;
+             DEVIPC_EMU_HIP_VERSION (default 6.2) is the emulated HIP runtime (the
+             hip-vmm-fd rows need 6.2 or later and are skipped with a note before).";
+
+/// The mechanism word of the `hip-vmm-fd` rows, besides its name.
+const VMM_WORD: &str = "vmm";
 
 fn run(plan: Plan, filters: &[String]) -> BenchResult<()> {
     // On tmpfs, like the emulator's default state directory: on a disk file system the
@@ -168,10 +193,12 @@ fn run(plan: Plan, filters: &[String]) -> BenchResult<()> {
         "\n| id | backend | measurement | baseline: median [min - max] | devipc: median [min - max] | ratio: median [min - max] | goal | result |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    let wanted = |id: &str, kind: BackendKind| {
-        filters
-            .iter()
-            .all(|f| id.eq_ignore_ascii_case(f) || kind.name() == f)
+    let wanted = |id: &str, kind: BackendKind, mechanism: Option<Mechanism>| {
+        filters.iter().all(|f| {
+            id.eq_ignore_ascii_case(f)
+                || kind.name() == f
+                || mechanism.is_some_and(|m| m.to_string() == *f || f == VMM_WORD)
+        })
     };
     let mut rows = Vec::new();
     let result = (|| -> BenchResult<()> {
@@ -223,18 +250,45 @@ fn machine() -> String {
     format!("machine: {cpu}, {cores} cores, Linux {kernel}")
 }
 
+/// The raw VMM calls if the `hip-vmm-fd` rows of `kind` are to run, `None` (with a note
+/// saying why, when it is the runtime's lack) otherwise.
+fn vmm_rows(
+    kind: BackendKind,
+    rt: &Runtime,
+    raw: &RawApi,
+    wanted: &dyn Fn(&str, BackendKind, Option<Mechanism>) -> bool,
+) -> BenchResult<Option<RawVmm>> {
+    let Backend::Hip(hip) = rt.backend() else {
+        return Ok(None);
+    };
+    if !["P1", "P2"]
+        .iter()
+        .any(|id| wanted(id, kind, Some(Mechanism::HipVmmFd)))
+    {
+        return Ok(None);
+    }
+    if let Err(e) = hip.vmm_fd_support() {
+        println!("  (hip-vmm-fd rows skipped: {e})");
+        return Ok(None);
+    }
+    Ok(Some(RawVmm::of(raw)?))
+}
+
 fn bench_backend(
     kind: BackendKind,
     plan: Plan,
-    wanted: &dyn Fn(&str, BackendKind) -> bool,
+    wanted: &dyn Fn(&str, BackendKind, Option<Mechanism>) -> bool,
     rows: &mut Vec<Row>,
 ) -> BenchResult<()> {
     let choice = BackendChoice::Emulated(kind);
     let rt = Runtime::emulated(kind)?;
     let raw = RawApi::of(&rt)?;
-    if ["P1", "P2", "P4", "P5"].iter().any(|id| wanted(id, kind)) {
+    let vmm = vmm_rows(kind, &rt, &raw, wanted)?;
+    let wanted_vmm = |id: &str| vmm.is_some() && wanted(id, kind, Some(Mechanism::HipVmmFd));
+    let wanted = |id: &str, kind: BackendKind| wanted(id, kind, None);
+    if ["P1", "P2", "P4", "P5"].iter().any(|id| wanted(id, kind)) || vmm.is_some() {
         let mut exporter = Peer::spawn("exporter", choice)?;
-        exporter.expect("pid")?;
+        let exporter_pid: i32 = exporter.expect("pid")?.parse()?;
         exporter.send(&format!("peer {}", rt.process_id()))?;
         let mut push = |row: Row| {
             print_row(&row, plan.full);
@@ -243,8 +297,14 @@ fn bench_backend(
         if wanted("P1", kind) {
             p1::run(kind, plan, &rt, &raw, &mut exporter, &mut push)?;
         }
+        if let Some(vmm) = vmm.as_ref().filter(|_| wanted_vmm("P1")) {
+            p1::run_vmm(plan, &rt, vmm, &mut exporter, exporter_pid, &mut push)?;
+        }
         if wanted("P2", kind) {
-            p2::run(kind, plan, &rt, &mut exporter, &mut push)?;
+            p2::run(kind, plan, &rt, &mut exporter, false, &mut push)?;
+        }
+        if wanted_vmm("P2") {
+            p2::run(kind, plan, &rt, &mut exporter, true, &mut push)?;
         }
         if wanted("P4", kind) {
             p4::run(kind, plan, &rt, &raw, &mut exporter, &mut push)?;

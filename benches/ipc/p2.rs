@@ -1,5 +1,7 @@
 //! P2: a cached import (the token is already imported here) against a cold import
-//! (goal: at least 100x faster).
+//! (goal: at least 100x faster), of each backend's default memory and, on HIP, of virtual
+//! memory shared as a file descriptor (`hip-vmm-fd`, whose cold import fetches the fd with
+//! `pidfd_getfd`).
 
 use std::time::Instant;
 
@@ -9,16 +11,21 @@ use crate::peer::{Peer, parse_tokens};
 use crate::stats::{Goal, Row, paired};
 use crate::{BenchResult, DEV, Plan};
 
-/// P2: a second import of a live token vs a cold import.
+/// P2: a second import of a live token vs a cold import; `vmm`: of `hip-vmm-fd` memory
+/// (`allocate_with(HipVmmFd)` in the exporter) rather than the default.
 pub fn run(
     kind: BackendKind,
     plan: Plan,
     rt: &Runtime,
     exporter: &mut Peer,
+    vmm: bool,
     push: &mut dyn FnMut(Row),
 ) -> BenchResult<()> {
     let n = plan.batch * 2;
-    let (_, items) = exporter.batch(&format!("devipc {n} 4096 0"))?;
+    let (_, items) = exporter.batch(&format!(
+        "devipc {n} 4096 0{}",
+        if vmm { " vmm" } else { "" }
+    ))?;
     let tokens = parse_tokens(&items)?;
     let cached_per_token = 64;
     let mut held: Vec<ImportedBuffer> = Vec::with_capacity(n);
@@ -61,7 +68,11 @@ pub fn run(
     push(Row {
         id: "P2",
         backend: kind,
-        what: "cached import vs cold import (speed-up)".into(),
+        what: if vmm {
+            "cached import vs cold import (speed-up), hip-vmm-fd".into()
+        } else {
+            "cached import vs cold import (speed-up)".into()
+        },
         baseline_name: "cold",
         baseline: cold,
         devipc: cached,

@@ -7,15 +7,16 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use devipc::raw::Mechanism;
 use devipc::{
-    BackendChoice, DevicePtr, ExportOptions, MemToken, ProcessId, Runtime, SharedBuffer,
-    SignalToken,
+    AllocateOptions, BackendChoice, DevicePtr, ExportOptions, MemToken, ProcessId, Runtime,
+    SharedBuffer, SignalToken,
 };
 use devipc_child::{Child, Command, FOREVER, OtherMessages, hear, say};
 use devipc_shm::futex::BinarySemaphore;
 use devipc_shm::word_file::WordFile;
 
-use crate::raw::{RawAlloc, RawApi};
+use crate::raw::{RawAlloc, RawApi, RawVmm, RawVmmAlloc};
 use crate::{BenchResult, DEV, ROLE_ENV, WAIT};
 
 /// A child role of this program, spoken to over its stdin/stdout (through
@@ -81,8 +82,9 @@ pub fn child_role(role: &str) -> BenchResult<()> {
     }
 }
 
-/// The exporting peer: answers `devipc N SIZE FILL`, `raw N SIZE`, `external N SIZE`
-/// with the timed exports, `free` by releasing everything, `quit` by exiting.
+/// The exporting peer: answers `devipc N SIZE FILL [vmm]` (`vmm`: memory of
+/// `allocate_with(HipVmmFd)`), `raw N SIZE`, `raw-vmm N SIZE`, `external N SIZE` with the
+/// timed exports, `free` by releasing everything, `quit` by exiting.
 fn exporter(choice: BackendChoice) -> BenchResult<()> {
     let rt = Runtime::from_choice(choice)?;
     let raw = RawApi::of(&rt)?;
@@ -97,6 +99,10 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
     let mut buffers: Vec<SharedBuffer> = Vec::new();
     let mut raw_allocs: Vec<RawAlloc> = Vec::new();
     let mut mallocs: Vec<u64> = Vec::new();
+    // Raw HIP VMM memory and its exported fds (kept open: the importer fetches them).
+    let mut raw_vmm: Option<RawVmm> = None;
+    let mut vmm_allocs: Vec<(RawVmmAlloc, Option<std::os::fd::OwnedFd>)> = Vec::new();
+    let vmm_opts = AllocateOptions::mechanism(Mechanism::HipVmmFd);
     while let Some(line) = hear() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let num = |i: usize| -> BenchResult<usize> {
@@ -107,9 +113,14 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
         match words.first().copied() {
             Some("devipc") => {
                 let (n, size, fill) = (num(1)?, num(2)?, num(3)? != 0);
+                let vmm = words.get(4) == Some(&"vmm");
                 let first = buffers.len();
                 for _ in 0..n {
-                    let b = rt.allocate(DEV, size)?;
+                    let b = if vmm {
+                        rt.allocate_with(DEV, size, vmm_opts)?
+                    } else {
+                        rt.allocate(DEV, size)?
+                    };
                     if fill {
                         b.write(0, &pattern(b.len()))?;
                     }
@@ -140,6 +151,26 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
                 t = start.elapsed();
                 items = handles;
             }
+            Some("raw-vmm") => {
+                let (n, size) = (num(1)?, num(2)?);
+                if raw_vmm.is_none() {
+                    raw_vmm = Some(RawVmm::of(&raw)?);
+                }
+                let vmm = raw_vmm.as_ref().ok_or("no VMM calls")?;
+                let first = vmm_allocs.len();
+                for _ in 0..n {
+                    vmm_allocs.push((vmm.alloc(size)?, None));
+                }
+                let start = Instant::now();
+                for (a, fd) in &mut vmm_allocs[first..] {
+                    *fd = Some(vmm.export(a)?);
+                }
+                t = start.elapsed();
+                items = vmm_allocs[first..]
+                    .iter()
+                    .filter_map(|(a, fd)| fd.as_ref().map(|fd| RawVmm::describe(a, fd)))
+                    .collect();
+            }
             Some("external") => {
                 let (n, size) = (num(1)?, num(2)?);
                 let first = mallocs.len();
@@ -162,6 +193,7 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
                 for a in raw_allocs.drain(..) {
                     raw.free(a)?;
                 }
+                free_vmm(raw_vmm.as_ref(), &mut vmm_allocs)?;
                 say("ok", "");
                 continue;
             }
@@ -178,11 +210,24 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
     for a in raw_allocs {
         raw.free(a)?;
     }
+    free_vmm(raw_vmm.as_ref(), &mut vmm_allocs)?;
     // Framework memory exported by key: the runtime closes the keys when it goes away,
     // then the blocks can be freed.
     drop(rt);
     for p in mallocs {
         let _ = raw.free_malloc(p);
+    }
+    Ok(())
+}
+
+/// Closes the exported fds of raw VMM memory, then frees the memory.
+fn free_vmm(
+    vmm: Option<&RawVmm>,
+    allocs: &mut Vec<(RawVmmAlloc, Option<std::os::fd::OwnedFd>)>,
+) -> BenchResult<()> {
+    for (a, fd) in allocs.drain(..) {
+        drop(fd);
+        vmm.ok_or("raw VMM memory without the VMM calls")?.free(a)?;
     }
     Ok(())
 }

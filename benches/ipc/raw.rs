@@ -6,7 +6,8 @@
 //! (no tokens, no handle tables, no device scoping, no import cache): the thread's device
 //! is bound once up front.
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use devipc::Runtime;
@@ -19,7 +20,14 @@ use devipc_ascend::sys::types::{
     ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_MALLOC_HUGE_FIRST, ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
     aclrtDrvMemHandle, aclrtMemAccessDesc, aclrtMemLocation, aclrtPhysicalMemProp,
 };
-use devipc_hip::sys::{HIP_IPC_HANDLE_SIZE, HipApi, hipIpcMemHandle_t, hipMemcpyDeviceToHost};
+use devipc_hip::sys::{
+    HIP_IPC_HANDLE_SIZE, HipApi, hipIpcMemHandle_t, hipMemAccessDesc,
+    hipMemAccessFlagsProtReadWrite, hipMemAllocationGranularityMinimum, hipMemAllocationProp,
+    hipMemAllocationTypePinned, hipMemGenericAllocationHandle_t,
+    hipMemHandleTypePosixFileDescriptor, hipMemLocation, hipMemLocationTypeDevice,
+    hipMemcpyDeviceToHost,
+};
+use devipc_shm::os::{pidfd_getfd, pidfd_open};
 
 use crate::BenchResult;
 
@@ -301,4 +309,256 @@ pub fn unhex(text: &str) -> BenchResult<Vec<u8>> {
         .step_by(2)
         .map(|i| Ok(u8::from_str_radix(&text[i..i + 2], 16)?))
         .collect()
+}
+
+/// The raw HIP VMM calls of the `hip-vmm-fd` baselines: what a hand-written program
+/// sharing `hipMemCreate` memory as a POSIX fd does (api-facts C.1), on the same table as
+/// [`RawApi::Hip`]. The device (0) is bound by [`RawApi::of`].
+pub struct RawVmm {
+    api: Arc<HipApi>,
+    /// `hipMemImportFromShareableHandle` takes the fd by value (ROCm 7.1+), not by pointer.
+    by_value: bool,
+    /// `hipMemGetAllocationGranularity` (minimum) of device 0, asked once.
+    granularity: usize,
+}
+
+/// Raw VMM memory of device 0: a physical allocation mapped whole into a reservation of
+/// its own, read-write for device 0.
+pub struct RawVmmAlloc {
+    handle: hipMemGenericAllocationHandle_t,
+    va: *mut c_void,
+    size: usize,
+}
+
+/// What the raw VMM exporter sends: its pid, the exported fd's number there, the size.
+pub struct RawVmmHandle {
+    pid: i32,
+    fd: i32,
+    size: usize,
+}
+
+fn vmm_fn<T>(f: Option<T>, name: &str) -> BenchResult<T> {
+    f.ok_or_else(|| format!("this HIP runtime has no {name}").into())
+}
+
+fn vmm_prop() -> hipMemAllocationProp {
+    hipMemAllocationProp {
+        r#type: hipMemAllocationTypePinned,
+        requestedHandleType: hipMemHandleTypePosixFileDescriptor,
+        location: hipMemLocation {
+            r#type: hipMemLocationTypeDevice,
+            id: 0,
+        },
+        ..hipMemAllocationProp::zeroed()
+    }
+}
+
+const VMM_ACCESS: hipMemAccessDesc = hipMemAccessDesc {
+    location: hipMemLocation {
+        r#type: hipMemLocationTypeDevice,
+        id: 0,
+    },
+    flags: hipMemAccessFlagsProtReadWrite,
+};
+
+impl RawVmm {
+    /// The VMM calls of `raw` (HIP only; ROCm 6.2+ layout of the property block).
+    pub fn of(raw: &RawApi) -> BenchResult<RawVmm> {
+        let RawApi::Hip(api, _) = raw else {
+            return Err("hip-vmm-fd is a HIP mechanism".into());
+        };
+        let mut version = 0;
+        // SAFETY: a valid out-pointer.
+        check("hipRuntimeGetVersion", unsafe {
+            (api.hipRuntimeGetVersion)(&mut version)
+        })?;
+        if version < 60_200_000 {
+            return Err(format!("HIP {version} cannot export VMM memory (ROCm 6.2+)").into());
+        }
+        let get = vmm_fn(
+            api.hipMemGetAllocationGranularity,
+            "hipMemGetAllocationGranularity",
+        )?;
+        let mut granularity = 0usize;
+        let prop = vmm_prop();
+        // SAFETY: a valid out-pointer and property block (ROCm 5.3+ layout).
+        check("hipMemGetAllocationGranularity", unsafe {
+            get(&mut granularity, &prop, hipMemAllocationGranularityMinimum)
+        })?;
+        Ok(RawVmm {
+            api: api.clone(),
+            by_value: devipc_hip::sys::import_takes_fd_by_value(version),
+            granularity,
+        })
+    }
+
+    /// `size` rounded up to the granularity.
+    pub fn rounded(&self, size: usize) -> usize {
+        size.next_multiple_of(self.granularity)
+    }
+
+    /// Reserves `size` bytes, maps the whole of `handle` there, gives device 0 access.
+    /// On an error the reservation is freed (the handle stays the caller's).
+    fn map(
+        &self,
+        handle: hipMemGenericAllocationHandle_t,
+        size: usize,
+    ) -> BenchResult<*mut c_void> {
+        let api = &self.api;
+        let reserve = vmm_fn(api.hipMemAddressReserve, "hipMemAddressReserve")?;
+        let map = vmm_fn(api.hipMemMap, "hipMemMap")?;
+        let set_access = vmm_fn(api.hipMemSetAccess, "hipMemSetAccess")?;
+        let mut va = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; no hint, flags 0; size and alignment granular.
+        check("hipMemAddressReserve", unsafe {
+            reserve(&mut va, size, self.granularity, std::ptr::null_mut(), 0)
+        })?;
+        let mapped = (|| {
+            // SAFETY: the whole live `handle` (`size` bytes) into the fresh reservation.
+            check("hipMemMap", unsafe { map(va, size, 0, handle, 0) })?;
+            // SAFETY: exactly the mapping just made, one valid descriptor.
+            check("hipMemSetAccess", unsafe {
+                set_access(va, size, &VMM_ACCESS, 1)
+            })
+        })();
+        if let Err(e) = mapped {
+            // SAFETY: undoes what was made above, once (an unmap of nothing mapped fails
+            // harmlessly).
+            unsafe {
+                let _ = vmm_fn(api.hipMemUnmap, "hipMemUnmap").map(|f| f(va, size));
+                let _ = vmm_fn(api.hipMemAddressFree, "hipMemAddressFree").map(|f| f(va, size));
+            }
+            return Err(e);
+        }
+        Ok(va)
+    }
+
+    /// Releases a handle whose mapping failed (the error path of create and import).
+    fn release_after_error(&self, handle: hipMemGenericAllocationHandle_t) {
+        if let Some(release) = self.api.hipMemRelease {
+            // SAFETY: a handle just created or imported, with nothing mapped, released
+            // once, here.
+            let _ = unsafe { release(handle) };
+        }
+    }
+
+    /// Unmaps `va`, frees its reservation and releases `handle`, in that order.
+    fn unmap_release(
+        &self,
+        va: *mut c_void,
+        size: usize,
+        handle: hipMemGenericAllocationHandle_t,
+    ) -> BenchResult<()> {
+        let api = &self.api;
+        let unmap = vmm_fn(api.hipMemUnmap, "hipMemUnmap")?;
+        let free = vmm_fn(api.hipMemAddressFree, "hipMemAddressFree")?;
+        let release = vmm_fn(api.hipMemRelease, "hipMemRelease")?;
+        // SAFETY: each releases what `map` and the create/import made, once, in order.
+        unsafe {
+            check("hipMemUnmap", unmap(va, size))?;
+            check("hipMemAddressFree", free(va, size))?;
+            check("hipMemRelease", release(handle))
+        }
+    }
+
+    /// Exportable VMM memory: `hipMemCreate` (POSIX fd handle type) of `size` rounded up to
+    /// the granularity, reserve, map, set access.
+    pub fn alloc(&self, size: usize) -> BenchResult<RawVmmAlloc> {
+        let create = vmm_fn(self.api.hipMemCreate, "hipMemCreate")?;
+        let size = self.rounded(size);
+        let prop = vmm_prop();
+        let mut handle: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer and property block; a granular size; flags 0.
+        check("hipMemCreate", unsafe {
+            create(&mut handle, size, &prop, 0)
+        })?;
+        match self.map(handle, size) {
+            Ok(va) => Ok(RawVmmAlloc { handle, va, size }),
+            Err(e) => {
+                self.release_after_error(handle);
+                Err(e)
+            }
+        }
+    }
+
+    /// Frees an allocation of [`RawVmm::alloc`]: unmap, free the reservation, release.
+    pub fn free(&self, alloc: RawVmmAlloc) -> BenchResult<()> {
+        self.unmap_release(alloc.va, alloc.size, alloc.handle)
+    }
+
+    /// `hipMemExportToShareableHandle` as a POSIX fd, which the caller keeps open for as
+    /// long as importers may fetch it.
+    pub fn export(&self, alloc: &RawVmmAlloc) -> BenchResult<OwnedFd> {
+        let export = vmm_fn(
+            self.api.hipMemExportToShareableHandle,
+            "hipMemExportToShareableHandle",
+        )?;
+        let mut fd: c_int = -1;
+        // SAFETY: the runtime writes one `int` through the pointer; a live handle; flags 0.
+        check("hipMemExportToShareableHandle", unsafe {
+            export(
+                (&mut fd as *mut c_int).cast(),
+                alloc.handle,
+                hipMemHandleTypePosixFileDescriptor,
+                0,
+            )
+        })?;
+        if fd < 0 {
+            return Err(format!("hipMemExportToShareableHandle wrote fd {fd}").into());
+        }
+        // SAFETY: a new descriptor of this process that nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// The text [`RawVmm::parse`] reads: this process's pid, the fd's number, the size.
+    pub fn describe(alloc: &RawVmmAlloc, fd: &OwnedFd) -> String {
+        format!("{} {} {}", std::process::id(), fd.as_raw_fd(), alloc.size)
+    }
+
+    /// Parses what [`RawVmm::describe`] wrote.
+    pub fn parse(text: &str) -> BenchResult<RawVmmHandle> {
+        let mut words = text.split_whitespace();
+        let mut next = || words.next().ok_or("a raw VMM handle is `pid fd size`");
+        Ok(RawVmmHandle {
+            pid: next()?.parse()?,
+            fd: next()?.parse()?,
+            size: next()?.parse()?,
+        })
+    }
+
+    /// Fetches the exporter's fd (`pidfd_open` + `pidfd_getfd`), imports it
+    /// (`hipMemImportFromShareableHandle`, the fd by pointer or by value as the version
+    /// says), reserves, maps, sets access, closes the fd (only after the access: the
+    /// import may be deferred until then), then unmaps, frees the reservation, releases.
+    pub fn import_close(&self, h: &RawVmmHandle) -> BenchResult<()> {
+        let import = vmm_fn(
+            self.api.hipMemImportFromShareableHandle,
+            "hipMemImportFromShareableHandle",
+        )?;
+        let fd = {
+            let pidfd = pidfd_open(h.pid)?;
+            pidfd_getfd(&pidfd, h.fd)?
+        };
+        let mut value: c_int = fd.as_raw_fd();
+        let os_handle: *mut c_void = if self.by_value {
+            value as isize as *mut c_void
+        } else {
+            (&mut value as *mut c_int).cast()
+        };
+        let mut handle: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; `os_handle` is the open fd's value or a pointer to a
+        // live `int` holding it, as this runtime reads it.
+        check("hipMemImportFromShareableHandle", unsafe {
+            import(&mut handle, os_handle, hipMemHandleTypePosixFileDescriptor)
+        })?;
+        let va = match self.map(handle, h.size) {
+            Ok(va) => va,
+            Err(e) => {
+                self.release_after_error(handle);
+                return Err(e);
+            }
+        };
+        drop(fd);
+        self.unmap_release(va, h.size, handle)
+    }
 }
