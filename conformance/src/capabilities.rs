@@ -15,7 +15,7 @@ use std::sync::Arc;
 use devipc::raw::Backend;
 use devipc_ascend::AscendBackend;
 use devipc_ascend_sys::AclApi;
-use devipc_core::{DeviceIpc, RuntimeVersion};
+use devipc_core::{BackendKind, DeviceIpc, RuntimeVersion};
 use devipc_hip::HipBackend;
 use devipc_hip_sys::HipApi;
 use serde_json::{Value, json};
@@ -44,6 +44,9 @@ pub struct Probe {
     pub access_control: bool,
     /// Whether device 0 can access device 1 (vendor `...CanAccessPeer`).
     pub peer_access: bool,
+    /// `Capabilities::vmm_fd`: HIP virtual memory shared as a file descriptor works (the
+    /// allocation variants `hip-vmm`, `emulated-hip-vmm` need it).
+    pub vmm_fd: bool,
 }
 
 impl Probe {
@@ -58,6 +61,7 @@ impl Probe {
             version: None,
             access_control: false,
             peer_access: false,
+            vmm_fd: false,
         }
     }
 
@@ -73,6 +77,7 @@ impl Probe {
             "version": self.version.map(|v| v.to_string()),
             "access_control": self.access_control,
             "peer_access": self.peer_access,
+            "vmm_fd": self.vmm_fd,
         })
     }
 
@@ -95,6 +100,7 @@ impl Probe {
             version: s("version").and_then(|t| RuntimeVersion::parse_dotted(&t)),
             access_control: b("access_control"),
             peer_access: b("peer_access"),
+            vmm_fd: b("vmm_fd"),
         })
     }
 
@@ -102,9 +108,11 @@ impl Probe {
     pub fn run(target: Target) -> Probe {
         let mut probe = Probe::unusable(target, String::new());
         probe.library = Ok(());
-        let started = match target {
-            Target::EmulatedAscend => ascend_backend(Arc::new(devipc_emulator::acl::acl_api())),
-            Target::Ascend => match AclApi::discover() {
+        let started = match (target.kind(), target.emulated()) {
+            (BackendKind::Ascend, true) => {
+                ascend_backend(Arc::new(devipc_emulator::acl::acl_api()))
+            }
+            (BackendKind::Ascend, false) => match AclApi::discover() {
                 Ok(api) => {
                     probe.describe = api.source().to_string();
                     ascend_backend(Arc::new(api))
@@ -114,10 +122,8 @@ impl Probe {
                     Err(e.to_string())
                 }
             },
-            Target::EmulatedHip => {
-                hip_backend(Arc::new(devipc_emulator::hip::hip_api()), &mut probe)
-            }
-            Target::Hip => match HipApi::discover() {
+            (_, true) => hip_backend(Arc::new(devipc_emulator::hip::hip_api()), &mut probe),
+            (_, false) => match HipApi::discover() {
                 Ok(api) => {
                     probe.describe = api.source().to_string();
                     hip_backend(Arc::new(api), &mut probe)
@@ -135,6 +141,7 @@ impl Probe {
                 probe.describe = info.describe();
                 probe.version = info.runtime_version.or(probe.version);
                 probe.access_control = info.capabilities.access_control;
+                probe.vmm_fd = info.capabilities.vmm_fd;
                 probe.devices = backend.device_count().unwrap_or(0);
                 probe.peer_access = probe.devices >= 2 && can_access_peer(&backend);
             }
@@ -202,8 +209,17 @@ mod tests {
             version: Some(RuntimeVersion::new(5, 2, 21153)),
             access_control: false,
             peer_access: false,
+            vmm_fd: false,
         };
         assert_eq!(Probe::from_json(&p.to_json()).unwrap(), p);
+        let v = Probe {
+            target: Target::EmulatedHipVmm,
+            started: Ok(()),
+            devices: 3,
+            vmm_fd: true,
+            ..p
+        };
+        assert_eq!(Probe::from_json(&v.to_json()).unwrap(), v);
         let u = Probe::unusable(Target::Ascend, "no library".into());
         assert_eq!(Probe::from_json(&u.to_json()).unwrap(), u);
     }

@@ -67,10 +67,12 @@ pub fn main(args: &[String]) -> i32 {
             AclShell::new(Arc::new(api)).map_err(|e| e.to_string())
         }),
         roles::HIP_SHELL => serve(|| Ok(HipShell::new(Arc::new(hip_table(target)?)))),
-        roles::FACADE_SHELL => serve(|| facade_runtime(target, false).map(FacadeShell::new)),
-        roles::COUNTING_FACADE_SHELL => {
-            serve(|| facade_runtime(target, true).map(FacadeShell::new))
-        }
+        roles::FACADE_SHELL => serve(|| {
+            facade_runtime(target, false).map(|rt| FacadeShell::new(rt, target.allocation()))
+        }),
+        roles::COUNTING_FACADE_SHELL => serve(|| {
+            facade_runtime(target, true).map(|rt| FacadeShell::new(rt, target.allocation()))
+        }),
         other => {
             say("fatal", &format!("unknown child role `{other}`"));
             return 2;
@@ -85,18 +87,23 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
-/// The `rule` role: runs one scenario and reports its verdict.
+/// The `rule` role: runs one scenario and reports the mechanisms of the tokens it shared
+/// (`@@ mechanisms a,b`, when it shared any) and its verdict.
 fn rule(target: Target, id: &str) -> i32 {
-    let (word, detail) = match run_rule(target, id) {
+    let mut mechanisms = Vec::new();
+    let (word, detail) = match run_rule(target, id, &mut mechanisms) {
         Ok(observed) => ("pass", observed),
         Err(Stop::Fail(why)) => ("fail", why),
         Err(Stop::Skip(why)) => ("skip", why),
     };
+    if !mechanisms.is_empty() {
+        say("mechanisms", &mechanisms.join(","));
+    }
     say("result", &format!("{word} {detail}"));
     0
 }
 
-fn run_rule(target: Target, id: &str) -> Result<String, Stop> {
+fn run_rule(target: Target, id: &str, mechanisms: &mut Vec<String>) -> Result<String, Stop> {
     let rule = catalogue::find(id).ok_or_else(|| Stop::fail(format!("no rule `{id}`")))?;
     let json =
         std::env::var(PROBE_ENV).map_err(|_| Stop::fail(format!("{PROBE_ENV} is not set")))?;
@@ -104,10 +111,9 @@ fn run_rule(target: Target, id: &str) -> Result<String, Stop> {
         serde_json::from_str(&json).map_err(|e| Stop::fail(format!("{PROBE_ENV}: {e}")))?;
     let probe = Probe::from_json(&value).map_err(Stop::Fail)?;
     let reply = env_ms(REPLY_TIMEOUT_ENV, Duration::from_secs(60));
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let mut ctx = Ctx::new(target, probe, rule, reply);
-        (rule.scenario)(&mut ctx)
-    }));
+    let mut ctx = Ctx::new(target, probe, rule, reply);
+    let outcome = catch_unwind(AssertUnwindSafe(|| (rule.scenario)(&mut ctx)));
+    mechanisms.extend(ctx.mechanisms().iter().map(ToString::to_string));
     match outcome {
         Ok(verdict) => verdict,
         Err(panic) => {

@@ -3,8 +3,10 @@
 //! ```text
 //! devipc-conformance [--backend B]... [--rule PATTERN]... [--list] [--json] [--timeout SECS]
 //!
-//!   --backend B      ascend | hip | emulated-ascend | emulated-hip, repeatable or a comma
-//!                    list; default: emulated-ascend,emulated-hip
+//!   --backend B      ascend | hip | emulated-ascend | emulated-hip | hip-vmm |
+//!                    emulated-hip-vmm, repeatable or a comma list; default:
+//!                    emulated-ascend,emulated-hip,emulated-hip-vmm (the *-vmm targets run
+//!                    the memory rules with every buffer allocated for hip-vmm-fd)
 //!   --rule PATTERN   rule ids containing PATTERN, or matching it as a glob (* and ?);
 //!                    repeatable; default: every rule
 //!   --list           list the selected rules instead of running them
@@ -36,8 +38,11 @@ pub struct Cli {
     pub json: bool,
 }
 
-const USAGE: &str = "usage: devipc-conformance [--backend ascend|hip|emulated-ascend|emulated-hip]... \
-                     [--rule PATTERN]... [--list] [--json] [--timeout SECS]";
+const USAGE: &str = concat!(
+    "usage: devipc-conformance [--backend ",
+    "ascend|hip|emulated-ascend|emulated-hip|hip-vmm|emulated-hip-vmm",
+    "]... [--rule PATTERN]... [--list] [--json] [--timeout SECS]"
+);
 
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Cli, String> {
@@ -116,12 +121,7 @@ pub fn main() -> i32 {
         let rules: Vec<_> = catalogue::all()
             .into_iter()
             .filter(|r| cli.options.selects(r))
-            .filter(|r| {
-                cli.options
-                    .targets
-                    .iter()
-                    .any(|t| r.applies.includes(t.kind()))
-            })
+            .filter(|r| cli.options.targets.iter().any(|&t| r.runs_on(t)))
             .collect();
         if cli.json {
             println!("{}", report::json_list(&rules));
@@ -171,6 +171,13 @@ mod tests {
         assert_eq!(c.options.timeout, Duration::from_millis(2500));
         let d = parse(&[]).unwrap();
         assert_eq!(d.options.targets, Target::DEFAULT);
+        assert_eq!(
+            parse(&args("--backend emulated-hip-vmm,hip-vmm"))
+                .unwrap()
+                .options
+                .targets,
+            [Target::EmulatedHipVmm, Target::HipVmm]
+        );
         assert!(parse(&args("--backend cuda")).is_err());
         assert!(parse(&args("--timeout -1")).is_err());
         assert!(parse(&args("--bogus")).is_err());

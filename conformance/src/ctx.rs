@@ -7,14 +7,20 @@
 //! starts peers running the same shells in other processes ([`Ctx::acl_peer`],
 //! [`Ctx::hip_peer`], [`Ctx::facade_peer`]). It also judges vendor refusals against the
 //! rule's [`Expect`] ([`Ctx::refused`]).
+//!
+//! Memory scenarios allocate through [`Ctx::allocate`] (or [`Ctx::allocate_raw`]), which
+//! follows the target's allocation ([`Target::allocation`]: the default, or e.g.
+//! `hip-vmm-fd` on `emulated-hip-vmm`), as the facade peers' `alloc` does, and show every
+//! token they share to [`Ctx::shares`], which checks it is of the run's mechanism and
+//! records it for the report.
 
 use std::ffi::OsString;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use devipc::Runtime;
-use devipc::raw::Backend;
+use devipc::raw::{Allocation, Backend, DeviceIpc, Mechanism};
+use devipc::{DeviceId, MemToken, Runtime, SharedBuffer};
 use devipc_ascend::AscendBackend;
 use devipc_ascend_sys::AclApi;
 use devipc_core::{BackendKind, RuntimeVersion};
@@ -53,6 +59,9 @@ pub struct Ctx {
     pub rule: &'static Rule,
     /// How long a peer may take to answer one command.
     pub reply_timeout: Duration,
+    /// The mechanisms of the tokens the scenario shared ([`Ctx::shares`]), in first-seen
+    /// order.
+    mechanisms: Vec<Mechanism>,
 }
 
 /// The vendor table of `target` for this process: the emulator's, or the discovered
@@ -103,7 +112,58 @@ impl Ctx {
             probe,
             rule,
             reply_timeout,
+            mechanisms: Vec::new(),
         }
+    }
+
+    /// Allocates `size` bytes on `device` through the facade the way the target says:
+    /// `Runtime::allocate` (the backend's default), or `Runtime::allocate_with` the
+    /// target's mechanism on an allocation variant.
+    pub fn allocate(
+        &self,
+        rt: &Runtime,
+        device: DeviceId,
+        size: usize,
+    ) -> devipc::Result<SharedBuffer> {
+        match self.target.allocation() {
+            None => rt.allocate(device, size),
+            Some(_) => rt.allocate_with(device, size, self.target.allocate_options()),
+        }
+    }
+
+    /// As [`Ctx::allocate`], through the raw backend (`DeviceIpc::allocate[_with]`).
+    pub fn allocate_raw(
+        &self,
+        backend: &Backend,
+        device: DeviceId,
+        size: usize,
+    ) -> devipc::Result<Allocation> {
+        match self.target.allocation() {
+            None => backend.allocate(device, size),
+            Some(_) => backend.allocate_with(device, size, self.target.allocate_options()),
+        }
+    }
+
+    /// Records that the scenario shares `token` (for the report), and fails unless it is
+    /// of the mechanism the target allocates for: a variant run that quietly fell back to
+    /// the default mechanism must not pass.
+    pub fn shares(&mut self, token: &MemToken) -> Result<(), Stop> {
+        let m = token.mechanism();
+        if !self.mechanisms.contains(&m) {
+            self.mechanisms.push(m);
+        }
+        match self.target.allocation() {
+            Some(want) if want != m => Err(Stop::fail(format!(
+                "the {} run allocates for {want}, but the token is {m}",
+                self.target
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The mechanisms of the tokens the scenario shared, in first-seen order.
+    pub fn mechanisms(&self) -> &[Mechanism] {
+        &self.mechanisms
     }
 
     /// The ACL shell in this process.

@@ -3,15 +3,17 @@
 //!
 //! This is what a framework runs on each machine it ships on: `devipc-conformance
 //! --backend hip` on an AMD machine checks the real HIP runtime against the rules devipc
-//! relies on; with no argument it checks both emulated backends. It sits on top of every
-//! other crate: vendor rules call the raw function tables (`AclApi`, `HipApi`) of the
-//! backends, portable rules the `devipc` facade.
+//! relies on (`--backend hip-vmm`: the memory rules again on `hip-vmm-fd` memory); with no
+//! argument it checks both emulated backends, and emulated HIP's `hip-vmm-fd` memory
+//! (`emulated-hip-vmm`). It sits on top of every other crate: vendor rules call the raw
+//! function tables (`AclApi`, `HipApi`) of the backends, portable rules the `devipc`
+//! facade.
 //!
 //! | module | role |
 //! |---|---|
 //! | [`rule`] | the rule model: id, level, applies, source, expect, needs, scenario |
 //! | [`catalogue`] | every rule ([`catalogue::ascend`], [`catalogue::hip`], [`catalogue::portable`](mod@catalogue::portable)) |
-//! | [`target`] | the backends a run can check |
+//! | [`target`] | the backends a run can check, and the allocation variants (`emulated-hip-vmm`) |
 //! | [`capabilities`] | capability discovery: what a backend offers on this machine (devices, version, peer access) |
 //! | [`runner`] | probe, needs, one child process per rule with a deadline, state checks |
 //! | [`report`] | the table and the `--json` document (schema documented there) |

@@ -2,10 +2,12 @@
 //!
 //! # Table
 //!
-//! Per backend a header (`== emulated-hip: hip 6.2.0 (emulated), 2 devices ==`, or why the
-//! backend cannot start), one row per rule (`rule  level  result  time  detail`, the
-//! detail's first line), the full detail of every failure, and the backend's counts; then
-//! one summary line for the whole run: `N passed, N failed, N skipped`.
+//! Per backend a header (`== emulated-hip: hip 6.2.0 (emulated), 2 devices ==`, on an
+//! allocation variant followed by `, allocating hip-vmm-fd`; or why the backend cannot
+//! start), one row per rule (`rule  level  result  time  mechanism  detail`: the
+//! mechanisms of the tokens the scenario shared, `-` for none; the detail's first line),
+//! the full detail of every failure, and the backend's counts; then one summary line for
+//! the whole run: `N passed, N failed, N skipped`.
 //!
 //! # JSON schema (`--json`), version `devipc-conformance/1`
 //!
@@ -15,6 +17,9 @@
 //!   "backends": [
 //!     {
 //!       "backend": "emulated-hip",           // ascend | hip | emulated-ascend | emulated-hip
+//!                                            // | hip-vmm | emulated-hip-vmm
+//!       "allocation": "default",             // how buffers are allocated: default, or the
+//!                                            // variant's mechanism (hip-vmm-fd)
 //!       "started": true,                     // the backend started (has a device)
 //!       "start_error": null,                 // why not, when started is false
 //!       "library_error": null,               // set when the vendor library did not load
@@ -34,6 +39,11 @@
 //!           "expect": "hipErrorInvalidContext (201)",
 //!           "needs": ["HIP >= 5.6"],
 //!           "catches": [],                   // emulator rule switches it also catches
+//!           "memory": true,                  // a memory rule: also runs on the
+//!                                            // allocation variants (emulated-hip-vmm)
+//!           "allocation": "default",         // as the backend's
+//!           "mechanisms": ["hip-ipc-mem"],   // mechanisms of the memory tokens the
+//!                                            // scenario shared (empty: none, or not run)
 //!           "result": "pass",                // pass | fail | skip
 //!           "detail": "...",                 // observation, failure reason or skip reason
 //!           "time_ms": 12
@@ -46,7 +56,8 @@
 //! }
 //! ```
 //!
-//! Every rule selected for a backend appears in its `results` exactly once, and each
+//! Every rule selected for a backend appears in its `results` exactly once (an
+//! allocation variant is a backend of its own, listing only the memory rules), and each
 //! `summary` equals the counts of the `result` fields it covers. `--list --json` prints
 //! `{"schema": "devipc-conformance/list/1", "rules": [...]}` with the rule fields above
 //! (without `result`, `detail`, `time_ms`).
@@ -89,12 +100,15 @@ pub fn rule_json(rule: &Rule) -> Value {
         "expect": rule.expect.to_string(),
         "needs": rule.needs.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "catches": rule.catches,
+        "memory": rule.memory,
     })
 }
 
-fn result_json(r: &RuleResult) -> Value {
+fn result_json(t: &TargetReport, r: &RuleResult) -> Value {
     let mut v = rule_json(r.rule);
     let obj = v.as_object_mut().expect("rule_json is an object");
+    obj.insert("allocation".into(), t.target.allocation_name().into());
+    obj.insert("mechanisms".into(), r.mechanisms.clone().into());
     obj.insert("result".into(), r.status.name().into());
     obj.insert("detail".into(), r.detail.clone().into());
     obj.insert(
@@ -115,6 +129,7 @@ pub fn json_report(reports: &[TargetReport]) -> Value {
         .map(|t| {
             json!({
                 "backend": t.target.name(),
+                "allocation": t.target.allocation_name(),
                 "started": t.probe.started.is_ok(),
                 "start_error": t.probe.started.as_ref().err(),
                 "library_error": t.probe.library.as_ref().err(),
@@ -124,7 +139,7 @@ pub fn json_report(reports: &[TargetReport]) -> Value {
                 "version": t.probe.version.map(|v| v.to_string()),
                 "state_clean": t.leftovers.is_empty(),
                 "leftovers": t.leftovers,
-                "results": t.results.iter().map(result_json).collect::<Vec<_>>(),
+                "results": t.results.iter().map(|r| result_json(t, r)).collect::<Vec<_>>(),
                 "summary": counts_json(t.counts()),
             })
         })
@@ -161,9 +176,23 @@ pub fn header(t: &TargetReport) -> String {
             first_line(e)
         ),
         (Ok(()), Ok(())) => format!(
-            "== {}: {}, {} device(s) ==",
-            t.target, t.probe.describe, t.probe.devices
+            "== {}: {}, {} device(s){} ==",
+            t.target,
+            t.probe.describe,
+            t.probe.devices,
+            t.target
+                .allocation()
+                .map_or_else(String::new, |m| format!(", allocating {m}"))
         ),
+    }
+}
+
+/// The mechanisms column of a row: the list, or `-`.
+fn mechanisms_cell(r: &RuleResult) -> String {
+    if r.mechanisms.is_empty() {
+        "-".to_owned()
+    } else {
+        r.mechanisms.join(",")
     }
 }
 
@@ -192,19 +221,27 @@ pub fn table(t: &TargetReport) -> String {
         .max()
         .unwrap_or(4)
         .max(4);
+    let mech = t
+        .results
+        .iter()
+        .map(|r| mechanisms_cell(r).len())
+        .max()
+        .unwrap_or(0)
+        .max("MECHANISM".len());
     let _ = writeln!(
         out,
-        "{:width$}  {:8}  {:6}  {:>7}  DETAIL",
-        "RULE", "LEVEL", "RESULT", "TIME"
+        "{:width$}  {:8}  {:6}  {:>7}  {:mech$}  DETAIL",
+        "RULE", "LEVEL", "RESULT", "TIME", "MECHANISM"
     );
     for r in &t.results {
         let _ = writeln!(
             out,
-            "{:width$}  {:8}  {:6}  {:>6.2}s  {}",
+            "{:width$}  {:8}  {:6}  {:>6.2}s  {:mech$}  {}",
             r.rule.id,
             r.rule.level.name(),
             r.status.name().to_uppercase(),
             r.time.as_secs_f64(),
+            mechanisms_cell(r),
             clip(&r.detail, 110)
         );
     }

@@ -13,6 +13,7 @@ use std::fmt;
 use devipc_core::BackendKind;
 
 use crate::ctx::Ctx;
+use crate::target::Target;
 
 /// Whether a rule is the vendor's or devipc's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -190,6 +191,12 @@ pub struct Rule {
     /// scenario fails. The mutation sweep (`tests/break_every_rule.rs`) runs, per switch,
     /// only the rules that name it here or carry its id ([`Rule::bears_on`]).
     pub catches: &'static [&'static str],
+    /// A rule about memory that devipc allocates: besides the backend's own targets, it
+    /// runs on the allocation variants ([`Target::allocation`]), where the scenario's
+    /// process and its facade peers allocate every buffer for the variant's mechanism
+    /// (through [`Ctx::allocate`](crate::ctx::Ctx::allocate) and the facade shell's
+    /// `alloc`). Same id, one more section of the report.
+    pub memory: bool,
 }
 
 impl Rule {
@@ -205,6 +212,20 @@ impl Rule {
             catches: switches,
             ..self
         }
+    }
+
+    /// The same rule, marked as a memory rule (see [`Rule::memory`]).
+    pub const fn memory_rule(self) -> Rule {
+        Rule {
+            memory: true,
+            ..self
+        }
+    }
+
+    /// Whether the rule runs on `target`: it applies to the target's backend kind, and,
+    /// on an allocation variant, it is a memory rule.
+    pub fn runs_on(&self, target: Target) -> bool {
+        self.applies.includes(target.kind()) && (target.allocation().is_none() || self.memory)
     }
 
     /// Whether breaking emulator rule `switch` should make this rule fail: the rule has
@@ -260,5 +281,30 @@ mod tests {
         assert!(!matches("ascend.vmm", "hip.mem.x"));
         assert!(!matches("ascend.vmm.*x", id));
         assert!(matches("*", id));
+    }
+
+    /// An allocation variant runs the memory rules of its backend kind and nothing else;
+    /// the plain targets run what applies to their kind, memory rules or not.
+    #[test]
+    fn variants_run_only_memory_rules() {
+        let all = crate::catalogue::all();
+        let on = |t: Target| all.iter().filter(|r| r.runs_on(t)).count();
+        for r in &all {
+            assert!(
+                !r.memory || r.level == Level::Portable,
+                "{}: only portable rules go through the facade's allocation",
+                r.id
+            );
+            assert_eq!(r.runs_on(Target::EmulatedHipVmm), r.memory, "{}", r.id);
+            assert_eq!(r.runs_on(Target::HipVmm), r.memory, "{}", r.id);
+            assert_eq!(
+                r.runs_on(Target::EmulatedHip),
+                r.applies.includes(BackendKind::Hip),
+                "{}",
+                r.id
+            );
+        }
+        assert_eq!(on(Target::EmulatedHipVmm), 11);
+        assert!(on(Target::EmulatedHip) > on(Target::EmulatedHipVmm) + 40);
     }
 }

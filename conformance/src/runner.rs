@@ -4,7 +4,8 @@
 //!
 //! Data flow: [`run`] → per target a `probe` child ([`crate::capabilities`]) → per rule either a
 //! skip (needs unmet, with the reason) or a `rule` child ([`crate::child`]) that runs the
-//! scenario and reports `@@ result <pass|fail|skip> <detail>` → a [`TargetReport`] per
+//! scenario and reports `@@ result <pass|fail|skip> <detail>` (after `@@ mechanisms
+//! <list>`, the mechanisms of the tokens it shared, if any) → a [`TargetReport`] per
 //! target → [`crate::report`] prints it. A child that hangs past `--timeout`, crashes or
 //! exits without a result is a failure with its stderr, never a pass.
 //!
@@ -19,6 +20,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use devipc::raw::Mechanism;
 use devipc_child::ChildError;
 use devipc_emulator::state::violations::VIOLATIONS;
 
@@ -59,7 +61,7 @@ impl Options {
     pub fn rules_for(&self, target: Target) -> Vec<&'static Rule> {
         catalogue::all()
             .into_iter()
-            .filter(|r| r.applies.includes(target.kind()) && self.selects(r))
+            .filter(|r| r.runs_on(target) && self.selects(r))
             .collect()
     }
 }
@@ -97,6 +99,9 @@ pub struct RuleResult {
     pub detail: String,
     /// How long it took (0 for a skip decided from the probe).
     pub time: Duration,
+    /// The mechanisms of the memory tokens the scenario shared (`Ctx::shares`), e.g.
+    /// `hip-ipc-mem`; empty when it shared none (or did not run).
+    pub mechanisms: Vec<String>,
 }
 
 /// Counts of results.
@@ -305,6 +310,7 @@ fn run_target(
                 status: Status::Fail,
                 detail: format!("the backend probe failed: {why}"),
                 time: Duration::ZERO,
+                mechanisms: Vec::new(),
             }
         } else if let Some(reason) = unmet(rule, &probe) {
             RuleResult {
@@ -312,6 +318,7 @@ fn run_target(
                 status: Status::Skip,
                 detail: reason,
                 time: Duration::ZERO,
+                mechanisms: Vec::new(),
             }
         } else {
             let mut r = run_rule(target, rule, &env, opts.timeout);
@@ -361,6 +368,7 @@ fn everything_failed(target: Target, rules: Vec<&'static Rule>, why: String) -> 
                 status: Status::Fail,
                 detail: why.clone(),
                 time: Duration::ZERO,
+                mechanisms: Vec::new(),
             })
             .collect(),
         leftovers: Vec::new(),
@@ -397,6 +405,13 @@ pub fn unmet(rule: &Rule, probe: &Probe) -> Option<String> {
         && !rule.library_only()
     {
         return Some(format!("needs a device: the backend cannot start: {e}"));
+    }
+    if probe.target.allocation() == Some(Mechanism::HipVmmFd) && !probe.vmm_fd {
+        return Some(format!(
+            "the {} run allocates hip-vmm-fd memory, and this runtime ({}) lacks \
+             Capabilities::vmm_fd (HIP >= 6.2 with every VMM function)",
+            probe.target, probe.describe
+        ));
     }
     for need in rule.needs {
         match *need {
@@ -437,15 +452,30 @@ fn run_rule(
     timeout: Duration,
 ) -> RuleResult {
     let started = Instant::now();
-    let (status, detail) = match rule_child(target, rule, env, timeout) {
+    let mut mechanisms = Vec::new();
+    let (mut status, mut detail) = match rule_child(target, rule, env, timeout, &mut mechanisms) {
         Ok(x) => x,
         Err(e) => (Status::Fail, e),
     };
+    // On an allocation variant a pass must have shared memory of the variant's mechanism
+    // (`Ctx::shares` fails any other): a scenario that shared nothing did not check the
+    // rule on that mechanism.
+    if let Some(m) = target.allocation()
+        && status == Status::Pass
+        && !mechanisms.iter().any(|s| s == m.name())
+    {
+        status = Status::Fail;
+        detail = format!(
+            "{detail}; but the scenario shared no {m} token (tokens seen: {mechanisms:?}), so \
+             it did not check the rule on the {target} run's mechanism"
+        );
+    }
     RuleResult {
         rule,
         status,
         detail,
         time: started.elapsed(),
+        mechanisms,
     }
 }
 
@@ -454,14 +484,24 @@ fn rule_child(
     rule: &Rule,
     env: &[(String, OsString)],
     timeout: Duration,
+    mechanisms: &mut Vec<String>,
 ) -> Result<(Status, String), String> {
     let mut child = process::spawn(rule.id, &["rule", target.name(), rule.id], env, true)?;
-    let (k, v) = match child.next(timeout) {
-        Ok(msg) => msg,
-        Err(e @ ChildError::Timeout(_)) => {
-            return Err(child.explain(&e.describe(rule.id, "the rule's result")));
+    let deadline = Instant::now() + timeout;
+    let (k, v) = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (k, v) = match child.next(left) {
+            Ok(msg) => msg,
+            Err(ChildError::Timeout(_)) => {
+                let e = ChildError::Timeout(timeout);
+                return Err(child.explain(&e.describe(rule.id, "the rule's result")));
+            }
+            Err(e) => return Err(child.explain(&e.describe(rule.id, "the rule's result"))),
+        };
+        if k != "mechanisms" {
+            break (k, v);
         }
-        Err(e) => return Err(child.explain(&e.describe(rule.id, "the rule's result"))),
+        mechanisms.extend(v.split(',').filter(|m| !m.is_empty()).map(str::to_owned));
     };
     if k != "result" {
         return Err(child.explain(&format!("the rule child said `{k} {v}`")));

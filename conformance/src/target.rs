@@ -1,12 +1,22 @@
 //! [`Target`]: the backend a run checks, as named on the command line.
+//!
+//! A target is a vendor runtime (real or emulated) and, for the allocation variants
+//! (`hip-vmm`, `emulated-hip-vmm`), the mechanism every buffer of the run is allocated
+//! for. A variant runs only the rules that concern memory ([`Rule::memory`]), with the
+//! same ids, in its own section of the report; the target name travels to every child
+//! and peer of the run, so the scenario's process and its facade peers allocate alike.
+//!
+//! [`Rule::memory`]: crate::rule::Rule::memory
 
 use std::fmt;
 use std::str::FromStr;
 
-use devipc::BackendChoice;
+use devipc::raw::Mechanism;
+use devipc::{AllocateOptions, BackendChoice};
 use devipc_core::BackendKind;
 
-/// A backend to check: a real vendor runtime or the emulator speaking its ABI.
+/// A backend to check: a real vendor runtime or the emulator speaking its ABI, possibly
+/// allocating with a mechanism other than the backend's default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Target {
     /// The real ACL runtime (discovered as DESIGN section 8 says).
@@ -17,34 +27,76 @@ pub enum Target {
     EmulatedAscend,
     /// The devipc emulator with the HIP ABI.
     EmulatedHip,
+    /// The real HIP runtime, every buffer allocated for `hip-vmm-fd` (HIP virtual memory
+    /// shared as a file descriptor); memory rules only.
+    HipVmm,
+    /// The emulator with the HIP ABI, every buffer allocated for `hip-vmm-fd`; memory
+    /// rules only.
+    EmulatedHipVmm,
 }
 
 impl Target {
     /// Every target, in report order.
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 6] = [
         Target::Ascend,
         Target::Hip,
         Target::EmulatedAscend,
         Target::EmulatedHip,
+        Target::HipVmm,
+        Target::EmulatedHipVmm,
     ];
 
-    /// The default selection: both emulated backends.
-    pub const DEFAULT: [Target; 2] = [Target::EmulatedAscend, Target::EmulatedHip];
+    /// The default selection: both emulated backends, and the memory rules again on
+    /// emulated HIP with `hip-vmm-fd` memory.
+    pub const DEFAULT: [Target; 3] = [
+        Target::EmulatedAscend,
+        Target::EmulatedHip,
+        Target::EmulatedHipVmm,
+    ];
 
     /// Every spelling `--backend` accepts.
-    pub const ACCEPTED: &'static str = "ascend|hip|emulated-ascend|emulated-hip";
+    pub const ACCEPTED: &'static str =
+        "ascend|hip|emulated-ascend|emulated-hip|hip-vmm|emulated-hip-vmm";
 
     /// The vendor ABI.
     pub const fn kind(self) -> BackendKind {
         match self {
             Target::Ascend | Target::EmulatedAscend => BackendKind::Ascend,
-            Target::Hip | Target::EmulatedHip => BackendKind::Hip,
+            Target::Hip | Target::EmulatedHip | Target::HipVmm | Target::EmulatedHipVmm => {
+                BackendKind::Hip
+            }
         }
     }
 
     /// Whether this is the emulator.
     pub const fn emulated(self) -> bool {
-        matches!(self, Target::EmulatedAscend | Target::EmulatedHip)
+        matches!(
+            self,
+            Target::EmulatedAscend | Target::EmulatedHip | Target::EmulatedHipVmm
+        )
+    }
+
+    /// The mechanism every buffer of the run is allocated for, or `None` for the
+    /// backend's default (`Runtime::allocate`).
+    pub const fn allocation(self) -> Option<Mechanism> {
+        match self {
+            Target::HipVmm | Target::EmulatedHipVmm => Some(Mechanism::HipVmmFd),
+            _ => None,
+        }
+    }
+
+    /// The options every buffer of the run is allocated with (`Runtime::allocate_with`).
+    pub fn allocate_options(self) -> AllocateOptions {
+        self.allocation()
+            .map_or_else(AllocateOptions::default, AllocateOptions::mechanism)
+    }
+
+    /// The allocation as the report names it: the mechanism, or `default`.
+    pub const fn allocation_name(self) -> &'static str {
+        match self.allocation() {
+            Some(m) => m.name(),
+            None => "default",
+        }
     }
 
     /// The name used on the command line and in reports.
@@ -54,6 +106,8 @@ impl Target {
             Target::Hip => "hip",
             Target::EmulatedAscend => "emulated-ascend",
             Target::EmulatedHip => "emulated-hip",
+            Target::HipVmm => "hip-vmm",
+            Target::EmulatedHipVmm => "emulated-hip-vmm",
         }
     }
 
@@ -116,6 +170,23 @@ mod tests {
         assert_eq!(
             Target::Ascend.choice(),
             BackendChoice::Real(BackendKind::Ascend)
+        );
+        // The allocation variants: same runtime, another allocation.
+        assert_eq!(
+            Target::EmulatedHipVmm.choice(),
+            Target::EmulatedHip.choice()
+        );
+        assert_eq!(Target::HipVmm.choice(), Target::Hip.choice());
+        assert_eq!(
+            Target::EmulatedHipVmm.allocation(),
+            Some(Mechanism::HipVmmFd)
+        );
+        assert_eq!(Target::EmulatedHipVmm.allocation_name(), "hip-vmm-fd");
+        assert_eq!(Target::EmulatedHip.allocation(), None);
+        assert_eq!(Target::EmulatedHip.allocation_name(), "default");
+        assert_eq!(
+            Target::EmulatedHipVmm.allocate_options(),
+            AllocateOptions::mechanism(Mechanism::HipVmmFd)
         );
     }
 }

@@ -23,6 +23,7 @@ pub mod portable;
 pub mod selftest;
 
 use crate::rule::{Applies, Expect, Level, Need, Rule, Scenario, Stop};
+use crate::shell::Failure;
 
 /// Environment variable that makes the hidden self-test rules visible (tests only).
 pub const SELFTEST_ENV: &str = "DEVIPC_CONFORMANCE_SELFTEST";
@@ -76,6 +77,7 @@ pub(crate) const fn vendor(
         scenario,
         hidden: false,
         catches: &[],
+        memory: false,
     }
 }
 
@@ -99,6 +101,7 @@ pub(crate) const fn portable(
         scenario,
         hidden: false,
         catches: &[],
+        memory: false,
     }
 }
 
@@ -144,6 +147,55 @@ pub trait Step<T> {
 impl<T, E: std::fmt::Display> Step<T> for Result<T, E> {
     fn step(self, what: &str) -> Result<T, Stop> {
         self.map_err(|e| Stop::Fail(format!("{what}: {e}")))
+    }
+}
+
+/// As [`Step`], for an import that may fetch a `hip-vmm-fd` token's file descriptor from
+/// its exporter with `pidfd_getfd` (a plain `Runtime::import`, here or in a facade peer).
+/// The kernel allows that only with ptrace access to the exporter (same user and no Yama
+/// restriction, or `PR_SET_PTRACER`); where it refuses (EPERM), the rule cannot be
+/// checked on this machine: a skip with the reason, never a pass or a failure.
+pub trait Import<T> {
+    /// On a refused `pidfd_getfd`, skips with `what: error`; on another error, fails.
+    fn imported(self, what: &str) -> Result<T, Stop>;
+}
+
+/// Whether an error message is `pidfd_getfd` refused with EPERM (devipc-hip's `Error::Io`
+/// of `fetch_fd`, as its message crosses the facade shell's wire).
+pub fn pidfd_refused(message: &str) -> bool {
+    message.contains("pidfd_getfd")
+        && (message.contains("was refused") || message.contains("Operation not permitted"))
+}
+
+fn pidfd_skip(what: &str, error: &dyn std::fmt::Display) -> Stop {
+    Stop::Skip(format!(
+        "{what}: the pidfd path is unavailable on this machine (the importer lacks ptrace \
+         access to the exporter, e.g. kernel.yama.ptrace_scope >= 1): {error}"
+    ))
+}
+
+impl<T> Import<T> for Result<T, devipc::Error> {
+    fn imported(self, what: &str) -> Result<T, Stop> {
+        self.map_err(|e| match &e {
+            devipc::Error::Io { source, .. }
+                if source.kind() == std::io::ErrorKind::PermissionDenied
+                    && pidfd_refused(&e.to_string()) =>
+            {
+                pidfd_skip(what, &e)
+            }
+            _ => Stop::Fail(format!("{what}: {e}")),
+        })
+    }
+}
+
+impl<T> Import<T> for Result<T, Failure> {
+    fn imported(self, what: &str) -> Result<T, Stop> {
+        self.map_err(|f| match &f {
+            Failure::Devipc { kind, message } if kind == "Io" && pidfd_refused(message) => {
+                pidfd_skip(what, &f)
+            }
+            _ => Stop::Fail(format!("{what}: {f}")),
+        })
     }
 }
 
@@ -205,6 +257,40 @@ mod tests {
             };
             assert_eq!(known, Some(name), "{}", r.id);
         }
+    }
+
+    /// A refused `pidfd_getfd` (EPERM), here or in a peer, is a skip with the reason; any
+    /// other import error, or another EPERM, is a failure.
+    #[test]
+    fn a_refused_pidfd_import_is_a_skip() {
+        let eperm = || std::io::Error::from_raw_os_error(1);
+        let refused = devipc::Error::io(
+            "pidfd_getfd of the exporter's fd 7 was refused: it needs ptrace access",
+            eperm(),
+        );
+        let wire = crate::shell::facade::devipc_failure(&refused);
+        for stop in [
+            Err::<(), _>(refused).imported("import").unwrap_err(),
+            Err::<(), _>(wire).imported("peer import").unwrap_err(),
+        ] {
+            assert!(
+                matches!(&stop, Stop::Skip(why) if why.contains("pidfd path is unavailable")),
+                "{stop:?}"
+            );
+        }
+        let other = devipc::Error::io("opening /dev/shm/x", eperm());
+        assert!(matches!(
+            Err::<(), _>(other).imported("import"),
+            Err(Stop::Fail(_))
+        ));
+        let gone = Failure::Devipc {
+            kind: "InvalidArgument".into(),
+            message: "the exporter (pid 9) is gone: pidfd_getfd cannot".into(),
+        };
+        assert!(matches!(
+            Err::<(), _>(gone).imported("import"),
+            Err(Stop::Fail(_))
+        ));
     }
 
     /// Every emulator rule that a vendor rule reuses is breakable where the suite relies on

@@ -4,6 +4,14 @@
 //!
 //! Two guarantees are about vendor calls that must not happen; those scenarios run the
 //! facade on a counting vendor table ([`crate::counting`]) and compare call counts.
+//!
+//! The rules about memory devipc allocates are [memory rules](crate::rule::Rule::memory):
+//! they run once more on the allocation variants (`emulated-hip-vmm`: every buffer is
+//! `hip-vmm-fd` memory), with the same scenario. So a scenario allocates with
+//! [`Ctx::allocate`] (its facade peers' `alloc` follows the target by itself), shows each
+//! token it shares to [`Ctx::shares`], and imports with [`Import::imported`] (a refused
+//! `pidfd_getfd` is a skip). The framework-memory rules (`export_external`) stay on the
+//! default targets: their memory is `hipMalloc`'s, whatever the variant.
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +23,7 @@ use devipc::{
     SignalToken,
 };
 
-use super::{Step, ensure, pattern, portable, same_bytes};
+use super::{Import, Step, ensure, pattern, portable, same_bytes};
 use crate::counting;
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Need, Rule, Stop, Verdict};
@@ -39,7 +47,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         cross_process_bytes,
-    ),
+    )
+    .memory_rule(),
     portable(
         "portable.import.same-process-shortcut",
         "importing a token in the process that exported it returns a view of the local \
@@ -48,7 +57,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         same_process_shortcut,
-    ),
+    )
+    .memory_rule(),
     portable(
         "portable.signal.same-process-import",
         "importing a signal token in the process that exported it shares the local signal \
@@ -68,7 +78,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         import_cache,
-    ),
+    )
+    .memory_rule(),
     portable(
         "portable.lifetime.free-waits-for-importers",
         "an exporter that frees (drops) its buffer while a peer has it imported does not pull \
@@ -79,7 +90,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         free_waits_for_importers,
-    ),
+    )
+    .memory_rule(),
     portable(
         "portable.lifetime.external-close-waits-for-importers",
         "ending the export of framework memory (close_external) while a peer has it imported \
@@ -100,7 +112,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         sub_range,
-    ),
+    )
+    .memory_rule(),
     portable(
         "portable.grant.trustlist",
         "an export with the default options is importable only after grant where the backend has \
@@ -111,7 +124,8 @@ pub static RULES: &[Rule] = &[
         &[],
         grant_trustlist,
     )
-    .catching(&["ascend.vmm.trustlist-required"]),
+    .catching(&["ascend.vmm.trustlist-required"])
+    .memory_rule(),
     portable(
         "portable.grant.any-process",
         "an export with ExportOptions::any_process() is importable by any process without grant",
@@ -119,7 +133,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         grant_any_process,
-    ),
+    )
+    .memory_rule(),
     portable(
         "portable.export.external-memory",
         "memory the framework allocated with the vendor allocator (aclrtMalloc / hipMalloc) is \
@@ -137,7 +152,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         TWO_DEVICES,
         cross_device,
-    ),
+    )
+    .memory_rule(),
     portable(
         "portable.signal.binary-semaphore",
         "a signal is a binary semaphore across processes: notify once and one wait returns and \
@@ -177,7 +193,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         corrupt_token,
-    ),
+    )
+    .memory_rule(),
     portable(
         "portable.error.bad-device",
         "a device id outside 0..device_count is Error::InvalidDevice for allocate, import and \
@@ -186,7 +203,8 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         bad_device,
-    ),
+    )
+    .memory_rule(),
     portable(
         "portable.error.double-close",
         "releasing a handle twice (free, close, destroy_signal) is Error::UnknownHandle, never \
@@ -195,36 +213,39 @@ pub static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[],
         double_close,
-    ),
+    )
+    .memory_rule(),
 ];
 
 // ---------------------------------------------------------------------------------------
 // Helpers.
 
-/// The vendor functions that import memory and close an import, per backend.
-fn vendor_import_close(kind: BackendKind) -> (&'static [&'static str], &'static str) {
-    match kind {
-        BackendKind::Ascend => (
+/// The vendor functions that import memory and close an import, per mechanism (both
+/// Ascend mechanisms together).
+fn vendor_import_close(mechanism: Mechanism) -> (&'static [&'static str], &'static str) {
+    match mechanism {
+        Mechanism::HipVmmFd => (&["hipMemImportFromShareableHandle"], "hipMemRelease"),
+        m if m.backend() == BackendKind::Hip => (&["hipIpcOpenMemHandle"], "hipIpcCloseMemHandle"),
+        _ => (
             &[
                 "aclrtMemImportFromShareableHandle",
                 "aclrtIpcMemImportByKey",
             ],
             "aclrtUnmapMem",
         ),
-        _ => (&["hipIpcOpenMemHandle"], "hipIpcCloseMemHandle"),
     }
 }
 
-fn imports(kind: BackendKind) -> u64 {
-    vendor_import_close(kind)
+fn imports(mechanism: Mechanism) -> u64 {
+    vendor_import_close(mechanism)
         .0
         .iter()
         .map(|f| counting::calls(f))
         .sum()
 }
 
-fn closes(kind: BackendKind) -> u64 {
-    counting::calls(vendor_import_close(kind).1)
+fn closes(mechanism: Mechanism) -> u64 {
+    counting::calls(vendor_import_close(mechanism).1)
 }
 
 /// Fails unless `result` is an error of variant `kind`; returns its message.
@@ -251,12 +272,13 @@ fn expect_error<T: std::fmt::Debug>(
 fn cross_process_bytes(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.runtime()?;
     let mut peer = ctx.facade_peer("importer", false)?;
-    let buf = rt.allocate(DeviceId(0), SIZE).step("allocate")?;
+    let buf = ctx.allocate(&rt, DeviceId(0), SIZE).step("allocate")?;
     buf.write(0, &pattern(1, CHECK)).step("write")?;
     let token = buf.export(ExportOptions::default()).step("export")?;
+    ctx.shares(&token)?;
     let pid = peer.pid().step("peer process_id")?;
     buf.grant(&token, &[pid]).step("grant")?;
-    let (imp, local) = peer.import(&token, 0).step("peer import")?;
+    let (imp, local) = peer.import(&token, 0).imported("peer import")?;
     ensure(!local, || "the peer's import claims to be local".into())?;
     same_bytes(
         "peer reads",
@@ -279,11 +301,12 @@ fn cross_process_bytes(ctx: &mut Ctx) -> Verdict {
 
 fn same_process_shortcut(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.counting_runtime()?;
-    let buf = rt.allocate(DeviceId(0), SIZE).step("allocate")?;
+    let buf = ctx.allocate(&rt, DeviceId(0), SIZE).step("allocate")?;
     buf.write(4096, &pattern(1, CHECK)).step("write")?;
     let token = buf
         .export_range(4096..4096 + CHECK, ExportOptions::default())
         .step("export")?;
+    ctx.shares(&token)?;
     let before = counting::all_calls();
     let view = rt
         .import(&token, DeviceId(0))
@@ -339,7 +362,6 @@ fn signal_same_process(ctx: &mut Ctx) -> Verdict {
 
 fn import_cache(ctx: &mut Ctx) -> Verdict {
     const OFF: usize = 4096;
-    let kind = ctx.target.kind();
     let rt = ctx.counting_runtime()?;
     let mut peer = ctx.facade_peer("exporter", false)?;
     let id = peer.alloc(0, SIZE).step("peer allocate")?;
@@ -351,14 +373,20 @@ fn import_cache(ctx: &mut Ctx) -> Verdict {
     let part = peer
         .export(id, OFF, OFF + CHECK, ExportOptions::default())
         .step("peer export (range)")?;
+    ctx.shares(&whole)?;
+    ctx.shares(&part)?;
+    let m = whole.mechanism();
     peer.grant(&whole, rt.process_id()).step("peer grant")?;
     peer.grant(&part, rt.process_id())
         .step("peer grant (range)")?;
-    let a = rt.import(&whole, DeviceId(0)).step("first import")?;
+    // Counted from here: starting the backend may make the same calls (HIP probes its
+    // VMM export with one granule of its own).
+    let (imports_before, closes_before) = (imports(m), closes(m));
+    let a = rt.import(&whole, DeviceId(0)).imported("first import")?;
     let b = rt
         .import(&part, DeviceId(0))
         .step("second import (range)")?;
-    let (n_imports, live) = (imports(kind), rt.live_imports());
+    let (n_imports, live) = (imports(m) - imports_before, rt.live_imports());
     ensure(n_imports == 1 && live == 1, || {
         format!("two imports made {n_imports} vendor imports and {live} live mappings")
     })?;
@@ -373,17 +401,22 @@ fn import_cache(ctx: &mut Ctx) -> Verdict {
     b.read(0, &mut got).step("read through the range view")?;
     same_bytes("range view reads", &got, &pattern(1, OFF + CHECK)[OFF..])?;
     drop(a);
-    ensure(closes(kind) == 0, || {
+    ensure(closes(m) == closes_before, || {
         "the vendor close ran while the range view still used the mapping".into()
     })?;
     drop(b);
-    let (n_closes, live) = (closes(kind), rt.live_imports());
+    let (n_closes, live) = (closes(m) - closes_before, rt.live_imports());
     ensure(n_closes == 1 && live == 0, || {
         format!("after the last drop: {n_closes} vendor closes, {live} live mappings")
     })?;
     peer.drop_obj(id).step("peer free")?;
     peer.0.finish()?;
-    Ok("two imports: 1 vendor import, 1 shared mapping; 1 vendor close at the last drop".into())
+    let (import, close) = vendor_import_close(m);
+    Ok(format!(
+        "two imports: 1 vendor import ({}), 1 shared mapping; 1 vendor close ({close}) at the \
+         last drop",
+        import.join(" or ")
+    ))
 }
 
 fn sub_range(ctx: &mut Ctx) -> Verdict {
@@ -397,6 +430,7 @@ fn sub_range(ctx: &mut Ctx) -> Verdict {
     let token = peer
         .export(id, OFF, OFF + LEN, ExportOptions::default())
         .step("peer export of a range")?;
+    ctx.shares(&token)?;
     peer.grant(&token, rt.process_id()).step("peer grant")?;
     ensure(token.len() == LEN as u64, || {
         format!("the token's length is {}, not {LEN}", token.len())
@@ -404,7 +438,7 @@ fn sub_range(ctx: &mut Ctx) -> Verdict {
     ensure(token.offset() + token.len() <= token.object_size(), || {
         "the token's range leaves its object".into()
     })?;
-    let view = rt.import(&token, DeviceId(0)).step("import")?;
+    let view = rt.import(&token, DeviceId(0)).imported("import")?;
     ensure(view.len() == LEN, || {
         format!("the view is {} bytes", view.len())
     })?;
@@ -441,8 +475,9 @@ fn free_waits_for_importers(ctx: &mut Ctx) -> Verdict {
     let token = peer
         .export(id, 0, SIZE, ExportOptions::default())
         .step("peer export")?;
+    ctx.shares(&token)?;
     peer.grant(&token, rt.process_id()).step("peer grant")?;
-    let view = rt.import(&token, DeviceId(0)).step("import")?;
+    let view = rt.import(&token, DeviceId(0)).imported("import")?;
     peer.drop_obj(id)
         .step("peer frees its buffer while imported")?;
     let mut got = vec![0u8; CHECK];
@@ -469,17 +504,18 @@ fn grant_trustlist(ctx: &mut Ctx) -> Verdict {
     let token = peer
         .export(id, 0, SIZE, ExportOptions::trustlist())
         .step("peer export")?;
+    ctx.shares(&token)?;
     let first = rt.import(&token, DeviceId(0));
     let detail = if access_control {
         let seen = expect_error("ungranted import", "Vendor", first)?;
         peer.grant(&token, rt.process_id()).step("peer grant")?;
-        let view = rt.import(&token, DeviceId(0)).step("granted import")?;
+        let view = rt.import(&token, DeviceId(0)).imported("granted import")?;
         let mut got = vec![0u8; CHECK];
         view.read(0, &mut got).step("read")?;
         same_bytes("granted import reads", &got, &pattern(1, CHECK))?;
         format!("{seen}; granted import succeeds")
     } else {
-        let view = first.step("import (no access control on this backend)")?;
+        let view = first.imported("import (no access control on this backend)")?;
         peer.grant(&token, rt.process_id())
             .step("grant (a no-op without access control)")?;
         let mut got = vec![0u8; CHECK];
@@ -501,7 +537,10 @@ fn grant_any_process(ctx: &mut Ctx) -> Verdict {
     let token = peer
         .export(id, 0, SIZE, ExportOptions::any_process())
         .step("peer export (any process)")?;
-    let view = rt.import(&token, DeviceId(0)).step("ungranted import")?;
+    ctx.shares(&token)?;
+    let view = rt
+        .import(&token, DeviceId(0))
+        .imported("ungranted import")?;
     let mut got = vec![0u8; CHECK];
     view.read(0, &mut got).step("read")?;
     same_bytes("ungranted import reads", &got, &pattern(1, CHECK))?;
@@ -531,6 +570,7 @@ fn external_imported(
     let token = peer
         .external_export(0, p, len, ExportOptions::default())
         .step("export_external")?;
+    ctx.shares(&token)?;
     peer.grant(&token, rt.process_id()).step("peer grant")?;
     let view = rt.import(&token, DeviceId(0)).step("import")?;
     let mut got = vec![0u8; CHECK];
@@ -584,6 +624,7 @@ fn cross_device(ctx: &mut Ctx) -> Verdict {
     let token = peer
         .export(id, 0, SIZE, ExportOptions::default())
         .step("peer export")?;
+    ctx.shares(&token)?;
     peer.grant(&token, rt.process_id()).step("peer grant")?;
     ensure(token.device() == DeviceId(0), || {
         format!(
@@ -591,7 +632,9 @@ fn cross_device(ctx: &mut Ctx) -> Verdict {
             token.device()
         )
     })?;
-    let view = rt.import(&token, DeviceId(1)).step("import on device 1")?;
+    let view = rt
+        .import(&token, DeviceId(1))
+        .imported("import on device 1")?;
     ensure(view.device() == DeviceId(1), || {
         format!("the import is mapped on {:?}, not device 1", view.device())
     })?;
@@ -799,8 +842,9 @@ fn wrong_backend(ctx: &mut Ctx) -> Verdict {
 
 fn corrupt_token(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.runtime()?;
-    let buf = rt.allocate(DeviceId(0), SIZE).step("allocate")?;
+    let buf = ctx.allocate(&rt, DeviceId(0), SIZE).step("allocate")?;
     let token = buf.export(ExportOptions::default()).step("export")?;
+    ctx.shares(&token)?;
     let text = token.to_text();
     let mut checks = Vec::new();
     // Flip one character of the base64 body.
@@ -851,15 +895,16 @@ fn bad_device(ctx: &mut Ctx) -> Verdict {
     let a = expect_error(
         &format!("allocate on device {count}"),
         "InvalidDevice",
-        rt.allocate(bad, 4096),
+        ctx.allocate(&rt, bad, 4096),
     )?;
     let s = expect_error(
         &format!("create_signal on device {count}"),
         "InvalidDevice",
         rt.create_signal(bad),
     )?;
-    let buf = rt.allocate(DeviceId(0), SIZE).step("allocate")?;
+    let buf = ctx.allocate(&rt, DeviceId(0), SIZE).step("allocate")?;
     let token = buf.export(ExportOptions::default()).step("export")?;
+    ctx.shares(&token)?;
     let i = expect_error(
         &format!("import on device {count}"),
         "InvalidDevice",
@@ -878,15 +923,18 @@ fn double_close(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.runtime()?;
     let backend = rt.backend();
     let mut peer = ctx.facade_peer("exporter", false)?;
-    let alloc = backend.allocate(DeviceId(0), 4096).step("allocate")?;
+    let alloc = ctx
+        .allocate_raw(backend, DeviceId(0), 4096)
+        .step("allocate")?;
     backend.free(alloc.clone()).step("free")?;
     let f = expect_error("second free", "UnknownHandle", backend.free(alloc))?;
     let id = peer.alloc(0, SIZE).step("peer allocate")?;
     let token = peer
         .export(id, 0, SIZE, ExportOptions::default())
         .step("peer export")?;
+    ctx.shares(&token)?;
     peer.grant(&token, rt.process_id()).step("peer grant")?;
-    let mapping = backend.import(&token, DeviceId(0)).step("import")?;
+    let mapping = backend.import(&token, DeviceId(0)).imported("import")?;
     backend.close(mapping.clone()).step("close")?;
     let c = expect_error("second close", "UnknownHandle", backend.close(mapping))?;
     let sig = backend.create_signal(DeviceId(0)).step("create_signal")?;

@@ -28,6 +28,7 @@ const fn hidden(
         scenario,
         hidden: true,
         catches: &[],
+        memory: false,
     }
 }
 

@@ -12,10 +12,10 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::time::Duration;
 
-use devipc::raw::{Backend, DeviceIpc};
+use devipc::raw::{Backend, DeviceIpc, Mechanism};
 use devipc::{
-    DeviceId, DevicePtr, Error, ExportOptions, ImportedBuffer, MemToken, ProcessId, Runtime,
-    SharedBuffer, Signal, SignalToken,
+    AllocateOptions, DeviceId, DevicePtr, Error, ExportOptions, ImportedBuffer, MemToken,
+    ProcessId, Runtime, SharedBuffer, Signal, SignalToken,
 };
 
 use crate::counting;
@@ -68,19 +68,24 @@ enum Obj {
     Signal(Signal),
 }
 
-/// The shell's state: the runtime and the objects made through it.
+/// The shell's state: the runtime, how `alloc` allocates, and the objects made through
+/// it.
 #[derive(Debug)]
 pub struct FacadeShell {
     rt: Runtime,
+    allocation: Option<Mechanism>,
     objects: HashMap<u64, Obj>,
     next: u64,
 }
 
 impl FacadeShell {
-    /// A shell on `rt`.
-    pub fn new(rt: Runtime) -> FacadeShell {
+    /// A shell on `rt` whose `alloc` allocates for `allocation` (`Runtime::allocate_with`),
+    /// or the backend's default way when `None` (`Runtime::allocate`): the run's
+    /// [`Target::allocation`](crate::target::Target::allocation).
+    pub fn new(rt: Runtime, allocation: Option<Mechanism>) -> FacadeShell {
         FacadeShell {
             rt,
+            allocation,
             objects: HashMap::new(),
             next: 1,
         }
@@ -200,10 +205,14 @@ impl Handler for FacadeShell {
             "pid" => Ok(vec![self.rt.process_id().0.to_string()]),
             "device-count" => Ok(vec![self.rt.device_count().map_err(d)?.to_string()]),
             "alloc" => {
-                let buf = self
-                    .rt
-                    .allocate(DeviceId(arg(a, 0)?), arg(a, 1)?)
-                    .map_err(d)?;
+                let (device, size) = (DeviceId(arg(a, 0)?), arg(a, 1)?);
+                let buf = match self.allocation {
+                    None => self.rt.allocate(device, size),
+                    Some(m) => self
+                        .rt
+                        .allocate_with(device, size, AllocateOptions::mechanism(m)),
+                }
+                .map_err(d)?;
                 self.keep(Obj::Buffer(buf))
             }
             "write" => {
@@ -360,7 +369,8 @@ impl<E: Exec> Facade<E> {
         Ok(ProcessId(word(&self.run("pid".into())?, 0)?))
     }
 
-    /// `Runtime::allocate`: the buffer's id.
+    /// `Runtime::allocate` (or `allocate_with` the run's mechanism on an allocation
+    /// variant, see [`FacadeShell::new`]): the buffer's id.
     pub fn alloc(&mut self, device: u32, size: usize) -> Result<u64, Failure> {
         word(&self.run(format!("alloc {device} {size}"))?, 0)
     }

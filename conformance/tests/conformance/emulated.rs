@@ -1,5 +1,6 @@
-//! The whole catalogue on both emulated backends, where every rule must pass, and the
-//! `--json` report's schema checked against the rule list.
+//! The whole catalogue on the default targets (both emulated backends, and the memory
+//! rules again on emulated HIP with `hip-vmm-fd` memory), where every rule must pass, and
+//! the `--json` report's schema checked against the rule list.
 
 use std::collections::BTreeSet;
 use std::process::Output;
@@ -9,15 +10,16 @@ use crate::support::{not_passed, run, run_json};
 use serde_json::Value;
 use serial_test::{parallel, serial};
 
-/// One full run on the default targets (both emulated backends), shared by the tests.
-fn full_run() -> &'static (Value, Output) {
+/// One full run on the default targets (both emulated backends and `emulated-hip-vmm`),
+/// shared by the tests (here and in `vmm_variant`).
+pub(crate) fn full_run() -> &'static (Value, Output) {
     static RUN: OnceLock<(Value, Output)> = OnceLock::new();
     RUN.get_or_init(|| run_json(&[], &[]))
 }
 
 #[test]
 #[serial]
-fn every_rule_passes_on_both_emulated_backends() {
+fn every_rule_passes_on_the_emulated_targets() {
     let (report, out) = full_run();
     let failed = not_passed(report);
     assert!(
@@ -32,7 +34,10 @@ fn every_rule_passes_on_both_emulated_backends() {
         .iter()
         .map(|b| b["backend"].as_str().unwrap())
         .collect();
-    assert_eq!(backends, ["emulated-ascend", "emulated-hip"]);
+    assert_eq!(
+        backends,
+        ["emulated-ascend", "emulated-hip", "emulated-hip-vmm"]
+    );
     for b in report["backends"].as_array().unwrap() {
         assert_eq!(b["started"], true, "{b}");
         assert_eq!(b["state_clean"], true, "{}", b["leftovers"]);
@@ -79,6 +84,11 @@ fn json_report_follows_the_schema() {
                 assert!(r[field].is_string(), "{name}: {field} of {r}");
             }
             assert!(r["needs"].is_array(), "{r}");
+            assert!(
+                r["mechanisms"].is_array() && r["memory"].is_boolean(),
+                "{r}"
+            );
+            assert_eq!(r["allocation"], b["allocation"], "{name}: {r}");
             assert!(r["time_ms"].is_u64(), "{r}");
             assert!(["vendor", "portable"].contains(&r["level"].as_str().unwrap()));
             assert!(["ascend", "hip", "all"].contains(&r["applies"].as_str().unwrap()));
@@ -100,6 +110,7 @@ fn json_report_follows_the_schema() {
             *t += c;
         }
         assert!(b["describe"].is_string(), "{b}");
+        assert!(b["allocation"].is_string(), "{b}");
         assert!(b["devices"].is_u64() && b["leftovers"].is_array() && b["started"].is_boolean());
     }
     let s = &report["summary"];
@@ -119,14 +130,23 @@ fn the_table_ends_with_the_summary_line() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("== emulated-ascend: ascend"), "{text}");
     assert!(text.contains("== emulated-hip: hip"), "{text}");
+    assert!(
+        text.contains("== emulated-hip-vmm: hip") && text.contains(", allocating hip-vmm-fd =="),
+        "{text}"
+    );
     assert!(text.contains("portable.error.double-close"), "{text}");
     assert!(
-        text.contains("emulated-hip: 4 passed, 0 failed, 0 skipped"),
+        text.contains("\nemulated-hip: 4 passed, 0 failed, 0 skipped"),
+        "{text}"
+    );
+    // The error rules about memory: corrupt-token, bad-device, double-close.
+    assert!(
+        text.contains("\nemulated-hip-vmm: 3 passed, 0 failed, 0 skipped"),
         "{text}"
     );
     assert_eq!(
         text.trim_end().lines().last(),
-        Some("8 passed, 0 failed, 0 skipped"),
+        Some("11 passed, 0 failed, 0 skipped"),
         "{text}"
     );
 }

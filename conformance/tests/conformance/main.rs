@@ -4,10 +4,10 @@
 //! Every test runs the runner in child processes, which run the catalogue's rules in
 //! theirs; some rules measure waits and timeouts. The tests that run whole catalogues or
 //! measure the runner's timeouts (`break_every_rule`, `break_protection`, the full and
-//! ROCm 5 runs of `emulated`, `selftest`'s hanging children) are `#[serial]`: one at a
-//! time, as when each topic was its own binary. The short ones (a rule family, a
-//! listing, the real runtimes) are `#[parallel]`: beside each other, never beside a
-//! `#[serial]` one.
+//! ROCm 5 runs of `emulated`, `vmm_variant`'s reading of that full run, `selftest`'s
+//! hanging children) are `#[serial]`: one at a time, as when each topic was its own
+//! binary. The short ones (a rule family, a listing, the real runtimes) are
+//! `#[parallel]`: beside each other, never beside a `#[serial]` one.
 
 mod support;
 
@@ -17,3 +17,4 @@ mod break_rule;
 mod emulated;
 mod real_runtime;
 mod selftest;
+mod vmm_variant;
