@@ -44,21 +44,6 @@ use crate::result;
 /// 6.2.0; before, it validates and returns `hipErrorNotSupported`, api-facts B.4).
 pub(crate) const VMM_IPC_MIN_VERSION: i32 = 60_200_000;
 
-/// The VMM functions `hip-vmm-fd` calls (all optional fields of the table).
-const VMM_FUNCTIONS: [&str; 11] = [
-    "hipMemGetAllocationGranularity",
-    "hipMemCreate",
-    "hipMemRelease",
-    "hipMemAddressReserve",
-    "hipMemAddressFree",
-    "hipMemMap",
-    "hipMemUnmap",
-    "hipMemSetAccess",
-    "hipMemExportToShareableHandle",
-    "hipMemImportFromShareableHandle",
-    "hipMemRetainAllocationHandle",
-];
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -69,7 +54,7 @@ pub(crate) fn check_support(api: &HipApi, version: i32) -> Result<()> {
     let missing: Vec<&str> = api
         .missing_optional()
         .into_iter()
-        .filter(|f| VMM_FUNCTIONS.contains(f))
+        .filter(|f| devipc_hip_sys::VMM_FUNCTIONS.contains(f))
         .collect();
     if !missing.is_empty() {
         return Err(Error::unsupported(

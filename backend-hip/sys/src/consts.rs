@@ -215,6 +215,26 @@ pub const hipMemHandleTypePosixFileDescriptor: hipMemAllocationHandleType = 0x1;
 pub const hipMemHandleTypeWin32: hipMemAllocationHandleType = 0x2;
 /// `hipMemHandleTypeWin32Kmt`: Windows KMT handle.
 pub const hipMemHandleTypeWin32Kmt: hipMemAllocationHandleType = 0x4;
+/// The VMM family (`hipMemCreate` ... `hipMemGetAllocationPropertiesFromHandle`, exported
+/// as `@@hip_5.1` by ROCm 5.2), optional entries of the table: a runtime lacking any of them
+/// cannot share virtual memory. [`HipApi::missing_optional`](crate::HipApi::missing_optional)
+/// filtered by this list says which are absent.
+pub const VMM_FUNCTIONS: [&str; 13] = [
+    "hipMemGetAllocationGranularity",
+    "hipMemCreate",
+    "hipMemRelease",
+    "hipMemAddressReserve",
+    "hipMemAddressFree",
+    "hipMemMap",
+    "hipMemUnmap",
+    "hipMemSetAccess",
+    "hipMemGetAccess",
+    "hipMemExportToShareableHandle",
+    "hipMemImportFromShareableHandle",
+    "hipMemRetainAllocationHandle",
+    "hipMemGetAllocationPropertiesFromHandle",
+];
+
 /// `hipMemHandleTypeFabric`: a 64-byte `hipMemFabricHandle_t` that needs no fd passing.
 /// HIP 7 headers only (absent from 5.x/6.x); the value is 0x8 as in CUDA's
 /// `CU_MEM_HANDLE_TYPE_FABRIC` and as MoRI's and RCCL's shims use it (field notes

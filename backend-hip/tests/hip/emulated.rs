@@ -6,8 +6,8 @@
 //! Each test runs its roles in child processes (devipc-testkit) with their own emulator
 //! state directory, and checks that nothing is left behind.
 
+use crate::support::{backend, e2s, env, num, pattern};
 use devipc_testkit::RawIo;
-use std::sync::Arc;
 use std::time::Duration;
 
 use devipc_core::token::MemTokenParts;
@@ -15,33 +15,10 @@ use devipc_core::{
     BackendKind, DeviceId, DeviceIpc, Error, ExportOptions, HostIdentity, Mechanism, MemToken,
     ProcessId, RawStream, SignalToken, TokenOrigin,
 };
-use devipc_hip::HipBackend;
 use devipc_testkit::{Child, LONG, Parent, TestRoot, child_entry, run_child};
 
 const VERSIONS: [&str; 2] = ["6.2", "5.2"];
 const SIZE: usize = 1 << 20;
-
-fn backend() -> Result<HipBackend, String> {
-    HipBackend::from_api(Arc::new(devipc_emulator::hip::hip_api())).map_err(|e| e.to_string())
-}
-
-fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
-        .collect()
-}
-
-fn env(name: &str) -> Result<String, String> {
-    std::env::var(name).map_err(|_| format!("{name} not set"))
-}
-
-fn num(name: &str) -> Result<usize, String> {
-    env(name)?.parse().map_err(|e| format!("{name}: {e}"))
-}
-
-fn e2s(e: Error) -> String {
-    e.to_string()
-}
 
 fn version_env(version: &str) -> Vec<(&'static str, String)> {
     vec![("DEVIPC_EMU_HIP_VERSION", version.to_owned())]

@@ -6,4 +6,5 @@
 
 mod emulated;
 mod real_runtime;
+mod support;
 mod vmm;

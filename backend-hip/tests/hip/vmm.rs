@@ -11,12 +11,11 @@
 
 use std::ffi::{c_int, c_void};
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::Arc;
 
+use crate::support::{backend, e2s, env, num, pattern};
 use devipc_core::{
     AllocateOptions, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mechanism, MemToken,
 };
-use devipc_hip::HipBackend;
 use devipc_hip::sys::*;
 use devipc_testkit::{Child, Parent, RawIo, TestRoot, child_entry, run_child};
 
@@ -25,28 +24,6 @@ const G: usize = 2 << 20;
 /// What the tests ask `allocate_with` for: rounded up to one granule.
 const REQUEST: usize = (1 << 20) + 5;
 const VERSIONS: [&str; 3] = ["6.2", "7.0", "7.1"];
-
-fn backend() -> Result<HipBackend, String> {
-    HipBackend::from_api(Arc::new(devipc_emulator::hip::hip_api())).map_err(|e| e.to_string())
-}
-
-fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(29) ^ seed)
-        .collect()
-}
-
-fn env(name: &str) -> Result<String, String> {
-    std::env::var(name).map_err(|_| format!("{name} not set"))
-}
-
-fn num(name: &str) -> Result<usize, String> {
-    env(name)?.parse().map_err(|e| format!("{name}: {e}"))
-}
-
-fn e2s(e: Error) -> String {
-    e.to_string()
-}
 
 fn vmm() -> AllocateOptions {
     AllocateOptions::mechanism(Mechanism::HipVmmFd)

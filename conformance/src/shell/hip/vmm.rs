@@ -110,44 +110,13 @@ impl HipShell {
         }
         match name {
             "vmm.missing" => {
-                let missing: Vec<&str> = [
-                    (
-                        "hipMemGetAllocationGranularity",
-                        api.hipMemGetAllocationGranularity.is_some(),
-                    ),
-                    ("hipMemCreate", api.hipMemCreate.is_some()),
-                    ("hipMemRelease", api.hipMemRelease.is_some()),
-                    ("hipMemAddressReserve", api.hipMemAddressReserve.is_some()),
-                    ("hipMemAddressFree", api.hipMemAddressFree.is_some()),
-                    ("hipMemMap", api.hipMemMap.is_some()),
-                    ("hipMemUnmap", api.hipMemUnmap.is_some()),
-                    ("hipMemSetAccess", api.hipMemSetAccess.is_some()),
-                    ("hipMemGetAccess", api.hipMemGetAccess.is_some()),
-                    (
-                        "hipMemExportToShareableHandle",
-                        api.hipMemExportToShareableHandle.is_some(),
-                    ),
-                    (
-                        "hipMemImportFromShareableHandle",
-                        api.hipMemImportFromShareableHandle.is_some(),
-                    ),
-                    (
-                        "hipMemRetainAllocationHandle",
-                        api.hipMemRetainAllocationHandle.is_some(),
-                    ),
-                    (
-                        "hipMemGetAllocationPropertiesFromHandle",
-                        api.hipMemGetAllocationPropertiesFromHandle.is_some(),
-                    ),
-                    (
-                        "hipPointerGetAttribute",
-                        api.hipPointerGetAttribute.is_some(),
-                    ),
-                ]
-                .into_iter()
-                .filter(|(_, present)| !present)
-                .map(|(n, _)| n)
-                .collect();
+                let missing: Vec<&str> = api
+                    .missing_optional()
+                    .into_iter()
+                    .filter(|f| {
+                        devipc_hip_sys::VMM_FUNCTIONS.contains(f) || *f == "hipPointerGetAttribute"
+                    })
+                    .collect();
                 Ok(vec![if missing.is_empty() {
                     "-".into()
                 } else {
