@@ -51,7 +51,7 @@ mod raw_io;
 mod skip;
 
 pub use raw_io::RawIo;
-pub use skip::{NO_SKIP_ENV, skip, skips_forbidden};
+pub use skip::{NO_SKIP_ENV, sibling_pidfd_getfd_refused, skip, skips_forbidden};
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};

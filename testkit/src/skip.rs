@@ -26,6 +26,32 @@ pub fn skip(test: &str, reason: &str) {
     let _ = std::io::stderr().write_all(banner(test, reason).as_bytes());
 }
 
+/// Why one test child cannot take another's file descriptors with `pidfd_getfd`, if it
+/// cannot: Yama's `kernel.yama.ptrace_scope` 1 or 2 allows ptrace access only to
+/// descendants (or to root, with `CAP_SYS_PTRACE`), 3 to nobody; sibling children of a
+/// test are not each other's descendants. `None` when the kernel allows it (no Yama, or
+/// scope 0).
+pub fn sibling_pidfd_getfd_refused() -> Option<String> {
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok()?;
+    let scope: u32 = scope.trim().parse().ok()?;
+    // The effective uid: the second field of `Uid:` in /proc/self/status.
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+            line.split_whitespace().nth(2).map(|euid| euid == "0")
+        })
+        .unwrap_or(false);
+    match scope {
+        0 => None,
+        1 | 2 if root => None,
+        _ => Some(format!(
+            "kernel.yama.ptrace_scope is {scope}: sibling processes may not pidfd_getfd each \
+             other's descriptors (run as root, or `sysctl kernel.yama.ptrace_scope=0`)"
+        )),
+    }
+}
+
 /// The text [`skip`] prints.
 fn banner(test: &str, reason: &str) -> String {
     let rule = "*".repeat(78);

@@ -730,6 +730,9 @@ fn wait_for_count(exp: &mut Child, want: &str) {
 
 #[test]
 fn vmm_allocation_via_pidfd_importer_closes_first() {
+    if !pidfd_between_children("vmm_allocation_via_pidfd_importer_closes_first") {
+        return;
+    }
     for v in VERSIONS {
         share(
             "alloc-pidfd",
@@ -749,6 +752,9 @@ fn vmm_allocation_via_pidfd_importer_closes_first() {
 
 #[test]
 fn vmm_allocation_freed_first_stays_for_the_importer() {
+    if !pidfd_between_children("vmm_allocation_freed_first_stays_for_the_importer") {
+        return;
+    }
     for v in VERSIONS {
         share(
             "alloc-free-first",
@@ -768,6 +774,9 @@ fn vmm_allocation_freed_first_stays_for_the_importer() {
 
 #[test]
 fn framework_vmm_memory_exports_whole_with_the_offset() {
+    if !pidfd_between_children("framework_vmm_memory_exports_whole_with_the_offset") {
+        return;
+    }
     for v in VERSIONS.into_iter().chain(["7.12"]) {
         for order in [Order::ImporterClosesFirst, Order::ExporterFreesFirst] {
             share(
@@ -821,6 +830,9 @@ fn the_fd_over_a_unix_socket_imports_without_pidfd() {
 
 #[test]
 fn forged_vmm_tokens_are_refused() {
+    if !pidfd_between_children("forged_vmm_tokens_are_refused") {
+        return;
+    }
     for v in ["6.2", "7.1"] {
         let root = TestRoot::new(&format!("vmm-forged-{v}"));
         let envs = vec![
@@ -845,6 +857,9 @@ fn forged_vmm_tokens_are_refused() {
 
 #[test]
 fn a_killed_exporter_is_reclaimed() {
+    if !pidfd_between_children("a_killed_exporter_is_reclaimed") {
+        return;
+    }
     for v in ["7.0", "7.1"] {
         let root = TestRoot::new(&format!("vmm-killed-{v}"));
         let envs = vec![
@@ -904,6 +919,9 @@ fn runtimes_before_6_2_refuse_vmm_fd_with_a_typed_error() {
 
 #[test]
 fn a_vmm_import_on_another_device() {
+    if !pidfd_between_children("a_vmm_import_on_another_device") {
+        return;
+    }
     share(
         "cross-device",
         "7.1",
@@ -924,6 +942,11 @@ fn a_vmm_import_on_another_device() {
 /// as the reservation's first.
 #[test]
 fn a_pointer_in_the_second_allocation_of_a_reservation_exports_that_allocation() {
+    if !pidfd_between_children(
+        "a_pointer_in_the_second_allocation_of_a_reservation_exports_that_allocation",
+    ) {
+        return;
+    }
     for v in ["6.2", "7.1"] {
         share(
             "external-second",
@@ -938,5 +961,17 @@ fn a_pointer_in_the_second_allocation_of_a_reservation_exports_that_allocation()
                 len: 4096,
             },
         );
+    }
+}
+
+/// Whether this test's children may take each other's descriptors with `pidfd_getfd`
+/// (siblings: Yama's ptrace scope may forbid it); skips loudly when not.
+fn pidfd_between_children(test: &str) -> bool {
+    match devipc_testkit::sibling_pidfd_getfd_refused() {
+        Some(reason) => {
+            devipc_testkit::skip(test, &reason);
+            false
+        }
+        None => true,
     }
 }
