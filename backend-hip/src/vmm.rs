@@ -563,34 +563,32 @@ pub(crate) fn export_external(api: &HipApi, version: i32, addr: u64) -> Result<E
     // The creator's handle, borrowed: a retain takes no reference (CLR), so it is not
     // released here.
     let handle = result::mem_retain_allocation_handle(api, addr)?;
-    (|| {
-        // SAFETY: the mapping's live handle (the framework keeps it while it maps the
-        // memory, which it must while exporting it).
-        let prop = unsafe {
-            result::mem_get_allocation_properties_from_handle(
-                api,
-                handle,
-                devipc_hip_sys::mem_allocation_prop_is_r0502(version),
-            )
-        }?;
-        if prop.requestedHandleType & hipMemHandleTypePosixFileDescriptor == 0 {
-            return Err(Error::unsupported(
-                BackendKind::Hip,
-                format!(
-                    "exporting VMM memory created without hipMemHandleTypePosixFileDescriptor \
-                     (its requestedHandleType is {:#x}): the framework must ask for it in \
-                     hipMemCreate",
-                    prop.requestedHandleType
-                ),
-            ));
-        }
-        // SAFETY: as above.
-        let fd = unsafe {
-            result::mem_export_to_shareable_handle(api, handle, hipMemHandleTypePosixFileDescriptor)
-        }
-        .map_err(not_supported_is_unsupported)?;
-        ExportedFd::new(fd)
-    })()
+    // SAFETY: the mapping's live handle (the framework keeps it while it maps the
+    // memory, which it must while exporting it).
+    let prop = unsafe {
+        result::mem_get_allocation_properties_from_handle(
+            api,
+            handle,
+            devipc_hip_sys::mem_allocation_prop_is_r0502(version),
+        )
+    }?;
+    if prop.requestedHandleType & hipMemHandleTypePosixFileDescriptor == 0 {
+        return Err(Error::unsupported(
+            BackendKind::Hip,
+            format!(
+                "exporting VMM memory created without hipMemHandleTypePosixFileDescriptor \
+                 (its requestedHandleType is {:#x}): the framework must ask for it in \
+                 hipMemCreate",
+                prop.requestedHandleType
+            ),
+        ));
+    }
+    // SAFETY: as above.
+    let fd = unsafe {
+        result::mem_export_to_shareable_handle(api, handle, hipMemHandleTypePosixFileDescriptor)
+    }
+    .map_err(not_supported_is_unsupported)?;
+    ExportedFd::new(fd)
 }
 
 /// The exporter's fd of `token` (payload `p`), fetched with `pidfd_open` + `pidfd_getfd`
