@@ -10,8 +10,23 @@
 //! | `DEVIPC_EMU_DEVICES` | number of emulated devices, 0..=[`MAX_DEVICES`] | 2 |
 //! | `DEVIPC_EMU_HIP_VERSION` | HIP runtime version, `major.minor[.patch]` | 6.2 |
 //! | `DEVIPC_EMU_MEM_LIMIT` | per-device memory, bytes or with `K`/`M`/`G`/`T` (`KiB`...) | 1 GiB |
-//! | `DEVIPC_EMU_PEERS` | which devices can peer: `all`, `none`, or pairs `0-1,2-3` (both ways) | `all` |
+//! | `DEVIPC_EMU_PEERS` | which devices can peer: `all`, `none`, or pairs `0-1,2-3` (both ways), in physical ids | `all` |
+//! | `DEVIPC_EMU_ASCEND_PHY_IDS` | the container view of the ACL surface: logical device i is physical device `list[i]` (e.g. `4,5,6,7`), distinct ids below `DEVIPC_EMU_DEVICES` | logical = physical, all devices |
+//! | `DEVIPC_EMU_ASCEND_SET_ACCESS_IDS` | which device ids `aclrtMemSetAccess` reads in `aclrtMemAccessDesc::location.id`: `user` (the process's ids, as the other ACL calls) or `logical` (the driver's, as CANN runtimes that pass the descriptor to the driver unconverted expect) | `user` |
 //! | `DEVIPC_EMU_BREAK_RULE` | test only: rule ids (comma-separated) the surfaces must NOT enforce | none |
+//!
+//! # Devices and the vendors' visibility variables
+//!
+//! The emulated machine has `DEVIPC_EMU_DEVICES` physical devices, numbered `0..N`
+//! ([`crate::machine`]); everything shared between processes (objects, memory accounting,
+//! `DEVIPC_EMU_PEERS`) names them by that physical id. Each process sees them through the
+//! vendors' own variables, read here with the rest of the configuration (so a test can set
+//! them with [`Config::from_lookup`]) and interpreted by the surfaces as the real runtimes
+//! do ([`crate::hip`]'s `visibility.rs`, [`crate::acl`]'s `visibility.rs`):
+//! `ROCR_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES` and `CUDA_VISIBLE_DEVICES` for HIP,
+//! `ASCEND_RT_VISIBLE_DEVICES` (after the container view `DEVIPC_EMU_ASCEND_PHY_IDS`) for
+//! ACL. Unlike the `DEVIPC_EMU_*` variables, an empty value is not "unset" for them: the
+//! vendors give it a meaning (ROCr and the ACL runtime: no device at all).
 //!
 //! Processes sharing one state directory should agree on `DEVIPC_EMU_DEVICES` and
 //! `DEVIPC_EMU_MEM_LIMIT`: the bytes in use are shared (the ledger), but each process
@@ -41,6 +56,45 @@ pub const ENV_MEM_LIMIT: &str = "DEVIPC_EMU_MEM_LIMIT";
 pub const ENV_BREAK_RULE: &str = "DEVIPC_EMU_BREAK_RULE";
 /// `DEVIPC_EMU_PEERS`.
 pub const ENV_PEERS: &str = "DEVIPC_EMU_PEERS";
+/// `DEVIPC_EMU_ASCEND_PHY_IDS`.
+pub const ENV_ASCEND_PHY_IDS: &str = "DEVIPC_EMU_ASCEND_PHY_IDS";
+/// `DEVIPC_EMU_ASCEND_SET_ACCESS_IDS`.
+pub const ENV_ASCEND_SET_ACCESS_IDS: &str = "DEVIPC_EMU_ASCEND_SET_ACCESS_IDS";
+/// ROCr's `ROCR_VISIBLE_DEVICES` (read by the HIP surface).
+pub const ENV_ROCR_VISIBLE_DEVICES: &str = "ROCR_VISIBLE_DEVICES";
+/// CLR's `HIP_VISIBLE_DEVICES` (read by the HIP surface).
+pub const ENV_HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
+/// `CUDA_VISIBLE_DEVICES`, which CLR reads when `HIP_VISIBLE_DEVICES` is unset or empty.
+pub const ENV_CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+/// The ACL runtime's `ASCEND_RT_VISIBLE_DEVICES` (read by the ACL surface).
+pub const ENV_ASCEND_RT_VISIBLE_DEVICES: &str = "ASCEND_RT_VISIBLE_DEVICES";
+
+/// The vendors' visibility variables of this process, as set (an empty value is kept:
+/// it means something to the vendors). Interpreted by the surfaces, not here.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VisibilityEnv {
+    /// `ROCR_VISIBLE_DEVICES`.
+    pub rocr: Option<String>,
+    /// `HIP_VISIBLE_DEVICES`.
+    pub hip: Option<String>,
+    /// `CUDA_VISIBLE_DEVICES`.
+    pub cuda: Option<String>,
+    /// `ASCEND_RT_VISIBLE_DEVICES`.
+    pub ascend_rt: Option<String>,
+}
+
+/// Which device ids `aclrtMemSetAccess` reads in its descriptors
+/// (`DEVIPC_EMU_ASCEND_SET_ACCESS_IDS`): see the ACL surface's `vmm.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AscendIdSpace {
+    /// User device ids (`ASCEND_RT_VISIBLE_DEVICES` numbering), as every other ACL call
+    /// taking a device: the default.
+    #[default]
+    User,
+    /// Logical device ids (the driver's, in the container), as the CANN runtimes expect
+    /// whose `aclrtMemSetAccess` hands the descriptor to the driver unconverted.
+    Logical,
+}
 
 /// Which pairs of distinct devices can access each other's memory (`DEVIPC_EMU_PEERS`):
 /// what `hipDeviceCanAccessPeer` / `aclrtDeviceCanAccessPeer` report, and what decides
@@ -195,6 +249,13 @@ pub struct Config {
     pub peers: PeerMatrix,
     /// Test only: the rule ids the surfaces must not enforce (usually one).
     pub broken_rules: Vec<String>,
+    /// The ACL container view (`DEVIPC_EMU_ASCEND_PHY_IDS`): logical device i is physical
+    /// device `ascend_phy_ids[i]`; `None` is the identity over every physical device.
+    pub ascend_phy_ids: Option<Vec<u32>>,
+    /// The id space of `aclrtMemSetAccess` descriptors (`DEVIPC_EMU_ASCEND_SET_ACCESS_IDS`).
+    pub ascend_set_access_ids: AscendIdSpace,
+    /// The vendors' visibility variables.
+    pub visibility: VisibilityEnv,
 }
 
 impl Config {
@@ -207,6 +268,9 @@ impl Config {
             mem_limit: DEFAULT_MEM_LIMIT,
             peers: PeerMatrix::All,
             broken_rules: Vec::new(),
+            ascend_phy_ids: None,
+            ascend_set_access_ids: AscendIdSpace::User,
+            visibility: VisibilityEnv::default(),
         }
     }
 
@@ -281,6 +345,33 @@ impl Config {
             config.peers =
                 PeerMatrix::parse(&v, config.devices).map_err(|r| bad(ENV_PEERS, &v, r))?;
         }
+        if let Some(v) = text(ENV_ASCEND_PHY_IDS)? {
+            config.ascend_phy_ids = Some(
+                parse_phy_ids(&v, config.devices).map_err(|r| bad(ENV_ASCEND_PHY_IDS, &v, r))?,
+            );
+        }
+        if let Some(v) = text(ENV_ASCEND_SET_ACCESS_IDS)? {
+            config.ascend_set_access_ids = match v.trim() {
+                "user" => AscendIdSpace::User,
+                "logical" => AscendIdSpace::Logical,
+                _ => {
+                    return Err(bad(
+                        ENV_ASCEND_SET_ACCESS_IDS,
+                        &v,
+                        "expected user or logical".into(),
+                    ));
+                }
+            };
+        }
+        // The vendors' variables: empty is a value, and bytes that are not UTF-8 become
+        // U+FFFD, which no vendor parser accepts (the list ends there, as for any bad entry).
+        let raw = |var: &str| lookup(var).map(|v| v.to_string_lossy().into_owned());
+        config.visibility = VisibilityEnv {
+            rocr: raw(ENV_ROCR_VISIBLE_DEVICES),
+            hip: raw(ENV_HIP_VISIBLE_DEVICES),
+            cuda: raw(ENV_CUDA_VISIBLE_DEVICES),
+            ascend_rt: raw(ENV_ASCEND_RT_VISIBLE_DEVICES),
+        };
         if let Some(v) = text(ENV_BREAK_RULE)? {
             for id in v.split(',') {
                 validate_rule_id(id).map_err(|r| bad(ENV_BREAK_RULE, &v, r))?;
@@ -357,6 +448,29 @@ fn parse_devices(text: &str) -> Result<u32, String> {
         return Err(format!("at most {MAX_DEVICES} devices"));
     }
     Ok(n)
+}
+
+/// Parses `DEVIPC_EMU_ASCEND_PHY_IDS`: comma-separated distinct physical ids below
+/// `devices` (at least one; spaces around an id are allowed).
+pub fn parse_phy_ids(text: &str, devices: u32) -> Result<Vec<u32>, String> {
+    let mut ids = Vec::new();
+    for part in text.split(',') {
+        let bad = || {
+            format!(
+                "`{part}` is not a physical device id below {devices} (DEVIPC_EMU_DEVICES); \
+                 expected distinct ids such as 4,5,6,7"
+            )
+        };
+        let id: u32 = part.trim().parse().map_err(|_| bad())?;
+        if id >= devices {
+            return Err(bad());
+        }
+        if ids.contains(&id) {
+            return Err(format!("physical device {id} is listed twice"));
+        }
+        ids.push(id);
+    }
+    Ok(ids)
 }
 
 /// Parses a byte count: digits, optionally followed by `K`, `M`, `G` or `T` (binary

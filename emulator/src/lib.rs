@@ -15,6 +15,7 @@
 //! ───────────────────────────────────────────────────────────────────────────────────
 //! stream_queue   ordered per-stream work queues whose waits block only their stream
 //! event_words    an event's recorded / completed words (local or shared)
+//! machine        the physical devices, their identities, a process's view of them
 //! local          this process: address ranges, opaque handle tables, last error
 //! handle         object id <-> shareable u64 / 65-byte key / 64-byte handle
 //! state          shared across processes: state dir, registry, segments, futex, gc
@@ -164,6 +165,7 @@ pub mod event_words;
 pub mod handle;
 pub mod hip;
 pub mod local;
+pub mod machine;
 pub mod state;
 pub mod stream_queue;
 

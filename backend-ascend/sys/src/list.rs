@@ -34,6 +34,11 @@
 //! expandable segments with `aclrtGetMemInfo`, shares events with the IPC event API), so
 //! the emulator and the conformance suite can replay it.
 //!
+//! The device-id translation functions and `aclrtDeviceGetUuid` (issue 16, after the event
+//! functions) are in the CANN 8.x headers (torch-npu 2.14.0) and absent from the 2024 one:
+//! optional, like every newer family; the header check finds them in the newer header and
+//! notes their absence in the older one.
+//!
 //! One optional function is not newer: `aclrtMemcpyAsync` is in every header, but devipc
 //! calls it on one path only (`read`/`write` of memory imported by IPC key onto another
 //! device than the exporter's, where the vendor allows no other copy), so a table
@@ -257,6 +262,26 @@ macro_rules! for_each_acl_fn {
                 fn aclrtIpcGetEventHandle(event: aclrtEvent, handle: *mut aclrtIpcEventHandle) -> aclError;
                 /// IPC events: opens another process's event from its handle (by value).
                 fn aclrtIpcOpenEventHandle(handle: aclrtIpcEventHandle, event: *mut aclrtEvent) -> aclError;
+                /// Device ids (issue 16): the logical device id (the driver's, in the
+                /// container) of user device `userDevid` (the process's id, renumbered by
+                /// `ASCEND_RT_VISIBLE_DEVICES`: user id i is the i-th listed logical id).
+                /// Optional: newer than the 2024 header (CANN 8.x). An id that is not a
+                /// visible device fails (the runtime's `RT_ERROR_DEVICE_ID`, 107001).
+                fn aclrtGetLogicDevIdByUserDevId(userDevid: i32, logicDevId: *mut i32) -> aclError;
+                /// Device ids: the user device id of logical device `logicDevId`; a logical
+                /// id that exists but is not visible in this process fails like one that
+                /// does not exist. Optional: CANN 8.x.
+                fn aclrtGetUserDevIdByLogicDevId(logicDevId: i32, userDevid: *mut i32) -> aclError;
+                /// Device ids: the logical device id of physical device `phyDevId` (the
+                /// host's numbering; inside a container logical ids are renumbered).
+                /// Optional: CANN 8.x.
+                fn aclrtGetLogicDevIdByPhyDevId(phyDevId: i32, logicDevId: *mut i32) -> aclError;
+                /// Device ids: the physical device id of logical device `logicDevId`.
+                /// Optional: CANN 8.x.
+                fn aclrtGetPhyDevIdByLogicDevId(logicDevId: i32, phyDevId: *mut i32) -> aclError;
+                /// The 16-byte UUID of user device `deviceId`, the same for one physical
+                /// device in every process. Optional: CANN 8.x.
+                fn aclrtDeviceGetUuid(deviceId: i32, uuid: *mut aclrtUuid) -> aclError;
             }
         }
     };

@@ -368,6 +368,13 @@ c_structs! {
         rsv: [u8; 12],
     }
 
+    /// `aclrtUuid`: the 16-byte UUID of a device (`aclrtDeviceGetUuid`, CANN 8.x), the
+    /// same for one physical device in every process whatever its visibility mask.
+    struct aclrtUuid {
+        /// The UUID's bytes.
+        bytes: [c_char; 16],
+    }
+
     /// `aclrtIpcEventHandle`: the 64-byte handle of an IPC event
     /// (`aclrtIpcGetEventHandle`), passed by value to `aclrtIpcOpenEventHandle`. Opaque.
     struct aclrtIpcEventHandle {
@@ -410,6 +417,9 @@ const _: () = {
     assert!(offset_of!(aclrtMemAccessDesc, flags) == 0);
     assert!(offset_of!(aclrtMemAccessDesc, location) == 4);
     assert!(offset_of!(aclrtMemAccessDesc, rsv) == 12);
+
+    assert!(size_of::<aclrtUuid>() == 16);
+    assert!(align_of::<aclrtUuid>() == 1);
 
     assert!(size_of::<aclrtIpcEventHandle>() == 64);
     assert!(align_of::<aclrtIpcEventHandle>() == 1);

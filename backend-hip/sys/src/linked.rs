@@ -38,7 +38,7 @@ impl HipApi {
 ///
 /// The list is expanded a second time with the names it uses bound to `hip-sys`'s types
 /// (`hipError_t`, `hipMemcpyKind`, `hipStream_t`, `hipEvent_t`, `hipDeviceptr_t`,
-/// `hipIpcMemHandle_t`, `hipIpcEventHandle_t` from `hip_sys::hiprt`; `c_int`, `c_uint`,
+/// `hipIpcMemHandle_t`, `hipIpcEventHandle_t`, `hipUUID`, ... from `hip_sys::hiprt`; `c_int`, `c_uint`,
 /// `c_char`, `c_void` and `usize` are the same Rust types in both crates), and each
 /// `hip_sys::hiprt::<name>` is assigned to a function pointer of the resulting type
 /// without any cast. A different parameter count, order, pointer level, constness or type
@@ -55,6 +55,7 @@ mod link_abi_check {
         hipIpcMemHandle_t, hipMemAccessDesc, hipMemAllocationGranularity_flags,
         hipMemAllocationHandleType, hipMemAllocationProp, hipMemGenericAllocationHandle_t,
         hipMemLocation, hipMemcpyKind, hipPointer_attribute, hipPointerAttribute_t, hipStream_t,
+        hipUUID,
     };
 
     macro_rules! check_against_hip_sys {
@@ -97,6 +98,8 @@ mod link_abi_check {
         assert!(same_layout::<hipIpcEventHandle_t, ours::hipIpcEventHandle_t>());
         assert!(same_layout::<hipCtx_t, ours::hipCtx_t>());
         assert!(same_layout::<hipDevice_t, ours::hipDevice_t>());
+        // Issue 16: `hipDeviceGetUuid`'s out-parameter, 16 `char`s in both.
+        assert!(same_layout::<hipUUID, ours::hipUUID>());
         // hip-sys's 5.4 struct: `memoryType` (a 4-byte C enum) where ours has `type`; the
         // other fields and the size are the same (a 32-byte struct either way).
         assert!(same_layout::<

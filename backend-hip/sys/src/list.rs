@@ -54,7 +54,9 @@
 /// `Error::MissingSymbol`. `optional` is for functions an older supported runtime lacks
 /// (`hipGetProcAddress`, ROCm 6.2+) and for the VMM family and `hipPointerGetAttribute`
 /// (issue 15: `@@hip_5.1` / `@@hip_5.0` in ROCm 5.2, so newer than the 4.2 baseline, and
-/// a runtime or emulator may lack them); those become `Option` fields.
+/// a runtime or emulator may lack them), and `hipDeviceGetUuid` (issue 16, `@@hip_5.1`);
+/// those become `Option` fields. `hipDeviceGetPCIBusId` and `hipDeviceGetByPCIBusId`
+/// (issue 16) are `@@hip_4.2` in ROCm 5.2 and therefore required.
 #[macro_export]
 macro_rules! for_each_hip_fn {
     ($($callback:ident)::+ $(; $($extra:tt)*)?) => {
@@ -215,6 +217,25 @@ macro_rules! for_each_hip_fn {
                 /// `hipError_t hipHostFree(void* ptr)`: frees `hipHostMalloc` memory (NULL is
                 /// a no-op).
                 fn hipHostFree(ptr: *mut c_void) -> hipError_t;
+                /// `hipError_t hipDeviceGetPCIBusId(char* pciBusId, int len, int device)`:
+                /// writes `"%04x:%02x:%02x.0"` (domain, bus, device; the function is always
+                /// printed as 0) with `snprintf(pciBusId, len, ...)`. CLR
+                /// (`hip_device_runtime.cpp`): no device at all gives `hipErrorNoDevice`, an
+                /// ordinal outside this process's visible devices `hipErrorInvalidDevice`,
+                /// then a NULL `pciBusId` `hipErrorInvalidValue`; a `len` of 12 or less
+                /// writes what fits and returns `hipErrorInvalidValue` (13 bytes hold the
+                /// id and its NUL). Issue 16: the bus id names the physical device whatever
+                /// the visibility masks.
+                fn hipDeviceGetPCIBusId(pci_bus_id: *mut c_char, len: c_int, device: c_int)
+                    -> hipError_t;
+                /// `hipError_t hipDeviceGetByPCIBusId(int* device, const char* pciBusId)`:
+                /// this process's ordinal of the device at that bus id. CLR reads the text
+                /// with `sscanf("%04x:%02x:%02x")` (domain, bus, device; the function and
+                /// anything after are ignored) and compares with every visible device; NULL
+                /// arguments, text that does not scan and a bus id of no visible device
+                /// (hidden by a mask, or absent) all give `hipErrorInvalidValue`.
+                fn hipDeviceGetByPCIBusId(device: *mut c_int, pci_bus_id: *const c_char)
+                    -> hipError_t;
             }
             optional {
                 /// `hipError_t hipGetProcAddress(const char* symbol, void** pfn, int
@@ -360,6 +381,12 @@ macro_rules! for_each_hip_fn {
                     attribute: hipPointer_attribute,
                     ptr: hipDeviceptr_t
                 ) -> hipError_t;
+                /// `hipError_t hipDeviceGetUuid(hipUUID* uuid, hipDevice_t device)`: the 16
+                /// bytes of [`hipUUID`](crate::types::hipUUID) of a visible device. CLR
+                /// (`hip_device.cpp`) checks the ordinal first (`hipErrorInvalidDevice`),
+                /// then `uuid` (NULL: `hipErrorInvalidValue`). Exported as `@@hip_5.1` by
+                /// ROCm 5.2, so optional like the VMM family.
+                fn hipDeviceGetUuid(uuid: *mut hipUUID, device: hipDevice_t) -> hipError_t;
             }
         }
     };

@@ -266,6 +266,18 @@ pub struct hipMemLocation {
     pub id: c_int,
 }
 
+/// `hipUUID` (`typedef struct hipUUID_t { char bytes[16]; } hipUUID;`), what
+/// `hipDeviceGetUuid` writes: 16 bytes that identify a physical device in every process,
+/// whatever its visibility mask. On AMD the bytes are ASCII: CLR copies the 16 hex digits
+/// that follow `GPU-` in the HSA agent's UUID string (`rocdevice.cpp`), so they are also
+/// what `ROCR_VISIBLE_DEVICES=GPU-<digits>` selects the device by.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct hipUUID {
+    /// `bytes`.
+    pub bytes: [c_char; 16],
+}
+
 /// `hipMemAccessDesc`: one location's access to a mapped range, for `hipMemSetAccess`
 /// (12 bytes, the same in every ROCm release).
 #[repr(C)]
@@ -437,6 +449,8 @@ const _: () = {
     assert!(core::mem::offset_of!(hipPointerAttribute_t, isManaged) == 24);
     assert!(core::mem::offset_of!(hipPointerAttribute_t, allocationFlags) == 28);
     assert!(size_of::<hipMemGenericAllocationHandle_t>() == size_of::<*mut c_void>());
+    assert!(size_of::<hipUUID>() == 16);
+    assert!(align_of::<hipUUID>() == 1);
     assert!(size_of::<hipMemLocation>() == 8);
     assert!(size_of::<hipMemAccessDesc>() == 12);
     assert!(size_of::<hipMemAllocationProp>() == 32);

@@ -1,5 +1,11 @@
 //! Devices, the per-thread current device ("context"), and peer access.
 //!
+//! Device ids from C are *user* ids ([`super::visibility`]: `ASCEND_RT_VISIBLE_DEVICES`
+//! over the container view over the machine's physical devices); [`check_id`] translates
+//! one to the physical id that everything inside the surface and in the state directory
+//! uses, and [`get_device`] translates back. Per-device state here (use counts, context
+//! generations, enabled peers) is kept by physical id.
+//!
 //! - `aclrtSetDevice(d)` makes `d` the calling thread's current device and counts one use
 //!   of `d` by the process; `aclrtResetDevice(d)` uncounts one (a reset of a device the
 //!   process does not use is a no-op). When a device's count drops to 0 its default
@@ -34,7 +40,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::config::MAX_DEVICES;
 
 use super::errors::{AclFailure, AclResult, check};
-use super::{process_state, rules, stream};
+use super::{process_state, rules, stream, visibility};
 
 /// Per-device use counts of this process and the generation of each device's context.
 struct Devices {
@@ -63,17 +69,26 @@ fn peers() -> MutexGuard<'static, BTreeSet<(u32, u32)>> {
     PEERS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Checks a device id from C against the configured count
-/// (`ascend.device.id-range-checked`); `rule` lets a caller name a more specific rule.
+/// Checks a (user) device id from C against this process's devices and returns its
+/// physical id (`ascend.device.id-range-checked`); `rule` lets a caller name a more
+/// specific rule.
 pub fn check_id_as(device: i32, rule: &'static str) -> AclResult<u32> {
-    let count = process_state::device_count()?;
-    match u32::try_from(device) {
-        Ok(d) if d < count => Ok(d),
-        _ => Err(AclFailure::rule(
+    let view = visibility::view()?;
+    view.physical_of_user(device).ok_or_else(|| {
+        AclFailure::rule(
             rule,
-            format!("device id {device} is invalid: {count} emulated device(s)"),
-        )),
-    }
+            format!(
+                "device id {device} is invalid: this process sees {} device(s) \
+                 (DEVIPC_EMU_DEVICES, DEVIPC_EMU_ASCEND_PHY_IDS, ASCEND_RT_VISIBLE_DEVICES)",
+                view.user_count()
+            ),
+        )
+    })
+}
+
+/// This process's (user) id of physical device `p`, if it sees it.
+pub fn user_id_of(p: u32) -> AclResult<Option<i32>> {
+    Ok(visibility::view()?.user_of_physical(p).map(|u| u as i32))
 }
 
 /// [`check_id_as`] with the general rule.
@@ -208,13 +223,14 @@ pub fn require_current(function_needs: &str) -> AclResult<u32> {
     check(true, rules::CONTEXT_REQUIRED, || {
         format!("{function_needs} needs a current device: call aclrtSetDevice on this thread first")
     })?;
-    Ok(0)
+    // The rule is switched off: user device 0.
+    check_id(0)
 }
 
-/// `aclrtGetDevice`.
+/// `aclrtGetDevice`: the user id of the thread's current device.
 pub fn get_device() -> AclResult<i32> {
     let d = require_current("aclrtGetDevice")?;
-    Ok(d as i32)
+    user_id_of(d)?.ok_or_else(|| visibility::no_such("physical", d as i32))
 }
 
 /// `aclrtDeviceCanAccessPeer`.
@@ -232,7 +248,7 @@ pub fn check_topology(from: u32, to: u32) -> AclResult<()> {
     let can = process_state::state()?.config().peers.can_peer(from, to);
     check(!can, rules::PEER_TOPOLOGY, || {
         format!(
-            "devices {from} and {to} cannot access each other's memory (no P2P link; \
+            "physical devices {from} and {to} cannot access each other's memory (no P2P link; \
              DEVIPC_EMU_PEERS)"
         )
     })

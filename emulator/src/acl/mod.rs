@@ -77,6 +77,7 @@ mod process_state;
 pub mod rules;
 mod shareable;
 mod stream;
+pub mod visibility;
 mod vmm;
 
 pub use devipc_ascend_sys::AclApi;

@@ -23,7 +23,8 @@ pub fn me() -> AclResult<ProcessIdentity> {
     crate::state::process::current().map_err(AclFailure::from)
 }
 
-/// Number of emulated devices.
+/// Number of devices this process sees (user devices: `ASCEND_RT_VISIBLE_DEVICES` over
+/// the container view; see [`super::visibility`]).
 pub fn device_count() -> AclResult<u32> {
-    Ok(state()?.config().devices)
+    Ok(super::visibility::view()?.user_count())
 }

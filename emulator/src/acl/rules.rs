@@ -170,6 +170,29 @@ rules! {
         CodeBasis::Documented, false,
         "device ids outside 0..aclrtGetDeviceCount are rejected",
         "api-facts A.11 (DRV_ERROR_INVALID_DEVICE -> 107001)";
+    /// `ASCEND_RT_VISIBLE_DEVICES` renumbers the devices a process sees (issue 16).
+    DEVICE_VISIBLE_DEVICES_APPLIED = "ascend.device.visible-devices-applied", ACL_SUCCESS,
+        CodeBasis::Behaviour, true,
+        "ASCEND_RT_VISIBLE_DEVICES lists logical device ids: user device i (what aclrtSetDevice, \
+         aclrtGetDeviceCount, VMM locations and every other device argument use) is the i-th \
+         listed; set and empty means no device; the list ends at an empty or non-numeric entry \
+         or an id out of range (keeping what came before); a repeated id means no device; \
+         logical ids map to physical ones through the container (DEVIPC_EMU_ASCEND_PHY_IDS)",
+        "CANN python API reference get_logic_dev_id_by_user_dev_id (user, logical and physical \
+         ids); hicann/runtime tests/ut/runtime/runtime/test/platform/others/rt_utest_runtime.cc \
+         (ut_GetVisibleDevicesByChipCloudTest0: the parse cases); api_error.cc \
+         (ChgUserDevIdToDeviceId on device arguments)";
+    /// The id translation functions refuse ids that are not there (issue 16).
+    DEVICE_ID_TRANSLATION = "ascend.device.id-translation-checked", ACL_ERROR_RT_INVALID_DEVICEID,
+        CodeBasis::Documented, false,
+        "aclrtGetLogicDevIdByUserDevId, aclrtGetUserDevIdByLogicDevId, \
+         aclrtGetLogicDevIdByPhyDevId, aclrtGetPhyDevIdByLogicDevId and aclrtDeviceGetUuid \
+         refuse a user id that is not visible, a logical id the container lacks or that \
+         ASCEND_RT_VISIBLE_DEVICES does not list (user direction), and a physical id outside \
+         the container, with ACL_ERROR_RT_INVALID_DEVICEID",
+        "hicann/runtime rt_utest_runtime.cc (ut_GetVisibleDevicesByChipCloudTest1/2: \
+         ChgUserDevIdToDeviceId and GetUserDevIdByDeviceId give RT_ERROR_DEVICE_ID); api-facts \
+         A.11 (107001)";
     /// Calls that need a context fail without aclrtSetDevice on the thread.
     CONTEXT_REQUIRED = "ascend.context.set-device-required", ACL_ERROR_RT_CONTEXT_NULL,
         CodeBasis::Documented, true,

@@ -34,6 +34,22 @@
 //!   descriptor for the mapping's device become the mapping's access, which copies
 //!   respect (`ascend.vmm.access-respected`; mappings start READWRITE, as on runtimes
 //!   without `aclrtMemSetAccess`).
+//!
+//! # Which device ids (issue 16)
+//!
+//! Every device id here is a *user* id ([`super::visibility`]), translated to the physical
+//! id the state directory records: `aclrtMallocPhysical`'s and
+//! `aclrtMemGetAllocationGranularity`'s `prop.location.id` and
+//! `aclrtMemImportFromShareableHandle`'s `deviceId` (the runtime's `ApiErrorDecorator`
+//! converts exactly these with `ChgUserDevIdToDeviceId`, hicann/runtime
+//! `src/runtime/feature/src/api_impl/api_error.cc`). `aclrtMemSetAccess` is the exception
+//! in that source: its decorator passes the descriptors to the driver (`halMemSetAccess`)
+//! unconverted, so `location.id` is a driver (logical) id there, which is why HIXL and
+//! Mooncake convert with `aclrtGetLogicDevIdByUserDevId` first; a later runtime
+//! (`ApiImplVmm::MemSetAccess`) converts user ids like the other calls. The emulator reads
+//! user ids by default and logical ids (any device of the container, listed in
+//! `ASCEND_RT_VISIBLE_DEVICES` or not, as the driver would take) with
+//! `DEVIPC_EMU_ASCEND_SET_ACCESS_IDS=logical`.
 //! - `aclrtFreePhysical(handle)`: gives up this process's hold at once, or at the last
 //!   unmap if the handle is still mapped (`ascend.vmm.free-deferred-until-unmapped`).
 //!   The memory itself lives until every holder (allocator and importers) freed it
@@ -64,7 +80,8 @@ use crate::state::{NewObject, ObjectId, Reservation, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::memory::{Backing, DeviceRange, RANGES};
-use super::{device, process_state, rules, shareable};
+use super::{device, process_state, rules, shareable, visibility};
+use crate::config::AscendIdSpace;
 
 /// Allocation granularity (MINIMUM and RECOMMENDED) of every supported memory attribute
 /// except the 1 GiB page kinds: 2 MiB.
@@ -471,7 +488,21 @@ pub fn set_access(va: usize, size: usize, descs: &[aclrtMemAccessDesc]) -> AclRe
                 ),
             ));
         }
-        let device = device::check_id(i32::try_from(d.location.id).unwrap_or(-1))?;
+        let id = i32::try_from(d.location.id).unwrap_or(-1);
+        let device = match process_state::state()?.config().ascend_set_access_ids {
+            AscendIdSpace::User => device::check_id(id)?,
+            AscendIdSpace::Logical => {
+                visibility::view()?.physical_of_logical(id).ok_or_else(|| {
+                    AclFailure::rule(
+                        rules::DEVICE_ID_RANGE,
+                        format!(
+                            "location id {id} is not a logical device of this container \
+                             (DEVIPC_EMU_ASCEND_SET_ACCESS_IDS=logical)"
+                        ),
+                    )
+                })?
+            }
+        };
         granted.push((device, d.flags));
     }
     let _vmm = mapping_guard();

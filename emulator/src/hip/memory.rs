@@ -26,7 +26,7 @@ use devipc_hip_sys::*;
 use super::errors::{Failure, HipResult};
 use super::host::{HOST, HostAlloc};
 use super::rules::{self, MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND, MEM_FREE_WHILE_OPENED};
-use super::runtime::{current_device, me, state};
+use super::runtime::{current_device, me, ordinal_or_invalid, state};
 use super::{versions, vmm};
 use crate::error::EmuError;
 use crate::local::{LocalRange, RangeMap};
@@ -355,7 +355,7 @@ pub(crate) fn pointer_attributes(ptr: usize) -> HipResult<hipPointerAttribute_t>
     if ptr != 0 {
         if let Some(hit) = HOST.resolve(ptr) {
             attrs.r#type = type_of(MemoryKind::Host)?;
-            attrs.device = hit.value.device as c_int;
+            attrs.device = ordinal_or_invalid(hit.value.device)?;
             attrs.devicePointer = ptr as *mut c_void;
             attrs.hostPointer = ptr as *mut c_void;
             attrs.allocationFlags = hit.value.flags;
@@ -363,13 +363,13 @@ pub(crate) fn pointer_attributes(ptr: usize) -> HipResult<hipPointerAttribute_t>
         }
         if let Some(hit) = RANGES.resolve(ptr) {
             attrs.r#type = type_of(MemoryKind::Device)?;
-            attrs.device = hit.value.device as c_int;
+            attrs.device = ordinal_or_invalid(hit.value.device)?;
             attrs.devicePointer = ptr as *mut c_void;
             return Ok(attrs);
         }
         if let Some(device) = vmm::device_of(ptr) {
             attrs.r#type = type_of(MemoryKind::Device)?;
-            attrs.device = device as c_int;
+            attrs.device = ordinal_or_invalid(device)?;
             attrs.devicePointer = ptr as *mut c_void;
             return Ok(attrs);
         }
@@ -416,9 +416,9 @@ pub(crate) fn pointer_attribute(attribute: hipPointer_attribute, ptr: usize) -> 
         }
         HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL => {
             if let Some(d) = vmm::device_of(ptr) {
-                Ok(i64::from(d))
+                Ok(i64::from(ordinal_or_invalid(d)?))
             } else if let Some(hit) = RANGES.resolve(ptr) {
-                Ok(i64::from(hit.value.device))
+                Ok(i64::from(ordinal_or_invalid(hit.value.device)?))
             } else {
                 Err(unknown())
             }

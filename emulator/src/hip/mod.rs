@@ -100,12 +100,14 @@
 mod event;
 mod ffi;
 mod host;
+mod identity;
 mod ipc_mem;
 mod memory;
 mod peer;
 mod runtime;
 mod stream;
 mod versions;
+pub mod visibility;
 mod vmm;
 
 pub mod errors;

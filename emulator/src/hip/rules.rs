@@ -156,6 +156,14 @@ pub const VMM_LEGACY_IPC_REFUSED: &str = "hip.vmm.legacy-ipc-refused";
 /// `hipMemGetAddressRange` of a VMM address reports the `hipMemMap` mapping holding it.
 pub const VMM_ADDRESS_RANGE_IS_MAPPING: &str = "hip.vmm.address-range-is-mapping";
 
+/// Issue 16: `ROCR_VISIBLE_DEVICES`, then `HIP_VISIBLE_DEVICES` (or
+/// `CUDA_VISIBLE_DEVICES`), select and renumber the devices a process sees.
+pub const DEVICE_VISIBILITY_MASKS_APPLIED: &str = "hip.device.visibility-masks-applied";
+/// Issue 16: `hipDeviceGetPCIBusId` needs a buffer of more than 12 bytes.
+pub const DEVICE_PCI_BUS_ID_LEN_CHECKED: &str = "hip.device.pci-bus-id-len-checked";
+/// Issue 16: `hipDeviceGetByPCIBusId` finds only devices this process sees.
+pub const DEVICE_BY_PCI_BUS_ID_VISIBLE_ONLY: &str = "hip.device.by-pci-bus-id-visible-only";
+
 /// Every rule the HIP surface enforces.
 pub const ALL: &[RuleInfo] = &[
     RuleInfo {
@@ -617,6 +625,52 @@ pub const ALL: &[RuleInfo] = &[
         when_broken: "the address is unknown to hipMemGetAddressRange",
         source: "api-facts B.3, B.4; CLR hipamd/src/hip_memory.cpp (hipMemGetAddressRange \
                  -> getMemoryObject), hip_vm.cpp (virtualMap sub-buffers)",
+        since: None,
+    },
+    RuleInfo {
+        id: DEVICE_VISIBILITY_MASKS_APPLIED,
+        code: hipSuccess,
+        basis: Basis::Implementation,
+        summary: "A process sees the devices ROCR_VISIBLE_DEVICES selects (indices or unique \
+                  GPU-<hex> prefixes; empty: none; the list ends at an index out of range, a \
+                  repeat or an unmatched UUID), then those HIP_VISIBLE_DEVICES (or \
+                  CUDA_VISIBLE_DEVICES when HIP's is unset or empty) selects by index among \
+                  them (the list ends at the first entry that is not a canonical index in \
+                  range; repeats are skipped; GPU- entries from 6.0), renumbered 0.. in the \
+                  order listed. Ordinals everywhere (hipSetDevice, hipGetDeviceCount, \
+                  locations, peers, pointer attributes) are indices of that view.",
+        when_broken: "the masks are ignored: the process sees every physical device under its \
+                      physical id",
+        source: "ROCR-Runtime src/core/inc/amd_filter_device.h and \
+                 src/core/runtime/amd_filter_device.cpp (RvdFilter); CLR \
+                 rocclr/device/rocm/rocdevice.cpp (Device::init: HIP_VISIBLE_DEVICES[0] != '\\0' \
+                 ? HIP_VISIBLE_DEVICES : CUDA_VISIBLE_DEVICES); HIP docs env_variables.rst",
+        since: None,
+    },
+    RuleInfo {
+        id: DEVICE_PCI_BUS_ID_LEN_CHECKED,
+        code: hipErrorInvalidValue,
+        basis: Basis::Implementation,
+        summary: "hipDeviceGetPCIBusId snprintf()s \"%04x:%02x:%02x.0\" into the caller's \
+                  len bytes and returns hipErrorInvalidValue when len <= 12 (the id and its NUL \
+                  take 13): a short buffer gets a truncated id and the error.",
+        when_broken: "a short buffer gets the truncated id and hipSuccess",
+        source: "CLR hipamd/src/hip_device_runtime.cpp (hipDeviceGetPCIBusId: `return len <= \
+                 12 ? hipErrorInvalidValue : hipSuccess`)",
+        since: None,
+    },
+    RuleInfo {
+        id: DEVICE_BY_PCI_BUS_ID_VISIBLE_ONLY,
+        code: hipErrorInvalidValue,
+        basis: Basis::Implementation,
+        summary: "hipDeviceGetByPCIBusId compares the scanned domain, bus and device with the \
+                  devices this process sees and answers their ordinal; a bus id of a device \
+                  the masks hide (or of none) is hipErrorInvalidValue, like text that does not \
+                  scan as %04x:%02x:%02x.",
+        when_broken: "a bus id of a hidden device answers its physical id, as code that skips \
+                      the mask would",
+        source: "CLR hipamd/src/hip_device_runtime.cpp (hipDeviceGetByPCIBusId: loops over \
+                 ihipDeviceGetCount's devices, hipErrorInvalidValue when none matches)",
         since: None,
     },
 ];

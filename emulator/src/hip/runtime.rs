@@ -2,9 +2,12 @@
 //! current device, and access to the process-wide emulator state.
 //!
 //! The version is `DEVIPC_EMU_HIP_VERSION` (default 6.2) in the `HIP_VERSION` encoding,
-//! for both `hipRuntimeGetVersion` and `hipDriverGetVersion`. The device count is
-//! `DEVIPC_EMU_DEVICES`. As in HIP, the runtime initialises lazily: `hipInit` is optional,
-//! and each thread starts on device 0.
+//! for both `hipRuntimeGetVersion` and `hipDriverGetVersion`. The devices are the ones
+//! this process sees ([`super::visibility`]: `DEVIPC_EMU_DEVICES` physical devices through
+//! `ROCR_VISIBLE_DEVICES` and `HIP_VISIBLE_DEVICES`); an ordinal is an index into that
+//! view, and the functions here translate it to the physical id everything else uses
+//! ([`device_arg`], [`current_device`]) and back ([`ordinal_of`]). As in HIP, the runtime
+//! initialises lazily: `hipInit` is optional, and each thread starts on device 0.
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_uint};
@@ -15,12 +18,13 @@ use devipc_hip_sys::{
 
 use super::errors::{Failure, HipResult};
 use super::rules::{self, INIT_FLAGS_MUST_BE_ZERO};
-use super::stream;
+use super::{stream, visibility};
 use crate::config::Config;
 use crate::state::{ProcessIdentity, State};
 
 thread_local! {
-    /// The calling thread's device (`hipSetDevice`); HIP starts every thread on device 0.
+    /// The calling thread's device (`hipSetDevice`), as this process's ordinal; HIP starts
+    /// every thread on device 0.
     static CURRENT_DEVICE: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -45,25 +49,59 @@ pub(crate) fn me() -> HipResult<ProcessIdentity> {
     Ok(crate::state::process::current()?)
 }
 
-/// A device ordinal from C: `hipErrorInvalidDevice` unless `0 <= id < devices`.
+/// The physical device of an ordinal from C: `hipErrorInvalidDevice` unless
+/// `0 <= id <` the number of devices this process sees.
 pub(crate) fn device_arg(state: &State, id: c_int) -> HipResult<u32> {
-    let count = state.registry().devices();
-    u32::try_from(id)
-        .ok()
-        .filter(|d| *d < count)
-        .ok_or_else(|| {
-            Failure::new(
-                hipErrorInvalidDevice,
-                format!(
-                    "device {id} does not exist: {count} emulated device(s) (DEVIPC_EMU_DEVICES)"
-                ),
-            )
-        })
+    let _ = state;
+    physical_of(id).ok_or_else(|| not_visible(id))
 }
 
-/// The calling thread's device, checked against the device count.
+/// The physical device of ordinal `id`, if this process sees that many devices.
+pub(crate) fn physical_of(id: c_int) -> Option<u32> {
+    let view = visibility::view().ok()?;
+    u32::try_from(id).ok().and_then(|i| view.physical(i))
+}
+
+/// `hipErrorInvalidDevice` for an ordinal this process does not have.
+fn not_visible(id: c_int) -> Failure {
+    let (count, devices) = match (visibility::view(), config()) {
+        (Ok(v), Ok(c)) => (v.count(), c.devices),
+        _ => (0, 0),
+    };
+    Failure::new(
+        hipErrorInvalidDevice,
+        format!(
+            "device {id} does not exist: this process sees {count} of the {devices} emulated \
+             device(s) (DEVIPC_EMU_DEVICES, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES)"
+        ),
+    )
+}
+
+/// This process's ordinal of physical device `p`, `None` when its masks hide it.
+pub(crate) fn ordinal_of(p: u32) -> HipResult<Option<c_int>> {
+    Ok(visibility::view()?
+        .index_of(p)
+        .and_then(|i| c_int::try_from(i).ok()))
+}
+
+/// This process's ordinal of physical device `p`, or `hipInvalidDeviceId` (-1) for a
+/// device its masks hide: what pointer attributes and allocation properties report.
+pub(crate) fn ordinal_or_invalid(p: u32) -> HipResult<c_int> {
+    Ok(ordinal_of(p)?.unwrap_or(devipc_hip_sys::hipInvalidDeviceId))
+}
+
+/// The number of devices this process sees.
+pub(crate) fn visible_count() -> HipResult<u32> {
+    Ok(visibility::view()?.count())
+}
+
+/// The calling thread's device (physical id), checked against this process's view.
 pub(crate) fn current_device(state: &State) -> HipResult<u32> {
-    let device = CURRENT_DEVICE.with(Cell::get);
+    let ordinal = CURRENT_DEVICE.with(Cell::get);
+    let device = c_int::try_from(ordinal)
+        .ok()
+        .and_then(physical_of)
+        .ok_or_else(|| not_visible(ordinal as c_int))?;
     state.registry().check_device(device)?;
     Ok(device)
 }
@@ -72,12 +110,13 @@ pub(crate) fn current_device(state: &State) -> HipResult<u32> {
 pub(crate) fn init(flags: c_uint) -> HipResult<()> {
     // The runtime initialises before it looks at the flags (hipamd's HIP_INIT_API runs
     // first), so without a device every call fails the same way, flags or not.
-    let state = state()?;
-    if state.registry().devices() == 0 {
+    state()?;
+    if visible_count()? == 0 {
         // What ROCm 5.2's hipInit returns on a machine without a GPU (api-facts B.1).
         return Err(Failure::new(
             hipErrorInvalidDevice,
-            "no emulated device (DEVIPC_EMU_DEVICES=0)",
+            "no emulated device visible (DEVIPC_EMU_DEVICES=0, or the visibility masks hide \
+             every device)",
         ));
     }
     if flags != 0 && rules::enforced(INIT_FLAGS_MUST_BE_ZERO) {
@@ -98,7 +137,8 @@ pub(crate) fn version() -> HipResult<c_int> {
 /// `hipGetDeviceCount`: the count to write. With no device the entry point writes 0 and
 /// then fails with [`no_device`], like HIP.
 pub(crate) fn device_count() -> HipResult<c_int> {
-    let count = state()?.registry().devices();
+    state()?;
+    let count = visible_count()?;
     // MAX_DEVICES is 64, so the count always fits.
     Ok(c_int::try_from(count).unwrap_or(c_int::MAX))
 }
@@ -107,25 +147,26 @@ pub(crate) fn device_count() -> HipResult<c_int> {
 pub(crate) fn no_device() -> Failure {
     Failure::new(
         hipErrorNoDevice,
-        "no emulated device (DEVIPC_EMU_DEVICES=0)",
+        "no emulated device visible (DEVIPC_EMU_DEVICES=0, or the visibility masks hide every \
+         device)",
     )
 }
 
 /// `hipSetDevice(id)`.
 pub(crate) fn set_device(id: c_int) -> HipResult<()> {
-    let device = device_arg(state()?, id)?;
-    CURRENT_DEVICE.with(|c| c.set(device));
+    device_arg(state()?, id)?;
+    CURRENT_DEVICE.with(|c| c.set(id as u32));
     Ok(())
 }
 
 /// `hipGetDevice`: the calling thread's device.
 pub(crate) fn get_device() -> HipResult<c_int> {
     let state = state()?;
-    if state.registry().devices() == 0 {
+    if visible_count()? == 0 {
         return Err(no_device());
     }
-    let device = current_device(state)?;
-    Ok(device as c_int)
+    current_device(state)?;
+    Ok(CURRENT_DEVICE.with(Cell::get) as c_int)
 }
 
 /// `hipDeviceSynchronize`: waits until every stream of the current device in this
@@ -145,15 +186,7 @@ static CONTEXTS: [u8; crate::config::MAX_DEVICES as usize] =
 /// device). A device out of range is `hipErrorInvalidValue`, not `hipErrorInvalidDevice`
 /// (CLR `hip_context.cpp`); `flags` are stored by CLR and not checked.
 pub(crate) fn ctx_create(_flags: c_uint, device: c_int) -> HipResult<usize> {
-    let count = state()?.registry().devices();
-    let device = u32::try_from(device)
-        .ok()
-        .filter(|d| *d < count)
-        .ok_or_else(|| {
-            Failure::invalid_value(format!(
-                "device {device} does not exist: {count} emulated device(s) (DEVIPC_EMU_DEVICES)"
-            ))
-        })?;
-    CURRENT_DEVICE.with(|c| c.set(device));
-    Ok(&CONTEXTS[device as usize] as *const u8 as usize)
+    let physical = device_arg(state()?, device).map_err(|f| Failure::invalid_value(f.message))?;
+    CURRENT_DEVICE.with(|c| c.set(device as u32));
+    Ok(&CONTEXTS[physical as usize] as *const u8 as usize)
 }

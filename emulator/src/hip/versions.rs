@@ -143,6 +143,20 @@ pub(crate) fn legacy_ipc_attribute(v: HipVersion) -> bool {
     v.at_least(7, 12)
 }
 
+/// `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` entries may name a device by UUID
+/// (`GPU-...`): CLR `rocdevice.cpp` of the 6.x/7.x line converts them to an index; the
+/// 5.x line's `Device::init` has no such code. The release that added it is UNVERIFIED;
+/// the emulator assumes 6.0.
+pub(crate) fn uuid_in_hip_visible_devices(v: HipVersion) -> bool {
+    v.at_least(6, 0)
+}
+
+/// `hipDeviceGetUuid` is exported from ROCm 5.1 (`@@hip_5.1` in 5.2's library, like the
+/// VMM family).
+pub(crate) fn has_device_uuid(v: HipVersion) -> bool {
+    v.at_least(5, 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

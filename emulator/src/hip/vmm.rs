@@ -56,7 +56,7 @@ use devipc_hip_sys::*;
 use devipc_shm::os;
 
 use super::errors::{Failure, HipResult};
-use super::runtime::{config, current_device, me, state};
+use super::runtime::{config, current_device, me, ordinal_or_invalid, physical_of, state};
 use super::{rules, stream, versions};
 use crate::error::EmuError;
 use crate::local::HandleTable;
@@ -201,16 +201,16 @@ fn check_prop(prop: &Prop) -> HipResult<u32> {
             ),
         )?;
     }
-    let devices = state()?.registry().devices();
-    u32::try_from(prop.location_id)
-        .ok()
-        .filter(|d| *d < devices)
-        .ok_or_else(|| {
-            Failure::new(
-                hipErrorInvalidDevice,
-                format!("prop.location.id {} is not a device", prop.location_id),
-            )
-        })
+    state()?;
+    physical_of(prop.location_id).ok_or_else(|| {
+        Failure::new(
+            hipErrorInvalidDevice,
+            format!(
+                "prop.location.id {} is not one of this process's devices",
+                prop.location_id
+            ),
+        )
+    })
 }
 
 /// `hipMemGetAllocationGranularity(prop, option)`.
@@ -542,7 +542,7 @@ pub(crate) fn set_access(va: usize, size: usize, descs: &[hipMemAccessDesc]) -> 
     if va == 0 || size == 0 || descs.is_empty() {
         return Err(bad_arg("ptr is NULL, size is 0 or count is 0"));
     }
-    let devices = state()?.registry().devices();
+    state()?;
     let mut granted = Vec::with_capacity(descs.len());
     for d in descs {
         let known = [
@@ -550,7 +550,7 @@ pub(crate) fn set_access(va: usize, size: usize, descs: &[hipMemAccessDesc]) -> 
             hipMemAccessFlagsProtRead,
             hipMemAccessFlagsProtReadWrite,
         ];
-        let device = u32::try_from(d.location.id).ok().filter(|i| *i < devices);
+        let device = physical_of(d.location.id);
         match device {
             Some(device)
                 if d.location.r#type == hipMemLocationTypeDevice && known.contains(&d.flags) =>
@@ -576,11 +576,14 @@ pub(crate) fn set_access(va: usize, size: usize, descs: &[hipMemAccessDesc]) -> 
 
 /// `hipMemGetAccess(location, va)`: the flags.
 pub(crate) fn get_access(location: &hipMemLocation, va: usize) -> HipResult<u64> {
-    let devices = state()?.registry().devices();
-    let device = u32::try_from(location.id)
-        .ok()
-        .filter(|d| *d < devices && location.r#type == hipMemLocationTypeDevice)
-        .ok_or_else(|| bad_arg(format!("location {location:?} is not a device")))?;
+    state()?;
+    let device = physical_of(location.id)
+        .filter(|_| location.r#type == hipMemLocationTypeDevice)
+        .ok_or_else(|| {
+            bad_arg(format!(
+                "location {location:?} is not one of this process's devices"
+            ))
+        })?;
     let vmm = vmm();
     let (_, m) = mapping_at(&vmm, va).ok_or_else(|| {
         bad_arg(format!(
@@ -778,14 +781,17 @@ pub(crate) fn retain(addr: usize) -> HipResult<usize> {
     Ok(handle)
 }
 
-/// `hipMemGetAllocationPropertiesFromHandle(handle)`.
+/// `hipMemGetAllocationPropertiesFromHandle(handle)`. `location.id` is this process's
+/// ordinal of the allocation's physical device; for an imported allocation on a device
+/// this process's masks hide, `hipInvalidDeviceId` (issue 16: the emulator's choice, the
+/// vendor does not say; no ordinal would name that device here).
 pub(crate) fn properties(handle: usize) -> HipResult<Prop> {
     let p = physical(handle)?;
     Ok(Prop {
         alloc_type: hipMemAllocationTypePinned,
         handle_type: p.handle_type,
         location_type: hipMemLocationTypeDevice,
-        location_id: p.device as i32,
+        location_id: ordinal_or_invalid(p.device)?,
     })
 }
 

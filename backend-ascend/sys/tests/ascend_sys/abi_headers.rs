@@ -266,6 +266,15 @@ fn abi_matches_the_newest_torch_npu_headers() {
             s.name
         );
     }
+    // Issue 16 explicitly: the physical-identity functions are checked (present, and
+    // their prototypes and `aclrtUuid`'s layout agree, or `check_crate_against` failed).
+    for name in ISSUE_16_FUNCTIONS {
+        assert!(report.present_functions.contains(*name), "{name} in {what}");
+    }
+    assert!(
+        report.present_structs.contains("aclrtUuid"),
+        "aclrtUuid in {what}"
+    );
 
     let mut wrong = Decls::of_crate();
     let planted = plant_errors(&mut wrong);
@@ -316,7 +325,39 @@ fn required_functions_exist_in_the_2024_headers() {
         "expected the 2024 header to predate the IPC-key API: {:?}",
         report.absent
     );
+    // Issue 16: the device-id translation and UUID functions (CANN 8.x) are newer than
+    // this header too: noted as absent, not a failure, because they are optional.
+    for name in ISSUE_16_FUNCTIONS {
+        assert!(
+            !report.present_functions.contains(*name)
+                && report
+                    .absent
+                    .iter()
+                    .any(|a| a.starts_with(&format!("function {name} "))),
+            "expected {name} to be absent from {what}: {:?}",
+            report.absent
+        );
+        assert!(
+            AclApi::OPTIONAL_SYMBOLS.contains(name),
+            "{name} must be optional"
+        );
+    }
+    assert!(
+        report.absent.iter().any(|a| a == "struct aclrtUuid"),
+        "expected struct aclrtUuid to be absent from {what}: {:?}",
+        report.absent
+    );
 }
+
+/// The functions of issue 16 (physical device identity): in the newest header, absent
+/// from the 2024 one.
+const ISSUE_16_FUNCTIONS: &[&str] = &[
+    "aclrtGetLogicDevIdByUserDevId",
+    "aclrtGetUserDevIdByLogicDevId",
+    "aclrtGetLogicDevIdByPhyDevId",
+    "aclrtGetPhyDevIdByLogicDevId",
+    "aclrtDeviceGetUuid",
+];
 
 /// A local CANN install named by DEVIPC_ACL_INCLUDE, when set.
 #[test]

@@ -13,7 +13,7 @@ use crate::HipApi;
 use crate::discovery::{self, Candidate};
 
 /// The functions the brief for this crate asks for, in no particular order.
-const EXPECTED: [&str; 37] = [
+const EXPECTED: [&str; 39] = [
     "hipInit",
     "hipRuntimeGetVersion",
     "hipDriverGetVersion",
@@ -51,6 +51,8 @@ const EXPECTED: [&str; 37] = [
     "hipCtxCreate",
     "hipHostMalloc",
     "hipHostFree",
+    "hipDeviceGetPCIBusId",
+    "hipDeviceGetByPCIBusId",
 ];
 
 #[test]
@@ -78,6 +80,7 @@ fn table_lists_every_function_once_all_required() {
             "hipMemRetainAllocationHandle",
             "hipMemGetAllocationPropertiesFromHandle",
             "hipPointerGetAttribute",
+            "hipDeviceGetUuid",
         ]
     );
 }

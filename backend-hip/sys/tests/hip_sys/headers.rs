@@ -12,7 +12,8 @@
 //! `hipPointer_attribute` values used, and the 4-byte size of every enum. Not checked
 //! here: the ROCm 5.3+ `hipMemAllocationProp` layout (the 5.2 header does not have it;
 //! feature `link` checks it against hip-sys's HIP 5.4 bindings) and `hipMemHandleTypeFabric`
-//! (HIP 7 only). Without g++ or the header the test prints `SKIPPED: ...` and passes,
+//! (HIP 7 only). Issue 16 adds `hipUUID` and the prototypes of `hipDeviceGetPCIBusId`,
+//! `hipDeviceGetByPCIBusId` and `hipDeviceGetUuid`. Without g++ or the header the test prints `SKIPPED: ...` and passes,
 //! unless `DEVIPC_NO_SKIP=1`.
 
 use std::mem::offset_of;
@@ -31,6 +32,9 @@ fn translation_unit() -> String {
     let mut eq = |lhs: &str, rhs: usize| {
         tu.push_str(&format!("static_assert(({lhs}) == {rhs}, \"{lhs}\");\n"));
     };
+    eq("sizeof(hipUUID)", size_of::<hipUUID>());
+    eq("alignof(hipUUID)", align_of::<hipUUID>());
+    eq("offsetof(hipUUID, bytes)", offset_of!(hipUUID, bytes));
     eq("sizeof(hipMemLocation)", size_of::<hipMemLocation>());
     eq(
         "offsetof(hipMemLocation, type)",
@@ -164,6 +168,10 @@ fn translation_unit() -> String {
         "hipError_t (*)(hipMemGenericAllocationHandle_t*, void*)@hipMemRetainAllocationHandle",
         "hipError_t (*)(hipMemAllocationProp*, hipMemGenericAllocationHandle_t)@hipMemGetAllocationPropertiesFromHandle",
         "hipError_t (*)(void*, hipPointer_attribute, hipDeviceptr_t)@hipPointerGetAttribute",
+        // Issue 16: the physical identity of a device.
+        "hipError_t (*)(char*, int, int)@hipDeviceGetPCIBusId",
+        "hipError_t (*)(int*, const char*)@hipDeviceGetByPCIBusId",
+        "hipError_t (*)(hipUUID*, hipDevice_t)@hipDeviceGetUuid",
     ] {
         let (ty, name) = proto.split_once('@').unwrap();
         tu.push_str(&format!(

@@ -194,13 +194,18 @@ fn real_runtime_exports_the_vmm_family() {
     let missing: Vec<&str> = api
         .missing_optional()
         .into_iter()
-        .filter(|f| devipc_hip_sys::VMM_FUNCTIONS.contains(f) || *f == "hipPointerGetAttribute")
+        .filter(|f| {
+            devipc_hip_sys::VMM_FUNCTIONS.contains(f)
+                || *f == "hipPointerGetAttribute"
+                || *f == "hipDeviceGetUuid"
+        })
         .collect();
     assert!(missing.is_empty(), "the real runtime lacks {missing:?}");
-    // Every optional symbol but hipGetProcAddress is one of them.
+    // Every optional symbol but hipGetProcAddress is one of them (hipDeviceGetUuid,
+    // issue 16, is `@@hip_5.1` like the VMM family).
     assert_eq!(
         HipApi::OPTIONAL_SYMBOLS.len(),
-        devipc_hip_sys::VMM_FUNCTIONS.len() + 2
+        devipc_hip_sys::VMM_FUNCTIONS.len() + 3
     );
     // A NULL argument is refused before any device is needed (CLR hip_vm.cpp checks its
     // arguments first); without a GPU the runtime may report the missing device instead.
@@ -212,4 +217,52 @@ fn real_runtime_exports_the_vmm_family() {
         name_of(&api, rc)
     );
     assert_ne!(rc, hipSuccess);
+}
+
+/// Issue 16: the physical-identity calls of the real runtime. Without a GPU they fail
+/// (the runtime has no device to name); with one, device 0's bus id has CLR's
+/// `"%04x:%02x:%02x.0"` form and maps back to ordinal 0.
+#[test]
+fn real_runtime_identity_calls() {
+    let Some(api) = real_api() else { return };
+    let mut count = 0;
+    // SAFETY: a valid out-pointer.
+    let counted = unsafe { (api.hipGetDeviceCount)(&mut count) };
+    let mut bus = [0 as core::ffi::c_char; 16];
+    // SAFETY: a 16-byte buffer and its length.
+    let rc = unsafe { (api.hipDeviceGetPCIBusId)(bus.as_mut_ptr(), 16, 0) };
+    let mut uuid = hipUUID::default();
+    let get_uuid = api
+        .hipDeviceGetUuid
+        .expect("ROCm 5.1+ exports hipDeviceGetUuid");
+    // SAFETY: a valid out-pointer.
+    let uuid_rc = unsafe { get_uuid(&mut uuid, 0) };
+    eprintln!(
+        "real_runtime: {count} device(s) ({}); hipDeviceGetPCIBusId(0) = {} ({}); \
+         hipDeviceGetUuid(0) = {} ({})",
+        name_of(&api, counted),
+        rc,
+        name_of(&api, rc),
+        uuid_rc,
+        name_of(&api, uuid_rc)
+    );
+    if counted != hipSuccess || count == 0 {
+        assert_ne!(rc, hipSuccess);
+        assert_ne!(uuid_rc, hipSuccess);
+        return;
+    }
+    assert_eq!(rc, hipSuccess);
+    assert_eq!(uuid_rc, hipSuccess);
+    // SAFETY: snprintf wrote a NUL-terminated string into the buffer.
+    let text = unsafe { CStr::from_ptr(bus.as_ptr()) }
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(text.len(), 12, "{text}");
+    assert!(text.ends_with(".0"), "{text}");
+    let c = std::ffi::CString::new(text.clone()).unwrap();
+    let mut back = -1;
+    // SAFETY: a valid out-pointer and a NUL-terminated string.
+    let rc = unsafe { (api.hipDeviceGetByPCIBusId)(&mut back, c.as_ptr()) };
+    assert_eq!((rc, back), (hipSuccess, 0), "{text}");
 }

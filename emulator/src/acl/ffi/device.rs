@@ -13,7 +13,7 @@ use std::ptr;
 use devipc_ascend_sys::types::*;
 
 use crate::acl::errors;
-use crate::acl::{device, init, process_state};
+use crate::acl::{device, init, process_state, visibility};
 
 use super::{non_null, run};
 
@@ -250,5 +250,116 @@ pub unsafe extern "C" fn aclrtGetMemInfo(
 pub unsafe extern "C" fn aclrtResetDeviceForce(deviceId: i32) -> aclError {
     run("aclrtResetDeviceForce", || {
         device::reset_device_force(deviceId)
+    })
+}
+
+// ---- optional: device ids and identity (issue 16) ----------------------------------------
+
+/// Writes `value` through a checked out-pointer.
+fn put<T>(out: *mut T, name: &str, value: T) -> crate::acl::errors::AclResult<()> {
+    let out = non_null(out, name)?;
+    // SAFETY: non-NULL and writable by the contract of every caller below.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// `aclrtGetLogicDevIdByUserDevId`: the logical (container) id of user device
+/// `userDevid` (`ASCEND_RT_VISIBLE_DEVICES` numbering).
+///
+/// # Safety
+///
+/// A non-NULL `logicDevId` is writable.
+pub unsafe extern "C" fn aclrtGetLogicDevIdByUserDevId(
+    userDevid: i32,
+    logicDevId: *mut i32,
+) -> aclError {
+    run("aclrtGetLogicDevIdByUserDevId", || {
+        non_null(logicDevId, "logicDevId")?;
+        let view = visibility::view()?;
+        let l = view
+            .logical_of_user(userDevid)
+            .ok_or_else(|| visibility::no_such("user", userDevid))?;
+        put(logicDevId, "logicDevId", l as i32)
+    })
+}
+
+/// `aclrtGetUserDevIdByLogicDevId`: the user id of logical device `logicDevId`; a logical
+/// device `ASCEND_RT_VISIBLE_DEVICES` does not list has none.
+///
+/// # Safety
+///
+/// A non-NULL `userDevid` is writable.
+pub unsafe extern "C" fn aclrtGetUserDevIdByLogicDevId(
+    logicDevId: i32,
+    userDevid: *mut i32,
+) -> aclError {
+    run("aclrtGetUserDevIdByLogicDevId", || {
+        non_null(userDevid, "userDevid")?;
+        let view = visibility::view()?;
+        let u = view
+            .user_of_logical(logicDevId)
+            .ok_or_else(|| visibility::no_such("logical", logicDevId))?;
+        put(userDevid, "userDevid", u as i32)
+    })
+}
+
+/// `aclrtGetLogicDevIdByPhyDevId`: the logical id the container gives physical device
+/// `phyDevId` (`DEVIPC_EMU_ASCEND_PHY_IDS`).
+///
+/// # Safety
+///
+/// A non-NULL `logicDevId` is writable.
+pub unsafe extern "C" fn aclrtGetLogicDevIdByPhyDevId(
+    phyDevId: i32,
+    logicDevId: *mut i32,
+) -> aclError {
+    run("aclrtGetLogicDevIdByPhyDevId", || {
+        non_null(logicDevId, "logicDevId")?;
+        let view = visibility::view()?;
+        let l = view
+            .logical_of_physical(phyDevId)
+            .ok_or_else(|| visibility::no_such("physical", phyDevId))?;
+        put(logicDevId, "logicDevId", l as i32)
+    })
+}
+
+/// `aclrtGetPhyDevIdByLogicDevId`: the physical id of the container's logical device
+/// `logicDevId`.
+///
+/// # Safety
+///
+/// A non-NULL `phyDevId` is writable.
+pub unsafe extern "C" fn aclrtGetPhyDevIdByLogicDevId(
+    logicDevId: i32,
+    phyDevId: *mut i32,
+) -> aclError {
+    run("aclrtGetPhyDevIdByLogicDevId", || {
+        non_null(phyDevId, "phyDevId")?;
+        let view = visibility::view()?;
+        let p = view
+            .physical_of_logical(logicDevId)
+            .ok_or_else(|| visibility::no_such("logical", logicDevId))?;
+        put(phyDevId, "phyDevId", p as i32)
+    })
+}
+
+/// `aclrtDeviceGetUuid`: the 16-byte UUID of user device `deviceId`, the same for one
+/// physical device in every process ([`crate::machine::ascend_uuid`]).
+///
+/// # Safety
+///
+/// A non-NULL `uuid` is writable.
+pub unsafe extern "C" fn aclrtDeviceGetUuid(deviceId: i32, uuid: *mut aclrtUuid) -> aclError {
+    run("aclrtDeviceGetUuid", || {
+        non_null(uuid, "uuid")?;
+        let view = visibility::view()?;
+        let p = view
+            .physical_of_user(deviceId)
+            .ok_or_else(|| visibility::no_such("user", deviceId))?;
+        let mut value = aclrtUuid::default();
+        for (slot, b) in value.bytes.iter_mut().zip(crate::machine::ascend_uuid(p)) {
+            *slot = b as c_char;
+        }
+        put(uuid, "uuid", value)
     })
 }

@@ -26,6 +26,7 @@ use devipc_hip_sys::types::*;
 mod errors;
 mod event;
 mod host;
+mod identity;
 mod ipc_mem;
 mod memory;
 mod peer;
@@ -36,6 +37,7 @@ mod vmm;
 pub use errors::*;
 pub use event::*;
 pub use host::*;
+pub use identity::*;
 pub use ipc_mem::*;
 pub use memory::*;
 pub use peer::*;
@@ -94,6 +96,10 @@ pub fn hip_api() -> HipApi {
         api.hipMemRetainAllocationHandle = None;
         api.hipMemGetAllocationPropertiesFromHandle = None;
         api.hipPointerGetAttribute = None;
+    }
+    if !versions::has_device_uuid(version) {
+        // `@@hip_5.1`, like the VMM family.
+        api.hipDeviceGetUuid = None;
     }
     api
 }
