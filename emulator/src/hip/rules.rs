@@ -644,7 +644,7 @@ pub const ALL: &[RuleInfo] = &[
         source: "ROCR-Runtime src/core/inc/amd_filter_device.h and \
                  src/core/runtime/amd_filter_device.cpp (RvdFilter); CLR \
                  rocclr/device/rocm/rocdevice.cpp (Device::init: HIP_VISIBLE_DEVICES[0] != '\\0' \
-                 ? HIP_VISIBLE_DEVICES : CUDA_VISIBLE_DEVICES); HIP docs env_variables.rst",
+                 ? HIP_VISIBLE_DEVICES : CUDA_VISIBLE_DEVICES); HIP docs env_variables.rst; DESIGN 9 (physical device identity)",
         since: None,
     },
     RuleInfo {
@@ -656,7 +656,7 @@ pub const ALL: &[RuleInfo] = &[
                   take 13): a short buffer gets a truncated id and the error.",
         when_broken: "a short buffer gets the truncated id and hipSuccess",
         source: "CLR hipamd/src/hip_device_runtime.cpp (hipDeviceGetPCIBusId: `return len <= \
-                 12 ? hipErrorInvalidValue : hipSuccess`)",
+                 12 ? hipErrorInvalidValue : hipSuccess`); DESIGN 9 (physical device identity)",
         since: None,
     },
     RuleInfo {
@@ -670,7 +670,7 @@ pub const ALL: &[RuleInfo] = &[
         when_broken: "a bus id of a hidden device answers its physical id, as code that skips \
                       the mask would",
         source: "CLR hipamd/src/hip_device_runtime.cpp (hipDeviceGetByPCIBusId: loops over \
-                 ihipDeviceGetCount's devices, hipErrorInvalidValue when none matches)",
+                 ihipDeviceGetCount's devices, hipErrorInvalidValue when none matches); DESIGN 9 (physical device identity)",
         since: None,
     },
 ];

@@ -376,6 +376,7 @@ fn every_rule_is_exercised_by_a_test() {
     let tests = [
         include_str!("acl_basics.rs"),
         include_str!("acl_vmm.rs"),
+        include_str!("acl_visibility.rs"),
         include_str!("acl_ipc_key.rs"),
         include_str!("acl_notify.rs"),
         include_str!("acl_events.rs"),

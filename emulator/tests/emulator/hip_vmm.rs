@@ -273,7 +273,7 @@ fn teardown(a: &mut Hip, h: &str, va: &str, size: u64) {
 
 /// A exports, B imports through `pidfd_getfd` with the version's convention; returns
 /// (B's handle, B's VA).
-fn share(a: &mut Hip, b: &mut Hip, h: &str, version: &str) -> (String, String) {
+pub(crate) fn share(a: &mut Hip, b: &mut Hip, h: &str, version: &str) -> (String, String) {
     let fd = a.ok(&format!("vexport {h} {POSIX}")).num(0);
     let local = b.ok(&format!("vgetfd {} {fd}", a.pid())).num(0);
     // The exporter may close its fd at once: B holds a duplicate.
@@ -621,7 +621,7 @@ fn broken_vmm_rules_change_the_outcome() {
 
 /// Whether this test's children may take each other's descriptors with `pidfd_getfd`
 /// (siblings: Yama's ptrace scope may forbid it); skips loudly when not.
-fn pidfd_between_children(test: &str) -> bool {
+pub(crate) fn pidfd_between_children(test: &str) -> bool {
     match devipc_testkit::sibling_pidfd_getfd_refused() {
         Some(reason) => {
             devipc_testkit::skip(test, &reason);

@@ -81,6 +81,10 @@ impl Acl {
             .env_remove("DEVIPC_EMU_BREAK_RULE")
             .env_remove("DEVIPC_EMU_MEM_LIMIT")
             .env_remove("DEVIPC_EMU_DEVICES")
+            .env_remove("DEVIPC_EMU_ASCEND_PHY_IDS")
+            .env_remove("DEVIPC_EMU_ASCEND_SET_ACCESS_IDS")
+            // The caller's visibility variable would renumber the child's devices (issue 16).
+            .env_remove("ASCEND_RT_VISIBLE_DEVICES")
             .envs(env.iter().copied())
             .spawn();
         child.expect("ready");
@@ -903,6 +907,10 @@ impl Shell {
                 self.status(code, vec![hex(e.addr())])
             }
             "null" => self.null_call(args.first().copied().unwrap_or("")),
+            other if crate::acl_visibility::is_command(other) => {
+                let (code, values) = crate::acl_visibility::exec(api, other, args)?;
+                self.status(code, values)
+            }
             other => Err((-1, format!("shell: unknown command {other:?}"))),
         }
     }

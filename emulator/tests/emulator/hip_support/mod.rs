@@ -137,6 +137,11 @@ impl Hip {
     pub fn spawn(name: &str, root: &TestRoot, version: &str, env: &[(&str, &str)]) -> Hip {
         let mut child = Child::build(&child_entry(), name, root)
             .env_remove_prefix("DEVIPC_")
+            // The vendors' visibility variables of the caller's environment would change
+            // which devices the child sees (issue 16): a test sets them explicitly.
+            .env_remove("ROCR_VISIBLE_DEVICES")
+            .env_remove("HIP_VISIBLE_DEVICES")
+            .env_remove("CUDA_VISIBLE_DEVICES")
             .env("DEVIPC_EMU_HIP_VERSION", version)
             .envs(env.iter().copied())
             .keep_other_messages()
@@ -686,6 +691,7 @@ fn execute(cmd: &str) -> String {
             format!("{r} {v}")
         }
         other if crate::hip_vmm::is_command(other) => crate::hip_vmm::execute(&words),
+        other if crate::hip_visibility::is_command(other) => crate::hip_visibility::execute(&words),
         other => {
             say("fail", &format!("unknown shell command {other:?}"));
             std::process::exit(2);
