@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use devipc_core::{
     AllocateOptions, Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr,
-    ExportOptions, Mapping, MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
+    ExportOptions, Mapping, MemToken, PhysicalDevice, ProcessId, RawStream, Result, SignalHandle,
+    SignalToken,
 };
 use enum_dispatch::enum_dispatch;
 
@@ -27,7 +28,8 @@ mod dispatch_signature {
 
     use devipc_core::{
         AllocateOptions, Allocation, BackendInfo, DeviceId, DevicePtr, Error, ExportOptions,
-        Mapping, MemToken, ProcessId, RawStream, Result, SignalHandle, SignalToken,
+        Mapping, MemToken, PhysicalDevice, ProcessId, RawStream, Result, SignalHandle,
+        SignalToken,
     };
 
     devipc_core::device_ipc_trait!(#[enum_dispatch::enum_dispatch]);
@@ -106,6 +108,9 @@ mod tests {
         assert_eq!(backend.kind(), BackendKind::Hip);
         assert_eq!(backend.device_count().unwrap(), 3);
         assert_eq!(backend.process_id().unwrap(), ProcessId::current());
+        let physical = backend.physical_device(d).unwrap();
+        assert_eq!(physical.physical_id, Some(11));
+        assert_eq!(backend.device_of_physical(&physical).unwrap(), Some(d));
         backend.enable_peer_access(d, DeviceId(0)).unwrap();
         let alloc = backend.allocate(d, 64).unwrap();
         assert_eq!((alloc.device, alloc.size), (d, 64));
@@ -149,6 +154,8 @@ mod tests {
                 "info",
                 "device_count",
                 "process_id",
+                "physical_device",
+                "device_of_physical",
                 "enable_peer_access",
                 "allocate",
                 "export",

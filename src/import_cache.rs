@@ -313,6 +313,7 @@ mod tests {
             mechanism: Mechanism::HipIpcMem,
             emulated: true,
             device: DeviceId(0),
+            physical: Default::default(),
             origin: TokenOrigin {
                 pid: ProcessId(std::process::id() + 1),
                 start_time: 1,
@@ -552,6 +553,7 @@ mod tests {
             mechanism: Mechanism::HipIpcMem,
             emulated: true,
             device: DeviceId(0),
+            physical: Default::default(),
             origin: TokenOrigin {
                 pid: ProcessId(std::process::id() + 1),
                 start_time: 1,

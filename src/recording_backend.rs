@@ -10,7 +10,7 @@ use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
     Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
     ExportOptions, HandleTable, LibrarySource, Mapping, Mechanism, MemToken, ProcessId, RawStream,
-    Result, SignalHandle, SignalToken, TokenOrigin,
+    PhysicalDevice, Result, SignalHandle, SignalToken, TokenOrigin,
 };
 
 static NEXT_INSTANCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -111,6 +111,7 @@ impl RecordingBackend {
             mechanism: Mechanism::HipIpcMem,
             emulated: true,
             device: DeviceId(0),
+            physical: chip(DeviceId(0)),
             origin: TokenOrigin::current(self.pid),
             generation: 1,
             object_size: 64,
@@ -118,6 +119,14 @@ impl RecordingBackend {
             len: 64,
             payload: vec![self.payload; 64],
         })
+    }
+}
+
+/// The probe's device `d` is physical chip `10 + d`.
+fn chip(device: DeviceId) -> PhysicalDevice {
+    PhysicalDevice {
+        physical_id: Some(10 + device.0),
+        ..PhysicalDevice::UNKNOWN
     }
 }
 
@@ -133,6 +142,18 @@ impl DeviceIpc for RecordingBackend {
     fn process_id(&self) -> Result<ProcessId> {
         self.record("process_id");
         Ok(self.pid)
+    }
+    fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
+        self.record("physical_device");
+        Ok(chip(device))
+    }
+    fn device_of_physical(&self, physical: &PhysicalDevice) -> Result<Option<DeviceId>> {
+        self.record("device_of_physical");
+        Ok(physical
+            .physical_id
+            .and_then(|id| id.checked_sub(10))
+            .filter(|d| *d < 3)
+            .map(DeviceId))
     }
     fn enable_peer_access(&self, _device: DeviceId, _peer: DeviceId) -> Result<()> {
         self.record("enable_peer_access");
@@ -209,6 +230,7 @@ impl DeviceIpc for RecordingBackend {
             mechanism: Mechanism::HipIpcEvent,
             emulated: true,
             device: signal.device,
+            physical: chip(signal.device),
             origin: TokenOrigin::current(self.pid),
             generation: 1,
             // Unique per signal, as a vendor's handle is.

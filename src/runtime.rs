@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use devipc_core::{
     AllocateOptions, BackendAttempt, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr,
-    Error, ExportOptions, Mechanism, MemToken, ProcessId, Result, SignalToken, TokenOrigin,
+    Error, ExportOptions, ExportedFrom, Mechanism, MemToken, PhysicalDevice, ProcessId, Result,
+    SignalToken, TokenOrigin,
 };
 
 use crate::import_cache::ImportCache;
@@ -241,6 +242,72 @@ impl Runtime {
     /// Lets `peers` import `token` (see [`SharedBuffer::grant`]).
     pub fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
         self.inner.backend.grant(token, peers)
+    }
+
+    /// The physical identity of this process's `device`: what its tokens carry (HIP: PCI
+    /// bus id and UUID; Ascend: physical chip id and UUID; fields the runtime cannot tell
+    /// are `None`). The same device has the same identity in every process of the host,
+    /// whatever visibility mask each runs under.
+    pub fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
+        self.inner.backend.physical_device(device)
+    }
+
+    /// This process's index of the device `token` was exported from, found by the
+    /// physical identity the token carries, or `None` when that device is not visible
+    /// here (another visibility mask). Producer and consumer may run under different masks
+    /// (`HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`, `CUDA_VISIBLE_DEVICES`,
+    /// `ASCEND_RT_VISIBLE_DEVICES`), so the token's own [`device`](MemToken::device) is the
+    /// producer's index and may name another device here.
+    ///
+    /// Errors: a token of another backend ([`Error::BackendMismatch`]) or host
+    /// ([`Error::InvalidArgument`]); [`Error::Unsupported`] when the token carries no
+    /// identity (format version 2, or an exporter whose runtime could not name its
+    /// devices) or shares no known field with this runtime's: then import with an explicit
+    /// device index.
+    pub fn local_device_of(&self, token: &impl ExportedFrom) -> Result<Option<DeviceId>> {
+        self.check_backend(token.backend(), token.mechanism())?;
+        let info = self.info();
+        if token.emulated() != info.source.is_emulated() {
+            let side = |emulated: bool| {
+                if emulated {
+                    "the devipc emulator"
+                } else {
+                    "a real runtime"
+                }
+            };
+            return Err(Error::BackendMismatch {
+                expected: format!("a token from {}", side(info.source.is_emulated())),
+                found: format!("a token from {}", side(token.emulated())),
+            });
+        }
+        self.inner.check_same_host(token.origin())?;
+        let physical = token.physical_device();
+        if !physical.is_known() {
+            return Err(Error::unsupported(
+                info.kind,
+                format!(
+                    "placing a token without a physical device identity (format version 2, \
+                     or its exporter's runtime could not name device {}): import it with an \
+                     explicit device index",
+                    token.device()
+                ),
+            ));
+        }
+        self.inner.backend.device_of_physical(physical)
+    }
+
+    /// Maps `token`'s memory on this process's index of the exporter's own device (see
+    /// [`Runtime::local_device_of`]), whatever visibility masks the two processes run
+    /// under. [`Error::DeviceNotVisible`] when that device is not visible here; to map it
+    /// onto another device, use [`Runtime::import`] with an explicit index.
+    pub fn import_on_exporter_device(&self, token: &MemToken) -> Result<ImportedBuffer> {
+        match self.local_device_of(token)? {
+            Some(device) => self.import(token, device),
+            None => Err(Error::DeviceNotVisible {
+                device: *token.physical_device(),
+                visibility: devipc_core::physical::visibility_in_force(self.info().kind),
+            }),
+        }
     }
 
     /// Maps `token`'s memory on `device`.
@@ -508,6 +575,7 @@ mod tests {
             mechanism: Mechanism::HipIpcMem,
             emulated: true,
             device: DeviceId(0),
+            physical: Default::default(),
             origin: TokenOrigin {
                 pid: ProcessId(std::process::id() + 1),
                 start_time: 1,

@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use devipc_ascend_sys::codes::{ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_NO_DEVICE};
 use devipc_ascend_sys::{AclApi, error_name};
-#[cfg(doc)]
 use devipc_core::DeviceIpc;
 use devipc_core::{
-    BackendInfo, BackendKind, Capabilities, DeviceId, Error, HandleTable, HostIdentity, Mechanism,
-    ProcessId, Result, RuntimeVersion, TokenOrigin,
+    BackendInfo, BackendKind, Capabilities, DeviceId, DeviceUuid, Error, HandleTable,
+    HostIdentity, Mechanism, PhysicalDevice, PhysicalDeviceCache, ProcessId, Result,
+    RuntimeVersion, TokenOrigin,
 };
 
 use crate::device::DeviceScope;
@@ -67,6 +67,8 @@ pub struct AscendBackend {
     pub(crate) api: Arc<AclApi>,
     pub(crate) info: BackendInfo,
     pub(crate) device_count: u32,
+    /// Each device's physical id and UUID, asked once.
+    pub(crate) physical: PhysicalDeviceCache,
     pub(crate) host: HostIdentity,
     /// This process's start time, for [`TokenOrigin::start_time`].
     pub(crate) start_time: u64,
@@ -161,6 +163,7 @@ impl AscendBackend {
         Ok(AscendBackend {
             info,
             device_count,
+            physical: PhysicalDeviceCache::new(device_count),
             host: HostIdentity::current(),
             start_time: devipc_core::identity::current_start_time(),
             pid: OnceLock::new(),
@@ -190,6 +193,52 @@ impl AscendBackend {
     /// `device` as the runtime's `int32_t`, after checking it is in range.
     pub(crate) fn check_device(&self, device: DeviceId) -> Result<i32> {
         device.check(self.device_count)?.as_c_int()
+    }
+
+    /// The physical identity of `device` (this process's "user" device id): the chip id
+    /// through user id -> driver logical id (`aclrtGetLogicDevIdByUserDevId`, the step
+    /// `ASCEND_RT_VISIBLE_DEVICES` renumbers) -> physical id (`aclrtGetPhyDevIdByLogicDevId`,
+    /// the step a container renumbers), and the UUID (`aclrtDeviceGetUuid`). A runtime
+    /// without a call leaves its field unknown; a call that exists and fails is an error.
+    pub(crate) fn query_physical(&self, device: DeviceId) -> Result<PhysicalDevice> {
+        let user = self.check_device(device)?;
+        let absent = |r: Result<i32>| match r {
+            Err(Error::Unsupported { .. }) => Ok(None),
+            other => other.map(Some),
+        };
+        let logic = absent(result::logic_dev_id_by_user_dev_id(&self.api, user))?;
+        let physical_id = match logic {
+            Some(logic) => absent(result::phy_dev_id_by_logic_dev_id(&self.api, logic))?,
+            None => None,
+        };
+        let physical_id = physical_id
+            .map(|id| {
+                u32::try_from(id).map_err(|_| {
+                    Error::invalid_argument(format!(
+                        "aclrtGetPhyDevIdByLogicDevId gave physical id {id} for device {device}"
+                    ))
+                })
+            })
+            .transpose()?;
+        let uuid = match result::device_get_uuid(&self.api, user) {
+            Ok(bytes) => DeviceUuid::from_runtime(bytes),
+            Err(Error::Unsupported { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(PhysicalDevice {
+            pci_bus_id: None,
+            uuid,
+            physical_id,
+        })
+    }
+
+    /// The identity a token of `device` carries: unknown (and logged) when the runtime
+    /// cannot tell, since the token is still good for an import that names the device.
+    pub(crate) fn token_physical(&self, device: DeviceId) -> PhysicalDevice {
+        self.physical_device(device).unwrap_or_else(|e| {
+            log::warn!("devipc-ascend: tokens of device {device} carry no physical identity: {e}");
+            PhysicalDevice::UNKNOWN
+        })
     }
 
     /// This process as the tokens it produces name it.

@@ -21,7 +21,8 @@ use devipc_ascend_sys::consts::{
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
     Allocation, BackendInfo, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mapping,
-    Mechanism, MemToken, PidValidation, ProcessId, RawStream, Result, SignalHandle, SignalToken,
+    Mechanism, MemToken, PhysicalDevice, PidValidation, ProcessId, RawStream, Result,
+    SignalHandle, SignalToken,
 };
 use devipc_shm::lease::held;
 
@@ -52,6 +53,13 @@ impl DeviceIpc for AscendBackend {
     /// reads the same value.
     fn process_id(&self) -> Result<ProcessId> {
         self.bare_tgid()
+    }
+
+    /// The physical chip id and the UUID, where the runtime has the calls (see
+    /// `AscendBackend::query_physical`).
+    fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
+        self.physical
+            .get_or_query(device, || self.query_physical(device))
     }
 
     fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
@@ -189,6 +197,7 @@ impl DeviceIpc for AscendBackend {
             mechanism: Mechanism::AscendVmm,
             emulated: self.info.source.is_emulated(),
             device: record.vmm.device,
+            physical: self.token_physical(record.vmm.device),
             origin: self.origin()?,
             generation: shared.generation,
             object_size: record.vmm.size as u64,
@@ -285,6 +294,7 @@ impl DeviceIpc for AscendBackend {
             mechanism: Mechanism::AscendIpcKey,
             emulated: self.info.source.is_emulated(),
             device,
+            physical: self.token_physical(device),
             origin: self.origin()?,
             generation: export.generation,
             object_size: size as u64,
@@ -527,6 +537,7 @@ impl DeviceIpc for AscendBackend {
             mechanism: Mechanism::AscendNotify,
             emulated: self.info.source.is_emulated(),
             device: record.device,
+            physical: self.token_physical(record.device),
             origin: self.origin()?,
             generation: signal.id.get(),
             payload: key.to_vec(),

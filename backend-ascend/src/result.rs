@@ -286,6 +286,33 @@ pub(crate) fn get_version(api: &AclApi) -> Option<(i32, i32, i32)> {
     (code == ACL_SUCCESS).then_some((major, minor, patch))
 }
 
+/// `aclrtGetLogicDevIdByUserDevId` (optional, CANN 8.x): the driver's logical id of the
+/// device this process calls `user` (its index under `ASCEND_RT_VISIBLE_DEVICES`).
+pub(crate) fn logic_dev_id_by_user_dev_id(api: &AclApi, user: i32) -> Result<i32> {
+    let mut logic: i32 = -1;
+    // SAFETY: `logic` is a valid out-pointer; `user` is a plain value the runtime checks.
+    unsafe { acl_opt!(api, aclrtGetLogicDevIdByUserDevId(user, &mut logic)) }?;
+    Ok(logic)
+}
+
+/// `aclrtGetPhyDevIdByLogicDevId` (optional, CANN 8.x): the physical chip id of the
+/// driver's logical device `logic` (they differ inside a container).
+pub(crate) fn phy_dev_id_by_logic_dev_id(api: &AclApi, logic: i32) -> Result<i32> {
+    let mut physical: i32 = -1;
+    // SAFETY: `physical` is a valid out-pointer; `logic` is a plain value.
+    unsafe { acl_opt!(api, aclrtGetPhyDevIdByLogicDevId(logic, &mut physical)) }?;
+    Ok(physical)
+}
+
+/// `aclrtDeviceGetUuid` (optional, newer CANN): the 16 bytes the runtime reports for the
+/// device this process calls `device`.
+pub(crate) fn device_get_uuid(api: &AclApi, device: i32) -> Result<[u8; 16]> {
+    let mut uuid = devipc_ascend_sys::types::aclrtUuid { bytes: [0; 16] };
+    // SAFETY: `uuid` is a valid out-pointer to an `aclrtUuid` for the duration of the call.
+    unsafe { acl_opt!(api, aclrtDeviceGetUuid(device, &mut uuid)) }?;
+    Ok(uuid.bytes.map(|b| b as u8))
+}
+
 /// `aclrtDeviceEnablePeerAccess`: lets the current device access `peer`'s memory.
 pub(crate) fn device_enable_peer_access(api: &AclApi, peer: i32) -> Result<()> {
     // SAFETY: plain value arguments; flags are reserved (0).

@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 use devipc_core::token::SignalTokenParts;
 use devipc_core::{
     AllocateOptions, Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc,
-    DevicePtr, Error, ExportOptions, HandleTable, Mapping, Mechanism, MemToken, ProcessId,
-    RawStream, Result, RuntimeVersion, SignalHandle, SignalToken, TokenOrigin,
+    DevicePtr, DeviceUuid, Error, ExportOptions, HandleTable, Mapping, Mechanism, MemToken,
+    PciBusId, PhysicalDevice, PhysicalDeviceCache, ProcessId, RawStream, Result,
+    RuntimeVersion, SignalHandle, SignalToken, TokenOrigin,
 };
 use devipc_hip_sys::{
     HIP_IPC_HANDLE_SIZE, HipApi, hipErrorNoDevice, hipErrorPeerAccessAlreadyEnabled,
@@ -54,6 +55,8 @@ pub struct HipBackend {
     pub(crate) api: Arc<HipApi>,
     pub(crate) info: BackendInfo,
     pub(crate) device_count: u32,
+    /// Each device's PCI bus id and UUID, asked once.
+    pub(crate) physical: PhysicalDeviceCache,
     pub(crate) lazy_peer_flag: std::ffi::c_uint,
     /// `hipRuntimeGetVersion`'s `HIP_VERSION` encoding (ABI choices depend on it).
     pub(crate) hip_version: c_int,
@@ -121,6 +124,7 @@ impl HipBackend {
             hip_version: version,
             info,
             device_count,
+            physical: PhysicalDeviceCache::new(device_count),
             origin: TokenOrigin::current(ProcessId::current()),
             api: api.clone(),
             allocations: HandleTable::new("allocation"),
@@ -154,6 +158,17 @@ impl HipBackend {
         &self,
     ) -> MutexGuard<'_, HashMap<(DeviceId, u64), ExternalExport>> {
         self.external.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The identity a token of `device` carries: unknown (and logged) when the runtime
+    /// cannot tell, since the token is still good for an import that names the device.
+    pub(crate) fn token_physical(&self, device: DeviceId) -> PhysicalDevice {
+        self.physical_device(device).unwrap_or_else(|e| {
+            log::warn!(
+                "devipc-hip: tokens of device {device} carry no physical identity: {e}"
+            );
+            PhysicalDevice::UNKNOWN
+        })
     }
 
     /// `device` as the runtime's `int`, after checking it is in range.
@@ -231,6 +246,29 @@ impl DeviceIpc for HipBackend {
 
     fn process_id(&self) -> Result<ProcessId> {
         Ok(self.origin.pid)
+    }
+
+    /// The PCI bus id (`hipDeviceGetPCIBusId`) and, where the runtime has it
+    /// (`hipDeviceGetUuid`, ROCm 5.1+) and it is not all zeros, the UUID.
+    fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
+        let dev = self.check_device(device)?;
+        self.physical.get_or_query(device, || {
+            let text = result::device_get_pci_bus_id(&self.api, dev)?;
+            let pci_bus_id = text.parse::<PciBusId>().map_err(|_| {
+                Error::invalid_argument(format!(
+                    "hipDeviceGetPCIBusId gave `{text}` for device {dev}, not a PCI bus id"
+                ))
+            })?;
+            // A runtime without the call, or one that cannot tell, leaves the UUID unknown.
+            let uuid = result::device_get_uuid(&self.api, dev)
+                .ok()
+                .and_then(DeviceUuid::from_runtime);
+            Ok(PhysicalDevice {
+                pci_bus_id: Some(pci_bus_id),
+                uuid,
+                physical_id: None,
+            })
+        })
     }
 
     fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
@@ -674,6 +712,7 @@ impl DeviceIpc for HipBackend {
             mechanism: Mechanism::HipIpcEvent,
             emulated: self.info.source.is_emulated(),
             device,
+            physical: self.token_physical(device),
             origin: self.origin,
             generation: signal.id.get(),
             payload,

@@ -126,6 +126,7 @@ impl HipBackend {
             mechanism,
             emulated: self.info.source.is_emulated(),
             device,
+            physical: self.token_physical(device),
             origin: self.origin,
             generation,
             object_size: object_size as u64,

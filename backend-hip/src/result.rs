@@ -150,6 +150,40 @@ pub(crate) fn set_device(api: &HipApi, device: c_int) -> Result<()> {
     unsafe { hip!(api, hipSetDevice(device)) }
 }
 
+/// `hipDeviceGetPCIBusId`: the PCI address of `device` as the runtime prints it
+/// (`domain:bus:device.function`, e.g. `0000:03:00.0`).
+pub(crate) fn device_get_pci_bus_id(api: &HipApi, device: c_int) -> Result<String> {
+    // CLR writes at most 13 bytes ("%04x:%02x:%02x.%01x" + NUL); room for more.
+    let mut text = [0 as std::ffi::c_char; 64];
+    // SAFETY: `text` is writable for the `len` passed, which the runtime honours (it
+    // refuses a `len` too small for its text); `device` is a plain value it range-checks.
+    unsafe {
+        hip!(
+            api,
+            hipDeviceGetPCIBusId(text.as_mut_ptr(), text.len() as c_int, device)
+        )
+    }?;
+    let bytes: Vec<u8> = text
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    if bytes.len() == text.len() {
+        return Err(Error::invalid_argument(
+            "hipDeviceGetPCIBusId wrote no NUL-terminated text",
+        ));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// `hipDeviceGetUuid` (ROCm 5.1+): the 16 bytes the runtime reports for `device`.
+pub(crate) fn device_get_uuid(api: &HipApi, device: c_int) -> Result<[u8; 16]> {
+    let mut uuid = devipc_hip_sys::types::hipUUID { bytes: [0; 16] };
+    // SAFETY: `uuid` is a valid out-pointer to a `hipUUID` for the duration of the call.
+    unsafe { hip!(api, ?hipDeviceGetUuid(&mut uuid, device)) }?;
+    Ok(uuid.bytes.map(|b| b as u8))
+}
+
 /// `hipDeviceEnablePeerAccess`: lets the current device access `peer`'s memory. `flags`
 /// must be 0; an already enabled peer gives `hipErrorPeerAccessAlreadyEnabled`.
 pub(crate) fn device_enable_peer_access(api: &HipApi, peer: c_int, flags: c_uint) -> Result<()> {

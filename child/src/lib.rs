@@ -30,7 +30,7 @@
 //!     .capture_stderr(4000)
 //!     .spawn()?;
 //! let pid = child.expect("pid", Duration::from_secs(10))?;
-//! child.send("token devipc2:...")?;
+//! child.send("token devipc3:...")?;
 //! child.finish(Duration::from_secs(10))?;
 //! # Ok(()) }
 //! ```

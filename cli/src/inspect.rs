@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use devipc::raw::{Backend, DeviceIpc};
-use devipc::{BackendKind, Capabilities, DeviceId, Error, LoadAttempt, Runtime};
+use devipc::{BackendKind, Capabilities, DeviceId, Error, LoadAttempt, PhysicalDevice, Runtime};
 use serde::Serialize;
 
 /// The result of trying one discovery candidate.
@@ -67,10 +67,61 @@ pub struct StartedInfo {
     pub process_id: u32,
     /// Number of devices.
     pub device_count: u32,
+    /// Each device's physical identity, by this process's index.
+    pub devices: Vec<DeviceReport>,
     /// `device_count` x `device_count`.
     pub peer_matrix: Vec<Vec<PeerCell>>,
     /// The capabilities the backend derived.
     pub capabilities: Capabilities,
+}
+
+/// One device as this process sees it: its index here and its physical identity.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceReport {
+    /// This process's index (after the visibility variables).
+    pub index: u32,
+    /// PCI bus id (HIP), `domain:bus:device.function`.
+    pub pci_bus_id: Option<String>,
+    /// UUID, `8-4-4-4-12` hex.
+    pub uuid: Option<String>,
+    /// Physical chip id (Ascend).
+    pub physical_id: Option<u32>,
+    /// Why the runtime could not tell.
+    pub error: Option<String>,
+}
+
+impl DeviceReport {
+    /// What the text report prints after the index.
+    pub fn describe(&self) -> String {
+        if let Some(e) = &self.error {
+            return format!("identity unknown: {e}");
+        }
+        let physical = PhysicalDevice {
+            pci_bus_id: self.pci_bus_id.as_deref().and_then(|t| t.parse().ok()),
+            uuid: None,
+            physical_id: self.physical_id,
+        };
+        let mut text = physical.to_string();
+        if let Some(uuid) = &self.uuid {
+            text = if physical.is_known() {
+                format!("{text}, uuid {uuid}")
+            } else {
+                format!("uuid {uuid}")
+            };
+        }
+        text
+    }
+}
+
+/// The visibility variables of `kind` (all of them, set or not), as `(name, value)`.
+pub fn visibility(kind: BackendKind) -> Vec<(&'static str, Option<String>)> {
+    devipc::raw::visibility_env_vars(kind)
+        .iter()
+        .map(|name| {
+            let value = std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+            (*name, value)
+        })
+        .collect()
 }
 
 /// Why a backend did not start, as data (the JSON report's `error`, as is).
@@ -383,6 +434,7 @@ fn started_info(rt: &Runtime) -> StartedInfo {
         library: info.source.to_string(),
         process_id: rt.process_id().0,
         device_count,
+        devices: (0..device_count).map(|d| device_report(rt, d)).collect(),
         peer_matrix: (0..device_count)
             .map(|d| {
                 (0..device_count)
@@ -392,6 +444,29 @@ fn started_info(rt: &Runtime) -> StartedInfo {
             .collect(),
         capabilities: info.capabilities,
     }
+}
+
+/// Device `index`'s physical identity, or why the runtime could not tell.
+fn device_report(rt: &Runtime, index: u32) -> DeviceReport {
+    let mut report = DeviceReport {
+        index,
+        pci_bus_id: None,
+        uuid: None,
+        physical_id: None,
+        error: None,
+    };
+    match rt.physical_device(DeviceId(index)) {
+        Ok(p) => {
+            report.pci_bus_id = p.pci_bus_id.map(|id| id.to_string());
+            report.uuid = p.uuid.map(|u| u.to_string());
+            report.physical_id = p.physical_id;
+            if !p.is_known() {
+                report.error = Some("this runtime has no identity calls".to_owned());
+            }
+        }
+        Err(e) => report.error = Some(e.to_string()),
+    }
+    report
 }
 
 /// Whether `device` can access `peer`: the runtime's own `CanAccessPeer` from the raw

@@ -12,7 +12,7 @@ use devipc::Capabilities;
 use devipc::raw::Backend;
 use serde::{Serialize, Serializer};
 
-use crate::inspect::{CandidateReport, ErrorReport, Outcome, PeerCell};
+use crate::inspect::{CandidateReport, DeviceReport, ErrorReport, Outcome, PeerCell, visibility};
 use crate::peer_check::ProbeReport;
 use crate::{Entry, SCHEMA, capability_list};
 
@@ -41,6 +41,9 @@ struct BackendJson<'a> {
     error: Option<&'a ErrorReport>,
     process_id: Option<u32>,
     device_count: Option<u32>,
+    devices: Option<&'a [DeviceReport]>,
+    /// Every visibility variable of the vendor, its value or null when unset.
+    visibility: VisibilityJson,
     peer_matrix: Option<&'a [Vec<PeerCell>]>,
     capabilities: Option<CapabilitiesJson<'a>>,
     probe: Option<&'a ProbeReport>,
@@ -78,6 +81,16 @@ impl<'a> CandidateJson<'a> {
     }
 }
 
+/// The visibility variables as `{ "HIP_VISIBLE_DEVICES": "2,3", ... }`, in the order the
+/// runtime applies them.
+struct VisibilityJson(Vec<(&'static str, Option<String>)>);
+
+impl Serialize for VisibilityJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
 /// Capabilities as `{ "access_control": true, ... }`, named and ordered by
 /// [`capability_list`], which the text report uses too.
 struct CapabilitiesJson<'a>(&'a Capabilities);
@@ -107,6 +120,8 @@ impl<'a> BackendJson<'a> {
             error: r.start.as_ref().err(),
             process_id: started.map(|i| i.process_id),
             device_count: started.map(|i| i.device_count),
+            devices: started.map(|i| i.devices.as_slice()),
+            visibility: VisibilityJson(visibility(r.kind)),
             peer_matrix: started.map(|i| i.peer_matrix.as_slice()),
             capabilities: started.map(|i| CapabilitiesJson(&i.capabilities)),
             probe: entry.probe.as_ref(),

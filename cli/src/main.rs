@@ -8,8 +8,9 @@
 //!
 //! For every backend compiled in (features `ascend`, `hip`) the doctor reports the real
 //! vendor runtime: every library path discovery tried with the loader's answer, the
-//! runtime (and HIP driver) version, the device count, the peer-access matrix and the
-//! capabilities; then the same for the devipc emulator speaking that vendor's ABI
+//! runtime (and HIP driver) version, the visibility variables in force, each device's
+//! index and physical identity (PCI bus id, UUID, physical chip id), the peer-access
+//! matrix and the capabilities; then the same for the devipc emulator speaking that vendor's ABI
 //! (feature `emulator`), labelled `emulated-*`. On every backend that starts it runs a
 //! two-process probe (see [`peer_check`]): it re-executes itself as a child, shares a buffer
 //! and two signals with it, checks bytes in both directions and times signal round trips.
@@ -52,6 +53,13 @@
 //!     },
 //!     "process_id": 1234 | null,
 //!     "device_count": 2 | null,
+//!     "devices": [ { "index": 0,              // this process's index, after the masks
+//!                    "pci_bus_id": "0000:03:00.0" | null,   // HIP
+//!                    "uuid": "…" | null,
+//!                    "physical_id": 3 | null,               // Ascend
+//!                    "error": null | "..." } ] | null,      // why the identity is unknown
+//!     "visibility": { "ROCR_VISIBLE_DEVICES": null, "HIP_VISIBLE_DEVICES": "2,3",
+//!                     "CUDA_VISIBLE_DEVICES": null }        // Ascend: ASCEND_RT_VISIBLE_DEVICES
 //!     "peer_matrix": [[null, true], [true, null]] | null,  // row device can access column
 //!                                             // device; null on the diagonal; a string
 //!                                             // when the query failed
@@ -226,6 +234,14 @@ fn to_text(entries: &[Entry], ok: bool) -> String {
             "vendor runtime"
         };
         let _ = writeln!(out, "\n== {} ({label}) ==", r.name);
+        let masks: Vec<String> = inspect::visibility(r.kind)
+            .into_iter()
+            .map(|(name, value)| match value {
+                Some(v) => format!("{name}={v:?}"),
+                None => format!("{name} unset"),
+            })
+            .collect();
+        let _ = writeln!(out, "  visibility: {}", masks.join(", "));
         if let Some(rows) = &r.discovery {
             let _ = writeln!(out, "  library discovery, in order:");
             for c in rows {
@@ -280,6 +296,9 @@ fn to_text(entries: &[Entry], ok: bool) -> String {
                 let _ = writeln!(out, "  library: {}", info.library);
                 let _ = writeln!(out, "  process id: {}", info.process_id);
                 let _ = writeln!(out, "  devices: {}", info.device_count);
+                for d in &info.devices {
+                    let _ = writeln!(out, "    {}: {}", d.index, d.describe());
+                }
                 if info.device_count > 0 {
                     let _ = writeln!(out, "  peer access (row device can access column device):");
                     let header: String =

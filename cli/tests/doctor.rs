@@ -282,3 +282,109 @@ fn text_report_and_exit_codes() {
     }
     root.assert_emulator_clean();
 }
+
+/// `devipc doctor --json --no-probe` on a 4-device emulated machine with `masks` set (and
+/// every other visibility variable removed).
+fn doctor_masked(root: &TestRoot, masks: &[(&str, &str)]) -> Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_devipc"));
+    cmd.args(["doctor", "--json", "--no-probe"])
+        .envs(root.env())
+        .env("DEVIPC_EMU_DEVICES", "4");
+    for (name, value) in root.discovery_env() {
+        match value {
+            None => cmd.env_remove(name),
+            Some(v) => cmd.env(name, v),
+        };
+    }
+    for name in devipc_testkit::VISIBILITY_ENV_VARS {
+        cmd.env_remove(name);
+    }
+    cmd.envs(masks.iter().copied());
+    let out = cmd.output().expect("run devipc");
+    assert!(out.status.success(), "{masks:?}: {}", out.status);
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+/// The identity fields of each device of a backend, by index.
+fn identities(report: &Value, name: &str) -> Vec<Value> {
+    backend(report, name)["devices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{name} has no devices: {report:#}"))
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            assert_eq!(d["index"], i, "{name}: {d}");
+            assert!(d["error"].is_null(), "{name}: {d}");
+            serde_json::json!([d["pci_bus_id"], d["uuid"], d["physical_id"]])
+        })
+        .collect()
+}
+
+#[test]
+fn devices_are_listed_with_their_physical_identity_under_the_masks_in_force() {
+    let root = TestRoot::new("doctor-masks");
+    let all = doctor_masked(&root, &[]);
+    let hip = identities(&all, "emulated-hip");
+    let ascend = identities(&all, "emulated-ascend");
+    assert_eq!((hip.len(), ascend.len()), (4, 4));
+    for (name, ids) in [("emulated-hip", &hip), ("emulated-ascend", &ascend)] {
+        for (i, a) in ids.iter().enumerate() {
+            assert!(
+                ids[i + 1..].iter().all(|b| b != a),
+                "{name}: two devices share {a}"
+            );
+        }
+    }
+    // HIP devices have a PCI bus id, Ascend devices a physical chip id.
+    assert!(hip.iter().all(|d| d[0].is_string()), "{hip:?}");
+    assert!(ascend.iter().all(|d| d[2].is_u64()), "{ascend:?}");
+    assert_eq!(
+        backend(&all, "emulated-hip")["visibility"],
+        serde_json::json!({
+            "ROCR_VISIBLE_DEVICES": null, "HIP_VISIBLE_DEVICES": null, "CUDA_VISIBLE_DEVICES": null
+        })
+    );
+
+    let masked = doctor_masked(
+        &root,
+        &[
+            ("HIP_VISIBLE_DEVICES", "3,1"),
+            ("ASCEND_RT_VISIBLE_DEVICES", "2"),
+        ],
+    );
+    assert_eq!(
+        identities(&masked, "emulated-hip"),
+        [hip[3].clone(), hip[1].clone()],
+        "HIP_VISIBLE_DEVICES=3,1 shows physical devices 3 and 1 as 0 and 1"
+    );
+    assert_eq!(
+        identities(&masked, "emulated-ascend"),
+        [ascend[2].clone()],
+        "ASCEND_RT_VISIBLE_DEVICES=2 shows physical device 2 as 0"
+    );
+    assert_eq!(
+        backend(&masked, "emulated-hip")["visibility"]["HIP_VISIBLE_DEVICES"],
+        "3,1"
+    );
+    assert_eq!(
+        backend(&masked, "emulated-ascend")["visibility"],
+        serde_json::json!({ "ASCEND_RT_VISIBLE_DEVICES": "2" })
+    );
+    // The text report prints the masks and each device's identity.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_devipc"));
+    cmd.args(["doctor", "--no-probe"])
+        .envs(root.env())
+        .env("DEVIPC_EMU_DEVICES", "4")
+        .env("HIP_VISIBLE_DEVICES", "3,1");
+    for name in ["ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"] {
+        cmd.env_remove(name);
+    }
+    let out = cmd.output().expect("run devipc");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let pci = hip[3][0].as_str().unwrap();
+    assert!(
+        text.contains("HIP_VISIBLE_DEVICES=\"3,1\"") && text.contains(&format!("0: pci {pci}")),
+        "{text}"
+    );
+    root.assert_emulator_clean();
+}

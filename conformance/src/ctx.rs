@@ -239,6 +239,24 @@ impl Ctx {
         self.peer(name, role).map(Facade)
     }
 
+    /// A peer process running the facade shell with extra environment variables (e.g. a
+    /// device visibility mask).
+    pub fn facade_peer_with_env(
+        &self,
+        name: &str,
+        env: &[(String, OsString)],
+    ) -> Result<Facade<Remote>, Stop> {
+        Remote::spawn(
+            name,
+            roles::FACADE_SHELL,
+            self.target.name(),
+            env,
+            self.reply_timeout,
+        )
+        .map(Facade)
+        .map_err(Stop::from)
+    }
+
     /// The runtime version the probe found.
     pub fn version(&self) -> Option<RuntimeVersion> {
         self.probe.version

@@ -69,6 +69,15 @@ fn vendor_hint(backend: BackendKind, name: &str) -> &'static str {
     }
 }
 
+/// Formats the visibility variables of [`Error::DeviceNotVisible`].
+fn visibility_note(visibility: &[String]) -> String {
+    if visibility.is_empty() {
+        " (no visibility variable is set here)".to_owned()
+    } else {
+        format!(" (here: {})", visibility.join(" "))
+    }
+}
+
 /// Formats the attempts of [`Error::NoBackendStarted`], one backend per line.
 fn list_backend_attempts(attempts: &[BackendAttempt]) -> String {
     if attempts.is_empty() {
@@ -212,6 +221,20 @@ pub enum Error {
         count: u32,
     },
 
+    /// A token's device is not among the devices this process sees: its physical
+    /// identity matches none of them (another visibility mask, or another machine).
+    #[error(
+        "the token's device ({device}) is not visible to this process{}; import it with an \
+         explicit device index to reach it across devices, or make the device visible",
+        visibility_note(visibility)
+    )]
+    DeviceNotVisible {
+        /// The physical identity the token names.
+        device: crate::physical::PhysicalDevice,
+        /// The visibility variables in force here, as `NAME=value` (empty: none set).
+        visibility: Vec<String>,
+    },
+
     /// An argument is out of range or inconsistent.
     #[error("invalid argument: {what}")]
     InvalidArgument {
@@ -303,8 +326,8 @@ impl Error {
 
     /// A stable name of the variant, for reports and logs: `library_not_found`,
     /// `missing_symbol`, `vendor`, `no_backend_started`, `config`, `invalid_token`,
-    /// `backend_mismatch`, `unsupported`, `invalid_device`, `invalid_argument`,
-    /// `unknown_handle`, `timeout`, `io`.
+    /// `backend_mismatch`, `unsupported`, `invalid_device`, `device_not_visible`,
+    /// `invalid_argument`, `unknown_handle`, `timeout`, `io`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::LibraryNotFound { .. } => "library_not_found",
@@ -316,6 +339,7 @@ impl Error {
             Error::BackendMismatch { .. } => "backend_mismatch",
             Error::Unsupported { .. } => "unsupported",
             Error::InvalidDevice { .. } => "invalid_device",
+            Error::DeviceNotVisible { .. } => "device_not_visible",
             Error::InvalidArgument { .. } => "invalid_argument",
             Error::UnknownHandle { .. } => "unknown_handle",
             Error::Timeout { .. } => "timeout",

@@ -14,6 +14,7 @@ pub mod handle_table;
 pub mod identity;
 pub mod ids;
 pub mod info;
+pub mod physical;
 pub mod protection;
 pub mod token;
 pub mod traits;
@@ -26,6 +27,7 @@ pub use ids::{
     Mapping, PidValidation, ProcessId, RawStream, SignalHandle,
 };
 pub use info::{BackendInfo, Capabilities, LibrarySource, RuntimeVersion};
+pub use physical::{DeviceUuid, PciBusId, PhysicalDevice, PhysicalDeviceCache};
 pub use protection::Protection;
-pub use token::{Mechanism, MemToken, SignalToken, TokenIdentity, TokenOrigin};
+pub use token::{ExportedFrom, Mechanism, MemToken, SignalToken, TokenIdentity, TokenOrigin};
 pub use traits::DeviceIpc;

@@ -6,7 +6,7 @@
 //! [`Mechanism`] tag next to the vendor payload, the producer's identity (pid, pid
 //! namespace, host boot id), the exported range and a generation.
 //!
-//! # Wire format, version 2
+//! # Wire format, version 3
 //!
 //! Little-endian, fixed header, then the payload, then a CRC-32 (IEEE) of everything
 //! before it:
@@ -14,30 +14,51 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `DVIP` |
-//! | 4 | 1 | format version (2) |
+//! | 4 | 1 | format version (3; 2 is still read) |
 //! | 5 | 1 | kind: 1 memory, 2 signal |
 //! | 6 | 1 | backend: 1 ascend, 2 hip |
 //! | 7 | 1 | mechanism tag ([`Mechanism`]) |
 //! | 8 | 1 | flags: bit 0 = produced by the emulator; other bits must be 0 |
 //! | 9 | 1 | reserved, 0 |
 //! | 10 | 2 | payload length, 1..=256 |
-//! | 12 | 4 | device id |
+//! | 12 | 4 | device id (the producer's index, under the producer's visibility mask) |
 //! | 16 | 4 | producer pid |
 //! | 20 | 8 | producer pid-namespace inode |
 //! | 28 | 8 | producer host boot-id hash |
 //! | 36 | 8 | producer start time (clock ticks since boot; 0 = unknown) |
 //! | 44 | 8 | generation |
-//! | 52 | 8 | memory only: size of the exported vendor object |
-//! | 60 | 8 | memory only: offset of the range within it |
-//! | 68 | 8 | memory only: length of the range |
-//! | 52 or 76 | n | vendor payload (binary safe) |
+//! | 52 | 32 | version 3 only: the device's [`PhysicalDevice`] identity (below) |
+//! | 84 (v2: 52) | 8 | memory only: size of the exported vendor object |
+//! | 92 (v2: 60) | 8 | memory only: offset of the range within it |
+//! | 100 (v2: 68) | 8 | memory only: length of the range |
+//! | 84 or 108 (v2: 52 or 76) | n | vendor payload (binary safe) |
 //! | end - 4 | 4 | CRC-32 of all preceding bytes |
 //!
-//! Version 2 added the producer's start time: with the pid it names one process even
-//! after the pid is reused. Version 1 tokens are refused with a reason.
+//! The physical identity block (offsets relative to 52):
 //!
-//! The text form is `devipc2:` followed by the binary form in URL-safe base64 without
-//! padding, so it survives shells, URLs, JSON and environment variables.
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | known fields: bit 0 PCI bus id, bit 1 UUID, bit 2 physical id; others 0 |
+//! | 1 | 3 | reserved, 0 |
+//! | 4 | 4 | PCI domain |
+//! | 8 | 1 | PCI bus |
+//! | 9 | 1 | PCI device (0..=31) |
+//! | 10 | 1 | PCI function (0..=7) |
+//! | 11 | 1 | reserved, 0 |
+//! | 12 | 4 | physical id |
+//! | 16 | 16 | UUID |
+//!
+//! A field that is not known is all zeros, so one token has one encoding.
+//!
+//! Version 2 added the producer's start time: with the pid it names one process even
+//! after the pid is reused. Version 3 added the physical device identity, so an importer
+//! under another visibility mask finds the exporter's device. Version 2 tokens are still
+//! read (their identity is [`PhysicalDevice::UNKNOWN`]) and import as before; version 1
+//! tokens are refused with a reason (their pid cannot be told from a reused one).
+//!
+//! The text form is `devipc3:` (for version 2, `devipc2:`) followed by the binary form in
+//! URL-safe base64 without padding, so it survives shells, URLs, JSON and environment
+//! variables; the prefix's digit must match the version inside.
 //!
 //! Parsing is total: any byte or text string gives a token or
 //! [`Error::InvalidToken`] with a reason. Lengths are bounded before anything is
@@ -46,17 +67,18 @@
 use std::fmt;
 use std::str::FromStr;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::error::{Error, Result};
 use crate::identity::HostIdentity;
 use crate::ids::{BackendKind, DeviceId, ProcessId};
+use crate::physical::{DeviceUuid, PciBusId, PhysicalDevice};
 
-/// Prefix of the text form; the digit is the format version.
-pub const TEXT_PREFIX: &str = "devipc2:";
-/// The wire format version this crate writes and reads.
-pub const FORMAT_VERSION: u8 = 2;
+/// Prefix of the text form this crate writes; the digit is the format version.
+pub const TEXT_PREFIX: &str = "devipc3:";
+/// The wire format version this crate writes.
+pub const FORMAT_VERSION: u8 = 3;
+/// The oldest wire format version this crate still reads (without a physical identity).
+pub const OLDEST_READABLE_VERSION: u8 = 2;
 /// Largest vendor payload a token may carry.
 pub const MAX_PAYLOAD: usize = 256;
 
@@ -64,8 +86,16 @@ const MAGIC: [u8; 4] = *b"DVIP";
 const KIND_MEM: u8 = 1;
 const KIND_SIGNAL: u8 = 2;
 const FLAG_EMULATED: u8 = 0x01;
-const COMMON_HEADER: usize = 52;
-const MEM_HEADER: usize = COMMON_HEADER + 24;
+/// The header both kinds share, up to and including the generation.
+const ORIGIN_HEADER: usize = 52;
+/// The physical identity block of version 3.
+const PHYSICAL_BLOCK: usize = 32;
+const PHYSICAL_PCI: u8 = 0x01;
+const PHYSICAL_UUID: u8 = 0x02;
+const PHYSICAL_ID: u8 = 0x04;
+const COMMON_HEADER: usize = ORIGIN_HEADER + PHYSICAL_BLOCK;
+const MEM_FIELDS: usize = 24;
+const MEM_HEADER: usize = COMMON_HEADER + MEM_FIELDS;
 const CRC_LEN: usize = 4;
 /// Largest binary token.
 pub const MAX_BINARY_LEN: usize = MEM_HEADER + MAX_PAYLOAD + CRC_LEN;
@@ -188,9 +218,13 @@ impl TokenOrigin {
 /// Fields shared by both token kinds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Common {
+    /// The format version it was read in (or [`FORMAT_VERSION`] when built here); it is
+    /// written back in the same version, so a relay does not change a token it forwards.
+    version: u8,
     mechanism: Mechanism,
     emulated: bool,
     device: DeviceId,
+    physical: PhysicalDevice,
     origin: TokenOrigin,
     generation: u64,
     payload: Vec<u8>,
@@ -218,9 +252,52 @@ impl Common {
         Ok(())
     }
 
+    /// A token built from parts: the current version.
+    fn new(
+        mechanism: Mechanism,
+        emulated: bool,
+        device: DeviceId,
+        physical: PhysicalDevice,
+        origin: TokenOrigin,
+        generation: u64,
+        payload: Vec<u8>,
+    ) -> Self {
+        Common {
+            version: FORMAT_VERSION,
+            mechanism,
+            emulated,
+            device,
+            physical,
+            origin,
+            generation,
+            payload,
+        }
+    }
+
+    /// The same fields, written in format `version` (version 2 has no physical identity).
+    fn in_version(&self, version: u8) -> Result<Common> {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
+            return Err(Error::invalid_argument(format!(
+                "format version {version} cannot be written: this devipc writes versions \
+                 {OLDEST_READABLE_VERSION} to {FORMAT_VERSION}"
+            )));
+        }
+        let mut common = self.clone();
+        common.version = version;
+        if version < 3 {
+            common.physical = PhysicalDevice::UNKNOWN;
+        }
+        Ok(common)
+    }
+
+    /// Length of the header before the kind's own fields.
+    fn header_len(&self) -> usize {
+        common_header_len(self.version)
+    }
+
     fn write_header(&self, out: &mut Vec<u8>, kind: u8) {
         out.extend_from_slice(&MAGIC);
-        out.push(FORMAT_VERSION);
+        out.push(self.version);
         out.push(kind);
         out.push(self.mechanism.backend().wire());
         out.push(self.mechanism.wire());
@@ -234,6 +311,9 @@ impl Common {
         out.extend_from_slice(&self.origin.host.boot_id_hash.to_le_bytes());
         out.extend_from_slice(&self.origin.start_time.to_le_bytes());
         out.extend_from_slice(&self.generation.to_le_bytes());
+        if self.version >= 3 {
+            write_physical(out, &self.physical);
+        }
     }
 
     fn identity(&self) -> TokenIdentity {
@@ -275,8 +355,11 @@ pub struct MemTokenParts {
     pub mechanism: Mechanism,
     /// Produced by the emulator (a real runtime must refuse it, and vice versa).
     pub emulated: bool,
-    /// The exporter's device.
+    /// The exporter's device, as the exporter numbers it.
     pub device: DeviceId,
+    /// The exporter's device's physical identity ([`PhysicalDevice::UNKNOWN`] when the
+    /// runtime cannot tell).
+    pub physical: PhysicalDevice,
     /// The exporting process.
     pub origin: TokenOrigin,
     /// Generation of the exported object (tells a reused handle from the original).
@@ -304,14 +387,15 @@ impl MemToken {
     /// Builds a token, validating that the parts are consistent.
     pub fn new(parts: MemTokenParts) -> Result<Self> {
         let token = MemToken {
-            common: Common {
-                mechanism: parts.mechanism,
-                emulated: parts.emulated,
-                device: parts.device,
-                origin: parts.origin,
-                generation: parts.generation,
-                payload: parts.payload,
-            },
+            common: Common::new(
+                parts.mechanism,
+                parts.emulated,
+                parts.device,
+                parts.physical,
+                parts.origin,
+                parts.generation,
+                parts.payload,
+            ),
             object_size: parts.object_size,
             offset: parts.offset,
             len: parts.len,
@@ -346,9 +430,28 @@ impl MemToken {
     pub fn emulated(&self) -> bool {
         self.common.emulated
     }
-    /// The exporter's device.
+    /// The exporter's device, as the exporter numbers it: under another visibility mask
+    /// the same device has another index (see [`MemToken::physical_device`]).
     pub fn device(&self) -> DeviceId {
         self.common.device
+    }
+    /// The physical identity of the exporter's device ([`PhysicalDevice::UNKNOWN`] for a
+    /// version 2 token, or when the exporter's runtime could not tell).
+    pub fn physical_device(&self) -> &PhysicalDevice {
+        &self.common.physical
+    }
+    /// The wire format version it was read in, or the current one for a token made here.
+    pub fn format_version(&self) -> u8 {
+        self.common.version
+    }
+    /// The same token, written in wire format `version` (2 or 3): for peers that still run
+    /// an older devipc during an upgrade. Version 2 cannot carry the physical identity, so
+    /// it is dropped.
+    pub fn in_format_version(&self, version: u8) -> Result<MemToken> {
+        Ok(MemToken {
+            common: self.common.in_version(version)?,
+            ..self.clone()
+        })
     }
     /// The exporting process.
     pub fn origin(&self) -> TokenOrigin {
@@ -405,6 +508,7 @@ impl MemToken {
             mechanism: self.common.mechanism,
             emulated: self.common.emulated,
             device: self.common.device,
+            physical: self.common.physical,
             origin: self.common.origin,
             generation: self.common.generation,
             object_size: self.object_size,
@@ -434,7 +538,9 @@ impl MemToken {
 
     /// Binary form.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(MEM_HEADER + self.common.payload.len() + CRC_LEN);
+        let mut out = Vec::with_capacity(
+            self.common.header_len() + MEM_FIELDS + self.common.payload.len() + CRC_LEN,
+        );
         self.common.write_header(&mut out, KIND_MEM);
         out.extend_from_slice(&self.object_size.to_le_bytes());
         out.extend_from_slice(&self.offset.to_le_bytes());
@@ -456,9 +562,9 @@ impl MemToken {
         Ok(token)
     }
 
-    /// Text form: `devipc2:` + URL-safe base64.
+    /// Text form: `devipc3:` (a version 2 token: `devipc2:`) + URL-safe base64.
     pub fn to_text(&self) -> String {
-        to_text(&self.to_bytes())
+        to_text(self.common.version, &self.to_bytes())
     }
 
     /// Parses the text form.
@@ -474,8 +580,10 @@ pub struct SignalTokenParts {
     pub mechanism: Mechanism,
     /// Produced by the emulator.
     pub emulated: bool,
-    /// The exporter's device.
+    /// The exporter's device, as the exporter numbers it.
     pub device: DeviceId,
+    /// The exporter's device's physical identity.
+    pub physical: PhysicalDevice,
     /// The exporting process.
     pub origin: TokenOrigin,
     /// Generation of the exported signal.
@@ -493,14 +601,15 @@ pub struct SignalToken {
 impl SignalToken {
     /// Builds a token, validating that the parts are consistent.
     pub fn new(parts: SignalTokenParts) -> Result<Self> {
-        let common = Common {
-            mechanism: parts.mechanism,
-            emulated: parts.emulated,
-            device: parts.device,
-            origin: parts.origin,
-            generation: parts.generation,
-            payload: parts.payload,
-        };
+        let common = Common::new(
+            parts.mechanism,
+            parts.emulated,
+            parts.device,
+            parts.physical,
+            parts.origin,
+            parts.generation,
+            parts.payload,
+        );
         common.validate(true)?;
         Ok(SignalToken { common })
     }
@@ -517,9 +626,26 @@ impl SignalToken {
     pub fn emulated(&self) -> bool {
         self.common.emulated
     }
-    /// The exporter's device.
+    /// The exporter's device, as the exporter numbers it: under another visibility mask
+    /// the same device has another index (see [`MemToken::physical_device`]).
     pub fn device(&self) -> DeviceId {
         self.common.device
+    }
+    /// The physical identity of the exporter's device ([`PhysicalDevice::UNKNOWN`] for a
+    /// version 2 token, or when the exporter's runtime could not tell).
+    pub fn physical_device(&self) -> &PhysicalDevice {
+        &self.common.physical
+    }
+    /// The wire format version it was read in, or the current one for a token made here.
+    pub fn format_version(&self) -> u8 {
+        self.common.version
+    }
+    /// The same token, written in wire format `version` (2 or 3): see
+    /// [`MemToken::in_format_version`].
+    pub fn in_format_version(&self, version: u8) -> Result<SignalToken> {
+        Ok(SignalToken {
+            common: self.common.in_version(version)?,
+        })
     }
     /// The exporting process.
     pub fn origin(&self) -> TokenOrigin {
@@ -540,7 +666,8 @@ impl SignalToken {
 
     /// Binary form.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(COMMON_HEADER + self.common.payload.len() + CRC_LEN);
+        let mut out =
+            Vec::with_capacity(self.common.header_len() + self.common.payload.len() + CRC_LEN);
         self.common.write_header(&mut out, KIND_SIGNAL);
         finish(out, &self.common.payload)
     }
@@ -553,9 +680,9 @@ impl SignalToken {
         Ok(SignalToken { common })
     }
 
-    /// Text form: `devipc2:` + URL-safe base64.
+    /// Text form: `devipc3:` (a version 2 token: `devipc2:`) + URL-safe base64.
     pub fn to_text(&self) -> String {
-        to_text(&self.to_bytes())
+        to_text(self.common.version, &self.to_bytes())
     }
 
     /// Parses the text form.
@@ -563,6 +690,57 @@ impl SignalToken {
         SignalToken::from_bytes(&from_text(text)?)
     }
 }
+
+/// What both token kinds say about where they were exported: the backend, the producer
+/// and its device. Lets code place either kind (e.g. `Runtime::local_device_of`).
+pub trait ExportedFrom: sealed::Sealed {
+    /// The backend that can import it.
+    fn backend(&self) -> BackendKind;
+    /// How the payload is to be read.
+    fn mechanism(&self) -> Mechanism;
+    /// Whether the emulator produced it.
+    fn emulated(&self) -> bool;
+    /// The exporting process.
+    fn origin(&self) -> TokenOrigin;
+    /// The exporter's device, as the exporter numbers it.
+    fn device(&self) -> DeviceId;
+    /// The physical identity of the exporter's device.
+    fn physical_device(&self) -> &PhysicalDevice;
+}
+
+mod sealed {
+    /// Only the two token kinds are [`ExportedFrom`](super::ExportedFrom).
+    pub trait Sealed {}
+    impl Sealed for super::MemToken {}
+    impl Sealed for super::SignalToken {}
+}
+
+macro_rules! exported_from {
+    ($t:ty) => {
+        impl ExportedFrom for $t {
+            fn backend(&self) -> BackendKind {
+                <$t>::backend(self)
+            }
+            fn mechanism(&self) -> Mechanism {
+                <$t>::mechanism(self)
+            }
+            fn emulated(&self) -> bool {
+                <$t>::emulated(self)
+            }
+            fn origin(&self) -> TokenOrigin {
+                <$t>::origin(self)
+            }
+            fn device(&self) -> DeviceId {
+                <$t>::device(self)
+            }
+            fn physical_device(&self) -> &PhysicalDevice {
+                <$t>::physical_device(self)
+            }
+        }
+    };
+}
+exported_from!(MemToken);
+exported_from!(SignalToken);
 
 macro_rules! text_traits {
     ($t:ty) => {
@@ -582,355 +760,10 @@ macro_rules! text_traits {
 text_traits!(MemToken);
 text_traits!(SignalToken);
 
-/// Appends the payload and the CRC.
-fn finish(mut out: Vec<u8>, payload: &[u8]) -> Vec<u8> {
-    out.extend_from_slice(payload);
-    let crc = crc32(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
-}
-
-fn to_text(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(MAX_TEXT_LEN);
-    s.push_str(TEXT_PREFIX);
-    URL_SAFE_NO_PAD.encode_string(bytes, &mut s);
-    s
-}
-
-fn from_text(text: &str) -> Result<Vec<u8>> {
-    let text = text.trim();
-    if text.len() > MAX_TEXT_LEN {
-        return Err(Error::invalid_token(format!(
-            "text is {} characters, longer than any token ({MAX_TEXT_LEN})",
-            text.len()
-        )));
-    }
-    let body = match text.strip_prefix(TEXT_PREFIX) {
-        Some(body) => body,
-        None if text.starts_with("devipc1:") => {
-            return Err(Error::invalid_token(format!(
-                "a `devipc1:` token was made by an older devipc (format version 1, without \
-                 the producer's start time); this devipc reads `{TEXT_PREFIX}` tokens: export \
-                 it again"
-            )));
-        }
-        None if text.starts_with("devipc") => {
-            return Err(Error::invalid_token(format!(
-                "unsupported text format; this devipc reads `{TEXT_PREFIX}` tokens"
-            )));
-        }
-        None => {
-            return Err(Error::invalid_token(format!(
-                "text does not start with `{TEXT_PREFIX}`"
-            )));
-        }
-    };
-    URL_SAFE_NO_PAD
-        .decode(body)
-        .map_err(|e| Error::invalid_token(format!("bad base64 after `{TEXT_PREFIX}`: {e}")))
-}
-
-/// Checks magic, version, kind, lengths and CRC; returns a reader positioned after the
-/// common prefix bytes (at offset 4).
-fn parse_frame(bytes: &[u8], want_kind: u8) -> Result<Reader<'_>> {
-    if bytes.len() < 12 {
-        return Err(Error::invalid_token(format!(
-            "{} bytes is shorter than any token header",
-            bytes.len()
-        )));
-    }
-    if bytes[..4] != MAGIC {
-        return Err(Error::invalid_token("bad magic: not a devipc token"));
-    }
-    if bytes[4] != FORMAT_VERSION {
-        let hint = if bytes[4] < FORMAT_VERSION {
-            "; it was made by an older devipc: export it again"
-        } else {
-            "; it was made by a newer devipc"
-        };
-        return Err(Error::invalid_token(format!(
-            "format version {} is not supported (this devipc reads version {FORMAT_VERSION}){hint}",
-            bytes[4]
-        )));
-    }
-    let header = match bytes[5] {
-        KIND_MEM => MEM_HEADER,
-        KIND_SIGNAL => COMMON_HEADER,
-        other => return Err(Error::invalid_token(format!("unknown token kind {other}"))),
-    };
-    if bytes[5] != want_kind {
-        let (want, got) = if want_kind == KIND_MEM {
-            ("memory", "signal")
-        } else {
-            ("signal", "memory")
-        };
-        return Err(Error::invalid_token(format!(
-            "this is a {got} token, not a {want} token"
-        )));
-    }
-    let payload_len = usize::from(u16::from_le_bytes([bytes[10], bytes[11]]));
-    if payload_len == 0 || payload_len > MAX_PAYLOAD {
-        return Err(Error::invalid_token(format!(
-            "payload length {payload_len} is outside 1..={MAX_PAYLOAD}"
-        )));
-    }
-    let expected = header + payload_len + CRC_LEN;
-    if bytes.len() != expected {
-        return Err(Error::invalid_token(format!(
-            "token is {} bytes but its header says {expected} (truncated or trailing data)",
-            bytes.len()
-        )));
-    }
-    let (body, crc) = bytes.split_at(expected - CRC_LEN);
-    let stored = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
-    if crc32(body) != stored {
-        return Err(Error::invalid_token(
-            "checksum mismatch: the token was corrupted or edited",
-        ));
-    }
-    Ok(Reader {
-        bytes: body,
-        pos: 6,
-        header,
-        payload_len,
-    })
-}
-
-/// Sequential little-endian reader over a frame whose length is already checked.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    header: usize,
-    payload_len: usize,
-}
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> [u8; N] {
-        let mut out = [0u8; N];
-        out.copy_from_slice(&self.bytes[self.pos..self.pos + N]);
-        self.pos += N;
-        out
-    }
-    fn u8(&mut self) -> u8 {
-        self.take::<1>()[0]
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes(self.take())
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from_le_bytes(self.take())
-    }
-
-    /// Reads bytes 6..52 and the payload.
-    fn common(&mut self) -> Result<Common> {
-        let backend_code = self.u8();
-        let mechanism_code = self.u8();
-        let flags = self.u8();
-        let reserved = self.u8();
-        let _payload_len = self.take::<2>();
-        let backend = BackendKind::from_wire(backend_code)
-            .ok_or_else(|| Error::invalid_token(format!("unknown backend code {backend_code}")))?;
-        let mechanism = Mechanism::from_wire(mechanism_code).ok_or_else(|| {
-            Error::invalid_token(format!("unknown mechanism code {mechanism_code}"))
-        })?;
-        if mechanism.backend() != backend {
-            return Err(Error::invalid_token(format!(
-                "mechanism {mechanism} does not belong to backend {backend}"
-            )));
-        }
-        if flags & !FLAG_EMULATED != 0 || reserved != 0 {
-            return Err(Error::invalid_token(format!(
-                "reserved flag bits set (flags {flags:#04x}, reserved {reserved:#04x})"
-            )));
-        }
-        let device = DeviceId(self.u32());
-        let pid = ProcessId(self.u32());
-        let host = HostIdentity {
-            pid_namespace: self.u64(),
-            boot_id_hash: self.u64(),
-        };
-        let start_time = self.u64();
-        let generation = self.u64();
-        let payload = self.bytes[self.header..self.header + self.payload_len].to_vec();
-        Ok(Common {
-            mechanism,
-            emulated: flags & FLAG_EMULATED != 0,
-            device,
-            origin: TokenOrigin {
-                pid,
-                start_time,
-                host,
-            },
-            generation,
-            payload,
-        })
-    }
-}
-
-/// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320). Bitwise: tokens are tiny.
-fn crc32(bytes: &[u8]) -> u32 {
-    !bytes.iter().fold(!0u32, |mut crc, &b| {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
-        }
-        crc
-    })
-}
+mod wire;
+use wire::{common_header_len, finish, from_text, parse_frame, to_text, write_physical};
+#[cfg(test)]
+use wire::crc32;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn origin() -> TokenOrigin {
-        TokenOrigin {
-            pid: ProcessId(4242),
-            start_time: 987_654,
-            host: HostIdentity {
-                pid_namespace: 4026531836,
-                boot_id_hash: 0x1234_5678_9abc_def0,
-            },
-        }
-    }
-
-    fn mem() -> MemToken {
-        MemToken::new(MemTokenParts {
-            mechanism: Mechanism::AscendIpcKey,
-            emulated: true,
-            device: DeviceId(1),
-            origin: origin(),
-            generation: 7,
-            object_size: 4096,
-            offset: 512,
-            len: 1024,
-            payload: b"key\0with\0nul".to_vec(),
-        })
-        .unwrap()
-    }
-
-    #[test]
-    fn crc32_check_value() {
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
-    }
-
-    #[test]
-    fn golden_layout_is_stable() {
-        let bytes = mem().to_bytes();
-        assert_eq!(
-            &bytes[..12],
-            &[b'D', b'V', b'I', b'P', 2, 1, 1, 2, 1, 0, 12, 0]
-        );
-        assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), 1);
-        assert_eq!(u32::from_le_bytes(bytes[16..20].try_into().unwrap()), 4242);
-        assert_eq!(
-            u64::from_le_bytes(bytes[36..44].try_into().unwrap()),
-            987_654
-        );
-        assert_eq!(u64::from_le_bytes(bytes[44..52].try_into().unwrap()), 7);
-        assert_eq!(u64::from_le_bytes(bytes[60..68].try_into().unwrap()), 512);
-        assert_eq!(&bytes[76..88], b"key\0with\0nul");
-        assert_eq!(bytes.len(), 76 + 12 + 4);
-    }
-
-    #[test]
-    fn round_trips_and_keeps_nul_bytes() {
-        let t = mem();
-        assert_eq!(MemToken::from_bytes(&t.to_bytes()).unwrap(), t);
-        let text = t.to_text();
-        assert!(text.starts_with("devipc2:"));
-        assert!(
-            text[8..]
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
-        );
-        assert_eq!(text.parse::<MemToken>().unwrap(), t);
-        assert_eq!(format!("  {t}\n").parse::<MemToken>().unwrap(), t);
-        assert_eq!(t.payload(), b"key\0with\0nul");
-    }
-
-    #[test]
-    fn rejects_inconsistent_parts() {
-        let mut parts = MemTokenParts {
-            mechanism: Mechanism::HipIpcEvent,
-            emulated: false,
-            device: DeviceId(0),
-            origin: origin(),
-            generation: 1,
-            object_size: 10,
-            offset: 0,
-            len: 10,
-            payload: vec![1; 64],
-        };
-        assert!(matches!(
-            MemToken::new(parts.clone()),
-            Err(Error::InvalidToken { .. })
-        ));
-        parts.mechanism = Mechanism::HipIpcMem;
-        assert!(MemToken::new(parts.clone()).is_ok());
-        parts.offset = 1;
-        assert!(MemToken::new(parts.clone()).is_err());
-        parts.offset = 0;
-        parts.len = 0;
-        assert!(MemToken::new(parts.clone()).is_err());
-        parts.len = 10;
-        parts.payload = vec![0; MAX_PAYLOAD + 1];
-        assert!(MemToken::new(parts.clone()).is_err());
-        parts.payload.clear();
-        assert!(MemToken::new(parts).is_err());
-    }
-
-    #[test]
-    fn memory_and_signal_tokens_are_not_interchangeable() {
-        let s = SignalToken::new(SignalTokenParts {
-            mechanism: Mechanism::AscendNotify,
-            emulated: false,
-            device: DeviceId(0),
-            origin: origin(),
-            generation: 3,
-            payload: vec![b'n'; 65],
-        })
-        .unwrap();
-        let err = MemToken::from_bytes(&s.to_bytes()).unwrap_err().to_string();
-        assert!(err.contains("signal token, not a memory token"), "{err}");
-        let err = SignalToken::from_text(&mem().to_text())
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("memory token, not a signal token"), "{err}");
-        assert_eq!(SignalToken::from_text(&s.to_text()).unwrap(), s);
-    }
-
-    #[test]
-    fn narrow_keeps_identity_and_checks_bounds() {
-        let t = mem();
-        let n = t.narrow(100, 24).unwrap();
-        assert_eq!((n.offset(), n.len()), (612, 24));
-        assert_eq!(n.identity(), t.identity());
-        assert_eq!(n.generation(), t.generation());
-        assert!(t.narrow(1000, 25).is_err());
-        assert!(t.narrow(0, 0).is_err());
-        assert!(t.narrow(u64::MAX, 2).is_err());
-    }
-
-    #[test]
-    fn reasons_name_the_problem() {
-        let reason = |r: Result<MemToken>| r.unwrap_err().to_string();
-        assert!(reason(MemToken::from_text("hello")).contains("does not start with"));
-        assert!(reason(MemToken::from_text("devipc9:AAAA")).contains("unsupported text format"));
-        let old = reason(MemToken::from_text("devipc1:AAAA"));
-        assert!(old.contains("older devipc"), "{old}");
-        assert!(reason(MemToken::from_text("devipc2:***")).contains("bad base64"));
-        let mut b = mem().to_bytes();
-        b[4] = 1;
-        let v1 = reason(MemToken::from_bytes(&b));
-        assert!(
-            v1.contains("format version 1") && v1.contains("older devipc"),
-            "{v1}"
-        );
-        let mut b = mem().to_bytes();
-        let last = b.len() - 1;
-        b[last] ^= 1;
-        assert!(reason(MemToken::from_bytes(&b)).contains("checksum"));
-        let long = format!("devipc2:{}", "A".repeat(MAX_TEXT_LEN));
-        assert!(reason(MemToken::from_text(&long)).contains("longer than any token"));
-    }
-}
+mod tests;

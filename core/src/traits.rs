@@ -43,6 +43,7 @@ use crate::ids::{
     SignalHandle,
 };
 use crate::info::BackendInfo;
+use crate::physical::PhysicalDevice;
 use crate::token::{MemToken, SignalToken};
 
 /// Expands to the definition of [`DeviceIpc`], with the given attributes in front.
@@ -69,6 +70,40 @@ macro_rules! device_ipc_trait {
             /// The id a peer must `grant` so that this process may import (Ascend: the bare tgid,
             /// the host pid even inside a container; HIP: `getpid`).
             fn process_id(&self) -> Result<ProcessId>;
+
+            /// The physical identity of this process's `device`, which tokens carry so that an
+            /// importer under another visibility mask finds the same device. Fields the runtime
+            /// cannot tell are `None`. Constant for the life of the process: backends cache it.
+            fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice>;
+
+            /// This process's index of the device `physical` names, or `None` when none of the
+            /// devices this process sees is that device. [`Error::Unsupported`](crate::Error::Unsupported)
+            /// when `physical` and this runtime's identities share no known field, so nothing
+            /// can be compared (an unknown identity, or a runtime that cannot name its devices).
+            fn device_of_physical(&self, physical: &PhysicalDevice) -> Result<Option<DeviceId>> {
+                let count = self.device_count()?;
+                let mut compared = false;
+                for index in 0..count {
+                    let here = self.physical_device(DeviceId(index))?;
+                    match here.same_device(physical) {
+                        Some(true) => return Ok(Some(DeviceId(index))),
+                        Some(false) => compared = true,
+                        None => {}
+                    }
+                }
+                if compared || count == 0 {
+                    Ok(None)
+                } else {
+                    Err(Error::unsupported(
+                        self.info().kind,
+                        format!(
+                            "finding the device {physical}: this runtime names its devices by \
+                             other fields (or none), so the identity cannot be compared; \
+                             import with an explicit device index"
+                        ),
+                    ))
+                }
+            }
 
             /// Lets `device` access memory on `peer` (needed for cross-device imports).
             /// Enabling an already enabled pair succeeds.

@@ -5,7 +5,8 @@ use devipc_core::token::{
     MAX_BINARY_LEN, MAX_PAYLOAD, MAX_TEXT_LEN, MemTokenParts, SignalTokenParts,
 };
 use devipc_core::{
-    DeviceId, Error, HostIdentity, Mechanism, MemToken, ProcessId, SignalToken, TokenOrigin,
+    DeviceId, DeviceUuid, Error, HostIdentity, Mechanism, MemToken, PciBusId, PhysicalDevice,
+    ProcessId, SignalToken, TokenOrigin,
 };
 use proptest::prelude::*;
 
@@ -20,6 +21,25 @@ fn origin() -> impl Strategy<Value = TokenOrigin> {
             },
         }
     })
+}
+
+/// Any physical identity, each field known or not (an all-zero UUID is "not known").
+fn physical() -> impl Strategy<Value = PhysicalDevice> {
+    (
+        prop::option::of((any::<u32>(), any::<u8>(), 0u8..=31, 0u8..=7)),
+        prop::option::of(any::<[u8; 16]>()),
+        prop::option::of(any::<u32>()),
+    )
+        .prop_map(|(pci, uuid, physical_id)| PhysicalDevice {
+            pci_bus_id: pci.map(|(d, b, dev, f)| PciBusId::new(d, b, dev, f).unwrap()),
+            uuid: uuid.and_then(DeviceUuid::from_runtime),
+            physical_id,
+        })
+}
+
+/// A format version this devipc writes: the current one, or 2 for older peers.
+fn version() -> impl Strategy<Value = u8> {
+    prop::sample::select(vec![2u8, 3])
 }
 
 fn payload() -> impl Strategy<Value = Vec<u8>> {
@@ -51,20 +71,22 @@ prop_compose! {
         mechanism in mem_mechanism(),
         emulated in any::<bool>(),
         device in any::<u32>(),
+        physical in physical(),
         origin in origin(),
         generation in any::<u64>(),
         object_size in 1..=u64::MAX,
         frac in (0.0f64..1.0, 0.0f64..1.0),
         payload in payload(),
+        version in version(),
     ) -> MemToken {
         // Any offset and a non-empty length that fit in the object.
         let offset = ((object_size - 1) as f64 * frac.0) as u64;
         let room = object_size - offset;
         let len = 1 + ((room - 1) as f64 * frac.1) as u64;
         MemToken::new(MemTokenParts {
-            mechanism, emulated, device: DeviceId(device), origin, generation,
+            mechanism, emulated, device: DeviceId(device), physical, origin, generation,
             object_size, offset, len, payload,
-        }).expect("generated parts are valid")
+        }).expect("generated parts are valid").in_format_version(version).unwrap()
     }
 }
 
@@ -73,13 +95,15 @@ prop_compose! {
         mechanism in signal_mechanism(),
         emulated in any::<bool>(),
         device in any::<u32>(),
+        physical in physical(),
         origin in origin(),
         generation in any::<u64>(),
         payload in payload(),
+        version in version(),
     ) -> SignalToken {
         SignalToken::new(SignalTokenParts {
-            mechanism, emulated, device: DeviceId(device), origin, generation, payload,
-        }).expect("generated parts are valid")
+            mechanism, emulated, device: DeviceId(device), physical, origin, generation, payload,
+        }).expect("generated parts are valid").in_format_version(version).unwrap()
     }
 }
 
@@ -99,6 +123,11 @@ proptest! {
         prop_assert!(text.len() <= MAX_TEXT_LEN);
         prop_assert_eq!(&MemToken::from_text(&text).unwrap(), &t);
         prop_assert_eq!(&text.parse::<MemToken>().unwrap(), &t);
+        // A relay re-encodes it byte for byte, in the version it came in.
+        prop_assert_eq!(MemToken::from_bytes(&bytes).unwrap().to_bytes(), bytes);
+        if t.format_version() == 2 {
+            prop_assert_eq!(t.physical_device(), &PhysicalDevice::UNKNOWN);
+        }
     }
 
     #[test]
@@ -122,15 +151,19 @@ proptest! {
     }
 
     #[test]
-    fn random_bytes_behind_a_valid_magic_never_panic(rest in prop::collection::vec(any::<u8>(), 0..400)) {
-        let mut bytes = b"DVIP\x01".to_vec();
+    fn random_bytes_behind_a_valid_magic_never_panic(
+        version in 1u8..=4,
+        rest in prop::collection::vec(any::<u8>(), 0..400),
+    ) {
+        let mut bytes = b"DVIP".to_vec();
+        bytes.push(version);
         bytes.extend_from_slice(&rest);
         prop_assert!(is_invalid_token(MemToken::from_bytes(&bytes)));
         prop_assert!(is_invalid_token(SignalToken::from_bytes(&bytes)));
     }
 
     #[test]
-    fn random_text_never_panics(text in "\\PC{0,600}", b64 in "devipc2:[A-Za-z0-9_-]{0,500}") {
+    fn random_text_never_panics(text in "\\PC{0,600}", b64 in "devipc[23]:[A-Za-z0-9_-]{0,500}") {
         prop_assert!(is_invalid_token(MemToken::from_text(&text)));
         prop_assert!(is_invalid_token(SignalToken::from_text(&text)));
         prop_assert!(is_invalid_token(MemToken::from_text(&b64)));

@@ -52,7 +52,7 @@
 //!   non-zero), the id the exporter grants; `backend` its backend kind. Unknown keys are
 //!   ignored (later minor additions stay compatible); a repeated key is an error. An
 //!   exporter refuses another version with `ERR protocol`, before reading any field.
-//! - Tokens are in their text form (`devipc2:...`, see [`raw::token`](crate::raw::token)).
+//! - Tokens are in their text form (`devipc3:...`, see [`raw::token`](crate::raw::token)).
 //! - `<code>` says who is at fault and becomes the importer's error:
 //!   `denied` (credentials refused: [`Error::Io`] of kind
 //!   [`PermissionDenied`](std::io::ErrorKind::PermissionDenied)), `protocol` (a malformed

@@ -83,6 +83,7 @@ pub(super) fn mem_token() -> MemToken {
         mechanism: Mechanism::HipIpcMem,
         emulated: true,
         device: DeviceId(0),
+        physical: Default::default(),
         origin: TokenOrigin::current(ProcessId(42)),
         generation: 3,
         object_size: 4096,
@@ -98,6 +99,7 @@ pub(super) fn signal_token(fill: u8) -> SignalToken {
         mechanism: Mechanism::HipIpcEvent,
         emulated: true,
         device: DeviceId(0),
+        physical: Default::default(),
         origin: TokenOrigin::current(ProcessId(42)),
         generation: 1,
         payload: vec![fill; 72],
@@ -886,7 +888,7 @@ fn an_exporter_that_breaks_the_protocol_is_a_typed_error() {
         ("hello?\n".into(), |e| {
             matches!(e, Error::InvalidArgument { .. })
         }),
-        ("OK\nmem devipc2:AAAA\n".into(), |e| {
+        ("OK\nmem devipc3:AAAA\n".into(), |e| {
             matches!(e, Error::InvalidToken { .. })
         }),
         (format!("OK\n{}\n", "x".repeat(MAX_LINE + 1)), |e| {

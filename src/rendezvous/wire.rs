@@ -436,7 +436,7 @@ mod tests {
             (vec!["OK", &bad_mem], "bad memory token"),
             (vec!["OK", &mem, &mem], "expected `signal <token>` or `END`"),
             (
-                vec!["OK", &mem, "signal devipc2:AAAA"],
+                vec!["OK", &mem, "signal devipc3:AAAA"],
                 "bad token for signal 0",
             ),
             (vec!["OK", &mem, &mem[4..]], "expected `signal"),

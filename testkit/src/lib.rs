@@ -17,7 +17,7 @@
 //! let root = TestRoot::new("my-test");
 //! let mut child = Child::spawn("child_role", "importer", &root, &[]);
 //! let pid = child.expect("pid");
-//! child.send("token devipc2:...");
+//! child.send("token devipc3:...");
 //! child.wait_success();
 //! root.assert_emulator_clean();
 //! ```
@@ -319,6 +319,11 @@ impl ChildBuilder<'_> {
             }
         };
         cmd = cmd.args([&*self.entry, "--exact", "--nocapture", "--test-threads=1"]);
+        // The vendors' device masks of the shell that runs the tests would renumber the
+        // children's devices: a child sees every device unless its test sets a mask.
+        for key in VISIBILITY_ENV_VARS {
+            cmd = cmd.env_remove(key);
+        }
         for key in &self.removed {
             cmd = cmd.env_remove(key);
         }
@@ -338,6 +343,15 @@ impl ChildBuilder<'_> {
             .map(Child)
     }
 }
+
+/// The device visibility variables of both vendors, which children never inherit (a
+/// test sets them with [`ChildBuilder::env`]).
+pub const VISIBILITY_ENV_VARS: [&str; 4] = [
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "ASCEND_RT_VISIBLE_DEVICES",
+];
 
 /// The libtest name of the `child_role` entry test of the module this is called from, for
 /// [`Child::spawn`] and [`Child::build`]: `<module>::child_role`.

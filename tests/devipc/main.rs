@@ -28,6 +28,8 @@ mod hip_vmm_share;
 mod lifetime;
 // The examples run both emulated backends, so they need every backend and the emulator.
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
+mod placement;
+#[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod quickstart;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod raw_races;

@@ -759,6 +759,7 @@ fn errors_b(b: &AscendBackend, peer: &mut Peer) {
         mechanism: Mechanism::HipIpcEvent,
         emulated: true,
         device: DeviceId(0),
+        physical: Default::default(),
         origin: token.origin(),
         generation: 1,
         payload: vec![0; 96],

@@ -193,6 +193,7 @@ fn own_import(parent: &Parent) -> Result<(), String> {
         mechanism: Mechanism::HipIpcMem,
         emulated: true,
         device: DeviceId(0),
+        physical: Default::default(),
         origin: TokenOrigin {
             pid: ProcessId(1),
             start_time: 1,
@@ -221,6 +222,7 @@ fn own_import(parent: &Parent) -> Result<(), String> {
         mechanism: Mechanism::HipIpcMem,
         emulated: true,
         device: DeviceId(0),
+        physical: Default::default(),
         origin: garbage.origin(),
         generation: 1,
         object_size: 4096,
@@ -254,6 +256,7 @@ fn own_import(parent: &Parent) -> Result<(), String> {
         mechanism: Mechanism::AscendVmm,
         emulated: true,
         device: DeviceId(0),
+        physical: Default::default(),
         origin: TokenOrigin {
             pid: ProcessId(1),
             start_time: 1,

@@ -7,6 +7,7 @@
 //! | [`hip`] | HIP vendor rules (IPC memory, IPC events, peer access, runtime queries, VMM), api-facts C.1-C.3, B |
 //! | [`hip_args`] | HIP argument checks added for mutation completeness (streams) |
 //! | [`portable`](mod@portable) | devipc's portable guarantees, DESIGN section 5, on both backends |
+//! | [`placement`] | the portable guarantee that imports find the exporter's physical device under any visibility mask |
 //! | [`selftest`] | hidden rules that prove the runner reports hangs and crashes as failures |
 //!
 //! Where the emulator enforces the same rule, a vendor rule reuses the emulator's id
@@ -19,6 +20,7 @@ pub mod ascend;
 pub mod ascend_args;
 pub mod hip;
 pub mod hip_args;
+pub mod placement;
 pub mod portable;
 pub mod selftest;
 
@@ -35,7 +37,12 @@ fn every() -> impl Iterator<Item = &'static Rule> {
         .chain(ascend_args::TABLES)
         .chain(hip::TABLES)
         .copied()
-        .chain([hip_args::RULES, portable::RULES, selftest::RULES])
+        .chain([
+            hip_args::RULES,
+            portable::RULES,
+            placement::RULES,
+            selftest::RULES,
+        ])
         .flat_map(|table| table.iter())
 }
 

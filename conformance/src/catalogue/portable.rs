@@ -799,6 +799,7 @@ fn wrong_backend(ctx: &mut Ctx) -> Verdict {
             mechanism,
             emulated,
             device: DeviceId(0),
+            physical: Default::default(),
             origin: other,
             generation: 1,
             object_size: 4096,
@@ -817,6 +818,7 @@ fn wrong_backend(ctx: &mut Ctx) -> Verdict {
         mechanism: sig_other,
         emulated,
         device: DeviceId(0),
+        physical: Default::default(),
         origin: other,
         generation: 1,
         payload: vec![7; 65],
@@ -854,11 +856,11 @@ fn corrupt_token(ctx: &mut Ctx) -> Verdict {
     let flipped: String = flipped.into_iter().collect();
     checks.push(("one character changed", flipped));
     checks.push(("truncated", text[..text.len() - 5].to_owned()));
-    checks.push(("garbage after the prefix", "devipc2:not-a-token".to_owned()));
+    checks.push(("garbage after the prefix", "devipc3:not-a-token".to_owned()));
     checks.push(("empty", String::new()));
     checks.push((
         "another format version",
-        text.replacen("devipc2:", "devipc9:", 1),
+        text.replacen(devipc::raw::token::TEXT_PREFIX, "devipc9:", 1),
     ));
     for (what, t) in &checks {
         expect_error(what, "InvalidToken", t.parse::<MemToken>())?;

@@ -5,7 +5,7 @@
 //! Portable rules run through the facade, exactly as a framework uses devipc: the
 //! scenario's own process calls the Rust API directly, and its peers run this shell.
 //! Objects live in the shell under small numeric ids; tokens travel in their text form
-//! (`devipc2:...`), so every cross-process step also exercises the token codec. A
+//! (`devipc3:...`), so every cross-process step also exercises the token codec. A
 //! failure is reported as its [`Error`] variant name and message.
 
 use std::collections::HashMap;
@@ -256,6 +256,21 @@ impl Handler for FacadeShell {
                 reply.push(local.to_string());
                 Ok(reply)
             }
+            "place" => {
+                // `Runtime::import_on_exporter_device`: the import's id and device, or
+                // `none` when the exporter's device is not visible here.
+                let token = mem_token(a.first().copied().unwrap_or(""))?;
+                match self.rt.import_on_exporter_device(&token) {
+                    Ok(imp) => {
+                        let device = imp.device().0.to_string();
+                        let mut reply = self.keep(Obj::Import(imp))?;
+                        reply.push(device);
+                        Ok(reply)
+                    }
+                    Err(devipc::Error::DeviceNotVisible { .. }) => Ok(vec!["none".into()]),
+                    Err(e) => Err(d(e)),
+                }
+            }
             "drop" => {
                 let id: u64 = arg(a, 0)?;
                 self.objects
@@ -414,6 +429,16 @@ impl<E: Exec> Facade<E> {
     pub fn import(&mut self, token: &MemToken, device: u32) -> Result<(u64, bool), Failure> {
         let r = self.run(format!("import {} {device}", token.to_text()))?;
         Ok((word(&r, 0)?, word::<u8>(&r, 1)? != 0))
+    }
+
+    /// `Runtime::import_on_exporter_device`: `Some((id, device))`, or `None` when the
+    /// exporter's device is not visible to the peer.
+    pub fn place(&mut self, token: &MemToken) -> Result<Option<(u64, u32)>, Failure> {
+        let r = self.run(format!("place {}", token.to_text()))?;
+        if r.first().is_some_and(|w| w == "none") {
+            return Ok(None);
+        }
+        Ok(Some((word(&r, 0)?, word(&r, 1)?)))
     }
 
     /// Drops an object.

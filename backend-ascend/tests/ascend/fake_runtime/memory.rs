@@ -261,6 +261,7 @@ fn foreign_vmm_token(b: &AscendBackend, device: DeviceId) -> MemToken {
         mechanism: Mechanism::AscendVmm,
         emulated: b.info().source.is_emulated(),
         device,
+        physical: Default::default(),
         origin: TokenOrigin::current(ProcessId(1)),
         generation: 9,
         object_size: 2 << 20,

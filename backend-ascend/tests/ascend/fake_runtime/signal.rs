@@ -102,6 +102,7 @@ fn only_the_exporter_grants_a_signal() {
         mechanism: Mechanism::AscendNotify,
         emulated: true,
         device: DeviceId(0),
+        physical: Default::default(),
         origin: TokenOrigin::current(ProcessId(1)),
         generation: t.generation(),
         payload: t.payload().to_vec(),
