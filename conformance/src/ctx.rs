@@ -229,6 +229,25 @@ impl Ctx {
         .map_err(Stop::from)
     }
 
+    /// A peer process running the HIP shell with extra environment variables (issue 16:
+    /// the vendors' visibility masks, which the runtime reads when the peer starts).
+    pub fn hip_peer_env(&self, name: &str, env: &[(&str, &str)]) -> Result<Hip<Remote>, Stop> {
+        self.peer_env(name, roles::HIP_SHELL, env).map(Hip)
+    }
+
+    /// A peer process running the ACL shell with extra environment variables (issue 16).
+    pub fn acl_peer_env(&self, name: &str, env: &[(&str, &str)]) -> Result<Acl<Remote>, Stop> {
+        self.peer_env(name, roles::ACL_SHELL, env).map(Acl)
+    }
+
+    fn peer_env(&self, name: &str, role: &str, env: &[(&str, &str)]) -> Result<Remote, Stop> {
+        let env: Vec<(String, OsString)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
+            .collect();
+        Remote::spawn(name, role, self.target.name(), &env, self.reply_timeout).map_err(Stop::from)
+    }
+
     /// A peer process running the facade shell (on a counting table if `counting`).
     pub fn facade_peer(&self, name: &str, counting: bool) -> Result<Facade<Remote>, Stop> {
         let role = if counting {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use devipc_hip_sys::{
     HIP_IPC_HANDLE_SIZE, HipApi, hipError_t, hipEvent_t, hipIpcEventHandle_t, hipIpcMemHandle_t,
-    hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipPointerAttribute_t, hipSuccess,
+    hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipPointerAttribute_t, hipSuccess, hipUUID,
 };
 
 use crate::shell::{Exec, Failure, Handler, Reply, VendorClient, arg, hex, unhex, word};
@@ -311,6 +311,44 @@ impl Handler for HipShell {
                     )
                     .and_then(|()| none())
                 }
+                "dev.pci-bus-id" => {
+                    // dev.pci-bus-id <device> <len>: the text written into a `len`-byte buffer.
+                    let (d, len): (c_int, c_int) = (arg(a, 0)?, arg(a, 1)?);
+                    let mut buf = vec![0 as c_char; 64];
+                    let len = len.clamp(0, 64);
+                    self.check(
+                        "hipDeviceGetPCIBusId",
+                        (api.hipDeviceGetPCIBusId)(buf.as_mut_ptr(), len, d),
+                    )?;
+                    Ok(vec![
+                        CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned(),
+                    ])
+                }
+                "dev.by-pci-bus-id" => {
+                    let text = std::ffi::CString::new(a.first().copied().unwrap_or(""))
+                        .map_err(|_| Failure::harness("a bus id with a NUL"))?;
+                    let mut d: c_int = -1;
+                    self.check(
+                        "hipDeviceGetByPCIBusId",
+                        (api.hipDeviceGetByPCIBusId)(&mut d, text.as_ptr()),
+                    )?;
+                    Ok(vec![d.to_string()])
+                }
+                "dev.uuid" => {
+                    let f = api.hipDeviceGetUuid.ok_or_else(|| {
+                        Failure::harness(
+                            "this runtime lacks hipDeviceGetUuid (too old for the rule)",
+                        )
+                    })?;
+                    let mut u = hipUUID::default();
+                    self.check("hipDeviceGetUuid", f(&mut u, arg(a, 0)?))?;
+                    Ok(vec![
+                        u.bytes
+                            .iter()
+                            .map(|b| format!("{:02x}", *b as u8))
+                            .collect(),
+                    ])
+                }
                 _ if name.starts_with("vmm.") || name.starts_with("fd.") || name == "ptr.attr" => {
                     self.vmm(name, a)
                 }
@@ -361,6 +399,26 @@ impl<E: Exec> Hip<E> {
     /// `hipSetDevice`.
     pub fn set_device(&mut self, dev: u32) -> Result<(), Failure> {
         self.run(format!("set-device {dev}")).map(drop)
+    }
+
+    /// `hipGetDeviceCount`.
+    pub fn device_count(&mut self) -> Result<i32, Failure> {
+        word(&self.run("device-count".into())?, 0)
+    }
+
+    /// `hipDeviceGetPCIBusId` into a buffer of `len` bytes (at most 64): the text.
+    pub fn pci_bus_id(&mut self, dev: i32, len: i32) -> Result<String, Failure> {
+        word(&self.run(format!("dev.pci-bus-id {dev} {len}"))?, 0)
+    }
+
+    /// `hipDeviceGetByPCIBusId`: this process's ordinal of the device at `bus_id`.
+    pub fn device_by_pci_bus_id(&mut self, bus_id: &str) -> Result<i32, Failure> {
+        word(&self.run(format!("dev.by-pci-bus-id {bus_id}"))?, 0)
+    }
+
+    /// `hipDeviceGetUuid`: the 16 bytes as hex.
+    pub fn device_uuid(&mut self, dev: i32) -> Result<String, Failure> {
+        word(&self.run(format!("dev.uuid {dev}"))?, 0)
     }
 
     /// `hipIpcGetMemHandle`: the handle as hex.

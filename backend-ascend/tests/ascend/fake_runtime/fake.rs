@@ -680,3 +680,53 @@ pub unsafe extern "C" fn aclrtIpcOpenEventHandle(
     forced!("aclrtIpcOpenEventHandle");
     0
 }
+
+// Issue 16: device ids and identity. The fake runtime has no masks: user = logical =
+// physical, and device d's UUID is 16 bytes of d.
+pub unsafe extern "C" fn aclrtGetLogicDevIdByUserDevId(
+    userDevid: i32,
+    logicDevId: *mut i32,
+) -> aclError {
+    forced!("aclrtGetLogicDevIdByUserDevId", userDevid.to_string());
+    // SAFETY: the caller (the backend) passes pointers valid for this access, as
+    // the function's ACL contract requires.
+    unsafe { *logicDevId = userDevid };
+    0
+}
+pub unsafe extern "C" fn aclrtGetUserDevIdByLogicDevId(
+    logicDevId: i32,
+    userDevid: *mut i32,
+) -> aclError {
+    forced!("aclrtGetUserDevIdByLogicDevId", logicDevId.to_string());
+    // SAFETY: as above.
+    unsafe { *userDevid = logicDevId };
+    0
+}
+pub unsafe extern "C" fn aclrtGetLogicDevIdByPhyDevId(
+    phyDevId: i32,
+    logicDevId: *mut i32,
+) -> aclError {
+    forced!("aclrtGetLogicDevIdByPhyDevId", phyDevId.to_string());
+    // SAFETY: as above.
+    unsafe { *logicDevId = phyDevId };
+    0
+}
+pub unsafe extern "C" fn aclrtGetPhyDevIdByLogicDevId(
+    logicDevId: i32,
+    phyDevId: *mut i32,
+) -> aclError {
+    forced!("aclrtGetPhyDevIdByLogicDevId", logicDevId.to_string());
+    // SAFETY: as above.
+    unsafe { *phyDevId = logicDevId };
+    0
+}
+pub unsafe extern "C" fn aclrtDeviceGetUuid(deviceId: i32, uuid: *mut aclrtUuid) -> aclError {
+    forced!("aclrtDeviceGetUuid", deviceId.to_string());
+    // SAFETY: as above.
+    unsafe {
+        *uuid = aclrtUuid {
+            bytes: [deviceId as c_char; 16],
+        }
+    };
+    0
+}

@@ -10,12 +10,14 @@
 //!
 //! One file per topic, each with its table and scenarios; [`TABLES`] lists them in report
 //! order: `vmm.rs` (shareable handles), `ipc_key.rs` (IPC memory keys), `device.rs`
-//! (device ids and contexts), `notify.rs` (notify IPC), `fidelity.rs` (what the vendor's
+//! (device ids and contexts), `identity.rs` (user, logical and physical ids under
+//! `ASCEND_RT_VISIBLE_DEVICES`, issue 16), `notify.rs` (notify IPC), `fidelity.rs` (what the vendor's
 //! own code does, issue 11). The helpers shared by the scenarios (and by
 //! [`super::ascend_args`]) are here.
 
 mod device;
 mod fidelity;
+mod identity;
 mod ipc_key;
 mod notify;
 mod vmm;
@@ -48,6 +50,7 @@ pub static TABLES: &[&[Rule]] = &[
     vmm::RULES,
     ipc_key::RULES,
     device::RULES,
+    identity::RULES,
     notify::RULES,
     fidelity::RULES,
 ];

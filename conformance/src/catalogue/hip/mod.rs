@@ -10,9 +10,10 @@
 //!
 //! One file per topic, each with its table and scenarios; [`TABLES`] lists them in report
 //! order: `runtime.rs` (queries without a device), `ipc_mem.rs` (IPC memory),
-//! `ipc_event.rs` (IPC events), `peer.rs` (peer access), `vmm.rs` (VMM allocations and
-//! their POSIX-fd IPC). The scenario helpers they share are here.
+//! `ipc_event.rs` (IPC events), `peer.rs` (peer access), `device.rs` (device identity under
+//! visibility masks, issue 16), `vmm.rs` (VMM allocations and their POSIX-fd IPC). The scenario helpers they share are here.
 
+mod device;
 mod ipc_event;
 mod ipc_mem;
 mod peer;
@@ -44,6 +45,7 @@ pub static TABLES: &[&[Rule]] = &[
     ipc_mem::RULES,
     ipc_event::RULES,
     peer::RULES,
+    device::RULES,
     vmm::RULES,
 ];
 

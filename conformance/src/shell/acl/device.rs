@@ -2,7 +2,9 @@
 //! counting, with their [`Acl`] client calls.
 //!
 //! `set-device`, `device-count`, `pid`, `pid-null`, `init`, `finalize`, `peer.can`,
-//! `peer.enable`, `sync-device-timeout` (dispatched from [`super::AclShell`]'s handler).
+//! `peer.enable`, `sync-device-timeout`, and the device ids and identity of issue 16
+//! (`dev.logic-by-user`, `dev.user-by-logic`, `dev.logic-by-phy`, `dev.phy-by-logic`,
+//! `dev.uuid`) (dispatched from [`super::AclShell`]'s handler).
 
 use std::sync::Arc;
 
@@ -75,6 +77,41 @@ impl AclShell {
                     }
                     self.check("aclFinalize", code).and_then(|()| none())
                 }
+                "dev.logic-by-user" | "dev.user-by-logic" | "dev.logic-by-phy"
+                | "dev.phy-by-logic" => {
+                    let (f, what) = match name {
+                        "dev.logic-by-user" => (
+                            opt!(api, aclrtGetLogicDevIdByUserDevId),
+                            "aclrtGetLogicDevIdByUserDevId",
+                        ),
+                        "dev.user-by-logic" => (
+                            opt!(api, aclrtGetUserDevIdByLogicDevId),
+                            "aclrtGetUserDevIdByLogicDevId",
+                        ),
+                        "dev.logic-by-phy" => (
+                            opt!(api, aclrtGetLogicDevIdByPhyDevId),
+                            "aclrtGetLogicDevIdByPhyDevId",
+                        ),
+                        _ => (
+                            opt!(api, aclrtGetPhyDevIdByLogicDevId),
+                            "aclrtGetPhyDevIdByLogicDevId",
+                        ),
+                    };
+                    let mut out = -1i32;
+                    self.check(what, f(arg(a, 0)?, &mut out))?;
+                    Ok(vec![out.to_string()])
+                }
+                "dev.uuid" => {
+                    let f = opt!(api, aclrtDeviceGetUuid);
+                    let mut u = devipc_ascend_sys::types::aclrtUuid::default();
+                    self.check("aclrtDeviceGetUuid", f(arg(a, 0)?, &mut u))?;
+                    Ok(vec![
+                        u.bytes
+                            .iter()
+                            .map(|b| format!("{:02x}", *b as u8))
+                            .collect(),
+                    ])
+                }
                 "sync-device-timeout" => {
                     let f = opt!(api, aclrtSynchronizeDeviceWithTimeout);
                     self.check("aclrtSynchronizeDeviceWithTimeout", f(arg(a, 0)?))
@@ -95,6 +132,17 @@ impl<E: Exec> Acl<E> {
     /// `aclrtGetDeviceCount`.
     pub fn device_count(&mut self) -> Result<u32, Failure> {
         word(&self.run("device-count".into())?, 0)
+    }
+
+    /// Issue 16: one of the id translations, `what` being `logic-by-user`,
+    /// `user-by-logic`, `logic-by-phy` or `phy-by-logic`.
+    pub fn translate_id(&mut self, what: &str, id: i32) -> Result<i32, Failure> {
+        word(&self.run(format!("dev.{what} {id}"))?, 0)
+    }
+
+    /// `aclrtDeviceGetUuid`: the 16 bytes as hex.
+    pub fn device_uuid(&mut self, dev: i32) -> Result<String, Failure> {
+        word(&self.run(format!("dev.uuid {dev}"))?, 0)
     }
 
     /// `aclrtDeviceGetBareTgid`.

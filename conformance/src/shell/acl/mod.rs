@@ -141,6 +141,7 @@ impl Handler for AclShell {
             | "init"
             | "finalize"
             | "peer"
+            | "dev"
             | "sync-device-timeout" => self.device_command(name, a),
             "malloc" | "free" | "write" | "read" | "copy" | "address-range" | "mem-info" => {
                 self.memory_command(name, a)
