@@ -343,7 +343,7 @@ fn identity_calls_check_their_arguments_as_clr() {
         let r = h.run(&format!("id_bypci {text}"));
         assert_eq!(
             (r.code, r.num(0) as i64),
-            (hipErrorInvalidValue as i32, -9),
+            (hipErrorInvalidValue, -9),
             "{text}"
         );
     }
