@@ -600,6 +600,46 @@ mod tests {
     }
 
     #[test]
+    fn device_views() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.ascend_phy_ids, None);
+        assert_eq!(c.ascend_set_access_ids, AscendIdSpace::User);
+        assert_eq!(c.visibility, VisibilityEnv::default());
+        let c = config(&[
+            (ENV_DEVICES, "8"),
+            (ENV_ASCEND_PHY_IDS, "4, 5,6,7"),
+            (ENV_ASCEND_SET_ACCESS_IDS, "logical"),
+            (ENV_HIP_VISIBLE_DEVICES, ""),
+            (ENV_ROCR_VISIBLE_DEVICES, "GPU-1"),
+            (ENV_ASCEND_RT_VISIBLE_DEVICES, "3,2"),
+        ])
+        .unwrap();
+        assert_eq!(c.ascend_phy_ids, Some(vec![4, 5, 6, 7]));
+        assert_eq!(c.ascend_set_access_ids, AscendIdSpace::Logical);
+        // The vendors' variables keep an empty value: it means something to them.
+        assert_eq!(c.visibility.hip.as_deref(), Some(""));
+        assert_eq!(c.visibility.rocr.as_deref(), Some("GPU-1"));
+        assert_eq!(c.visibility.cuda, None);
+        assert_eq!(c.visibility.ascend_rt.as_deref(), Some("3,2"));
+        // An empty DEVIPC_EMU_ASCEND_PHY_IDS is unset, like the other DEVIPC_EMU_* variables.
+        assert_eq!(
+            config(&[(ENV_ASCEND_PHY_IDS, "")]).unwrap().ascend_phy_ids,
+            None
+        );
+        for bad in ["2", "0,0", "0,x", "-1", "0,,1"] {
+            assert_eq!(
+                err_var(config(&[(ENV_ASCEND_PHY_IDS, bad)])),
+                ENV_ASCEND_PHY_IDS,
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            err_var(config(&[(ENV_ASCEND_SET_ACCESS_IDS, "physical")])),
+            ENV_ASCEND_SET_ACCESS_IDS
+        );
+    }
+
+    #[test]
     fn hip_versions() {
         let v = HipVersion::parse("6.2.41133").unwrap();
         assert_eq!(v.encoded(), 60_241_133);

@@ -19,6 +19,7 @@
 //! | `process_state` | the process-wide emulator state (state directory, registry), this process's identity, the device count |
 //! | `init` | `aclInit` / `aclFinalize` counting, version queries |
 //! | `device` | devices, the per-thread current device, forced reset, device synchronisation, memory info, peer access, bare tgid |
+//! | [`visibility`] | the user, logical and physical id spaces: `ASCEND_RT_VISIBLE_DEVICES` over the container view `DEVIPC_EMU_ASCEND_PHY_IDS` (issue 16) |
 //! | `stream` | streams as ordered task queues (waits block only their stream), the default streams, synchronisation, destroy (waiting) and forced destroy (dropping) |
 //! | `memory` | `aclrtMalloc` and `aclrtMallocHost` blocks, the device address ranges, copy (sync and async) and fill checks |
 //! | `vmm` | granularity, physical memory, reservations, mappings, access |
@@ -36,6 +37,15 @@
 //!   `"<function>: <what> (<CODE_NAME> <code>) [rule <id>]"`, which `aclGetRecentErrMsg`
 //!   returns once (it gets and clears, like the vendor's).
 //! - Calls on "the current device" need `aclrtSetDevice` on the thread (107002).
+//! - Every device id a call takes or returns is a *user* id (issue 16,
+//!   [`visibility`]): user id i is the i-th logical id `ASCEND_RT_VISIBLE_DEVICES` lists,
+//!   logical id j is physical device `DEVIPC_EMU_ASCEND_PHY_IDS[j]` (default j); inside,
+//!   and in the state directory, devices are physical. `aclrtGetLogicDevIdByUserDevId`,
+//!   `aclrtGetUserDevIdByLogicDevId`, `aclrtGetLogicDevIdByPhyDevId` and
+//!   `aclrtGetPhyDevIdByLogicDevId` translate between the spaces, `aclrtDeviceGetUuid`
+//!   gives each physical device's 16 bytes ([`crate::machine::ascend_uuid`]); an id that
+//!   is not there is 107001. `aclrtMemSetAccess` reads user ids, or logical ids with
+//!   `DEVIPC_EMU_ASCEND_SET_ACCESS_IDS=logical` (see `vmm.rs` for the evidence).
 //! - Device memory lives in the state directory and is charged to a per-device limit
 //!   shared by all processes (`DEVIPC_EMU_MEM_LIMIT`; 207001 beyond it).
 //! - Memory and notifies shared with other processes live until every process that

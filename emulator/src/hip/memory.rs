@@ -333,7 +333,9 @@ pub(crate) fn address_range(ptr: usize) -> HipResult<(usize, usize)> {
 /// `hipPointerGetAttributes(ptr)` in the emulated version's numbering.
 ///
 /// Device memory (`hipMalloc`, IPC mappings): type Device, the allocation's (or the
-/// opening) device, `devicePointer = ptr`, no host pointer. `hipHostMalloc` memory: type
+/// opening) device as this process's ordinal (`hipInvalidDeviceId` for a device its masks
+/// hide: an imported VMM allocation of such a device; the emulator's choice, issue 16),
+/// `devicePointer = ptr`, no host pointer. `hipHostMalloc` memory: type
 /// Host, `hostPointer = devicePointer = ptr` (emulated devices address host memory
 /// directly), the `hipHostMalloc` flags as `allocationFlags` (CLR 6.x; 5.2 reported its
 /// internal buffer flags there, which the emulator does not model). Nothing the runtime

@@ -13,7 +13,9 @@
 //! | `ffi/` | the entry points: NULL checks, out-pointers, the only `unsafe`; one file per safe module called (`runtime.rs` .. `vmm.rs`, `errors.rs` for the error texts), `mod.rs` the tables of them all |
 //! | [`errors`] | `hipError_t` results, last error, `hipGetErrorName` / `hipGetErrorString` texts |
 //! | [`rules`] | one id per enforced rule, with code, basis and source; `DEVIPC_EMU_BREAK_RULE` |
-//! | `runtime.rs` | `hipInit`, versions, device count, per-thread current device |
+//! | `runtime.rs` | `hipInit`, versions, device count, per-thread current device, ordinal <-> physical device |
+//! | [`visibility`] | which physical devices the process sees under which ordinals: `ROCR_VISIBLE_DEVICES`, then `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` (issue 16) |
+//! | `identity.rs` | `hipDeviceGetPCIBusId`, `hipDeviceGetByPCIBusId`, `hipDeviceGetUuid` (issue 16) |
 //! | `memory.rs` | `hipMalloc`, `hipFree`, `hipMemcpy`, `hipMemset`, `hipMemGetAddressRange`, `hipPointerGetAttributes` |
 //! | `host.rs` | `hipHostMalloc`, `hipHostFree` |
 //! | `versions.rs` | which answers depend on `DEVIPC_EMU_HIP_VERSION`, with each cut-off's evidence |
@@ -28,8 +30,20 @@
 //! - **Runtime.** `hipRuntimeGetVersion` / `hipDriverGetVersion` report
 //!   `DEVIPC_EMU_HIP_VERSION` (default 6.2 = 60200000); the version also picks
 //!   `hipIpcMemLazyEnablePeerAccess` (0 on 5.x, 1 from 6.0), the event flags known, and
-//!   the error texts. `hipGetDeviceCount` is `DEVIPC_EMU_DEVICES`. Each thread starts on
-//!   device 0. If the state directory or configuration is unusable, calls that need it
+//!   the error texts. `hipGetDeviceCount` is the number of devices the process sees: the
+//!   machine's `DEVIPC_EMU_DEVICES` physical devices through the vendors' visibility
+//!   variables ([`visibility`]). Each thread starts on device 0.
+//! - **Devices** (issue 16). Every ordinal is this process's: an index into its view,
+//!   translated to the physical id that the state directory, the memory accounting and
+//!   `DEVIPC_EMU_PEERS` use, and back wherever a device goes out (the current device,
+//!   pointer attributes, allocation properties). One physical device has different
+//!   ordinals in processes with different masks, and the same identity in all of them
+//!   ([`crate::machine`]: PCI `0000:<0x10+p>:00.0`, agent UUID `GPU-<16 hex digits>`); an
+//!   ordinal outside the view is `hipErrorInvalidDevice`, a device the process does not see
+//!   is reported as `hipInvalidDeviceId` (an imported allocation's location, a pointer's
+//!   device: the emulator's choice, the vendor does not say) and is not found by
+//!   `hipDeviceGetByPCIBusId` (`hipErrorInvalidValue`, as CLR, which only searches the
+//!   process's devices). If the state directory or configuration is unusable, calls that need it
 //!   return `hipErrorNotInitialized` with the reason as the message.
 //! - **Memory.** `hipMalloc` memory is charged to the device's `DEVIPC_EMU_MEM_LIMIT`
 //!   across processes (`hipErrorOutOfMemory`); it is host-addressable, so every

@@ -41,7 +41,7 @@
 //! - from ROCm 6.0, an entry containing `GPU-` is first replaced by the index of the first
 //!   device whose agent UUID string contains it (case-sensitive; lower-case hex). The CLR
 //!   source of the 5.x line has no UUID entries; the exact release that added them is
-//!   UNVERIFIED, 6.0 is the emulator's cut-off ([`versions::uuid_in_hip_visible_devices`]).
+//!   UNVERIFIED, 6.0 is the emulator's cut-off (`versions.rs`, `uuid_in_hip_visible_devices`).
 //!
 //! Everything the list does not name is invisible. With no device left, `hipGetDeviceCount`
 //! writes 0 and returns `hipErrorNoDevice`, as on a machine without a GPU.

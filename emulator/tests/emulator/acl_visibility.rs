@@ -345,3 +345,31 @@ fn set_access_reads_the_configured_id_space() {
     }
     root.assert_clean();
 }
+
+#[test]
+fn peers_follow_the_physical_devices() {
+    // DEVIPC_EMU_PEERS names physical devices: 2 and 3 are linked, 1 and 2 are not.
+    let root = TestRoot::new("acl-visibility-peers");
+    let env = |mask| {
+        [
+            ("DEVIPC_EMU_DEVICES", "4"),
+            ("DEVIPC_EMU_PEERS", "2-3"),
+            ("ASCEND_RT_VISIBLE_DEVICES", mask),
+        ]
+    };
+    let mut a = root.spawn("linked", &env("3,2"));
+    let mut b = root.spawn("unlinked", &env("1,2"));
+    assert_eq!(a.val("can-access 0 1"), "1");
+    assert_eq!(b.val("can-access 0 1"), "0");
+    a.ok("set-device 0");
+    a.ok("enable-peer 1");
+    b.ok("set-device 0");
+    b.fails(
+        "enable-peer 1",
+        devipc_ascend_sys::codes::ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        rules::PEER_TOPOLOGY,
+    );
+    a.exit();
+    b.exit();
+    root.assert_clean();
+}

@@ -343,7 +343,7 @@ fn identity_calls_check_their_arguments_as_clr() {
         let r = h.run(&format!("id_bypci {text}"));
         assert_eq!(
             (r.code, r.num(0) as i64),
-            (hipErrorInvalidValue as i32, -9),
+            (hipErrorInvalidValue, -9),
             "{text}"
         );
     }
@@ -457,5 +457,42 @@ fn identity_rules_switched_off() {
     assert_eq!(h.ok(&format!("id_bypci {}", bus(2))).num(0), 2);
     assert_eq!(h.ok(&format!("id_bypci {}", bus(3))).num(0), 0);
     h.exit();
+    root.assert_clean();
+}
+
+#[test]
+fn peers_and_contexts_follow_the_physical_devices() {
+    // DEVIPC_EMU_PEERS names physical devices: 2 and 3 are linked, 1 and 2 are not.
+    let root = TestRoot::new("hip-visibility-peers");
+    let peers = ("DEVIPC_EMU_PEERS", "2-3");
+    let mut a = spawn(
+        "linked",
+        &root,
+        "6.2",
+        &[("HIP_VISIBLE_DEVICES", "3,2"), peers],
+    );
+    let mut b = spawn(
+        "unlinked",
+        &root,
+        "6.2",
+        &[("HIP_VISIBLE_DEVICES", "1,2"), peers],
+    );
+    assert_eq!(a.ok("can_peer 0 1").num(0), 1);
+    assert_eq!(b.ok("can_peer 0 1").num(0), 0);
+    a.ok("enable_peer 1 0");
+    b.expect_rule(
+        "enable_peer 1 0",
+        hipErrorPeerAccessUnsupported,
+        PEER_TOPOLOGY_RESPECTED,
+    );
+    // hipCtxCreate takes the ordinal (CLR: out of range is hipErrorInvalidValue) and makes
+    // it current; two processes' contexts of one physical device are that device's.
+    let ctx = a.ok("ctx_create 0 1").num(0);
+    assert_eq!(a.ok("getdev").num(0), 1);
+    assert_eq!(a.ok("id_pci 1").val(0), bus(2));
+    a.expect_code("ctx_create 0 2", hipErrorInvalidValue);
+    assert_ne!(ctx, 0);
+    a.exit();
+    b.exit();
     root.assert_clean();
 }

@@ -12,7 +12,8 @@
 //!
 //! The entry points sit in one file per topic, named after the safe module they call
 //! (`runtime`: initialisation, versions, devices, contexts, `hipGetProcAddress`; `errors`:
-//! the error texts; `memory`, `host`, `stream`, `ipc_mem`, `event`, `peer`, `vmm`), and
+//! the error texts; `identity`: PCI bus ids and UUIDs; `memory`, `host`, `stream`,
+//! `ipc_mem`, `event`, `peer`, `vmm`), and
 //! are re-exported here, where `crate::hip` re-exports them in turn; this file holds the
 //! pointer helper they share and the two tables of them all: [`hip_api`] and the
 //! name-to-address table of `hipGetProcAddress`.
@@ -68,8 +69,8 @@ fn text_version() -> HipVersion {
 ///
 /// The optional functions follow the emulated version: `hipGetProcAddress` is `None`
 /// below ROCm 6.2, as it is for a real 5.2 library (the exported C symbol of the cdylib
-/// exists regardless and answers `hipErrorNotSupported` there); the VMM family and
-/// `hipPointerGetAttribute` are `None` below ROCm 5.1.
+/// exists regardless and answers `hipErrorNotSupported` there); the VMM family,
+/// `hipPointerGetAttribute` and `hipDeviceGetUuid` are `None` below ROCm 5.1.
 pub fn hip_api() -> HipApi {
     // SAFETY: every function of crate::hip implements the HIP runtime C function of its
     // name with the table's exact prototype (a mismatch would not compile): out-pointers
