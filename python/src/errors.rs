@@ -39,25 +39,30 @@ create_exception!(_devipc, DevipcIOError, DevipcError, "An operating-system call
 create_exception!(_devipc, ClosedError, DevipcError, "The object was closed: it can no longer be used.");
 create_exception!(_devipc, BufferInUseError, DevipcError, "A buffer cannot be closed while DLPack views of it are alive.");
 
-/// Registers every exception class in the module.
+/// Registers every exception class in the module, named as the `devipc` package
+/// re-exports them (so that they pickle by that name).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("DevipcError", py.get_type::<DevipcError>())?;
-    m.add("LibraryNotFoundError", py.get_type::<LibraryNotFoundError>())?;
-    m.add("MissingSymbolError", py.get_type::<MissingSymbolError>())?;
-    m.add("VendorError", py.get_type::<VendorError>())?;
-    m.add("NoBackendStartedError", py.get_type::<NoBackendStartedError>())?;
-    m.add("ConfigError", py.get_type::<ConfigError>())?;
-    m.add("InvalidTokenError", py.get_type::<InvalidTokenError>())?;
-    m.add("BackendMismatchError", py.get_type::<BackendMismatchError>())?;
-    m.add("UnsupportedError", py.get_type::<UnsupportedError>())?;
-    m.add("InvalidDeviceError", py.get_type::<InvalidDeviceError>())?;
-    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
-    m.add("UnknownHandleError", py.get_type::<UnknownHandleError>())?;
-    m.add("TimedOutError", py.get_type::<TimedOutError>())?;
-    m.add("DevipcIOError", py.get_type::<DevipcIOError>())?;
-    m.add("ClosedError", py.get_type::<ClosedError>())?;
-    m.add("BufferInUseError", py.get_type::<BufferInUseError>())?;
+    let add = |name: &str, class: Bound<'_, pyo3::types::PyType>| -> PyResult<()> {
+        class.setattr("__module__", "devipc")?;
+        m.add(name, class)
+    };
+    add("DevipcError", py.get_type::<DevipcError>())?;
+    add("LibraryNotFoundError", py.get_type::<LibraryNotFoundError>())?;
+    add("MissingSymbolError", py.get_type::<MissingSymbolError>())?;
+    add("VendorError", py.get_type::<VendorError>())?;
+    add("NoBackendStartedError", py.get_type::<NoBackendStartedError>())?;
+    add("ConfigError", py.get_type::<ConfigError>())?;
+    add("InvalidTokenError", py.get_type::<InvalidTokenError>())?;
+    add("BackendMismatchError", py.get_type::<BackendMismatchError>())?;
+    add("UnsupportedError", py.get_type::<UnsupportedError>())?;
+    add("InvalidDeviceError", py.get_type::<InvalidDeviceError>())?;
+    add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    add("UnknownHandleError", py.get_type::<UnknownHandleError>())?;
+    add("TimedOutError", py.get_type::<TimedOutError>())?;
+    add("DevipcIOError", py.get_type::<DevipcIOError>())?;
+    add("ClosedError", py.get_type::<ClosedError>())?;
+    add("BufferInUseError", py.get_type::<BufferInUseError>())?;
     Ok(())
 }
 
