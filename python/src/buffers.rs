@@ -166,8 +166,11 @@ impl Buffer {
 /// The bytes of a buffer-protocol object (copied: the GIL is released during the device
 /// copy, and the object could change meanwhile).
 fn contiguous_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    let view = PyMemoryView::from(data)
-        .map_err(|_| errors::invalid_argument("data must support the buffer protocol (bytes, bytearray, memoryview, numpy array)"))?;
+    let view = PyMemoryView::from(data).map_err(|_| {
+        errors::invalid_argument(
+            "data must support the buffer protocol (bytes, bytearray, memoryview, numpy array)",
+        )
+    })?;
     let flat = view
         .call_method1("cast", ("B",))
         .map_err(|e| errors::invalid_argument(format!("data must be C-contiguous: {e}")))?;

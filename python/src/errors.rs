@@ -23,21 +23,96 @@ create_exception!(
     PyException,
     "Base class of every devipc error. Attributes: kind, backend, api, code, name, message, details."
 );
-create_exception!(_devipc, LibraryNotFoundError, DevipcError, "No candidate path held a loadable vendor library.");
-create_exception!(_devipc, MissingSymbolError, DevipcError, "The vendor library lacks a symbol devipc requires.");
-create_exception!(_devipc, VendorError, DevipcError, "A vendor call failed: backend, api, code, name and message say which and why.");
-create_exception!(_devipc, NoBackendStartedError, DevipcError, "No backend could start; details['attempts'] has each backend's error.");
-create_exception!(_devipc, ConfigError, DevipcError, "devipc's own configuration (an environment variable, a directory) is unusable.");
-create_exception!(_devipc, InvalidTokenError, DevipcError, "A string is not a valid devipc token.");
-create_exception!(_devipc, BackendMismatchError, DevipcError, "A token belongs to another backend than the runtime asked to use it.");
-create_exception!(_devipc, UnsupportedError, DevipcError, "The backend or this runtime version cannot do what was asked.");
-create_exception!(_devipc, InvalidDeviceError, DevipcError, "A device id outside the devices the backend reports.");
-create_exception!(_devipc, InvalidArgumentError, DevipcError, "An argument is out of range or inconsistent.");
-create_exception!(_devipc, UnknownHandleError, DevipcError, "A handle already closed or freed, or of another runtime.");
-create_exception!(_devipc, TimedOutError, DevipcError, "A blocking operation did not complete in time.");
-create_exception!(_devipc, DevipcIOError, DevipcError, "An operating-system call failed.");
-create_exception!(_devipc, ClosedError, DevipcError, "The object was closed: it can no longer be used.");
-create_exception!(_devipc, BufferInUseError, DevipcError, "A buffer cannot be closed while DLPack views of it are alive.");
+create_exception!(
+    _devipc,
+    LibraryNotFoundError,
+    DevipcError,
+    "No candidate path held a loadable vendor library."
+);
+create_exception!(
+    _devipc,
+    MissingSymbolError,
+    DevipcError,
+    "The vendor library lacks a symbol devipc requires."
+);
+create_exception!(
+    _devipc,
+    VendorError,
+    DevipcError,
+    "A vendor call failed: backend, api, code, name and message say which and why."
+);
+create_exception!(
+    _devipc,
+    NoBackendStartedError,
+    DevipcError,
+    "No backend could start; details['attempts'] has each backend's error."
+);
+create_exception!(
+    _devipc,
+    ConfigError,
+    DevipcError,
+    "devipc's own configuration (an environment variable, a directory) is unusable."
+);
+create_exception!(
+    _devipc,
+    InvalidTokenError,
+    DevipcError,
+    "A string is not a valid devipc token."
+);
+create_exception!(
+    _devipc,
+    BackendMismatchError,
+    DevipcError,
+    "A token belongs to another backend than the runtime asked to use it."
+);
+create_exception!(
+    _devipc,
+    UnsupportedError,
+    DevipcError,
+    "The backend or this runtime version cannot do what was asked."
+);
+create_exception!(
+    _devipc,
+    InvalidDeviceError,
+    DevipcError,
+    "A device id outside the devices the backend reports."
+);
+create_exception!(
+    _devipc,
+    InvalidArgumentError,
+    DevipcError,
+    "An argument is out of range or inconsistent."
+);
+create_exception!(
+    _devipc,
+    UnknownHandleError,
+    DevipcError,
+    "A handle already closed or freed, or of another runtime."
+);
+create_exception!(
+    _devipc,
+    TimedOutError,
+    DevipcError,
+    "A blocking operation did not complete in time."
+);
+create_exception!(
+    _devipc,
+    DevipcIOError,
+    DevipcError,
+    "An operating-system call failed."
+);
+create_exception!(
+    _devipc,
+    ClosedError,
+    DevipcError,
+    "The object was closed: it can no longer be used."
+);
+create_exception!(
+    _devipc,
+    BufferInUseError,
+    DevipcError,
+    "A buffer cannot be closed while DLPack views of it are alive."
+);
 
 /// Registers every exception class in the module, named as the `devipc` package
 /// re-exports them (so that they pickle by that name).
@@ -48,16 +123,28 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(name, class)
     };
     add("DevipcError", py.get_type::<DevipcError>())?;
-    add("LibraryNotFoundError", py.get_type::<LibraryNotFoundError>())?;
+    add(
+        "LibraryNotFoundError",
+        py.get_type::<LibraryNotFoundError>(),
+    )?;
     add("MissingSymbolError", py.get_type::<MissingSymbolError>())?;
     add("VendorError", py.get_type::<VendorError>())?;
-    add("NoBackendStartedError", py.get_type::<NoBackendStartedError>())?;
+    add(
+        "NoBackendStartedError",
+        py.get_type::<NoBackendStartedError>(),
+    )?;
     add("ConfigError", py.get_type::<ConfigError>())?;
     add("InvalidTokenError", py.get_type::<InvalidTokenError>())?;
-    add("BackendMismatchError", py.get_type::<BackendMismatchError>())?;
+    add(
+        "BackendMismatchError",
+        py.get_type::<BackendMismatchError>(),
+    )?;
     add("UnsupportedError", py.get_type::<UnsupportedError>())?;
     add("InvalidDeviceError", py.get_type::<InvalidDeviceError>())?;
-    add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
     add("UnknownHandleError", py.get_type::<UnknownHandleError>())?;
     add("TimedOutError", py.get_type::<TimedOutError>())?;
     add("DevipcIOError", py.get_type::<DevipcIOError>())?;
@@ -167,7 +254,10 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
         }
         // `Error` is non-exhaustive: a variant added later is a DevipcError until it gets
         // its own class above.
-        #[allow(unreachable_patterns, reason = "future variants of a non-exhaustive enum")]
+        #[allow(
+            unreachable_patterns,
+            reason = "future variants of a non-exhaustive enum"
+        )]
         _ => DevipcError::type_object(py),
     };
     let text = e.to_string();

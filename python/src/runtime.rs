@@ -41,7 +41,9 @@ impl Runtime {
 
     /// The Rust runtime (a clone), or `ClosedError`.
     pub(crate) fn get(&self) -> PyResult<devipc::Runtime> {
-        self.lock().clone().ok_or_else(|| errors::closed("the runtime"))
+        self.lock()
+            .clone()
+            .ok_or_else(|| errors::closed("the runtime"))
     }
 
     fn held(rt: &devipc::Runtime, mem: Mem) -> Held {
@@ -175,10 +177,7 @@ impl Runtime {
     /// Creates an exportable signal on `device`.
     #[pyo3(signature = (device=0))]
     fn create_signal(&self, device: u32) -> PyResult<Signal> {
-        let signal = self
-            .get()?
-            .create_signal(DeviceId(device))
-            .map_err(to_py)?;
+        let signal = self.get()?.create_signal(DeviceId(device)).map_err(to_py)?;
         Ok(Signal::new(signal))
     }
 
@@ -218,7 +217,10 @@ impl Runtime {
             .map(|s| Py::new(py, Signal::new(s)))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(Connected {
-            buffer: ImportedBuffer::create(py, Runtime::held(&rt, Mem::Imported(connected.buffer)))?,
+            buffer: ImportedBuffer::create(
+                py,
+                Runtime::held(&rt, Mem::Imported(connected.buffer)),
+            )?,
             signals,
             pid: connected.exporter.pid,
             uid: connected.exporter.uid,

@@ -35,7 +35,9 @@ impl Signal {
 
     /// The signal, or `ClosedError`.
     pub(crate) fn get(&self) -> PyResult<Arc<devipc::Signal>> {
-        self.lock().clone().ok_or_else(|| errors::closed("the signal"))
+        self.lock()
+            .clone()
+            .ok_or_else(|| errors::closed("the signal"))
     }
 }
 

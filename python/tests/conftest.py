@@ -60,11 +60,24 @@ def nothing_left_behind():
     assert leftovers() == []
 
 
+_LOUD_SKIPS: list[str] = []
+
+
 def loud_skip(test: str, reason: str) -> None:
-    """Skips ``test`` with a banner on the real stderr (past pytest's capture), or fails
-    when ``DEVIPC_NO_SKIP=1`` (CI installs every dependency)."""
+    """Skips ``test`` (a ``SKIPPED <test>: <reason>`` banner is printed at the end of the
+    run, past pytest's output capture), or fails when ``DEVIPC_NO_SKIP=1`` (CI installs
+    every dependency)."""
     if os.environ.get("DEVIPC_NO_SKIP") == "1":
         pytest.fail(f"DEVIPC_NO_SKIP=1 forbids skipping: {test} cannot run here: {reason}")
-    rule = "*" * 78
-    os.write(2, f"\n{rule}\nSKIPPED {test}: {reason}\n{rule}\n\n".encode())
+    _LOUD_SKIPS.append(f"SKIPPED {test}: {reason}")
     pytest.skip(reason)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The loud-skip banners, one per skipped test."""
+    rule = "*" * 78
+    for line in _LOUD_SKIPS:
+        terminalreporter.write_line("")
+        terminalreporter.write_line(rule)
+        terminalreporter.write_line(line)
+        terminalreporter.write_line(rule)

@@ -131,3 +131,27 @@ def _connector(kind, path, outbox):
     view[:4] = np.frombuffer(b"pong", dtype=np.uint8)
     del view
     got.signals[0].notify()
+
+
+def torch_consumer(kind, inbox, outbox):
+    """Rebuilds a descriptor's tensors with torch.from_dlpack and checks them."""
+    _report(outbox, _torch_consumer, kind, inbox, outbox)
+
+
+def _torch_consumer(kind, inbox, outbox):
+    import torch
+
+    import devipc.torch
+
+    rt = devipc.Runtime.emulated(kind)
+    outbox.put(rt.process_id)
+    desc = inbox.get()
+    before = rt.vendor_imports()
+    tensors = devipc.torch.rebuild(rt, desc)
+    wrong = [i for i, t in enumerate(tensors) if not bool(torch.all(t == i % 251))]
+    tensors[1][0, 0] = -1.0  # written through to the producer's memory
+    outbox.put(("rebuilt", len(tensors), rt.vendor_imports() - before, wrong,
+                [tuple(t.stride()) for t in tensors[:2]]))
+    assert inbox.get() == "bye"
+    del tensors
+    outbox.put(("closed", rt.live_imports()))
