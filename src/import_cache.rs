@@ -361,7 +361,11 @@ mod tests {
         let before = rt.vendor_imports();
         let a = rt.import(&remote(1, 0, 4096), DeviceId(0)).unwrap();
         let b = rt.import(&remote(1, 512, 100), DeviceId(0)).unwrap();
-        assert_eq!(rt.vendor_imports() - before, 1, "one vendor import for both");
+        assert_eq!(
+            rt.vendor_imports() - before,
+            1,
+            "one vendor import for both"
+        );
         assert_eq!(
             probe(&rt).count("import"),
             1,
