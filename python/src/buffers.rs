@@ -86,6 +86,13 @@ impl Buffer {
                 ))
             })?,
         };
+        // Checked before allocating: a huge `size` is an error, not an allocation failure.
+        if offset.checked_add(size).is_none_or(|end| end > held.len()) {
+            return Err(errors::invalid_argument(format!(
+                "{size} bytes at offset {offset} do not fit the {}-byte buffer",
+                held.len()
+            )));
+        }
         let mut out = vec![0u8; size];
         py.detach(|| held.read(offset, &mut out)).map_err(to_py)?;
         Ok(PyBytes::new(py, &out))

@@ -105,20 +105,26 @@ impl Layout {
                 "offset {offset} is not a multiple of the {dtype_name} element size {item}"
             )));
         }
-        // The lowest and highest byte the view touches, relative to `offset` (i128: no
-        // overflow for any i64 shape and strides of a realistic rank).
-        let (mut low, mut high) = (0i128, 0i128);
+        // The lowest and highest byte the view touches, relative to `offset`; an
+        // overflow of i128 is out of bounds too.
         let empty = shape.contains(&0);
-        for (&d, &s) in shape.iter().zip(&strides) {
-            let span = i128::from(d.max(1) - 1) * i128::from(s) * item;
-            if span < 0 {
-                low += span;
-            } else {
-                high += span;
+        let extent = || -> Option<(i128, i128)> {
+            let (mut low, mut high) = (0i128, 0i128);
+            for (&d, &s) in shape.iter().zip(&strides) {
+                let span = i128::from(d.max(1) - 1)
+                    .checked_mul(i128::from(s))?
+                    .checked_mul(item)?;
+                if span < 0 {
+                    low = low.checked_add(span)?;
+                } else {
+                    high = high.checked_add(span)?;
+                }
             }
-        }
-        let start = i128::from(offset) + low;
-        let end = i128::from(offset) + high + item;
+            let start = i128::from(offset).checked_add(low)?;
+            let end = i128::from(offset).checked_add(high)?.checked_add(item)?;
+            Some((start, end))
+        };
+        let (start, end) = extent().unwrap_or((-1, i128::MAX));
         if !empty && (start < 0 || end > len as i128) {
             return Err(errors::invalid_argument(format!(
                 "a {dtype_name} view with shape {shape:?}, strides {strides:?} at offset \

@@ -41,13 +41,19 @@ impl Signal {
     }
 }
 
-/// A timeout in seconds as a [`Duration`]; negative, NaN or infinite is refused.
+/// The longest timeout accepted (about 31 years): deadlines computed from it never
+/// overflow. `None` means "forever" where a wait allows it.
+const MAX_TIMEOUT_SECS: f64 = 1e9;
+
+/// A timeout in seconds as a [`Duration`]; negative, NaN, infinite or above
+/// [`MAX_TIMEOUT_SECS`] is refused.
 pub(crate) fn duration(seconds: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(seconds).map_err(|_| {
-        errors::invalid_argument(format!(
-            "a timeout must be a finite number of seconds >= 0, not {seconds}"
-        ))
-    })
+    if !(0.0..=MAX_TIMEOUT_SECS).contains(&seconds) {
+        return Err(errors::invalid_argument(format!(
+            "a timeout must be a number of seconds from 0 to {MAX_TIMEOUT_SECS:e}, not {seconds}"
+        )));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|e| errors::invalid_argument(e.to_string()))
 }
 
 #[pymethods]

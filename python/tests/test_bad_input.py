@@ -169,8 +169,20 @@ def test_out_of_range_copies_and_views_are_invalid_argument_errors(kind):
             buf.read(-1)
         with pytest.raises(devipc.InvalidDeviceError):
             rt.allocate(64, device=99)
-        with pytest.raises(devipc.InvalidArgumentError):
-            rt.create_signal().wait(timeout=-1)
+        s = rt.create_signal()
+        for t in (-1, float("nan"), float("inf"), 1e300):
+            with pytest.raises(devipc.InvalidArgumentError):
+                s.wait(timeout=t)
+        s.close()
+        # Sizes and shapes past any buffer (and past i64 arithmetic) are refused, not
+        # allocated or wrapped around.
+        for call in (
+            lambda: buf.read(0, 1 << 62),
+            lambda: buf.view("complex128", [1 << 62, 1 << 62], strides=[1 << 62, 1 << 62]),
+            lambda: buf.view("uint8", [2, 2], strides=[-(1 << 62), 1], offset=8),
+        ):
+            with pytest.raises(devipc.InvalidArgumentError):
+                call()
 
 
 def test_wait_releases_the_gil(kind):
