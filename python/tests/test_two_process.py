@@ -7,6 +7,7 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import pytest
 
 import devipc
 import roles
@@ -85,3 +86,32 @@ def test_dlpack_device_is_cpu_on_the_emulator(kind):
         assert view.__dlpack_device__() == (1, 0)
         assert (view.shape, view.strides, view.offset) == ([2, 2], [2, 1], 0)
         del view
+
+
+def capsule_name(capsule) -> bytes:
+    import ctypes
+
+    get = ctypes.pythonapi.PyCapsule_GetName
+    get.restype, get.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return get(capsule)
+
+
+def test_dlpack_protocol_abis_and_refusals(kind):
+    rt = devipc.Runtime.emulated(kind)
+    buf = rt.allocate(4096)
+    # Legacy consumers (no max_version) get a "dltensor" capsule, DLPack 1.x consumers a
+    # "dltensor_versioned" one.
+    legacy = buf.__dlpack__()
+    versioned = buf.__dlpack__(max_version=(1, 0))
+    assert capsule_name(legacy) == b"dltensor"
+    assert capsule_name(versioned) == b"dltensor_versioned"
+    # An unconsumed capsule still holds the buffer; dropping it releases it.
+    with pytest.raises(devipc.BufferInUseError):
+        buf.close()
+    del legacy, versioned
+    # No copies and no other device: the memory is only ever exported in place.
+    with pytest.raises(BufferError):
+        buf.__dlpack__(copy=True)
+    with pytest.raises(BufferError):
+        buf.__dlpack__(dl_device=(2, 0))
+    buf.close()
