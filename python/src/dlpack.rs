@@ -230,6 +230,16 @@ pub(crate) fn device_tuple(held: &Held) -> (u32, i32) {
     (held.dl_device.device_type.0, held.dl_device.device_id)
 }
 
+/// The DLPack `(device_type, device_id)` devipc gives memory on `device` of a `kind`
+/// runtime (`"ascend"`/`"hip"`), emulated or not: the mapping of
+/// [`dl_device`](crate::held::dl_device), for tests and tools.
+#[pyfunction]
+pub(crate) fn _dlpack_device_for(kind: &str, emulated: bool, device: u32) -> PyResult<(u32, i32)> {
+    let kind = kind.parse::<devipc::BackendKind>().map_err(errors::to_py)?;
+    let d = crate::held::dl_device(kind, emulated, devipc::DeviceId(device));
+    Ok((d.device_type.0, d.device_id))
+}
+
 /// A typed, strided view of part of a buffer, made by `buffer.view(...)`, for
 /// `numpy.from_dlpack` / `torch.from_dlpack`. It keeps the buffer's memory alive (and the
 /// buffer's `close()` refuses) until it and every array made from it are gone.

@@ -30,6 +30,7 @@ fn _devipc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<rendezvous::Connected>()?;
     m.add_function(wrap_pyfunction!(doctor::doctor, m)?)?;
     m.add_function(wrap_pyfunction!(tokens::token_info, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::_dlpack_device_for, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -21,9 +21,16 @@ use std::sync::OnceLock;
 
 use devipc_testkit::skip;
 
-/// The crate's directory (`python/`).
+/// The crate's directory (`python/`): cargo's run-time `CARGO_MANIFEST_DIR` (right even
+/// when another checkout with the same sources built this binary in a shared target
+/// directory), else the one it was built in.
 fn crate_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+    })
 }
 
 /// Whether the torch requirements are installed too.
