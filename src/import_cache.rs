@@ -26,6 +26,7 @@
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, Weak};
 
 use devipc_core::protection::{self, Protection};
@@ -83,6 +84,8 @@ pub(crate) struct ImportCache {
     entries: Mutex<HashMap<Key, Slot>>,
     /// Signalled whenever a slot stops being `Importing` or `Closing`.
     changed: Condvar,
+    /// Vendor imports that succeeded since the cache was made (cache hits not counted).
+    vendor_imports: AtomicU64,
 }
 
 /// One vendor import, shared by every [`ImportedBuffer`](crate::ImportedBuffer) of it.
@@ -138,6 +141,11 @@ impl ImportCache {
         self.changed.wait(map).unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Vendor imports that succeeded through this cache so far (cumulative).
+    pub(crate) fn vendor_imports(&self) -> u64 {
+        self.vendor_imports.load(Ordering::Relaxed)
+    }
+
     /// Number of live imports.
     pub(crate) fn len(&self) -> usize {
         self.lock()
@@ -184,6 +192,7 @@ impl ImportCache {
             Some(fd) => rt.inner.backend.import_fd(token, fd, device)?,
             None => rt.inner.backend.import(token, device)?,
         };
+        self.vendor_imports.fetch_add(1, Ordering::Relaxed);
         let mapped = Arc::new(Mapped {
             rt: rt.clone(),
             cache: Arc::clone(self),
@@ -350,8 +359,14 @@ mod tests {
     #[test]
     fn a_second_import_shares_the_mapping_and_the_last_drop_closes_it() {
         let rt = probe_runtime();
+        let before = rt.vendor_imports();
         let a = rt.import(&remote(1, 0, 4096), DeviceId(0)).unwrap();
         let b = rt.import(&remote(1, 512, 100), DeviceId(0)).unwrap();
+        assert_eq!(
+            rt.vendor_imports() - before,
+            1,
+            "one vendor import for both"
+        );
         assert_eq!(
             probe(&rt).count("import"),
             1,
@@ -366,6 +381,7 @@ mod tests {
         assert_eq!(probe(&rt).count("close"), 1);
         assert_eq!(rt.live_imports(), 0);
         let _c = rt.import(&remote(1, 0, 8), DeviceId(0)).unwrap();
+        assert_eq!(rt.vendor_imports() - before, 2, "closed, so imported again");
         assert_eq!(
             probe(&rt).count("import"),
             2,

@@ -355,6 +355,14 @@ impl Runtime {
         self.inner.imports.len()
     }
 
+    /// Vendor imports this process made so far through this runtime's vendor runtime
+    /// (shared by every `Runtime` of the backend, like the import cache): cumulative, and
+    /// not counting imports served by a live import (DESIGN 5.2) or the same-process
+    /// shortcut (DESIGN 5.1). Compare two readings to count the imports of a piece of work.
+    pub fn vendor_imports(&self) -> u64 {
+        self.inner.imports.vendor_imports()
+    }
+
     /// Refuses a token of another backend kind than this runtime's.
     fn check_backend(&self, backend: BackendKind, mechanism: Mechanism) -> Result<()> {
         let kind = self.info().kind;

@@ -1,0 +1,286 @@
+//! `Runtime`: a started backend (real or emulated). Buffers and signals made from it keep
+//! their own reference to the Rust runtime, so `Runtime.close()` ends this handle only:
+//! what was made from it stays usable until it is closed or collected, as in Rust.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use devipc::{BackendKind, ConnectOptions, DeviceId, DevicePtr, ProcessId};
+
+use crate::buffers::{ImportedBuffer, SharedBuffer, export_options};
+use crate::errors::{self, to_py};
+use crate::held::{Held, Mem};
+use crate::rendezvous::Connected;
+use crate::signal::{Signal, duration};
+use crate::tokens;
+
+/// A started backend.
+#[pyclass(frozen, module = "devipc._devipc")]
+pub(crate) struct Runtime {
+    inner: Mutex<Option<devipc::Runtime>>,
+}
+
+/// `"ascend"` or `"hip"` as a [`BackendKind`].
+fn kind(name: &str) -> PyResult<BackendKind> {
+    name.parse::<BackendKind>().map_err(to_py)
+}
+
+impl Runtime {
+    fn wrap(rt: devipc::Runtime) -> Runtime {
+        Runtime {
+            inner: Mutex::new(Some(rt)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<devipc::Runtime>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The Rust runtime (a clone), or `ClosedError`.
+    pub(crate) fn get(&self) -> PyResult<devipc::Runtime> {
+        self.lock()
+            .clone()
+            .ok_or_else(|| errors::closed("the runtime"))
+    }
+
+    fn held(rt: &devipc::Runtime, mem: Mem) -> Held {
+        let info = rt.info();
+        Held::new(mem, info.kind, info.source.is_emulated())
+    }
+}
+
+#[pymethods]
+impl Runtime {
+    /// Starts what `DEVIPC_BACKEND` names (`ascend|hip|emulated-ascend|emulated-hip|auto`;
+    /// unset: the first real runtime that starts).
+    #[staticmethod]
+    fn from_env(py: Python<'_>) -> PyResult<Runtime> {
+        py.detach(devipc::Runtime::from_env)
+            .map(Runtime::wrap)
+            .map_err(to_py)
+    }
+
+    /// Starts the devipc emulator speaking `kind`'s ABI (`"ascend"` or `"hip"`): host
+    /// shared memory, no device needed.
+    #[staticmethod]
+    fn emulated(py: Python<'_>, kind: &str) -> PyResult<Runtime> {
+        let kind = self::kind(kind)?;
+        py.detach(|| devipc::Runtime::emulated(kind))
+            .map(Runtime::wrap)
+            .map_err(to_py)
+    }
+
+    /// Starts the real vendor runtime of `kind` (`"ascend"` or `"hip"`).
+    #[staticmethod]
+    fn open(py: Python<'_>, kind: &str) -> PyResult<Runtime> {
+        let kind = self::kind(kind)?;
+        py.detach(|| devipc::Runtime::open(kind))
+            .map(Runtime::wrap)
+            .map_err(to_py)
+    }
+
+    /// `"ascend"` or `"hip"`.
+    #[getter]
+    fn backend(&self) -> PyResult<String> {
+        Ok(self.get()?.info().kind.to_string())
+    }
+
+    /// Whether this is the emulator.
+    #[getter]
+    fn emulated_backend(&self) -> PyResult<bool> {
+        Ok(self.get()?.info().source.is_emulated())
+    }
+
+    /// Kind, library, version and capabilities, as a dict.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::doctor::info_dict(py, self.get()?.info())
+    }
+
+    /// The id peers grant so that this process may import (Ascend: the bare tgid).
+    #[getter]
+    fn process_id(&self) -> PyResult<u32> {
+        Ok(self.get()?.process_id().0)
+    }
+
+    /// Number of devices visible to this process.
+    fn device_count(&self) -> PyResult<u32> {
+        self.get()?.device_count().map_err(to_py)
+    }
+
+    /// Allocates `size` bytes of exportable memory on `device`.
+    #[pyo3(signature = (size, device=0))]
+    fn allocate(&self, py: Python<'_>, size: usize, device: u32) -> PyResult<Py<SharedBuffer>> {
+        let rt = self.get()?;
+        let buf = py
+            .detach(|| rt.allocate(DeviceId(device), size))
+            .map_err(to_py)?;
+        SharedBuffer::create(py, Runtime::held(&rt, Mem::Shared(buf)))
+    }
+
+    /// Maps the memory of the token string `token` on `device`.
+    #[pyo3(signature = (token, device=0))]
+    fn import_buffer(
+        &self,
+        py: Python<'_>,
+        token: &str,
+        device: u32,
+    ) -> PyResult<Py<ImportedBuffer>> {
+        let rt = self.get()?;
+        let token = tokens::mem(token)?;
+        let buf = py
+            .detach(|| rt.import(&token, DeviceId(device)))
+            .map_err(to_py)?;
+        ImportedBuffer::create(py, Runtime::held(&rt, Mem::Imported(buf)))
+    }
+
+    /// Exports memory a framework allocated itself (`size` bytes at device address `ptr`
+    /// on `device`) as a token string. Keep it allocated while peers use it, and call
+    /// `close_external` before the framework frees it.
+    #[pyo3(signature = (ptr, size, device=0, any_process=false))]
+    fn export_external(
+        &self,
+        ptr: u64,
+        size: usize,
+        device: u32,
+        any_process: bool,
+    ) -> PyResult<String> {
+        let token = self
+            .get()?
+            .export_external(
+                DeviceId(device),
+                DevicePtr(ptr),
+                size,
+                export_options(any_process),
+            )
+            .map_err(to_py)?;
+        Ok(token.to_text())
+    }
+
+    /// Ends the exports of the framework block holding `ptr` on `device`.
+    #[pyo3(signature = (ptr, device=0))]
+    fn close_external(&self, ptr: u64, device: u32) -> PyResult<()> {
+        self.get()?
+            .close_external(DeviceId(device), DevicePtr(ptr))
+            .map_err(to_py)
+    }
+
+    /// Lets the processes `pids` import the memory token `token`.
+    fn grant(&self, token: &str, pids: Vec<u32>) -> PyResult<()> {
+        let token = tokens::mem(token)?;
+        let peers: Vec<ProcessId> = pids.into_iter().map(ProcessId).collect();
+        self.get()?.grant(&token, &peers).map_err(to_py)
+    }
+
+    /// Creates an exportable signal on `device`.
+    #[pyo3(signature = (device=0))]
+    fn create_signal(&self, device: u32) -> PyResult<Signal> {
+        let signal = self.get()?.create_signal(DeviceId(device)).map_err(to_py)?;
+        Ok(Signal::new(signal))
+    }
+
+    /// Opens the signal token string `token` on `device`.
+    #[pyo3(signature = (token, device=0))]
+    fn import_signal(&self, py: Python<'_>, token: &str, device: u32) -> PyResult<Signal> {
+        let rt = self.get()?;
+        let token = tokens::signal(token)?;
+        let signal = py
+            .detach(|| rt.import_signal(&token, DeviceId(device)))
+            .map_err(to_py)?;
+        Ok(Signal::new(signal))
+    }
+
+    /// Obtains the buffer and signals served at the Unix socket `path`
+    /// (`SharedBuffer.share`) and imports them on `device`. `timeout` (seconds) bounds the
+    /// exchange; `wait_for_server` retries until the exporter listens.
+    #[pyo3(signature = (path, device=0, timeout=10.0, wait_for_server=false))]
+    fn connect(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        device: u32,
+        timeout: f64,
+        wait_for_server: bool,
+    ) -> PyResult<Connected> {
+        let rt = self.get()?;
+        let opts = ConnectOptions::new()
+            .timeout(duration(timeout)?)
+            .wait_for_server(wait_for_server);
+        let connected = py
+            .detach(|| rt.connect_with(&path, DeviceId(device), opts))
+            .map_err(to_py)?;
+        let signals = connected
+            .signals
+            .into_iter()
+            .map(|s| Py::new(py, Signal::new(s)))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Connected {
+            buffer: ImportedBuffer::create(
+                py,
+                Runtime::held(&rt, Mem::Imported(connected.buffer)),
+            )?,
+            signals,
+            pid: connected.exporter.pid,
+            uid: connected.exporter.uid,
+        })
+    }
+
+    /// Distinct vendor imports alive in this process for this backend.
+    fn live_imports(&self) -> PyResult<usize> {
+        Ok(self.get()?.live_imports())
+    }
+
+    /// Vendor imports made so far in this process for this backend (cumulative; an
+    /// import served by a live one is not counted).
+    fn vendor_imports(&self) -> PyResult<u64> {
+        Ok(self.get()?.vendor_imports())
+    }
+
+    /// The releases that failed in the background (freeing, closing, destroying when an
+    /// object was collected) since the last call, as `DevipcError` instances.
+    fn take_release_errors(&self) -> PyResult<Vec<PyErr>> {
+        Ok(self
+            .get()?
+            .take_release_errors()
+            .into_iter()
+            .map(to_py)
+            .collect())
+    }
+
+    /// Ends this handle: its methods then raise `ClosedError`. Buffers and signals made
+    /// from it stay usable (each holds the backend) until closed or collected. A second
+    /// `close()` does nothing.
+    fn close(&self) {
+        let taken = self.lock().take();
+        drop(taken);
+    }
+
+    /// Whether `close()` ran.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lock().is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        _ty: Option<&Bound<'_, PyAny>>,
+        _value: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        match self.get() {
+            Ok(rt) => format!("<devipc.Runtime {}>", rt.info().describe()),
+            Err(_) => "<devipc.Runtime (closed)>".to_owned(),
+        }
+    }
+}

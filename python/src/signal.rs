@@ -1,0 +1,148 @@
+//! `Signal`: a cross-process binary semaphore. `wait` releases the GIL and waits in short
+//! slices, checking for Ctrl-C (`KeyboardInterrupt`) between them.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+
+use devipc::{Error, ProcessId};
+
+use crate::buffers::export_options;
+use crate::errors::{self, to_py};
+use crate::tokens;
+
+/// How long one slice of a wait lasts: the longest a Ctrl-C waits to be noticed.
+const SLICE: Duration = Duration::from_millis(50);
+
+/// A signal: `notify()` once, and one `wait()` (here or in a peer) returns and resets it.
+#[pyclass(frozen, module = "devipc._devipc")]
+pub(crate) struct Signal {
+    inner: Mutex<Option<Arc<devipc::Signal>>>,
+}
+
+impl Signal {
+    /// Wraps `signal`.
+    pub(crate) fn new(signal: devipc::Signal) -> Signal {
+        Signal {
+            inner: Mutex::new(Some(Arc::new(signal))),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Arc<devipc::Signal>>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The signal, or `ClosedError`.
+    pub(crate) fn get(&self) -> PyResult<Arc<devipc::Signal>> {
+        self.lock()
+            .clone()
+            .ok_or_else(|| errors::closed("the signal"))
+    }
+}
+
+/// The longest timeout accepted (about 31 years): deadlines computed from it never
+/// overflow. `None` means "forever" where a wait allows it.
+const MAX_TIMEOUT_SECS: f64 = 1e9;
+
+/// A timeout in seconds as a [`Duration`]; negative, NaN, infinite or above
+/// [`MAX_TIMEOUT_SECS`] is refused.
+pub(crate) fn duration(seconds: f64) -> PyResult<Duration> {
+    if !(0.0..=MAX_TIMEOUT_SECS).contains(&seconds) {
+        return Err(errors::invalid_argument(format!(
+            "a timeout must be a number of seconds from 0 to {MAX_TIMEOUT_SECS:e}, not {seconds}"
+        )));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|e| errors::invalid_argument(e.to_string()))
+}
+
+#[pymethods]
+impl Signal {
+    /// The device the signal belongs to.
+    #[getter]
+    fn device(&self) -> PyResult<u32> {
+        Ok(self.get()?.device().0)
+    }
+
+    /// Exports the signal as a token string for a peer.
+    #[pyo3(signature = (any_process=false))]
+    fn export(&self, any_process: bool) -> PyResult<String> {
+        let token = self
+            .get()?
+            .export(export_options(any_process))
+            .map_err(to_py)?;
+        Ok(token.to_text())
+    }
+
+    /// Lets the processes `pids` import the signal `token`.
+    fn grant(&self, token: &str, pids: Vec<u32>) -> PyResult<()> {
+        let token = tokens::signal(token)?;
+        let peers: Vec<ProcessId> = pids.into_iter().map(ProcessId).collect();
+        self.get()?.grant(&token, &peers).map_err(to_py)
+    }
+
+    /// Raises the signal.
+    fn notify(&self, py: Python<'_>) -> PyResult<()> {
+        let signal = self.get()?;
+        py.detach(|| signal.notify()).map_err(to_py)
+    }
+
+    /// Waits until the signal is raised, then resets it. `timeout` in seconds (`None`:
+    /// forever) gives `TimedOutError` when it passes. The GIL is released while waiting,
+    /// and Ctrl-C interrupts the wait (`KeyboardInterrupt`) within 50 ms.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        let signal = self.get()?;
+        let started = Instant::now();
+        let deadline = timeout.map(duration).transpose()?.map(|t| started + t);
+        loop {
+            let slice = match deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
+                None => SLICE,
+            };
+            match py.detach(|| signal.wait(Some(slice))) {
+                Ok(()) => return Ok(()),
+                Err(Error::Timeout { .. }) => {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(to_py(Error::timed_out(
+                            format!(
+                                "waiting for the signal (limit {:.3}s)",
+                                timeout.unwrap_or_default()
+                            ),
+                            started,
+                        )));
+                    }
+                    py.check_signals()?;
+                }
+                Err(e) => return Err(to_py(e)),
+            }
+        }
+    }
+
+    /// Destroys this process's handle now (once same-process imports of it are gone too).
+    /// A second `close()` does nothing.
+    fn close(&self) {
+        let taken = self.lock().take();
+        drop(taken);
+    }
+
+    /// Whether `close()` ran.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lock().is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        _ty: Option<&Bound<'_, PyAny>>,
+        _value: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        self.close();
+        false
+    }
+}

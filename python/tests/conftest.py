@@ -1,0 +1,83 @@
+"""Shared set-up of the Python tests.
+
+Every test runs on both emulated backends (the ``kind`` fixture). The emulator's state
+directory and devipc's runtime directory are private to this pytest run (set before
+devipc is first used: the emulator reads them once per process; spawned children inherit
+them), and after each test they must hold nothing but the emulator's ``ledger`` (no
+object left behind, no violation recorded).
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import tempfile
+
+import pytest
+
+_ROOT = tempfile.mkdtemp(prefix="devipc-py-")
+os.environ["DEVIPC_EMU_DIR"] = os.path.join(_ROOT, "emu")
+os.environ["DEVIPC_RUNTIME_DIR"] = os.path.join(_ROOT, "run")
+for _d in (os.environ["DEVIPC_EMU_DIR"], os.environ["DEVIPC_RUNTIME_DIR"]):
+    os.mkdir(_d, 0o700)
+os.environ.pop("DEVIPC_BACKEND", None)
+
+KINDS = ["ascend", "hip"]
+
+
+@pytest.fixture(params=KINDS)
+def kind(request) -> str:
+    """The emulated backend under test: ``"ascend"`` or ``"hip"``."""
+    return request.param
+
+
+@pytest.fixture
+def ctx():
+    """The ``spawn`` multiprocessing context (what CUDA/ROCm/NPU frameworks need)."""
+    return multiprocessing.get_context("spawn")
+
+
+def leftovers() -> list[str]:
+    """Files in the emulator and runtime directories other than the emulator's ledger."""
+    emu = sorted(n for n in os.listdir(os.environ["DEVIPC_EMU_DIR"]) if n != "ledger")
+    run = sorted(os.listdir(os.environ["DEVIPC_RUNTIME_DIR"]))
+    return [f"emu/{n}" for n in emu] + [f"run/{n}" for n in run]
+
+
+def violations() -> str:
+    path = os.path.join(os.environ["DEVIPC_EMU_DIR"], "violations")
+    return open(path).read() if os.path.exists(path) else ""
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    """After each test (its objects collected): no emulator object or runtime file is
+    left, and the emulator recorded no violation."""
+    yield
+    gc.collect()
+    assert violations() == "", violations()
+    assert leftovers() == []
+
+
+_LOUD_SKIPS: list[str] = []
+
+
+def loud_skip(test: str, reason: str) -> None:
+    """Skips ``test`` (a ``SKIPPED <test>: <reason>`` banner is printed at the end of the
+    run, past pytest's output capture), or fails when ``DEVIPC_NO_SKIP=1`` (CI installs
+    every dependency)."""
+    if os.environ.get("DEVIPC_NO_SKIP") == "1":
+        pytest.fail(f"DEVIPC_NO_SKIP=1 forbids skipping: {test} cannot run here: {reason}")
+    _LOUD_SKIPS.append(f"SKIPPED {test}: {reason}")
+    pytest.skip(reason)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The loud-skip banners, one per skipped test."""
+    rule = "*" * 78
+    for line in _LOUD_SKIPS:
+        terminalreporter.write_line("")
+        terminalreporter.write_line(rule)
+        terminalreporter.write_line(line)
+        terminalreporter.write_line(rule)

@@ -1,0 +1,157 @@
+"""What the child processes of the tests run (top-level functions, so that the ``spawn``
+start method can find them). Each talks to the parent through two queues: ``inbox``
+(parent to child) and ``outbox`` (child to parent); a failure is reported as
+``("error", class name, text)``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import traceback
+
+import numpy as np
+
+import devipc
+import devipc.arrays
+
+
+def _report(outbox, fn, *args):
+    try:
+        fn(*args)
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which asserts
+        outbox.put(("error", type(e).__name__, f"{e}\n{traceback.format_exc()}"))
+
+
+def consumer(kind, inbox, outbox):
+    """Imports a buffer and two signals; waits for `ready`, reads through numpy, writes
+    `b"world"` through the view, notifies `done`."""
+    _report(outbox, _consumer, kind, inbox, outbox)
+
+
+def _consumer(kind, inbox, outbox):
+    rt = devipc.Runtime.emulated(kind)
+    outbox.put(rt.process_id)
+    token, ready_token, done_token = inbox.get()
+    buf = rt.import_buffer(token)
+    ready = rt.import_signal(ready_token)
+    done = rt.import_signal(done_token)
+    ready.wait(timeout=20)
+    view = np.from_dlpack(buf)
+    assert view.__array_interface__["data"][0] == buf.ptr, "not a zero-copy view"
+    outbox.put(("seen", bytes(view[:5]), int(view[-1]), rt.vendor_imports()))
+    view[:5] = np.frombuffer(b"world", dtype=np.uint8)
+    del view
+    done.notify()
+    assert inbox.get() == "bye"
+    buf.close()
+    outbox.put(("closed",))
+
+
+def descriptor_consumer(kind, inbox, outbox):
+    """Rebuilds a descriptor's arrays, checks them against the expected values, reports
+    the vendor imports it made and the time per tensor."""
+    _report(outbox, _descriptor_consumer, kind, inbox, outbox)
+
+
+def _descriptor_consumer(kind, inbox, outbox):
+    rt = devipc.Runtime.emulated(kind)
+    outbox.put(rt.process_id)
+    desc = inbox.get()
+    before = rt.vendor_imports()
+    t0 = time.perf_counter()
+    arrays = devipc.arrays.rebuild(rt, desc)
+    elapsed = time.perf_counter() - t0
+    imports = rt.vendor_imports() - before
+    live = rt.live_imports()
+    wrong = [i for i, a in enumerate(arrays) if not np.all(a == i % 251)]
+    shapes = {a.shape for a in arrays}
+    outbox.put(("rebuilt", len(arrays), imports, live, wrong, sorted(shapes), elapsed))
+    assert inbox.get() == "bye"
+    del arrays
+    outbox.put(("closed", rt.live_imports()))
+
+
+def importer(kind, token, outbox):
+    """Imports `token` and reports the outcome (the exception's class and fields)."""
+    try:
+        rt = devipc.Runtime.emulated(kind)
+        rt.import_buffer(token)
+        outbox.put(("imported",))
+    except devipc.DevipcError as e:
+        outbox.put(("error", type(e).__name__, e.kind, str(e)))
+
+
+def import_loop(kind, inbox, outbox):
+    """Sends its process id, then imports and closes the token it is given in a loop
+    until killed."""
+    rt = devipc.Runtime.emulated(kind)
+    outbox.put(rt.process_id)
+    token = inbox.get()
+    outbox.put("looping")
+    while True:
+        buf = rt.import_buffer(token)
+        buf.read(0, 8)
+        buf.close()
+
+
+def sweeper(kind, outbox):
+    """Starts the emulator (which reclaims what dead processes left) and exits."""
+    devipc.Runtime.emulated(kind).close()
+    outbox.put("swept")
+
+
+def interrupted_wait(kind, outbox):
+    """Waits on a signal nobody raises, without a timeout; reports whether Ctrl-C
+    (SIGINT) ended the wait with KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    rt = devipc.Runtime.emulated(kind)
+    s = rt.create_signal()
+    outbox.put(("waiting", os.getpid()))
+    t0 = time.monotonic()
+    try:
+        s.wait()
+        outbox.put(("returned",))
+    except KeyboardInterrupt:
+        outbox.put(("interrupted", time.monotonic() - t0))
+    s.close()
+
+
+def connector(kind, path, outbox):
+    """Connects to the rendezvous at `path`, reads the buffer, writes back, notifies the
+    signal it received."""
+    _report(outbox, _connector, kind, path, outbox)
+
+
+def _connector(kind, path, outbox):
+    rt = devipc.Runtime.emulated(kind)
+    got = rt.connect(path, timeout=30, wait_for_server=True)
+    view = np.from_dlpack(got.buffer)
+    outbox.put(("connected", bytes(view[:4]), got.pid, len(got.signals)))
+    view[:4] = np.frombuffer(b"pong", dtype=np.uint8)
+    del view
+    got.signals[0].notify()
+
+
+def torch_consumer(kind, inbox, outbox):
+    """Rebuilds a descriptor's tensors with torch.from_dlpack and checks them."""
+    _report(outbox, _torch_consumer, kind, inbox, outbox)
+
+
+def _torch_consumer(kind, inbox, outbox):
+    import torch
+
+    import devipc.torch
+
+    rt = devipc.Runtime.emulated(kind)
+    outbox.put(rt.process_id)
+    desc = inbox.get()
+    before = rt.vendor_imports()
+    tensors = devipc.torch.rebuild(rt, desc)
+    wrong = [i for i, t in enumerate(tensors) if not bool(torch.all(t == i % 251))]
+    tensors[1][0, 0] = -1.0  # written through to the producer's memory
+    outbox.put(("rebuilt", len(tensors), rt.vendor_imports() - before, wrong,
+                [tuple(t.stride()) for t in tensors[:2]]))
+    assert inbox.get() == "bye"
+    del tensors
+    outbox.put(("closed", rt.live_imports()))

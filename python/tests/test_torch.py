@@ -1,0 +1,98 @@
+"""The torch front end: tensors that are views of one devipc allocation travel as one
+descriptor and come back through torch.from_dlpack with one vendor import. Needs torch
+(skips loudly without it; the numpy tests cover the same core path). `cargo test` runs
+this file in its own test, `torch_tests_pass` (tests/pytest.rs)."""
+
+from __future__ import annotations
+
+import devipc
+import roles
+from conftest import loud_skip
+
+try:
+    import torch
+except Exception as e:  # noqa: BLE001 - any failure to import means "no usable torch"
+    torch = None
+    TORCH_MISSING = f"torch does not import here ({type(e).__name__}: {str(e)[:120]}); pip install torch"
+
+N = 200
+
+
+def test_torch_tensors_travel_as_one_descriptor(kind, ctx):
+    if torch is None:
+        loud_skip(f"test_torch_tensors_travel_as_one_descriptor[{kind}]", TORCH_MISSING)
+    import devipc.torch
+
+    rt = devipc.Runtime.emulated(kind)
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=roles.torch_consumer, args=(kind, inbox, outbox))
+    child.start()
+    try:
+        peer = outbox.get(timeout=120)
+        buf = rt.allocate(N * 64 * 4)
+        whole = torch.from_dlpack(buf.view("float32", [N, 8, 8]))
+        for k in range(N):
+            whole[k] = k % 251
+        tensors = [whole[k] if k % 2 == 0 else whole[k].t() for k in range(N)]
+        desc = devipc.torch.share(rt, tensors, peers=[peer], buffers=[buf])
+        assert len(desc.allocations) == 1 and len(desc.tensors) == N
+        inbox.put(desc)
+        got = outbox.get(timeout=120)
+        assert got[0] == "rebuilt", got
+        _, count, imports, wrong, strides = got
+        assert (count, imports, wrong) == (N, 1, [])
+        assert strides == [(8, 1), (1, 8)]
+        assert float(whole[1][0, 0]) == -1.0
+        inbox.put("bye")
+        assert outbox.get(timeout=60) == ("closed", 0)
+        child.join(60)
+        assert child.exitcode == 0
+        del whole, tensors
+        buf.close()
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+
+def test_torch_allocator_memory_travels_through_export_external(ctx):
+    """Storage that is not a devipc buffer is exported with export_external (one token per
+    storage) and the export is ended with close_external. HIP only: on the emulator, the
+    storage is hipMalloc memory that devipc allocated, which hipIpcGetMemHandle accepts as
+    framework memory; Ascend's export_external wants aclrtMalloc memory, which devipc's
+    VMM allocations are not."""
+    if torch is None:
+        loud_skip("test_torch_allocator_memory_travels_through_export_external", TORCH_MISSING)
+    import devipc.torch
+
+    kind = "hip"
+    rt = devipc.Runtime.emulated(kind)
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=roles.torch_consumer, args=(kind, inbox, outbox))
+    child.start()
+    try:
+        peer = outbox.get(timeout=120)
+        buf = rt.allocate(N * 64 * 4)
+        whole = torch.from_dlpack(buf.view("float32", [N, 8, 8]))
+        for k in range(N):
+            whole[k] = k % 251
+        tensors = [whole[k] if k % 2 == 0 else whole[k].t() for k in range(N)]
+        desc = devipc.torch.share(rt, tensors, peers=[peer])  # no buffers: external
+        assert len(desc.allocations) == 1
+        assert devipc.token_info(desc.allocations[0])["mechanism"] == "hip-ipc-mem"
+        inbox.put(desc)
+        got = outbox.get(timeout=120)
+        assert got[0] == "rebuilt", got
+        assert got[1:4] == (N, 1, []), got
+        assert float(whole[1][0, 0]) == -1.0
+        inbox.put("bye")
+        assert outbox.get(timeout=60) == ("closed", 0)
+        child.join(60)
+        assert child.exitcode == 0
+        devipc.torch.close_external(rt, tensors)
+        del whole, tensors
+        buf.close()
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
