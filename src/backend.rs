@@ -28,8 +28,7 @@ mod dispatch_signature {
 
     use devipc_core::{
         AllocateOptions, Allocation, BackendInfo, DeviceId, DevicePtr, Error, ExportOptions,
-        Mapping, MemToken, PhysicalDevice, ProcessId, RawStream, Result, SignalHandle,
-        SignalToken,
+        Mapping, MemToken, PhysicalDevice, ProcessId, RawStream, Result, SignalHandle, SignalToken,
     };
 
     devipc_core::device_ipc_trait!(#[enum_dispatch::enum_dispatch]);

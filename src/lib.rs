@@ -66,9 +66,8 @@ mod signal;
 pub use buffer::DeviceBuffer;
 pub use devipc_core::{
     AllocateOptions, BackendAttempt, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr,
-    DeviceUuid, Error, ExportOptions, ExportedFrom, LibrarySource, LoadAttempt, MemToken,
-    PciBusId, PhysicalDevice, PidValidation, ProcessId, RawStream, Result, RuntimeVersion,
-    SignalToken,
+    DeviceUuid, Error, ExportOptions, ExportedFrom, LibrarySource, LoadAttempt, MemToken, PciBusId,
+    PhysicalDevice, PidValidation, ProcessId, RawStream, Result, RuntimeVersion, SignalToken,
 };
 pub use imported::ImportedBuffer;
 pub use rendezvous::{

@@ -50,9 +50,7 @@
 //! caller vouches for a live stream. Everything else here is safe to call: given a
 //! stream made that way, [`DeviceIpc::notify`] and [`DeviceIpc::wait`] are safe too.
 
-pub use devipc_core::physical::{
-    PhysicalDeviceCache, visibility_env_vars, visibility_in_force,
-};
+pub use devipc_core::physical::{PhysicalDeviceCache, visibility_env_vars, visibility_in_force};
 pub use devipc_core::token::{self, MemTokenParts, SignalTokenParts};
 pub use devipc_core::{
     Allocation, DeviceIpc, HandleId, HostIdentity, Mapping, Mechanism, RawStream, SignalHandle,

@@ -9,8 +9,8 @@ use std::time::Duration;
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
     Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc, DevicePtr, Error,
-    ExportOptions, HandleTable, LibrarySource, Mapping, Mechanism, MemToken, ProcessId, RawStream,
-    PhysicalDevice, Result, SignalHandle, SignalToken, TokenOrigin,
+    ExportOptions, HandleTable, LibrarySource, Mapping, Mechanism, MemToken, PhysicalDevice,
+    ProcessId, RawStream, Result, SignalHandle, SignalToken, TokenOrigin,
 };
 
 static NEXT_INSTANCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -18,9 +18,8 @@ use devipc_ascend_sys::codes::{ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_NO_DEVICE
 use devipc_ascend_sys::{AclApi, error_name};
 use devipc_core::DeviceIpc;
 use devipc_core::{
-    BackendInfo, BackendKind, Capabilities, DeviceId, DeviceUuid, Error, HandleTable,
-    HostIdentity, Mechanism, PhysicalDevice, PhysicalDeviceCache, ProcessId, Result,
-    RuntimeVersion, TokenOrigin,
+    BackendInfo, BackendKind, Capabilities, DeviceId, DeviceUuid, Error, HandleTable, HostIdentity,
+    Mechanism, PhysicalDevice, PhysicalDeviceCache, ProcessId, Result, RuntimeVersion, TokenOrigin,
 };
 
 use crate::device::DeviceScope;

@@ -21,8 +21,8 @@ use devipc_ascend_sys::consts::{
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
     Allocation, BackendInfo, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mapping,
-    Mechanism, MemToken, PhysicalDevice, PidValidation, ProcessId, RawStream, Result,
-    SignalHandle, SignalToken,
+    Mechanism, MemToken, PhysicalDevice, PidValidation, ProcessId, RawStream, Result, SignalHandle,
+    SignalToken,
 };
 use devipc_shm::lease::held;
 

@@ -20,8 +20,8 @@ use devipc_core::token::SignalTokenParts;
 use devipc_core::{
     AllocateOptions, Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc,
     DevicePtr, DeviceUuid, Error, ExportOptions, HandleTable, Mapping, Mechanism, MemToken,
-    PciBusId, PhysicalDevice, PhysicalDeviceCache, ProcessId, RawStream, Result,
-    RuntimeVersion, SignalHandle, SignalToken, TokenOrigin,
+    PciBusId, PhysicalDevice, PhysicalDeviceCache, ProcessId, RawStream, Result, RuntimeVersion,
+    SignalHandle, SignalToken, TokenOrigin,
 };
 use devipc_hip_sys::{
     HIP_IPC_HANDLE_SIZE, HipApi, hipErrorNoDevice, hipErrorPeerAccessAlreadyEnabled,
@@ -164,9 +164,7 @@ impl HipBackend {
     /// cannot tell, since the token is still good for an import that names the device.
     pub(crate) fn token_physical(&self, device: DeviceId) -> PhysicalDevice {
         self.physical_device(device).unwrap_or_else(|e| {
-            log::warn!(
-                "devipc-hip: tokens of device {device} carry no physical identity: {e}"
-            );
+            log::warn!("devipc-hip: tokens of device {device} carry no physical identity: {e}");
             PhysicalDevice::UNKNOWN
         })
     }

@@ -217,7 +217,10 @@ impl PhysicalDeviceCache {
         device: crate::ids::DeviceId,
         query: impl FnOnce() -> Result<PhysicalDevice>,
     ) -> Result<PhysicalDevice> {
-        let Some(slot) = usize::try_from(device.0).ok().and_then(|i| self.slots.get(i)) else {
+        let Some(slot) = usize::try_from(device.0)
+            .ok()
+            .and_then(|i| self.slots.get(i))
+        else {
             return query();
         };
         if let Some(known) = slot.get() {
@@ -263,7 +266,10 @@ mod tests {
         assert_eq!(id, PciBusId::new(0, 3, 0, 0).unwrap());
         assert_eq!(id.to_string(), "0000:03:00.0");
         let id: PciBusId = "1A2B:C3:1f.7".parse().unwrap();
-        assert_eq!((id.domain, id.bus, id.device, id.function), (0x1a2b, 0xc3, 31, 7));
+        assert_eq!(
+            (id.domain, id.bus, id.device, id.function),
+            (0x1a2b, 0xc3, 31, 7)
+        );
         assert_eq!(id.to_string(), "1a2b:c3:1f.7");
         assert_eq!("c3:1f.7".parse::<PciBusId>().unwrap().domain, 0);
         for bad in [
@@ -293,10 +299,7 @@ mod tests {
             uuid: uuid(1),
             physical_id: None,
         };
-        let same_pci_no_uuid = PhysicalDevice {
-            uuid: None,
-            ..a
-        };
+        let same_pci_no_uuid = PhysicalDevice { uuid: None, ..a };
         assert_eq!(a.same_device(&a), Some(true));
         assert_eq!(a.same_device(&same_pci_no_uuid), Some(true));
         let other_uuid = PhysicalDevice { uuid: uuid(2), ..a };
@@ -327,11 +330,25 @@ mod tests {
                 ..PhysicalDevice::UNKNOWN
             })
         };
-        assert!(cache
-            .get_or_query(DeviceId(1), || Err(Error::invalid_argument("flaky")))
-            .is_err());
-        assert_eq!(cache.get_or_query(DeviceId(1), || chip(7)).unwrap().physical_id, Some(7));
-        assert_eq!(cache.get_or_query(DeviceId(1), || chip(8)).unwrap().physical_id, Some(7));
+        assert!(
+            cache
+                .get_or_query(DeviceId(1), || Err(Error::invalid_argument("flaky")))
+                .is_err()
+        );
+        assert_eq!(
+            cache
+                .get_or_query(DeviceId(1), || chip(7))
+                .unwrap()
+                .physical_id,
+            Some(7)
+        );
+        assert_eq!(
+            cache
+                .get_or_query(DeviceId(1), || chip(8))
+                .unwrap()
+                .physical_id,
+            Some(7)
+        );
         assert_eq!(calls.get(), 1);
         // Outside the cache: asked every time.
         cache.get_or_query(DeviceId(5), || chip(5)).unwrap();

@@ -67,7 +67,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-
 use crate::error::{Error, Result};
 use crate::identity::HostIdentity;
 use crate::ids::{BackendKind, DeviceId, ProcessId};
@@ -761,9 +760,9 @@ text_traits!(MemToken);
 text_traits!(SignalToken);
 
 mod wire;
-use wire::{common_header_len, finish, from_text, parse_frame, to_text, write_physical};
 #[cfg(test)]
 use wire::crc32;
+use wire::{common_header_len, finish, from_text, parse_frame, to_text, write_physical};
 
 #[cfg(test)]
 mod tests;

@@ -79,6 +79,12 @@ create_exception!(
 );
 create_exception!(
     _devipc,
+    DeviceNotVisibleError,
+    DevipcError,
+    "The token's device is not among the devices this process sees (another visibility mask)."
+);
+create_exception!(
+    _devipc,
     InvalidArgumentError,
     DevipcError,
     "An argument is out of range or inconsistent."
@@ -141,6 +147,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     add("UnsupportedError", py.get_type::<UnsupportedError>())?;
     add("InvalidDeviceError", py.get_type::<InvalidDeviceError>())?;
+    add(
+        "DeviceNotVisibleError",
+        py.get_type::<DeviceNotVisibleError>(),
+    )?;
     add(
         "InvalidArgumentError",
         py.get_type::<InvalidArgumentError>(),
@@ -232,6 +242,11 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
             details.set_item("device", device.0)?;
             details.set_item("count", *count)?;
             InvalidDeviceError::type_object(py)
+        }
+        Error::DeviceNotVisible { device, visibility } => {
+            details.set_item("device", device.to_string())?;
+            details.set_item("visibility", visibility.clone())?;
+            DeviceNotVisibleError::type_object(py)
         }
         Error::InvalidArgument { what } => {
             details.set_item("what", what)?;

@@ -136,6 +136,33 @@ impl Runtime {
         ImportedBuffer::create(py, Runtime::held(&rt, Mem::Imported(buf)))
     }
 
+    /// This process's index of the device the memory or signal token string `token` was
+    /// exported from, found by the physical identity the token carries, or `None` when
+    /// that device is not visible here (another visibility mask).
+    fn local_device_of(&self, token: &str) -> PyResult<Option<u32>> {
+        let rt = self.get()?;
+        let found = match tokens::mem(token) {
+            Ok(mem) => rt.local_device_of(&mem),
+            Err(_) => rt.local_device_of(&tokens::signal(token)?),
+        };
+        Ok(found.map_err(to_py)?.map(|d| d.0))
+    }
+
+    /// Maps the memory of `token` on this process's index of the exporter's own device;
+    /// `DeviceNotVisibleError` when that device is not visible here.
+    fn import_on_exporter_device(
+        &self,
+        py: Python<'_>,
+        token: &str,
+    ) -> PyResult<Py<ImportedBuffer>> {
+        let rt = self.get()?;
+        let token = tokens::mem(token)?;
+        let buf = py
+            .detach(|| rt.import_on_exporter_device(&token))
+            .map_err(to_py)?;
+        ImportedBuffer::create(py, Runtime::held(&rt, Mem::Imported(buf)))
+    }
+
     /// Exports memory a framework allocated itself (`size` bytes at device address `ptr`
     /// on `device`) as a token string. Keep it allocated while peers use it, and call
     /// `close_external` before the framework frees it.

@@ -155,3 +155,41 @@ def _torch_consumer(kind, inbox, outbox):
     assert inbox.get() == "bye"
     del tensors
     outbox.put(("closed", rt.live_imports()))
+
+
+def placement_producer(kind, inbox, outbox):
+    """On its device 1 (under the parent's mask): allocates, writes `b"on device 3"`,
+    exports; says the token; grants each pid it is sent; `None` ends it."""
+    _report(outbox, _placement_producer, kind, inbox, outbox)
+
+
+def _placement_producer(kind, inbox, outbox):
+    rt = devipc.Runtime.emulated(kind)
+    buf = rt.allocate(1 << 20, device=1)
+    buf.write(b"on device 3")
+    token = buf.export()
+    outbox.put(token)
+    while (pid := inbox.get()) is not None:
+        rt.grant(token, [pid])
+        outbox.put("granted")
+    buf.close()
+
+
+def placement_consumer(kind, inbox, outbox):
+    """Says its pid; for the token it is sent, says where `local_device_of` places it and
+    what `import_on_exporter_device` reads there (or the exception's class)."""
+    _report(outbox, _placement_consumer, kind, inbox, outbox)
+
+
+def _placement_consumer(kind, inbox, outbox):
+    rt = devipc.Runtime.emulated(kind)
+    outbox.put(rt.process_id)
+    token = inbox.get()
+    local = rt.local_device_of(token)
+    try:
+        buf = rt.import_on_exporter_device(token)
+    except devipc.DevipcError as e:
+        outbox.put((local, type(e).__name__))
+        return
+    outbox.put((local, buf.device, buf.read(0, 11)))
+    buf.close()

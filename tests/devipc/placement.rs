@@ -49,7 +49,10 @@ fn producer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     let token = buf.export(ExportOptions::trustlist()).map_err(e2s)?;
     let signal = rt.create_signal(device).map_err(e2s)?;
     let signal_token = signal.export(ExportOptions::trustlist()).map_err(e2s)?;
-    parent.say("identity", &rt.physical_device(device).map_err(e2s)?.to_string());
+    parent.say(
+        "identity",
+        &rt.physical_device(device).map_err(e2s)?.to_string(),
+    );
     parent.say("token", &token.to_text());
     parent.say(
         "token-v2",

@@ -77,9 +77,11 @@ fn exporters_physical_device(ctx: &mut Ctx) -> Verdict {
              no physical identity"
         )));
     }
-    let mut exporter = ctx
-        .facade_peer_with_env("exporter", &masked(format!("{second},{first}")))?;
-    let id = exporter.alloc(0, SIZE).step("exporter allocates on its device 0")?;
+    let mut exporter =
+        ctx.facade_peer_with_env("exporter", &masked(format!("{second},{first}")))?;
+    let id = exporter
+        .alloc(0, SIZE)
+        .step("exporter allocates on its device 0")?;
     exporter
         .write(id, 0, &pattern(3, CHECK))
         .step("exporter writes")?;
@@ -120,13 +122,17 @@ fn exporters_physical_device(ctx: &mut Ctx) -> Verdict {
     drop(view);
 
     // A peer in this process's order: also its device 1.
-    let mut importer = ctx
-        .facade_peer_with_env("importer", &masked(format!("{first},{second}")))?;
+    let mut importer =
+        ctx.facade_peer_with_env("importer", &masked(format!("{first},{second}")))?;
     let pid = importer.pid().step("importer pid")?;
-    exporter.grant(&token, pid).step("exporter grants the importer")?;
+    exporter
+        .grant(&token, pid)
+        .step("exporter grants the importer")?;
     let placed = importer.place(&token).step("importer places")?;
     let Some((imp, device)) = placed else {
-        return Err(Stop::fail("the importer sees both devices but was told it cannot"));
+        return Err(Stop::fail(
+            "the importer sees both devices but was told it cannot",
+        ));
     };
     ensure(device == 1, || {
         format!("the importer placed it on its device {device}, not 1")
@@ -140,8 +146,7 @@ fn exporters_physical_device(ctx: &mut Ctx) -> Verdict {
     importer.0.finish()?;
 
     // A peer that sees only this process's device 0.
-    let mut blind = ctx
-        .facade_peer_with_env("blind", &masked(first.clone()))?;
+    let mut blind = ctx.facade_peer_with_env("blind", &masked(first.clone()))?;
     let placed = blind.place(&token).step("blind peer places")?;
     ensure(placed.is_none(), || {
         format!("a peer that cannot see the device placed the token as {placed:?}")

@@ -124,8 +124,7 @@ fn a_physical_identity_has_one_encoding() {
 /// Tokens written by devipc before format version 3 (issue 16), kept as text: the memory
 /// token is a HIP IPC handle of device 1, the signal an Ascend notify key of device 3.
 const V2_MEM: &str = "devipc2:RFZJUAIBAgQBAEAAAQAAAJIQAAD8___vAAAAAPDevJp4VjQSBhIPAAAAAAAHAAAAAAAAAAAQAAAAAAAAAAIAAAAAAAAABAAAAAAAAAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4fICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj_lioR-";
-const V2_SIGNAL: &str =
-    "devipc2:RFZJUAICAQMAAAwAAwAAAJIQAAD8___vAAAAAPDevJp4VjQSBhIPAAAAAAAJAAAAAAAAAG5vdGlmeS1rZXkAeMVGQpE";
+const V2_SIGNAL: &str = "devipc2:RFZJUAICAQMAAAwAAwAAAJIQAAD8___vAAAAAPDevJp4VjQSBhIPAAAAAAAJAAAAAAAAAG5vdGlmeS1rZXkAeMVGQpE";
 
 #[test]
 fn version_2_tokens_still_parse_with_the_identity_unknown_and_round_trip() {

@@ -132,7 +132,9 @@ pub(super) fn read_physical(block: [u8; PHYSICAL_BLOCK]) -> Result<PhysicalDevic
         ));
     };
     let physical_id = if known & PHYSICAL_ID != 0 {
-        Some(u32::from_le_bytes([block[12], block[13], block[14], block[15]]))
+        Some(u32::from_le_bytes([
+            block[12], block[13], block[14], block[15],
+        ]))
     } else if zero(12..16) {
         None
     } else {
@@ -317,4 +319,3 @@ pub(super) fn crc32(bytes: &[u8]) -> u32 {
         crc
     })
 }
-
