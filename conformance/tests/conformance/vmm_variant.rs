@@ -97,7 +97,11 @@ fn the_default_runs_are_unchanged() {
             .unwrap();
         assert_eq!(b["allocation"], "default", "{backend}");
         let rs = portable(backend);
-        assert_eq!(rs.len(), 17, "{backend}: the portable rules");
+        assert_eq!(
+            rs.len(),
+            18,
+            "{backend}: the portable rules (17 + issue 16 placement)"
+        );
         for r in rs {
             assert_eq!(r["result"], "pass", "{backend}: {r}");
             assert_eq!(r["allocation"], "default", "{backend}: {r}");
