@@ -108,6 +108,8 @@ fn environment(cache: &Path) -> Result<PathBuf, String> {
         "pip",
         "install",
         "-q",
+        // No second copy of every wheel (torch's are ~3.5 GB) in pip's cache.
+        "--no-cache-dir",
         "--timeout",
         "60",
         "--retries",
@@ -146,6 +148,7 @@ fn setup() -> &'static Result<Env, String> {
                 "pip",
                 "install",
                 "-q",
+                "--no-cache-dir",
                 "--no-build-isolation",
                 "--no-deps",
             ])
