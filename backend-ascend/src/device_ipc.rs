@@ -18,11 +18,12 @@ use devipc_ascend_sys::consts::{
     ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS, ACL_RT_VMM_EXPORT_FLAG_DEFAULT,
     ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
 };
+use devipc_core::physical::visibility_in_force;
 use devipc_core::token::{MemTokenParts, SignalTokenParts};
 use devipc_core::{
-    Allocation, BackendInfo, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions, Mapping,
-    Mechanism, MemToken, PhysicalDevice, PidValidation, ProcessId, RawStream, Result, SignalHandle,
-    SignalToken,
+    Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, ExportOptions,
+    Mapping, Mechanism, MemToken, PhysicalDevice, PidValidation, ProcessId, RawStream, Result,
+    SignalHandle, SignalToken,
 };
 use devipc_shm::lease::held;
 
@@ -357,9 +358,10 @@ impl DeviceIpc for AscendBackend {
             &[Mechanism::AscendVmm, Mechanism::AscendIpcKey],
         )?;
         self.check_device(device)?;
-        self.check_device(token.device())?;
+        // The exporter's device as this process numbers it (a mask may renumber it).
+        let home = self.home_device(token.device(), token.physical_device())?;
         if token.mechanism() == Mechanism::AscendIpcKey {
-            return self.import_key(token, device);
+            return self.import_key(token, device, home);
         }
         let handle = vmm_payload(token)?;
         // The size is the exporter's record of its physical allocation, never the token's
@@ -378,9 +380,14 @@ impl DeviceIpc for AscendBackend {
         let size = recorded()?;
         token.range_within(size)?;
         optional!(self.api, aclrtMemImportFromShareableHandle)?;
-        if device != token.device() {
-            // VMM memory of another device needs peer access (api-facts C.5).
-            self.enable_peer_access(device, token.device())?;
+        // VMM memory of another device needs peer access (api-facts C.5), which cannot be
+        // enabled with a device this process does not see.
+        let home = home.ok_or_else(|| Error::DeviceNotVisible {
+            device: *token.physical_device(),
+            visibility: visibility_in_force(BackendKind::Ascend),
+        })?;
+        if home != device {
+            self.enable_peer_access(device, home)?;
         }
         let dev = device.as_c_int()?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
@@ -590,10 +597,12 @@ impl DeviceIpc for AscendBackend {
             &[Mechanism::AscendNotify],
         )?;
         let dev = self.check_device(device)?;
-        self.check_device(token.device())?;
+        // The exporter's device as this process numbers it (a mask may renumber it); a
+        // device this process does not see is another device than `device`.
+        let home = self.home_device(token.device(), token.physical_device())?;
         let key = key_payload(token.payload(), token.mechanism())?;
         optional!(self.api, aclrtNotifyImportByKey)?;
-        let flags = if device != token.device() {
+        let flags = if home != Some(device) {
             ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS
         } else {
             ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT
@@ -604,14 +613,20 @@ impl DeviceIpc for AscendBackend {
             None => {
                 // Some runtimes' ACL wrapper rejects the documented peer-access flag (see
                 // the module docs): enable peer access the other documented way and
-                // import without the flag.
-                self.enable_peer_access(device, token.device())?;
+                // import without the flag (which needs the home device to be visible).
+                let home = home.ok_or_else(|| Error::DeviceNotVisible {
+                    device: *token.physical_device(),
+                    visibility: visibility_in_force(BackendKind::Ascend),
+                })?;
+                self.enable_peer_access(device, home)?;
                 result::notify_import_by_key(&self.api, &key, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT)?
             }
         };
         let id = self.signals.insert(SignalRecord {
             device,
-            home: token.device(),
+            // The waits bind the notify's home device; one not visible here is reached
+            // through the importing device.
+            home: home.unwrap_or(device),
             notify,
             created: false,
             exported: None,

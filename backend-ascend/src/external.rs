@@ -265,7 +265,12 @@ impl AscendBackend {
     /// bounded by that query alone, and refused when the runtime cannot answer it. A token
     /// that names the exporter's lease but whose key has no record is refused before the
     /// runtime is called: the exporter closed the key (replay after close).
-    pub(crate) fn import_key(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+    pub(crate) fn import_key(
+        &self,
+        token: &MemToken,
+        device: DeviceId,
+        home: Option<DeviceId>,
+    ) -> Result<Mapping> {
         // The token's own lease name is ignored: the record's is held.
         let (key, _) = key_token_payload(token.payload(), token.mechanism())?;
         let object = Object::Key(&key, token.origin().into());
@@ -286,7 +291,9 @@ impl AscendBackend {
         token.range_within(size)?;
         let recorded = size;
         optional!(self.api, aclrtIpcMemImportByKey)?;
-        let cross_device = device != token.device();
+        // `home`: the exporter's device as this process numbers it; `None` (not visible
+        // here) is another device than `device`.
+        let cross_device = home != Some(device);
         let flags = if cross_device {
             ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS
         } else {

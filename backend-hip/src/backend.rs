@@ -493,7 +493,8 @@ impl DeviceIpc for HipBackend {
         }
         self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)?;
         let dev = self.check_device(device)?;
-        self.check_device(token.device())?;
+        // The exporter's device as this process numbers it (a mask may renumber it).
+        let home = self.home_device(token.device(), token.physical_device())?;
         if token.origin() == self.origin {
             // Never left to the runtime: ROCm 5.6+ refuses hipIpcOpenMemHandle of one's own
             // handle (hipErrorInvalidContext), ROCm 5.2 has no such check and maps the
@@ -520,10 +521,11 @@ impl DeviceIpc for HipBackend {
         let (handle, lease_name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
         let mut bytes = [0u8; HIP_IPC_HANDLE_SIZE];
         bytes.copy_from_slice(handle);
-        if device != token.device() {
+        if let Some(home) = home.filter(|&home| home != device) {
             // Runtimes before the lazy flag took effect (rocm-systems PR #817) need peer
-            // access enabled explicitly for a cross-device open.
-            self.enable_peer_access(device, token.device())?;
+            // access enabled explicitly for a cross-device open. A device this process does
+            // not see cannot be named: the open is left to the runtime (and its flag).
+            self.enable_peer_access(device, home)?;
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
         // Hold the exporter's lease before mapping, so its free waits for our close; the
@@ -893,7 +895,8 @@ impl HipBackend {
     ) -> Result<Mapping> {
         self.check_token(token.mechanism(), token.emulated(), Mechanism::HipVmmFd)?;
         let dev = self.check_device(device)?;
-        self.check_device(token.device())?;
+        // The exporter's device as this process numbers it (a mask may renumber it).
+        let home = self.home_device(token.device(), token.physical_device())?;
         if token.origin() == self.origin {
             // Our own lease hold would make our own free wait for us; the facade serves
             // same-process imports from the local allocation (DESIGN 5.1).
@@ -961,7 +964,7 @@ impl HipBackend {
                     handle,
                     size,
                     granularity,
-                    token.device(),
+                    home.unwrap_or(device),
                 )
             }
         })();

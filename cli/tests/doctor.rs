@@ -10,6 +10,10 @@
 //! `DEVIPC_NO_SKIP=1`).
 #![cfg(all(feature = "ascend", feature = "hip", feature = "emulator"))]
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 use std::process::{Command, Output};
 
 use devipc_testkit::TestRoot;

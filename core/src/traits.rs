@@ -105,6 +105,28 @@ macro_rules! device_ipc_trait {
                 }
             }
 
+            /// This process's index of the device a token's object lives on, which decides
+            /// whether an import crosses devices (peer access, import flags). `exported_on` is
+            /// the exporter's own index, which a visibility mask may renumber here, so the
+            /// token's `physical` identity is what is looked up; `None` when that device is not
+            /// visible here (the runtime then decides whether the object can be reached). A
+            /// token without an identity (format 2), or one this runtime cannot compare, is
+            /// taken at its index, checked: the only reading left, right when both processes
+            /// see the same devices in the same order.
+            fn home_device(
+                &self,
+                exported_on: DeviceId,
+                physical: &PhysicalDevice,
+            ) -> Result<Option<DeviceId>> {
+                if physical.is_known() {
+                    match self.device_of_physical(physical) {
+                        Err(Error::Unsupported { .. }) => {}
+                        found => return found,
+                    }
+                }
+                exported_on.check(self.device_count()?).map(Some)
+            }
+
             /// Lets `device` access memory on `peer` (needed for cross-device imports).
             /// Enabling an already enabled pair succeeds.
             fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()>;

@@ -13,6 +13,10 @@
 //! own target directory (`cargo test` holds the lock of the workspace's), in the dev
 //! profile unless `DEVIPC_PY_PROFILE` names another.
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 use std::ffi::OsString;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};

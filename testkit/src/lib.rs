@@ -353,6 +353,58 @@ pub const VISIBILITY_ENV_VARS: [&str; 4] = [
     "ASCEND_RT_VISIBLE_DEVICES",
 ];
 
+/// Set to `1` to keep the shell's device masks in the test processes (a run on real
+/// hardware that must stay on the devices a mask names).
+pub const KEEP_VISIBILITY_ENV: &str = "DEVIPC_TEST_KEEP_VISIBILITY";
+
+/// Makes a test binary see every device whatever the shell that runs it has set: expands
+/// to a function that runs before `main` and removes [`VISIBILITY_ENV_VARS`] from the
+/// process environment (unless [`KEEP_VISIBILITY_ENV`] is `1`), so in-process emulated
+/// runtimes and every process the tests start (examples, the CLI, the conformance runner,
+/// pytest) see the emulator's devices, not what `HIP_VISIBLE_DEVICES=3` meant for the
+/// machine's real GPUs. The emulator honours these variables as the vendors do, so without
+/// this a developer's shell with a mask fails most emulated tests. Tests that need a mask
+/// set it on the child they start. Put it once in each test binary's root file.
+#[macro_export]
+macro_rules! hermetic_device_masks {
+    () => {
+        #[$crate::ctor::ctor(unsafe, crate_path = $crate::ctor)]
+        fn devipc_testkit_hermetic_device_masks() {
+            // SAFETY: runs before `main`, while the process has one thread, so nothing
+            // reads the environment concurrently.
+            unsafe { $crate::strip_visibility_env() }
+        }
+    };
+}
+
+#[doc(hidden)]
+pub use ctor;
+
+/// Set (to `1`) in a test process whose masks [`strip_visibility_env`] removed, and so in
+/// every process it starts: a child re-running a test binary keeps the masks its test set.
+pub const MASKS_CLEARED_ENV: &str = "DEVIPC_TEST_MASKS_CLEARED";
+
+/// Removes [`VISIBILITY_ENV_VARS`] from this process's environment and sets
+/// [`MASKS_CLEARED_ENV`], unless [`KEEP_VISIBILITY_ENV`] is `1` or this process was
+/// started by a test process (which cleared its own); what [`hermetic_device_masks!`] runs
+/// before `main`.
+///
+/// # Safety
+/// No other thread may read or write the environment meanwhile (`std::env::remove_var`).
+pub unsafe fn strip_visibility_env() {
+    if std::env::var_os(KEEP_VISIBILITY_ENV).is_some_and(|v| v == "1")
+        || std::env::var_os(MASKS_CLEARED_ENV).is_some()
+    {
+        return;
+    }
+    for key in VISIBILITY_ENV_VARS {
+        // SAFETY: the caller guarantees no concurrent environment access.
+        unsafe { std::env::remove_var(key) };
+    }
+    // SAFETY: as above.
+    unsafe { std::env::set_var(MASKS_CLEARED_ENV, "1") };
+}
+
 /// The libtest name of the `child_role` entry test of the module this is called from, for
 /// [`Child::spawn`] and [`Child::build`]: `<module>::child_role`.
 ///

@@ -14,6 +14,10 @@
 //! (`signal_deadline`'s wait deadlines) must not run beside it: those tests are
 //! `#[serial(load)]` (the stress tests `#[parallel(load)]`, beside each other as before).
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 #[cfg(all(feature = "emulator", feature = "ascend"))]
 mod ascend_lifetime;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]

@@ -6,6 +6,12 @@
 //! sees only {0,1}. A token of the producer's device 1 (physical 3) must be placed on the
 //! consumer's device 0, where its bytes are read; the third process cannot see the device
 //! and is told so. A version 2 token (no identity) still imports by index.
+//!
+//! Masks that renumber the exporter's device must not confuse what is the same device:
+//! a consumer seeing one device imports from an unmasked producer's device 1 (its device
+//! 0), one seeing {1,0} with no peer access between devices imports there without asking
+//! for any, and an explicit import onto device 0 of another physical device than the
+//! producer's device 0 enables peer access as any cross-device import does.
 
 use devipc::{
     BackendKind, DeviceId, Error, ExportOptions, MemToken, ProcessId, Runtime, SignalToken,
@@ -14,8 +20,10 @@ use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 
 /// Which backend the children run (`ascend` or `hip`).
 const KIND_ENV: &str = "PLACEMENT_KIND";
+/// The producer's device (default 1).
+const DEVICE_ENV: &str = "PLACEMENT_DEVICE";
 /// What the producer writes at offset 128.
-const BYTES: &[u8] = b"written on physical device 3";
+const BYTES: &[u8] = b"the producer's bytes";
 
 #[test]
 fn child_role() {
@@ -39,11 +47,14 @@ fn e2s(e: Error) -> String {
     e.to_string()
 }
 
-/// Allocates on its device 1, writes [`BYTES`], says the token (current format and
-/// version 2), a signal token of device 1 and device 1's identity; grants each pid it is
-/// told (`grant <pid>`); `exit`.
+/// Allocates on its device [`DEVICE_ENV`] (default 1), writes [`BYTES`], says the token
+/// (current format and version 2), a signal token of that device and the device's
+/// identity; grants each pid it is told (`grant <pid>`); `exit`.
 fn producer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
-    let device = DeviceId(1);
+    let device = DeviceId(match std::env::var(DEVICE_ENV) {
+        Ok(d) => d.parse().map_err(|e| format!("{DEVICE_ENV}={d}: {e}"))?,
+        Err(_) => 1,
+    });
     let buf = rt.allocate(device, 1 << 20).map_err(e2s)?;
     buf.write(128, BYTES).map_err(e2s)?;
     let token = buf.export(ExportOptions::trustlist()).map_err(e2s)?;
@@ -74,8 +85,9 @@ fn producer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     }
 }
 
-/// Says its pid; then, for `place <token>`, `signal <token>` and `v2 <token>`, what it
-/// finds and reads (see `placed`); `exit`.
+/// Says its pid; then, for `place <token>`, `signal <token>`, `v2 <token>`,
+/// `import-signal <token>` and `import-at <device> <token>`, what it finds and reads (see
+/// `placed`); `exit`.
 fn consumer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     parent.say("pid", &rt.process_id().0.to_string());
     loop {
@@ -109,6 +121,30 @@ fn consumer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
                     "v2",
                     &format!("{placed}, read {}", String::from_utf8_lossy(&got)),
                 );
+            }
+            "import-signal" => {
+                // Imported on the device it lives on here, without peer access.
+                let token = SignalToken::from_text(text).map_err(e2s)?;
+                let device = rt
+                    .local_device_of(&token)
+                    .map_err(e2s)?
+                    .ok_or("the signal's device is not visible")?;
+                let signal = rt.import_signal(&token, device).map_err(e2s)?;
+                parent.say("signal-imported", &format!("device {}", signal.device().0));
+            }
+            "import-at" => {
+                let (device, text) = text.split_once(' ').ok_or("import-at <device> <token>")?;
+                let device = DeviceId(device.parse().map_err(|e| format!("{device}: {e}"))?);
+                let token = MemToken::from_text(text).map_err(e2s)?;
+                match rt.import(&token, device) {
+                    Ok(view) => {
+                        let mut got = vec![0u8; BYTES.len()];
+                        view.read(128, &mut got).map_err(e2s)?;
+                        let read = format!("read {}", String::from_utf8_lossy(&got));
+                        parent.say("imported-at", &read);
+                    }
+                    Err(e) => parent.say("failed", &format!("{} {e}", e.kind())),
+                }
             }
             "exit" => return Ok(()),
             other => return Err(format!("unknown command {other}")),
@@ -158,11 +194,25 @@ fn mask_var(kind: BackendKind) -> &'static str {
 }
 
 fn spawn(root: &TestRoot, kind: BackendKind, role: &str, mask: &str) -> Child {
-    Child::build(&child_entry(), role, root)
+    spawn_with(root, kind, role, Some(mask), &[])
+}
+
+/// A child on the four-device machine under `mask` (`None`: every device) with `env`.
+fn spawn_with(
+    root: &TestRoot,
+    kind: BackendKind,
+    role: &str,
+    mask: Option<&str>,
+    env: &[(&str, &str)],
+) -> Child {
+    let mut child = Child::build(&child_entry(), role, root)
         .env(KIND_ENV, kind.name())
         .env("DEVIPC_EMU_DEVICES", "4")
-        .env(mask_var(kind), mask)
-        .spawn()
+        .envs(env.iter().copied());
+    if let Some(mask) = mask {
+        child = child.env(mask_var(kind), mask);
+    }
+    child.spawn()
 }
 
 fn placement_under_masks(kind: BackendKind) {
@@ -226,4 +276,85 @@ fn hip_import_lands_on_the_exporters_physical_device_under_other_masks() {
 #[test]
 fn ascend_import_lands_on_the_exporters_physical_device_under_other_masks() {
     placement_under_masks(BackendKind::Ascend);
+}
+
+/// The producer's device as the consumer numbers it decides what is cross-device, never
+/// the producer's own index (see the module docs).
+fn renumbered_exporter_device(kind: BackendKind) {
+    let read = format!("read {}", String::from_utf8_lossy(BYTES));
+    // No peer access between any two devices: an import that asks for it fails.
+    let root = TestRoot::new(&format!("placement-renumbered-{}", kind.name()));
+    let no_peers = [("DEVIPC_EMU_PEERS", "none")];
+    let mut producer = spawn_with(&root, kind, "producer", None, &no_peers);
+    let identity = producer.expect("identity");
+    let token = producer.expect("token");
+    let _ = producer.expect("token-v2");
+    let signal = producer.expect("signal");
+    let mut narrow = spawn_with(&root, kind, "consumer", Some("1"), &no_peers);
+    let mut swapped = spawn_with(&root, kind, "consumer", Some("1,0"), &no_peers);
+    for child in [&mut narrow, &mut swapped] {
+        let pid = child.expect("pid");
+        producer.send(&format!("grant {pid}"));
+        producer.expect("granted");
+        child.send(&format!("place {token}"));
+        assert_eq!(
+            child.expect("placed"),
+            format!("device 0 {identity}, {read}"),
+            "the producer's device 1 is the consumer's device 0"
+        );
+        child.send(&format!("import-at 0 {token}"));
+        assert_eq!(child.expect("imported-at"), read);
+        child.send(&format!("import-signal {signal}"));
+        assert_eq!(child.expect("signal-imported"), "device 0");
+    }
+    for mut child in [narrow, swapped, producer] {
+        child.send("exit");
+        child.wait_success();
+    }
+    root.assert_emulator_clean();
+
+    // The same index on both sides, another physical device: a cross-device import, which
+    // enables peer access (allowed here) as any does.
+    let root = TestRoot::new(&format!("placement-same-index-{}", kind.name()));
+    let mut producer = spawn_with(&root, kind, "producer", Some("1"), &[(DEVICE_ENV, "0")]);
+    let identity = producer.expect("identity");
+    let token = producer.expect("token");
+    let _ = producer.expect("token-v2");
+    let _ = producer.expect("signal");
+    let mut other = spawn_with(&root, kind, "consumer", Some("0,1"), &[]);
+    let mut blind = spawn_with(&root, kind, "consumer", Some("0"), &[]);
+    for child in [&mut other, &mut blind] {
+        let pid = child.expect("pid");
+        producer.send(&format!("grant {pid}"));
+        producer.expect("granted");
+    }
+    other.send(&format!("import-at 0 {token}"));
+    assert_eq!(other.expect("imported-at"), read);
+    other.send(&format!("place {token}"));
+    assert_eq!(
+        other.expect("placed"),
+        format!("device 1 {identity}, {read}")
+    );
+    if kind == BackendKind::Ascend {
+        // VMM memory of a device this process cannot see: no peer access can be enabled.
+        blind.send(&format!("import-at 0 {token}"));
+        let err = blind.expect_one_of(&["imported-at", "failed"]);
+        assert_eq!(err.0, "failed", "{err:?}");
+        assert!(err.1.contains("device_not_visible"), "{err:?}");
+    }
+    for mut child in [other, blind, producer] {
+        child.send("exit");
+        child.wait_success();
+    }
+    root.assert_emulator_clean();
+}
+
+#[test]
+fn hip_a_renumbered_exporters_device_is_found_by_identity() {
+    renumbered_exporter_device(BackendKind::Hip);
+}
+
+#[test]
+fn ascend_a_renumbered_exporters_device_is_found_by_identity() {
+    renumbered_exporter_device(BackendKind::Ascend);
 }

@@ -10,6 +10,10 @@
 //! so its children never see the environment `no_runtime` sets nor the records the fake
 //! runtime publishes.
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 mod emulated;
 mod fake_runtime;
 mod no_runtime;

@@ -4,6 +4,10 @@
 //! runtime `real_runtime` loads in the parent shares nothing with it. `vmm` does the same
 //! for the `hip-vmm-fd` mechanism (its own `vmm::child_role`).
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 mod emulated;
 mod real_runtime;
 mod support;

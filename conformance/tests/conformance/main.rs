@@ -9,6 +9,10 @@
 //! binary. The short ones (a rule family, a listing, the real runtimes) are
 //! `#[parallel]`: beside each other, never beside a `#[serial]` one.
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 mod support;
 
 mod break_every_rule;

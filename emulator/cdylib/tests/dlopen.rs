@@ -2,6 +2,10 @@
 //! `libloading` path, exports exactly the vendor names, and the in-process emulator puts
 //! none of them into a process's dynamic symbol table.
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;

@@ -8,6 +8,10 @@
 //! the child ([`emu_support::child_entry`]). A topic module is therefore one file named
 //! after the module.
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 mod acl_support;
 mod emu_support;
 mod hip_support;

@@ -3,6 +3,10 @@
 //! `abi_headers` starts compilers and pip with the environment, so its tests are
 //! `#[parallel]` (beside each other, never beside `loader`'s); `macros` and `linked` touch neither.
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 mod abi_headers;
 #[cfg(feature = "link")]
 mod linked;

@@ -1,6 +1,10 @@
 //! devipc-hip-sys's integration tests, in one test binary (issue 14): one module per
 //! topic.
 
+// The shell's device masks (HIP_VISIBLE_DEVICES=3 for a real GPU) never renumber the
+// emulated devices these tests use.
+devipc_testkit::hermetic_device_masks!();
+
 // Not with feature `link`: the exported wrappers would interpose on the linked runtime's
 // symbols. Without it they do not reach the runtime `real_runtime` loads (an executable
 // does not export them to the dynamic loader).
