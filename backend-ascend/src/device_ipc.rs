@@ -217,6 +217,16 @@ impl DeviceIpc for AscendBackend {
     ) -> Result<MemToken> {
         let dev = self.check_device(device)?;
         ptr.check_external_span(len)?;
+        ptr.check_not_own_allocation(len, |span| {
+            self.allocations.find_map(|_, a| {
+                let v = &a.vmm;
+                DevicePtr::overlaps(v.va, v.size, &span).then_some((
+                    DevicePtr(v.va),
+                    v.size,
+                    v.device,
+                ))
+            })
+        })?;
         optional!(self.api, aclrtIpcMemGetExportKey)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let (base, size) = self.block_of(ptr, len)?;

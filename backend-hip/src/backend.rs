@@ -404,6 +404,15 @@ impl DeviceIpc for HipBackend {
     ) -> Result<MemToken> {
         let dev = self.check_device(device)?;
         ptr.check_external_span(len)?;
+        ptr.check_not_own_allocation(len, |span| {
+            self.allocations.find_map(|_, a| {
+                DevicePtr::overlaps(a.ptr, a.size, &span).then_some((
+                    DevicePtr(a.ptr),
+                    a.size,
+                    a.device,
+                ))
+            })
+        })?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let (base, size) = result::mem_get_address_range(&self.api, ptr.0)?;
         let offset = ptr

@@ -30,6 +30,7 @@ fn child_role() {
             "exporter" => exporter(&rt, parent),
             "attacker" => attacker(&rt, parent),
             "external" => external_reuse(&rt, parent),
+            "own-memory" => own_memory_external(&rt, parent),
             other => Err(format!("unknown role {other}")),
         }
         .map_err(|e| format!("{role}: {e}"))
@@ -253,6 +254,39 @@ fn external_reuse(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     parent.hear_exactly("exit")
 }
 
+/// `export_external` of devipc's own memory is refused (its token would carry a lease of
+/// its own, so the buffer's free would not wait for the token's importers): the whole
+/// buffer, a block inside it and a span across its end. Says `result ok`.
+fn own_memory_external(rt: &Runtime, parent: &Parent) -> Result<(), String> {
+    let buf = rt
+        .allocate(DeviceId(0), 1 << 20)
+        .map_err(|e| e.to_string())?;
+    let base = buf.ptr().0;
+    let spans = [
+        (base, buf.len()),
+        (base + 8192, 4096),
+        (base + buf.len() as u64 - 16, 64),
+    ];
+    for (at, len) in spans {
+        match rt.export_external(
+            DeviceId(0),
+            DevicePtr(at),
+            len,
+            ExportOptions::any_process(),
+        ) {
+            Err(e @ Error::InvalidArgument { .. })
+                if e.to_string().contains("devipc allocation") => {}
+            other => return Err(format!("export_external of {len} at {at:#x}: {other:?}")),
+        }
+    }
+    // The buffer is untouched: its own export still works, and its free is immediate.
+    buf.export(ExportOptions::any_process())
+        .map_err(|e| e.to_string())?;
+    drop(buf);
+    parent.say("result", "ok");
+    parent.hear_exactly("exit")
+}
+
 fn spawn(root: &TestRoot, role: &str, kind: BackendKind) -> Child {
     Child::build(&child_entry(), role, root)
         .env(KIND_ENV, kind.name())
@@ -306,4 +340,23 @@ fn hip_an_own_external_export_is_never_a_local_view() {
 #[test]
 fn ascend_an_own_external_export_is_never_a_local_view() {
     an_own_external_export_is_never_a_local_view(BackendKind::Ascend);
+}
+
+fn devipc_memory_is_not_external(kind: BackendKind) {
+    let root = TestRoot::new(&format!("bounds-own-memory-{kind}"));
+    let mut child = spawn(&root, "own-memory", kind);
+    assert_eq!(child.expect("result"), "ok");
+    child.send("exit");
+    child.wait_success();
+    root.assert_emulator_clean();
+}
+
+#[test]
+fn hip_devipc_memory_is_not_external() {
+    devipc_memory_is_not_external(BackendKind::Hip);
+}
+
+#[test]
+fn ascend_devipc_memory_is_not_external() {
+    devipc_memory_is_not_external(BackendKind::Ascend);
 }
