@@ -73,6 +73,39 @@ impl Backend {
         self.info().kind
     }
 
+    /// `size` bytes on `device` as a framework's own allocator makes them (`hipMalloc`,
+    /// `aclrtMalloc`), outside devipc's bookkeeping: memory for `export_external`, e.g. to
+    /// exercise that path without a framework. Free it with [`Backend::framework_free`].
+    pub fn framework_malloc(&self, device: DeviceId, size: usize) -> Result<DevicePtr> {
+        match self {
+            #[cfg(feature = "ascend")]
+            Backend::Ascend(b) => b.framework_malloc(device, size),
+            #[cfg(feature = "hip")]
+            Backend::Hip(b) => b.framework_malloc(device, size),
+            #[cfg(test)]
+            Backend::Recording(_) => Err(Error::unsupported(self.kind(), "framework_malloc")),
+        }
+    }
+
+    /// Frees what [`Backend::framework_malloc`] returned, after ending its
+    /// `export_external` exports (refused while an importer still maps the block).
+    ///
+    /// # Safety
+    /// `ptr` came from `framework_malloc` of this backend on `device`, is not freed yet,
+    /// and no view of it remains in this process.
+    pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        match self {
+            // SAFETY: the caller's guarantee, passed on.
+            #[cfg(feature = "ascend")]
+            Backend::Ascend(b) => unsafe { b.framework_free(device, ptr) },
+            // SAFETY: the caller's guarantee, passed on.
+            #[cfg(feature = "hip")]
+            Backend::Hip(b) => unsafe { b.framework_free(device, ptr) },
+            #[cfg(test)]
+            Backend::Recording(_) => Err(Error::unsupported(self.kind(), "framework_free")),
+        }
+    }
+
     /// Names the vendor runtime this backend drives. Backends with the same domain in one
     /// process share the runtime's per-process state (and the vendor's per-process rules),
     /// so they share one import cache.

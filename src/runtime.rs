@@ -239,6 +239,26 @@ impl Runtime {
         Ok(())
     }
 
+    /// `size` bytes on `device` as a framework's own allocator makes them (`hipMalloc`,
+    /// `aclrtMalloc`), for [`Runtime::export_external`] without a framework (tests,
+    /// examples); see [`Backend::framework_malloc`](crate::raw::Backend::framework_malloc).
+    pub fn framework_malloc(&self, device: DeviceId, size: usize) -> Result<DevicePtr> {
+        self.inner.backend.framework_malloc(device, size)
+    }
+
+    /// Frees what [`Runtime::framework_malloc`] returned, after ending its external exports
+    /// (refused while an importer still maps the block).
+    ///
+    /// # Safety
+    /// `ptr` came from `framework_malloc` of this runtime on `device`, is not freed yet,
+    /// and no view of it remains in this process.
+    pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { self.inner.backend.framework_free(device, ptr) }?;
+        local_exports::forget_external(device, ptr);
+        Ok(())
+    }
+
     /// Lets `peers` import `token` (see [`SharedBuffer::grant`]).
     pub fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
         self.inner.backend.grant(token, peers)

@@ -57,6 +57,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 
+use devipc_ascend_sys::types::ACL_MEM_MALLOC_HUGE_FIRST;
 use devipc_ascend_sys::consts::{
     ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
     ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS,
@@ -157,6 +158,41 @@ pub(crate) fn key_token_payload(
 }
 
 impl AscendBackend {
+    /// `size` bytes on `device` as a framework's own allocator makes them (`aclrtMalloc`,
+    /// huge pages first, as torch_npu's allocator asks), outside devipc's bookkeeping:
+    /// memory for [`DeviceIpc::export_external`], e.g. to exercise that path without a
+    /// framework (tests, examples). Free it with [`AscendBackend::framework_free`].
+    ///
+    /// [`DeviceIpc::export_external`]: devipc_core::DeviceIpc::export_external
+    pub fn framework_malloc(&self, device: DeviceId, size: usize) -> Result<DevicePtr> {
+        let dev = self.check_device(device)?;
+        if size == 0 {
+            return Err(Error::invalid_argument("framework_malloc of 0 bytes"));
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        result::malloc(&self.api, size, ACL_MEM_MALLOC_HUGE_FIRST).map(DevicePtr)
+    }
+
+    /// Frees what [`AscendBackend::framework_malloc`] returned (`aclrtFree`), after closing
+    /// its `export_external` key (refused while an importer still maps the block).
+    ///
+    /// # Safety
+    /// `ptr` came from `framework_malloc` of this backend on `device`, is not freed yet,
+    /// and no view of it remains in this process.
+    pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        let dev = self.check_device(device)?;
+        // A block still exported would be freed under its importers: its key is closed
+        // first, which is refused while an importer maps it.
+        let exported = lock(&self.external).contains_key(&(device, ptr.0));
+        if exported {
+            self.close_external(device, ptr)?;
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        // SAFETY: the caller guarantees a live aclrtMalloc block nothing uses any more, and
+        // no export of it is left.
+        unsafe { result::free(&self.api, ptr.0) }
+    }
+
     /// The base of the `aclrtMalloc` block holding `ptr` and the size to export: the
     /// block's size rounded down to [`IPC_KEY_PAGE`] (see the module docs, also for
     /// runtimes without `aclrtMemGetAddressRange`). The device must be bound.

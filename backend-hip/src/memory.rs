@@ -89,6 +89,40 @@ pub(crate) fn free_device_memory(api: &HipApi, record: &AllocRecord) -> Result<(
 }
 
 impl HipBackend {
+    /// `size` bytes on `device` as a framework's own allocator makes them (`hipMalloc`),
+    /// outside devipc's bookkeeping: memory for [`DeviceIpc::export_external`], e.g. to
+    /// exercise that path without a framework (tests, examples). Free it with
+    /// [`HipBackend::framework_free`].
+    ///
+    /// [`DeviceIpc::export_external`]: devipc_core::DeviceIpc::export_external
+    pub fn framework_malloc(&self, device: DeviceId, size: usize) -> Result<DevicePtr> {
+        let dev = self.check_device(device)?;
+        if size == 0 {
+            return Err(Error::invalid_argument("framework_malloc of 0 bytes"));
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        result::malloc(&self.api, size).map(DevicePtr)
+    }
+
+    /// Frees what [`HipBackend::framework_malloc`] returned (`hipFree`), after ending its
+    /// `export_external` exports (refused while an importer still maps the block).
+    ///
+    /// # Safety
+    /// `ptr` came from `framework_malloc` of this backend on `device`, is not freed yet,
+    /// and no view of it remains in this process.
+    pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        let dev = self.check_device(device)?;
+        // A block still exported would be freed under its importers: its exports end
+        // first, which is refused while an importer maps it.
+        if self.external_exports().contains_key(&(device, ptr.0)) {
+            devipc_core::DeviceIpc::close_external(self, device, ptr)?;
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        // SAFETY: the caller guarantees a live hipMalloc block nothing uses any more, and
+        // no export of it is left.
+        unsafe { result::free(&self.api, ptr.0) }
+    }
+
     /// `hipFree` for a record already taken out of the table.
     pub(crate) fn release_allocation(&self, record: &AllocRecord) -> Result<()> {
         free_device_memory(&self.api, record)

@@ -44,6 +44,12 @@ def share(
     of them is exported once (the whole buffer) and granted to ``peers`` (their
     ``Runtime.process_id``)."""
     buffers = list(buffers)
+    for buf in buffers:
+        if not isinstance(buf, SharedBuffer):
+            raise InvalidArgumentError(
+                f"buffers must be this process's SharedBuffers (an {type(buf).__name__} "
+                "cannot be exported again: share the token it was imported from)"
+            )
 
     def export(key: Any) -> str:
         buf = buffers[key]

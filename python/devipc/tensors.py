@@ -88,7 +88,8 @@ class Descriptor:
                 for a, d, s, st, o in data["tensors"]
             )
             desc = Descriptor(tuple(data["allocations"]), tensors)
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+            # RecursionError: JSON nested deeper than the interpreter's recursion limit.
             raise InvalidArgumentError(f"not a devipc tensor descriptor: {e}") from None
         desc.check()
         return desc

@@ -2,6 +2,7 @@
 //! their own reference to the Rust runtime, so `Runtime.close()` ends this handle only:
 //! what was made from it stays usable until it is closed or collected, as in Rust.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -21,6 +22,8 @@ use crate::tokens;
 #[pyclass(frozen, module = "devipc._devipc")]
 pub(crate) struct Runtime {
     inner: Mutex<Option<devipc::Runtime>>,
+    /// The live blocks of `framework_malloc`, as (device, address): only those are freed.
+    framework: Mutex<HashSet<(u32, u64)>>,
 }
 
 /// `"ascend"` or `"hip"` as a [`BackendKind`].
@@ -32,6 +35,7 @@ impl Runtime {
     fn wrap(rt: devipc::Runtime) -> Runtime {
         Runtime {
             inner: Mutex::new(Some(rt)),
+            framework: Mutex::new(HashSet::new()),
         }
     }
 
@@ -184,6 +188,49 @@ impl Runtime {
             )
             .map_err(to_py)?;
         Ok(token.to_text())
+    }
+
+    /// Allocates `size` bytes on `device` as a framework's own allocator does (`hipMalloc`,
+    /// `aclrtMalloc`), outside devipc's buffers: memory for `export_external` without a
+    /// framework (tests, examples). Returns the device address; free it with
+    /// `framework_free`.
+    #[pyo3(signature = (size, device=0))]
+    fn framework_malloc(&self, py: Python<'_>, size: usize, device: u32) -> PyResult<u64> {
+        let rt = self.get()?;
+        let ptr = py
+            .detach(|| rt.framework_malloc(DeviceId(device), size))
+            .map_err(to_py)?;
+        self.framework
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((device, ptr.0));
+        Ok(ptr.0)
+    }
+
+    /// Frees a block `framework_malloc` returned, after ending its `export_external`
+    /// exports (refused while another process still maps it). Drop every view of it in
+    /// this process first.
+    #[pyo3(signature = (ptr, device=0))]
+    fn framework_free(&self, py: Python<'_>, ptr: u64, device: u32) -> PyResult<()> {
+        let rt = self.get()?;
+        let live = || self.framework.lock().unwrap_or_else(PoisonError::into_inner);
+        // Taken out before the free (and put back if it fails): no other thread frees it
+        // meanwhile, and no lock is held while the GIL is released.
+        if !live().remove(&(device, ptr)) {
+            return Err(to_py(devipc::Error::invalid_argument(format!(
+                "{ptr:#x} on device {device} is not a live block of this runtime's \
+                 framework_malloc"
+            ))));
+        }
+        // SAFETY: the block came from this runtime's framework_malloc on `device` and was
+        // not freed (it was in the live set, which only this call took it out of); the
+        // caller dropped its views, as documented (Python's buffers over it are its own
+        // ctypes objects).
+        let freed = py.detach(|| unsafe { rt.framework_free(DeviceId(device), DevicePtr(ptr)) });
+        if freed.is_err() {
+            live().insert((device, ptr));
+        }
+        freed.map_err(to_py)
     }
 
     /// Ends the exports of the framework block holding `ptr` on `device`.

@@ -22,6 +22,11 @@ os.environ["DEVIPC_RUNTIME_DIR"] = os.path.join(_ROOT, "run")
 for _d in (os.environ["DEVIPC_EMU_DIR"], os.environ["DEVIPC_RUNTIME_DIR"]):
     os.mkdir(_d, 0o700)
 os.environ.pop("DEVIPC_BACKEND", None)
+# The shell's device masks (meant for the machine's real devices) never renumber the
+# emulated ones, unless asked to (the Rust test binaries do the same).
+if os.environ.get("DEVIPC_TEST_KEEP_VISIBILITY") != "1":
+    for _v in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"):
+        os.environ.pop(_v, None)
 
 KINDS = ["ascend", "hip"]
 

@@ -193,3 +193,19 @@ def _placement_consumer(kind, inbox, outbox):
         return
     outbox.put((local, buf.device, buf.read(0, 11)))
     buf.close()
+
+
+def external_reader(kind, inbox, outbox):
+    """Imports the token it is sent and says the first bytes; closes the import on
+    `close` (says `closed`); `None` ends it."""
+    _report(outbox, _external_reader, kind, inbox, outbox)
+
+
+def _external_reader(kind, inbox, outbox):
+    rt = devipc.Runtime.emulated(kind)
+    buf = rt.import_buffer(inbox.get())
+    outbox.put(("read", bytes(buf.read(0, 16))))
+    assert inbox.get() == "close"
+    buf.close()
+    outbox.put("closed")
+    assert inbox.get() is None

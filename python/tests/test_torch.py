@@ -55,31 +55,35 @@ def test_torch_tensors_travel_as_one_descriptor(kind, ctx):
             child.join()
 
 
-def test_torch_allocator_memory_travels_through_export_external(ctx):
-    """Storage that is not a devipc buffer is exported with export_external (one token per
-    storage) and the export is ended with close_external. HIP only: on the emulator, the
-    storage is hipMalloc memory that devipc allocated, which hipIpcGetMemHandle accepts as
-    framework memory; Ascend's export_external wants aclrtMalloc memory, which devipc's
-    VMM allocations are not."""
+def test_torch_allocator_memory_travels_through_export_external(kind, ctx):
+    """Storage that is not a devipc buffer is framework memory, exported with
+    export_external (one token per storage) and ended with close_external. On the
+    emulator the framework's block comes from ``Runtime.framework_malloc`` (``hipMalloc``
+    / ``aclrtMalloc``, which is host shared memory here, so a CPU tensor can live in it)."""
     if torch is None:
-        loud_skip("test_torch_allocator_memory_travels_through_export_external", TORCH_MISSING)
+        loud_skip(f"test_torch_allocator_memory_travels_through_export_external[{kind}]", TORCH_MISSING)
+    import ctypes
+
     import devipc.torch
 
-    kind = "hip"
     rt = devipc.Runtime.emulated(kind)
     inbox, outbox = ctx.Queue(), ctx.Queue()
     child = ctx.Process(target=roles.torch_consumer, args=(kind, inbox, outbox))
     child.start()
     try:
         peer = outbox.get(timeout=120)
-        buf = rt.allocate(N * 64 * 4)
-        whole = torch.from_dlpack(buf.view("float32", [N, 8, 8]))
+        nbytes = N * 64 * 4
+        ptr = rt.framework_malloc(nbytes)
+        block = (ctypes.c_char * nbytes).from_address(ptr)
+        whole = torch.frombuffer(block, dtype=torch.float32).view(N, 8, 8)
+        assert whole.untyped_storage().data_ptr() == ptr
         for k in range(N):
             whole[k] = k % 251
         tensors = [whole[k] if k % 2 == 0 else whole[k].t() for k in range(N)]
         desc = devipc.torch.share(rt, tensors, peers=[peer])  # no buffers: external
         assert len(desc.allocations) == 1
-        assert devipc.token_info(desc.allocations[0])["mechanism"] == "hip-ipc-mem"
+        mechanism = devipc.token_info(desc.allocations[0])["mechanism"]
+        assert mechanism == {"hip": "hip-ipc-mem", "ascend": "ascend-ipc-key"}[kind]
         inbox.put(desc)
         got = outbox.get(timeout=120)
         assert got[0] == "rebuilt", got
@@ -90,9 +94,29 @@ def test_torch_allocator_memory_travels_through_export_external(ctx):
         child.join(60)
         assert child.exitcode == 0
         devipc.torch.close_external(rt, tensors)
-        del whole, tensors
-        buf.close()
+        del whole, tensors, block
+        rt.framework_free(ptr)
     finally:
         if child.is_alive():
             child.kill()
             child.join()
+
+
+def test_torch_views_of_a_devipc_buffer_need_it_named(kind):
+    """A tensor over a devipc buffer is not framework memory: without ``buffers=`` the
+    export is refused (its own lease would let the buffer's free pull the memory from its
+    importers) with the remedy in the message."""
+    if torch is None:
+        loud_skip(f"test_torch_views_of_a_devipc_buffer_need_it_named[{kind}]", TORCH_MISSING)
+    import pytest
+
+    import devipc.torch
+
+    rt = devipc.Runtime.emulated(kind)
+    with rt.allocate(N * 64 * 4) as buf:
+        whole = torch.from_dlpack(buf.view("float32", [N, 8, 8]))
+        with pytest.raises(devipc.InvalidArgumentError, match="devipc allocation"):
+            devipc.torch.share(rt, [whole[0]], any_process=True)
+        desc = devipc.torch.share(rt, [whole[0]], any_process=True, buffers=[buf])
+        assert len(desc.allocations) == 1
+        del whole

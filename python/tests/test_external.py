@@ -1,0 +1,70 @@
+"""Framework memory (``export_external``) without torch: a block of the vendor's own
+allocator (``Runtime.framework_malloc``: ``hipMalloc`` / ``aclrtMalloc``) travels to
+another process, and its free waits for nobody but is refused while an importer maps it;
+devipc's own buffers are never exported as framework memory (their tokens would carry a
+lease of their own, so the buffer's free would pull the memory from the importers)."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+import devipc
+import roles
+
+BLOCK = 1 << 20
+
+
+def test_devipc_buffers_are_not_framework_memory(kind):
+    rt = devipc.Runtime.emulated(kind)
+    with rt.allocate(BLOCK) as buf:
+        for ptr, size in [(buf.ptr, len(buf)), (buf.ptr + 8192, 4096), (buf.ptr + len(buf) - 16, 64)]:
+            with pytest.raises(devipc.InvalidArgumentError, match="devipc allocation"):
+                rt.export_external(ptr, size, any_process=True)
+        # The buffer itself is untouched.
+        buf.export(any_process=True)
+
+
+def test_a_framework_block_travels_and_its_free_waits_for_the_importer(kind, ctx):
+    rt = devipc.Runtime.emulated(kind)
+    ptr = rt.framework_malloc(BLOCK)
+    ctypes.memmove(ptr, b"framework bytes!", 16)
+    token = rt.export_external(ptr, BLOCK, any_process=True)
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=roles.external_reader, args=(kind, inbox, outbox))
+    child.start()
+    try:
+        inbox.put(token)
+        assert outbox.get(timeout=120) == ("read", b"framework bytes!")
+        # The importer still maps the block: ending the export (and so the free) is refused.
+        with pytest.raises(devipc.DevipcError):
+            rt.framework_free(ptr)
+        inbox.put("close")
+        assert outbox.get(timeout=60) == "closed"
+        rt.framework_free(ptr)
+        with pytest.raises(devipc.InvalidArgumentError, match="not a live block"):
+            rt.framework_free(ptr)
+        # The token ended with the block.
+        inbox.put(None)
+        child.join(60)
+        assert child.exitcode == 0
+        with pytest.raises(devipc.DevipcError):
+            rt.export_external(ptr, BLOCK)
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+
+def test_framework_free_takes_only_its_own_blocks(kind):
+    rt = devipc.Runtime.emulated(kind)
+    with rt.allocate(BLOCK) as buf:
+        with pytest.raises(devipc.InvalidArgumentError, match="not a live block"):
+            rt.framework_free(buf.ptr)
+    with pytest.raises(devipc.InvalidArgumentError):
+        rt.framework_malloc(0)
+    rt.framework_free(rt.framework_malloc(4096))
+    rt.close()
+    with pytest.raises(devipc.ClosedError):
+        rt.framework_malloc(4096)
