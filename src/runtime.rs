@@ -320,6 +320,11 @@ impl Runtime {
     /// [`Runtime::local_device_of`]), whatever visibility masks the two processes run
     /// under. [`Error::DeviceNotVisible`] when that device is not visible here; to map it
     /// onto another device, use [`Runtime::import`] with an explicit index.
+    ///
+    /// The identity is the token's claim, like everything in it: a forged one can only
+    /// choose which of this process's devices the import targets (a cross-device import
+    /// the caller could also ask for by index). What the view reaches is bounded by the
+    /// runtime's real size of the object, and access by the exporter's grant, as always.
     pub fn import_on_exporter_device(&self, token: &MemToken) -> Result<ImportedBuffer> {
         match self.local_device_of(token)? {
             Some(device) => self.import(token, device),

@@ -57,11 +57,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 
-use devipc_ascend_sys::types::ACL_MEM_MALLOC_HUGE_FIRST;
 use devipc_ascend_sys::consts::{
     ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
     ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS,
 };
+use devipc_ascend_sys::types::ACL_MEM_MALLOC_HUGE_FIRST;
 use devipc_core::protection::{self, Protection};
 use devipc_core::{
     DeviceId, DevicePtr, Error, Mapping, Mechanism, MemToken, PidValidation, Result,

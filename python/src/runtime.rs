@@ -213,7 +213,11 @@ impl Runtime {
     #[pyo3(signature = (ptr, device=0))]
     fn framework_free(&self, py: Python<'_>, ptr: u64, device: u32) -> PyResult<()> {
         let rt = self.get()?;
-        let live = || self.framework.lock().unwrap_or_else(PoisonError::into_inner);
+        let live = || {
+            self.framework
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
         // Taken out before the free (and put back if it fails): no other thread frees it
         // meanwhile, and no lock is held while the GIL is released.
         if !live().remove(&(device, ptr)) {
@@ -325,7 +329,10 @@ impl Runtime {
 
     /// Ends this handle: its methods then raise `ClosedError`. Buffers and signals made
     /// from it stay usable (each holds the backend) until closed or collected. A second
-    /// `close()` does nothing.
+    /// `close()` does nothing. When the last reference to the backend goes (this handle
+    /// and everything made from it), a closed buffer whose free still waits for another
+    /// process's import is left to this process's exit (as in Rust): close buffers after
+    /// their importers did, or keep the runtime, in a long-lived process.
     fn close(&self) {
         let taken = self.lock().take();
         drop(taken);

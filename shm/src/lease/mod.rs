@@ -312,11 +312,19 @@ impl Lease {
         if let Some(creator) = expect.creator
             && creator != self.creator()
         {
+            let (made, named) = (self.creator(), creator);
             return mismatch(format!(
-                "the token's lease belongs to another exporter (pid {}) than the token's \
-                 producer (pid {})",
-                self.creator().pid,
-                creator.pid
+                "the token's lease belongs to another exporter (pid {}, started at {}) than \
+                 the token's producer (pid {}, started at {}){}",
+                made.pid,
+                made.start_time,
+                named.pid,
+                named.start_time,
+                if made.pid == named.pid {
+                    ": the pid was reused, or the token's start time edited"
+                } else {
+                    ""
+                }
             ));
         }
         let t = &self.table;
