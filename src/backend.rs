@@ -83,7 +83,10 @@ impl Backend {
             #[cfg(feature = "hip")]
             Backend::Hip(b) => b.framework_malloc(device, size),
             #[cfg(test)]
-            Backend::Recording(_) => Err(Error::unsupported(self.kind(), "framework_malloc")),
+            Backend::Recording(_) => Err(devipc_core::Error::unsupported(
+                self.kind(),
+                "framework_malloc",
+            )),
         }
     }
 
@@ -102,7 +105,10 @@ impl Backend {
             #[cfg(feature = "hip")]
             Backend::Hip(b) => unsafe { b.framework_free(device, ptr) },
             #[cfg(test)]
-            Backend::Recording(_) => Err(Error::unsupported(self.kind(), "framework_free")),
+            Backend::Recording(_) => Err(devipc_core::Error::unsupported(
+                self.kind(),
+                "framework_free",
+            )),
         }
     }
 
