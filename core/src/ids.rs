@@ -196,7 +196,10 @@ impl DevicePtr {
         match find(self.0..end) {
             None => Ok(()),
             Some((base, size, device)) => Err(Error::invalid_argument(format!(
-                "{len} bytes at {self} lie in a devipc allocation of this runtime ({size} bytes                  at {base} on device {device}): export that buffer (SharedBuffer::export, or                  export_range for a part of it), whose free waits for its importers;                  export_external is for memory a framework allocated"
+                "{len} bytes at {self} lie in a devipc allocation of this runtime ({size} bytes \
+                 at {base} on device {device}): export that buffer (SharedBuffer::export, or \
+                 export_range for a part of it), whose free waits for its importers; \
+                 export_external is for memory a framework allocated"
             ))),
         }
     }

@@ -336,6 +336,9 @@ impl ChildBuilder<'_> {
             OtherMessages::Drop
         };
         cmd.env(ROLE_ENV, &self.role)
+            // The masks were stripped above; the child keeps those its test sets (even
+            // when the test removed every `DEVIPC_` variable).
+            .env(MASKS_CLEARED_ENV, "1")
             .envs(self.root.env())
             .envs(self.env)
             .other_messages(others)

@@ -42,20 +42,30 @@ fn child_role() {
 }
 
 /// Allocates, writes pattern 1, exports `OFFSET..OFFSET+LEN` (or, with `EXTERNAL=1`,
-/// exports a raw `hipMalloc` pointer at OFFSET through `export_external`), then checks the
-/// importer's pattern 2 and frees.
+/// exports a pointer at OFFSET of a framework block, `hipMalloc` outside devipc's
+/// bookkeeping, through `export_external`), then checks the importer's pattern 2 and frees.
 fn exporter(parent: &Parent) -> Result<(), String> {
     let b = backend()?;
     let (offset, len) = (num("OFFSET")?, num("LEN")?);
-    let alloc = b.allocate(DeviceId(0), SIZE).map_err(e2s)?;
-    b.write_raw(alloc.ptr, &pattern(1, SIZE)).map_err(e2s)?;
-    let token = if env("EXTERNAL").is_ok_and(|v| v == "1") {
-        let ptr = alloc.ptr.offset(offset).map_err(e2s)?;
-        b.export_external(DeviceId(0), ptr, len, ExportOptions::default())
-            .map_err(e2s)?
+    let external = env("EXTERNAL").is_ok_and(|v| v == "1");
+    // export_external refuses devipc's own allocations: the framework's block is separate.
+    let (alloc, base) = if external {
+        (None, b.framework_malloc(DeviceId(0), SIZE).map_err(e2s)?)
     } else {
-        b.export(&alloc, offset..offset + len, ExportOptions::default())
-            .map_err(e2s)?
+        let alloc = b.allocate(DeviceId(0), SIZE).map_err(e2s)?;
+        let base = alloc.ptr;
+        (Some(alloc), base)
+    };
+    b.write_raw(base, &pattern(1, SIZE)).map_err(e2s)?;
+    let token = match &alloc {
+        None => {
+            let ptr = base.offset(offset).map_err(e2s)?;
+            b.export_external(DeviceId(0), ptr, len, ExportOptions::default())
+                .map_err(e2s)?
+        }
+        Some(alloc) => b
+            .export(alloc, offset..offset + len, ExportOptions::default())
+            .map_err(e2s)?,
     };
     if token.offset() != offset as u64
         || token.len() != len as u64
@@ -72,14 +82,19 @@ fn exporter(parent: &Parent) -> Result<(), String> {
     parent.say("token", &token.to_text());
     parent.hear_exactly("check")?;
     let mut got = vec![0u8; 64];
-    b.read_raw(alloc.ptr.offset(offset + 100).map_err(e2s)?, &mut got)
+    b.read_raw(base.offset(offset + 100).map_err(e2s)?, &mut got)
         .map_err(e2s)?;
     if got != pattern(2, 64) {
         return Err("the importer's bytes did not arrive".into());
     }
     parent.say("checked", "");
     parent.hear_exactly("free")?;
-    b.free(alloc).map_err(e2s)?;
+    match alloc {
+        Some(alloc) => b.free(alloc).map_err(e2s)?,
+        // SAFETY: `base` came from framework_malloc on device 0 and is freed once, here;
+        // the importer closed (framework_free ends the external export first).
+        None => unsafe { b.framework_free(DeviceId(0), base) }.map_err(e2s)?,
+    }
     parent.say("freed", "");
     Ok(())
 }

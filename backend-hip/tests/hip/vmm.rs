@@ -493,10 +493,12 @@ fn local(parent: &Parent) -> Result<(), String> {
             t.mechanism()
         ));
     }
+    // A framework's hipMalloc block (devipc's own allocations are refused there).
+    let block = b.framework_malloc(DeviceId(0), 4096).map_err(e2s)?;
     let t = b
         .export_external(
             DeviceId(0),
-            legacy.ptr.offset(100).map_err(e2s)?,
+            block.offset(100).map_err(e2s)?,
             64,
             ExportOptions::default(),
         )
@@ -512,7 +514,9 @@ fn local(parent: &Parent) -> Result<(), String> {
         Err(Error::BackendMismatch { .. }) => {}
         other => return Err(format!("export_fd of a hip-ipc-mem token: {other:?}")),
     }
-    b.close_external(DeviceId(0), legacy.ptr).map_err(e2s)?;
+    b.close_external(DeviceId(0), block).map_err(e2s)?;
+    // SAFETY: `block` came from framework_malloc on device 0 and is freed once, here.
+    unsafe { b.framework_free(DeviceId(0), block) }.map_err(e2s)?;
     b.free(legacy).map_err(e2s)?;
 
     let a = b.allocate_with(DeviceId(0), 1, vmm()).map_err(e2s)?;
