@@ -215,6 +215,15 @@ fn spawn_with(
     child.spawn()
 }
 
+/// Ends every child (`exit`) and checks that the emulator holds nothing any more.
+fn finish(root: &TestRoot, children: impl IntoIterator<Item = Child>) {
+    for mut child in children {
+        child.send("exit");
+        child.wait_success();
+    }
+    root.assert_emulator_clean();
+}
+
 fn placement_under_masks(kind: BackendKind) {
     let root = TestRoot::new(&format!("placement-{}", kind.name()));
     let mut producer = spawn(&root, kind, "producer", "2,3");
@@ -261,11 +270,7 @@ fn placement_under_masks(kind: BackendKind) {
     blind.send(&format!("signal {signal}"));
     assert_eq!(blind.expect("signal-device"), "not visible");
 
-    for mut child in [consumer, blind, producer] {
-        child.send("exit");
-        child.wait_success();
-    }
-    root.assert_emulator_clean();
+    finish(&root, [consumer, blind, producer]);
 }
 
 #[test]
@@ -307,11 +312,7 @@ fn renumbered_exporter_device(kind: BackendKind) {
         child.send(&format!("import-signal {signal}"));
         assert_eq!(child.expect("signal-imported"), "device 0");
     }
-    for mut child in [narrow, swapped, producer] {
-        child.send("exit");
-        child.wait_success();
-    }
-    root.assert_emulator_clean();
+    finish(&root, [narrow, swapped, producer]);
 
     // The same index on both sides, another physical device: a cross-device import, which
     // enables peer access (allowed here) as any does.
@@ -342,11 +343,7 @@ fn renumbered_exporter_device(kind: BackendKind) {
         assert_eq!(err.0, "failed", "{err:?}");
         assert!(err.1.contains("device_not_visible"), "{err:?}");
     }
-    for mut child in [other, blind, producer] {
-        child.send("exit");
-        child.wait_success();
-    }
-    root.assert_emulator_clean();
+    finish(&root, [other, blind, producer]);
 }
 
 #[test]
