@@ -105,6 +105,7 @@ impl DeviceIpc for AscendBackend {
             shared: None,
         };
         let id = self.allocations.insert(record);
+        devipc_core::own_memory::register(DevicePtr(va), size, device);
         self.add_range(
             va,
             DeviceRange {
@@ -217,16 +218,7 @@ impl DeviceIpc for AscendBackend {
     ) -> Result<MemToken> {
         let dev = self.check_device(device)?;
         ptr.check_external_span(len)?;
-        ptr.check_not_own_allocation(len, |span| {
-            self.allocations.find_map(|_, a| {
-                let v = &a.vmm;
-                DevicePtr::overlaps(v.va, v.size, &span).then_some((
-                    DevicePtr(v.va),
-                    v.size,
-                    v.device,
-                ))
-            })
-        })?;
+        devipc_core::own_memory::check_not_own(ptr, len)?;
         optional!(self.api, aclrtIpcMemGetExportKey)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let (base, size) = self.block_of(ptr, len)?;

@@ -182,10 +182,15 @@ impl AscendBackend {
     pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
         let dev = self.check_device(device)?;
         // A block still exported would be freed under its importers: its key is closed
-        // first, which is refused while an importer maps it.
-        let exported = lock(&self.external).contains_key(&(device, ptr.0));
-        if exported {
-            self.close_external(device, ptr)?;
+        // first, which is refused while an importer maps it. Under whatever device the
+        // caller exported it (export_external cannot tell a wrong one).
+        let exported_on: Vec<DeviceId> = lock(&self.external)
+            .keys()
+            .filter(|(_, base)| *base == ptr.0)
+            .map(|(d, _)| *d)
+            .collect();
+        for on in exported_on {
+            self.close_external(on, ptr)?;
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
         // SAFETY: the caller guarantees a live aclrtMalloc block nothing uses any more, and

@@ -216,6 +216,8 @@ impl AscendBackend {
             Undo::Unmap(vmm.va).run(&self.api)?;
             vmm.stage = Teardown::Unmapped;
             self.remove_range(vmm.va);
+            // No longer devipc memory (export_external); a mapping was never registered.
+            devipc_core::own_memory::unregister(DevicePtr(vmm.va));
         }
         if vmm.stage == Teardown::Unmapped {
             Undo::ReleaseAddress(vmm.va).run(&self.api)?;

@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use devipc_core::own_memory;
 use devipc_core::token::SignalTokenParts;
 use devipc_core::{
     AllocateOptions, Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc,
@@ -174,6 +175,17 @@ impl HipBackend {
         device.check(self.device_count)?.as_c_int()
     }
 
+    /// Binds the device of the devipc allocation holding `len` bytes at `ptr`, if any, for
+    /// a host copy: copies run on the calling thread's device, and VMM memory is reachable
+    /// only from the devices it was granted to, its owner among them (imports grant the
+    /// owner's device too, see `import_vmm`).
+    fn bind_owner(&self, ptr: DevicePtr, len: usize) -> Result<Option<DeviceScope<'_>>> {
+        let span = ptr.0..ptr.0.saturating_add(len as u64);
+        own_memory::overlapping(span)
+            .map(|(_, _, device)| DeviceScope::bind(&self.api, self.check_device(device)?))
+            .transpose()
+    }
+
     /// Rejects a token for another backend or mechanism, or from the emulator when this is
     /// a real runtime (and the reverse).
     pub(crate) fn check_token(
@@ -289,6 +301,7 @@ impl DeviceIpc for HipBackend {
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let addr = result::malloc(&self.api, size)?;
+        own_memory::register(DevicePtr(addr), size, device);
         let id = self.allocations.insert(AllocRecord {
             device,
             ptr: addr,
@@ -332,6 +345,7 @@ impl DeviceIpc for HipBackend {
         self.vmm_fd_support()?;
         let alloc = vmm::allocate(&self.api, self.hip_version, device, size)?;
         let (ptr, size) = (alloc.range.va, alloc.range.size);
+        own_memory::register(DevicePtr(ptr), size, device);
         let id = self.allocations.insert(AllocRecord {
             device,
             ptr,
@@ -404,15 +418,7 @@ impl DeviceIpc for HipBackend {
     ) -> Result<MemToken> {
         let dev = self.check_device(device)?;
         ptr.check_external_span(len)?;
-        ptr.check_not_own_allocation(len, |span| {
-            self.allocations.find_map(|_, a| {
-                DevicePtr::overlaps(a.ptr, a.size, &span).then_some((
-                    DevicePtr(a.ptr),
-                    a.size,
-                    a.device,
-                ))
-            })
-        })?;
+        own_memory::check_not_own(ptr, len)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let (base, size) = result::mem_get_address_range(&self.api, ptr.0)?;
         let offset = ptr
@@ -655,6 +661,7 @@ impl DeviceIpc for HipBackend {
         if src.is_empty() {
             return Ok(());
         }
+        let _scope = self.bind_owner(dst, src.len())?;
         // SAFETY: the trait's contract: `dst..dst + src.len()` is memory this backend
         // allocated or mapped (or external memory it owns) that stays so during the call.
         unsafe { result::memcpy_htod(&self.api, dst.0, src) }
@@ -664,6 +671,7 @@ impl DeviceIpc for HipBackend {
         if dst.is_empty() {
             return Ok(());
         }
+        let _scope = self.bind_owner(src, dst.len())?;
         // SAFETY: the trait's contract: `src..src + dst.len()` is memory this backend
         // allocated or mapped (or external memory it owns) that stays so during the call.
         unsafe { result::memcpy_dtoh(&self.api, dst, src.0) }

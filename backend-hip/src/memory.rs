@@ -13,6 +13,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
+use devipc_core::own_memory;
 use devipc_core::token::MemTokenParts;
 use devipc_core::{Allocation, DeviceId, DevicePtr, Error, Mechanism, MemToken, Pinned, Result};
 use devipc_hip_sys::{HipApi, hipIpcMemHandle_t};
@@ -79,13 +80,17 @@ pub(crate) fn handle_tag(handle: &[u8]) -> u64 {
 /// the close of the exported fd instead.
 pub(crate) fn free_device_memory(api: &HipApi, record: &AllocRecord) -> Result<()> {
     if let Some(vmm) = &record.vmm {
-        return vmm.release(api);
+        vmm.release(api)?;
+    } else {
+        let _scope = DeviceScope::bind(api, record.device.as_c_int()?)?;
+        // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
+        // record was taken out of the table (and out of the deferred list) by the caller,
+        // and nobody maps it any more (its lease is unheld, or HipDeferredFree is off).
+        unsafe { result::free(api, record.ptr) }?;
     }
-    let _scope = DeviceScope::bind(api, record.device.as_c_int()?)?;
-    // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
-    // record was taken out of the table (and out of the deferred list) by the caller, and
-    // nobody maps it any more (its lease is unheld, or HipDeferredFree is switched off).
-    unsafe { result::free(api, record.ptr) }
+    // Only now: until the vendor freed it, the block is devipc's (export_external).
+    own_memory::unregister(DevicePtr(record.ptr));
+    Ok(())
 }
 
 impl HipBackend {
@@ -113,9 +118,16 @@ impl HipBackend {
     pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
         let dev = self.check_device(device)?;
         // A block still exported would be freed under its importers: its exports end
-        // first, which is refused while an importer maps it.
-        if self.external_exports().contains_key(&(device, ptr.0)) {
-            devipc_core::DeviceIpc::close_external(self, device, ptr)?;
+        // first, which is refused while an importer maps it. Under whatever device the
+        // caller exported it (export_external cannot tell a wrong one).
+        let exported_on: Vec<DeviceId> = self
+            .external_exports()
+            .keys()
+            .filter(|(_, base)| *base == ptr.0)
+            .map(|(d, _)| *d)
+            .collect();
+        for on in exported_on {
+            devipc_core::DeviceIpc::close_external(self, on, ptr)?;
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
         // SAFETY: the caller guarantees a live hipMalloc block nothing uses any more, and

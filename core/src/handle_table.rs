@@ -129,15 +129,6 @@ impl<T> HandleTable<T> {
             .collect()
     }
 
-    /// The first `Some` of `f` over the live entries (those being released are skipped),
-    /// in no particular order, under the table's lock (keep `f` short: no vendor call).
-    pub fn find_map<R>(&self, mut f: impl FnMut(HandleId, &T) -> Option<R>) -> Option<R> {
-        self.lock()
-            .iter()
-            .filter(|(_, entry)| !entry.removing)
-            .find_map(|(&id, entry)| f(HandleId::mint(id), &entry.value))
-    }
-
     /// Number of live entries (those being released included).
     pub fn len(&self) -> usize {
         self.lock().len()

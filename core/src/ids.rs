@@ -7,7 +7,6 @@
 //! undefined behaviour. The safe RAII layer in the `devipc` crate owns these handles.
 
 use std::fmt;
-use std::ops::Range;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
@@ -181,32 +180,6 @@ impl DevicePtr {
             ));
         }
         Ok(())
-    }
-
-    /// Refuses an `export_external` of `len` bytes at `self` that overlaps one of the
-    /// exporting backend's own allocations (`find` gives the first that overlaps, as
-    /// `(base, size, device)`): such a token would carry a lease of its own, so freeing the
-    /// allocation would not wait for its importers (the memory would go from under them).
-    pub fn check_not_own_allocation(
-        self,
-        len: usize,
-        find: impl FnOnce(Range<u64>) -> Option<(DevicePtr, usize, DeviceId)>,
-    ) -> Result<()> {
-        let end = self.0.saturating_add(len as u64);
-        match find(self.0..end) {
-            None => Ok(()),
-            Some((base, size, device)) => Err(Error::invalid_argument(format!(
-                "{len} bytes at {self} lie in a devipc allocation of this runtime ({size} bytes \
-                 at {base} on device {device}): export that buffer (SharedBuffer::export, or \
-                 export_range for a part of it), whose free waits for its importers; \
-                 export_external is for memory a framework allocated"
-            ))),
-        }
-    }
-
-    /// Whether `size` bytes at `base` overlap `span`.
-    pub fn overlaps(base: u64, size: usize, span: &Range<u64>) -> bool {
-        base < span.end && span.start < base.saturating_add(size as u64)
     }
 
     /// `self + offset`, or `InvalidArgument` on overflow.

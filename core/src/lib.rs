@@ -14,6 +14,7 @@ pub mod handle_table;
 pub mod identity;
 pub mod ids;
 pub mod info;
+pub mod own_memory;
 pub mod physical;
 pub mod protection;
 pub mod token;

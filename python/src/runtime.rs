@@ -2,7 +2,7 @@
 //! their own reference to the Rust runtime, so `Runtime.close()` ends this handle only:
 //! what was made from it stays usable until it is closed or collected, as in Rust.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -22,8 +22,9 @@ use crate::tokens;
 #[pyclass(frozen, module = "devipc._devipc")]
 pub(crate) struct Runtime {
     inner: Mutex<Option<devipc::Runtime>>,
-    /// The live blocks of `framework_malloc`, as (device, address): only those are freed.
-    framework: Mutex<HashSet<(u32, u64)>>,
+    /// The live blocks of `framework_malloc`, as (device, address), each with the runtime
+    /// that frees it (also after `close()`): only those are freed.
+    framework: Mutex<HashMap<(u32, u64), devipc::Runtime>>,
 }
 
 /// `"ascend"` or `"hip"` as a [`BackendKind`].
@@ -35,7 +36,7 @@ impl Runtime {
     fn wrap(rt: devipc::Runtime) -> Runtime {
         Runtime {
             inner: Mutex::new(Some(rt)),
-            framework: Mutex::new(HashSet::new()),
+            framework: Mutex::new(HashMap::new()),
         }
     }
 
@@ -203,16 +204,15 @@ impl Runtime {
         self.framework
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert((device, ptr.0));
+            .insert((device, ptr.0), rt);
         Ok(ptr.0)
     }
 
     /// Frees a block `framework_malloc` returned, after ending its `export_external`
-    /// exports (refused while another process still maps it). Drop every view of it in
-    /// this process first.
+    /// exports (refused while another process still maps it); works after `close()` too.
+    /// Drop every view of it in this process first.
     #[pyo3(signature = (ptr, device=0))]
     fn framework_free(&self, py: Python<'_>, ptr: u64, device: u32) -> PyResult<()> {
-        let rt = self.get()?;
         let live = || {
             self.framework
                 .lock()
@@ -220,19 +220,19 @@ impl Runtime {
         };
         // Taken out before the free (and put back if it fails): no other thread frees it
         // meanwhile, and no lock is held while the GIL is released.
-        if !live().remove(&(device, ptr)) {
+        let Some(rt) = live().remove(&(device, ptr)) else {
             return Err(to_py(devipc::Error::invalid_argument(format!(
                 "{ptr:#x} on device {device} is not a live block of this runtime's \
                  framework_malloc"
             ))));
-        }
-        // SAFETY: the block came from this runtime's framework_malloc on `device` and was
-        // not freed (it was in the live set, which only this call took it out of); the
-        // caller dropped its views, as documented (Python's buffers over it are its own
-        // ctypes objects).
+        };
+        // SAFETY: the block came from `rt.framework_malloc` on `device` and was not freed
+        // (it was in the live set, which only this call took it out of); the caller
+        // dropped its views, as documented (Python's buffers over it are its own ctypes
+        // objects).
         let freed = py.detach(|| unsafe { rt.framework_free(DeviceId(device), DevicePtr(ptr)) });
         if freed.is_err() {
-            live().insert((device, ptr));
+            live().insert((device, ptr), rt);
         }
         freed.map_err(to_py)
     }

@@ -64,7 +64,71 @@ def test_framework_free_takes_only_its_own_blocks(kind):
             rt.framework_free(buf.ptr)
     with pytest.raises(devipc.InvalidArgumentError):
         rt.framework_malloc(0)
-    rt.framework_free(rt.framework_malloc(4096))
+    ptr = rt.framework_malloc(4096)
     rt.close()
     with pytest.raises(devipc.ClosedError):
         rt.framework_malloc(4096)
+    rt.framework_free(ptr)  # a block outlives the handle's close, and is still freed
+
+
+def test_a_buffer_is_devipc_memory_for_every_runtime_and_until_really_freed(kind, ctx):
+    """Another Runtime of the process cannot export the buffer as framework memory, nor
+    can anyone once the buffer's free is deferred (an importer still maps it): the memory
+    is devipc's until the vendor freed it."""
+    rt, other = devipc.Runtime.emulated(kind), devipc.Runtime.emulated(kind)
+    buf = rt.allocate(BLOCK)
+    buf.write(b"devipc's own mem")
+    ptr = buf.ptr
+    with pytest.raises(devipc.InvalidArgumentError, match="devipc allocation"):
+        other.export_external(ptr, 4096, any_process=True)
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=roles.external_reader, args=(kind, inbox, outbox))
+    child.start()
+    try:
+        inbox.put(buf.export(any_process=True))
+        assert outbox.get(timeout=120) == ("read", b"devipc's own mem")
+        buf.close()  # HIP defers the hipFree: the child maps it
+        for r in (rt, other):
+            with pytest.raises(devipc.DevipcError) as refused:
+                r.export_external(ptr, 4096, any_process=True)
+            if kind == "hip":
+                assert isinstance(refused.value, devipc.InvalidArgumentError)
+                assert "devipc allocation" in str(refused.value)
+            # Ascend unmaps the exporter's range at once (the importer's mapping keeps the
+            # physical memory): the runtime knows no memory there any more.
+        inbox.put("close")
+        assert outbox.get(timeout=60) == "closed"
+        inbox.put(None)
+        child.join(60)
+        assert child.exitcode == 0
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+
+def test_a_block_exported_under_another_device_is_not_freed_under_its_importer(kind, ctx):
+    """export_external cannot tell the device a framework block is on; framework_free
+    ends the block's exports under any device first, refused while an importer maps it."""
+    rt = devipc.Runtime.emulated(kind)
+    ptr = rt.framework_malloc(BLOCK)
+    ctypes.memmove(ptr, b"framework bytes!", 16)
+    token = rt.export_external(ptr, BLOCK, device=1, any_process=True)
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=roles.external_reader, args=(kind, inbox, outbox))
+    child.start()
+    try:
+        inbox.put(token)
+        assert outbox.get(timeout=120)[0] == "read"
+        with pytest.raises(devipc.DevipcError):
+            rt.framework_free(ptr)
+        inbox.put("close")
+        assert outbox.get(timeout=60) == "closed"
+        rt.framework_free(ptr)
+        inbox.put(None)
+        child.join(60)
+        assert child.exitcode == 0
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()

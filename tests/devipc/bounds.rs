@@ -256,7 +256,8 @@ fn external_reuse(rt: &Runtime, parent: &Parent) -> Result<(), String> {
 
 /// `export_external` of devipc's own memory is refused (its token would carry a lease of
 /// its own, so the buffer's free would not wait for the token's importers): the whole
-/// buffer, a block inside it and a span across its end. Says `result ok`.
+/// buffer, a block inside it and a span across its end, also through a second runtime of
+/// the process. Says `result ok`.
 fn own_memory_external(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     let buf = rt
         .allocate(DeviceId(0), 1 << 20)
@@ -278,6 +279,12 @@ fn own_memory_external(rt: &Runtime, parent: &Parent) -> Result<(), String> {
                 if e.to_string().contains("devipc allocation") => {}
             other => return Err(format!("export_external of {len} at {at:#x}: {other:?}")),
         }
+    }
+    // Nor through another runtime of this process (each has its own backend).
+    let other = Runtime::emulated(rt.info().kind).map_err(|e| e.to_string())?;
+    match other.export_external(DeviceId(0), buf.ptr(), 64, ExportOptions::any_process()) {
+        Err(e @ Error::InvalidArgument { .. }) if e.to_string().contains("devipc allocation") => {}
+        other => return Err(format!("another runtime's export_external: {other:?}")),
     }
     // The buffer is untouched: its own export still works, and its free is immediate.
     buf.export(ExportOptions::any_process())

@@ -152,6 +152,7 @@ fn child_role() {
         "importer" => importer(parent),
         "forger" => forger(parent),
         "local" => local(parent),
+        "device-one" => device_one(parent),
         "old-runtime" => old_runtime(parent),
         other => Err(format!("unknown role {other}")),
     });
@@ -462,6 +463,22 @@ fn forger(parent: &Parent) -> Result<(), String> {
         return Err("the genuine import holds no lease".into());
     }
     b.close(mapping).map_err(e2s)?;
+    parent.say("ok", "");
+    Ok(())
+}
+
+/// VMM memory on device 1 is written and read from a thread whose device is 0: host
+/// copies run on the owner's device, which has access (the others were never granted).
+fn device_one(parent: &Parent) -> Result<(), String> {
+    let b = backend()?;
+    let a = b.allocate_with(DeviceId(1), G, vmm()).map_err(e2s)?;
+    b.write_raw(a.ptr, &pattern(5, 4096)).map_err(e2s)?;
+    let mut got = vec![0u8; 4096];
+    b.read_raw(a.ptr, &mut got).map_err(e2s)?;
+    if got != pattern(5, 4096) {
+        return Err("device 1's VMM bytes did not round-trip".into());
+    }
+    b.free(a).map_err(e2s)?;
     parent.say("ok", "");
     Ok(())
 }
@@ -893,6 +910,16 @@ fn a_killed_exporter_is_reclaimed() {
         devipc_shm::lease::sweep_orphans(&root.run_dir()).expect("sweep the leases");
         root.assert_emulator_clean();
     }
+}
+
+#[test]
+fn vmm_memory_on_device_one_is_copied_from_its_own_device() {
+    let root = TestRoot::new("vmm-device-one");
+    let envs = vec![("DEVIPC_EMU_HIP_VERSION", "7.1".to_owned())];
+    let mut child = Child::spawn(&child_entry(), "device-one", &root, &envs);
+    child.expect("ok");
+    child.wait_success();
+    root.assert_emulator_clean();
 }
 
 /// 7.12 answers `HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE`, which then tells the
