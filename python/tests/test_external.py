@@ -16,6 +16,40 @@ import roles
 BLOCK = 1 << 20
 
 
+class Reader:
+    """A child (``roles.external_reader``) that imports a token and reads its first 16
+    bytes (``read``), closes the import (``close``) and exits (``finish``); killed on
+    leaving the ``with`` block if it is still running (a failed test)."""
+
+    def __init__(self, kind, ctx):
+        self.inbox, self.outbox = ctx.Queue(), ctx.Queue()
+        self.child = ctx.Process(target=roles.external_reader, args=(kind, self.inbox, self.outbox))
+
+    def __enter__(self):
+        self.child.start()
+        return self
+
+    def read(self, token):
+        self.inbox.put(token)
+        got = self.outbox.get(timeout=120)
+        assert got[0] == "read", got
+        return got[1]
+
+    def close(self):
+        self.inbox.put("close")
+        assert self.outbox.get(timeout=60) == "closed"
+
+    def finish(self):
+        self.inbox.put(None)
+        self.child.join(60)
+        assert self.child.exitcode == 0
+
+    def __exit__(self, *exc):
+        if self.child.is_alive():
+            self.child.kill()
+            self.child.join()
+
+
 def test_devipc_buffers_are_not_framework_memory(kind):
     rt = devipc.Runtime.emulated(kind)
     with rt.allocate(BLOCK) as buf:
@@ -31,30 +65,19 @@ def test_a_framework_block_travels_and_its_free_waits_for_the_importer(kind, ctx
     ptr = rt.framework_malloc(BLOCK)
     ctypes.memmove(ptr, b"framework bytes!", 16)
     token = rt.export_external(ptr, BLOCK, any_process=True)
-    inbox, outbox = ctx.Queue(), ctx.Queue()
-    child = ctx.Process(target=roles.external_reader, args=(kind, inbox, outbox))
-    child.start()
-    try:
-        inbox.put(token)
-        assert outbox.get(timeout=120) == ("read", b"framework bytes!")
+    with Reader(kind, ctx) as reader:
+        assert reader.read(token) == b"framework bytes!"
         # The importer still maps the block: ending the export (and so the free) is refused.
         with pytest.raises(devipc.DevipcError):
             rt.framework_free(ptr)
-        inbox.put("close")
-        assert outbox.get(timeout=60) == "closed"
+        reader.close()
         rt.framework_free(ptr)
         with pytest.raises(devipc.InvalidArgumentError, match="not a live block"):
             rt.framework_free(ptr)
+        reader.finish()
         # The token ended with the block.
-        inbox.put(None)
-        child.join(60)
-        assert child.exitcode == 0
         with pytest.raises(devipc.DevipcError):
             rt.export_external(ptr, BLOCK)
-    finally:
-        if child.is_alive():
-            child.kill()
-            child.join()
 
 
 def test_framework_free_takes_only_its_own_blocks(kind):
@@ -81,12 +104,8 @@ def test_a_buffer_is_devipc_memory_for_every_runtime_and_until_really_freed(kind
     ptr = buf.ptr
     with pytest.raises(devipc.InvalidArgumentError, match="devipc allocation"):
         other.export_external(ptr, 4096, any_process=True)
-    inbox, outbox = ctx.Queue(), ctx.Queue()
-    child = ctx.Process(target=roles.external_reader, args=(kind, inbox, outbox))
-    child.start()
-    try:
-        inbox.put(buf.export(any_process=True))
-        assert outbox.get(timeout=120) == ("read", b"devipc's own mem")
+    with Reader(kind, ctx) as reader:
+        assert reader.read(buf.export(any_process=True)) == b"devipc's own mem"
         buf.close()  # HIP defers the hipFree: the child maps it
         for r in (rt, other):
             with pytest.raises(devipc.DevipcError) as refused:
@@ -96,15 +115,8 @@ def test_a_buffer_is_devipc_memory_for_every_runtime_and_until_really_freed(kind
                 assert "devipc allocation" in str(refused.value)
             # Ascend unmaps the exporter's range at once (the importer's mapping keeps the
             # physical memory): the runtime knows no memory there any more.
-        inbox.put("close")
-        assert outbox.get(timeout=60) == "closed"
-        inbox.put(None)
-        child.join(60)
-        assert child.exitcode == 0
-    finally:
-        if child.is_alive():
-            child.kill()
-            child.join()
+        reader.close()
+        reader.finish()
 
 
 def test_a_block_exported_under_another_device_is_not_freed_under_its_importer(kind, ctx):
@@ -114,21 +126,10 @@ def test_a_block_exported_under_another_device_is_not_freed_under_its_importer(k
     ptr = rt.framework_malloc(BLOCK)
     ctypes.memmove(ptr, b"framework bytes!", 16)
     token = rt.export_external(ptr, BLOCK, device=1, any_process=True)
-    inbox, outbox = ctx.Queue(), ctx.Queue()
-    child = ctx.Process(target=roles.external_reader, args=(kind, inbox, outbox))
-    child.start()
-    try:
-        inbox.put(token)
-        assert outbox.get(timeout=120)[0] == "read"
+    with Reader(kind, ctx) as reader:
+        reader.read(token)
         with pytest.raises(devipc.DevipcError):
             rt.framework_free(ptr)
-        inbox.put("close")
-        assert outbox.get(timeout=60) == "closed"
+        reader.close()
         rt.framework_free(ptr)
-        inbox.put(None)
-        child.join(60)
-        assert child.exitcode == 0
-    finally:
-        if child.is_alive():
-            child.kill()
-            child.join()
+        reader.finish()
