@@ -435,6 +435,15 @@ impl DeviceIpc for HipBackend {
         if vmm::is_vmm(&self.api, self.hip_version, ptr.0) {
             return self.export_external_vmm(device, base, size, range);
         }
+        // The token names `device` (and its identity): it must be the block's own.
+        if let Some(on) = result::pointer_device(&self.api, ptr.0)?
+            && on != dev
+        {
+            return Err(Error::invalid_argument(format!(
+                "{ptr} is memory of device {on}, not of device {device}: export_external \
+                 takes the device the framework allocated the block on"
+            )));
+        }
         // The runtime just reported `base` as the start of a live allocation.
         let handle = self.ipc_handle(device, base)?;
         // The framework owns the memory; the lease lets close_external know whether

@@ -25,8 +25,8 @@ use devipc_hip_sys::{
     HipApi, hipDeviceptr_t, hipError_t, hipEvent_t, hipIpcEventHandle_t, hipIpcMemHandle_t,
     hipMemAccessDesc, hipMemAllocationGranularity_flags, hipMemAllocationHandleType,
     hipMemAllocationProp, hipMemAllocationProp_R0502, hipMemGenericAllocationHandle_t,
-    hipMemHandleTypePosixFileDescriptor, hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipStream_t,
-    hipSuccess,
+    hipMemHandleTypePosixFileDescriptor, hipMemcpyDeviceToHost, hipMemcpyHostToDevice,
+    hipPointerAttribute_t, hipStream_t, hipSuccess,
 };
 
 // --- the checked call ----------------------------------------------------------------------
@@ -272,6 +272,18 @@ pub(crate) fn mem_get_address_range(api: &HipApi, ptr: u64) -> Result<(u64, usiz
         )
     }?;
     Ok((as_addr(base), size))
+}
+
+/// `hipPointerGetAttributes`: the device ordinal of the allocation holding `ptr`, `None`
+/// when the runtime names none (`hipInvalidDeviceId`, ROCm 6.x for unregistered memory).
+///
+/// Safe for any `ptr`: the runtime looks the address up and never dereferences it.
+pub(crate) fn pointer_device(api: &HipApi, ptr: u64) -> Result<Option<c_int>> {
+    let mut attrs = hipPointerAttribute_t::zeroed();
+    // SAFETY: `attrs` is a valid out-pointer to one attribute struct for the duration of
+    // the call; `ptr` is only a lookup key (see above).
+    unsafe { hip!(api, hipPointerGetAttributes(&mut attrs, as_ptr(ptr))) }?;
+    Ok((attrs.device >= 0).then_some(attrs.device))
 }
 
 // --- IPC memory --------------------------------------------------------------------------

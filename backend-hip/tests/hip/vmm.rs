@@ -510,8 +510,13 @@ fn local(parent: &Parent) -> Result<(), String> {
             t.mechanism()
         ));
     }
-    // A framework's hipMalloc block (devipc's own allocations are refused there).
+    // A framework's hipMalloc block (devipc's own allocations are refused there), which
+    // only exports under its own device.
     let block = b.framework_malloc(DeviceId(0), 4096).map_err(e2s)?;
+    match b.export_external(DeviceId(1), block, 64, ExportOptions::default()) {
+        Err(Error::InvalidArgument { what }) if what.contains("not of device 1") => {}
+        other => return Err(format!("a device-0 block exported under device 1: {other:?}")),
+    }
     let t = b
         .export_external(
             DeviceId(0),
