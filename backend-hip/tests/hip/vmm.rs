@@ -515,7 +515,11 @@ fn local(parent: &Parent) -> Result<(), String> {
     let block = b.framework_malloc(DeviceId(0), 4096).map_err(e2s)?;
     match b.export_external(DeviceId(1), block, 64, ExportOptions::default()) {
         Err(Error::InvalidArgument { what }) if what.contains("not of device 1") => {}
-        other => return Err(format!("a device-0 block exported under device 1: {other:?}")),
+        other => {
+            return Err(format!(
+                "a device-0 block exported under device 1: {other:?}"
+            ));
+        }
     }
     let t = b
         .export_external(
