@@ -7,13 +7,13 @@
 //!
 //! Its `impl DeviceIpc` does each call's work itself, calling the vendor through
 //! `result.rs`; the records it keeps, the token and release helpers its `Drop` shares,
-//! and how each mechanism works are in `memory.rs`, `signal.rs` and `deferred.rs`.
+//! and how each mechanism works are in `memory.rs`, `external.rs` (framework memory),
+//! `signal.rs` and `deferred.rs`.
 
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::ops::Range;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use devipc_core::own_memory;
@@ -35,10 +35,8 @@ use devipc_shm::word_file::{NAME_LEN, WordFile};
 
 use crate::deferred::Deferred;
 use crate::device::DeviceScope;
-use crate::memory::{
-    AllocRecord, ExternalExport, MappingRecord, NEXT_EXTERNAL_GENERATION,
-    NEXT_EXTERNAL_GENERATION_BASE, handle_tag,
-};
+use crate::external::{ExternalExport, NEXT_EXTERNAL_GENERATION_BASE};
+use crate::memory::{AllocRecord, MappingRecord, handle_tag};
 use crate::result;
 use crate::result::vendor_error;
 use crate::signal::{
@@ -152,13 +150,6 @@ impl HipBackend {
     /// naming the version or the missing functions.
     pub fn vmm_fd_support(&self) -> Result<()> {
         vmm::check_support(&self.api, self.hip_version)
-    }
-
-    /// The open `export_external`s.
-    pub(crate) fn external_exports(
-        &self,
-    ) -> MutexGuard<'_, HashMap<(DeviceId, u64), ExternalExport>> {
-        self.external.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The identity a token of `device` carries: unknown (and logged) when the runtime
@@ -416,93 +407,14 @@ impl DeviceIpc for HipBackend {
         len: usize,
         _opts: ExportOptions,
     ) -> Result<MemToken> {
-        let dev = self.check_device(device)?;
-        ptr.check_external_span(len)?;
-        own_memory::check_not_own(ptr, len)?;
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let (base, size) = result::mem_get_address_range(&self.api, ptr.0)?;
-        let offset = ptr
-            .0
-            .checked_sub(base)
-            .and_then(|o| usize::try_from(o).ok())
-            .ok_or_else(|| {
-                Error::invalid_argument("pointer lies outside the allocation the runtime reported")
-            })?;
-        let range = offset..offset.saturating_add(len);
-        Allocation::check_range(&range, size)?;
-        // VMM memory (PyTorch's expandable segments, aiter #4174) cannot go through
-        // hipIpcGetMemHandle: it is exported whole as an fd, with the offset in the token.
-        if vmm::is_vmm(&self.api, self.hip_version, ptr.0) {
-            return self.export_external_vmm(device, base, size, range);
-        }
-        // The token names `device` (and its identity): it must be the block's own.
-        if let Some(on) = result::pointer_device(&self.api, ptr.0)?
-            && on != dev
-        {
-            return Err(Error::invalid_argument(format!(
-                "{ptr} is memory of device {on}, not of device {device}: export_external \
-                 takes the device the framework allocated the block on"
-            )));
-        }
-        // The runtime just reported `base` as the start of a live allocation.
-        let handle = self.ipc_handle(device, base)?;
-        // The framework owns the memory; the lease lets close_external know whether
-        // importers still map it, and makes its tokens stop working after it.
-        let export = {
-            let mut external = self.external_exports();
-            match external.get(&(device, base)) {
-                Some(e) if e.vmm.is_none() => e.clone(),
-                Some(_) => return Err(stale_external(device, base, "VMM")),
-                None => {
-                    let generation = NEXT_EXTERNAL_GENERATION.fetch_add(1, Ordering::Relaxed);
-                    let export = ExternalExport {
-                        size,
-                        generation,
-                        lease: held::create_tagged(generation, handle_tag(&handle.to_bytes()))?,
-                        vmm: None,
-                    };
-                    external.insert((device, base), export.clone());
-                    export
-                }
-            }
-        };
-        let mut payload = handle.to_bytes().to_vec();
-        payload.extend_from_slice(export.lease.name());
-        self.mem_token(
-            Mechanism::HipIpcMem,
-            device,
-            payload,
-            size,
-            range,
-            export.generation,
-        )
+        self.export_framework_block(device, ptr, len)
     }
 
     /// HIP keeps no exporter-side handle for an IPC export; devipc ends the export's lease
     /// (its tokens stop importing), refused while an importer still maps the block (the
     /// framework's `hipFree` would pull the memory from under it), like Ascend's key close.
     fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
-        self.check_device(device)?;
-        let mut external = self.external_exports();
-        let found = external
-            .iter()
-            .find(|((d, base), e)| *d == device && (*base..*base + e.size as u64).contains(&ptr.0))
-            .map(|(k, e)| (*k, e.clone()));
-        let Some((key, export)) = found else {
-            return Err(Error::invalid_argument(format!(
-                "no block exported with export_external holds {ptr} on device {device}"
-            )));
-        };
-        match held::release_if_unheld(&export.lease, || Ok(()))? {
-            Some(()) => {
-                external.remove(&key);
-                Ok(())
-            }
-            None => Err(Error::invalid_argument(format!(
-                "importers still have the block at {ptr} mapped: close_external (after which \
-                 the framework may free it) must wait until every importer closed it"
-            ))),
-        }
+        self.close_framework_block(device, ptr)
     }
 
     /// HIP has no access control: any process holding the token may import, so granting
@@ -853,64 +765,7 @@ fn mem_mechanism(token: &MemToken) -> Mechanism {
     }
 }
 
-/// The error for an `export_external` of a block whose earlier export (of the other
-/// kind) was never closed: the framework freed and reallocated it under devipc.
-fn stale_external(device: DeviceId, base: u64, was: &str) -> Error {
-    Error::invalid_argument(format!(
-        "the block at {base:#x} on device {device} was exported before as {was} memory and \
-         never closed with close_external: the framework freed it while exported; call \
-         close_external for it first"
-    ))
-}
-
 impl HipBackend {
-    /// `export_external` of VMM memory: the whole allocation at `base` (`size` bytes, as
-    /// the runtime reports it) as a `hip-vmm-fd` token for `range`, its fd exported once
-    /// per block and kept until `close_external`.
-    fn export_external_vmm(
-        &self,
-        device: DeviceId,
-        base: u64,
-        size: usize,
-        range: Range<usize>,
-    ) -> Result<MemToken> {
-        let export = {
-            let mut external = self.external_exports();
-            match external.get(&(device, base)) {
-                Some(e) if e.vmm.is_some() => e.clone(),
-                Some(_) => return Err(stale_external(device, base, "legacy (hipMalloc)")),
-                None => {
-                    let exported =
-                        Arc::new(vmm::export_external(&self.api, self.hip_version, base)?);
-                    let generation = NEXT_EXTERNAL_GENERATION.fetch_add(1, Ordering::Relaxed);
-                    let export = ExternalExport {
-                        size,
-                        generation,
-                        lease: held::create_tagged(generation, exported.identity.tag())?,
-                        vmm: Some(exported),
-                    };
-                    external.insert((device, base), export.clone());
-                    export
-                }
-            }
-        };
-        let exported = export.vmm.as_ref().expect("a VMM export");
-        let payload = VmmPayload {
-            pidfd: true,
-            fd: exported.raw(),
-            identity: exported.identity,
-            lease: *export.lease.name(),
-        };
-        self.mem_token(
-            Mechanism::HipVmmFd,
-            device,
-            payload.encode(),
-            size,
-            range,
-            export.generation,
-        )
-    }
-
     /// `import` (`fd` None: fetched from the exporter with `pidfd_getfd`) and `import_fd`
     /// of a `hip-vmm-fd` token.
     fn import_vmm(

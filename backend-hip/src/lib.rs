@@ -25,6 +25,7 @@
 mod backend;
 mod deferred;
 mod device;
+mod external;
 mod memory;
 mod result;
 pub mod signal;

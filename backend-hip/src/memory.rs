@@ -11,7 +11,6 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use devipc_core::own_memory;
 use devipc_core::token::MemTokenParts;
@@ -23,7 +22,7 @@ use devipc_shm::lease::{Lease, held};
 use crate::backend::HipBackend;
 use crate::device::DeviceScope;
 use crate::result;
-use crate::vmm::{ExportedFd, VmmAlloc, VmmRange};
+use crate::vmm::{VmmAlloc, VmmRange};
 
 /// What the backend keeps for an [`Allocation`].
 #[derive(Debug, Clone)]
@@ -48,26 +47,6 @@ pub(crate) struct MappingRecord {
     /// address), released instead of `hipIpcCloseMemHandle`.
     pub(crate) vmm: Option<Arc<VmmRange>>,
 }
-
-/// An `export_external` of a framework allocation: the lease its importers hold, which
-/// `close_external` ends.
-#[derive(Debug, Clone)]
-pub(crate) struct ExternalExport {
-    pub(crate) size: usize,
-    pub(crate) generation: u64,
-    pub(crate) lease: Arc<Lease>,
-    /// For VMM memory (`hip-vmm-fd`): the fd exported for the block, kept open until
-    /// `close_external` (or the backend's drop).
-    pub(crate) vmm: Option<Arc<ExportedFd>>,
-}
-
-/// Generations of external exports: allocations use their handle's number, framework
-/// memory a number of its own (the lease binds whichever the token carries).
-pub(crate) static NEXT_EXTERNAL_GENERATION: AtomicU64 =
-    AtomicU64::new(NEXT_EXTERNAL_GENERATION_BASE);
-
-/// The first generation of an external export; allocation ids are below it.
-pub(crate) const NEXT_EXTERNAL_GENERATION_BASE: u64 = 1 << 62;
 
 /// What a lease is bound to besides the generation: a hash of the IPC handle it was made
 /// for (FNV-1a; the exporter writes it, so a forger cannot make it match another handle).
@@ -94,47 +73,6 @@ pub(crate) fn free_device_memory(api: &HipApi, record: &AllocRecord) -> Result<(
 }
 
 impl HipBackend {
-    /// `size` bytes on `device` as a framework's own allocator makes them (`hipMalloc`),
-    /// outside devipc's bookkeeping: memory for [`DeviceIpc::export_external`], e.g. to
-    /// exercise that path without a framework (tests, examples). Free it with
-    /// [`HipBackend::framework_free`].
-    ///
-    /// [`DeviceIpc::export_external`]: devipc_core::DeviceIpc::export_external
-    pub fn framework_malloc(&self, device: DeviceId, size: usize) -> Result<DevicePtr> {
-        let dev = self.check_device(device)?;
-        if size == 0 {
-            return Err(Error::invalid_argument("framework_malloc of 0 bytes"));
-        }
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        result::malloc(&self.api, size).map(DevicePtr)
-    }
-
-    /// Frees what [`HipBackend::framework_malloc`] returned (`hipFree`), after ending its
-    /// `export_external` exports (refused while an importer still maps the block).
-    ///
-    /// # Safety
-    /// `ptr` came from `framework_malloc` of this backend on `device`, is not freed yet,
-    /// and no view of it remains in this process.
-    pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
-        let dev = self.check_device(device)?;
-        // A block still exported would be freed under its importers: its exports end
-        // first, which is refused while an importer maps it. Under whatever device the
-        // caller exported it (export_external cannot tell a wrong one).
-        let exported_on: Vec<DeviceId> = self
-            .external_exports()
-            .keys()
-            .filter(|(_, base)| *base == ptr.0)
-            .map(|(d, _)| *d)
-            .collect();
-        for on in exported_on {
-            devipc_core::DeviceIpc::close_external(self, on, ptr)?;
-        }
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        // SAFETY: the caller guarantees a live hipMalloc block nothing uses any more, and
-        // no export of it is left.
-        unsafe { result::free(&self.api, ptr.0) }
-    }
-
     /// `hipFree` for a record already taken out of the table.
     pub(crate) fn release_allocation(&self, record: &AllocRecord) -> Result<()> {
         free_device_memory(&self.api, record)
