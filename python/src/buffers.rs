@@ -11,14 +11,15 @@ use devipc::{ExportOptions, ProcessId, ShareOptions};
 
 use crate::dlpack::{self, Layout, TensorView};
 use crate::errors::{self, to_py};
-use crate::held::{Held, Mem, Slot};
+use crate::held::{Held, Mem};
 use crate::rendezvous::ShareServer;
+use crate::slot::Slot;
 use crate::tokens;
 
 /// What `SharedBuffer` and `ImportedBuffer` have in common.
 #[pyclass(frozen, subclass, module = "devipc._devipc")]
 pub(crate) struct Buffer {
-    pub(crate) slot: Slot,
+    pub(crate) slot: Slot<Held>,
 }
 
 impl Buffer {
@@ -140,7 +141,7 @@ impl Buffer {
     /// `BufferInUseError` while DLPack views of it are alive; a second `close()` does
     /// nothing. Without it, the memory is released when the object and its views are gone.
     fn close(&self) -> PyResult<()> {
-        self.slot.close()
+        self.slot.close_unviewed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -153,7 +154,7 @@ impl Buffer {
         _value: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        self.slot.close()?;
+        self.slot.close_unviewed()?;
         Ok(false)
     }
 

@@ -1,5 +1,6 @@
 //! [`Held`]: the Rust buffer behind a Python buffer object, shared with every DLPack view
-//! of it, and [`Slot`], the Python object's handle on it that `close()` empties.
+//! of it (the Python object holds it in a [`Slot`](crate::slot::Slot), which `close()`
+//! empties).
 //!
 //! A DLPack consumer (a numpy array, a torch tensor) keeps an `Arc<Held>` in its managed
 //! tensor's context, so the memory stays mapped while the view lives, whatever happens to
@@ -8,14 +9,9 @@
 //! without closing it only drops its own reference (the last view then releases the
 //! memory).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
 use dlpark::ffi::{DLDevice, DLDeviceType};
-use pyo3::prelude::*;
 
 use devipc::{BackendKind, DeviceId, ImportedBuffer, SharedBuffer};
-
-use crate::errors::{self, BufferInUseError};
 
 /// The memory a Python buffer object stands for.
 #[derive(Debug)]
@@ -107,62 +103,5 @@ pub(crate) fn dl_device(kind: BackendKind, emulated: bool, device: DeviceId) -> 
         device_type,
         // Device ids are small (bounded by the device count).
         device_id: i32::try_from(device.0).unwrap_or(i32::MAX),
-    }
-}
-
-/// A Python buffer object's reference to its [`Held`]; `None` once closed.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    held: Mutex<Option<Arc<Held>>>,
-    /// How error messages name the object (`"the shared buffer"`).
-    what: &'static str,
-}
-
-impl Slot {
-    /// A slot holding `held`.
-    pub(crate) fn new(held: Held, what: &'static str) -> Slot {
-        Slot {
-            held: Mutex::new(Some(Arc::new(held))),
-            what,
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<Held>>> {
-        // Each critical section is one take or clone: a poisoned lock is consistent.
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The buffer, or [`ClosedError`](crate::errors::ClosedError).
-    pub(crate) fn get(&self) -> PyResult<Arc<Held>> {
-        self.lock().clone().ok_or_else(|| errors::closed(self.what))
-    }
-
-    /// Whether `close()` ran.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.lock().is_none()
-    }
-
-    /// Releases the buffer now; refused while DLPack views of it are alive. Closing twice
-    /// is a no-op.
-    pub(crate) fn close(&self) -> PyResult<()> {
-        let mut held = self.lock();
-        let Some(arc) = held.as_ref() else {
-            return Ok(());
-        };
-        let views = Arc::strong_count(arc) - 1;
-        if views > 0 {
-            return Err(errors::plain::<BufferInUseError>(
-                "buffer_in_use",
-                format!(
-                    "{} is still used by {views} DLPack view(s) (arrays or tensors made with \
-                     from_dlpack, or views not yet consumed): delete them first",
-                    self.what
-                ),
-            ));
-        }
-        let last = held.take();
-        drop(held);
-        drop(last);
-        Ok(())
     }
 }

@@ -15,6 +15,7 @@ mod held;
 mod rendezvous;
 mod runtime;
 mod signal;
+mod slot;
 mod tokens;
 
 /// The extension module.

@@ -1,7 +1,7 @@
 //! The rendezvous over a Unix socket: `SharedBuffer.share(path)` gives a [`ShareServer`];
 //! `Runtime.connect(path)` gives a [`Connected`] (the buffer and the signals).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -9,8 +9,9 @@ use pyo3::types::PyDict;
 
 use devipc::Error;
 
-use crate::errors::{self, to_py};
+use crate::errors::to_py;
 use crate::signal::duration;
+use crate::slot::Slot;
 
 /// How long one slice of `accept` lasts: the longest a Ctrl-C waits to be noticed.
 const SLICE: Duration = Duration::from_millis(100);
@@ -18,25 +19,19 @@ const SLICE: Duration = Duration::from_millis(100);
 /// A socket at which a buffer (and signals) are handed to importers.
 #[pyclass(frozen, module = "devipc._devipc")]
 pub(crate) struct ShareServer {
-    inner: Mutex<Option<Arc<devipc::ShareServer>>>,
+    inner: Slot<devipc::ShareServer>,
 }
 
 impl ShareServer {
     /// Wraps `server`.
     pub(crate) fn new(server: devipc::ShareServer) -> ShareServer {
         ShareServer {
-            inner: Mutex::new(Some(Arc::new(server))),
+            inner: Slot::new(server, "the share server"),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<devipc::ShareServer>>> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn get(&self) -> PyResult<Arc<devipc::ShareServer>> {
-        self.lock()
-            .clone()
-            .ok_or_else(|| errors::closed("the share server"))
+        self.inner.get()
     }
 }
 
@@ -92,8 +87,7 @@ impl ShareServer {
 
     /// Removes the socket and stops serving (importers keep what they imported).
     fn close(&self) {
-        let taken = self.lock().take();
-        drop(taken);
+        self.inner.close();
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

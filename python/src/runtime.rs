@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -12,19 +12,20 @@ use pyo3::types::PyDict;
 use devipc::{BackendKind, ConnectOptions, DeviceId, DevicePtr, ProcessId};
 
 use crate::buffers::{ImportedBuffer, SharedBuffer, export_options};
-use crate::errors::{self, to_py};
+use crate::errors::to_py;
 use crate::held::{Held, Mem};
 use crate::rendezvous::Connected;
 use crate::signal::{Signal, duration};
+use crate::slot::Slot;
 use crate::tokens;
 
 /// A started backend.
 #[pyclass(frozen, module = "devipc._devipc")]
 pub(crate) struct Runtime {
-    inner: Mutex<Option<devipc::Runtime>>,
+    inner: Slot<devipc::Runtime>,
     /// The live blocks of `framework_malloc`, as (device, address), each with the runtime
     /// that frees it (also after `close()`): only those are freed.
-    framework: Mutex<HashMap<(u32, u64), devipc::Runtime>>,
+    framework: Mutex<HashMap<(u32, u64), Arc<devipc::Runtime>>>,
 }
 
 /// `"ascend"` or `"hip"` as a [`BackendKind`].
@@ -35,20 +36,14 @@ fn kind(name: &str) -> PyResult<BackendKind> {
 impl Runtime {
     fn wrap(rt: devipc::Runtime) -> Runtime {
         Runtime {
-            inner: Mutex::new(Some(rt)),
+            inner: Slot::new(rt, "the runtime"),
             framework: Mutex::new(HashMap::new()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<devipc::Runtime>> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The Rust runtime (a clone), or `ClosedError`.
-    pub(crate) fn get(&self) -> PyResult<devipc::Runtime> {
-        self.lock()
-            .clone()
-            .ok_or_else(|| errors::closed("the runtime"))
+    /// The Rust runtime, or `ClosedError`.
+    pub(crate) fn get(&self) -> PyResult<Arc<devipc::Runtime>> {
+        self.inner.get()
     }
 
     fn held(rt: &devipc::Runtime, mem: Mem) -> Held {
@@ -334,14 +329,13 @@ impl Runtime {
     /// process's import is left to this process's exit (as in Rust): close buffers after
     /// their importers did, or keep the runtime, in a long-lived process.
     fn close(&self) {
-        let taken = self.lock().take();
-        drop(taken);
+        self.inner.close();
     }
 
     /// Whether `close()` ran.
     #[getter]
     fn closed(&self) -> bool {
-        self.lock().is_none()
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

@@ -1,7 +1,7 @@
 //! `Signal`: a cross-process binary semaphore. `wait` releases the GIL and waits in short
 //! slices, checking for Ctrl-C (`KeyboardInterrupt`) between them.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -10,6 +10,7 @@ use devipc::{Error, ProcessId};
 
 use crate::buffers::export_options;
 use crate::errors::{self, to_py};
+use crate::slot::Slot;
 use crate::tokens;
 
 /// How long one slice of a wait lasts: the longest a Ctrl-C waits to be noticed.
@@ -18,26 +19,20 @@ const SLICE: Duration = Duration::from_millis(50);
 /// A signal: `notify()` once, and one `wait()` (here or in a peer) returns and resets it.
 #[pyclass(frozen, module = "devipc._devipc")]
 pub(crate) struct Signal {
-    inner: Mutex<Option<Arc<devipc::Signal>>>,
+    inner: Slot<devipc::Signal>,
 }
 
 impl Signal {
     /// Wraps `signal`.
     pub(crate) fn new(signal: devipc::Signal) -> Signal {
         Signal {
-            inner: Mutex::new(Some(Arc::new(signal))),
+            inner: Slot::new(signal, "the signal"),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<devipc::Signal>>> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The signal, or `ClosedError`.
     pub(crate) fn get(&self) -> PyResult<Arc<devipc::Signal>> {
-        self.lock()
-            .clone()
-            .ok_or_else(|| errors::closed("the signal"))
+        self.inner.get()
     }
 }
 
@@ -122,14 +117,13 @@ impl Signal {
     /// Destroys this process's handle now (once same-process imports of it are gone too).
     /// A second `close()` does nothing.
     fn close(&self) {
-        let taken = self.lock().take();
-        drop(taken);
+        self.inner.close();
     }
 
     /// Whether `close()` ran.
     #[getter]
     fn closed(&self) -> bool {
-        self.lock().is_none()
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
