@@ -119,7 +119,9 @@ static CACHES: LazyLock<Mutex<HashMap<String, Weak<ImportCache>>>> =
 impl ImportCache {
     /// The cache shared by every runtime of `backend`'s vendor runtime in this process.
     pub(crate) fn for_backend(backend: &Backend) -> Arc<ImportCache> {
-        let domain = backend.cache_domain();
+        // Keyed by pid too: a child forked while a parent's cache lived gets its own
+        // (the parent's imports are not the child's).
+        let domain = format!("{}:{}", std::process::id(), backend.cache_domain());
         let mut caches = CACHES.lock().unwrap_or_else(|p| p.into_inner());
         caches.retain(|_, w| w.strong_count() > 0);
         if let Some(cache) = caches.get(&domain).and_then(Weak::upgrade) {
@@ -189,8 +191,8 @@ impl ImportCache {
             key: Some(key),
         };
         let mapping = match fd {
-            Some(fd) => rt.inner.backend.import_fd(token, fd, device)?,
-            None => rt.inner.backend.import(token, device)?,
+            Some(fd) => rt.inner.backend()?.import_fd(token, fd, device)?,
+            None => rt.inner.backend()?.import(token, device)?,
         };
         self.vendor_imports.fetch_add(1, Ordering::Relaxed);
         let mapped = Arc::new(Mapped {
@@ -262,6 +264,10 @@ impl Drop for PendingImport<'_> {
 
 impl Drop for Mapped {
     fn drop(&mut self) {
+        if self.rt.inner.is_inherited() {
+            // The parent's import, copied by `fork`: the parent closes it (and its hold).
+            return;
+        }
         let cache = &self.cache;
         let ours = {
             let mut map = cache.lock();
@@ -274,7 +280,7 @@ impl Drop for Mapped {
         };
         // The vendor close runs without the lock; imports of this key wait for it.
         if let Some(mapping) = self.mapping.take()
-            && let Err(e) = self.rt.inner.backend.close(mapping)
+            && let Err(e) = self.rt.inner.raw_backend().close(mapping)
         {
             log::error!("devipc: closing an imported mapping failed: {e}");
             self.rt.inner.release_failed(e);

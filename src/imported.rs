@@ -63,7 +63,7 @@ impl ImportedBuffer {
         device: DeviceId,
         len: usize,
     ) -> Result<ImportedBuffer> {
-        let backend = &rt.inner.backend;
+        let backend = rt.inner.backend()?;
         backend.device_count().and_then(|n| device.check(n))?;
         let view = local_exports::lookup(token)?;
         if device != view.device {
@@ -106,20 +106,23 @@ impl ImportedBuffer {
     /// Copies `src` into the imported memory at `offset`.
     pub fn write(&self, offset: usize, src: &[u8]) -> Result<()> {
         let dst = checked_span(self.ptr, self.len, offset, src.len())?;
+        let io = self.io()?;
         // SAFETY: the span lies inside this view, which was checked against the mapped
         // object's real size when it was made, and `source` keeps the object mapped.
-        unsafe { self.io().write(dst, src) }
+        unsafe { io.write(dst, src) }
     }
 
     /// Copies imported bytes at `offset` into `dst`.
     pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         let src = checked_span(self.ptr, self.len, offset, dst.len())?;
+        let io = self.io()?;
         // SAFETY: as in `write`.
-        unsafe { self.io().read(src, dst) }
+        unsafe { io.read(src, dst) }
     }
 
     /// The backend that mapped the memory, which copies to and from it.
-    fn io(&self) -> &crate::raw::Backend {
-        &self.rt.inner.backend
+    /// Refused in a child forked after the import was made.
+    fn io(&self) -> Result<&crate::raw::Backend> {
+        self.rt.inner.backend()
     }
 }

@@ -13,9 +13,9 @@ use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 
 use devipc_core::{
-    AllocateOptions, BackendAttempt, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr,
-    Error, ExportOptions, ExportedFrom, Mechanism, MemToken, PhysicalDevice, ProcessId, Result,
-    SignalToken, TokenOrigin,
+    AllocateOptions, BackendAttempt, BackendInfo, BackendKind, Birth, DeviceId, DeviceIpc,
+    DevicePtr, Error, ExportOptions, ExportedFrom, Mechanism, MemToken, PhysicalDevice, ProcessId,
+    Result, SignalToken, TokenOrigin,
 };
 
 use crate::import_cache::ImportCache;
@@ -35,7 +35,11 @@ pub struct Runtime {
 /// What every clone of a [`Runtime`] shares.
 #[derive(Debug)]
 pub(crate) struct RuntimeInner {
-    pub(crate) backend: Backend,
+    /// The backend; reached through [`RuntimeInner::backend`], which refuses it in a
+    /// forked child. Released only in the process that started it (see `Drop`).
+    owned_backend: Option<Backend>,
+    /// The process that started the runtime ([`devipc_core::fork`]).
+    birth: Birth,
     /// This process as tokens name it (the backend's process id; Ascend: bare tgid).
     pub(crate) origin: TokenOrigin,
     /// Live imports of this vendor runtime in this process, shared between importers of
@@ -160,21 +164,31 @@ impl Runtime {
             inner: Arc::new(RuntimeInner {
                 origin: TokenOrigin::current(pid),
                 imports: ImportCache::for_backend(&backend),
-                backend,
+                owned_backend: Some(backend),
+                birth: Birth::here(),
                 release_errors: Mutex::default(),
             }),
         }
     }
 
     /// The raw backend, for calls the safe API does not wrap (see [`raw`](crate::raw) for
-    /// that layer's contract).
+    /// that layer's contract). In a child forked after the runtime started, the safe API
+    /// refuses the runtime ([`Error::InheritedAcrossFork`]); the raw backend is left to the
+    /// vendor runtime, which refuses a context inherited across `fork` as well.
     pub fn backend(&self) -> &Backend {
-        &self.inner.backend
+        self.inner.raw()
+    }
+
+    /// Whether this runtime was started by the calling process, not inherited from the
+    /// parent of a `fork` (see [`devipc_core::fork`]). An inherited runtime refuses every
+    /// call with [`Error::InheritedAcrossFork`] and releases nothing when dropped.
+    pub fn is_usable_here(&self) -> bool {
+        !self.inner.birth.is_inherited()
     }
 
     /// Kind, library source, version and capabilities of the backend.
     pub fn info(&self) -> &BackendInfo {
-        self.inner.backend.info()
+        self.inner.raw().info()
     }
 
     /// The id peers must [`grant`](crate::SharedBuffer::grant) so this process may import
@@ -185,7 +199,7 @@ impl Runtime {
 
     /// Number of devices visible to this process.
     pub fn device_count(&self) -> Result<u32> {
-        self.inner.backend.device_count()
+        self.inner.backend()?.device_count()
     }
 
     // ---- Memory: allocate and export here, import a peer's export ----
@@ -193,7 +207,7 @@ impl Runtime {
     /// Allocates `size` bytes of exportable memory on `device`, made the backend's
     /// default way for its runtime (HIP: `hipMalloc`, shared as `hip-ipc-mem`).
     pub fn allocate(&self, device: DeviceId, size: usize) -> Result<SharedBuffer> {
-        let alloc = self.inner.backend.allocate(device, size)?;
+        let alloc = self.inner.backend()?.allocate(device, size)?;
         Ok(SharedBuffer::new(self, alloc))
     }
 
@@ -206,7 +220,7 @@ impl Runtime {
         size: usize,
         opts: AllocateOptions,
     ) -> Result<SharedBuffer> {
-        let alloc = self.inner.backend.allocate_with(device, size, opts)?;
+        let alloc = self.inner.backend()?.allocate_with(device, size, opts)?;
         Ok(SharedBuffer::new(self, alloc))
     }
 
@@ -219,7 +233,10 @@ impl Runtime {
         len: usize,
         opts: ExportOptions,
     ) -> Result<MemToken> {
-        let token = self.inner.backend.export_external(device, ptr, len, opts)?;
+        let token = self
+            .inner
+            .backend()?
+            .export_external(device, ptr, len, opts)?;
         let object_base = DevicePtr(ptr.0.wrapping_sub(token.offset()));
         local_exports::register(
             &token,
@@ -234,7 +251,7 @@ impl Runtime {
     /// framework frees the block. From then on the block's tokens no longer import in
     /// this process either (they would name whatever the framework puts there next).
     pub fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
-        self.inner.backend.close_external(device, ptr)?;
+        self.inner.backend()?.close_external(device, ptr)?;
         local_exports::forget_external(device, ptr);
         Ok(())
     }
@@ -243,7 +260,7 @@ impl Runtime {
     /// `aclrtMalloc`), for [`Runtime::export_external`] without a framework (tests,
     /// examples); see [`Backend::framework_malloc`](crate::raw::Backend::framework_malloc).
     pub fn framework_malloc(&self, device: DeviceId, size: usize) -> Result<DevicePtr> {
-        self.inner.backend.framework_malloc(device, size)
+        self.inner.backend()?.framework_malloc(device, size)
     }
 
     /// Frees what [`Runtime::framework_malloc`] returned, after ending its external exports
@@ -253,15 +270,16 @@ impl Runtime {
     /// `ptr` came from `framework_malloc` of this runtime on `device`, is not freed yet,
     /// and no view of it remains in this process.
     pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        let backend = self.inner.backend()?;
         // SAFETY: the caller's guarantee, passed on.
-        unsafe { self.inner.backend.framework_free(device, ptr) }?;
+        unsafe { backend.framework_free(device, ptr) }?;
         local_exports::forget_external(device, ptr);
         Ok(())
     }
 
     /// Lets `peers` import `token` (see [`SharedBuffer::grant`]).
     pub fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
-        self.inner.backend.grant(token, peers)
+        self.inner.backend()?.grant(token, peers)
     }
 
     /// The physical identity of this process's `device`: what its tokens carry (HIP: PCI
@@ -269,7 +287,7 @@ impl Runtime {
     /// are `None`). The same device has the same identity in every process of the host,
     /// whatever visibility mask each runs under.
     pub fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
-        self.inner.backend.physical_device(device)
+        self.inner.backend()?.physical_device(device)
     }
 
     /// This process's index of the device `token` was exported from, found by the
@@ -313,7 +331,7 @@ impl Runtime {
                 ),
             ));
         }
-        self.inner.backend.device_of_physical(physical)
+        self.inner.backend()?.device_of_physical(physical)
     }
 
     /// Maps `token`'s memory on this process's index of the exporter's own device (see
@@ -388,8 +406,10 @@ impl Runtime {
         self.inner.imports.vendor_imports()
     }
 
-    /// Refuses a token of another backend kind than this runtime's.
+    /// Refuses a token of another backend kind than this runtime's, and a runtime
+    /// inherited across `fork`.
     fn check_backend(&self, backend: BackendKind, mechanism: Mechanism) -> Result<()> {
+        self.inner.backend()?;
         let kind = self.info().kind;
         if backend != kind {
             return Err(Error::BackendMismatch {
@@ -404,7 +424,7 @@ impl Runtime {
 
     /// Creates an exportable signal on `device`.
     pub fn create_signal(&self, device: DeviceId) -> Result<Signal> {
-        let handle = self.inner.backend.create_signal(device)?;
+        let handle = self.inner.backend()?.create_signal(device)?;
         Ok(Signal::new(self, handle))
     }
 
@@ -416,12 +436,12 @@ impl Runtime {
         if token.origin() == self.inner.origin {
             // The checks the vendor import would make, before sharing the local handle.
             self.inner
-                .backend
+                .backend()?
                 .device_count()
                 .and_then(|n| device.check(n))?;
             return Signal::local(token);
         }
-        let handle = self.inner.backend.import_signal(token, device)?;
+        let handle = self.inner.backend()?.import_signal(token, device)?;
         Ok(Signal::new(self, handle))
     }
 
@@ -454,7 +474,45 @@ impl Runtime {
     }
 }
 
+impl Drop for RuntimeInner {
+    fn drop(&mut self) {
+        if self.birth.is_inherited() {
+            // A forked child's copy: the backend's vendor context, reaper thread and
+            // exports are the parent's. Releasing them here would free or close the
+            // parent's objects (or join a thread that does not exist in this process);
+            // the copy goes with the child.
+            std::mem::forget(self.owned_backend.take());
+        }
+    }
+}
+
 impl RuntimeInner {
+    /// The backend, refused in a child forked after the runtime started: the vendor
+    /// context, the leases and the identity tokens carry are the parent's.
+    pub(crate) fn backend(&self) -> Result<&Backend> {
+        self.birth
+            .check("this Runtime (and every buffer and signal made from it)")?;
+        Ok(self.raw())
+    }
+
+    /// The backend, unchecked: for `info`, the raw layer's own contract and releases in
+    /// `Drop` (which check [`RuntimeInner::is_inherited`] first).
+    pub(crate) fn raw_backend(&self) -> &Backend {
+        self.raw()
+    }
+
+    fn raw(&self) -> &Backend {
+        self.owned_backend
+            .as_ref()
+            .expect("the backend is present until the runtime drops")
+    }
+
+    /// Whether the calling process inherited this runtime across `fork`: then objects
+    /// made from it let go without releasing anything (the parent owns them).
+    pub(crate) fn is_inherited(&self) -> bool {
+        self.birth.is_inherited()
+    }
+
     /// Refuses a token produced on another booted host: device memory and signals are
     /// shared between processes of one node only, and the vendor would fail on it with a
     /// less helpful error (or, worse, name an unrelated object).

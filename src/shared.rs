@@ -32,8 +32,12 @@ impl Owned {
 
 impl Drop for Owned {
     fn drop(&mut self) {
+        if self.rt.inner.is_inherited() {
+            // The parent's allocation, copied by `fork`: the parent frees it.
+            return;
+        }
         if let Some(alloc) = self.alloc.take()
-            && let Err(e) = self.rt.inner.backend.free(alloc)
+            && let Err(e) = self.rt.inner.raw_backend().free(alloc)
         {
             log::error!("devipc: freeing a shared buffer failed: {e}");
             self.rt.inner.release_failed(e);
@@ -98,7 +102,7 @@ impl SharedBuffer {
             .owned
             .rt
             .inner
-            .backend
+            .backend()?
             .export(alloc, range.clone(), opts)?;
         // Token offsets count from the exported object's start; ours is `range.start`.
         let object_base = DevicePtr(
@@ -127,14 +131,18 @@ impl SharedBuffer {
     pub fn write(&self, offset: usize, src: &[u8]) -> Result<()> {
         let dst = checked_span(self.ptr(), self.len(), offset, src.len())?;
         // SAFETY: the span lies inside this buffer's allocation, which `self` keeps alive.
-        unsafe { self.owned.rt.inner.backend.write(dst, src) }
+        let backend = self.owned.rt.inner.backend()?;
+        // SAFETY: as above.
+        unsafe { backend.write(dst, src) }
     }
 
     /// Copies bytes at `offset` out of the buffer into `dst`.
     pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         let src = checked_span(self.ptr(), self.len(), offset, dst.len())?;
         // SAFETY: as in `write`.
-        unsafe { self.owned.rt.inner.backend.read(src, dst) }
+        let backend = self.owned.rt.inner.backend()?;
+        // SAFETY: as in `write`.
+        unsafe { backend.read(src, dst) }
     }
 }
 

@@ -28,8 +28,12 @@ struct SignalInner {
 
 impl Drop for SignalInner {
     fn drop(&mut self) {
+        if self.rt.inner.is_inherited() {
+            // The parent's signal, copied by `fork`: the parent destroys it.
+            return;
+        }
         if let Some(handle) = self.handle.take()
-            && let Err(e) = self.rt.inner.backend.destroy_signal(handle)
+            && let Err(e) = self.rt.inner.raw_backend().destroy_signal(handle)
         {
             log::error!("devipc: destroying a signal failed: {e}");
             self.rt.inner.release_failed(e);
@@ -99,7 +103,11 @@ impl Signal {
 
     /// Exports it as a token for a peer.
     pub fn export(&self, opts: ExportOptions) -> Result<SignalToken> {
-        let token = self.rt().inner.backend.export_signal(self.handle(), opts)?;
+        let token = self
+            .rt()
+            .inner
+            .backend()?
+            .export_signal(self.handle(), opts)?;
         let mut local = local_signals();
         local.retain(|_, w| w.strong_count() > 0);
         local.insert(token.identity(), Arc::downgrade(&self.inner));
@@ -108,7 +116,7 @@ impl Signal {
 
     /// Allows `peers` to import `token`.
     pub fn grant(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
-        self.rt().inner.backend.grant_signal(token, peers)
+        self.rt().inner.backend()?.grant_signal(token, peers)
     }
 
     /// Raises the signal after the work queued so far on the default stream.
@@ -122,7 +130,7 @@ impl Signal {
     /// `unsafe` constructor ([`RawStream::from_ptr`]), whose caller promised a live stream
     /// of this runtime on the signal's device.
     pub fn notify_on(&self, stream: RawStream) -> Result<()> {
-        self.rt().inner.backend.notify(self.handle(), stream)
+        self.rt().inner.backend()?.notify(self.handle(), stream)
     }
 
     /// Blocks until the signal is raised, then resets it. `None` waits forever; a
@@ -142,7 +150,10 @@ impl Signal {
 
     /// As [`Signal::wait`], and orders `stream`'s later work after the notifier's.
     pub fn wait_on(&self, stream: RawStream, timeout: Option<Duration>) -> Result<()> {
-        self.rt().inner.backend.wait(self.handle(), stream, timeout)
+        self.rt()
+            .inner
+            .backend()?
+            .wait(self.handle(), stream, timeout)
     }
 }
 

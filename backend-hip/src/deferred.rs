@@ -21,6 +21,11 @@
 //!
 //! A backend dropped while importers still hold its memory (typically: the exporting
 //! process exits) leaves the memory to the runtime's process teardown.
+//!
+//! A child `fork`ed from the exporter inherits a copy of this state but not the reaper
+//! thread (threads do not survive `fork`): the deferred frees, their leases and the
+//! thread are the parent's, so in a child nothing here starts, joins, frees or removes
+//! anything ([`Birth`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,7 +33,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use devipc_core::protection::{self, Protection};
-use devipc_core::{Error, HandleId, Result};
+use devipc_core::{Birth, Error, HandleId, Result};
 use devipc_hip_sys::HipApi;
 use devipc_shm::lease::{Lease, held};
 
@@ -44,6 +49,8 @@ pub const POLL: Duration = Duration::from_millis(200);
 pub(crate) struct Deferred {
     shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The process whose reaper `thread` is (and whose records these are).
+    birth: Birth,
 }
 
 /// What the backend and its reaper thread share.
@@ -165,6 +172,7 @@ impl Deferred {
                 stop: AtomicBool::new(false),
             }),
             thread: Mutex::new(None),
+            birth: Birth::here(),
         }
     }
 
@@ -173,7 +181,9 @@ impl Deferred {
         let mut state = lock(&self.shared.state);
         state.records.push(record);
         state.outstanding += 1;
-        if state.running || self.shared.stop.load(Ordering::SeqCst) {
+        // In a forked child, `running` is the parent's reaper, which does not exist here;
+        // the child never frees the parent's memory, so no reaper is started either.
+        if state.running || self.shared.stop.load(Ordering::SeqCst) || self.birth.is_inherited() {
             return;
         }
         let shared = self.shared.clone();
@@ -193,8 +203,12 @@ impl Deferred {
         }
     }
 
-    /// Stops the reaper and waits for it to leave.
+    /// Stops the reaper and waits for it to leave (in the process that started it; a
+    /// forked child's copy of the handle names a thread of its parent).
     fn stop(&self) {
+        if self.birth.is_inherited() {
+            return;
+        }
         self.shared.stop.store(true, Ordering::SeqCst);
         let leases: Vec<Arc<Lease>> = lock(&self.shared.state)
             .records
@@ -251,6 +265,9 @@ impl HipBackend {
     /// holders' liveness); returns how many it freed. The reaper thread does this by
     /// itself; this is for callers that want it done now.
     pub fn reap_deferred(&self) -> Result<usize> {
+        self.deferred
+            .birth
+            .check("this HIP backend's deferred frees")?;
         match self.deferred.shared.pass(true) {
             (freed, None) => Ok(freed),
             (_, Some(e)) => Err(e),
@@ -265,6 +282,10 @@ impl HipBackend {
     /// At drop: stops the reaper, frees what nobody holds, forgets the rest (the
     /// process's teardown releases its memory) and removes their leases.
     pub(crate) fn drop_deferred(&self) {
+        if self.deferred.birth.is_inherited() {
+            // The parent's deferred frees and leases: its to finish.
+            return;
+        }
         self.deferred.stop();
         if let Err(e) = self.reap_deferred() {
             log::error!("devipc-hip: freeing deferred allocations failed: {e}");

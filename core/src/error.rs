@@ -254,6 +254,23 @@ pub enum Error {
         id: u64,
     },
 
+    /// An object made by one process was used in a child it `fork`ed (see
+    /// [`fork`](crate::fork)): the child must open its own runtime.
+    #[error(
+        "{what} was made by process {creator} and inherited by its forked child {current}, \
+         which cannot use it (vendor runtimes refuse a context inherited across fork, and \
+         devipc's leases and tokens name the parent): open a new Runtime in the child, or \
+         start children with the 'spawn' or 'forkserver' method"
+    )]
+    InheritedAcrossFork {
+        /// What was used, e.g. `this Runtime`.
+        what: &'static str,
+        /// The pid of the process that made it.
+        creator: u32,
+        /// The pid of the child that tried to use it.
+        current: u32,
+    },
+
     /// A blocking operation did not complete in time.
     ///
     /// `after` is the time devipc actually waited, measured (see [`Error::timed_out`]),
@@ -327,7 +344,7 @@ impl Error {
     /// A stable name of the variant, for reports and logs: `library_not_found`,
     /// `missing_symbol`, `vendor`, `no_backend_started`, `config`, `invalid_token`,
     /// `backend_mismatch`, `unsupported`, `invalid_device`, `device_not_visible`,
-    /// `invalid_argument`, `unknown_handle`, `timeout`, `io`.
+    /// `invalid_argument`, `unknown_handle`, `inherited_across_fork`, `timeout`, `io`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::LibraryNotFound { .. } => "library_not_found",
@@ -342,6 +359,7 @@ impl Error {
             Error::DeviceNotVisible { .. } => "device_not_visible",
             Error::InvalidArgument { .. } => "invalid_argument",
             Error::UnknownHandle { .. } => "unknown_handle",
+            Error::InheritedAcrossFork { .. } => "inherited_across_fork",
             Error::Timeout { .. } => "timeout",
             Error::Io { .. } => "io",
         }

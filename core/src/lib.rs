@@ -10,6 +10,7 @@
 #![deny(unsafe_code)]
 
 pub mod error;
+pub mod fork;
 pub mod handle_table;
 pub mod identity;
 pub mod ids;
@@ -21,6 +22,7 @@ pub mod token;
 pub mod traits;
 
 pub use error::{BackendAttempt, Error, LoadAttempt, Result};
+pub use fork::Birth;
 pub use handle_table::{HandleTable, Pinned};
 pub use identity::HostIdentity;
 pub use ids::{

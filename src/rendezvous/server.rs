@@ -696,7 +696,7 @@ impl ShareServer {
         }
         self.runtime().grant(&self.token, &[pid])?;
         for (rt, token) in &self.signals {
-            rt.inner.backend.grant_signal(token, &[pid])?;
+            rt.inner.backend()?.grant_signal(token, &[pid])?;
         }
         Ok(())
     }

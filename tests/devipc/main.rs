@@ -24,6 +24,9 @@ mod ascend_lifetime;
 mod bounds;
 #[cfg(all(feature = "ascend", feature = "hip", feature = "emulator"))]
 mod first_errors;
+// Forks a child with a runtime of each emulated backend.
+#[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
+mod fork;
 #[cfg(all(feature = "emulator", feature = "hip"))]
 mod hip_lifetime;
 #[cfg(all(feature = "emulator", feature = "hip"))]

@@ -1,0 +1,300 @@
+//! `fork` without `exec` after a runtime started (Python's default start method on Linux
+//! before 3.14), with real processes on both emulated backends:
+//!
+//! - the child's use of anything it inherited (the runtime, a buffer, an import, a
+//!   signal) is refused with `Error::InheritedAcrossFork`, and dropping it there releases
+//!   nothing of the parent's;
+//! - a fresh runtime in the child works and names the child, not the parent, in its
+//!   tokens; it imports the parent's exports as any other process does;
+//! - the child's own leases never take the parent's entries: the parent's free still
+//!   waits for the child's import (HIP defers the free, Ascend refuses `framework_free`),
+//!   and completes once the child is gone; the emulator records no violation.
+//!
+//! The fork happens in a testkit child (this binary re-run), so libtest's other threads
+//! are not copied into the forked process.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use devipc::raw::Backend;
+use devipc::{BackendKind, DeviceId, Error, ExportOptions, MemToken, Runtime};
+use devipc_testkit::{Child, Parent, TestRoot, child_entry};
+
+const LEN: usize = 64 << 10;
+
+#[test]
+fn child_role() {
+    devipc_testkit::run_child(|role, parent| {
+        let kind = match role {
+            "forker-hip" => BackendKind::Hip,
+            "forker-ascend" => BackendKind::Ascend,
+            other => return Err(format!("unknown role {other}")),
+        };
+        forker(kind, parent).map_err(|e| format!("{role}: {e}"))
+    });
+}
+
+#[test]
+fn hip_a_forked_child_refuses_inherited_objects_and_works_with_its_own_runtime() {
+    run(BackendKind::Hip);
+}
+
+#[test]
+fn ascend_a_forked_child_refuses_inherited_objects_and_works_with_its_own_runtime() {
+    run(BackendKind::Ascend);
+}
+
+fn run(kind: BackendKind) {
+    let root = TestRoot::new(&format!("fork-{kind}"));
+    let role = match kind {
+        BackendKind::Hip => "forker-hip",
+        _ => "forker-ascend",
+    };
+    let mut child = Child::spawn(&child_entry(), role, &root, &[]);
+    assert_eq!(child.expect("done"), "ok");
+    child.wait_success();
+    root.assert_emulator_clean();
+}
+
+fn pattern(seed: u8) -> Vec<u8> {
+    (0..4096u32)
+        .map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed))
+        .collect()
+}
+
+fn e2s(e: Error) -> String {
+    format!("{} ({})", e, e.kind())
+}
+
+/// Runs in the testkit child: sets up a runtime, forks, and checks both sides.
+fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
+    let rt = Runtime::emulated(kind).map_err(e2s)?;
+    let buf = rt.allocate(DeviceId(0), LEN).map_err(e2s)?;
+    buf.write(0, &pattern(1)).map_err(e2s)?;
+    let token = buf.export(ExportOptions::any_process()).map_err(e2s)?;
+    let block = rt.framework_malloc(DeviceId(0), LEN).map_err(e2s)?;
+    let external = rt
+        .export_external(DeviceId(0), block, LEN, ExportOptions::any_process())
+        .map_err(e2s)?;
+    let signal = rt.create_signal(DeviceId(0)).map_err(e2s)?;
+
+    let (mut to_child, child_end) = UnixStream::pair().map_err(|e| e.to_string())?;
+    // SAFETY: this process runs one test thread (libtest's main thread waits for it);
+    // the child only runs devipc calls and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        drop(to_child);
+        let code = in_child(kind, &rt, &buf, &token, &external, &signal, child_end);
+        // Everything inherited is dropped on the way out (by `in_child`'s caller frame
+        // now): it must release nothing of the parent's.
+        drop((rt, buf, signal));
+        // SAFETY: ends the forked child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) }
+    }
+    drop(child_end);
+    let mut from_child = BufReader::new(to_child.try_clone().map_err(|e| e.to_string())?);
+    let mut line = String::new();
+    from_child.read_line(&mut line).map_err(|e| e.to_string())?;
+    let report = line.trim_end();
+    if report != "holding" {
+        reap(pid);
+        return Err(format!("the forked child reported: {report:?}"));
+    }
+
+    // After the fork, the parent exports `other`; the child imports it and only then
+    // exports a buffer of its own: had the child taken its lease entry from its copy of
+    // the parent's table bookkeeping, both leases would share one entry, and the child's
+    // new lease would reset the count that holds `other`.
+    let other = rt.allocate(DeviceId(0), LEN).map_err(e2s)?;
+    other.write(0, &pattern(3)).map_err(e2s)?;
+    let other_token = other.export(ExportOptions::any_process()).map_err(e2s)?;
+    to_child
+        .write_all(format!("{}\n", other_token.to_text()).as_bytes())
+        .map_err(|e| e.to_string())?;
+    line.clear();
+    from_child.read_line(&mut line).map_err(|e| e.to_string())?;
+    if line.trim_end() != "holding other" {
+        reap(pid);
+        return Err(format!("the forked child reported: {:?}", line.trim_end()));
+    }
+
+    // The child holds imports of `buf`, `other` and the external block. The parent's
+    // frees must wait for it (HIP defers, checked past the reaper's liveness pass), and
+    // `framework_free` of the block is refused.
+    drop((buf, other));
+    if let Backend::Hip(hip) = rt.backend() {
+        std::thread::sleep(Duration::from_millis(600));
+        if hip.deferred_frees() != 2 {
+            return Err(format!(
+                "the parent's frees did not wait for its forked child's imports: {} of 2 \
+                 deferred",
+                hip.deferred_frees()
+            ));
+        }
+    }
+    // SAFETY: `block` came from framework_malloc of `rt` on device 0 and no view of it
+    // remains in this process.
+    if unsafe { rt.framework_free(DeviceId(0), block) }.is_ok() {
+        return Err("framework_free went through under the child's import".into());
+    }
+    // The parent's signal still works.
+    signal.notify().map_err(e2s)?;
+    signal.wait(Some(Duration::from_secs(5))).map_err(e2s)?;
+
+    to_child.write_all(b"go\n").map_err(|e| e.to_string())?;
+    let status = reap(pid);
+    if status != 0 {
+        let mut rest = String::new();
+        let _ = from_child.read_to_string(&mut rest);
+        return Err(format!("the forked child exited with {status}: {rest}"));
+    }
+    // With the child gone, the deferred free runs and the block can be freed.
+    if let Backend::Hip(hip) = rt.backend() {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while hip.deferred_frees() != 0 {
+            if Instant::now() > deadline {
+                return Err("the deferred free never ran after the child left".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        // SAFETY: as above; refused frees left the block allocated.
+        match unsafe { rt.framework_free(DeviceId(0), block) } {
+            Ok(()) => break,
+            Err(e) if Instant::now() > deadline => {
+                return Err(format!(
+                    "framework_free still refused after the child left: {e}"
+                ));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    drop((signal, rt));
+    parent.say("done", "ok");
+    Ok(())
+}
+
+/// Waits for the forked child; its exit code, or 128 + signal.
+fn reap(pid: libc::pid_t) -> i32 {
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    }
+}
+
+/// The forked child's checks; reports "holding" (or what failed) to `parent`, holds its
+/// imports until the parent writes a line, returns the exit code.
+fn in_child(
+    kind: BackendKind,
+    rt: &Runtime,
+    buf: &devipc::SharedBuffer,
+    token: &MemToken,
+    external: &MemToken,
+    signal: &devipc::Signal,
+    parent: UnixStream,
+) -> i32 {
+    let Ok(mut report) = parent.try_clone() else {
+        return 2;
+    };
+    let mut go = BufReader::new(parent);
+    let result = child_checks(kind, rt, buf, token, external, signal).and_then(|held| {
+        let _ = report.write_all(b"holding\n");
+        let (own, mut views) = held;
+        let mut line = String::new();
+        let _ = go.read_line(&mut line);
+        let other: MemToken = line.trim_end().parse().map_err(e2s)?;
+        let view = own.import(&other, DeviceId(0)).map_err(e2s)?;
+        let mut got = vec![0u8; 4096];
+        view.read(0, &mut got).map_err(e2s)?;
+        if got != pattern(3) {
+            return Err("the child read other bytes than the parent wrote".into());
+        }
+        views.push(view);
+        // Now a buffer of its own, exported (a lease of its own), and its tokens name
+        // this process.
+        let mine = own.allocate(DeviceId(0), LEN).map_err(e2s)?;
+        let mine_token = mine.export(ExportOptions::any_process()).map_err(e2s)?;
+        if mine_token.origin().pid.0 != std::process::id() || mine_token.origin() == other.origin()
+        {
+            return Err(format!(
+                "the child's token names {:?}, not the child (pid {}); the parent's is {:?}",
+                mine_token.origin(),
+                std::process::id(),
+                other.origin()
+            ));
+        }
+        Ok((own, mine, views))
+    });
+    match result {
+        Ok(held) => {
+            let _ = report.write_all(b"holding other\n");
+            let mut line = String::new();
+            let _ = go.read_line(&mut line);
+            drop(held);
+            0
+        }
+        Err(e) => {
+            let _ = report.write_all(format!("{}\n", e.replace('\n', " ")).as_bytes());
+            1
+        }
+    }
+}
+
+/// What the child keeps while the parent checks its frees wait: its runtime and imports.
+type Held = (Runtime, Vec<devipc::ImportedBuffer>);
+
+fn child_checks(
+    kind: BackendKind,
+    rt: &Runtime,
+    buf: &devipc::SharedBuffer,
+    token: &MemToken,
+    external: &MemToken,
+    signal: &devipc::Signal,
+) -> Result<Held, String> {
+    let inherited = |what: &str, r: Result<(), Error>| match r {
+        Err(Error::InheritedAcrossFork {
+            creator, current, ..
+        }) if current == std::process::id() && creator != current => Ok(()),
+        Err(e) => Err(format!(
+            "{what}: expected inherited_across_fork, got {}",
+            e2s(e)
+        )),
+        Ok(()) => Err(format!("{what}: an inherited object worked in the child")),
+    };
+    let mut scratch = [0u8; 16];
+    if rt.is_usable_here() {
+        return Err("the inherited runtime says it is usable here".into());
+    }
+    inherited("allocate", rt.allocate(DeviceId(0), LEN).map(drop))?;
+    inherited("export", buf.export(ExportOptions::any_process()).map(drop))?;
+    inherited("read", buf.read(0, &mut scratch))?;
+    inherited("write", buf.write(0, &scratch))?;
+    inherited("import", rt.import(token, DeviceId(0)).map(drop))?;
+    inherited("create_signal", rt.create_signal(DeviceId(0)).map(drop))?;
+    inherited("notify", signal.notify())?;
+
+    // A runtime of its own works.
+    let own = Runtime::emulated(kind).map_err(e2s)?;
+    if !own.is_usable_here() {
+        return Err("a fresh runtime says it is not usable here".into());
+    }
+    // It imports the parent's exports as any other process does.
+    let view = own.import(token, DeviceId(0)).map_err(e2s)?;
+    let mut got = vec![0u8; 4096];
+    view.read(0, &mut got).map_err(e2s)?;
+    if got != pattern(1) {
+        return Err("the child read other bytes than the parent wrote".into());
+    }
+    let ext_view = own.import(external, DeviceId(0)).map_err(e2s)?;
+    Ok((own, vec![view, ext_view]))
+}
