@@ -18,8 +18,9 @@ use devipc_ascend_sys::codes::{ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_NO_DEVICE
 use devipc_ascend_sys::{AclApi, error_name};
 use devipc_core::DeviceIpc;
 use devipc_core::{
-    BackendInfo, BackendKind, Capabilities, DeviceId, DeviceUuid, Error, HandleTable, HostIdentity,
-    Mechanism, PhysicalDevice, PhysicalDeviceCache, ProcessId, Result, RuntimeVersion, TokenOrigin,
+    BackendInfo, BackendKind, Birth, Capabilities, DeviceId, DeviceUuid, Error, HandleTable,
+    HostIdentity, Mechanism, PhysicalDevice, PhysicalDeviceCache, ProcessId, Result,
+    RuntimeVersion, TokenOrigin,
 };
 
 use crate::device::DeviceScope;
@@ -408,13 +409,18 @@ fn capabilities(api: &AclApi, device_count: u32) -> Capabilities {
     caps
 }
 
-/// Live devipc backends per loaded runtime (keyed by the address of its `aclFinalize`),
-/// and whether devipc's `aclInit` initialised ACL there. See [`AscendBackend`].
+/// Live devipc backends per loaded runtime (keyed by the address of its `aclFinalize`)
+/// and process, and whether devipc's `aclInit` initialised ACL there. See
+/// [`AscendBackend`]. A child `fork`ed from a process with a live backend inherits its
+/// entries, which are not its own: it initialises ACL afresh and never finalizes for the
+/// parent.
 static ACL_INITS: Mutex<Vec<InitEntry>> = Mutex::new(Vec::new());
 
 #[derive(Debug)]
 struct InitEntry {
     runtime: usize,
+    /// The process this entry belongs to (a forked child's copy names its parent).
+    pid: u32,
     live: usize,
     devipc_initialized: bool,
     /// A backend left something open that `aclFinalize` could tear down (see
@@ -422,11 +428,13 @@ struct InitEntry {
     pinned: bool,
 }
 
-/// One backend's hold on the process-wide ACL initialisation; released on drop.
+/// One backend's hold on the process-wide ACL initialisation; released on drop (in the
+/// process that took it).
 #[derive(Debug)]
 struct AclInit {
     api: Arc<AclApi>,
     runtime: usize,
+    birth: Birth,
 }
 
 impl AclInit {
@@ -434,7 +442,10 @@ impl AclInit {
     /// accepting `ACL_ERROR_REPEAT_INITIALIZE`.
     fn acquire(api: &Arc<AclApi>) -> Result<AclInit> {
         let runtime = api.aclFinalize as usize;
+        let birth = Birth::here();
         let mut inits = lock(&ACL_INITS);
+        // A parent's entries, inherited across fork, are forgotten (never finalized here).
+        inits.retain(|e| e.pid == birth.pid());
         if let Some(entry) = inits.iter_mut().find(|e| e.runtime == runtime) {
             entry.live += 1;
         } else {
@@ -442,6 +453,7 @@ impl AclInit {
             let devipc_initialized = result::init(api)?;
             inits.push(InitEntry {
                 runtime,
+                pid: birth.pid(),
                 live: 1,
                 devipc_initialized,
                 pinned: false,
@@ -450,6 +462,7 @@ impl AclInit {
         Ok(AclInit {
             api: Arc::clone(api),
             runtime,
+            birth,
         })
     }
 
@@ -459,7 +472,7 @@ impl AclInit {
     fn keep_initialized(&self) {
         if let Some(entry) = lock(&ACL_INITS)
             .iter_mut()
-            .find(|e| e.runtime == self.runtime)
+            .find(|e| e.runtime == self.runtime && e.pid == self.birth.pid())
         {
             entry.pinned = true;
         }
@@ -468,7 +481,7 @@ impl AclInit {
     fn devipc_initialized(&self) -> bool {
         lock(&ACL_INITS)
             .iter()
-            .any(|e| e.runtime == self.runtime && e.devipc_initialized)
+            .any(|e| e.runtime == self.runtime && e.pid == self.birth.pid() && e.devipc_initialized)
     }
 }
 
@@ -477,8 +490,15 @@ impl Drop for AclInit {
     /// is held across `aclFinalize` so that a backend starting meanwhile initialises
     /// afresh rather than racing the teardown.
     fn drop(&mut self) {
+        if self.birth.is_inherited() {
+            // The parent's initialisation, copied by fork: the parent finalizes it.
+            return;
+        }
         let mut inits = lock(&ACL_INITS);
-        let Some(index) = inits.iter().position(|e| e.runtime == self.runtime) else {
+        let Some(index) = inits
+            .iter()
+            .position(|e| e.runtime == self.runtime && e.pid == self.birth.pid())
+        else {
             return;
         };
         inits[index].live -= 1;
@@ -502,7 +522,13 @@ impl Drop for AscendBackend {
     /// exported for framework memory, then allocations (a mapping may view one of our own
     /// allocations through the facade). Failures are logged (`log::error!`); `Drop` never
     /// panics. ACL itself is finalized afterwards, when the `init` field drops.
+    ///
+    /// In a child `fork`ed after the backend started, nothing is released: every object
+    /// is the parent's (see `devipc_core::fork`).
     fn drop(&mut self) {
+        if self.init.birth.is_inherited() {
+            return;
+        }
         for (_, record) in self.signals.drain() {
             if let Err(e) = self.release_signal(record) {
                 log::error!("devipc-ascend: destroying a leftover notify failed: {e}");
