@@ -22,6 +22,7 @@ mod acl_events;
 mod acl_expandable;
 mod acl_ipc_key;
 mod acl_notify;
+mod acl_notify_rounds;
 mod acl_streams;
 mod acl_visibility;
 mod acl_vmm;
