@@ -36,3 +36,4 @@ mod hip_runtime;
 mod hip_streams;
 mod hip_visibility;
 mod hip_vmm;
+mod revoke_during_copy;
