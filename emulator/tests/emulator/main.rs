@@ -27,6 +27,7 @@ mod acl_streams;
 mod acl_visibility;
 mod acl_vmm;
 mod cross_process;
+mod fork_child;
 mod hip_break_rules;
 mod hip_crash_reclaim;
 mod hip_entry_points;
