@@ -812,6 +812,16 @@ pub(crate) unsafe fn record_notify(api: &AclApi, notify: usize, stream: usize) -
     }
 }
 
+/// `aclrtNotifyBatchReset` (optional) of one notify: clears it now, on the host.
+///
+/// # Safety
+/// `notify` is a live notify.
+pub(crate) unsafe fn reset_notify(api: &AclApi, notify: usize) -> Result<()> {
+    let mut notifies = [notify as aclrtNotify];
+    // SAFETY: one live notify in a one-element array, as the call reads `num` handles.
+    unsafe { acl_opt!(api, aclrtNotifyBatchReset(notifies.as_mut_ptr(), 1)) }
+}
+
 /// `aclrtWaitAndResetNotify` (optional) with `timeout` (seconds; 0 waits forever; see
 /// [`signal`](crate::signal)): `Ok(true)` when the wait was queued (or, on a runtime that
 /// waits in the call, completed), `Ok(false)` when it timed out

@@ -54,6 +54,15 @@
 //! waits at most the backstop). Until it ends, it would also consume a record meant for a
 //! waiter in another process (devipc's signals have one waiting side, DESIGN 5.5).
 //!
+//! A pending wait consumes the record it meets while no `wait` is running, so the
+//! signal would then be clear on the device although devipc owes it to the next `wait`;
+//! a second record made before that `wait` would set it again and release a wait more
+//! (two notifies before a wait must release one: DESIGN 5.5, issue 23 item 10). So when
+//! a `wait` takes over a pending wait that succeeds, it clears the notify before it
+//! returns (`aclrtNotifyBatchReset`, CANN 8.x on Atlas A2/A3): the records made until then
+//! are all this wait's, as they would be had the `wait` been running. A runtime without
+//! the function keeps the old window.
+//!
 //! A wait without a deadline polls the same way, so that a `destroy_signal` of a clone of
 //! the handle on another thread ends it (with `UnknownHandle`, its vendor wait left
 //! pending as above and cancelled by the destroy) instead of waiting for it forever. Only
@@ -273,6 +282,8 @@ impl AscendBackend {
         // On the creator's device: see the module docs.
         let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
         let (stream, event) = (waiter.stream, waiter.event);
+        // A vendor wait an earlier `wait` left pending is taken over (see the module docs).
+        let mut taken_over = waiter.pending;
         loop {
             if !waiter.pending {
                 let arg = deadline.map_or(WAIT_FOREVER, |d| timeout_arg(until(Some(d))));
@@ -298,7 +309,12 @@ impl AscendBackend {
             // SAFETY: devipc's own live stream.
             let outcome = unsafe { result::synchronize_stream(&self.api, stream) };
             waiter.pending = false;
+            let was_taken_over = std::mem::replace(&mut taken_over, false);
             match outcome {
+                Ok(()) if was_taken_over => {
+                    self.reset_after_takeover(record);
+                    return Ok(());
+                }
                 Ok(()) => return Ok(()),
                 // The backstop expired before the deadline (or the runtime counts a finer
                 // unit than seconds): wait again for what is left.
@@ -309,6 +325,26 @@ impl AscendBackend {
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// A taken-over vendor wait succeeded: it may have consumed its record before this
+    /// `wait` began, so the notify may have been set again since by records that must
+    /// count as the same one (binary semaphore, DESIGN 5.5). Clears the notify before the
+    /// `wait` returns (`aclrtNotifyBatchReset`): every record up to now is this wait's,
+    /// later ones count for the next. Without the function (older runtimes, Atlas
+    /// training and inference series) or when it fails, a record made between the
+    /// consumption and this wait still releases the next wait (logged for a failure).
+    fn reset_after_takeover(&self, record: &SignalRecord) {
+        if self.api.aclrtNotifyBatchReset.is_none() {
+            return;
+        }
+        // SAFETY: the notify is live (in the table, pinned by the caller).
+        if let Err(e) = unsafe { result::reset_notify(&self.api, record.notify) } {
+            log::warn!(
+                "devipc-ascend: clearing a signal after a taken-over wait failed ({e}); a \
+                 second record made meanwhile may release the next wait"
+            );
         }
     }
 

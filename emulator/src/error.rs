@@ -195,6 +195,22 @@ pub enum EmuError {
         value: usize,
     },
 
+    /// A process-local handle this process inherited through `fork` from its parent,
+    /// which created it: a child never acts under its parent's objects ([`crate::local`]).
+    #[error(
+        "{what} handle {value:#x} was created by process {parent}, this process's parent, \
+         before it forked: a forked child cannot use its parent's objects (create its own \
+         after initialising afresh)"
+    )]
+    Forked {
+        /// Which table, e.g. "notify".
+        what: &'static str,
+        /// The value given.
+        value: usize,
+        /// The pid of the process that created it.
+        parent: u32,
+    },
+
     /// A wait did not complete in time.
     #[error("timed out after {0:?}")]
     Timeout(Duration),

@@ -12,9 +12,29 @@
 //! - The per-thread last error ([`set_last_error`], [`last_error_message_ptr`]): the code
 //!   and message of the latest failure on this thread, for `aclGetRecentErrMsg`,
 //!   `hipGetLastError` / `hipPeekAtLastError`, naming the violated rule when there is one.
+//! - [`ForkLocal`]: any other process-local state of a surface (devices in use, imports,
+//!   default streams, ...).
+//!
+//! # Fork
+//!
+//! All of it belongs to the process that made it. A child made by `fork` (Python's
+//! default start method on Linux before 3.14) inherits a copy of the memory, but neither
+//! runtime lets it act under its parent's state (CUDA refuses a forked context,
+//! `cudaErrorInitializationError`). So every table and [`ForkLocal`] records the pid that
+//! filled it, and the first access from another pid starts afresh, as a new process would:
+//! the child sees none of its parent's handles, ranges, devices or streams, and initialises
+//! its own. What it inherited is forgotten, never dropped or released (it is the
+//! parent's: releasing it would end the parent's holds, closing it would unmap or join
+//! what only the parent has); a handle of the parent is answered with
+//! [`EmuError::Forked`], which the surfaces report as an invalid handle. The shared state
+//! (holders, exporters) names processes by pid and start time, so nothing there needs
+//! resetting. A lock another thread of the parent held at the moment of the fork stays
+//! held in the child (POSIX: only async-signal-safe calls are allowed between a
+//! multi-threaded fork and `exec`); the emulator's critical sections are short, but a
+//! child forked in the middle of one would block on its first call.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{CString, c_char};
 use std::sync::{Mutex, MutexGuard};
 
@@ -24,6 +44,90 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these short critical sections cannot leave the maps
     // half-updated (every update is a single insert/remove), so poisoning is ignored.
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// This process's pid (a system call: it changes with `fork`).
+pub fn pid() -> u32 {
+    std::process::id()
+}
+
+/// Process-local state that a `fork`ed child does not inherit (see the [module
+/// docs](self#fork)): the value belongs to the pid that first touched it, and the first
+/// [`ForkLocal::lock`] in another process replaces it with `fresh(Some(inherited))`, which
+/// must forget (never drop) what it does not keep. Usable in a `static`.
+///
+/// ```
+/// use devipc_emulator::local::{ForkLocal, forget_inherited};
+/// static COUNT: ForkLocal<u64> = ForkLocal::new(forget_inherited);
+/// *COUNT.lock() += 1;
+/// assert_eq!(*COUNT.lock(), 1);
+/// ```
+pub struct ForkLocal<T> {
+    inner: Mutex<(u32, Option<T>)>,
+    fresh: fn(Option<T>) -> T,
+}
+
+/// The usual `fresh` of a [`ForkLocal`]: the default value, the inherited one forgotten.
+pub fn forget_inherited<T: Default>(inherited: Option<T>) -> T {
+    std::mem::forget(inherited);
+    T::default()
+}
+
+impl<T> std::fmt::Debug for ForkLocal<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ForkLocal").finish_non_exhaustive()
+    }
+}
+
+/// The locked value of a [`ForkLocal`].
+pub struct ForkGuard<'a, T>(MutexGuard<'a, (u32, Option<T>)>);
+
+impl<T: std::fmt::Debug> std::fmt::Debug for ForkGuard<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T> std::ops::Deref for ForkGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.0
+            .1
+            .as_ref()
+            .expect("a ForkLocal is filled before it is handed out")
+    }
+}
+
+impl<T> std::ops::DerefMut for ForkGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0
+            .1
+            .as_mut()
+            .expect("a ForkLocal is filled before it is handed out")
+    }
+}
+
+impl<T> ForkLocal<T> {
+    /// Empty until first used; `fresh(None)` makes the first value, `fresh(Some(old))`
+    /// the value of a forked child from its parent's.
+    pub const fn new(fresh: fn(Option<T>) -> T) -> Self {
+        ForkLocal {
+            inner: Mutex::new((0, None)),
+            fresh,
+        }
+    }
+
+    /// Locks this process's value (made afresh on the first use in this process).
+    pub fn lock(&self) -> ForkGuard<'_, T> {
+        let mut g = lock(&self.inner);
+        let me = pid();
+        if g.0 != me {
+            let inherited = g.1.take();
+            g.1 = Some((self.fresh)(inherited));
+            g.0 = me;
+        }
+        ForkGuard(g)
+    }
 }
 
 /// One registered range and its surface-defined value.
@@ -64,16 +168,22 @@ impl<T> LocalRange<T> {
 /// assert!(MAPPED.insert(0x11000, 0x10, (id, ObjectKind::Memory)).is_err()); // overlap
 /// assert!(MAPPED.remove(0x10000).is_some());
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RangeMap<T> {
-    inner: Mutex<BTreeMap<usize, (usize, T)>>,
+    inner: ForkLocal<BTreeMap<usize, (usize, T)>>,
+}
+
+impl<T: Clone> Default for RangeMap<T> {
+    fn default() -> Self {
+        RangeMap::new()
+    }
 }
 
 impl<T: Clone> RangeMap<T> {
-    /// An empty map (usable in a `static`).
+    /// An empty map (usable in a `static`); a `fork`ed child starts with an empty one.
     pub const fn new() -> Self {
         RangeMap {
-            inner: Mutex::new(BTreeMap::new()),
+            inner: ForkLocal::new(forget_inherited),
         }
     }
 
@@ -84,7 +194,7 @@ impl<T: Clone> RangeMap<T> {
             .checked_add(len)
             .filter(|_| len > 0)
             .ok_or_else(|| EmuError::InvalidArgument(format!("range {base:#x}+{len:#x}")))?;
-        let mut map = lock(&self.inner);
+        let mut map = self.inner.lock();
         let before = map
             .range(..=base)
             .next_back()
@@ -99,14 +209,15 @@ impl<T: Clone> RangeMap<T> {
 
     /// Unregisters the range starting exactly at `base`.
     pub fn remove(&self, base: usize) -> Option<LocalRange<T>> {
-        lock(&self.inner)
+        self.inner
+            .lock()
             .remove(&base)
             .map(|(len, value)| LocalRange { base, len, value })
     }
 
     /// The range starting exactly at `base`.
     pub fn get(&self, base: usize) -> Option<LocalRange<T>> {
-        lock(&self.inner).get(&base).map(|(len, value)| LocalRange {
+        self.inner.lock().get(&base).map(|(len, value)| LocalRange {
             base,
             len: *len,
             value: value.clone(),
@@ -115,7 +226,7 @@ impl<T: Clone> RangeMap<T> {
 
     /// The range containing `addr`, if any.
     pub fn resolve(&self, addr: usize) -> Option<LocalRange<T>> {
-        let map = lock(&self.inner);
+        let map = self.inner.lock();
         let (base, (len, value)) = map.range(..=addr).next_back()?;
         (addr - base < *len).then(|| LocalRange {
             base: *base,
@@ -143,12 +254,13 @@ impl<T: Clone> RangeMap<T> {
 
     /// Changes the value of the range starting at `base`.
     pub fn update<R>(&self, base: usize, f: impl FnOnce(&mut T) -> R) -> Option<R> {
-        lock(&self.inner).get_mut(&base).map(|(_, v)| f(v))
+        self.inner.lock().get_mut(&base).map(|(_, v)| f(v))
     }
 
     /// All ranges, in address order.
     pub fn snapshot(&self) -> Vec<LocalRange<T>> {
-        lock(&self.inner)
+        self.inner
+            .lock()
             .iter()
             .map(|(base, (len, value))| LocalRange {
                 base: *base,
@@ -160,12 +272,12 @@ impl<T: Clone> RangeMap<T> {
 
     /// Number of registered ranges.
     pub fn len(&self) -> usize {
-        lock(&self.inner).len()
+        self.inner.lock().len()
     }
 
     /// Whether no range is registered.
     pub fn is_empty(&self) -> bool {
-        lock(&self.inner).is_empty()
+        self.inner.lock().is_empty()
     }
 }
 
@@ -187,7 +299,43 @@ impl<T: Clone> RangeMap<T> {
 pub struct HandleTable<T> {
     what: &'static str,
     tag: u16,
-    inner: Mutex<(u64, BTreeMap<usize, T>)>,
+    inner: ForkLocal<Handles<T>>,
+}
+
+/// The handles of one table in one process.
+struct Handles<T> {
+    /// Handles ever issued by the table, in this process and its ancestors (so a child's
+    /// handles never equal its parent's).
+    counter: u64,
+    live: BTreeMap<usize, T>,
+    /// The pid that issued `live`.
+    owner: u32,
+    /// Handles the parent had when this process forked from it, and the parent's pid.
+    inherited: Option<(u32, BTreeSet<usize>)>,
+}
+
+impl<T> Handles<T> {
+    /// The table of a new process, or of a forked child from its parent's (whose values
+    /// are forgotten: they are the parent's).
+    fn fresh(parent: Option<Handles<T>>) -> Handles<T> {
+        let mut fresh = Handles {
+            counter: 0,
+            live: BTreeMap::new(),
+            owner: pid(),
+            inherited: None,
+        };
+        if let Some(mut parent) = parent {
+            fresh.counter = parent.counter;
+            let live = std::mem::take(&mut parent.live);
+            let mut handles: BTreeSet<usize> = live.keys().copied().collect();
+            std::mem::forget(live);
+            if let Some((_, older)) = parent.inherited.take() {
+                handles.extend(older);
+            }
+            fresh.inherited = Some((parent.owner, handles));
+        }
+        fresh
+    }
 }
 
 /// Largest per-table counter (keeps handle values below 2^48).
@@ -195,61 +343,65 @@ const MAX_HANDLE_COUNTER: u64 = (1 << 28) - 1;
 
 impl<T: Clone> HandleTable<T> {
     /// An empty table; `what` names it in errors, `tag` distinguishes its values from
-    /// other tables' (use a different tag per table).
+    /// other tables' (use a different tag per table). A `fork`ed child starts with an
+    /// empty table, and its parent's handles are [`EmuError::Forked`] there.
     pub const fn new(what: &'static str, tag: u16) -> Self {
         HandleTable {
             what,
             tag,
-            inner: Mutex::new((0, BTreeMap::new())),
+            inner: ForkLocal::new(Handles::fresh),
         }
     }
 
     /// Stores `value` under a fresh handle.
     pub fn insert(&self, value: T) -> Result<usize, EmuError> {
-        let mut inner = lock(&self.inner);
-        if inner.0 >= MAX_HANDLE_COUNTER {
+        let mut inner = self.inner.lock();
+        if inner.counter >= MAX_HANDLE_COUNTER {
             return Err(EmuError::LimitExceeded {
                 what: "handles issued by one table",
                 limit: MAX_HANDLE_COUNTER as usize,
             });
         }
-        inner.0 += 1;
-        let handle = ((u64::from(self.tag) << 32) | (inner.0 << 4)) as usize;
-        inner.1.insert(handle, value);
+        inner.counter += 1;
+        let handle = ((u64::from(self.tag) << 32) | (inner.counter << 4)) as usize;
+        inner.live.insert(handle, value);
         Ok(handle)
     }
 
-    /// The value of `handle`; [`EmuError::UnknownHandle`] if never issued or removed.
+    /// The value of `handle`; [`EmuError::UnknownHandle`] if never issued or removed,
+    /// [`EmuError::Forked`] if it is the parent's.
     pub fn get(&self, handle: usize) -> Result<T, EmuError> {
-        lock(&self.inner)
-            .1
+        let inner = self.inner.lock();
+        inner
+            .live
             .get(&handle)
             .cloned()
-            .ok_or_else(|| self.unknown(handle))
+            .ok_or_else(|| self.unknown(&inner, handle))
     }
 
     /// Runs `f` on the value of `handle` under the table's mutex.
     pub fn with<R>(&self, handle: usize, f: impl FnOnce(&mut T) -> R) -> Result<R, EmuError> {
-        let mut inner = lock(&self.inner);
-        let value = inner
-            .1
-            .get_mut(&handle)
-            .ok_or_else(|| self.unknown(handle))?;
-        Ok(f(value))
+        let mut inner = self.inner.lock();
+        match inner.live.get_mut(&handle) {
+            Some(value) => Ok(f(value)),
+            None => Err(self.unknown(&inner, handle)),
+        }
     }
 
     /// Removes `handle`, returning its value; the value is never issued again.
     pub fn remove(&self, handle: usize) -> Result<T, EmuError> {
-        lock(&self.inner)
-            .1
-            .remove(&handle)
-            .ok_or_else(|| self.unknown(handle))
+        let mut inner = self.inner.lock();
+        match inner.live.remove(&handle) {
+            Some(value) => Ok(value),
+            None => Err(self.unknown(&inner, handle)),
+        }
     }
 
     /// All live handles and values.
     pub fn snapshot(&self) -> Vec<(usize, T)> {
-        lock(&self.inner)
-            .1
+        self.inner
+            .lock()
+            .live
             .iter()
             .map(|(h, v)| (*h, v.clone()))
             .collect()
@@ -257,18 +409,25 @@ impl<T: Clone> HandleTable<T> {
 
     /// Number of live handles.
     pub fn len(&self) -> usize {
-        lock(&self.inner).1.len()
+        self.inner.lock().live.len()
     }
 
     /// Whether no handle is live.
     pub fn is_empty(&self) -> bool {
-        lock(&self.inner).1.is_empty()
+        self.inner.lock().live.is_empty()
     }
 
-    fn unknown(&self, value: usize) -> EmuError {
-        EmuError::UnknownHandle {
-            what: self.what,
-            value,
+    fn unknown(&self, inner: &Handles<T>, value: usize) -> EmuError {
+        match &inner.inherited {
+            Some((parent, handles)) if handles.contains(&value) => EmuError::Forked {
+                what: self.what,
+                value,
+                parent: *parent,
+            },
+            _ => EmuError::UnknownHandle {
+                what: self.what,
+                value,
+            },
         }
     }
 }

@@ -282,6 +282,12 @@ macro_rules! for_each_acl_fn {
                 /// The 16-byte UUID of user device `deviceId`, the same for one physical
                 /// device in every process. Optional: CANN 8.x.
                 fn aclrtDeviceGetUuid(deviceId: i32, uuid: *mut aclrtUuid) -> aclError;
+                /// Notify: clears `num` notifies at once, on the host, without waiting
+                /// ("批量复位Notify", RT-DOC 08). devipc's signal wait calls it when a
+                /// vendor wait it left pending consumed a record in the background, so
+                /// that records made in between count once (backend-ascend `signal.rs`).
+                /// Optional: CANN 8.x, Atlas A2/A3 only; api-facts A.8.
+                fn aclrtNotifyBatchReset(notifies: *mut aclrtNotify, num: usize) -> aclError;
             }
         }
     };

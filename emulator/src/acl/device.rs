@@ -35,9 +35,9 @@
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
-use std::sync::{Mutex, MutexGuard};
 
 use crate::config::MAX_DEVICES;
+use crate::local::{self, ForkGuard, ForkLocal, forget_inherited};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::{process_state, rules, stream, visibility};
@@ -48,25 +48,31 @@ struct Devices {
     generation: [u64; MAX_DEVICES as usize],
 }
 
-static DEVICES: Mutex<Devices> = Mutex::new(Devices {
-    uses: [0; MAX_DEVICES as usize],
-    generation: [0; MAX_DEVICES as usize],
+/// A forked child starts with no device in use ([`crate::local`]).
+static DEVICES: ForkLocal<Devices> = ForkLocal::new(|_inherited| {
+    // Plain counters: nothing to forget.
+    Devices {
+        uses: [0; MAX_DEVICES as usize],
+        generation: [0; MAX_DEVICES as usize],
+    }
 });
 
 /// Enabled peer access of this process: `(from, to)` device pairs.
-static PEERS: Mutex<BTreeSet<(u32, u32)>> = Mutex::new(BTreeSet::new());
+static PEERS: ForkLocal<BTreeSet<(u32, u32)>> = ForkLocal::new(forget_inherited);
 
 thread_local! {
-    /// The thread's current device and the context generation it was set in.
-    static CURRENT: Cell<Option<(u32, u64)>> = const { Cell::new(None) };
+    /// The thread's current device and the context generation it was set in, and the
+    /// process that set it: the thread that forks keeps its thread-locals in the child,
+    /// where no device is set yet.
+    static CURRENT: Cell<Option<(u32, u64, u32)>> = const { Cell::new(None) };
 }
 
-fn devices() -> MutexGuard<'static, Devices> {
-    DEVICES.lock().unwrap_or_else(|p| p.into_inner())
+fn devices() -> ForkGuard<'static, Devices> {
+    DEVICES.lock()
 }
 
-fn peers() -> MutexGuard<'static, BTreeSet<(u32, u32)>> {
-    PEERS.lock().unwrap_or_else(|p| p.into_inner())
+fn peers() -> ForkGuard<'static, BTreeSet<(u32, u32)>> {
+    PEERS.lock()
 }
 
 /// Checks a (user) device id from C against this process's devices and returns its
@@ -103,7 +109,7 @@ pub fn set_device(device: i32) -> AclResult<()> {
     devs.uses[d as usize] += 1;
     let generation = devs.generation[d as usize];
     drop(devs);
-    CURRENT.with(|c| c.set(Some((d, generation))));
+    CURRENT.with(|c| c.set(Some((d, generation, local::pid()))));
     Ok(())
 }
 
@@ -210,8 +216,8 @@ pub fn current() -> Option<u32> {
 
 /// The calling thread's current device, if its context is still alive.
 fn current_device() -> Option<u32> {
-    let (d, generation) = CURRENT.with(Cell::get)?;
-    (devices().generation[d as usize] == generation).then_some(d)
+    let (d, generation, pid) = CURRENT.with(Cell::get)?;
+    (pid == local::pid() && devices().generation[d as usize] == generation).then_some(d)
 }
 
 /// The calling thread's current device, or `ACL_ERROR_RT_CONTEXT_NULL`

@@ -14,7 +14,7 @@
 //! |---|---|---|
 //! | `OutOfMemory`, `HostOutOfMemory` | 207001 `ACL_ERROR_RT_MEMORY_ALLOCATION` | `ascend.mem.device-memory-limit` |
 //! | `InvalidDevice` | 107001 `ACL_ERROR_RT_INVALID_DEVICEID` | `ascend.device.id-range-checked` |
-//! | `NoSuchObject`, `BadHandle`, `WrongKind`, `UnknownHandle`, `NotHolder` | 107017 `ACL_ERROR_RT_INVALID_HANDLE` | `ascend.handle.valid` |
+//! | `NoSuchObject`, `BadHandle`, `WrongKind`, `UnknownHandle`, `Forked`, `NotHolder` | 107017 `ACL_ERROR_RT_INVALID_HANDLE` | `ascend.handle.valid` |
 //! | `UnknownPointer` | 107000 `ACL_ERROR_RT_PARAM_INVALID` | `ascend.mem.known-device-pointer` |
 //! | `InvalidArgument`, `Overlap` | 107000 `ACL_ERROR_RT_PARAM_INVALID` | none |
 //! | `Timeout` | 107019 `ACL_ERROR_RT_WAIT_TIMEOUT` | `ascend.notify.wait-timeout` |
@@ -114,6 +114,7 @@ impl From<EmuError> for AclFailure {
             | EmuError::BadHandle { .. }
             | EmuError::WrongKind { .. }
             | EmuError::UnknownHandle { .. }
+            | EmuError::Forked { .. }
             | EmuError::NotHolder { .. } => with_rule(rules::HANDLE_VALID),
             EmuError::UnknownPointer { .. } => with_rule(rules::MEM_KNOWN_POINTER),
             EmuError::Timeout(_) => with_rule(rules::NOTIFY_WAIT_TIMEOUT),

@@ -15,13 +15,12 @@
 //! [`PACKAGES`] (`ACL_ERROR_INVALID_FILE`, the vendor's "no such package" code, for
 //! others).
 
-use std::sync::Mutex;
-
 use devipc_ascend_sys::codes::ACL_ERROR_INVALID_FILE;
 use devipc_ascend_sys::consts::ACL_PKG_VERSION_MAX_SIZE;
 
 use super::errors::{AclFailure, AclResult};
 use super::{process_state, rules};
+use crate::local::{ForkGuard, ForkLocal, forget_inherited};
 
 /// The ACL API version `aclrtGetVersion` reports: `(major, minor, patch)` of the CANN 8.5.0
 /// headers.
@@ -37,10 +36,11 @@ pub const PACKAGES: &[&str] = &[
     "runtime", "cann", "toolkit", "compiler", "opp", "driver", "firmware",
 ];
 
-static INIT_COUNT: Mutex<u64> = Mutex::new(0);
+/// `aclInit` calls not yet finalized, in this process (a forked child starts at 0).
+static INIT_COUNT: ForkLocal<u64> = ForkLocal::new(forget_inherited);
 
-fn count() -> std::sync::MutexGuard<'static, u64> {
-    INIT_COUNT.lock().unwrap_or_else(|p| p.into_inner())
+fn count() -> ForkGuard<'static, u64> {
+    INIT_COUNT.lock()
 }
 
 /// `aclInit`. `config_path` is the file named by a non-NULL `configPath`.

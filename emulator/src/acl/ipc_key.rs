@@ -39,7 +39,7 @@
 //! Export, import and close need a current device (107002, as RT-SRC).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use devipc_ascend_sys::codes::ACL_ERROR_RT_DRV_INTERNAL_ERROR;
 use devipc_ascend_sys::consts::{
@@ -49,6 +49,7 @@ use devipc_ascend_sys::consts::{
 
 use crate::error::EmuError;
 use crate::handle::{KEY_LEN, decode_key, encode_key};
+use crate::local::{ForkGuard, ForkLocal, forget_inherited};
 use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
@@ -69,10 +70,11 @@ struct KeyUse {
     imports: Vec<usize>,
 }
 
-static KEYS: Mutex<BTreeMap<ObjectId, KeyUse>> = Mutex::new(BTreeMap::new());
+/// This process's keys (a forked child starts with none).
+static KEYS: ForkLocal<BTreeMap<ObjectId, KeyUse>> = ForkLocal::new(forget_inherited);
 
-fn keys() -> MutexGuard<'static, BTreeMap<ObjectId, KeyUse>> {
-    KEYS.lock().unwrap_or_else(|p| p.into_inner())
+fn keys() -> ForkGuard<'static, BTreeMap<ObjectId, KeyUse>> {
+    KEYS.lock()
 }
 
 /// Resolves a key's bytes to the key object of this state directory.

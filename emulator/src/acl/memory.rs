@@ -60,7 +60,7 @@ use devipc_ascend_sys::types::{
 
 use crate::error::EmuError;
 use crate::local::{LocalRange, RangeMap};
-use crate::state::{NewObject, ObjectFlags, ObjectId, SharedMapping, Vendor};
+use crate::state::{LivePin, NewObject, ObjectFlags, ObjectId, SharedMapping, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::{device, process_state, rules, vmm};
@@ -253,28 +253,34 @@ pub fn free(ptr: usize) -> AclResult<()> {
 /// Refuses a device access to pages that are gone for this process: a block its owner
 /// freed under a key import ([`rules::KEY_FREE_WHILE_IMPORTED`]: the segment is revoked),
 /// or an import whose key its exporter destroyed first
-/// ([`rules::KEY_IMPORTERS_CLOSE_FIRST`]).
-fn check_not_revoked(backing: &Backing) -> AclResult<()> {
+/// ([`rules::KEY_IMPORTERS_CLOSE_FIRST`]). Otherwise pins the pages live until the copy
+/// is done, so a revocation meanwhile waits for it instead of faulting it (audit N14);
+/// `None` for VMM mappings, which are never revoked.
+fn pin_not_revoked(backing: &Backing) -> AclResult<Option<LivePin>> {
     match backing {
-        Backing::Malloc { mapping, .. } => Ok(mapping.check_live()?),
-        // The key's metadata is read only after a revocation in the directory (revoking
-        // the key moves the epoch too), not on every copy.
-        Backing::KeyImport { key, mapping, .. } => mapping.check_live_and(|| {
-            let destroyed = match process_state::registry()?.get(*key) {
-                Ok(meta) => meta.flags.contains(ObjectFlags::REVOKED),
-                Err(EmuError::NoSuchObject { .. }) => true,
-                Err(e) => return Err(e.into()),
-            };
-            if destroyed {
-                return Err(AclFailure::code(
-                    ACL_ERROR_RT_SYS_DMA,
-                    "the exporter destroyed the key (aclrtIpcMemClose) while this import was \
-                     still mapped",
-                ));
-            }
-            Ok(())
-        }),
-        Backing::Vmm { .. } => Ok(()),
+        Backing::Malloc { mapping, .. } => Ok(Some(mapping.pin_live()?)),
+        Backing::KeyImport { key, mapping, .. } => {
+            let pin = mapping.pin_live()?;
+            // The key's metadata is read only after a revocation in the directory
+            // (revoking the key moves the epoch too), not on every copy.
+            mapping.check_live_and(|| {
+                let destroyed = match process_state::registry()?.get(*key) {
+                    Ok(meta) => meta.flags.contains(ObjectFlags::REVOKED),
+                    Err(EmuError::NoSuchObject { .. }) => true,
+                    Err(e) => return Err(e.into()),
+                };
+                if destroyed {
+                    return Err(AclFailure::code(
+                        ACL_ERROR_RT_SYS_DMA,
+                        "the exporter destroyed the key (aclrtIpcMemClose) while this import \
+                         was still mapped",
+                    ));
+                }
+                Ok(())
+            })?;
+            Ok(Some(pin))
+        }
+        Backing::Vmm { .. } => Ok(None),
     }
 }
 
@@ -290,10 +296,15 @@ pub fn address_range(ptr: usize) -> AclResult<(usize, usize)> {
     })
 }
 
-/// A validated copy or fill: holds what keeps its device operands mapped until dropped.
+/// A device operand's mapping, and its pages pinned live (not for VMM mappings) until the
+/// copy is done.
+type Kept = (Arc<SharedMapping>, Option<LivePin>);
+
+/// A validated copy or fill: holds what keeps its device operands mapped (and their pages
+/// live) until dropped.
 #[derive(Debug)]
 pub struct Validated {
-    _mappings: Vec<Arc<SharedMapping>>,
+    _mappings: Vec<Kept>,
     _vmm: vmm::MappingGuard,
 }
 
@@ -340,7 +351,7 @@ fn device_operand(
     len: usize,
     write: bool,
     access: Access,
-    keep: &mut Vec<Arc<SharedMapping>>,
+    keep: &mut Vec<Kept>,
 ) -> AclResult<Option<LocalRange<DeviceRange>>> {
     let Some(hit) = RANGES.resolve(addr) else {
         return Ok(None);
@@ -394,11 +405,11 @@ fn check_piece(
     addr: usize,
     write: bool,
     access: Access,
-    keep: &mut Vec<Arc<SharedMapping>>,
+    keep: &mut Vec<Kept>,
 ) -> AclResult<()> {
-    check_not_revoked(&hit.value.backing)?;
+    let pin = pin_not_revoked(&hit.value.backing)?;
     match &hit.value.backing {
-        Backing::Malloc { mapping, .. } => keep.push(mapping.clone()),
+        Backing::Malloc { mapping, .. } => keep.push((mapping.clone(), pin)),
         Backing::KeyImport {
             mapping,
             imported_on,
@@ -423,7 +434,7 @@ fn check_piece(
                     )
                 },
             )?;
-            keep.push(mapping.clone());
+            keep.push((mapping.clone(), pin));
         }
         Backing::Vmm { access, .. } => {
             let allowed = if write {

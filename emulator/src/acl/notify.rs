@@ -34,6 +34,8 @@
 //!   atomically, so each record releases exactly one wait
 //!   (`ascend.notify.binary-semaphore`). On an idle stream a record, or a wait whose
 //!   record is already there, is done before the call returns.
+//! - `aclrtNotifyBatchReset` clears its notifies at once, on the host (it takes no stream),
+//!   whatever is queued: a record made before it is dropped.
 //! - `timeout` of `aclrtWaitAndResetNotify` is in **seconds**: RT-DOC 08 says so (since
 //!   8.3.RC1; older pages said ms), the runtime's `rtNotifyWaitWithTimeOut` logs the value
 //!   as `timeout=%us` and hands it unchanged to the device, and HCCL passes seconds; only
@@ -241,6 +243,21 @@ pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
     register(id, device, false, mapped).inspect_err(|_| {
         let _ = reg.release(id, me);
     })
+}
+
+/// `aclrtNotifyBatchReset`: clears every notify of `handles` at once, on the host (no
+/// stream task): a record made before it is dropped, one made after it counts. Every handle
+/// is checked before any is cleared (107017 for one that is not a live notify of this
+/// process).
+pub fn batch_reset(handles: &[usize]) -> AclResult<()> {
+    let notifies = handles
+        .iter()
+        .map(|&h| NOTIFIES.get(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    for local in notifies {
+        BinarySemaphore::new(local.words.word(0)?).reset()?;
+    }
+    Ok(())
 }
 
 /// The record of a notify, as a stream task.

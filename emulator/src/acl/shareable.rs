@@ -23,12 +23,12 @@
 //!   free destroys the memory for everyone, as a runtime without the rule would.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
 
 use devipc_ascend_sys::consts::ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION;
 use devipc_ascend_sys::types::{ACL_MEM_HANDLE_TYPE_NONE, aclrtMemHandleType};
 
 use crate::error::EmuError;
+use crate::local::{ForkGuard, ForkLocal, forget_inherited};
 use crate::state::{ObjectFlags, ObjectId, ObjectKind, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
@@ -36,11 +36,12 @@ use super::vmm::{PHYSICAL, Physical};
 use super::{device, process_state, rules};
 
 /// Shareable handles this process imported (or is importing), with how many live
-/// imports each has (more than one only with `ascend.vmm.one-import-per-process` off).
-static IMPORTED: Mutex<BTreeMap<ObjectId, u32>> = Mutex::new(BTreeMap::new());
+/// imports each has (more than one only with `ascend.vmm.one-import-per-process` off). A
+/// forked child starts with none: the one-import rule is per process (audit m9).
+static IMPORTED: ForkLocal<BTreeMap<ObjectId, u32>> = ForkLocal::new(forget_inherited);
 
-fn imported() -> MutexGuard<'static, BTreeMap<ObjectId, u32>> {
-    IMPORTED.lock().unwrap_or_else(|p| p.into_inner())
+fn imported() -> ForkGuard<'static, BTreeMap<ObjectId, u32>> {
+    IMPORTED.lock()
 }
 
 fn forget_import(id: ObjectId) {

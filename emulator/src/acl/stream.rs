@@ -38,13 +38,13 @@
 //! With [`rules::STREAM_ASYNC_WAITS`] switched off, the waits run on the calling thread
 //! again (the emulator's old synchronous streams), for the mutation sweep.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use devipc_ascend_sys::codes::{ACL_ERROR_RT_INTERNAL_ERROR, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT};
 
 use crate::config::MAX_DEVICES;
-use crate::local::HandleTable;
+use crate::local::{ForkLocal, HandleTable};
 use crate::stream_queue::{Closed, Op, Queue};
 
 use super::device;
@@ -79,12 +79,15 @@ static STREAMS: HandleTable<Arc<StreamLocal>> = HandleTable::new("stream", 0xac5
 
 /// The default stream of each device.
 fn default_stream(device: u32) -> Arc<StreamLocal> {
-    static DEFAULT: OnceLock<Vec<Arc<StreamLocal>>> = OnceLock::new();
-    let all = DEFAULT.get_or_init(|| {
+    // A forked child gets its own (its parent's queues may name worker threads that
+    // only the parent has: see crate::local).
+    static DEFAULT: ForkLocal<Vec<Arc<StreamLocal>>> = ForkLocal::new(|inherited| {
+        std::mem::forget(inherited);
         (0..MAX_DEVICES)
             .map(|d| Arc::new(StreamLocal::new(d, format!("acl-default-stream-{d}"))))
             .collect()
     });
+    let all = DEFAULT.lock();
     all[device as usize % all.len()].clone()
 }
 

@@ -60,7 +60,6 @@
 //! registry is never called while it is held.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
 
 use devipc_ascend_sys::codes::ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
 use devipc_ascend_sys::types::{
@@ -75,7 +74,7 @@ use devipc_ascend_sys::types::{
 use devipc_shm::os;
 
 use crate::error::EmuError;
-use crate::local::HandleTable;
+use crate::local::{ForkGuard, ForkLocal, HandleTable};
 use crate::state::{NewObject, ObjectId, Reservation, Vendor};
 
 use super::errors::{AclFailure, AclResult, check};
@@ -133,16 +132,21 @@ pub struct VmmState {
     reservations: BTreeMap<usize, Reserved>,
 }
 
-static VMM: Mutex<VmmState> = Mutex::new(VmmState {
-    reservations: BTreeMap::new(),
+/// A forked child starts without reservations (its parent's are forgotten: see
+/// [`crate::local`]).
+static VMM: ForkLocal<VmmState> = ForkLocal::new(|inherited| {
+    std::mem::forget(inherited);
+    VmmState {
+        reservations: BTreeMap::new(),
+    }
 });
 
 /// Holds the VMM state: while held, no mapping is added or removed.
-pub type MappingGuard = MutexGuard<'static, VmmState>;
+pub type MappingGuard = ForkGuard<'static, VmmState>;
 
 /// Locks the VMM state (copies hold this so their operands stay mapped).
 pub fn mapping_guard() -> MappingGuard {
-    VMM.lock().unwrap_or_else(|p| p.into_inner())
+    VMM.lock()
 }
 
 /// Validates `prop` for a device allocation; returns the device and the granularity.

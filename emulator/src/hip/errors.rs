@@ -112,7 +112,8 @@ pub(crate) fn code_of(e: &EmuError) -> hipError_t {
         | EmuError::InvalidArgument(_)
         | EmuError::UnknownPointer { .. }
         | EmuError::Overlap { .. } => hipErrorInvalidValue,
-        EmuError::UnknownHandle { .. } => hipErrorInvalidHandle,
+        // A handle of the parent in a forked child is as invalid as a destroyed one.
+        EmuError::UnknownHandle { .. } | EmuError::Forked { .. } => hipErrorInvalidHandle,
         // What a GPU reports after touching freed memory.
         EmuError::Revoked { .. } => hipErrorIllegalAddress,
         EmuError::Config { .. } | EmuError::StateDir { .. } | EmuError::Unavailable { .. } => {

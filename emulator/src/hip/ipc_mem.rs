@@ -35,7 +35,7 @@
 //! `hipErrorPeerAccessUnsupported` ([`rules::PEER_TOPOLOGY_RESPECTED`]).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use devipc_hip_sys::*;
 
@@ -51,6 +51,7 @@ use super::versions;
 use crate::config::HipVersion;
 use crate::error::EmuError;
 use crate::handle::{Handle64, decode_handle64, encode_handle64};
+use crate::local::{ForkGuard, ForkLocal, forget_inherited};
 use crate::state::{ObjectFlags, ObjectId, ObjectInfo, ObjectKind, State, Vendor};
 
 /// Payload word of the handle: offset of the exported pointer in the allocation.
@@ -68,10 +69,11 @@ struct Imports {
     opens: HashMap<usize, u32>,
 }
 
-static IMPORTS: Mutex<Option<Imports>> = Mutex::new(None);
+/// This process's imports (a forked child starts with none).
+static IMPORTS: ForkLocal<Option<Imports>> = ForkLocal::new(forget_inherited);
 
-fn imports() -> MutexGuard<'static, Option<Imports>> {
-    IMPORTS.lock().unwrap_or_else(|p| p.into_inner())
+fn imports() -> ForkGuard<'static, Option<Imports>> {
+    IMPORTS.lock()
 }
 
 /// The refusal of `hipIpcGetMemHandle` for a pointer the runtime cannot export (unknown,

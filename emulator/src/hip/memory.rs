@@ -30,7 +30,7 @@ use super::runtime::{current_device, me, ordinal_or_invalid, state};
 use super::{versions, vmm};
 use crate::error::EmuError;
 use crate::local::{LocalRange, RangeMap};
-use crate::state::{NewObject, ObjectFlags, ObjectId, SharedMapping, Vendor};
+use crate::state::{LivePin, NewObject, ObjectFlags, ObjectId, SharedMapping, Vendor};
 
 /// How a range came to be mapped in this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,14 +196,17 @@ fn device_span(addr: usize, len: usize, what: &str) -> HipResult<LocalRange<Mapp
 }
 
 impl CopyPlan {
-    /// Fails if a device operand was revoked since the plan was made.
-    pub(crate) fn check_live(&self) -> HipResult<()> {
+    /// Fails if a device operand was revoked since the plan was made; else pins their
+    /// pages live until the returned pins are dropped, so a revocation during the copy
+    /// waits for it instead of faulting it (audit N14).
+    pub(crate) fn pin_live(&self) -> HipResult<Vec<LivePin>> {
+        let mut pins = Vec::new();
         for keep in &self._keep {
             if let Keep::Device(mapping) = keep {
-                mapping.check_live()?;
+                pins.push(mapping.pin_live()?);
             }
         }
-        Ok(())
+        Ok(pins)
     }
 }
 

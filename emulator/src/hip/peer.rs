@@ -10,7 +10,6 @@
 
 use std::collections::BTreeSet;
 use std::ffi::{c_int, c_uint};
-use std::sync::Mutex;
 
 use devipc_hip_sys::{
     hipErrorInvalidDevice, hipErrorInvalidValue, hipErrorPeerAccessAlreadyEnabled,
@@ -23,9 +22,11 @@ use super::rules::{
     PEER_TOPOLOGY_RESPECTED,
 };
 use super::runtime::{current_device, device_arg, state};
+use crate::local::{ForkLocal, forget_inherited};
 
 /// `(device, peer)` pairs enabled in this process.
-static ENABLED: Mutex<BTreeSet<(u32, u32)>> = Mutex::new(BTreeSet::new());
+/// A forked child starts with none.
+static ENABLED: ForkLocal<BTreeSet<(u32, u32)>> = ForkLocal::new(forget_inherited);
 
 /// `hipDeviceCanAccessPeer(device, peer)`: 1 for distinct connected devices, 0 for the
 /// same one or unconnected ones.
@@ -77,10 +78,7 @@ pub(crate) fn enable(peer: c_int, flags: c_uint) -> HipResult<()> {
     if device != peer {
         check_topology(device, peer)?;
     }
-    let newly = ENABLED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert((device, peer));
+    let newly = ENABLED.lock().insert((device, peer));
     if !newly && rules::enforced(PEER_ALREADY_ENABLED_REJECTED) {
         return Err(Failure::rule(
             hipErrorPeerAccessAlreadyEnabled,

@@ -23,9 +23,25 @@ use crate::config::Config;
 use crate::state::{ProcessIdentity, State};
 
 thread_local! {
-    /// The calling thread's device (`hipSetDevice`), as this process's ordinal; HIP starts
-    /// every thread on device 0.
-    static CURRENT_DEVICE: Cell<u32> = const { Cell::new(0) };
+    /// The calling thread's device (`hipSetDevice`), as this process's ordinal, and the
+    /// process that set it; HIP starts every thread on device 0, and so does a forked
+    /// child (the thread that forks keeps its thread-locals: [`crate::local`]).
+    static CURRENT_DEVICE: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// The calling thread's current ordinal.
+fn current_ordinal() -> u32 {
+    let (ordinal, pid) = CURRENT_DEVICE.with(Cell::get);
+    if pid == crate::local::pid() {
+        ordinal
+    } else {
+        0
+    }
+}
+
+/// Makes `ordinal` the calling thread's current device.
+fn set_current_ordinal(ordinal: u32) {
+    CURRENT_DEVICE.with(|c| c.set((ordinal, crate::local::pid())));
 }
 
 /// The configuration of this process (`hipErrorNotInitialized` if it does not parse).
@@ -97,7 +113,7 @@ pub(crate) fn visible_count() -> HipResult<u32> {
 
 /// The calling thread's device (physical id), checked against this process's view.
 pub(crate) fn current_device(state: &State) -> HipResult<u32> {
-    let ordinal = CURRENT_DEVICE.with(Cell::get);
+    let ordinal = current_ordinal();
     let device = c_int::try_from(ordinal)
         .ok()
         .and_then(physical_of)
@@ -155,7 +171,7 @@ pub(crate) fn no_device() -> Failure {
 /// `hipSetDevice(id)`.
 pub(crate) fn set_device(id: c_int) -> HipResult<()> {
     device_arg(state()?, id)?;
-    CURRENT_DEVICE.with(|c| c.set(id as u32));
+    set_current_ordinal(id as u32);
     Ok(())
 }
 
@@ -166,7 +182,7 @@ pub(crate) fn get_device() -> HipResult<c_int> {
         return Err(no_device());
     }
     current_device(state)?;
-    Ok(CURRENT_DEVICE.with(Cell::get) as c_int)
+    Ok(current_ordinal() as c_int)
 }
 
 /// `hipDeviceSynchronize`: waits until every stream of the current device in this
@@ -187,6 +203,6 @@ static CONTEXTS: [u8; crate::config::MAX_DEVICES as usize] =
 /// (CLR `hip_context.cpp`); `flags` are stored by CLR and not checked.
 pub(crate) fn ctx_create(_flags: c_uint, device: c_int) -> HipResult<usize> {
     let physical = device_arg(state()?, device).map_err(|f| Failure::invalid_value(f.message))?;
-    CURRENT_DEVICE.with(|c| c.set(device as u32));
+    set_current_ordinal(device as u32);
     Ok(&CONTEXTS[physical as usize] as *const u8 as usize)
 }

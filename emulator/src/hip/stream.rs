@@ -56,7 +56,7 @@
 //! it and waits for its work. If the holding process dies, its pending records never
 //! complete: hold streams only in tests that release them.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use devipc_hip_sys::{hipError_t, hipErrorUnknown, hipStream_t};
@@ -64,7 +64,7 @@ use devipc_hip_sys::{hipError_t, hipErrorUnknown, hipStream_t};
 use super::errors::{Failure, HipResult, call};
 use super::runtime::{current_device, state};
 use crate::config::MAX_DEVICES;
-use crate::local::HandleTable;
+use crate::local::{ForkLocal, HandleTable};
 use crate::stream_queue::{Cancel, Closed, Op, Queue, SLICE, quick};
 
 /// Work that runs when its stream reaches it (e.g. an asynchronous copy).
@@ -105,12 +105,15 @@ static STREAMS: HandleTable<Arc<Stream>> = HandleTable::new("stream", 0x4853);
 
 /// The null stream of each device.
 fn null_stream(device: u32) -> Arc<Stream> {
-    static NULL: OnceLock<Vec<Arc<Stream>>> = OnceLock::new();
-    let all = NULL.get_or_init(|| {
+    // A forked child gets its own (its parent's queues may name worker threads that
+    // only the parent has: see crate::local).
+    static NULL: ForkLocal<Vec<Arc<Stream>>> = ForkLocal::new(|inherited| {
+        std::mem::forget(inherited);
         (0..MAX_DEVICES)
             .map(|d| Arc::new(Stream::new(d, true)))
             .collect()
     });
+    let all = NULL.lock();
     all[device as usize % all.len()].clone()
 }
 

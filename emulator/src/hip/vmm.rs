@@ -49,7 +49,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use devipc_hip_sys::*;
@@ -59,7 +59,7 @@ use super::errors::{Failure, HipResult};
 use super::runtime::{config, current_device, me, ordinal_or_invalid, physical_of, state};
 use super::{rules, stream, versions};
 use crate::error::EmuError;
-use crate::local::HandleTable;
+use crate::local::{ForkGuard, ForkLocal, HandleTable};
 use crate::state::layout::{ObjectFile, parse_object_file};
 use crate::state::{NewObject, ObjectId, ObjectKind, Reservation, Vendor, violations};
 
@@ -152,13 +152,18 @@ struct Vmm {
     maps: BTreeMap<usize, Mapping>,
 }
 
-static VMM: Mutex<Vmm> = Mutex::new(Vmm {
-    reservations: BTreeMap::new(),
-    maps: BTreeMap::new(),
+/// A forked child starts without reservations or mappings (its parent's are forgotten:
+/// see [`crate::local`]).
+static VMM: ForkLocal<Vmm> = ForkLocal::new(|inherited| {
+    std::mem::forget(inherited);
+    Vmm {
+        reservations: BTreeMap::new(),
+        maps: BTreeMap::new(),
+    }
 });
 
-fn vmm() -> MutexGuard<'static, Vmm> {
-    VMM.lock().unwrap_or_else(|p| p.into_inner())
+fn vmm() -> ForkGuard<'static, Vmm> {
+    VMM.lock()
 }
 
 /// Fails with `code` for `rule` unless `DEVIPC_EMU_BREAK_RULE` switched it off.

@@ -41,7 +41,7 @@ pub use ids::ObjectId;
 pub use meta::{Holder, ObjectFlags, ObjectInfo, ObjectKind, ObjectMeta, Vendor};
 pub use process::ProcessIdentity;
 pub use registry::{Backing, Created, NewObject, Registry, Released};
-pub use segment::{Reservation, Segment, SharedMapping};
+pub use segment::{LivePin, Reservation, Segment, SharedMapping};
 pub use violations::Violation;
 
 use crate::config::Config;

@@ -20,6 +20,14 @@
 //! [`SharedMapping::check_live`] (called by [`SharedMapping::read_at`] / `write_at` and by
 //! the surfaces before their copies) refuses with [`EmuError::Revoked`] instead of
 //! touching the pages. Revocation is the only way a segment file shrinks.
+//!
+//! A check alone would race: a revocation between the check and the copy faults the
+//! copier (audit N14). So a copy holds a [`LivePin`] ([`SharedMapping::pin_live`]): a
+//! shared `flock` on the segment file, taken before the length is checked and held until
+//! the copy is done; `Segment::revoke` takes the exclusive lock before it truncates, so it
+//! waits for the copies in flight, and a copy that comes after finds the file truncated
+//! and fails with [`EmuError::Revoked`]. [`SharedMapping::read_at`] / `write_at` pin
+//! themselves; the surfaces pin every device operand of a copy around it.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -34,6 +42,7 @@ use super::dir::EmuDir;
 use super::ids::ObjectId;
 use super::layout::{LEDGER, ObjectFile};
 use super::ledger::EPOCH_OFFSET;
+use super::lock::{FileLock, LockMode};
 use crate::error::EmuError;
 
 pub use devipc_shm::os::Reservation;
@@ -177,7 +186,12 @@ impl Segment {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(EmuError::io("open", &path, e)),
         };
-        file.set_len(0)
+        // Wait for the copies in flight (each holds a shared lock: LivePin), and keep new
+        // ones out until the pages are gone; they then find the file truncated.
+        let locked = FileLock::acquire(file, &path, LockMode::Exclusive)?;
+        locked
+            .file()
+            .set_len(0)
             .map_err(|e| EmuError::io("truncate", &path, e))?;
         Ok(true)
     }
@@ -254,6 +268,13 @@ impl RevocationEpoch {
         }
     }
 }
+
+/// A segment's pages kept live for one copy: while it exists no revocation truncates the
+/// segment ([`SharedMapping::pin_live`]). Drop it as soon as the copy is done: a revoker
+/// waits for it.
+#[derive(Debug)]
+#[must_use = "the pages are pinned only while the pin is held"]
+pub struct LivePin(#[allow(dead_code, reason = "held for its lock")] Option<FileLock>);
 
 /// `seen` before the first check: no epoch equals it, so the first check asks the file.
 const NEVER_CHECKED: u64 = u64::MAX;
@@ -346,6 +367,46 @@ impl SharedMapping {
         }
     }
 
+    /// Pins the pages live for a copy (see the module docs): a shared lock on the segment
+    /// file, held until the [`LivePin`] is dropped, during which no revocation can
+    /// truncate it; [`EmuError::Revoked`] if it was truncated before. A segment already
+    /// unlinked (its object freed by this process's own last release) can no longer be
+    /// revoked and needs no lock. A few system calls (open, flock, fstat, close).
+    pub fn pin_live(&self) -> Result<LivePin, EmuError> {
+        self.pin_live_and(|| Ok(()))
+    }
+
+    /// [`SharedMapping::pin_live`] plus `also`, a check of an object this mapping depends
+    /// on (as [`SharedMapping::check_live_and`]), made while the pin is held.
+    pub fn pin_live_and<E: From<EmuError>>(
+        &self,
+        also: impl FnOnce() -> Result<(), E>,
+    ) -> Result<LivePin, E> {
+        let file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                also()?;
+                return Ok(LivePin(None));
+            }
+            Err(e) => return Err(EmuError::io("open", &self.path, e).into()),
+        };
+        let lock = FileLock::acquire(file, &self.path, LockMode::Shared)?;
+        let len = lock
+            .file()
+            .metadata()
+            .map_err(|e| EmuError::io("fstat", &self.path, e))?
+            .len();
+        if len < self.region.len() as u64 {
+            return Err(EmuError::Revoked { id: self.id }.into());
+        }
+        also()?;
+        Ok(LivePin(Some(lock)))
+    }
+
     /// Whether no revocation of any object of the directory happened since this mapping's
     /// last successful check (one atomic load).
     fn unchanged_since_check(&self) -> bool {
@@ -354,18 +415,19 @@ impl SharedMapping {
             .is_some_and(|now| now % 2 == 0 && self.seen.load(Ordering::SeqCst) == u64::from(now))
     }
 
-    /// Copies bytes at `offset` into `dst`.
+    /// Copies bytes at `offset` into `dst` ([`EmuError::Revoked`] once revoked, never a
+    /// fault: the copy holds a [`LivePin`]).
     pub fn read_at(&self, offset: usize, dst: &mut [u8]) -> Result<(), EmuError> {
-        self.check_live()?;
+        let _pin = self.pin_live()?;
         self.region
             .read_at(offset, dst)
             .then_some(())
             .ok_or_else(|| self.out_of_range(offset, dst.len()))
     }
 
-    /// Copies `src` to `offset`.
+    /// Copies `src` to `offset` (as [`SharedMapping::read_at`]).
     pub fn write_at(&self, offset: usize, src: &[u8]) -> Result<(), EmuError> {
-        self.check_live()?;
+        let _pin = self.pin_live()?;
         self.region
             .write_at(offset, src)
             .then_some(())

@@ -564,6 +564,13 @@ pub unsafe extern "C" fn aclrtWaitAndResetNotify(
     forced!("aclrtWaitAndResetNotify", timeout.to_string());
     0
 }
+pub unsafe extern "C" fn aclrtNotifyBatchReset(
+    _notifies: *mut aclrtNotify,
+    num: usize,
+) -> aclError {
+    forced!("aclrtNotifyBatchReset", num.to_string());
+    0
+}
 pub unsafe extern "C" fn aclrtGetVersion(
     majorVersion: *mut i32,
     minorVersion: *mut i32,

@@ -1,5 +1,5 @@
 //! Entry points of notifies (safe layer: `notify`): create / destroy, notify IPC (export
-//! key, trustlist, import), record and wait-and-reset on streams.
+//! key, trustlist, import), record and wait-and-reset on streams, batch reset.
 
 #[allow(
     clippy::wildcard_imports,
@@ -129,5 +129,19 @@ pub unsafe extern "C" fn aclrtWaitAndResetNotify(
     run("aclrtWaitAndResetNotify", || {
         non_null(notify, "notify")?;
         notify::wait_and_reset(notify.addr(), stream.addr(), timeout)
+    })
+}
+
+/// `aclrtNotifyBatchReset`: clears `num` notifies at once (on the host, no stream).
+///
+/// # Safety
+///
+/// A non-NULL `notifies` points to `num` readable handles; each is looked up.
+pub unsafe extern "C" fn aclrtNotifyBatchReset(notifies: *mut aclrtNotify, num: usize) -> aclError {
+    run("aclrtNotifyBatchReset", || {
+        let first = non_null(notifies, "notifies")?;
+        // SAFETY: `num` readable handles by the contract.
+        let handles = unsafe { std::slice::from_raw_parts(first.as_ptr(), num) };
+        notify::batch_reset(&handles.iter().map(|h| h.addr()).collect::<Vec<_>>())
     })
 }

@@ -82,7 +82,7 @@ impl CopyJob {
     /// operands are kept mapped by the plan itself.
     unsafe fn run(self) -> HipResult<()> {
         let plan = self.0;
-        plan.check_live()?;
+        let _pins = plan.pin_live()?;
         // SAFETY: the caller's contract above; `copy` allows overlap.
         unsafe { std::ptr::copy(plan.src as *const u8, plan.dst as *mut u8, plan.len) };
         Ok(())

@@ -703,6 +703,17 @@ impl Shell {
                 }
                 self.status(code, vec![t0.elapsed().as_millis().to_string()])
             }
+            "notify-batch-reset" => {
+                // notify-batch-reset <notify>...: aclrtNotifyBatchReset of the list.
+                let mut handles = (0..args.len())
+                    .map(|i| n(i).map(vptr))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let code = opt!(
+                    api,
+                    aclrtNotifyBatchReset(handles.as_mut_ptr(), handles.len())
+                );
+                self.status(code, vec![])
+            }
             "notify-wait-async" => {
                 // notify-wait-async <notify> <timeout s> [stream]: only the call, which
                 // enqueues the wait; answers the elapsed ms.

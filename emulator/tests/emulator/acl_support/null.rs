@@ -89,6 +89,7 @@ impl Shell {
             "notify-import" => opt!(api, aclrtNotifyImportByKey(ptr::null_mut(), ptr::null(), 0)),
             "notify-record" => opt!(api, aclrtRecordNotify(null, null)),
             "notify-wait" => opt!(api, aclrtWaitAndResetNotify(null, null, 1)),
+            "notify-batch-reset" => opt!(api, aclrtNotifyBatchReset(ptr::null_mut(), 1)),
             "version" => opt!(
                 api,
                 aclrtGetVersion(ptr::null_mut(), ptr::null_mut(), ptr::null_mut())
@@ -166,6 +167,7 @@ pub const NULL_CASES: &[&str] = &[
     "notify-import",
     "notify-record",
     "notify-wait",
+    "notify-batch-reset",
     "version",
     "version-str",
     "mem-info-free",
