@@ -726,6 +726,35 @@ mod tests {
         }
     }
 
+    /// Audit N18: whatever fd the runtime hands over, the one an `ExportedFd` keeps is
+    /// close-on-exec (the result layer sets it the moment the runtime returns; this is
+    /// the same call on a descriptor made inheritable on purpose).
+    #[test]
+    fn an_exported_fd_is_close_on_exec() {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let file = File::open("/dev/null").unwrap();
+        // SAFETY: dup of an open descriptor; the copy (without FD_CLOEXEC, as dup makes
+        // it) is owned by the OwnedFd below and by nothing else.
+        let inheritable = unsafe {
+            let raw = libc::dup(file.as_raw_fd());
+            assert!(raw >= 0);
+            OwnedFd::from_raw_fd(raw)
+        };
+        let flags = |fd: i32| {
+            // SAFETY: F_GETFD of an open descriptor.
+            unsafe { libc::fcntl(fd, libc::F_GETFD) }
+        };
+        assert_eq!(flags(inheritable.as_raw_fd()) & libc::FD_CLOEXEC, 0);
+        let number = inheritable.as_raw_fd();
+        let exported = ExportedFd::new(inheritable).unwrap();
+        assert_eq!(exported.raw(), number, "the descriptor keeps its number");
+        assert_ne!(flags(exported.raw()) & libc::FD_CLOEXEC, 0);
+        assert_ne!(
+            flags(exported.dup().unwrap().as_raw_fd()) & libc::FD_CLOEXEC,
+            0
+        );
+    }
+
     #[test]
     fn tags_differ_by_identity() {
         let a = FileIdentity { dev: 1, ino: 2 };
