@@ -89,11 +89,13 @@ pub const IPC_KEY_PAGE: usize = 4096;
 /// The blocks `framework_malloc` made and `framework_free` has not freed, per runtime:
 /// base to (size, device). What `export_external` may export on a runtime that cannot
 /// report blocks (see [`AscendBackend::block_of`]).
-static FRAMEWORK_BLOCKS: Mutex<BTreeMap<RuntimeDomain, BTreeMap<u64, (usize, DeviceId)>>> =
+static FRAMEWORK_BLOCKS: Mutex<BTreeMap<RuntimeDomain, FrameworkBlocks>> =
     Mutex::new(BTreeMap::new());
 
-fn framework_blocks()
--> MutexGuard<'static, BTreeMap<RuntimeDomain, BTreeMap<u64, (usize, DeviceId)>>> {
+/// One runtime's blocks of `framework_malloc`: base to (size, device).
+type FrameworkBlocks = BTreeMap<u64, (usize, DeviceId)>;
+
+fn framework_blocks() -> MutexGuard<'static, BTreeMap<RuntimeDomain, FrameworkBlocks>> {
     FRAMEWORK_BLOCKS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -521,14 +523,12 @@ impl AscendBackend {
             };
             let closed = DeviceScope::bind(&self.api, oldest.device.as_c_int()?)
                 .and_then(|_scope| Undo::IpcClose(oldest.key).run(&self.api));
-            if let Err(e) = closed {
-                // The runtime may still map the key here: the import stays in the queue
-                // (released, the oldest) and keeps its lease hold, so the exporter's close
-                // still waits for it, and the next release of the key, or the caller's
-                // retry of this one (its record is restored), closes it (audit N13; HIP
-                // keeps its hold the same way).
-                return Err(e);
-            }
+            // On failure the runtime may still map the key here: the import stays in the
+            // queue (released, the oldest) and keeps its lease hold, so the exporter's
+            // close still waits for it, and the next release of the key, or the caller's
+            // retry of this one (its record is restored), closes it (audit N13; HIP keeps
+            // its hold the same way).
+            closed?;
             queue.pop_front();
             if let Some(lease) = &oldest.lease {
                 held::drop_hold_by_name(lease);

@@ -5,7 +5,7 @@
 //! the importer closed (or was killed), the free through the first runtime goes through
 //! and ends the second runtime's export. On both emulated backends, with real processes.
 
-use devipc::{BackendKind, DeviceId, DevicePtr, Error, ExportOptions, MemToken, Runtime};
+use devipc::{BackendKind, DeviceId, Error, ExportOptions, MemToken, Runtime};
 use devipc_testkit::{Child, Parent, RawIo, TestRoot, child_entry};
 
 const KIND_ENV: &str = "EXTERNAL_RUNTIMES_KIND";
