@@ -67,7 +67,8 @@ struct Table<T> {
 /// the backend crate.
 #[derive(Debug)]
 pub struct ProcessExports<T> {
-    domains: Mutex<BTreeMap<RuntimeDomain, Arc<Mutex<Table<T>>>>>,
+    /// Each domain's table, with the pid of the process that made it.
+    domains: Mutex<BTreeMap<RuntimeDomain, (u32, Arc<Mutex<Table<T>>>)>>,
 }
 
 impl<T> Default for ProcessExports<T> {
@@ -88,16 +89,25 @@ impl<T> ProcessExports<T> {
     }
 
     /// The table of `domain` for a new backend instance, which is a new owner.
+    ///
+    /// A child `fork`ed from this process inherits a copy of the tables, whose exports
+    /// (leases, keys) are its parent's: a backend opened in the child starts a table of
+    /// its own instead, so nothing it does ends an export of the parent.
     pub fn join(&self, domain: RuntimeDomain) -> SharedExports<T> {
+        let pid = std::process::id();
         let mut domains = self.domains.lock().unwrap_or_else(|p| p.into_inner());
-        let table = domains
+        let fresh = || {
+            Arc::new(Mutex::new(Table {
+                entries: HashMap::new(),
+            }))
+        };
+        let entry = domains
             .entry(domain.clone())
-            .or_insert_with(|| {
-                Arc::new(Mutex::new(Table {
-                    entries: HashMap::new(),
-                }))
-            })
-            .clone();
+            .or_insert_with(|| (pid, fresh()));
+        if entry.0 != pid {
+            *entry = (pid, fresh());
+        }
+        let table = entry.1.clone();
         SharedExports {
             table,
             owner: NEXT_OWNER.fetch_add(1, Ordering::Relaxed),
