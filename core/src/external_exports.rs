@@ -68,8 +68,11 @@ struct Table<T> {
 #[derive(Debug)]
 pub struct ProcessExports<T> {
     /// Each domain's table, with the pid of the process that made it.
-    domains: Mutex<BTreeMap<RuntimeDomain, (u32, Arc<Mutex<Table<T>>>)>>,
+    domains: Mutex<BTreeMap<RuntimeDomain, (u32, SharedTable<T>)>>,
 }
+
+/// A domain's table, shared by its backends.
+type SharedTable<T> = Arc<Mutex<Table<T>>>;
 
 impl<T> Default for ProcessExports<T> {
     fn default() -> Self {
@@ -119,7 +122,7 @@ impl<T> ProcessExports<T> {
 /// One backend instance's view of its domain's exports (see the module docs).
 #[derive(Debug)]
 pub struct SharedExports<T> {
-    table: Arc<Mutex<Table<T>>>,
+    table: SharedTable<T>,
     owner: u64,
     domain: RuntimeDomain,
 }
