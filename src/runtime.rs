@@ -263,8 +263,13 @@ impl Runtime {
         self.inner.backend()?.framework_malloc(device, size)
     }
 
-    /// Frees what [`Runtime::framework_malloc`] returned, after ending its external exports
-    /// (refused while an importer still maps the block).
+    /// Frees what [`Runtime::framework_malloc`] returned, after ending its external exports.
+    ///
+    /// The exports are the process's, not one runtime's: those made through any `Runtime`
+    /// of this process on the same vendor runtime end here too (a framework may allocate
+    /// through one runtime and export through another). While an importer still maps the
+    /// block the free is refused with [`Error::InvalidArgument`] and nothing is freed or
+    /// ended; call it again once every importer closed (a killed importer does not count).
     ///
     /// # Safety
     /// `ptr` came from `framework_malloc` of this runtime on `device`, is not freed yet,

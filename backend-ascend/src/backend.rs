@@ -11,12 +11,13 @@
 //! records it keeps, the helpers it shares with `Drop`, and how each mechanism works are
 //! in `memory.rs`, `external.rs` and `signal.rs`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use devipc_ascend_sys::codes::{ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_NO_DEVICE};
 use devipc_ascend_sys::{AclApi, error_name};
 use devipc_core::DeviceIpc;
+use devipc_core::external_exports::{RuntimeDomain, SharedExports};
 use devipc_core::{
     BackendInfo, BackendKind, Birth, Capabilities, DeviceId, DeviceUuid, Error, HandleTable,
     HostIdentity, Mechanism, PhysicalDevice, PhysicalDeviceCache, ProcessId, Result,
@@ -24,7 +25,7 @@ use devipc_core::{
 };
 
 use crate::device::DeviceScope;
-use crate::external::ExternalExport;
+use crate::external::{EXTERNAL, ExternalExport};
 use crate::memory::{AllocRecord, MappingRecord};
 use crate::result;
 use crate::result::vendor_error;
@@ -76,8 +77,9 @@ pub struct AscendBackend {
     pub(crate) allocations: HandleTable<AllocRecord>,
     pub(crate) mappings: HandleTable<MappingRecord>,
     pub(crate) signals: HandleTable<SignalRecord>,
-    /// Keys exported for framework memory, by (device, block base).
-    pub(crate) external: Mutex<HashMap<(DeviceId, u64), ExternalExport>>,
+    /// Keys exported for framework memory, by (device, block base): the table every
+    /// Ascend backend of this process on the same runtime shares ([`crate::external`]).
+    pub(crate) external: SharedExports<ExternalExport>,
     /// Serialises the exports that create a vendor handle once and cache it (VMM
     /// shareable handles, notify keys), so two threads never create two.
     pub(crate) export_lock: Mutex<()>,
@@ -160,6 +162,8 @@ impl AscendBackend {
             runtime_version: runtime_version(&api),
             capabilities: capabilities(&api, device_count),
         };
+        // The runtime's aclrtFree tells its library (or the emulator, or a fake) apart.
+        let external = EXTERNAL.join(RuntimeDomain::new(&info, api.aclrtFree as usize));
         Ok(AscendBackend {
             info,
             device_count,
@@ -170,7 +174,7 @@ impl AscendBackend {
             allocations: HandleTable::new("allocation"),
             mappings: HandleTable::new("mapping"),
             signals: HandleTable::new("signal"),
-            external: Mutex::new(HashMap::new()),
+            external,
             export_lock: Mutex::new(()),
             ranges: Mutex::new(BTreeMap::new()),
             peers_enabled: Mutex::new(Vec::new()),
@@ -539,7 +543,8 @@ impl Drop for AscendBackend {
                 log::error!("devipc-ascend: closing a leftover mapping failed: {e}");
             }
         }
-        let exports: Vec<_> = lock(&self.external).drain().collect();
+        // The keys no other live backend of the process exported too.
+        let exports = self.external.lock().leave();
         for ((device, base), export) in exports {
             if let Err(e) = self.drop_external(device, base, &export) {
                 log::error!("devipc-ascend: closing a leftover exported IPC key failed: {e}");

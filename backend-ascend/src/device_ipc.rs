@@ -221,7 +221,7 @@ impl DeviceIpc for AscendBackend {
         devipc_core::own_memory::check_not_own(ptr, len)?;
         optional!(self.api, aclrtIpcMemGetExportKey)?;
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        let (base, size) = self.block_of(ptr, len)?;
+        let (base, size) = self.block_of(device, ptr, len)?;
         if size == 0 {
             return Err(Error::invalid_argument(format!(
                 "the block holding {ptr} is smaller than a page ({IPC_KEY_PAGE} bytes): the \
@@ -238,7 +238,7 @@ impl DeviceIpc for AscendBackend {
             })?;
         let range = offset..offset.saturating_add(len);
         devipc_core::Allocation::check_range(&range, size)?;
-        let mut external = lock(&self.external);
+        let mut external = self.external.lock();
         let export = match external.get(&(device, base)) {
             Some(e) if e.size != size => {
                 return Err(Error::invalid_argument(format!(
@@ -254,14 +254,16 @@ impl DeviceIpc for AscendBackend {
                     e.validation, opts.validation
                 )));
             }
-            Some(e) => *e,
+            Some(_) => *external.adopt(&(device, base)).expect("just found"),
             None => {
                 let flags = match opts.validation {
                     PidValidation::Trustlist => ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
                     PidValidation::AnyProcess => ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
                 };
-                // SAFETY: base/size name the block the runtime reported holding `ptr`
-                // (page-aligned), an `aclrtMalloc` block of this process. A key without a
+                // SAFETY: base/size name an `aclrtMalloc` block of this process holding
+                // `ptr` (page-aligned): the one the runtime reported, or on a runtime that
+                // cannot report blocks one `framework_malloc` made and has not freed
+                // (`block_of`). A key without a
                 // NUL is refused there: the runtime never gets an unterminated buffer back,
                 // not even to close it.
                 let key = unsafe { result::ipc_mem_get_export_key(&self.api, base, size, flags) }?;

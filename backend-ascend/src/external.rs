@@ -5,7 +5,9 @@
 //! the pointer (`aclrtMemGetAddressRange`) and exports its base and size, as torch_npu
 //! does; the token carries the range's offset within the block and the importer adds it
 //! to the base `aclrtIpcMemImportByKey` returns. Without `aclrtMemGetAddressRange` (older
-//! runtimes) the pointer must be the block's base and `len` its size.
+//! runtimes) devipc cannot ask which block holds a pointer, and would hand the runtime's
+//! key export an unchecked one (audit N6): only blocks devipc knows, those of
+//! `framework_malloc`, are exported there; anything else is `Unsupported`.
 //!
 //! The exported range must be page-table aligned at both ends (runtime FAQ "page-table
 //! alignment of IPC memory sharing": exporting 1024 bytes of `aclrtMalloc(1024)` may fail,
@@ -53,18 +55,19 @@
 //! helpers `grant` and `import` dispatch to, [`AscendBackend::close_external`], and the
 //! releases the backend's `Drop` shares.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, MutexGuard};
 
 use devipc_ascend_sys::consts::{
     ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
     ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS,
 };
 use devipc_ascend_sys::types::ACL_MEM_MALLOC_HUGE_FIRST;
+use devipc_core::external_exports::{ProcessExports, RuntimeDomain};
 use devipc_core::protection::{self, Protection};
 use devipc_core::{
-    DeviceId, DevicePtr, Error, Mapping, Mechanism, MemToken, PidValidation, Result,
+    BackendKind, DeviceId, DevicePtr, Error, Mapping, Mechanism, MemToken, PidValidation, Result,
 };
 use devipc_shm::lease::held;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
@@ -83,8 +86,26 @@ use crate::rollback::Undo;
 /// 4 KiB as well). See the module docs.
 pub const IPC_KEY_PAGE: usize = 4096;
 
+/// The blocks `framework_malloc` made and `framework_free` has not freed, per runtime:
+/// base to (size, device). What `export_external` may export on a runtime that cannot
+/// report blocks (see [`AscendBackend::block_of`]).
+static FRAMEWORK_BLOCKS: Mutex<BTreeMap<RuntimeDomain, FrameworkBlocks>> =
+    Mutex::new(BTreeMap::new());
+
+/// One runtime's blocks of `framework_malloc`: base to (size, device).
+type FrameworkBlocks = BTreeMap<u64, (usize, DeviceId)>;
+
+fn framework_blocks() -> MutexGuard<'static, BTreeMap<RuntimeDomain, FrameworkBlocks>> {
+    FRAMEWORK_BLOCKS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Generations of exported keys: unique in the process, never reused.
 pub(crate) static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// The keys every Ascend backend of this process exported, per runtime (see
+/// [`devipc_core::external_exports`]): `close_external` and `framework_free` through any
+/// backend of the runtime find (and wait for) a key another one exported.
+pub(crate) static EXTERNAL: ProcessExports<ExternalExport> = ProcessExports::new();
 
 /// A key this process exported for a framework block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,11 +191,20 @@ impl AscendBackend {
             return Err(Error::invalid_argument("framework_malloc of 0 bytes"));
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
-        result::malloc(&self.api, size, ACL_MEM_MALLOC_HUGE_FIRST).map(DevicePtr)
+        let ptr = result::malloc(&self.api, size, ACL_MEM_MALLOC_HUGE_FIRST)?;
+        // Known from here: `export_external` can check a pointer into it even where the
+        // runtime cannot report blocks (no `aclrtMemGetAddressRange`).
+        framework_blocks()
+            .entry(self.external.domain().clone())
+            .or_default()
+            .insert(ptr, (size, device));
+        Ok(DevicePtr(ptr))
     }
 
     /// Frees what [`AscendBackend::framework_malloc`] returned (`aclrtFree`), after closing
-    /// its `export_external` key (refused while an importer still maps the block).
+    /// its `export_external` key, exported through this or any other backend of this
+    /// process on the same runtime (refused with [`Error::InvalidArgument`] while an
+    /// importer still maps the block; nothing is freed then).
     ///
     /// # Safety
     /// `ptr` came from `framework_malloc` of this backend on `device`, is not freed yet,
@@ -184,33 +214,80 @@ impl AscendBackend {
         // A block still exported would be freed under its importers: its key is closed
         // first, which is refused while an importer maps it. Under whatever device the
         // caller exported it (export_external cannot tell a wrong one).
-        let exported_on: Vec<DeviceId> = lock(&self.external)
-            .keys()
-            .filter(|(_, base)| *base == ptr.0)
-            .map(|(d, _)| *d)
-            .collect();
+        // Whichever runtime of this process exported it: the keys are the process's
+        // (audit N3: a block exported through another Runtime was freed under its
+        // importers).
+        let exported_on = self.external.lock().devices_of(ptr.0);
         for on in exported_on {
             self.close_external(on, ptr)?;
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
+        // Forgotten before the free, while the address is still this block's (after it,
+        // another thread's allocation may get it), and recorded again if the free fails.
+        let known = self.forget_framework_block(ptr.0);
         // SAFETY: the caller guarantees a live aclrtMalloc block nothing uses any more, and
         // no export of it is left.
-        unsafe { result::free(&self.api, ptr.0) }
+        unsafe { result::free(&self.api, ptr.0) }.inspect_err(|_| {
+            if let Some(block) = known {
+                framework_blocks()
+                    .entry(self.external.domain().clone())
+                    .or_default()
+                    .insert(ptr.0, block);
+            }
+        })
     }
 
-    /// The base of the `aclrtMalloc` block holding `ptr` and the size to export: the
-    /// block's size rounded down to [`IPC_KEY_PAGE`] (see the module docs, also for
-    /// runtimes without `aclrtMemGetAddressRange`). The device must be bound.
-    pub(crate) fn block_of(&self, ptr: DevicePtr, len: usize) -> Result<(u64, usize)> {
-        if self.api.aclrtMemGetAddressRange.is_none() {
-            return Ok((ptr.0, len));
+    /// Takes the block at `base` out of the blocks `framework_malloc` made.
+    fn forget_framework_block(&self, base: u64) -> Option<(usize, DeviceId)> {
+        framework_blocks()
+            .get_mut(self.external.domain())
+            .and_then(|blocks| blocks.remove(&base))
+    }
+
+    /// The base of the `aclrtMalloc` block holding `len` bytes at `ptr` on `device` and the
+    /// size to export: the block's size rounded down to [`IPC_KEY_PAGE`] (see the module
+    /// docs). The device must be bound.
+    ///
+    /// The block is the runtime's report (`aclrtMemGetAddressRange`), never the caller's
+    /// word: the base and size go into `aclrtIpcMemGetExportKey`, which must be given an
+    /// `aclrtMalloc` block of this process, and `export_external` is a safe API (audit
+    /// N6). A runtime without the call can only export blocks devipc knows:
+    /// `framework_malloc`'s; anything else is [`Error::Unsupported`], naming the call.
+    pub(crate) fn block_of(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+    ) -> Result<(u64, usize)> {
+        if self.api.aclrtMemGetAddressRange.is_some() {
+            let (base, size) = result::mem_get_address_range(&self.api, ptr.0)?;
+            return Ok((base, size / IPC_KEY_PAGE * IPC_KEY_PAGE));
         }
-        let (base, size) = result::mem_get_address_range(&self.api, ptr.0)?;
-        Ok((base, size / IPC_KEY_PAGE * IPC_KEY_PAGE))
+        let end = ptr.0.saturating_add(len as u64);
+        let known = framework_blocks()
+            .get(self.external.domain())
+            .and_then(|blocks| {
+                let (&base, &(size, on)) = blocks.range(..=ptr.0).next_back()?;
+                (on == device && end <= base.saturating_add(size as u64)).then_some((base, size))
+            });
+        match known {
+            Some((base, size)) => Ok((base, size / IPC_KEY_PAGE * IPC_KEY_PAGE)),
+            None => Err(Error::unsupported(
+                BackendKind::Ascend,
+                format!(
+                    "export_external of {len} bytes at {ptr} on device {device} on this ACL \
+                     runtime: it lacks aclrtMemGetAddressRange, so devipc cannot ask which \
+                     aclrtMalloc block holds the pointer, and the runtime's key export must \
+                     be given one; only blocks of framework_malloc (which devipc knows) can \
+                     be exported here (CANN with aclrtMemGetAddressRange lifts this)"
+                ),
+            )),
+        }
     }
 
-    /// Closes the key this process exported for the framework block holding `ptr` on
-    /// `device` (`aclrtIpcMemClose` in the exporter), so the framework may free the block.
+    /// Closes the key this process exported (through this or another backend on the same
+    /// runtime) for the framework block holding `ptr` on `device` (`aclrtIpcMemClose` in
+    /// the exporter), so the framework may free the block.
     ///
     /// Call it only after every importer closed its mapping: the runtime requires
     /// importers to close first. Tokens of the block stop working; a later
@@ -218,11 +295,10 @@ impl AscendBackend {
     /// [`Error::InvalidArgument`] when this backend exported no block holding `ptr`.
     pub fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
         self.check_device(device)?;
-        let mut external = lock(&self.external);
+        let mut external = self.external.lock();
         let found = external
-            .iter()
-            .find(|((d, base), e)| *d == device && (*base..*base + e.size as u64).contains(&ptr.0))
-            .map(|(k, e)| (*k, *e));
+            .holding(device, ptr, |e| e.size)
+            .map(|(k, e)| (k, *e));
         let Some((map_key, export)) = found else {
             return Err(Error::invalid_argument(format!(
                 "no block exported with export_external holds {ptr} on device {device}"
@@ -281,10 +357,10 @@ impl AscendBackend {
         if token.origin() != self.origin()? {
             return Err(not_ours());
         }
-        let external = lock(&self.external);
+        let external = self.external.lock();
         let live = external
-            .values()
-            .any(|e| e.key == key && e.generation == token.generation());
+            .iter()
+            .any(|(_, e)| e.key == key && e.generation == token.generation());
         if !live {
             return Err(not_ours());
         }
@@ -411,9 +487,23 @@ impl AscendBackend {
     /// Releases an imported key mapping. `aclrtIpcMemClose` closes the key's *oldest*
     /// import in this process, so the import is only marked released until every older
     /// import of the key is released too; then the released imports are closed oldest
-    /// first, each with its lease hold dropped after its close.
+    /// first, each with its lease hold dropped after its close. A close that fails stops
+    /// there and is returned: that import stays (marked released, with its hold) and is
+    /// closed by a retry or the key's next release.
     pub(crate) fn release_key_mapping(&self, mapping: &KeyMapping) -> Result<()> {
+        // Taken out first (no copy may start on a mapping being closed), and put back if
+        // the close fails: the caller restores the mapping, which stays usable.
+        let range = lock(&self.ranges).get(&mapping.base).copied();
         self.remove_range(mapping.base);
+        self.release_key_imports(mapping).inspect_err(|_| {
+            if let Some(range) = range {
+                self.add_range(mapping.base, range);
+            }
+        })
+    }
+
+    /// The queue work of [`AscendBackend::release_key_mapping`].
+    fn release_key_imports(&self, mapping: &KeyMapping) -> Result<()> {
         let mut imports = lock(&KEY_IMPORTS);
         let imports = imports.get_or_insert_with(HashMap::new);
         let Some(queue) = imports.get_mut(&mapping.key) else {
@@ -427,23 +517,26 @@ impl AscendBackend {
         {
             entry.1 = true;
         }
-        let mut first_error = None;
         while queue.front().is_some_and(|(_, released)| *released) {
-            let Some((oldest, _)) = queue.pop_front() else {
+            let Some(&(oldest, _)) = queue.front() else {
                 break;
             };
             let closed = DeviceScope::bind(&self.api, oldest.device.as_c_int()?)
                 .and_then(|_scope| Undo::IpcClose(oldest.key).run(&self.api));
+            // On failure the runtime may still map the key here: the import stays in the
+            // queue (released, the oldest) and keeps its lease hold, so the exporter's
+            // close still waits for it, and the next release of the key, or the caller's
+            // retry of this one (its record is restored), closes it (audit N13; HIP keeps
+            // its hold the same way).
+            closed?;
+            queue.pop_front();
             if let Some(lease) = &oldest.lease {
                 held::drop_hold_by_name(lease);
-            }
-            if let Err(e) = closed {
-                first_error.get_or_insert(e);
             }
         }
         if queue.is_empty() {
             imports.remove(&mapping.key);
         }
-        first_error.map_or(Ok(()), Err)
+        Ok(())
     }
 }

@@ -10,13 +10,13 @@
 //! and how each mechanism works are in `memory.rs`, `external.rs` (framework memory),
 //! `signal.rs` and `deferred.rs`.
 
-use std::collections::HashMap;
 use std::ffi::c_int;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use devipc_core::own_memory;
+use devipc_core::external_exports::{RuntimeDomain, SharedExports};
+use devipc_core::own_memory::{self, BlockMap};
 use devipc_core::token::SignalTokenParts;
 use devipc_core::{
     AllocateOptions, Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc,
@@ -35,7 +35,7 @@ use devipc_shm::word_file::{NAME_LEN, WordFile};
 
 use crate::deferred::Deferred;
 use crate::device::DeviceScope;
-use crate::external::{ExternalExport, NEXT_EXTERNAL_GENERATION_BASE};
+use crate::external::{EXTERNAL, ExternalExport, NEXT_EXTERNAL_GENERATION_BASE};
 use crate::memory::{AllocRecord, MappingRecord, handle_tag};
 use crate::result;
 use crate::result::vendor_error;
@@ -64,8 +64,12 @@ pub struct HipBackend {
     pub(crate) mappings: HandleTable<MappingRecord>,
     pub(crate) signals: HandleTable<SignalRecord>,
     pub(crate) deferred: Deferred,
-    /// `export_external`s not closed yet, by device and allocation base.
-    pub(crate) external: Mutex<HashMap<(DeviceId, u64), ExternalExport>>,
+    /// `export_external`s not closed yet, by device and allocation base: the table every
+    /// HIP backend of this process on the same runtime shares ([`crate::external`]).
+    pub(crate) external: SharedExports<ExternalExport>,
+    /// `hip-vmm-fd` imports of this backend, by base, with the device they were imported
+    /// on: host copies to them bind it (the thread's device may have no access).
+    pub(crate) vmm_imports: BlockMap,
 }
 
 impl HipBackend {
@@ -118,6 +122,8 @@ impl HipBackend {
         };
         // Lease tables of exporters that were killed: nobody else removes them.
         devipc_shm::lease::held::sweep_orphans_now_and_then();
+        // The runtime's hipFree tells its library (or the emulator, or a fake) apart.
+        let external = EXTERNAL.join(RuntimeDomain::new(&info, api.hipFree as usize));
         Ok(HipBackend {
             lazy_peer_flag: ipc_mem_lazy_enable_peer_access(version),
             hip_version: version,
@@ -130,8 +136,17 @@ impl HipBackend {
             mappings: HandleTable::new("mapping"),
             signals: HandleTable::new("signal"),
             deferred: Deferred::new(api.clone()),
-            external: Mutex::new(HashMap::new()),
+            external,
+            vmm_imports: BlockMap::new(),
         })
+    }
+
+    /// How many times this process fetched an exporter's fd with `pidfd_getfd` for an
+    /// import (attempts, successful or not). For tests: an import must never fetch before
+    /// its lease and producer checks passed.
+    #[doc(hidden)]
+    pub fn fd_fetches() -> usize {
+        vmm::FD_FETCHES.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The function table this backend calls.
@@ -166,13 +181,16 @@ impl HipBackend {
         device.check(self.device_count)?.as_c_int()
     }
 
-    /// Binds the device of the devipc allocation holding `len` bytes at `ptr`, if any, for
-    /// a host copy: copies run on the calling thread's device, and VMM memory is reachable
-    /// only from the devices it was granted to, its owner among them (imports grant the
-    /// owner's device too, see `import_vmm`).
+    /// Binds a device with access to the `len` bytes at `ptr`, if devipc knows them, for a
+    /// host copy: copies run on the calling thread's device, and VMM memory is reachable
+    /// only from the devices it was granted to. For a devipc allocation that is its owner's
+    /// device; for a `hip-vmm-fd` import of this backend, the device it was imported on
+    /// (imports also grant the exporter's device, see `import_vmm`, but the thread's device
+    /// may be neither: audit N5).
     fn bind_owner(&self, ptr: DevicePtr, len: usize) -> Result<Option<DeviceScope<'_>>> {
         let span = ptr.0..ptr.0.saturating_add(len as u64);
-        own_memory::overlapping(span)
+        own_memory::overlapping(span.clone())
+            .or_else(|| self.vmm_imports.overlapping(span))
             .map(|(_, _, device)| DeviceScope::bind(&self.api, self.check_device(device)?))
             .transpose()
     }
@@ -229,8 +247,9 @@ impl Drop for HipBackend {
             }
         }
         self.drop_deferred();
-        // The framework's memory stays; its tokens stop working.
-        for (_, export) in std::mem::take(&mut *self.external_exports()) {
+        // The framework's memory stays; the tokens of the exports no other live backend
+        // of the process made too stop working.
+        for (_, export) in self.external.lock().leave() {
             let _ = export.lease.remove();
         }
     }
@@ -292,13 +311,14 @@ impl DeviceIpc for HipBackend {
         }
         let _scope = DeviceScope::bind(&self.api, dev)?;
         let addr = result::malloc(&self.api, size)?;
-        own_memory::register(DevicePtr(addr), size, device);
+        let registration = own_memory::register(DevicePtr(addr), size, device);
         let id = self.allocations.insert(AllocRecord {
             device,
             ptr: addr,
             size,
             lease: None,
             vmm: None,
+            registration,
         });
         Ok(Allocation {
             id,
@@ -336,13 +356,14 @@ impl DeviceIpc for HipBackend {
         self.vmm_fd_support()?;
         let alloc = vmm::allocate(&self.api, self.hip_version, device, size)?;
         let (ptr, size) = (alloc.range.va, alloc.range.size);
-        own_memory::register(DevicePtr(ptr), size, device);
+        let registration = own_memory::register(DevicePtr(ptr), size, device);
         let id = self.allocations.insert(AllocRecord {
             device,
             ptr,
             size,
             lease: None,
             vmm: Some(Arc::new(alloc)),
+            registration,
         });
         Ok(Allocation {
             id,
@@ -536,8 +557,10 @@ impl DeviceIpc for HipBackend {
             ))
         };
         let exported = if token.generation() >= NEXT_EXTERNAL_GENERATION_BASE {
-            self.external_exports()
-                .values()
+            self.external
+                .lock()
+                .iter()
+                .map(|(_, e)| e)
                 .find(|e| e.generation == token.generation())
                 .and_then(|e| e.vmm.clone())
                 .ok_or_else(not_exported)?
@@ -790,29 +813,12 @@ impl HipBackend {
         }
         self.vmm_fd_support()?;
         let payload = VmmPayload::decode(token.payload())?;
-        let fd = match fd {
-            Some(fd) => fd,
-            None => vmm::fetch_fd(token, &payload)?,
-        };
-        let file = std::fs::File::from(fd);
-        // The fd must be the open file the exporter exported for this token: a forged
-        // token naming another fd number, or a wrong fd sent beside it, stops here.
-        if FileIdentity::of(&file)? != payload.identity {
-            return Err(Error::invalid_token(
-                "the file descriptor is not the one exported for this token (another \
-                 object, or a forged token)",
-            ));
-        }
-        // The view is bounded by the object's real size, the fd's own; never the token's.
-        let real = vmm::real_size(&file)?;
-        let size = usize::try_from(real)
-            .ok()
-            .filter(|s| *s > 0)
-            .ok_or_else(|| Error::invalid_token(format!("the exported object is {real} bytes")))?;
-        token.range_within(size)?;
-        // As legacy imports: hold the exporter's lease (bound to this generation, this fd's
-        // identity and the producer) before mapping; a token replayed after the free
-        // finds it revoked and is refused here.
+        // Hold the exporter's lease (bound to this generation, the exported fd's identity
+        // and the producer) before anything else: a token replayed after the free finds it
+        // revoked, and a token whose lease is not its producer's own is refused here,
+        // before `pidfd_getfd` copies a descriptor out of the process the token names
+        // (audit N15: a forged producer must never make this process take another
+        // process's fd, even to close it again).
         let lease = held::hold_for(
             &payload.lease,
             &Binding {
@@ -825,6 +831,39 @@ impl HipBackend {
                 }),
             },
         )?;
+        let checked = (|| {
+            let fd = match fd {
+                Some(fd) => fd,
+                None => vmm::fetch_fd(token, &payload)?,
+            };
+            let file = std::fs::File::from(fd);
+            // The fd must be the open file the exporter exported for this token: a forged
+            // token naming another fd number, or a wrong fd sent beside it, stops here.
+            if FileIdentity::of(&file)? != payload.identity {
+                return Err(Error::invalid_token(
+                    "the file descriptor is not the one exported for this token (another \
+                     object, or a forged token)",
+                ));
+            }
+            // The view is bounded by the object's real size, the fd's own; never the
+            // token's.
+            let real = vmm::real_size(&file)?;
+            let size = usize::try_from(real)
+                .ok()
+                .filter(|s| *s > 0)
+                .ok_or_else(|| {
+                    Error::invalid_token(format!("the exported object is {real} bytes"))
+                })?;
+            token.range_within(size)?;
+            Ok((file, size))
+        })();
+        let (file, size) = match checked {
+            Ok(checked) => checked,
+            Err(e) => {
+                held::drop_hold(&lease);
+                return Err(e);
+            }
+        };
         let mapped = (|| {
             let _scope = DeviceScope::bind(&self.api, dev)?;
             let r0502 = devipc_hip_sys::mem_allocation_prop_is_r0502(self.hip_version);
@@ -836,8 +875,8 @@ impl HipBackend {
             )?;
             // SAFETY: the handle was just imported, owned by the range from here; the
             // dma-buf is `size` bytes (its own size, above).
-            // The owner's device gets access too: host copies run on the calling thread's
-            // device, which may be either.
+            // The owner's device gets access too (a framework may copy from a thread bound
+            // to it; devipc's own host copies bind `device`, see `bind_owner`).
             unsafe {
                 vmm::VmmRange::map_whole(
                     &self.api,
@@ -860,6 +899,10 @@ impl HipBackend {
             }
         };
         let base = range.va;
+        // Host copies bind the import's device (see `bind_owner`). Unregistered by the
+        // release, before the reservation is freed (the address cannot be reused until then).
+        self.vmm_imports
+            .register(DevicePtr(base), range.size, device);
         let id = self.mappings.insert(MappingRecord {
             device,
             base,

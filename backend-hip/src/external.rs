@@ -5,14 +5,16 @@
 //!
 //! The framework owns the memory, so devipc cannot defer its free: each exported block
 //! gets a lease its importers hold, `close_external` is refused while one is held, and
-//! ends the block's tokens. devipc's own buffers are never exported this way
+//! ends the block's tokens. The exports are the process's, not one backend's
+//! ([`EXTERNAL`]): `close_external` and `framework_free` through any backend of the same
+//! runtime see (and wait for) an export made through another one. devipc's own buffers are never exported this way
 //! (`devipc_core::own_memory`): their free waits only for their own lease.
 
-use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, MutexGuard};
 
+use devipc_core::external_exports::ProcessExports;
 use devipc_core::own_memory;
 use devipc_core::{Allocation, DeviceId, DevicePtr, Error, Mechanism, MemToken, Result};
 use devipc_shm::lease::{Lease, held};
@@ -22,6 +24,18 @@ use crate::device::DeviceScope;
 use crate::memory::handle_tag;
 use crate::result;
 use crate::vmm::{self, ExportedFd, VmmPayload};
+
+/// What `framework_block_kind` found.
+enum BlockKind {
+    /// `hipMalloc` memory, with its IPC handle.
+    Legacy(devipc_hip_sys::hipIpcMemHandle_t),
+    /// VMM memory (`hipMemMap`).
+    Vmm,
+}
+
+/// The `export_external`s of every HIP backend of this process, per runtime (see
+/// [`devipc_core::external_exports`]).
+pub(crate) static EXTERNAL: ProcessExports<ExternalExport> = ProcessExports::new();
 
 /// An `export_external` of a framework allocation: the lease its importers hold, which
 /// `close_external` ends.
@@ -44,13 +58,6 @@ pub(crate) static NEXT_EXTERNAL_GENERATION: AtomicU64 =
 pub(crate) const NEXT_EXTERNAL_GENERATION_BASE: u64 = 1 << 62;
 
 impl HipBackend {
-    /// The open `export_external`s.
-    pub(crate) fn external_exports(
-        &self,
-    ) -> MutexGuard<'_, HashMap<(DeviceId, u64), ExternalExport>> {
-        self.external.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// `export_external` of `len` bytes at `ptr` on `device` (see the module docs).
     pub(crate) fn export_framework_block(
         &self,
@@ -74,9 +81,10 @@ impl HipBackend {
         Allocation::check_range(&range, size)?;
         // VMM memory (PyTorch's expandable segments, aiter #4174) cannot go through
         // hipIpcGetMemHandle: it is exported whole as an fd, with the offset in the token.
-        if vmm::is_vmm(&self.api, self.hip_version, ptr.0) {
-            return self.export_external_vmm(device, base, size, range);
-        }
+        let handle = match self.framework_block_kind(device, base)? {
+            BlockKind::Legacy(handle) => handle,
+            BlockKind::Vmm => return self.export_external_vmm(device, base, size, range),
+        };
         // The token names `device` (and its identity): it must be the block's own.
         if let Some(on) = result::pointer_device(&self.api, ptr.0)?
             && on != dev
@@ -86,15 +94,17 @@ impl HipBackend {
                  takes the device the framework allocated the block on"
             )));
         }
-        // The runtime just reported `base` as the start of a live allocation.
-        let handle = self.ipc_handle(device, base)?;
         // The framework owns the memory; the lease lets close_external know whether
         // importers still map it, and makes its tokens stop working after it.
         let export = {
-            let mut external = self.external_exports();
+            let mut external = self.external.lock();
             match external.get(&(device, base)) {
-                Some(e) if e.vmm.is_none() => e.clone(),
-                Some(_) => return Err(stale_external(device, base, "VMM")),
+                Some(e) if e.vmm.is_some() => return Err(stale_external(device, base, "VMM")),
+                Some(e) if e.size != size => return Err(reallocated(device, base, e.size, size)),
+                Some(_) => external
+                    .adopt(&(device, base))
+                    .cloned()
+                    .expect("just found"),
                 None => {
                     let generation = NEXT_EXTERNAL_GENERATION.fetch_add(1, Ordering::Relaxed);
                     let export = ExternalExport {
@@ -120,14 +130,48 @@ impl HipBackend {
         )
     }
 
-    /// `close_external` of the block holding `ptr` on `device` (see the module docs).
+    /// Which kind of memory the framework block at `base` on `device` (bound) is, and for
+    /// `hipMalloc` memory its IPC handle.
+    ///
+    /// `hipMemRetainAllocationHandle` of `hipMalloc` memory is reported to crash some ROCm
+    /// 7.x releases (audit N7), so it is only ever called on memory that is known not to
+    /// be `hipMalloc` memory: where the runtime answers the legacy-IPC attribute (7.12,
+    /// RCCL's way) that decides; elsewhere the legacy export is tried first
+    /// (`hipIpcGetMemHandle`, which refuses VMM memory), and only memory it refuses is
+    /// looked up as VMM memory. When that is not VMM memory either, the legacy refusal is
+    /// the error.
+    fn framework_block_kind(&self, device: DeviceId, base: u64) -> Result<BlockKind> {
+        if let Some(legacy) = vmm::legacy_ipc_capable(&self.api, self.hip_version, base) {
+            return if legacy {
+                // The runtime just reported `base` as the start of a live allocation.
+                self.ipc_handle(device, base).map(BlockKind::Legacy)
+            } else {
+                Ok(BlockKind::Vmm)
+            };
+        }
+        // The runtime just reported `base` as the start of a live allocation.
+        match self.ipc_handle(device, base) {
+            Ok(handle) => Ok(BlockKind::Legacy(handle)),
+            Err(refused) => {
+                // SAFETY: hipIpcGetMemHandle refused `base`, so it is not hipMalloc memory
+                // (the precondition of the retain; see `vmm::is_vmm_memory`).
+                if unsafe { vmm::is_vmm_memory(&self.api, base) } {
+                    Ok(BlockKind::Vmm)
+                } else {
+                    Err(refused)
+                }
+            }
+        }
+    }
+
+    /// `close_external` of the block holding `ptr` on `device` (see the module docs),
+    /// whichever runtime of this process exported it.
     pub(crate) fn close_framework_block(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
         self.check_device(device)?;
-        let mut external = self.external_exports();
+        let mut external = self.external.lock();
         let found = external
-            .iter()
-            .find(|((d, base), e)| *d == device && (*base..*base + e.size as u64).contains(&ptr.0))
-            .map(|(k, e)| (*k, e.clone()));
+            .holding(device, ptr, |e| e.size)
+            .map(|(k, e)| (k, e.clone()));
         let Some((key, export)) = found else {
             return Err(Error::invalid_argument(format!(
                 "no block exported with export_external holds {ptr} on device {device}"
@@ -147,7 +191,8 @@ impl HipBackend {
 
     /// `export_external` of VMM memory: the whole allocation at `base` (`size` bytes, as
     /// the runtime reports it) as a `hip-vmm-fd` token for `range`, its fd exported once
-    /// per block and kept until `close_external`.
+    /// per block and kept until `close_external`. Only for memory `framework_block_kind`
+    /// found to be VMM memory.
     fn export_external_vmm(
         &self,
         device: DeviceId,
@@ -156,13 +201,22 @@ impl HipBackend {
         range: Range<usize>,
     ) -> Result<MemToken> {
         let export = {
-            let mut external = self.external_exports();
+            let mut external = self.external.lock();
             match external.get(&(device, base)) {
-                Some(e) if e.vmm.is_some() => e.clone(),
-                Some(_) => return Err(stale_external(device, base, "legacy (hipMalloc)")),
+                Some(e) if e.vmm.is_none() => {
+                    return Err(stale_external(device, base, "legacy (hipMalloc)"));
+                }
+                Some(e) if e.size != size => return Err(reallocated(device, base, e.size, size)),
+                Some(_) => external
+                    .adopt(&(device, base))
+                    .cloned()
+                    .expect("just found"),
                 None => {
-                    let exported =
-                        Arc::new(vmm::export_external(&self.api, self.hip_version, base)?);
+                    // SAFETY: only called for memory `framework_block_kind` found to be
+                    // VMM memory (not hipMalloc memory).
+                    let exported = Arc::new(unsafe {
+                        vmm::export_external(&self.api, self.hip_version, base)
+                    }?);
                     let generation = NEXT_EXTERNAL_GENERATION.fetch_add(1, Ordering::Relaxed);
                     let export = ExternalExport {
                         size,
@@ -208,7 +262,9 @@ impl HipBackend {
     }
 
     /// Frees what [`HipBackend::framework_malloc`] returned (`hipFree`), after ending its
-    /// `export_external` exports (refused while an importer still maps the block).
+    /// `export_external` exports, made through this or any other backend of this process
+    /// on the same runtime (refused with [`Error::InvalidArgument`] while an importer still
+    /// maps the block; nothing is freed then).
     ///
     /// # Safety
     /// `ptr` came from `framework_malloc` of this backend on `device`, is not freed yet,
@@ -218,12 +274,10 @@ impl HipBackend {
         // A block still exported would be freed under its importers: its exports end
         // first, which is refused while an importer maps it. Under whatever device the
         // caller exported it (export_external cannot tell a wrong one).
-        let exported_on: Vec<DeviceId> = self
-            .external_exports()
-            .keys()
-            .filter(|(_, base)| *base == ptr.0)
-            .map(|(d, _)| *d)
-            .collect();
+        // Whichever runtime of this process exported it: the exports are the process's
+        // (audit N3: a block exported through another Runtime was freed under its
+        // importers).
+        let exported_on = self.external.lock().devices_of(ptr.0);
         for on in exported_on {
             self.close_framework_block(on, ptr)?;
         }
@@ -232,6 +286,18 @@ impl HipBackend {
         // no export of it is left.
         unsafe { result::free(&self.api, ptr.0) }
     }
+}
+
+/// The error for an `export_external` of a block whose earlier export, never closed,
+/// recorded another size: the framework freed the block and allocated a new one at the
+/// same address (audit N17). The old export's lease and generation must not be reused
+/// for it: its importers' holds are the old block's.
+fn reallocated(device: DeviceId, base: u64, was: usize, now: usize) -> Error {
+    Error::invalid_argument(format!(
+        "the block at {base:#x} on device {device} was exported with {was} bytes and now has \
+         {now}: it was freed and reallocated without close_external; call close_external \
+         for it first"
+    ))
 }
 
 /// The error for an `export_external` of a block whose earlier export (of the other

@@ -34,6 +34,9 @@ pub(crate) struct AllocRecord {
     pub(crate) lease: Option<Arc<Lease>>,
     /// `Some` for virtual memory of `allocate_with` (`hip-vmm-fd`), `None` for `hipMalloc`.
     pub(crate) vmm: Option<Arc<VmmAlloc>>,
+    /// The block's entry in devipc's own memory ([`own_memory`]), ended after the vendor
+    /// free: exactly this one, never a later block's at the same address.
+    pub(crate) registration: own_memory::Registration,
 }
 
 /// What the backend keeps for a [`Mapping`](devipc_core::Mapping): the base `hipIpcOpenMemHandle` returned,
@@ -67,8 +70,10 @@ pub(crate) fn free_device_memory(api: &HipApi, record: &AllocRecord) -> Result<(
         // and nobody maps it any more (its lease is unheld, or HipDeferredFree is off).
         unsafe { result::free(api, record.ptr) }?;
     }
-    // Only now: until the vendor freed it, the block is devipc's (export_external).
-    own_memory::unregister(DevicePtr(record.ptr));
+    // Only now: until the vendor freed it, the block is devipc's (export_external). The
+    // address may already be another block's (another thread's allocation got it and
+    // registered it): only this record's registration is removed (audit N4).
+    own_memory::unregister_exactly(record.registration);
     Ok(())
 }
 
@@ -146,7 +151,14 @@ impl HipBackend {
     /// the exporter's lease.
     pub(crate) fn release_mapping(&self, record: &MappingRecord) -> Result<()> {
         if let Some(vmm) = &record.vmm {
-            vmm.release(&self.api)?;
+            // While the reservation is still ours nobody else can be given its address, so
+            // forgetting it by address is exact; it comes back if the release fails (the
+            // memory may still be mapped, and the record is restored by the caller).
+            self.vmm_imports.unregister(DevicePtr(record.base));
+            vmm.release(&self.api).inspect_err(|_| {
+                self.vmm_imports
+                    .register(DevicePtr(record.base), vmm.size, record.device);
+            })?;
         } else {
             let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
             // SAFETY: `base` came from hipIpcOpenMemHandle and is closed once: its record

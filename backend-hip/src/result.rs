@@ -506,7 +506,33 @@ pub(crate) unsafe fn mem_export_to_shareable_handle(
     }
     // SAFETY: on success the runtime wrote a new descriptor that nobody else owns (a
     // dma-buf fd of this process, CLR `ExportShareableVMMHandle`); it is owned from here.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // At once (audit N18): the runtime does not promise O_CLOEXEC, and a fork + exec on
+    // another thread would hand the child a dma-buf of the allocation. The fd is closed
+    // (dropped) if this fails.
+    set_cloexec(&fd)?;
+    Ok(fd)
+}
+
+/// Sets `FD_CLOEXEC` on `fd` (`fcntl(F_SETFD)`, in place: the descriptor keeps its number
+/// and no inheritable copy is left behind, as a `F_DUPFD_CLOEXEC` + `close` would until
+/// the close).
+pub(crate) fn set_cloexec(fd: &OwnedFd) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: F_GETFD/F_SETFD on a descriptor this process owns (borrowed for the call);
+    // no pointer is passed.
+    let done = unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFD);
+        flags >= 0 && libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, flags | libc::FD_CLOEXEC) == 0
+    };
+    if done {
+        Ok(())
+    } else {
+        Err(Error::io(
+            "making an exported VMM fd close-on-exec (fcntl F_SETFD)",
+            std::io::Error::last_os_error(),
+        ))
+    }
 }
 
 /// `hipMemExportToShareableHandle` with `hipMemHandleTypeFabric`: the 64-byte
@@ -571,17 +597,22 @@ pub(crate) fn mem_import_from_shareable_handle(
 /// `hipMemRetainAllocationHandle`: the handle of the VMM allocation mapped at `addr`.
 /// CLR (`hip_vm.cpp`) takes NO reference (unlike CUDA's retain): never release the
 /// result, which would drop the creator's reference. Memory that is not VMM (`hipMalloc`)
-/// gives `hipErrorInvalidValue` there; some ROCm 7.x are reported to crash instead, so
-/// ask [`pointer_is_legacy_ipc_capable`] first where the runtime answers it.
+/// gives `hipErrorInvalidValue` there, but some ROCm 7.x releases are reported to crash
+/// instead (second-hand; RCCL asks [`pointer_is_legacy_ipc_capable`] first), hence
+/// `unsafe`.
 ///
-/// Safe for any `addr` the runtime handles as documented: it only looks it up in its
-/// mapping table.
-pub(crate) fn mem_retain_allocation_handle(
+/// # Safety
+/// `addr` is not `hipMalloc` memory: the runtime answered the legacy-IPC attribute with
+/// "not legacy", or refused `hipIpcGetMemHandle` of it (which exports any `hipMalloc`
+/// memory of this process). Other addresses are only looked up in the runtime's mapping
+/// table.
+pub(crate) unsafe fn mem_retain_allocation_handle(
     api: &HipApi,
     addr: u64,
 ) -> Result<hipMemGenericAllocationHandle_t> {
     let mut handle: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
-    // SAFETY: `handle` is a valid out-pointer; `addr` is only a lookup key (see above).
+    // SAFETY: `handle` is a valid out-pointer; `addr` is only a lookup key and not
+    // hipMalloc memory (the caller's guarantee).
     unsafe {
         hip!(
             api,

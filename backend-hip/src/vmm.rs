@@ -310,15 +310,13 @@ pub(crate) struct ExportedFd {
 }
 
 impl ExportedFd {
-    /// Wraps a fresh fd from `hipMemExportToShareableHandle` with its identity. What is
-    /// kept is a close-on-exec duplicate (`F_DUPFD_CLOEXEC`; the runtime's own fd may not
-    /// be), so a child the exporter spawns does not inherit the memory; the runtime's fd is
-    /// closed.
-    fn new(fd: OwnedFd) -> Result<ExportedFd> {
-        let fd = File::from(
-            fd.try_clone()
-                .map_err(|e| Error::io("duplicating an exported VMM fd", e))?,
-        );
+    /// Wraps a fresh fd from `hipMemExportToShareableHandle` with its identity. The result
+    /// layer made it close-on-exec the moment the runtime returned it (audit N18; a child
+    /// the exporter spawns must not inherit the memory); it is set again here, which costs
+    /// one `fcntl`, so an `ExportedFd` is close-on-exec whatever made its fd.
+    pub(crate) fn new(fd: OwnedFd) -> Result<ExportedFd> {
+        result::set_cloexec(&fd)?;
+        let fd = File::from(fd);
         let identity = FileIdentity::of(&fd)?;
         Ok(ExportedFd {
             fd: fd.into(),
@@ -539,30 +537,43 @@ pub(crate) fn granularity(api: &HipApi, dev: i32, r0502: bool) -> Result<usize> 
 /// `HIP_VERSION >= 71260540`, field notes 2026-11).
 const LEGACY_IPC_ATTRIBUTE_SINCE: i32 = 71_260_540;
 
-/// Whether `addr` lies in VMM memory. Where the runtime answers the legacy-IPC attribute
-/// it decides (RCCL's way: `hipMemRetainAllocationHandle` of `hipMalloc` memory is
-/// reported to crash some ROCm 7.x); elsewhere `hipMemRetainAllocationHandle` succeeds
-/// only on memory mapped with `hipMemMap`. The retained handle takes no reference (CLR),
-/// so nothing is released. A runtime without the calls has no VMM memory.
-pub(crate) fn is_vmm(api: &HipApi, version: i32, addr: u64) -> bool {
-    if version >= LEGACY_IPC_ATTRIBUTE_SINCE
-        && api.hipPointerGetAttribute.is_some()
-        && let Ok(true) = result::pointer_is_legacy_ipc_capable(api, addr)
-    {
-        return false;
+/// What the runtime's `HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE` says of `addr`:
+/// `Some(true)` for `hipMalloc` memory, `Some(false)` for VMM (and host) memory, `None`
+/// where the runtime does not answer it (before 7.12, or without the call).
+pub(crate) fn legacy_ipc_capable(api: &HipApi, version: i32, addr: u64) -> Option<bool> {
+    if version < LEGACY_IPC_ATTRIBUTE_SINCE || api.hipPointerGetAttribute.is_none() {
+        return None;
     }
-    result::mem_retain_allocation_handle(api, addr).is_ok()
+    result::pointer_is_legacy_ipc_capable(api, addr).ok()
+}
+
+/// Whether `addr` lies in VMM memory: `hipMemRetainAllocationHandle` succeeds only on
+/// memory mapped with `hipMemMap`. The retained handle takes no reference (CLR), so
+/// nothing is released. A runtime without the call has no VMM memory.
+///
+/// # Safety
+/// `addr` is not `hipMalloc` memory: the runtime answered the legacy-IPC attribute with
+/// "not legacy", or refused `hipIpcGetMemHandle` of it. Some ROCm 7.x releases are
+/// reported to crash on a retain of `hipMalloc` memory (audit N7; see
+/// [`result::mem_retain_allocation_handle`]).
+pub(crate) unsafe fn is_vmm_memory(api: &HipApi, addr: u64) -> bool {
+    // SAFETY: the caller's guarantee, passed on.
+    unsafe { result::mem_retain_allocation_handle(api, addr) }.is_ok()
 }
 
 /// A new exported fd for the VMM allocation mapped at `addr`
 /// (`hipMemRetainAllocationHandle`, which borrows the creator's handle, then
-/// `hipMemExportToShareableHandle`). Refused on runtimes without VMM IPC and for allocations not made
-/// exportable as a POSIX fd.
-pub(crate) fn export_external(api: &HipApi, version: i32, addr: u64) -> Result<ExportedFd> {
+/// `hipMemExportToShareableHandle`). Refused on runtimes without VMM IPC and for
+/// allocations not made exportable as a POSIX fd.
+///
+/// # Safety
+/// `addr` is not `hipMalloc` memory (as for [`is_vmm_memory`]).
+pub(crate) unsafe fn export_external(api: &HipApi, version: i32, addr: u64) -> Result<ExportedFd> {
     check_support(api, version)?;
     // The creator's handle, borrowed: a retain takes no reference (CLR), so it is not
     // released here.
-    let handle = result::mem_retain_allocation_handle(api, addr)?;
+    // SAFETY: the caller's guarantee: `addr` is not hipMalloc memory.
+    let handle = unsafe { result::mem_retain_allocation_handle(api, addr) }?;
     // SAFETY: the mapping's live handle (the framework keeps it while it maps the
     // memory, which it must while exporting it).
     let prop = unsafe {
@@ -591,10 +602,17 @@ pub(crate) fn export_external(api: &HipApi, version: i32, addr: u64) -> Result<E
     ExportedFd::new(fd)
 }
 
+/// Calls of [`fetch_fd`] in this process (`HipBackend::fd_fetches`, for tests).
+pub(crate) static FD_FETCHES: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 /// The exporter's fd of `token` (payload `p`), fetched with `pidfd_open` + `pidfd_getfd`
-/// after checking the pidfd's process is the token's producer (pid and start time).
+/// after checking the pidfd's process is the token's producer (pid and start time). Call
+/// it only once the import holds the token's lease (which binds the producer), so a token
+/// naming another process never gets as far as copying its fd (audit N15).
 pub(crate) fn fetch_fd(token: &MemToken, p: &VmmPayload) -> Result<OwnedFd> {
     use devipc_shm::os::{pidfd_getfd, pidfd_open};
+    FD_FETCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if !p.pidfd {
         return Err(Error::invalid_argument(
             "the exporter does not let importers take this token's file descriptor with \
@@ -706,6 +724,35 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    /// Audit N18: whatever fd the runtime hands over, the one an `ExportedFd` keeps is
+    /// close-on-exec (the result layer sets it the moment the runtime returns; this is
+    /// the same call on a descriptor made inheritable on purpose).
+    #[test]
+    fn an_exported_fd_is_close_on_exec() {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let file = File::open("/dev/null").unwrap();
+        // SAFETY: dup of an open descriptor; the copy (without FD_CLOEXEC, as dup makes
+        // it) is owned by the OwnedFd below and by nothing else.
+        let inheritable = unsafe {
+            let raw = libc::dup(file.as_raw_fd());
+            assert!(raw >= 0);
+            OwnedFd::from_raw_fd(raw)
+        };
+        let flags = |fd: i32| {
+            // SAFETY: F_GETFD of an open descriptor.
+            unsafe { libc::fcntl(fd, libc::F_GETFD) }
+        };
+        assert_eq!(flags(inheritable.as_raw_fd()) & libc::FD_CLOEXEC, 0);
+        let number = inheritable.as_raw_fd();
+        let exported = ExportedFd::new(inheritable).unwrap();
+        assert_eq!(exported.raw(), number, "the descriptor keeps its number");
+        assert_ne!(flags(exported.raw()) & libc::FD_CLOEXEC, 0);
+        assert_ne!(
+            flags(exported.dup().unwrap().as_raw_fd()) & libc::FD_CLOEXEC,
+            0
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 #![deny(unsafe_code)]
 
 pub mod error;
+pub mod external_exports;
 pub mod fork;
 pub mod handle_table;
 pub mod identity;

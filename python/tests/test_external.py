@@ -12,6 +12,7 @@ import pytest
 
 import devipc
 import roles
+from conftest import violations
 
 BLOCK = 1 << 20
 
@@ -139,3 +140,28 @@ def test_a_block_exported_under_another_device_is_not_freed_under_its_importer(k
         reader.close()
         rt.framework_free(ptr)
         reader.finish()
+
+
+def test_a_block_exported_through_another_runtime_is_not_freed_under_its_importer(kind, ctx):
+    """Audit N3, as it was reproduced: the block is allocated through one Runtime and
+    exported through a second of the same process; a spawned child imports and holds it.
+    framework_free through the first is refused (the exports are the process's, not the
+    exporting Runtime's) and the emulator records no free under the importer; once the
+    child closed, the free goes through and ends the second runtime's export too."""
+    first, second = devipc.Runtime.emulated(kind), devipc.Runtime.emulated(kind)
+    ptr = first.framework_malloc(BLOCK)
+    ctypes.memmove(ptr, b"framework bytes!", 16)
+    token = second.export_external(ptr, BLOCK, any_process=True)
+    with Reader(kind, ctx) as reader:
+        assert reader.read(token) == b"framework bytes!"
+        with pytest.raises(devipc.InvalidArgumentError, match="importers still"):
+            first.framework_free(ptr)
+        with pytest.raises(devipc.InvalidArgumentError, match="importers still"):
+            first.close_external(ptr)
+        assert violations() == ""
+        assert ctypes.string_at(ptr, 16) == b"framework bytes!"
+        reader.close()
+        first.framework_free(ptr)
+        reader.finish()
+    with pytest.raises(devipc.InvalidArgumentError, match="no block exported"):
+        second.close_external(ptr)

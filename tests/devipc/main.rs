@@ -22,6 +22,8 @@ devipc_testkit::hermetic_device_masks!();
 mod ascend_lifetime;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod bounds;
+#[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
+mod external_runtimes;
 #[cfg(all(feature = "ascend", feature = "hip", feature = "emulator"))]
 mod first_errors;
 // Forks a child with a runtime of each emulated backend.

@@ -9,6 +9,7 @@
 devipc_testkit::hermetic_device_masks!();
 
 mod emulated;
+mod hardening;
 mod real_runtime;
 mod support;
 mod vmm;

@@ -418,10 +418,11 @@ fn forger(parent: &Parent) -> Result<(), String> {
             edit(&|p| p.generation += 1)?,
             "InvalidToken",
         ),
+        // Refused by the lease's producer binding, before any pidfd_getfd (audit N15).
         (
             "another producer start time",
             edit(&|p| p.origin.start_time += 1)?,
-            "InvalidArgument",
+            "InvalidToken",
         ),
         (
             "another process's lease",

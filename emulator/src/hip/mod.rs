@@ -130,3 +130,14 @@ pub mod rules;
 pub use errors::{last_error, last_error_message};
 pub use ffi::*;
 pub use stream::{hold_stream, release_stream};
+
+/// How many times this process called `hipMemRetainAllocationHandle` on `hipMalloc`
+/// memory. The emulator answers `hipErrorInvalidValue` (rule
+/// `hip.vmm.retain-needs-vmm-memory`, whatever the emulated version), but some ROCm 7.x
+/// releases before 7.12 are reported to crash on that call (second-hand; RCCL asks
+/// `HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE` first), so code meant for those
+/// runtimes must never make it: tests assert this count stays 0. Not a violation record:
+/// the conformance rule calls it on purpose.
+pub fn retains_of_malloc_memory() -> usize {
+    vmm::RETAINS_OF_MALLOC_MEMORY.load(std::sync::atomic::Ordering::Relaxed)
+}

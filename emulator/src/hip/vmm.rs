@@ -757,6 +757,10 @@ pub(crate) fn import(
     }
 }
 
+/// `hipMemRetainAllocationHandle` calls of this process on `hipMalloc` memory.
+pub(crate) static RETAINS_OF_MALLOC_MEMORY: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 /// `hipMemRetainAllocationHandle(addr)`: the handle mapped at `addr`, WITHOUT a new
 /// reference. CLR (`hip_vm.cpp`) returns the mapping's handle and takes none (unlike
 /// CUDA's `cuMemRetainAllocationHandle`), and `hipMemRelease` drops a reference: a
@@ -772,6 +776,14 @@ pub(crate) fn retain(addr: usize) -> HipResult<usize> {
         mapping_at(&vmm, addr).map(|(_, m)| m.handle)
     };
     let Some(handle) = handle else {
+        if super::memory::RANGES
+            .resolve(addr)
+            .is_some_and(|hit| hit.value.role == super::memory::Role::Allocation)
+        {
+            // Answered with the documented error here; some ROCm 7.x releases are reported
+            // to crash on it (see `retains_of_malloc_memory`).
+            RETAINS_OF_MALLOC_MEMORY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         return Err(Failure::rule(
             hipErrorInvalidValue,
             rules::VMM_RETAIN_NEEDS_VMM_MEMORY,

@@ -32,6 +32,7 @@ mod fake;
 mod bounds;
 mod copy;
 mod external;
+mod hardening;
 mod lifetime;
 mod memory;
 mod signal;
