@@ -480,6 +480,7 @@ impl DeviceIpc for HipBackend {
                     pid: i32::try_from(token.origin().pid.0)
                         .map_err(|_| Error::invalid_token("producer pid out of range"))?,
                     start_time: token.origin().start_time,
+                    pid_ns: u32::try_from(token.origin().host.pid_namespace).unwrap_or(0),
                 }),
             },
         )?;
@@ -822,6 +823,7 @@ impl HipBackend {
                     pid: i32::try_from(token.origin().pid.0)
                         .map_err(|_| Error::invalid_token("producer pid out of range"))?,
                     start_time: token.origin().start_time,
+                    pid_ns: u32::try_from(token.origin().host.pid_namespace).unwrap_or(0),
                 }),
             },
         )?;

@@ -63,8 +63,8 @@ use crate::process::ProcessIdentity;
 use crate::word_file::NAME_LEN;
 use table::{
     E_GEN_HI, E_GEN_LO, E_HOLDERS, E_STATUS, E_TAG_HI, E_TAG_LO, FREE, H_CREATOR_PID,
-    H_CREATOR_START_HI, H_CREATOR_START_LO, H_WAKE, HOLDS, LIVE, PREFIX, REGISTRY, REVOKED,
-    Registry, S_COUNT, S_TAG, SEQ_MASK, Table, table, table_creator,
+    H_CREATOR_PID_NS, H_CREATOR_START_HI, H_CREATOR_START_LO, H_WAKE, HOLDS, LIVE, PREFIX,
+    REGISTRY, REVOKED, Registry, S_COUNT, S_TAG, SEQ_MASK, Table, table, table_creator,
 };
 pub use table::{ENTRIES, SLOTS};
 
@@ -89,8 +89,17 @@ pub struct Binding {
     pub generation: Option<u64>,
     /// The exporter's tag for the object (see [`Lease::create_tagged`]).
     pub tag: Option<u64>,
-    /// The exporter: the process that created the lease's table.
+    /// The exporter: the process that created the lease's table (its pid namespace is
+    /// compared only when known, i.e. not 0).
     pub creator: Option<ProcessIdentity>,
+}
+
+/// Whether `a` and `b` name the same process: the same pid and start time, and the same
+/// pid namespace unless either does not say (a token's producer may not know it).
+fn same_process(a: &ProcessIdentity, b: &ProcessIdentity) -> bool {
+    a.pid == b.pid
+        && a.start_time == b.start_time
+        && (a.pid_ns == 0 || b.pid_ns == 0 || a.pid_ns == b.pid_ns)
 }
 
 /// A lease: one entry of a table. The value holds no file descriptor (an importer may
@@ -282,6 +291,7 @@ impl Lease {
             pid: self.table.header(H_CREATOR_PID).load(SeqCst) as i32,
             start_time: u64::from(self.table.header(H_CREATOR_START_LO).load(SeqCst))
                 | u64::from(self.table.header(H_CREATOR_START_HI).load(SeqCst)) << 32,
+            pid_ns: self.table.header(H_CREATOR_PID_NS).load(SeqCst),
         }
     }
 
@@ -310,7 +320,7 @@ impl Lease {
             );
         }
         if let Some(creator) = expect.creator
-            && creator != self.creator()
+            && !same_process(&creator, &self.creator())
         {
             let (made, named) = (self.creator(), creator);
             return mismatch(format!(
@@ -328,6 +338,13 @@ impl Lease {
             ));
         }
         let t = &self.table;
+        if crate::liveness::is_me(&who) {
+            // Before the slot names us: processes of other pid namespaces (the exporter's
+            // scans) judge us by our beacon in the table's directory.
+            if let Some(dir) = t.dir() {
+                crate::liveness::announce(dir)?;
+            }
+        }
         {
             let mut holds = lock(&HOLDS);
             let holds = holds.get_or_insert_with(HashMap::new);
@@ -578,10 +595,14 @@ pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
             }
             Err(e) => return Err(e),
         };
-        if creator.is_alive() {
+        if creator.is_alive_in(dir) {
             return Ok(false);
         }
         std::fs::remove_file(&path)?;
         Ok(true)
+    })
+    .inspect(|_| {
+        // The beacons of the processes that are gone, after what they recorded.
+        let _ = crate::liveness::sweep(dir);
     })
 }

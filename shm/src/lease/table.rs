@@ -19,8 +19,13 @@ use crate::process::ProcessIdentity;
 pub(super) const PREFIX: &str = "leases-";
 /// First word of a table ("devl").
 const MAGIC: u32 = 0x6c76_6564;
-/// Layout version (second word). Version 2 added the entry's object tag.
-const VERSION: u32 = 2;
+/// Layout version (second word). Version 2 added the entry's object tag, version 3 the
+/// pid namespace of the creator and of each slot's holder. A table of another version is
+/// refused by [`Table::open`] (an importer cannot hold it); [`table_creator`] reads the
+/// creator of a version 2 table as one of the caller's own namespace, as version 2 meant.
+const VERSION: u32 = 3;
+/// The last version without pid namespaces.
+const VERSION_WITHOUT_NS: u32 = 2;
 /// Lease entries per table; an exporter with more live leases creates another table.
 pub const ENTRIES: u32 = 8192;
 /// Holder slots per table: one per (importing process, lease) pair.
@@ -41,6 +46,8 @@ pub(super) const H_CREATOR_START_HI: usize = 4;
 pub(super) const H_WAKE: usize = 5;
 /// One past the highest slot ever claimed: scans stop there.
 pub(super) const H_SLOTS_USED: usize = 6;
+/// The creator's pid namespace.
+pub(super) const H_CREATOR_PID_NS: usize = 7;
 
 // Entry words.
 pub(super) const E_STATUS: usize = 0;
@@ -68,6 +75,7 @@ const S_START_HI: usize = 3;
 const S_ENTRY: usize = 4;
 const S_SEQ: usize = 5;
 pub(super) const S_COUNT: usize = 6;
+const S_PID_NS: usize = 7;
 pub(super) const SLOT_FREE: u32 = 0;
 const SLOT_CLAIMING: u32 = 1;
 const SLOT_OWNED: u32 = 2;
@@ -139,6 +147,9 @@ impl Table {
             .and_then(|()| MappedRegion::map_file(&file, TABLE_BYTES))
             .and_then(|region| {
                 let me = ProcessIdentity::current()?;
+                // Before the identity is written: processes of other pid namespaces judge
+                // the creator by its beacon.
+                crate::liveness::announce(dir)?;
                 let table = Table {
                     id,
                     path: path.clone(),
@@ -152,6 +163,7 @@ impl Table {
                 table
                     .header(H_CREATOR_START_HI)
                     .store((me.start_time >> 32) as u32, SeqCst);
+                table.header(H_CREATOR_PID_NS).store(me.pid_ns, SeqCst);
                 table.header(H_VERSION).store(VERSION, SeqCst);
                 table.header(H_MAGIC).store(MAGIC, SeqCst);
                 Ok(table)
@@ -194,6 +206,11 @@ impl Table {
         self.path.parent()
     }
 
+    /// Whether `who` (a creator or holder recorded in this table) is alive.
+    pub(super) fn is_alive(&self, who: &ProcessIdentity) -> bool {
+        who.is_alive_in(self.dir().unwrap_or(Path::new("/")))
+    }
+
     /// Bumps the wake word and wakes the exporter's waiter.
     pub(super) fn wake(&self) {
         let w = self.header(H_WAKE);
@@ -206,6 +223,7 @@ impl Table {
             pid: self.slot(s, S_PID).load(SeqCst) as i32,
             start_time: u64::from(self.slot(s, S_START_LO).load(SeqCst))
                 | u64::from(self.slot(s, S_START_HI).load(SeqCst)) << 32,
+            pid_ns: self.slot(s, S_PID_NS).load(SeqCst),
         }
     }
 
@@ -226,6 +244,7 @@ impl Table {
                 .store(who.start_time as u32, SeqCst);
             self.slot(s, S_START_HI)
                 .store((who.start_time >> 32) as u32, SeqCst);
+            self.slot(s, S_PID_NS).store(who.pid_ns, SeqCst);
             self.slot(s, S_ENTRY).store(index, SeqCst);
             self.slot(s, S_SEQ).store(seq, SeqCst);
             self.slot(s, S_COUNT).store(1, SeqCst);
@@ -256,7 +275,7 @@ impl Table {
                 continue;
             }
             let who = self.slot_owner(s);
-            if !*alive.entry(who).or_insert_with(|| who.is_alive()) && self.free_slot(s, t) {
+            if !*alive.entry(who).or_insert_with(|| self.is_alive(&who)) && self.free_slot(s, t) {
                 freed += 1;
             }
         }
@@ -289,7 +308,7 @@ impl Table {
                 continue;
             }
             let who = self.slot_owner(s);
-            if !*alive.entry(who).or_insert_with(|| who.is_alive()) {
+            if !*alive.entry(who).or_insert_with(|| self.is_alive(&who)) {
                 self.free_slot(s, t);
                 continue;
             }
@@ -338,7 +357,7 @@ pub(super) fn table(dir: &Path, id: u64) -> io::Result<Arc<Table>> {
 
 /// Reads the creator recorded in the table file at `path`.
 pub(super) fn table_creator(path: &Path) -> io::Result<ProcessIdentity> {
-    let mut head = [0u8; 20];
+    let mut head = [0u8; 4 * (H_CREATOR_PID_NS + 1)];
     crate::private_dir::open_regular_file(path)?.read_exact(&mut head)?;
     let word = |i: usize| {
         u32::from_ne_bytes([
@@ -354,8 +373,19 @@ pub(super) fn table_creator(path: &Path) -> io::Result<ProcessIdentity> {
             "not a lease table",
         ));
     }
+    let pid_ns = match word(H_VERSION) {
+        VERSION => word(H_CREATOR_PID_NS),
+        VERSION_WITHOUT_NS => ProcessIdentity::current_pid_ns(),
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a lease table of an unknown version",
+            ));
+        }
+    };
     Ok(ProcessIdentity {
         pid: word(H_CREATOR_PID) as i32,
         start_time: u64::from(word(H_CREATOR_START_LO)) | u64::from(word(H_CREATOR_START_HI)) << 32,
+        pid_ns,
     })
 }
