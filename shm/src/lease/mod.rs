@@ -31,8 +31,8 @@
 //!
 //! # Why holds and releases cannot cross
 //!
-//! An acquire writes its slot, increments `holders`, and only then re-reads the status
-//! (undoing everything when it is not live any more); the exporter stores "revoked" and
+//! An acquire writes its slot, checks the status is live, increments `holders`, and only
+//! then re-reads the status (undoing everything when it is not live any more); the exporter stores "revoked" and
 //! only then reads `holders` (and, to discount dead holders, the slots). All of these are
 //! sequentially consistent, so at least one side sees the other: either the acquire
 //! fails, or the exporter sees the hold and waits. An exporter that sees `holders == 0`
@@ -69,9 +69,53 @@ use table::{
 pub use table::{ENTRIES, SLOTS};
 
 pub mod held;
+#[cfg(test)]
+mod reuse_tests;
 mod table;
 #[cfg(test)]
 mod tests;
+
+/// A test's hook into [`Lease::acquire_for`], to force interleavings: run on the acquiring
+/// thread after the slot is claimed ([`hook::Step::Claimed`]) and after the count grew
+/// ([`hook::Step::Counted`]).
+#[cfg(test)]
+pub(crate) mod hook {
+    use std::cell::RefCell;
+
+    use crate::process::ProcessIdentity;
+
+    /// Where the acquire is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Step {
+        Claimed,
+        Counted,
+    }
+
+    type Hook = Box<dyn FnMut(Step, ProcessIdentity)>;
+
+    thread_local! {
+        static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    }
+
+    /// Sets this thread's hook (`None` removes it).
+    pub(crate) fn set(hook: Option<Hook>) {
+        HOOK.with(|h| *h.borrow_mut() = hook);
+    }
+
+    /// Runs this thread's hook, if any; acquires inside it run without it.
+    pub(crate) fn run(step: Step, who: ProcessIdentity) {
+        let Some(mut hook) = HOOK.with(|h| h.borrow_mut().take()) else {
+            return;
+        };
+        hook(step, who);
+        HOOK.with(|h| {
+            let mut h = h.borrow_mut();
+            if h.is_none() {
+                *h = Some(hook);
+            }
+        });
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -163,24 +207,7 @@ impl Lease {
             if own.unlinked {
                 continue;
             }
-            let index = own
-                .free
-                .pop()
-                .or_else(|| {
-                    (own.next < ENTRIES).then(|| {
-                        own.next += 1;
-                        own.next - 1
-                    })
-                })
-                .or_else(|| {
-                    // Full: a removed lease's entry whose holders have all gone.
-                    let at = own
-                        .zombies
-                        .iter()
-                        .position(|&(i, seq)| t.scan_live(i, seq) == 0)?;
-                    Some(own.zombies.swap_remove(at).0)
-                });
-            if let Some(index) = index {
+            if let Some(index) = own.pick(t) {
                 own.used += 1;
                 picked = Some((t.clone(), index));
                 break;
@@ -201,6 +228,9 @@ impl Lease {
         };
         let status = table.entry(index, E_STATUS);
         let seq = ((status.load(SeqCst) >> 2) + 1) & SEQ_MASK;
+        // No slot names the entry (`Own::pick`), so no late acquire or release of its old
+        // lease can change the counter any more: what is left in it is the holds of
+        // processes that died.
         table.entry(index, E_HOLDERS).store(0, SeqCst);
         table
             .entry(index, E_GEN_LO)
@@ -360,6 +390,15 @@ impl Lease {
                 }
             }
         }
+        #[cfg(test)]
+        hook::run(hook::Step::Claimed, who);
+        // The slot names the entry before this check, and the count grows only after it:
+        // an entry removed meanwhile is not reused while the slot exists, and one removed
+        // before is not counted into (see `table::Own`).
+        if self.state() != Some(LIVE) {
+            self.release_slot_only(who);
+            return Err(revoked());
+        }
         // After the slot, before the re-check (see the module docs). Never wraps: a count
         // that cannot grow (only a corrupted table gets there) refuses the hold rather
         // than reading 0, which the exporter would take for "nobody holds it".
@@ -373,6 +412,8 @@ impl Lease {
                 "the lease's holder count is corrupt (at its maximum)",
             ));
         }
+        #[cfg(test)]
+        hook::run(hook::Step::Counted, who);
         if self.state() != Some(LIVE) {
             self.release(who);
             return Err(revoked());
@@ -417,8 +458,8 @@ impl Lease {
                     if last {
                         holds.remove(&key);
                     }
-                    // The entry is not reused while a live process holds it (see
-                    // `Own::zombies`), so this is still our lease's count.
+                    // The entry is not reused while our slot names it (see
+                    // `table::Own`), so this is still our lease's count.
                     let _ = t
                         .entry(self.index, E_HOLDERS)
                         .fetch_update(SeqCst, SeqCst, |h| Some(h.saturating_sub(1)));
@@ -536,22 +577,14 @@ impl Lease {
         if !removed {
             return Ok(());
         }
-        let held = self.table.entry(self.index, E_HOLDERS).load(SeqCst) > 0;
-        if !held {
-            self.table.entry(self.index, E_HOLDERS).store(0, SeqCst);
-        }
         let Some(own) = &self.table.own else {
             return Ok(());
         };
         let unlink = {
             let mut own = lock(own);
-            if held {
-                // Removed under holders (an exporter that forgets a lease it could not
-                // release): the entry waits until they are gone before it is reused.
-                own.zombies.push((self.index, self.seq));
-            } else {
-                own.free.push(self.index);
-            }
+            // Reused once no slot names it: a holder (an exporter may forget a lease it
+            // could not release) or a late acquirer may still count on the entry.
+            own.retired.push(self.index);
             own.used = own.used.saturating_sub(1);
             let unlink = own.used == 0 && !own.unlinked;
             if unlink {

@@ -85,20 +85,45 @@ const SLOT_OWNED: u32 = 2;
 const FOREIGN_CACHE: usize = 64;
 
 /// The exporter's bookkeeping of a table it created.
+///
+/// An entry is reused only when no slot names it any more (see [`Table::named_entries`]):
+/// every change an acquire or release makes to an entry's `holders` counter happens while
+/// its slot (owned, naming the entry) exists, and an acquire increments only after it saw
+/// the lease live *with its slot already owned*. So once the entry is removed and a scan
+/// finds no slot naming it, no late acquire or release of an old lease can still change
+/// the counter, and the next lease may start it at 0.
 #[derive(Debug, Default)]
 pub(super) struct Own {
-    /// Entries removed and free for reuse.
-    pub(super) free: Vec<u32>,
-    /// Entries never used yet start here.
+    /// Entries never used yet start here (they need no scan).
     pub(super) next: u32,
     /// Entries created and not removed.
     pub(super) used: u32,
     /// The file was unlinked (every lease removed); no new leases go here.
     pub(super) unlinked: bool,
-    /// Entries removed while someone still held them: `(index, seq)`. Reused only once
-    /// no live process holds the old lease, so a late release of an old hold can never
-    /// lower the count of the entry's next lease.
-    pub(super) zombies: Vec<(u32, u32)>,
+    /// Entries removed, not yet seen unnamed by any slot (someone may still hold, or be
+    /// acquiring, the old lease).
+    pub(super) retired: Vec<u32>,
+    /// Entries removed and seen unnamed by every slot after their removal: free for reuse.
+    pub(super) reusable: Vec<u32>,
+}
+
+impl Own {
+    /// An entry for a new lease: a fresh one, else a removed one that no slot names.
+    pub(super) fn pick(&mut self, table: &Table) -> Option<u32> {
+        if self.next < ENTRIES {
+            self.next += 1;
+            return Some(self.next - 1);
+        }
+        if self.reusable.is_empty() && !self.retired.is_empty() {
+            let named = table.named_entries();
+            let (named, unnamed) = std::mem::take(&mut self.retired)
+                .into_iter()
+                .partition(|i| named.contains(i));
+            self.retired = named;
+            self.reusable = unnamed;
+        }
+        self.reusable.pop()
+    }
 }
 
 /// One mapped table.
@@ -292,6 +317,30 @@ impl Table {
             return tag.compare_exchange(tag_seen, next, SeqCst, SeqCst).is_ok();
         }
         false
+    }
+
+    /// The entries that an owned slot of a live holder names (at any `seq`); reclaims the
+    /// slots of dead holders on the way. A slot still being claimed names nothing yet: its
+    /// claimer checks the lease is live only after it owns the slot, and gives up without
+    /// touching the counter when it is not (so it cannot be the late acquire of a removed
+    /// entry).
+    pub(super) fn named_entries(&self) -> std::collections::HashSet<u32> {
+        let used = self.header(H_SLOTS_USED).load(SeqCst).min(SLOTS);
+        let mut alive: HashMap<ProcessIdentity, bool> = HashMap::new();
+        let mut named = std::collections::HashSet::new();
+        for s in 0..used {
+            let t = self.slot(s, S_TAG).load(SeqCst);
+            if t & 3 != SLOT_OWNED {
+                continue;
+            }
+            let who = self.slot_owner(s);
+            if !*alive.entry(who).or_insert_with(|| self.is_alive(&who)) {
+                self.free_slot(s, t);
+                continue;
+            }
+            named.insert(self.slot(s, S_ENTRY).load(SeqCst));
+        }
+        named
     }
 
     /// Live holds of entry `index` at `seq`, from the slots; reclaims the slots of dead
