@@ -42,6 +42,13 @@
 //! The table is unlinked when its creator has removed every lease in it; a table left by
 //! a killed exporter is removed by [`sweep_orphans`] in the next process.
 //!
+//! # Fork
+//!
+//! The registry of this process's tables and its holds are per process: a `fork`ed child
+//! starts with none (it creates its own table, never hands out its parent's entries, and
+//! releasing "its" holds releases none of its parent's), and it cannot revoke or remove a
+//! lease of a table its parent created.
+//!
 //! # What a table does not defend against
 //!
 //! Tables live in the user's private (0700) runtime directory, so every participant is a
@@ -52,7 +59,6 @@
 //! could by writing the emulator's files or attaching a debugger. The counter never wraps,
 //! so overflowing it by holding is refused instead of reading as "unheld".
 
-use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::Ordering::SeqCst;
@@ -64,7 +70,7 @@ use crate::word_file::NAME_LEN;
 use table::{
     E_GEN_HI, E_GEN_LO, E_HOLDERS, E_STATUS, E_TAG_HI, E_TAG_LO, FREE, H_CREATOR_PID,
     H_CREATOR_PID_NS, H_CREATOR_START_HI, H_CREATOR_START_LO, H_WAKE, HOLDS, LIVE, PREFIX,
-    REGISTRY, REVOKED, Registry, S_COUNT, S_TAG, SEQ_MASK, Table, table, table_creator,
+    REGISTRY, REVOKED, S_COUNT, S_TAG, SEQ_MASK, Table, table, table_creator, this_process,
 };
 pub use table::{ENTRIES, SLOTS};
 
@@ -199,7 +205,7 @@ impl Lease {
     /// hash of the vendor handle; 0 = none): [`Lease::acquire_for`] refuses another.
     pub fn create_tagged(dir: &Path, generation: u64, tag: u64) -> io::Result<Lease> {
         let mut reg = lock(&REGISTRY);
-        let reg = reg.get_or_insert_with(Registry::default);
+        let reg = this_process(&mut reg);
         let mut picked = None;
         for t in reg.own.iter().filter(|t| t.dir() == Some(dir)) {
             let Some(own) = &t.own else { continue };
@@ -377,7 +383,7 @@ impl Lease {
         }
         {
             let mut holds = lock(&HOLDS);
-            let holds = holds.get_or_insert_with(HashMap::new);
+            let holds = this_process(&mut holds);
             let key = (t.id, self.index, self.seq, who);
             match holds.get_mut(&key) {
                 Some((slot, count)) => {
@@ -425,7 +431,7 @@ impl Lease {
     fn release_slot_only(&self, who: ProcessIdentity) {
         let t = &self.table;
         let mut holds = lock(&HOLDS);
-        let holds = holds.get_or_insert_with(HashMap::new);
+        let holds = this_process(&mut holds);
         let key = (t.id, self.index, self.seq, who);
         if let Some((slot, count)) = holds.get_mut(&key) {
             let slot = *slot;
@@ -447,7 +453,7 @@ impl Lease {
         let t = &self.table;
         let found = {
             let mut holds = lock(&HOLDS);
-            let holds = holds.get_or_insert_with(HashMap::new);
+            let holds = this_process(&mut holds);
             let key = (t.id, self.index, self.seq, who);
             match holds.get_mut(&key) {
                 None => false,
@@ -492,8 +498,12 @@ impl Lease {
             || (thorough && self.live_holders() == 0)
     }
 
-    /// Revokes the lease: every later acquire fails. Returns whether it was live.
+    /// Revokes the lease: every later acquire fails. Returns whether it was live. A forked
+    /// child cannot revoke its parent's lease (it returns `false`, changing nothing).
     pub fn revoke(&self) -> bool {
+        if self.table.inherited() {
+            return false;
+        }
         self.table
             .entry(self.index, E_STATUS)
             .compare_exchange(
@@ -530,6 +540,7 @@ impl Lease {
     /// fails, the lease is live again. Returns `Ok(None)` when someone holds it (nothing
     /// is run and the lease stays live), else `Ok(Some(released))`.
     pub fn release_if_unheld(&self, release: impl FnOnce() -> bool) -> io::Result<Option<bool>> {
+        self.not_inherited()?;
         if self.state().is_none() {
             return Err(gone("the lease was removed"));
         }
@@ -556,6 +567,19 @@ impl Lease {
         }
     }
 
+    /// Refuses to end a lease of the parent this process was forked from: the parent
+    /// still exports the object, and decides when it is released.
+    fn not_inherited(&self) -> io::Result<()> {
+        if self.table.inherited() {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the lease belongs to the process this one was forked from: a forked child \
+                 cannot revoke, release or remove it",
+            ));
+        }
+        Ok(())
+    }
+
     fn unrevoke(&self) {
         let _ = self.table.entry(self.index, E_STATUS).compare_exchange(
             self.seq << 2 | REVOKED,
@@ -567,7 +591,9 @@ impl Lease {
 
     /// Ends the lease: acquires of its name fail with `NotFound` from now on. Removing a
     /// removed lease does nothing. The exporter's table is unlinked with its last lease.
+    /// A forked child cannot remove its parent's lease (`PermissionDenied`).
     pub fn remove(&self) -> io::Result<()> {
+        self.not_inherited()?;
         let status = self.table.entry(self.index, E_STATUS);
         let removed = [LIVE, REVOKED].into_iter().any(|state| {
             status
@@ -595,9 +621,9 @@ impl Lease {
         if unlink {
             let _ = std::fs::remove_file(&self.table.path);
             let mut reg = lock(&REGISTRY);
-            if let Some(reg) = reg.as_mut() {
-                reg.own.retain(|t| !Arc::ptr_eq(t, &self.table));
-            }
+            this_process(&mut reg)
+                .own
+                .retain(|t| !Arc::ptr_eq(t, &self.table));
         }
         Ok(())
     }

@@ -132,8 +132,12 @@ pub(super) struct Table {
     pub(super) id: u64,
     pub(super) path: PathBuf,
     pub(super) region: MappedRegion,
-    /// `Some` in the process that created the table.
+    /// `Some` in the process that created the table (and in its forked children, which
+    /// must not use it: see [`Table::inherited`]).
     pub(super) own: Option<Mutex<Own>>,
+    /// The pid of the process that created the table, when it was this process or the
+    /// parent it forked from; 0 for a table mapped from another exporter.
+    made_by: u32,
 }
 
 impl Table {
@@ -180,6 +184,7 @@ impl Table {
                     path: path.clone(),
                     region,
                     own: Some(Mutex::new(Own::default())),
+                    made_by: std::process::id(),
                 };
                 table.header(H_CREATOR_PID).store(me.pid as u32, SeqCst);
                 table
@@ -215,6 +220,7 @@ impl Table {
             path,
             region,
             own: None,
+            made_by: 0,
         };
         if table.header(H_MAGIC).load(SeqCst) != MAGIC
             || table.header(H_VERSION).load(SeqCst) != VERSION
@@ -229,6 +235,12 @@ impl Table {
 
     pub(super) fn dir(&self) -> Option<&Path> {
         self.path.parent()
+    }
+
+    /// Whether this is a table of the parent this process was forked from: its leases are
+    /// the parent's, which the child never revokes, removes or unlinks.
+    pub(super) fn inherited(&self) -> bool {
+        self.own.is_some() && self.made_by != std::process::id()
     }
 
     /// Whether `who` (a creator or holder recorded in this table) is alive.
@@ -371,6 +383,30 @@ impl Table {
     }
 }
 
+/// Process-wide state of one process: a `fork`ed child inherits the memory but not the
+/// state (a child must not hand out its parent's lease entries, nor release its parent's
+/// holds), so the state remembers the pid it belongs to and starts afresh in a child.
+pub(super) struct PerProcess<T> {
+    pid: u32,
+    value: T,
+}
+
+/// The calling process's `T` in `slot`: a default one in a forked child (the parent's is
+/// dropped there: unmapping the child's copies of mappings, nothing more).
+pub(super) fn this_process<T: Default>(slot: &mut Option<PerProcess<T>>) -> &mut T {
+    let pid = std::process::id();
+    if slot.as_ref().is_none_or(|p| p.pid != pid) {
+        *slot = Some(PerProcess {
+            pid,
+            value: T::default(),
+        });
+    }
+    match slot {
+        Some(p) => &mut p.value,
+        None => unreachable!("set above"),
+    }
+}
+
 /// Tables this process created, and foreign tables it mapped.
 #[derive(Default)]
 pub(super) struct Registry {
@@ -378,16 +414,16 @@ pub(super) struct Registry {
     pub(super) foreign: HashMap<(PathBuf, u64), Arc<Table>>,
 }
 
-pub(super) static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+pub(super) static REGISTRY: Mutex<Option<PerProcess<Registry>>> = Mutex::new(None);
 
 /// Holds of this process: (table, entry, seq, holder) -> (slot, count).
 type HoldKey = (u64, u32, u32, ProcessIdentity);
-pub(super) static HOLDS: Mutex<Option<HashMap<HoldKey, (u32, u32)>>> = Mutex::new(None);
+pub(super) static HOLDS: Mutex<Option<PerProcess<HashMap<HoldKey, (u32, u32)>>>> = Mutex::new(None);
 
 /// The table `id` in `dir`: one of ours, one mapped before, or mapped now.
 pub(super) fn table(dir: &Path, id: u64) -> io::Result<Arc<Table>> {
     let mut reg = lock(&REGISTRY);
-    let reg = reg.get_or_insert_with(Registry::default);
+    let reg = this_process(&mut reg);
     if let Some(t) = reg.own.iter().find(|t| t.id == id && t.dir() == Some(dir)) {
         return Ok(t.clone());
     }
