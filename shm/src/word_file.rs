@@ -8,7 +8,7 @@
 //!
 //! The last words of the page record the creator (pid, start time and pid namespace, so
 //! [`sweep_orphans`] can tell a crashed creator from a live one in another container) and
-//! are not handed out. A file without the [`FORMAT_NS`] word (written before the pid
+//! are not handed out. A file without the format word (written before the pid
 //! namespace was recorded) is read as a creator of the caller's own namespace.
 
 use std::fs::{File, OpenOptions};
@@ -144,7 +144,7 @@ impl WordFile {
 const PREFIX: &str = "word-";
 
 /// The words at the end of the page that record the creator: a format word
-/// ([`FORMAT_NS`]), its pid namespace, pid, and start time (low, high).
+/// ("dewn"), its pid namespace, pid, and start time (low, high).
 pub const CREATOR_WORDS: usize = 5;
 
 /// The format word of a file that records its creator's pid namespace ("dewn"). The pid

@@ -418,7 +418,8 @@ pub(super) static REGISTRY: Mutex<Option<PerProcess<Registry>>> = Mutex::new(Non
 
 /// Holds of this process: (table, entry, seq, holder) -> (slot, count).
 type HoldKey = (u64, u32, u32, ProcessIdentity);
-pub(super) static HOLDS: Mutex<Option<PerProcess<HashMap<HoldKey, (u32, u32)>>>> = Mutex::new(None);
+type Holds = HashMap<HoldKey, (u32, u32)>;
+pub(super) static HOLDS: Mutex<Option<PerProcess<Holds>>> = Mutex::new(None);
 
 /// The table `id` in `dir`: one of ours, one mapped before, or mapped now.
 pub(super) fn table(dir: &Path, id: u64) -> io::Result<Arc<Table>> {

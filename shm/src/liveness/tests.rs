@@ -71,6 +71,8 @@ struct Holder {
     _out: BufReader<ChildStdout>,
 }
 
+// The child is returned in the `Holder`; each test waits for it (or kills it).
+#[allow(clippy::zombie_processes)]
 fn start_holder(dir: &Path, fork: bool) -> Holder {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
