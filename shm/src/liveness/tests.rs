@@ -141,8 +141,10 @@ fn a_beacon_is_alive_while_held_and_dead_after_a_normal_exit() {
     drop(h.child.stdin.take());
     assert!(h.child.wait().unwrap().success());
     assert!(!beacon_alive(&dir, &h.who), "the exit dropped the lock");
-    assert_eq!(sweep(&dir).unwrap(), 1);
-    assert!(!dir.join(beacon_name(&h.who)).exists());
+    assert!(
+        !dir.join(beacon_name(&h.who)).exists(),
+        "a normal exit removes the process's beacons"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -153,7 +155,13 @@ fn a_beacon_is_dead_after_kill_9() {
     assert!(beacon_alive(&dir, &h.who));
     kill9(h.who.pid);
     let _ = h.child.wait();
+    assert!(
+        dir.join(beacon_name(&h.who)).exists(),
+        "a killed process leaves its beacon"
+    );
     assert!(!beacon_alive(&dir, &h.who));
+    assert_eq!(sweep(&dir).unwrap(), 1, "the dead beacon is swept");
+    assert!(!dir.join(beacon_name(&h.who)).exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
