@@ -19,12 +19,17 @@
 //!
 //! where `<pid>-<start>` is the exporter as its tokens name it ([`Exporter`]).
 //!
-//! A record holds the exporter's identity (pid and start time), the export's generation,
+//! A record holds the exporter's identity (pid, start time and pid namespace), the
+//! export's generation,
 //! the object's real size and its device. The importer reads the record of the object the
 //! token names (a forged token can name only an object whose record exists, and then gets
 //! that record's size and generation, not its own claims) and refuses a token whose
 //! generation, device or size does not match, or whose record is missing (the exporter
-//! freed or closed the object: replay after free) or was left by an exporter that is dead.
+//! freed or closed the object: replay after free) or was left by an exporter that is dead
+//! (an exporter of another pid namespace, in a container sharing the directory, is judged
+//! by its [liveness beacon](devipc_shm::liveness), never by a pid lookup here). A record
+//! without the namespace (written before it was recorded) is read as one of the reader's
+//! namespace.
 //! The exporter withdraws the record before it releases the object, so a replayed token
 //! stops importing at the moment the release starts.
 //!
@@ -155,8 +160,13 @@ impl ExportRecord {
 
     fn encode(&self) -> String {
         let mut out = format!(
-            "exporter {} {}\ngeneration {}\nsize {}\ndevice {}\n",
-            self.exporter.pid, self.exporter.start_time, self.generation, self.size, self.device.0
+            "exporter {} {} {}\ngeneration {}\nsize {}\ndevice {}\n",
+            self.exporter.pid,
+            self.exporter.start_time,
+            self.exporter.pid_ns,
+            self.generation,
+            self.size,
+            self.device.0
         );
         if let Some(lease) = &self.lease {
             out.push_str("lease ");
@@ -192,11 +202,18 @@ impl ExportRecord {
                 return None;
             }
         }
-        match (&exporter[..], &generation[..], &size[..], &device[..]) {
-            ([pid, start], [generation], [size], [device]) => Some(ExportRecord {
+        let (pid, start, pid_ns) = match exporter[..] {
+            [pid, start, ns] => (pid, start, u32::try_from(ns).ok()?),
+            // Written before the pid namespace was recorded: one of ours, as it meant.
+            [pid, start] => (pid, start, ProcessIdentity::current_pid_ns()),
+            _ => return None,
+        };
+        match (&generation[..], &size[..], &device[..]) {
+            ([generation], [size], [device]) => Some(ExportRecord {
                 exporter: ProcessIdentity {
-                    pid: i32::try_from(*pid).ok()?,
-                    start_time: *start,
+                    pid: i32::try_from(pid).ok()?,
+                    start_time: start,
+                    pid_ns,
                 },
                 generation: *generation,
                 size: *size,
@@ -259,6 +276,9 @@ pub(crate) fn publish(object: Object<'_>, record: &ExportRecord) -> Result<()> {
     static AT_EXIT: Once = Once::new();
     let dir = runtime_dir_for_devipc()?;
     SWEPT.call_once(|| sweep_dead(&dir));
+    // Before the record names this process: readers of other pid namespaces judge it by
+    // its beacon.
+    devipc_shm::liveness::announce(&dir).map_err(|e| io_error("announcing this process", e))?;
     AT_EXIT.call_once(|| {
         PUBLISHER.store(std::process::id(), std::sync::atomic::Ordering::SeqCst);
         // SAFETY: registers a plain `extern "C" fn()` that touches only a static; a
@@ -318,7 +338,7 @@ pub(crate) fn read(object: Object<'_>) -> Result<Option<ExportRecord>> {
     let record = ExportRecord::decode(&text).ok_or_else(|| {
         Error::invalid_argument(format!("the export record {} is malformed", path.display()))
     })?;
-    if !record.exporter.is_alive() {
+    if !record.exporter.is_alive_in(path.parent().unwrap_or(&path)) {
         let _ = std::fs::remove_file(&path);
         return Ok(None);
     }
@@ -435,7 +455,7 @@ fn sweep_dead(dir: &std::path::Path) {
             .take(MAX_LEN)
             .read_to_string(&mut text)?;
         match ExportRecord::decode(&text) {
-            Some(r) if !r.exporter.is_alive() => std::fs::remove_file(&path).map(|()| true),
+            Some(r) if !r.exporter.is_alive_in(dir) => std::fs::remove_file(&path).map(|()| true),
             _ => Ok(false),
         }
     });
@@ -451,6 +471,7 @@ mod tests {
             exporter: ProcessIdentity {
                 pid: 42,
                 start_time: 7,
+                pid_ns: 4026531836,
             },
             generation: 9,
             size: 2 << 20,
@@ -467,9 +488,17 @@ mod tests {
         assert_eq!(ExportRecord::decode(&keyed.encode()), Some(keyed));
         let trailing = format!("{}what\n", r.encode());
         let short_lease = format!("{}lease abcd\n", r.encode());
+        // Written before the pid namespace was recorded: one of the reader's namespace.
+        let old = r
+            .encode()
+            .replace("exporter 42 7 4026531836", "exporter 42 7");
+        let read = ExportRecord::decode(&old).unwrap();
+        assert_eq!(read.exporter.pid_ns, ProcessIdentity::current_pid_ns());
         for bad in [
             "",
             "exporter 1\n",
+            "exporter 1 2 3 4\ngeneration 1\nsize 1\ndevice 0\n",
+            "exporter 1 2 99999999999\ngeneration 1\nsize 1\ndevice 0\n",
             "generation 1\nexporter 1 2\n",
             "x",
             &trailing,

@@ -501,6 +501,7 @@ impl DeviceIpc for HipBackend {
                     pid: i32::try_from(token.origin().pid.0)
                         .map_err(|_| Error::invalid_token("producer pid out of range"))?,
                     start_time: token.origin().start_time,
+                    pid_ns: u32::try_from(token.origin().host.pid_namespace).unwrap_or(0),
                 }),
             },
         )?;
@@ -828,6 +829,7 @@ impl HipBackend {
                     pid: i32::try_from(token.origin().pid.0)
                         .map_err(|_| Error::invalid_token("producer pid out of range"))?,
                     start_time: token.origin().start_time,
+                    pid_ns: u32::try_from(token.origin().host.pid_namespace).unwrap_or(0),
                 }),
             },
         )?;

@@ -7,7 +7,9 @@
 //!
 //! - [`os`]: the only `unsafe` code, thin wrappers over Linux calls: `mmap` of files (`MAP_SHARED`), address
 //!   reservations, `flock`, `futex`, `posix_fallocate`, `getrandom`, with safe types on top;
-//! - [`process`]: process identity that survives pid reuse (pid + start time);
+//! - [`process`]: process identity that survives pid reuse (pid + start time, in its pid
+//!   namespace);
+//! - [`liveness`]: beacons that tell processes of other pid namespaces that one is alive;
 //! - [`private_dir`]: creating and validating a 0700 directory for such files;
 //! - [`word_file`]: a named page of such words that a token can point a peer at;
 //! - [`lease`]: crash-safe holder lists that keep an exported object from being released under its importers;
@@ -17,6 +19,7 @@
 
 pub mod futex;
 pub mod lease;
+pub mod liveness;
 pub mod os;
 pub mod private_dir;
 pub mod process;

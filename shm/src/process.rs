@@ -1,4 +1,5 @@
-//! Process identity that survives pid reuse: pid plus the process start time.
+//! Process identity that survives pid reuse: pid plus the process start time, and the pid
+//! namespace both are meaningful in.
 //!
 //! The emulator's registry and devipc's leases record who holds a shared object as a
 //! [`ProcessIdentity`]. A holder is reclaimed when its process is gone; since Linux reuses
@@ -6,20 +7,28 @@
 //! `/proc/<pid>/stat`, in clock ticks since boot) must match too. A zombie (state `Z`/`X`)
 //! counts as dead: it can no longer use or release anything.
 //!
-//! Pids are those of the caller's pid namespace; processes sharing one state directory
-//! are expected to share a pid namespace (as on a host or in one container).
+//! A pid and a start time mean something only in the pid namespace they were read in:
+//! containers that share `/dev/shm` (`--ipc=host`, the containers of a Kubernetes pod)
+//! share devipc's directories but not their pids. So an identity records its pid
+//! namespace ([`ProcessIdentity::pid_ns`]), and [`ProcessIdentity::is_alive_in`] looks a
+//! process up in `/proc` only when it is of the caller's namespace; a process of another
+//! namespace is judged by its [liveness beacon](crate::liveness) instead.
 
 use std::fmt;
 use std::io;
 use std::sync::Mutex;
 
-/// Who holds an object: a pid and that process's start time (clock ticks since boot).
+/// Who holds an object: a pid and that process's start time (clock ticks since boot), in
+/// the pid namespace `pid_ns`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProcessIdentity {
-    /// The process id (thread-group id) in the caller's pid namespace.
+    /// The process id (thread-group id) in its pid namespace.
     pub pid: i32,
     /// Field 22 (`starttime`) of `/proc/<pid>/stat`.
     pub start_time: u64,
+    /// The pid namespace `pid` belongs to: the inode of its `/proc/<pid>/ns/pid` (nsfs
+    /// inodes are the kernel's `unsigned int`, so this is exact); 0 when unknown.
+    pub pid_ns: u32,
 }
 
 /// The two fields of `/proc/<pid>/stat` devipc uses.
@@ -116,6 +125,16 @@ pub fn read_stat(pid: i32) -> io::Result<Option<StatFields>> {
     }
 }
 
+/// The inode of the pid namespace of the process whose `/proc/<...>/ns/pid` is `link`;
+/// 0 when it cannot be read (or does not fit: nsfs inodes are 32-bit).
+fn pid_ns_inode(link: &str) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(link)
+        .ok()
+        .and_then(|m| u32::try_from(m.ino()).ok())
+        .unwrap_or(0)
+}
+
 /// Per-process cache of [`ProcessIdentity::current`], keyed by pid so a forked child
 /// recomputes its own.
 static CURRENT: Mutex<Option<ProcessIdentity>> = Mutex::new(None);
@@ -128,29 +147,74 @@ impl ProcessIdentity {
         if let Some(me) = cached.filter(|me| me.pid == pid) {
             return Ok(me);
         }
-        let me = ProcessIdentity::of_pid(pid)?
+        let stat = read_stat(pid)?
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "/proc/self/stat is missing"))?;
+        let me = ProcessIdentity {
+            pid,
+            start_time: stat.start_time,
+            pid_ns: pid_ns_inode("/proc/self/ns/pid"),
+        };
         *cached = Some(me);
         Ok(me)
     }
 
-    /// The identity of the live process `pid`, `Ok(None)` if there is none (or it is a
-    /// zombie).
+    /// The pid namespace of the calling process (0 when unknown).
+    pub fn current_pid_ns() -> u32 {
+        ProcessIdentity::current()
+            .map(|me| me.pid_ns)
+            .unwrap_or_else(|_| pid_ns_inode("/proc/self/ns/pid"))
+    }
+
+    /// The identity of the live process `pid` of the caller's pid namespace, `Ok(None)` if
+    /// there is none (or it is a zombie).
     pub fn of_pid(pid: i32) -> io::Result<Option<ProcessIdentity>> {
         Ok(read_stat(pid)?
             .filter(|s| !s.is_dead())
             .map(|s| ProcessIdentity {
                 pid,
                 start_time: s.start_time,
+                pid_ns: ProcessIdentity::current_pid_ns(),
             }))
     }
 
-    /// Whether this exact process still runs: a process with this pid exists, is not a
-    /// zombie, and started at the same time (so a reused pid is not mistaken for it).
+    /// Whether this exact process still runs, as far as the files in `dir` (the
+    /// directory where the identity was recorded: a lease table's, a word file's, the
+    /// emulator's state directory) and `/proc` can tell:
     ///
-    /// When `/proc` cannot be read for another reason (permissions, malformed line) the
-    /// answer is `true`: nothing is reclaimed that cannot be proven dead.
-    pub fn is_alive(&self) -> bool {
+    /// - the calling process itself is alive (without looking anything up: see
+    ///   [`liveness`](crate::liveness) for why it must never open its own beacon);
+    /// - a process of the caller's pid namespace (both namespaces known) is looked up in
+    ///   `/proc`: alive when a process with this pid exists, is not a zombie, and started
+    ///   at the same time (so a reused pid is not mistaken for it);
+    /// - any other (another namespace, or either namespace unknown) is alive while it
+    ///   holds its liveness beacon in `dir` ([`liveness::beacon_alive`](crate::liveness::beacon_alive)).
+    ///
+    /// A process found dead has its beacon in `dir` removed.
+    ///
+    /// When something cannot be read for another reason (permissions, malformed line)
+    /// the answer is `true`: nothing is reclaimed that cannot be proven dead.
+    pub fn is_alive_in(&self, dir: &std::path::Path) -> bool {
+        if crate::liveness::is_me(self) {
+            return true;
+        }
+        let ours = ProcessIdentity::current_pid_ns();
+        let alive = if self.pid_ns != 0 && self.pid_ns == ours {
+            self.is_alive_by_pid()
+        } else {
+            crate::liveness::beacon_alive(dir, self)
+        };
+        if !alive {
+            // Dead for good (pid, start time and namespace never come back): its beacon,
+            // if any, goes with what the caller now reclaims.
+            crate::liveness::forget_dead(dir, self);
+        }
+        alive
+    }
+
+    /// The `/proc` half of [`ProcessIdentity::is_alive_in`]: whether a process with this
+    /// pid *in the caller's pid namespace* runs and started at this identity's start time.
+    /// Meaningless for an identity of another namespace.
+    pub fn is_alive_by_pid(&self) -> bool {
         match read_stat(self.pid) {
             Ok(Some(stat)) => self.matches(&stat),
             Ok(None) => false,
@@ -158,7 +222,7 @@ impl ProcessIdentity {
         }
     }
 
-    /// The pure part of [`ProcessIdentity::is_alive`]: whether a stat of this pid
+    /// The pure part of [`ProcessIdentity::is_alive_by_pid`]: whether a stat of this pid
     /// describes this live process.
     pub fn matches(&self, stat: &StatFields) -> bool {
         !stat.is_dead() && stat.start_time == self.start_time
@@ -167,7 +231,11 @@ impl ProcessIdentity {
 
 impl fmt::Display for ProcessIdentity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pid {} (started at tick {})", self.pid, self.start_time)
+        write!(
+            f,
+            "pid {} (started at tick {}, pid namespace {})",
+            self.pid, self.start_time, self.pid_ns
+        )
     }
 }
 
@@ -217,7 +285,9 @@ mod tests {
     fn current_process_is_alive() {
         let me = ProcessIdentity::current().unwrap();
         assert_eq!(me.pid, std::process::id() as i32);
-        assert!(me.is_alive());
+        assert_ne!(me.pid_ns, 0, "procfs should expose /proc/self/ns/pid");
+        assert!(me.is_alive_by_pid());
+        assert!(me.is_alive_in(&std::env::temp_dir()));
         assert_eq!(ProcessIdentity::of_pid(me.pid).unwrap(), Some(me));
     }
 
@@ -226,10 +296,11 @@ mod tests {
         let me = ProcessIdentity::current().unwrap();
         // Same pid, different start time: a different process that reused the pid.
         let impostor = ProcessIdentity {
-            pid: me.pid,
             start_time: me.start_time + 1,
+            ..me
         };
-        assert!(!impostor.is_alive());
+        assert!(!impostor.is_alive_by_pid());
+        assert!(!impostor.is_alive_in(&std::env::temp_dir()));
         let stat = StatFields {
             state: 'R',
             num_threads: 1,
@@ -249,27 +320,36 @@ mod tests {
 
     #[test]
     fn nonexistent_pids_are_dead() {
+        let ns = ProcessIdentity::current_pid_ns();
+        let dir = std::env::temp_dir();
+        for (pid, start_time) in [(0, 0), (-5, 0), (0x7fff_fff0, 1)] {
+            // Above the kernel's pid_max limit (4194304), so never a live process.
+            let who = ProcessIdentity {
+                pid,
+                start_time,
+                pid_ns: ns,
+            };
+            assert!(!who.is_alive_by_pid(), "{who}");
+            assert!(!who.is_alive_in(&dir), "{who}");
+        }
+    }
+
+    #[test]
+    fn a_live_pid_of_another_namespace_is_not_looked_up_here() {
+        // Our own pid and start time, but named in another pid namespace: /proc says
+        // nothing about it, and without its beacon it is dead.
+        let me = ProcessIdentity::current().unwrap();
+        let elsewhere = ProcessIdentity {
+            pid_ns: me.pid_ns.wrapping_add(1),
+            ..me
+        };
         assert!(
-            !ProcessIdentity {
-                pid: 0,
-                start_time: 0
-            }
-            .is_alive()
+            elsewhere.is_alive_by_pid(),
+            "the pid lookup alone is fooled"
         );
-        assert!(
-            !ProcessIdentity {
-                pid: -5,
-                start_time: 0
-            }
-            .is_alive()
-        );
-        // Above the kernel's pid_max limit (4194304), so never a live process.
-        assert!(
-            !ProcessIdentity {
-                pid: 0x7fff_fff0,
-                start_time: 1
-            }
-            .is_alive()
-        );
+        let dir = std::env::temp_dir().join(format!("devipc-ns-{}", std::process::id()));
+        let dir = crate::private_dir::open_private_dir(&dir).unwrap();
+        assert!(!elsewhere.is_alive_in(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -5,6 +5,11 @@
 //! peer's `notify`). The creator names the file with random hex, passes the name to its
 //! peers inside a token, and unlinks it when it destroys the object; mappings made before
 //! the unlink stay valid.
+//!
+//! The last words of the page record the creator (pid, start time and pid namespace, so
+//! [`sweep_orphans`] can tell a crashed creator from a live one in another container) and
+//! are not handed out. A file without the format word (written before the pid
+//! namespace was recorded) is read as a creator of the caller's own namespace.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -43,6 +48,9 @@ impl WordFile {
             .and_then(|()| MappedRegion::map_file(&file, os::page_size()));
         let created = mapped.and_then(|region| {
             let me = ProcessIdentity::current()?;
+            // Before the identity is written: processes of other pid namespaces judge the
+            // creator by its beacon.
+            crate::liveness::announce(dir)?;
             let word = WordFile {
                 path: path.clone(),
                 name,
@@ -57,21 +65,28 @@ impl WordFile {
         created
     }
 
-    /// Writes `who` into the creator words (the last three words of the page).
+    /// Writes `who` into the creator words (the last words of the page).
     fn record_creator(&self, who: ProcessIdentity) {
-        let [pid, lo, hi] = creator_words(&self.region);
+        let [format, ns, pid, lo, hi] = creator_words(&self.region);
         pid.store(who.pid as u32, Ordering::Release);
         lo.store(who.start_time as u32, Ordering::Release);
         hi.store((who.start_time >> 32) as u32, Ordering::Release);
+        ns.store(who.pid_ns, Ordering::Release);
+        format.store(FORMAT_NS, Ordering::Release);
     }
 
     /// The process that created the file.
     pub fn creator(&self) -> ProcessIdentity {
-        let [pid, lo, hi] = creator_words(&self.region);
+        let [format, ns, pid, lo, hi] = creator_words(&self.region);
         ProcessIdentity {
             pid: pid.load(Ordering::Acquire) as i32,
             start_time: u64::from(lo.load(Ordering::Acquire))
                 | (u64::from(hi.load(Ordering::Acquire)) << 32),
+            pid_ns: if format.load(Ordering::Acquire) == FORMAT_NS {
+                ns.load(Ordering::Acquire)
+            } else {
+                ProcessIdentity::current_pid_ns()
+            },
         }
     }
 
@@ -107,10 +122,10 @@ impl WordFile {
         &self.path
     }
 
-    /// Word `index` (0-based) of the file, for the caller's use: the last three words of
-    /// the page record the creator and are not handed out.
+    /// Word `index` (0-based) of the file, for the caller's use: the last
+    /// [`CREATOR_WORDS`] words of the page record the creator and are not handed out.
     pub fn word(&self, index: usize) -> Option<&AtomicU32> {
-        if index >= os::page_size() / 4 - 3 {
+        if index >= os::page_size() / 4 - CREATOR_WORDS {
             return None;
         }
         self.region.atomic_u32(index.checked_mul(4)?)
@@ -128,10 +143,17 @@ impl WordFile {
 /// Prefix of word file names.
 const PREFIX: &str = "word-";
 
-/// The three words at the end of the page that record the creator.
-fn creator_words(region: &MappedRegion) -> [&AtomicU32; 3] {
-    let last = os::page_size() - 12;
-    [0, 4, 8].map(|off| {
+/// The words at the end of the page that record the creator: a format word
+/// ("dewn"), its pid namespace, pid, and start time (low, high).
+pub const CREATOR_WORDS: usize = 5;
+
+/// The format word of a file that records its creator's pid namespace ("dewn"). The pid
+/// and start time keep their places (the last three words) from before.
+const FORMAT_NS: u32 = 0x6e77_6564;
+
+fn creator_words(region: &MappedRegion) -> [&AtomicU32; CREATOR_WORDS] {
+    let last = os::page_size() - 4 * CREATOR_WORDS;
+    [0, 4, 8, 12, 16].map(|off| {
         region
             .atomic_u32(last + off)
             .expect("a mapping is a whole page")
@@ -144,11 +166,15 @@ fn creator_words(region: &MappedRegion) -> [&AtomicU32; 3] {
 pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
     crate::private_dir::sweep(dir, PREFIX, |name| {
         let word = WordFile::open(dir, name.as_bytes())?;
-        if word.creator().is_alive() {
+        if word.creator().is_alive_in(dir) {
             return Ok(false);
         }
         word.unlink()?;
         Ok(true)
+    })
+    .inspect(|_| {
+        // The beacons of the processes that are gone, after what they recorded.
+        let _ = crate::liveness::sweep(dir);
     })
 }
 
@@ -207,7 +233,7 @@ mod tests {
             WordFile::open(&dir, a.name()).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
-        std::fs::remove_dir(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -221,17 +247,36 @@ mod tests {
         orphan.record_creator(ProcessIdentity {
             pid: 0x7fff_fff0,
             start_time: 1 << 40,
+            pid_ns: ProcessIdentity::current_pid_ns(),
         });
         assert_eq!(orphan.creator().start_time, 1 << 40);
         assert_eq!(sweep_orphans(&dir).unwrap(), 1);
         assert!(WordFile::open(&dir, orphan.name()).is_err());
         assert!(WordFile::open(&dir, mine.name()).is_ok());
         assert!(
-            mine.word(os::page_size() / 4 - 3).is_none(),
+            mine.word(os::page_size() / 4 - CREATOR_WORDS).is_none(),
             "creator words are reserved"
         );
+        assert!(mine.word(os::page_size() / 4 - CREATOR_WORDS - 1).is_some());
+        // A live creator of another pid namespace is judged by its beacon: this process's
+        // identity in another namespace has none, so it is dead there...
+        let me = ProcessIdentity::current().unwrap();
+        let foreign = WordFile::create(&dir).unwrap();
+        foreign.record_creator(ProcessIdentity {
+            pid_ns: me.pid_ns.wrapping_add(1),
+            ..me
+        });
+        assert_eq!(sweep_orphans(&dir).unwrap(), 1);
+        assert!(WordFile::open(&dir, foreign.name()).is_err());
+        // ...and a file of the old format (no pid namespace) is of ours: alive.
+        let old = WordFile::create(&dir).unwrap();
+        creator_words(&old.region)[0].store(0, Ordering::SeqCst);
+        creator_words(&old.region)[1].store(0, Ordering::SeqCst);
+        assert_eq!(old.creator(), me);
+        assert_eq!(sweep_orphans(&dir).unwrap(), 0);
+        old.unlink().unwrap();
         mine.unlink().unwrap();
-        std::fs::remove_dir(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

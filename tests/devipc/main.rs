@@ -36,6 +36,9 @@ mod hip_vmm_share;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod lifetime;
 // The examples run both emulated backends, so they need every backend and the emulator.
+// Both emulated backends, so every backend and the emulator.
+#[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
+mod pid_namespace;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod placement;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]

@@ -51,14 +51,19 @@ impl EmuDir {
         self.path.join(name)
     }
 
-    /// The names of all entries (unsorted). Only [`crate::gc`] and tests scan the
-    /// directory; the hot paths never do.
+    /// The names of all entries (unsorted) but the processes' liveness beacons
+    /// ([`devipc_shm::liveness`]: how processes of other pid namespaces are known to be
+    /// alive, not shared objects; [`crate::gc`] sweeps the dead ones). Only gc and tests
+    /// scan the directory; the hot paths never do.
     pub fn entry_names(&self) -> Result<Vec<String>, EmuError> {
         let read = fs::read_dir(&self.path).map_err(|e| EmuError::io("read_dir", &self.path, e))?;
         let mut names = Vec::new();
         for entry in read {
             let entry = entry.map_err(|e| EmuError::io("read_dir", &self.path, e))?;
-            names.push(entry.file_name().to_string_lossy().into_owned());
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !devipc_shm::liveness::is_beacon_name(&name) {
+                names.push(name);
+            }
         }
         Ok(names)
     }

@@ -8,7 +8,8 @@
 //!    files left behind by a process killed halfway through creating or freeing an object
 //!    (any `<id>.*` without `<id>.meta`, and stale `<id>.meta.tmp`), then recompute the
 //!    per-device usage from the metadata of the objects that exist and fix the ledger if it
-//!    drifted (a process killed between charging and writing metadata).
+//!    drifted (a process killed between charging and writing metadata); last, remove the
+//!    liveness beacons ([`devipc_shm::liveness`]) of processes that are gone.
 //!
 //! Files the emulator did not create are left alone. A metadata file that does not parse
 //! is reported, never deleted, and while one exists the usage is not recomputed.
@@ -156,6 +157,9 @@ pub fn gc(registry: &Registry) -> Result<GcReport, EmuError> {
         ledger.commit()?;
         report.usage_corrected = true;
     }
+    // The beacons of processes that are gone (a process killed after it let go of
+    // everything leaves nothing else). Best effort, and not counted: not emulator state.
+    let _ = devipc_shm::liveness::sweep(dir.path());
     Ok(report)
 }
 
@@ -180,7 +184,8 @@ pub fn needs_gc(registry: &Registry) -> Result<bool, EmuError> {
             Ok(meta) => {
                 for holder in meta.holders() {
                     let who = holder.process;
-                    if !*alive.entry(who).or_insert_with(|| who.is_alive()) {
+                    let dir = registry.dir().path();
+                    if !*alive.entry(who).or_insert_with(|| who.is_alive_in(dir)) {
                         return Ok(true);
                     }
                 }
@@ -193,7 +198,20 @@ pub fn needs_gc(registry: &Registry) -> Result<bool, EmuError> {
             Err(e) => return Err(e),
         }
     }
-    Ok(registry.ledger_snapshot()?.used != used)
+    if registry.ledger_snapshot()?.used != used {
+        return Ok(true);
+    }
+    // A beacon of a process that is gone.
+    let dir = registry.dir().path();
+    let dead_beacon = std::fs::read_dir(dir)
+        .map_err(|e| EmuError::io("read_dir", dir, e))?
+        .filter_map(|e| e.ok())
+        .any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            devipc_shm::liveness::is_dead_beacon(dir, &name)
+        });
+    Ok(dead_beacon)
 }
 
 /// What a process does when it starts using a state directory: [`gc`] if [`needs_gc`]

@@ -9,7 +9,7 @@
 //! The file format is line-based text so a state directory can be inspected with `cat`:
 //!
 //! ```text
-//! devipc-emu-object 1
+//! devipc-emu-object 2
 //! id 00ab12000000002a
 //! vendor acl
 //! kind memory
@@ -17,15 +17,19 @@
 //! size 2097152
 //! charged 2097152
 //! segment 2097152
-//! exporter 4242 1234567
+//! exporter 4242 1234567 4026531836
 //! parent -
 //! offset 0
 //! flags 0x3
 //! aux 0x0
 //! trust 4343 4444
-//! holder 4242 1234567 1
-//! holder 4343 1234999 2
+//! holder 4242 1234567 4026531836 1
+//! holder 4343 1234999 4026532178 2
 //! ```
+//!
+//! A process is written as pid, start time and pid namespace (processes of several pid
+//! namespaces may share a state directory). Version 1 files (no namespace) are still read,
+//! their processes as ones of the reader's namespace, which is what version 1 meant.
 //!
 //! Parsing is total: any input gives an [`ObjectMeta`] or a [`MetaParseError`]; each key
 //! appears exactly once except the repeatable `trust` and `holder` lines, lists are bounded.
@@ -43,7 +47,9 @@ pub const MAX_HOLDERS: usize = 4096;
 /// Largest metadata file the parser accepts, in bytes.
 pub const MAX_META_BYTES: usize = 1 << 20;
 
-const HEADER: &str = "devipc-emu-object 1";
+const HEADER: &str = "devipc-emu-object 2";
+/// The header of version 1, without pid namespaces.
+const HEADER_V1: &str = "devipc-emu-object 1";
 
 /// Which vendor surface created an object. A handle of one surface never resolves to an
 /// object of the other (the mechanism confusion the token's mechanism tag guards against).
@@ -427,7 +433,11 @@ impl ObjectMeta {
         let _ = writeln!(s, "size {}", i.size);
         let _ = writeln!(s, "charged {}", i.charged);
         let _ = writeln!(s, "segment {}", i.segment_len);
-        let _ = writeln!(s, "exporter {} {}", i.exporter.pid, i.exporter.start_time);
+        let _ = writeln!(
+            s,
+            "exporter {} {} {}",
+            i.exporter.pid, i.exporter.start_time, i.exporter.pid_ns
+        );
         match i.parent {
             Some(p) => {
                 let _ = writeln!(s, "parent {p}");
@@ -447,8 +457,8 @@ impl ObjectMeta {
         for h in &self.holders {
             let _ = writeln!(
                 s,
-                "holder {} {} {}",
-                h.process.pid, h.process.start_time, h.count
+                "holder {} {} {} {}",
+                h.process.pid, h.process.start_time, h.process.pid_ns, h.count
             );
         }
         s
@@ -483,6 +493,8 @@ impl std::error::Error for MetaParseError {}
 
 #[derive(Default)]
 struct Parser {
+    /// A version 1 file: processes without a pid namespace, read as `legacy_ns`.
+    legacy_ns: Option<u32>,
     id: Option<ObjectId>,
     vendor: Option<Vendor>,
     kind: Option<ObjectKind>,
@@ -543,7 +555,10 @@ impl Parser {
         let mut lines = text.lines().enumerate();
         match lines.next() {
             Some((_, HEADER)) => {}
-            _ => return Err(whole("missing header 'devipc-emu-object 1'")),
+            Some((_, HEADER_V1)) => {
+                self.legacy_ns = Some(ProcessIdentity::current_pid_ns());
+            }
+            _ => return Err(whole("missing header 'devipc-emu-object 2'")),
         }
         for (n, line) in lines {
             self.line(line).map_err(|reason| MetaParseError {
@@ -582,13 +597,7 @@ impl Parser {
             "flags" => set_once(&mut self.flags, hex(one(&args, key)?, key)?, key),
             "aux" => set_once(&mut self.aux, hex(one(&args, key)?, key)?, key),
             "exporter" => {
-                let [pid, start] = args[..] else {
-                    return Err("exporter takes pid and start time".into());
-                };
-                let p = ProcessIdentity {
-                    pid: num(pid, "pid")?,
-                    start_time: num(start, "start time")?,
-                };
+                let p = self.process(&args, "exporter")?;
                 set_once(&mut self.exporter, p, key)
             }
             "parent" => {
@@ -618,13 +627,10 @@ impl Parser {
                 Ok(())
             }
             "holder" => {
-                let [pid, start, count] = args[..] else {
-                    return Err("holder takes pid, start time and count".into());
+                let Some((count, who)) = args.split_last() else {
+                    return Err("holder takes a process and a count".into());
                 };
-                let process = ProcessIdentity {
-                    pid: num(pid, "pid")?,
-                    start_time: num(start, "start time")?,
-                };
+                let process = self.process(who, "holder")?;
                 let count: u32 = num(count, "count")?;
                 if count == 0 {
                     return Err("holder count 0".into());
@@ -640,6 +646,22 @@ impl Parser {
             }
             other => Err(format!("unknown key {other:?}")),
         }
+    }
+
+    /// A process: pid, start time and pid namespace (version 1: pid and start time, in
+    /// the reader's namespace).
+    fn process(&self, args: &[&str], key: &str) -> Result<ProcessIdentity, String> {
+        let (pid, start, pid_ns) = match (self.legacy_ns, args) {
+            (None, [pid, start, ns]) => (pid, start, num(ns, "pid namespace")?),
+            (Some(ns), [pid, start]) => (pid, start, ns),
+            (None, _) => return Err(format!("{key} takes pid, start time and pid namespace")),
+            (Some(_), _) => return Err(format!("{key} takes pid and start time")),
+        };
+        Ok(ProcessIdentity {
+            pid: num(pid, "pid")?,
+            start_time: num(start, "start time")?,
+            pid_ns,
+        })
     }
 
     fn finish(self) -> Result<ObjectMeta, String> {
@@ -676,6 +698,7 @@ mod tests {
         ProcessIdentity {
             pid,
             start_time: 1000 + pid as u64,
+            pid_ns: 4026531836,
         }
     }
 
@@ -705,7 +728,7 @@ mod tests {
         let text = m.encode();
         assert_eq!(ObjectMeta::decode(&text).unwrap(), m);
         assert!(text.contains("trust 20 30\n"));
-        assert!(text.contains("holder 20 1020 2\n"));
+        assert!(text.contains("holder 20 1020 4026531836 2\n"));
         let mut bare = m.clone();
         bare.trustlist.clear();
         bare.clear_holders();
@@ -754,7 +777,11 @@ mod tests {
         let cases: Vec<String> = vec![
             String::new(),
             "garbage".into(),
-            good.replace("devipc-emu-object 1", "devipc-emu-object 2"),
+            good.replace("devipc-emu-object 2", "devipc-emu-object 3"),
+            good.replace("devipc-emu-object 2", "devipc-emu-object 1"),
+            good.replace("holder 20 1020 4026531836 2", "holder 20 1020 2"),
+            good.replace("exporter 10 1010 4026531836", "exporter 10 1010"),
+            good.replace("exporter 10 1010 4026531836", "exporter 10 1010 x"),
             good.replace("kind memkey", "kind blob"),
             good.replace("vendor acl", "vendor cuda"),
             good.replace("device 1", "device -1"),
@@ -763,8 +790,8 @@ mod tests {
             good.replace("flags 0x2", "flags 2"),
             good.replace("flags 0x2", "flags 0x"),
             good.replace("aux 0xdead000000000001", "aux 0x1dead000000000001"),
-            good.replace("holder 20 1020 2", "holder 20 1020 0"),
-            good.replace("holder 20 1020 2", "holder 10 1010 2"),
+            good.replace("holder 20 1020 4026531836 2", "holder 20 1020 4026531836 0"),
+            good.replace("holder 20 1020 4026531836 2", "holder 10 1010 4026531836 2"),
             good.replace("trust 20 30", "trust 20 20"),
             good.replace("trust 20 30", "trust"),
             good.replace("trust 20 30", "trust  20"),
@@ -778,5 +805,20 @@ mod tests {
         for (i, c) in cases.iter().enumerate() {
             assert!(ObjectMeta::decode(c).is_err(), "case {i} parsed: {c:?}");
         }
+    }
+
+    #[test]
+    fn version_1_processes_are_of_the_readers_namespace() {
+        let text = "devipc-emu-object 1\nid 00ab12000000002a\nvendor hip\nkind memory\n\
+                    device 0\nsize 4096\ncharged 4096\nsegment 4096\nexporter 10 1010\n\
+                    parent -\noffset 0\nflags 0x1\naux 0x0\nholder 10 1010 1\n";
+        let m = ObjectMeta::decode(text).unwrap();
+        let ns = ProcessIdentity::current_pid_ns();
+        assert_eq!(m.info().exporter.pid_ns, ns);
+        assert_eq!(m.holders()[0].process.pid_ns, ns);
+        assert!(m.encode().starts_with("devipc-emu-object 2\n"));
+        assert!(
+            ObjectMeta::decode(&text.replace("holder 10 1010 1", "holder 10 1010 7 1")).is_err()
+        );
     }
 }

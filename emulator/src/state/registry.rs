@@ -10,9 +10,12 @@
 //! creator holds it once; each import adds one acquisition for the importing process;
 //! each release removes one. When the last acquisition goes, at the end of the operation
 //! that removed it, the object is freed: its files are unlinked and its charged bytes are
-//! returned to the device. Holders whose process died (pid + start time, see
-//! [`ProcessIdentity::is_alive`]) are reclaimed whenever the object is next touched by
-//! any operation here, and by [`crate::gc`] for objects nobody touches.
+//! returned to the device. Holders whose process died (pid + start time, or for a process
+//! of another pid namespace its liveness beacon in the state directory, see
+//! [`ProcessIdentity::is_alive_in`]) are reclaimed whenever the object is next touched by
+//! any operation here, and by [`crate::gc`] for objects nobody touches. A process
+//! announces its beacon ([`super::process::announce`]) before the registry records it:
+//! in [`Registry::create`] and [`Registry::update`], the only ways in.
 //!
 //! Concurrency: every read-modify-write of an object runs under its exclusive object lock
 //! ([`Registry::update`]); metadata is replaced atomically (write `<id>.meta.tmp`, rename),
@@ -243,6 +246,7 @@ impl Registry {
 
     fn create_once(&self, spec: NewObject) -> Result<Created, EmuError> {
         let me = super::process::current()?;
+        super::process::announce(self.dir.path())?;
         self.check_device(spec.device)?;
         let (segment_len, charged) = match spec.backing {
             Backing::None => (0, 0),
@@ -367,9 +371,11 @@ impl Registry {
         E: From<EmuError>,
     {
         self.check_salt(id)?;
+        // `f` may record this process (an import adds it as a holder).
+        super::process::announce(self.dir.path())?;
         let lock = self.lock_object(id)?;
         let mut meta = self.read_meta(id)?;
-        let reclaimed = meta.reclaim(|p| p.is_alive());
+        let reclaimed = self.reclaim(&mut meta);
         if meta.holders().is_empty() {
             self.free_locked(&lock, &meta)?;
             return Err(EmuError::NoSuchObject { id, foreign: false }.into());
@@ -400,7 +406,7 @@ impl Registry {
         self.check_salt(id)?;
         let lock = self.lock_object(id)?;
         let mut meta = self.read_meta(id)?;
-        let reclaimed = meta.reclaim(|p| p.is_alive());
+        let reclaimed = self.reclaim(&mut meta);
         let freed = meta.holders().is_empty();
         if freed {
             self.free_locked(&lock, &meta)?;
@@ -408,6 +414,12 @@ impl Registry {
             self.write_meta(&meta)?;
         }
         Ok(Touched { reclaimed, freed })
+    }
+
+    /// Drops the holders of `meta` whose process is gone; returns how many.
+    fn reclaim(&self, meta: &mut ObjectMeta) -> usize {
+        let dir = self.dir.path();
+        meta.reclaim(|p| p.is_alive_in(dir))
     }
 
     /// Adds one acquisition by `who` (an import). Returns the metadata after the change.
@@ -590,6 +602,7 @@ mod tests {
         ProcessIdentity {
             pid: 0x7fff_fff0,
             start_time: 1,
+            pid_ns: ProcessIdentity::current_pid_ns(),
         }
     }
 

@@ -31,8 +31,8 @@
 //!
 //! # Why holds and releases cannot cross
 //!
-//! An acquire writes its slot, increments `holders`, and only then re-reads the status
-//! (undoing everything when it is not live any more); the exporter stores "revoked" and
+//! An acquire writes its slot, checks the status is live, increments `holders`, and only
+//! then re-reads the status (undoing everything when it is not live any more); the exporter stores "revoked" and
 //! only then reads `holders` (and, to discount dead holders, the slots). All of these are
 //! sequentially consistent, so at least one side sees the other: either the acquire
 //! fails, or the exporter sees the hold and waits. An exporter that sees `holders == 0`
@@ -41,6 +41,13 @@
 //!
 //! The table is unlinked when its creator has removed every lease in it; a table left by
 //! a killed exporter is removed by [`sweep_orphans`] in the next process.
+//!
+//! # Fork
+//!
+//! The registry of this process's tables and its holds are per process: a `fork`ed child
+//! starts with none (it creates its own table, never hands out its parent's entries, and
+//! releasing "its" holds releases none of its parent's), and it cannot revoke or remove a
+//! lease of a table its parent created.
 //!
 //! # What a table does not defend against
 //!
@@ -52,7 +59,6 @@
 //! could by writing the emulator's files or attaching a debugger. The counter never wraps,
 //! so overflowing it by holding is refused instead of reading as "unheld".
 
-use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::Ordering::SeqCst;
@@ -63,15 +69,59 @@ use crate::process::ProcessIdentity;
 use crate::word_file::NAME_LEN;
 use table::{
     E_GEN_HI, E_GEN_LO, E_HOLDERS, E_STATUS, E_TAG_HI, E_TAG_LO, FREE, H_CREATOR_PID,
-    H_CREATOR_START_HI, H_CREATOR_START_LO, H_WAKE, HOLDS, LIVE, PREFIX, REGISTRY, REVOKED,
-    Registry, S_COUNT, S_TAG, SEQ_MASK, Table, table, table_creator,
+    H_CREATOR_PID_NS, H_CREATOR_START_HI, H_CREATOR_START_LO, H_WAKE, HOLDS, LIVE, PREFIX,
+    REGISTRY, REVOKED, S_COUNT, S_TAG, SEQ_MASK, Table, table, table_creator, this_process,
 };
 pub use table::{ENTRIES, SLOTS};
 
 pub mod held;
+#[cfg(test)]
+mod reuse_tests;
 mod table;
 #[cfg(test)]
 mod tests;
+
+/// A test's hook into [`Lease::acquire_for`], to force interleavings: run on the acquiring
+/// thread after the slot is claimed ([`hook::Step::Claimed`]) and after the count grew
+/// ([`hook::Step::Counted`]).
+#[cfg(test)]
+pub(crate) mod hook {
+    use std::cell::RefCell;
+
+    use crate::process::ProcessIdentity;
+
+    /// Where the acquire is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Step {
+        Claimed,
+        Counted,
+    }
+
+    type Hook = Box<dyn FnMut(Step, ProcessIdentity)>;
+
+    thread_local! {
+        static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    }
+
+    /// Sets this thread's hook (`None` removes it).
+    pub(crate) fn set(hook: Option<Hook>) {
+        HOOK.with(|h| *h.borrow_mut() = hook);
+    }
+
+    /// Runs this thread's hook, if any; acquires inside it run without it.
+    pub(crate) fn run(step: Step, who: ProcessIdentity) {
+        let Some(mut hook) = HOOK.with(|h| h.borrow_mut().take()) else {
+            return;
+        };
+        hook(step, who);
+        HOOK.with(|h| {
+            let mut h = h.borrow_mut();
+            if h.is_none() {
+                *h = Some(hook);
+            }
+        });
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -89,8 +139,17 @@ pub struct Binding {
     pub generation: Option<u64>,
     /// The exporter's tag for the object (see [`Lease::create_tagged`]).
     pub tag: Option<u64>,
-    /// The exporter: the process that created the lease's table.
+    /// The exporter: the process that created the lease's table (its pid namespace is
+    /// compared only when known, i.e. not 0).
     pub creator: Option<ProcessIdentity>,
+}
+
+/// Whether `a` and `b` name the same process: the same pid and start time, and the same
+/// pid namespace unless either does not say (a token's producer may not know it).
+fn same_process(a: &ProcessIdentity, b: &ProcessIdentity) -> bool {
+    a.pid == b.pid
+        && a.start_time == b.start_time
+        && (a.pid_ns == 0 || b.pid_ns == 0 || a.pid_ns == b.pid_ns)
 }
 
 /// A lease: one entry of a table. The value holds no file descriptor (an importer may
@@ -146,7 +205,7 @@ impl Lease {
     /// hash of the vendor handle; 0 = none): [`Lease::acquire_for`] refuses another.
     pub fn create_tagged(dir: &Path, generation: u64, tag: u64) -> io::Result<Lease> {
         let mut reg = lock(&REGISTRY);
-        let reg = reg.get_or_insert_with(Registry::default);
+        let reg = this_process(&mut reg);
         let mut picked = None;
         for t in reg.own.iter().filter(|t| t.dir() == Some(dir)) {
             let Some(own) = &t.own else { continue };
@@ -154,24 +213,7 @@ impl Lease {
             if own.unlinked {
                 continue;
             }
-            let index = own
-                .free
-                .pop()
-                .or_else(|| {
-                    (own.next < ENTRIES).then(|| {
-                        own.next += 1;
-                        own.next - 1
-                    })
-                })
-                .or_else(|| {
-                    // Full: a removed lease's entry whose holders have all gone.
-                    let at = own
-                        .zombies
-                        .iter()
-                        .position(|&(i, seq)| t.scan_live(i, seq) == 0)?;
-                    Some(own.zombies.swap_remove(at).0)
-                });
-            if let Some(index) = index {
+            if let Some(index) = own.pick(t) {
                 own.used += 1;
                 picked = Some((t.clone(), index));
                 break;
@@ -192,6 +234,9 @@ impl Lease {
         };
         let status = table.entry(index, E_STATUS);
         let seq = ((status.load(SeqCst) >> 2) + 1) & SEQ_MASK;
+        // No slot names the entry (`Own::pick`), so no late acquire or release of its old
+        // lease can change the counter any more: what is left in it is the holds of
+        // processes that died.
         table.entry(index, E_HOLDERS).store(0, SeqCst);
         table
             .entry(index, E_GEN_LO)
@@ -282,6 +327,7 @@ impl Lease {
             pid: self.table.header(H_CREATOR_PID).load(SeqCst) as i32,
             start_time: u64::from(self.table.header(H_CREATOR_START_LO).load(SeqCst))
                 | u64::from(self.table.header(H_CREATOR_START_HI).load(SeqCst)) << 32,
+            pid_ns: self.table.header(H_CREATOR_PID_NS).load(SeqCst),
         }
     }
 
@@ -310,7 +356,7 @@ impl Lease {
             );
         }
         if let Some(creator) = expect.creator
-            && creator != self.creator()
+            && !same_process(&creator, &self.creator())
         {
             let (made, named) = (self.creator(), creator);
             return mismatch(format!(
@@ -328,9 +374,16 @@ impl Lease {
             ));
         }
         let t = &self.table;
+        if crate::liveness::is_me(&who) {
+            // Before the slot names us: processes of other pid namespaces (the exporter's
+            // scans) judge us by our beacon in the table's directory.
+            if let Some(dir) = t.dir() {
+                crate::liveness::announce(dir)?;
+            }
+        }
         {
             let mut holds = lock(&HOLDS);
-            let holds = holds.get_or_insert_with(HashMap::new);
+            let holds = this_process(&mut holds);
             let key = (t.id, self.index, self.seq, who);
             match holds.get_mut(&key) {
                 Some((slot, count)) => {
@@ -342,6 +395,15 @@ impl Lease {
                     holds.insert(key, (slot, 1));
                 }
             }
+        }
+        #[cfg(test)]
+        hook::run(hook::Step::Claimed, who);
+        // The slot names the entry before this check, and the count grows only after it:
+        // an entry removed meanwhile is not reused while the slot exists, and one removed
+        // before is not counted into (see `table::Own`).
+        if self.state() != Some(LIVE) {
+            self.release_slot_only(who);
+            return Err(revoked());
         }
         // After the slot, before the re-check (see the module docs). Never wraps: a count
         // that cannot grow (only a corrupted table gets there) refuses the hold rather
@@ -356,6 +418,8 @@ impl Lease {
                 "the lease's holder count is corrupt (at its maximum)",
             ));
         }
+        #[cfg(test)]
+        hook::run(hook::Step::Counted, who);
         if self.state() != Some(LIVE) {
             self.release(who);
             return Err(revoked());
@@ -367,7 +431,7 @@ impl Lease {
     fn release_slot_only(&self, who: ProcessIdentity) {
         let t = &self.table;
         let mut holds = lock(&HOLDS);
-        let holds = holds.get_or_insert_with(HashMap::new);
+        let holds = this_process(&mut holds);
         let key = (t.id, self.index, self.seq, who);
         if let Some((slot, count)) = holds.get_mut(&key) {
             let slot = *slot;
@@ -389,7 +453,7 @@ impl Lease {
         let t = &self.table;
         let found = {
             let mut holds = lock(&HOLDS);
-            let holds = holds.get_or_insert_with(HashMap::new);
+            let holds = this_process(&mut holds);
             let key = (t.id, self.index, self.seq, who);
             match holds.get_mut(&key) {
                 None => false,
@@ -400,8 +464,8 @@ impl Lease {
                     if last {
                         holds.remove(&key);
                     }
-                    // The entry is not reused while a live process holds it (see
-                    // `Own::zombies`), so this is still our lease's count.
+                    // The entry is not reused while our slot names it (see
+                    // `table::Own`), so this is still our lease's count.
                     let _ = t
                         .entry(self.index, E_HOLDERS)
                         .fetch_update(SeqCst, SeqCst, |h| Some(h.saturating_sub(1)));
@@ -434,8 +498,12 @@ impl Lease {
             || (thorough && self.live_holders() == 0)
     }
 
-    /// Revokes the lease: every later acquire fails. Returns whether it was live.
+    /// Revokes the lease: every later acquire fails. Returns whether it was live. A forked
+    /// child cannot revoke its parent's lease (it returns `false`, changing nothing).
     pub fn revoke(&self) -> bool {
+        if self.table.inherited() {
+            return false;
+        }
         self.table
             .entry(self.index, E_STATUS)
             .compare_exchange(
@@ -472,6 +540,7 @@ impl Lease {
     /// fails, the lease is live again. Returns `Ok(None)` when someone holds it (nothing
     /// is run and the lease stays live), else `Ok(Some(released))`.
     pub fn release_if_unheld(&self, release: impl FnOnce() -> bool) -> io::Result<Option<bool>> {
+        self.not_inherited()?;
         if self.state().is_none() {
             return Err(gone("the lease was removed"));
         }
@@ -498,6 +567,19 @@ impl Lease {
         }
     }
 
+    /// Refuses to end a lease of the parent this process was forked from: the parent
+    /// still exports the object, and decides when it is released.
+    fn not_inherited(&self) -> io::Result<()> {
+        if self.table.inherited() {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the lease belongs to the process this one was forked from: a forked child \
+                 cannot revoke, release or remove it",
+            ));
+        }
+        Ok(())
+    }
+
     fn unrevoke(&self) {
         let _ = self.table.entry(self.index, E_STATUS).compare_exchange(
             self.seq << 2 | REVOKED,
@@ -509,7 +591,9 @@ impl Lease {
 
     /// Ends the lease: acquires of its name fail with `NotFound` from now on. Removing a
     /// removed lease does nothing. The exporter's table is unlinked with its last lease.
+    /// A forked child cannot remove its parent's lease (`PermissionDenied`).
     pub fn remove(&self) -> io::Result<()> {
+        self.not_inherited()?;
         let status = self.table.entry(self.index, E_STATUS);
         let removed = [LIVE, REVOKED].into_iter().any(|state| {
             status
@@ -519,22 +603,14 @@ impl Lease {
         if !removed {
             return Ok(());
         }
-        let held = self.table.entry(self.index, E_HOLDERS).load(SeqCst) > 0;
-        if !held {
-            self.table.entry(self.index, E_HOLDERS).store(0, SeqCst);
-        }
         let Some(own) = &self.table.own else {
             return Ok(());
         };
         let unlink = {
             let mut own = lock(own);
-            if held {
-                // Removed under holders (an exporter that forgets a lease it could not
-                // release): the entry waits until they are gone before it is reused.
-                own.zombies.push((self.index, self.seq));
-            } else {
-                own.free.push(self.index);
-            }
+            // Reused once no slot names it: a holder (an exporter may forget a lease it
+            // could not release) or a late acquirer may still count on the entry.
+            own.retired.push(self.index);
             own.used = own.used.saturating_sub(1);
             let unlink = own.used == 0 && !own.unlinked;
             if unlink {
@@ -545,9 +621,9 @@ impl Lease {
         if unlink {
             let _ = std::fs::remove_file(&self.table.path);
             let mut reg = lock(&REGISTRY);
-            if let Some(reg) = reg.as_mut() {
-                reg.own.retain(|t| !Arc::ptr_eq(t, &self.table));
-            }
+            this_process(&mut reg)
+                .own
+                .retain(|t| !Arc::ptr_eq(t, &self.table));
         }
         Ok(())
     }
@@ -578,10 +654,14 @@ pub fn sweep_orphans(dir: &Path) -> io::Result<usize> {
             }
             Err(e) => return Err(e),
         };
-        if creator.is_alive() {
+        if creator.is_alive_in(dir) {
             return Ok(false);
         }
         std::fs::remove_file(&path)?;
         Ok(true)
+    })
+    .inspect(|_| {
+        // The beacons of the processes that are gone, after what they recorded.
+        let _ = crate::liveness::sweep(dir);
     })
 }

@@ -19,8 +19,13 @@ use crate::process::ProcessIdentity;
 pub(super) const PREFIX: &str = "leases-";
 /// First word of a table ("devl").
 const MAGIC: u32 = 0x6c76_6564;
-/// Layout version (second word). Version 2 added the entry's object tag.
-const VERSION: u32 = 2;
+/// Layout version (second word). Version 2 added the entry's object tag, version 3 the
+/// pid namespace of the creator and of each slot's holder. A table of another version is
+/// refused by [`Table::open`] (an importer cannot hold it); [`table_creator`] reads the
+/// creator of a version 2 table as one of the caller's own namespace, as version 2 meant.
+const VERSION: u32 = 3;
+/// The last version without pid namespaces.
+const VERSION_WITHOUT_NS: u32 = 2;
 /// Lease entries per table; an exporter with more live leases creates another table.
 pub const ENTRIES: u32 = 8192;
 /// Holder slots per table: one per (importing process, lease) pair.
@@ -41,6 +46,8 @@ pub(super) const H_CREATOR_START_HI: usize = 4;
 pub(super) const H_WAKE: usize = 5;
 /// One past the highest slot ever claimed: scans stop there.
 pub(super) const H_SLOTS_USED: usize = 6;
+/// The creator's pid namespace.
+pub(super) const H_CREATOR_PID_NS: usize = 7;
 
 // Entry words.
 pub(super) const E_STATUS: usize = 0;
@@ -68,6 +75,7 @@ const S_START_HI: usize = 3;
 const S_ENTRY: usize = 4;
 const S_SEQ: usize = 5;
 pub(super) const S_COUNT: usize = 6;
+const S_PID_NS: usize = 7;
 pub(super) const SLOT_FREE: u32 = 0;
 const SLOT_CLAIMING: u32 = 1;
 const SLOT_OWNED: u32 = 2;
@@ -77,20 +85,45 @@ const SLOT_OWNED: u32 = 2;
 const FOREIGN_CACHE: usize = 64;
 
 /// The exporter's bookkeeping of a table it created.
+///
+/// An entry is reused only when no slot names it any more (see [`Table::named_entries`]):
+/// every change an acquire or release makes to an entry's `holders` counter happens while
+/// its slot (owned, naming the entry) exists, and an acquire increments only after it saw
+/// the lease live *with its slot already owned*. So once the entry is removed and a scan
+/// finds no slot naming it, no late acquire or release of an old lease can still change
+/// the counter, and the next lease may start it at 0.
 #[derive(Debug, Default)]
 pub(super) struct Own {
-    /// Entries removed and free for reuse.
-    pub(super) free: Vec<u32>,
-    /// Entries never used yet start here.
+    /// Entries never used yet start here (they need no scan).
     pub(super) next: u32,
     /// Entries created and not removed.
     pub(super) used: u32,
     /// The file was unlinked (every lease removed); no new leases go here.
     pub(super) unlinked: bool,
-    /// Entries removed while someone still held them: `(index, seq)`. Reused only once
-    /// no live process holds the old lease, so a late release of an old hold can never
-    /// lower the count of the entry's next lease.
-    pub(super) zombies: Vec<(u32, u32)>,
+    /// Entries removed, not yet seen unnamed by any slot (someone may still hold, or be
+    /// acquiring, the old lease).
+    pub(super) retired: Vec<u32>,
+    /// Entries removed and seen unnamed by every slot after their removal: free for reuse.
+    pub(super) reusable: Vec<u32>,
+}
+
+impl Own {
+    /// An entry for a new lease: a fresh one, else a removed one that no slot names.
+    pub(super) fn pick(&mut self, table: &Table) -> Option<u32> {
+        if self.next < ENTRIES {
+            self.next += 1;
+            return Some(self.next - 1);
+        }
+        if self.reusable.is_empty() && !self.retired.is_empty() {
+            let named = table.named_entries();
+            let (named, unnamed) = std::mem::take(&mut self.retired)
+                .into_iter()
+                .partition(|i| named.contains(i));
+            self.retired = named;
+            self.reusable = unnamed;
+        }
+        self.reusable.pop()
+    }
 }
 
 /// One mapped table.
@@ -99,8 +132,12 @@ pub(super) struct Table {
     pub(super) id: u64,
     pub(super) path: PathBuf,
     pub(super) region: MappedRegion,
-    /// `Some` in the process that created the table.
+    /// `Some` in the process that created the table (and in its forked children, which
+    /// must not use it: see [`Table::inherited`]).
     pub(super) own: Option<Mutex<Own>>,
+    /// The pid of the process that created the table, when it was this process or the
+    /// parent it forked from; 0 for a table mapped from another exporter.
+    made_by: u32,
 }
 
 impl Table {
@@ -139,11 +176,15 @@ impl Table {
             .and_then(|()| MappedRegion::map_file(&file, TABLE_BYTES))
             .and_then(|region| {
                 let me = ProcessIdentity::current()?;
+                // Before the identity is written: processes of other pid namespaces judge
+                // the creator by its beacon.
+                crate::liveness::announce(dir)?;
                 let table = Table {
                     id,
                     path: path.clone(),
                     region,
                     own: Some(Mutex::new(Own::default())),
+                    made_by: std::process::id(),
                 };
                 table.header(H_CREATOR_PID).store(me.pid as u32, SeqCst);
                 table
@@ -152,6 +193,7 @@ impl Table {
                 table
                     .header(H_CREATOR_START_HI)
                     .store((me.start_time >> 32) as u32, SeqCst);
+                table.header(H_CREATOR_PID_NS).store(me.pid_ns, SeqCst);
                 table.header(H_VERSION).store(VERSION, SeqCst);
                 table.header(H_MAGIC).store(MAGIC, SeqCst);
                 Ok(table)
@@ -178,6 +220,7 @@ impl Table {
             path,
             region,
             own: None,
+            made_by: 0,
         };
         if table.header(H_MAGIC).load(SeqCst) != MAGIC
             || table.header(H_VERSION).load(SeqCst) != VERSION
@@ -194,6 +237,17 @@ impl Table {
         self.path.parent()
     }
 
+    /// Whether this is a table of the parent this process was forked from: its leases are
+    /// the parent's, which the child never revokes, removes or unlinks.
+    pub(super) fn inherited(&self) -> bool {
+        self.own.is_some() && self.made_by != std::process::id()
+    }
+
+    /// Whether `who` (a creator or holder recorded in this table) is alive.
+    pub(super) fn is_alive(&self, who: &ProcessIdentity) -> bool {
+        who.is_alive_in(self.dir().unwrap_or(Path::new("/")))
+    }
+
     /// Bumps the wake word and wakes the exporter's waiter.
     pub(super) fn wake(&self) {
         let w = self.header(H_WAKE);
@@ -206,6 +260,7 @@ impl Table {
             pid: self.slot(s, S_PID).load(SeqCst) as i32,
             start_time: u64::from(self.slot(s, S_START_LO).load(SeqCst))
                 | u64::from(self.slot(s, S_START_HI).load(SeqCst)) << 32,
+            pid_ns: self.slot(s, S_PID_NS).load(SeqCst),
         }
     }
 
@@ -226,6 +281,7 @@ impl Table {
                 .store(who.start_time as u32, SeqCst);
             self.slot(s, S_START_HI)
                 .store((who.start_time >> 32) as u32, SeqCst);
+            self.slot(s, S_PID_NS).store(who.pid_ns, SeqCst);
             self.slot(s, S_ENTRY).store(index, SeqCst);
             self.slot(s, S_SEQ).store(seq, SeqCst);
             self.slot(s, S_COUNT).store(1, SeqCst);
@@ -256,7 +312,7 @@ impl Table {
                 continue;
             }
             let who = self.slot_owner(s);
-            if !*alive.entry(who).or_insert_with(|| who.is_alive()) && self.free_slot(s, t) {
+            if !*alive.entry(who).or_insert_with(|| self.is_alive(&who)) && self.free_slot(s, t) {
                 freed += 1;
             }
         }
@@ -275,6 +331,30 @@ impl Table {
         false
     }
 
+    /// The entries that an owned slot of a live holder names (at any `seq`); reclaims the
+    /// slots of dead holders on the way. A slot still being claimed names nothing yet: its
+    /// claimer checks the lease is live only after it owns the slot, and gives up without
+    /// touching the counter when it is not (so it cannot be the late acquire of a removed
+    /// entry).
+    pub(super) fn named_entries(&self) -> std::collections::HashSet<u32> {
+        let used = self.header(H_SLOTS_USED).load(SeqCst).min(SLOTS);
+        let mut alive: HashMap<ProcessIdentity, bool> = HashMap::new();
+        let mut named = std::collections::HashSet::new();
+        for s in 0..used {
+            let t = self.slot(s, S_TAG).load(SeqCst);
+            if t & 3 != SLOT_OWNED {
+                continue;
+            }
+            let who = self.slot_owner(s);
+            if !*alive.entry(who).or_insert_with(|| self.is_alive(&who)) {
+                self.free_slot(s, t);
+                continue;
+            }
+            named.insert(self.slot(s, S_ENTRY).load(SeqCst));
+        }
+        named
+    }
+
     /// Live holds of entry `index` at `seq`, from the slots; reclaims the slots of dead
     /// holders (any entry) on the way.
     pub(super) fn scan_live(&self, index: u32, seq: u32) -> u64 {
@@ -289,7 +369,7 @@ impl Table {
                 continue;
             }
             let who = self.slot_owner(s);
-            if !*alive.entry(who).or_insert_with(|| who.is_alive()) {
+            if !*alive.entry(who).or_insert_with(|| self.is_alive(&who)) {
                 self.free_slot(s, t);
                 continue;
             }
@@ -303,6 +383,30 @@ impl Table {
     }
 }
 
+/// Process-wide state of one process: a `fork`ed child inherits the memory but not the
+/// state (a child must not hand out its parent's lease entries, nor release its parent's
+/// holds), so the state remembers the pid it belongs to and starts afresh in a child.
+pub(super) struct PerProcess<T> {
+    pid: u32,
+    value: T,
+}
+
+/// The calling process's `T` in `slot`: a default one in a forked child (the parent's is
+/// dropped there: unmapping the child's copies of mappings, nothing more).
+pub(super) fn this_process<T: Default>(slot: &mut Option<PerProcess<T>>) -> &mut T {
+    let pid = std::process::id();
+    if slot.as_ref().is_none_or(|p| p.pid != pid) {
+        *slot = Some(PerProcess {
+            pid,
+            value: T::default(),
+        });
+    }
+    match slot {
+        Some(p) => &mut p.value,
+        None => unreachable!("set above"),
+    }
+}
+
 /// Tables this process created, and foreign tables it mapped.
 #[derive(Default)]
 pub(super) struct Registry {
@@ -310,16 +414,17 @@ pub(super) struct Registry {
     pub(super) foreign: HashMap<(PathBuf, u64), Arc<Table>>,
 }
 
-pub(super) static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+pub(super) static REGISTRY: Mutex<Option<PerProcess<Registry>>> = Mutex::new(None);
 
 /// Holds of this process: (table, entry, seq, holder) -> (slot, count).
 type HoldKey = (u64, u32, u32, ProcessIdentity);
-pub(super) static HOLDS: Mutex<Option<HashMap<HoldKey, (u32, u32)>>> = Mutex::new(None);
+type Holds = HashMap<HoldKey, (u32, u32)>;
+pub(super) static HOLDS: Mutex<Option<PerProcess<Holds>>> = Mutex::new(None);
 
 /// The table `id` in `dir`: one of ours, one mapped before, or mapped now.
 pub(super) fn table(dir: &Path, id: u64) -> io::Result<Arc<Table>> {
     let mut reg = lock(&REGISTRY);
-    let reg = reg.get_or_insert_with(Registry::default);
+    let reg = this_process(&mut reg);
     if let Some(t) = reg.own.iter().find(|t| t.id == id && t.dir() == Some(dir)) {
         return Ok(t.clone());
     }
@@ -338,7 +443,7 @@ pub(super) fn table(dir: &Path, id: u64) -> io::Result<Arc<Table>> {
 
 /// Reads the creator recorded in the table file at `path`.
 pub(super) fn table_creator(path: &Path) -> io::Result<ProcessIdentity> {
-    let mut head = [0u8; 20];
+    let mut head = [0u8; 4 * (H_CREATOR_PID_NS + 1)];
     crate::private_dir::open_regular_file(path)?.read_exact(&mut head)?;
     let word = |i: usize| {
         u32::from_ne_bytes([
@@ -354,8 +459,19 @@ pub(super) fn table_creator(path: &Path) -> io::Result<ProcessIdentity> {
             "not a lease table",
         ));
     }
+    let pid_ns = match word(H_VERSION) {
+        VERSION => word(H_CREATOR_PID_NS),
+        VERSION_WITHOUT_NS => ProcessIdentity::current_pid_ns(),
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a lease table of an unknown version",
+            ));
+        }
+    };
     Ok(ProcessIdentity {
         pid: word(H_CREATOR_PID) as i32,
         start_time: u64::from(word(H_CREATOR_START_LO)) | u64::from(word(H_CREATOR_START_HI)) << 32,
+        pid_ns,
     })
 }

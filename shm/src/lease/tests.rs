@@ -50,7 +50,7 @@ fn holds_are_counted_per_process_and_released() {
     );
     // The last lease took its table with it.
     assert_eq!(tables(&dir), 0);
-    std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -60,14 +60,15 @@ fn dead_holders_do_not_count() {
     let me = ProcessIdentity::current().unwrap();
     // The same pid with another start time is a process that reused the pid.
     let ghost = ProcessIdentity {
-        pid: me.pid,
         start_time: me.start_time + 1,
+        ..me
     };
     lease.acquire(ghost).unwrap();
     lease
         .acquire(ProcessIdentity {
             pid: 0x7fff_fff0,
             start_time: 1,
+            pid_ns: me.pid_ns,
         })
         .unwrap();
     // The counter still counts them; the thorough check does not.
@@ -78,7 +79,7 @@ fn dead_holders_do_not_count() {
     assert_eq!(lease.live_holders(), 1);
     lease.release(me);
     lease.remove().unwrap();
-    std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -99,7 +100,7 @@ fn a_killed_holder_is_reclaimed() {
     let used = lease.table.header(H_SLOTS_USED).load(SeqCst);
     assert!((0..used).all(|s| lease.table.slot(s, S_TAG).load(SeqCst) & 3 == SLOT_FREE));
     lease.remove().unwrap();
-    std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -136,7 +137,7 @@ fn revoked_and_removed_leases_refuse_holds() {
         io::ErrorKind::NotFound
     );
     next.remove().unwrap();
-    std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -172,7 +173,7 @@ fn release_runs_only_when_unheld_and_removes_the_lease() {
         lease.acquire(me).unwrap_err().kind(),
         io::ErrorKind::NotFound
     );
-    std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -188,7 +189,7 @@ fn tables_of_dead_creators_are_swept() {
     assert_eq!(sweep_orphans(&dir).unwrap(), 0);
     mine.remove().unwrap();
     std::fs::remove_file(dir.join(format!("{PREFIX}zz"))).unwrap();
-    std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -215,7 +216,7 @@ fn held_leases_hold_no_file_descriptors() {
         lease.release(me);
         lease.remove().unwrap();
     }
-    std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -229,7 +230,7 @@ fn a_full_table_spills_into_another() {
         lease.remove().unwrap();
     }
     assert_eq!(tables(&dir), 0);
-    std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// An exporter that removes a lease someone still holds (it forgets an object it
@@ -272,6 +273,7 @@ fn slots_of_dead_holders_are_reclaimed_when_the_table_is_full() {
         let ghost = ProcessIdentity {
             pid: dead_pid,
             start_time: i,
+            pid_ns: ProcessIdentity::current_pid_ns(),
         };
         lease.acquire(ghost).unwrap();
     }
@@ -316,5 +318,5 @@ fn malformed_names_are_errors() {
         Lease::open(&dir, &encode(1, 0, 1)).unwrap_err().kind(),
         io::ErrorKind::NotFound
     );
-    std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }

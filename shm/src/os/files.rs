@@ -1,5 +1,6 @@
-//! File calls on descriptors `std` owns: advisory locks (`flock`), allocating a file's
-//! backing store (`posix_fallocate`) and opening a directory by path only (`O_PATH`).
+//! File calls on descriptors `std` owns: advisory locks (`flock`, and `fcntl` record locks
+//! for liveness beacons), allocating a file's backing store (`posix_fallocate`) and opening
+//! a directory by path only (`O_PATH`).
 
 use std::fs::File;
 use std::io;
@@ -49,6 +50,52 @@ pub fn funlock(file: &File) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// A write lock over the whole file.
+fn whole_file_write_lock() -> libc::flock {
+    // SAFETY: `struct flock` is plain data; all-zero is a valid value (l_start 0, l_len 0:
+    // the whole file), and the fields set below make it a write lock.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock
+}
+
+/// Takes a classic POSIX record lock (`fcntl(F_SETLK, F_WRLCK)`) over all of `file`,
+/// without waiting (`EAGAIN`/`EACCES` when another process holds one). The lock belongs
+/// to the calling *process*: the kernel drops it when the process dies (whatever its pid
+/// namespace), when it closes *any* descriptor of the file, and at `exec` of a `O_CLOEXEC`
+/// descriptor; a `fork`ed child does not inherit it.
+pub fn record_lock(file: &File) -> io::Result<()> {
+    let lock = whole_file_write_lock();
+    loop {
+        // SAFETY: the fd is owned by `file`; `lock` is a valid `struct flock` that lives
+        // for the call.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}
+
+/// Whether some process or open file description holds a lock on `file` that would
+/// conflict with a write lock over all of it, asked with `fcntl(F_OFD_GETLK)`: an
+/// open-file-description query, which (unlike `F_GETLK`) also sees the classic locks of
+/// the calling process itself, and takes no lock.
+pub fn record_lock_held(file: &File) -> io::Result<bool> {
+    let mut lock = whole_file_write_lock();
+    // SAFETY: the fd is owned by `file`; `lock` is a valid, writable `struct flock` (with
+    // l_pid 0, as F_OFD_GETLK requires) that lives for the call.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut lock) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(lock.l_type != libc::F_UNLCK as libc::c_short)
 }
 
 /// Allocates the backing store of `file` for `len` bytes (`posix_fallocate`), so that a

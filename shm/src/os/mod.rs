@@ -30,13 +30,27 @@ mod tests;
 use std::io;
 
 pub use fd_passing::{MAX_FDS, pidfd_getfd, pidfd_open, recv_with_fds, send_with_fds};
-pub use files::{FlockMode, fallocate, flock, funlock, open_directory_path};
+pub use files::{
+    FlockMode, fallocate, flock, funlock, open_directory_path, record_lock, record_lock_held,
+};
 pub use futex::{FutexWait, futex_wait, futex_wake};
 pub use memory::{MappedRegion, Reservation, page_round_up, page_size};
 pub use socket::{
     PeerCred, PollFd, connect_unix_nonblocking, peer_credentials, poll, send_nosignal,
     wait_readable,
 };
+
+/// Registers `handler` to run at normal process exit (`atexit(3)`): after `main` returns
+/// or on `std::process::exit`, not on a signal or `_exit`. A forked child inherits the
+/// registration (handlers must check which process they run in).
+pub fn at_exit(handler: extern "C" fn()) -> io::Result<()> {
+    // SAFETY: registers a plain `extern "C" fn()`; atexit has no other preconditions.
+    if unsafe { libc::atexit(handler) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::other("atexit refused the handler"))
+    }
+}
 
 /// The effective user id of this process.
 pub fn effective_uid() -> u32 {
