@@ -230,7 +230,13 @@ impl Drop for HipBackend {
     /// Releases what the caller never released: signals, then mappings, then allocations
     /// (a mapping may view one of our own allocations through the facade). Failures are
     /// logged (`log::error!`); `Drop` never panics.
+    ///
+    /// In a child `fork`ed after the backend started, nothing is released: every object,
+    /// lease and the reaper thread are the parent's (see `devipc_core::fork`).
     fn drop(&mut self) {
+        if self.is_inherited() {
+            return;
+        }
         for (_, record) in self.signals.drain() {
             if let Err(e) = self.release_signal(record) {
                 log::error!("devipc-hip: destroying a leftover signal failed: {e}");

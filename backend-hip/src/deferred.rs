@@ -274,6 +274,12 @@ impl HipBackend {
         }
     }
 
+    /// Whether the calling process is a child `fork`ed after this backend started: then
+    /// it must release nothing (the backend's objects and reaper are the parent's).
+    pub(crate) fn is_inherited(&self) -> bool {
+        self.deferred.birth.is_inherited()
+    }
+
     /// How many freed allocations still wait for importers to close them.
     pub fn deferred_frees(&self) -> usize {
         lock(&self.deferred.shared.state).outstanding
