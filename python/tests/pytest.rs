@@ -225,7 +225,10 @@ fn pytest_runs_from_the_package_folder() {
     };
     let python = env.bin.join("python");
     let found = Command::new(&python)
-        .args(["-c", "import devipc, devipc._devipc; print(devipc.__file__)"])
+        .args([
+            "-c",
+            "import devipc, devipc._devipc; print(devipc.__file__)",
+        ])
         .current_dir(crate_dir())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
