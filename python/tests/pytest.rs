@@ -184,8 +184,13 @@ fn env_or_skip(test: &str) -> Option<&'static Env> {
 /// Runs pytest in `env` with `args`; panics when it fails.
 fn pytest(env: &Env, args: &[&str]) {
     let tests = crate_dir().join("tests");
-    run(Command::new(env.bin.join("pytest"))
+    // `python -m pytest`, not the `pytest` script: a script's shebang names the
+    // interpreter of the environment it was installed in, which is another checkout's
+    // when a target directory (and its cached environment) was copied from there.
+    run(Command::new(env.bin.join("python"))
         .args([
+            "-m",
+            "pytest",
             "-q",
             "-rs",
             "-p",
