@@ -77,6 +77,19 @@ impl Runtime {
     }
 }
 
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // The framework blocks' runtimes may be the last references to the backend, whose
+        // drop joins its threads: outside the GIL, as the slot's own reference.
+        let blocks = std::mem::take(
+            self.framework
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        crate::slot::release(blocks);
+    }
+}
+
 #[pymethods]
 impl Runtime {
     /// Starts what `DEVIPC_BACKEND` names (`ascend|hip|emulated-ascend|emulated-hip|auto`;

@@ -132,7 +132,8 @@ impl Signal {
     }
 
     /// Destroys this process's handle now (once same-process imports of it are gone too).
-    /// A second `close()` does nothing.
+    /// A `wait()` on another thread ends with `ClosedError` (after its current slice);
+    /// a second `close()` does nothing. Releases the GIL.
     fn close(&self, py: Python<'_>) {
         self.inner.close(py);
     }
