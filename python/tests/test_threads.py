@@ -18,61 +18,78 @@ import pytest
 
 import devipc
 
-HOLD = 0.8  # how long the helper holds the locks (s)
-BLOCKED = 0.4  # a call that took this long waited on them (s)
-STALL = 0.4  # the longest the main thread may go without running while the call waits (s)
+RELEASE = 0.3  # how long into the call the ticking thread lets the helper go (s)
+HOLD_MAX = 3.0  # how long the helper holds the locks unless let go (s)
+BLOCKED = 0.25  # a call that took this long waited on the locks (s)
+STALL = 1.0  # the longest the ticking thread may go without running during the call (s)
 
 _HOLDER = """
-import fcntl, os, sys, time
+import fcntl, os, select, sys
 files = []
-for name in sys.argv[2:]:
+for name in sys.argv[3:]:
     f = open(os.path.join(sys.argv[1], name), "rb")
     fcntl.flock(f, fcntl.LOCK_EX)
     files.append(f)
 print("locked", flush=True)
-time.sleep(float(os.environ["HOLD"]))
+select.select([sys.stdin], [], [], float(sys.argv[2]))
 """
 
 
 def _hold_emulator_locks() -> subprocess.Popen:
-    """A helper process holding every lock file of the emulator's state directory for
-    ``HOLD`` seconds (returns once it holds them)."""
+    """A helper process holding every lock file of the emulator's state directory until
+    a line on its stdin, or ``HOLD_MAX`` seconds (returns once it holds them)."""
     emu = os.environ["DEVIPC_EMU_DIR"]
     names = sorted(n for n in os.listdir(emu) if n == "ledger" or n.endswith(".lock"))
     helper = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, emu, *names],
+        [sys.executable, "-c", _HOLDER, emu, str(HOLD_MAX), *names],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env=dict(os.environ, HOLD=str(HOLD)),
     )
     assert helper.stdout.readline().strip() == "locked"
     return helper
 
 
 def _run_while_locked(call) -> tuple[float, float]:
-    """Runs ``call`` while the emulator's locks are held elsewhere, and a thread ticks
-    every 5 ms meanwhile; returns how long the call took and the longest the ticking
-    thread went without running during it (all of it when the call holds the GIL)."""
+    """Runs ``call`` while the emulator's locks are held by a helper process, and a thread
+    ticks every 5 ms meanwhile, letting the helper go ``RELEASE`` seconds into the call.
+    Returns how long the call took and the longest the ticking thread went without
+    running during it: when the call holds the GIL, the thread cannot run, so the helper
+    keeps the locks ``HOLD_MAX`` seconds and the call waits all that time."""
     ticks: list[float] = []
-    stop = threading.Event()
+    stop, calling = threading.Event(), threading.Event()
+    helper = _hold_emulator_locks()
 
     def ticker():
+        released = False
         while not stop.is_set():
-            ticks.append(time.monotonic())
+            now = time.monotonic()
+            ticks.append(now)
+            if not released and calling.is_set() and now - started >= RELEASE:
+                try:
+                    helper.stdin.write("go\n")
+                    helper.stdin.flush()
+                except OSError:
+                    pass  # it let go on its own (HOLD_MAX): the call held the GIL
+                released = True
             time.sleep(0.005)
 
-    helper = _hold_emulator_locks()
     thread = threading.Thread(target=ticker)
     thread.start()
     try:
         while not ticks:
             time.sleep(0.001)
         started = time.monotonic()
+        calling.set()
         call()
         ended = time.monotonic()
     finally:
         stop.set()
         thread.join()
+        try:
+            helper.stdin.close()
+        except OSError:
+            pass  # it let go on its own (see above)
         helper.wait(30)
     seen = [started] + [t for t in ticks if started < t < ended] + [ended]
     return ended - started, max(b - a for a, b in zip(seen, seen[1:]))
@@ -137,7 +154,7 @@ def test_a_call_waiting_on_the_runtime_releases_the_gil(case, tmp_path):
         took, stall = _run_while_locked(calls[name])
         # The call did wait on the runtime (else this test would prove nothing) ...
         assert took >= BLOCKED, f"{name} did not wait on the emulator's locks ({took:.3f}s)"
-        # ... and the main thread kept running meanwhile.
+        # ... and the other thread kept running meanwhile.
         assert stall < STALL, f"{name} held the GIL: the ticking thread stalled {stall:.3f}s"
     finally:
         cleanup()
