@@ -62,10 +62,12 @@ impl<T: Send + Sync> std::ops::Deref for Op<'_, T> {
 
 impl<T: Send + Sync> Drop for Op<'_, T> {
     fn drop(&mut self) {
-        // The reference goes before the count does: once `close()` sees no operation, the
-        // references left besides its own are views.
-        drop(self.value.take());
+        // The reference and the count go together, under the lock: the references besides
+        // the slot's are then exactly its operations and its views. It is never the last
+        // one (the slot's, or the one `close()` keeps until the operations ended, is
+        // still there).
         let mut state = self.slot.lock();
+        drop(self.value.take());
         state.ops -= 1;
         if state.ops == 0 {
             self.slot.idle.notify_all();
@@ -132,18 +134,13 @@ impl<T: Send + Sync> Slot<T> {
         self.lock().value.is_none()
     }
 
-    /// Waits, with the GIL released, until no [`Op`] is alive (true when the lock was
-    /// last seen with none, which `state` is then); ends at once when there is none.
-    fn wait_idle<'s>(
-        &'s self,
-        py: Python<'_>,
-        state: MutexGuard<'s, State<T>>,
-    ) -> MutexGuard<'s, State<T>> {
-        if state.ops == 0 {
-            return state;
-        }
+    /// Empties the slot (`state` is its lock): new operations raise `ClosedError`; waits
+    /// with the GIL released for those running on other threads to end, then drops this
+    /// reference, GIL released too.
+    fn take_and_release(&self, py: Python<'_>, mut state: MutexGuard<'_, State<T>>) {
+        let taken = state.value.take();
         drop(state);
-        py.detach(|| {
+        py.detach(move || {
             let mut state = self.lock();
             while state.ops > 0 {
                 // A timeout only guards against a lost wake-up; the count is re-read.
@@ -153,23 +150,16 @@ impl<T: Send + Sync> Slot<T> {
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             }
+            drop(state);
+            drop(taken);
         });
-        // Re-taken with the GIL held: no other thread is inside a method that holds a
-        // transient reference (those run with the GIL throughout).
-        self.lock()
     }
 
     /// Empties the slot: new operations raise `ClosedError`; waits for those running on
     /// other threads to end, then drops this reference with the GIL released. Closing
     /// twice is a no-op.
     pub(crate) fn close(&self, py: Python<'_>) {
-        let taken = {
-            let mut state = self.lock();
-            let taken = state.value.take();
-            drop(self.wait_idle(py, state));
-            taken
-        };
-        py.detach(move || drop(taken));
+        self.take_and_release(py, self.lock());
     }
 }
 
@@ -184,25 +174,16 @@ impl<T: Send + Sync> Drop for Slot<T> {
 }
 
 impl Slot<Held> {
-    /// Releases the buffer now: waits for the copies and exports running on other threads
-    /// (they are not views), then refuses while DLPack views of it are alive. Closing
-    /// twice is a no-op.
+    /// Releases the buffer now: refused while DLPack views of it are alive; else waits for
+    /// the copies and exports running on other threads (they are not views), as
+    /// [`Slot::close`]. Closing twice is a no-op.
     pub(crate) fn close_unviewed(&self, py: Python<'_>) -> PyResult<()> {
-        let mut state = self.lock();
-        loop {
-            if state.value.is_none() {
-                return Ok(());
-            }
-            state = self.wait_idle(py, state);
-            // A new operation may have begun while the lock was not held: wait again.
-            if state.ops == 0 {
-                break;
-            }
-        }
+        let state = self.lock();
         let Some(arc) = state.value.as_ref() else {
             return Ok(());
         };
-        let views = Arc::strong_count(arc) - 1;
+        // Each operation holds one reference (counted together, see `Op`'s drop).
+        let views = (Arc::strong_count(arc) - 1).saturating_sub(state.ops);
         if views > 0 {
             return Err(errors::plain::<BufferInUseError>(
                 "buffer_in_use",
@@ -213,9 +194,7 @@ impl Slot<Held> {
                 ),
             ));
         }
-        let last = state.value.take();
-        drop(state);
-        py.detach(move || drop(last));
+        self.take_and_release(py, state);
         Ok(())
     }
 }

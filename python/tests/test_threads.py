@@ -189,11 +189,14 @@ def test_closing_a_buffer_waits_for_copies_on_other_threads(kind):
         t.start()
         started.wait(10)
         time.sleep(0.001 * (attempt % 5))
+        closing = time.monotonic()
         try:
             buf.close()  # raised BufferInUseError ("1 DLPack view") during a read
         except BaseException:
             stop.set()
             raise
+        # It waits for the read under way, not for a pause in the reads.
+        assert time.monotonic() - closing < 5
         t.join(30)
         assert not t.is_alive()
         assert len(outcome) == 1 and isinstance(outcome[0], devipc.ClosedError), outcome
