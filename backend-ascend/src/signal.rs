@@ -71,10 +71,22 @@
 //!
 //! The caller's `stream` is not used by the wait itself: `wait` returns only once the
 //! record was seen, so whatever the caller queues on any stream afterwards runs after the
-//! notifier's work. A runtime without the event functions (`aclrtCreateEventExWithFlag`,
-//! `aclrtRecordEvent`, `aclrtQueryEventStatus`) gets the plain vendor wait on the caller's
-//! stream followed by `aclrtSynchronizeStream`: then the deadline has the runtime's
-//! granularity, whole seconds ([`timeout_arg`]).
+//! notifier's work.
+//!
+//! # Without the event functions
+//!
+//! A runtime without the event functions (`aclrtCreateEventExWithFlag`,
+//! `aclrtRecordEvent`, `aclrtQueryEventStatus`, `aclrtDestroyEvent`; CANN releases before
+//! them) gets the plain vendor wait on the caller's stream followed by
+//! `aclrtSynchronizeStream` ([`AscendBackend::wait_on_stream`]): the host cannot see the
+//! vendor wait end before its own timeout, and a wait cut short on the host would leave a
+//! vendor wait queued that consumes the next record unseen (the pending-wait bookkeeping
+//! above needs the event). So there the deadline has the runtime's granularity: a
+//! `timeout` is rounded up to whole seconds ([`timeout_arg`], at least 1 s), a wait that
+//! sees no record lasts that long (`wait(10 ms)` lasts 1 s, `wait(1500 ms)` 2 s), and
+//! its [`Error::Timeout`] says so, with the time actually waited. A caller that slices a
+//! long wait to stay responsive (the Python binding's 50 ms slices, to notice Ctrl-C)
+//! gets 1 s slices there.
 //!
 //! # The timeout unit
 //!
@@ -144,6 +156,22 @@ pub fn timeout_arg(timeout: Duration) -> u32 {
         .as_secs()
         .saturating_add(u64::from(timeout.subsec_nanos() > 0));
     u32::try_from(secs.max(1)).unwrap_or(u32::MAX)
+}
+
+/// `error` (a [`Error::Timeout`] of a wait on a runtime without the event functions) with
+/// the vendor timeout `secs` named: the limit asked for was rounded up to it.
+fn rounded_up(error: Error, secs: u32) -> Error {
+    match error {
+        Error::Timeout { what, after } if secs != WAIT_FOREVER => Error::Timeout {
+            what: format!(
+                "{what}; this runtime's notify wait counts whole seconds (it lacks the event \
+                 functions devipc keeps a finer deadline with), so the limit was rounded up \
+                 to {secs} s"
+            ),
+            after,
+        },
+        other => other,
+    }
 }
 
 /// Whether a status from the notify wait (or the stream synchronisation after it) means
@@ -376,7 +404,9 @@ impl AscendBackend {
     }
 
     /// The plain vendor wait on the caller's stream, for runtimes without the event
-    /// functions: the deadline has the runtime's granularity (whole seconds).
+    /// functions: the deadline has the runtime's granularity, `timeout` rounded up to
+    /// whole seconds, which the timeout error names (see the
+    /// [module docs](self#without-the-event-functions)).
     pub(crate) fn wait_on_stream(
         &self,
         record: &SignalRecord,
@@ -385,6 +415,7 @@ impl AscendBackend {
         timed_out: &dyn Fn() -> Error,
     ) -> Result<()> {
         let arg = timeout.map_or(WAIT_FOREVER, timeout_arg);
+        let timed_out = || rounded_up(timed_out(), arg);
         // On the creator's device: see the module docs.
         let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
         // SAFETY: the notify is live (in the table); the stream is the caller's own, live

@@ -13,7 +13,7 @@ use crate::dlpack::{self, Layout, TensorView};
 use crate::errors::{self, to_py};
 use crate::held::{Held, Mem};
 use crate::rendezvous::ShareServer;
-use crate::slot::Slot;
+use crate::slot::{Op, Slot};
 use crate::tokens;
 
 /// What `SharedBuffer` and `ImportedBuffer` have in common.
@@ -26,6 +26,11 @@ impl Buffer {
     /// The Rust buffer, or `ClosedError`.
     pub(crate) fn held(&self) -> PyResult<Arc<Held>> {
         self.slot.get()
+    }
+
+    /// The Rust buffer for an operation that releases the GIL (`close()` waits for it).
+    fn op(&self) -> PyResult<Op<'_, Held>> {
+        self.slot.op()
     }
 }
 
@@ -64,8 +69,10 @@ impl Buffer {
     /// buffer-protocol object) into the buffer at `offset`.
     #[pyo3(signature = (data, offset=0))]
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>, offset: usize) -> PyResult<()> {
-        let held = self.held()?;
+        // The bytes first: taking them may run Python code (a `__buffer__`), which must
+        // not find an operation of this thread in progress (see `Op`).
         let bytes = contiguous_bytes(data)?;
+        let held = self.op()?;
         py.detach(|| held.write(offset, &bytes)).map_err(to_py)
     }
 
@@ -77,7 +84,7 @@ impl Buffer {
         offset: usize,
         size: Option<usize>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let held = self.held()?;
+        let held = self.op()?;
         let size = match size {
             Some(n) => n,
             None => held.len().checked_sub(offset).ok_or_else(|| {
@@ -96,6 +103,7 @@ impl Buffer {
         }
         let mut out = vec![0u8; size];
         py.detach(|| held.read(offset, &mut out)).map_err(to_py)?;
+        drop(held);
         Ok(PyBytes::new(py, &out))
     }
 
@@ -137,11 +145,13 @@ impl Buffer {
         Ok(dlpack::device_tuple(&held))
     }
 
-    /// Releases the memory now (a shared buffer is freed, an import closed). Refused with
-    /// `BufferInUseError` while DLPack views of it are alive; a second `close()` does
-    /// nothing. Without it, the memory is released when the object and its views are gone.
-    fn close(&self) -> PyResult<()> {
-        self.slot.close_unviewed()
+    /// Releases the memory now (a shared buffer is freed, an import closed), after the
+    /// copies and exports running on other threads have ended (they see `ClosedError`
+    /// afterwards). Refused with `BufferInUseError` while DLPack views of it are alive; a
+    /// second `close()` does nothing. Without it, the memory is released when the object
+    /// and its views are gone. Releases the GIL.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.slot.close_unviewed(py)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -150,11 +160,12 @@ impl Buffer {
 
     fn __exit__(
         &self,
+        py: Python<'_>,
         _ty: Option<&Bound<'_, PyAny>>,
         _value: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        self.slot.close_unviewed()?;
+        self.slot.close_unviewed(py)?;
         Ok(false)
     }
 
@@ -201,15 +212,25 @@ impl SharedBuffer {
     }
 }
 
-/// The devipc buffer of a `SharedBuffer` object.
-fn shared(slf: &Bound<'_, SharedBuffer>) -> PyResult<(Arc<Held>, devipc::SharedBuffer)> {
-    let held = slf.as_super().get().held()?;
-    match &held.mem {
-        Mem::Shared(b) => {
-            let b = b.clone();
-            Ok((held, b))
-        }
+/// The devipc buffer of a `SharedBuffer` object, for an operation that releases the GIL.
+fn shared<'a>(slf: &'a Bound<'_, SharedBuffer>) -> PyResult<Shared<'a>> {
+    let op = slf.as_super().get().op()?;
+    match &op.mem {
+        Mem::Shared(_) => Ok(Shared(op)),
         Mem::Imported(_) => Err(errors::invalid_argument("not a shared buffer")),
+    }
+}
+
+/// An operation on a `SharedBuffer` ([`Op`]), whose memory is a [`Mem::Shared`].
+struct Shared<'a>(Op<'a, Held>);
+
+impl Shared<'_> {
+    fn buf(&self) -> &devipc::SharedBuffer {
+        match &self.0.mem {
+            Mem::Shared(b) => b,
+            // `shared` checked it.
+            Mem::Imported(_) => unreachable!("a Shared holds a shared buffer"),
+        }
     }
 }
 
@@ -224,24 +245,27 @@ impl SharedBuffer {
         size: Option<usize>,
         any_process: bool,
     ) -> PyResult<String> {
-        let (_, buf) = shared(slf)?;
+        let op = shared(slf)?;
+        let buf = op.buf();
         let end = match size {
             Some(n) => offset.checked_add(n),
             None => Some(buf.len()),
         }
         .ok_or_else(|| errors::invalid_argument("offset + size overflows"))?;
-        let token = buf
-            .export_range(offset..end, export_options(any_process))
+        let token = slf
+            .py()
+            .detach(|| buf.export_range(offset..end, export_options(any_process)))
             .map_err(to_py)?;
         Ok(token.to_text())
     }
 
     /// Lets the processes `pids` (their `Runtime.process_id`) import `token`.
     fn grant(slf: &Bound<'_, Self>, token: &str, pids: Vec<u32>) -> PyResult<()> {
-        let (_, buf) = shared(slf)?;
         let token = tokens::mem(token)?;
         let peers: Vec<ProcessId> = pids.into_iter().map(ProcessId).collect();
-        buf.grant(&token, &peers).map_err(to_py)
+        let op = shared(slf)?;
+        let buf = op.buf();
+        slf.py().detach(|| buf.grant(&token, &peers)).map_err(to_py)
     }
 
     /// Serves the buffer at the Unix socket `path` (see `Runtime.connect`); the returned
@@ -254,16 +278,26 @@ impl SharedBuffer {
         io_timeout: Option<f64>,
         any_process: bool,
     ) -> PyResult<ShareServer> {
-        let (_, buf) = shared(slf)?;
         let mut opts = ShareOptions::new().export_options(export_options(any_process));
         if let Some(t) = io_timeout {
             opts = opts.io_timeout(crate::signal::duration(t)?);
         }
-        let mut server = buf.share(&path, opts).map_err(to_py)?;
-        for s in &signals {
-            let signal = s.get()?;
-            server.add_signal(&signal).map_err(to_py)?;
-        }
+        let signals = signals
+            .iter()
+            .map(|s| s.get())
+            .collect::<PyResult<Vec<_>>>()?;
+        let op = shared(slf)?;
+        let buf = op.buf();
+        let server = slf
+            .py()
+            .detach(|| -> devipc::Result<devipc::ShareServer> {
+                let mut server = buf.share(&path, opts)?;
+                for signal in &signals {
+                    server.add_signal(signal)?;
+                }
+                Ok(server)
+            })
+            .map_err(to_py)?;
         Ok(ShareServer::new(server))
     }
 }

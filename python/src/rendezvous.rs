@@ -52,10 +52,11 @@ impl ShareServer {
     /// Serves the next importer (checks its uid, grants its process id, sends the tokens)
     /// and returns what is known of it: `{"process_id", "pid", "uid", "gid"}`. `timeout`
     /// in seconds (`None`: forever) gives `TimedOutError`. Releases the GIL; Ctrl-C
-    /// interrupts it.
+    /// interrupts it (`KeyboardInterrupt`), and so does `close()` on another thread
+    /// (`ClosedError`; an importer being served when `close()` began is served before
+    /// `close()` returns, none after).
     #[pyo3(signature = (timeout=None))]
     fn accept<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyDict>> {
-        let server = self.get()?;
         let started = Instant::now();
         let deadline = timeout.map(duration).transpose()?.map(|t| started + t);
         let peer = loop {
@@ -63,7 +64,12 @@ impl ShareServer {
                 Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
                 None => SLICE,
             };
-            match py.detach(|| server.accept_timeout(slice.max(Duration::from_millis(1)))) {
+            // One operation per slice (see `Slot`): `close()` waits for the slice under
+            // way, and the next one raises `ClosedError`.
+            let server = self.inner.op()?;
+            let served = py.detach(|| server.accept_timeout(slice.max(Duration::from_millis(1))));
+            drop(server);
+            match served {
                 Ok(peer) => break peer,
                 Err(Error::Timeout { .. }) => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -85,9 +91,11 @@ impl ShareServer {
         Ok(info)
     }
 
-    /// Removes the socket and stops serving (importers keep what they imported).
-    fn close(&self) {
-        self.inner.close();
+    /// Removes the socket and stops serving (importers keep what they imported): an
+    /// `accept()` on another thread raises `ClosedError`, and no importer is served after
+    /// `close()` returns. Releases the GIL.
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -96,11 +104,12 @@ impl ShareServer {
 
     fn __exit__(
         &self,
+        py: Python<'_>,
         _ty: Option<&Bound<'_, PyAny>>,
         _value: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }

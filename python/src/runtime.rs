@@ -2,7 +2,7 @@
 //! their own reference to the Rust runtime, so `Runtime.close()` ends this handle only:
 //! what was made from it stays usable until it is closed or collected, as in Rust.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -26,6 +26,11 @@ pub(crate) struct Runtime {
     /// The live blocks of `framework_malloc`, as (device, address), each with the runtime
     /// that frees it (also after `close()`): only those are freed.
     framework: Mutex<HashMap<(u32, u64), Arc<devipc::Runtime>>>,
+    /// The framework blocks this runtime's `export_external` exported and its
+    /// `close_external` (or `framework_free`) has not ended, as (device, block base) →
+    /// block size, from the tokens (the block starts `offset` bytes before the exported
+    /// address): which storages share one block (`external_block`).
+    external: Mutex<BTreeMap<(u32, u64), u64>>,
 }
 
 /// `"ascend"` or `"hip"` as a [`BackendKind`].
@@ -38,6 +43,26 @@ impl Runtime {
         Runtime {
             inner: Slot::new(rt, "the runtime"),
             framework: Mutex::new(HashMap::new()),
+            external: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn external(&self) -> std::sync::MutexGuard<'_, BTreeMap<(u32, u64), u64>> {
+        // Each critical section is one lookup, insertion or removal.
+        self.external.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The recorded block holding `ptr` on `device`, as its key and size.
+    fn external_block_of(&self, device: u32, ptr: u64) -> Option<((u32, u64), u64)> {
+        let blocks = self.external();
+        let (&key, &size) = blocks.range(..=(device, ptr)).next_back()?;
+        (key.0 == device && ptr - key.1 < size.max(1)).then_some((key, size))
+    }
+
+    /// Forgets the recorded block holding `ptr` on `device`, if any.
+    fn forget_external_block(&self, device: u32, ptr: u64) {
+        if let Some((key, _)) = self.external_block_of(device, ptr) {
+            self.external().remove(&key);
         }
     }
 
@@ -49,6 +74,19 @@ impl Runtime {
     fn held(rt: &devipc::Runtime, mem: Mem) -> Held {
         let info = rt.info();
         Held::new(mem, info.kind, info.source.is_emulated())
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // The framework blocks' runtimes may be the last references to the backend, whose
+        // drop joins its threads: outside the GIL, as the slot's own reference.
+        let blocks = std::mem::take(
+            self.framework
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        crate::slot::release(blocks);
     }
 }
 
@@ -169,21 +207,49 @@ impl Runtime {
     #[pyo3(signature = (ptr, size, device=0, any_process=false))]
     fn export_external(
         &self,
+        py: Python<'_>,
         ptr: u64,
         size: usize,
         device: u32,
         any_process: bool,
     ) -> PyResult<String> {
-        let token = self
-            .get()?
-            .export_external(
-                DeviceId(device),
-                DevicePtr(ptr),
-                size,
-                export_options(any_process),
-            )
+        let rt = self.get()?;
+        let token = py
+            .detach(|| {
+                rt.export_external(
+                    DeviceId(device),
+                    DevicePtr(ptr),
+                    size,
+                    export_options(any_process),
+                )
+            })
             .map_err(to_py)?;
+        let base = ptr.wrapping_sub(token.offset());
+        let end = base.saturating_add(token.object_size().max(1));
+        let mut blocks = self.external();
+        // A block recorded over the same addresses was freed without close_external.
+        let stale: Vec<_> = blocks
+            .range((device, 0)..(device, end))
+            .filter(|&(&(_, b), &n)| b.saturating_add(n.max(1)) > base)
+            .map(|(&k, _)| k)
+            .collect();
+        for k in stale {
+            blocks.remove(&k);
+        }
+        blocks.insert((device, base), token.object_size());
         Ok(token.to_text())
+    }
+
+    /// The framework block holding device address `ptr` on `device` that this runtime's
+    /// `export_external` exported and that is not closed yet, as `(base, size)`; `None`
+    /// if there is none. Storages carved from one block share its exports, which one
+    /// `close_external` ends (`devipc.torch.close_external` closes each block once).
+    #[pyo3(signature = (ptr, device=0))]
+    fn external_block(&self, ptr: u64, device: u32) -> PyResult<Option<(u64, u64)>> {
+        self.get()?;
+        Ok(self
+            .external_block_of(device, ptr)
+            .map(|((_, base), size)| (base, size)))
     }
 
     /// Allocates `size` bytes on `device` as a framework's own allocator does (`hipMalloc`,
@@ -226,31 +292,40 @@ impl Runtime {
         // dropped its views, as documented (Python's buffers over it are its own ctypes
         // objects).
         let freed = py.detach(|| unsafe { rt.framework_free(DeviceId(device), DevicePtr(ptr)) });
-        if freed.is_err() {
-            live().insert((device, ptr), rt);
+        match freed {
+            Ok(()) => self.forget_external_block(device, ptr),
+            Err(_) => {
+                live().insert((device, ptr), rt);
+            }
         }
         freed.map_err(to_py)
     }
 
     /// Ends the exports of the framework block holding `ptr` on `device`.
     #[pyo3(signature = (ptr, device=0))]
-    fn close_external(&self, ptr: u64, device: u32) -> PyResult<()> {
-        self.get()?
-            .close_external(DeviceId(device), DevicePtr(ptr))
-            .map_err(to_py)
+    fn close_external(&self, py: Python<'_>, ptr: u64, device: u32) -> PyResult<()> {
+        let rt = self.get()?;
+        py.detach(|| rt.close_external(DeviceId(device), DevicePtr(ptr)))
+            .map_err(to_py)?;
+        self.forget_external_block(device, ptr);
+        Ok(())
     }
 
     /// Lets the processes `pids` import the memory token `token`.
-    fn grant(&self, token: &str, pids: Vec<u32>) -> PyResult<()> {
+    fn grant(&self, py: Python<'_>, token: &str, pids: Vec<u32>) -> PyResult<()> {
         let token = tokens::mem(token)?;
         let peers: Vec<ProcessId> = pids.into_iter().map(ProcessId).collect();
-        self.get()?.grant(&token, &peers).map_err(to_py)
+        let rt = self.get()?;
+        py.detach(|| rt.grant(&token, &peers)).map_err(to_py)
     }
 
     /// Creates an exportable signal on `device`.
     #[pyo3(signature = (device=0))]
-    fn create_signal(&self, device: u32) -> PyResult<Signal> {
-        let signal = self.get()?.create_signal(DeviceId(device)).map_err(to_py)?;
+    fn create_signal(&self, py: Python<'_>, device: u32) -> PyResult<Signal> {
+        let rt = self.get()?;
+        let signal = py
+            .detach(|| rt.create_signal(DeviceId(device)))
+            .map_err(to_py)?;
         Ok(Signal::new(signal))
     }
 
@@ -328,8 +403,8 @@ impl Runtime {
     /// and everything made from it), a closed buffer whose free still waits for another
     /// process's import is left to this process's exit (as in Rust): close buffers after
     /// their importers did, or keep the runtime, in a long-lived process.
-    fn close(&self) {
-        self.inner.close();
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     /// Whether `close()` ran.
@@ -344,11 +419,12 @@ impl Runtime {
 
     fn __exit__(
         &self,
+        py: Python<'_>,
         _ty: Option<&Bound<'_, PyAny>>,
         _value: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 

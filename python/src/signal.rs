@@ -1,5 +1,5 @@
 //! `Signal`: a cross-process binary semaphore. `wait` releases the GIL and waits in short
-//! slices, checking for Ctrl-C (`KeyboardInterrupt`) between them.
+//! slices, checking for Ctrl-C (`KeyboardInterrupt`) and `close()` between them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use devipc::{Error, ProcessId};
 
 use crate::buffers::export_options;
 use crate::errors::{self, to_py};
-use crate::slot::Slot;
+use crate::slot::{Op, Slot};
 use crate::tokens;
 
 /// How long one slice of a wait lasts: the longest a Ctrl-C waits to be noticed.
@@ -33,6 +33,11 @@ impl Signal {
     /// The signal, or `ClosedError`.
     pub(crate) fn get(&self) -> PyResult<Arc<devipc::Signal>> {
         self.inner.get()
+    }
+
+    /// The signal for an operation that releases the GIL (`close()` waits for it).
+    fn op(&self) -> PyResult<Op<'_, devipc::Signal>> {
+        self.inner.op()
     }
 }
 
@@ -61,33 +66,40 @@ impl Signal {
 
     /// Exports the signal as a token string for a peer.
     #[pyo3(signature = (any_process=false))]
-    fn export(&self, any_process: bool) -> PyResult<String> {
-        let token = self
-            .get()?
-            .export(export_options(any_process))
+    fn export(&self, py: Python<'_>, any_process: bool) -> PyResult<String> {
+        let signal = self.op()?;
+        let token = py
+            .detach(|| signal.export(export_options(any_process)))
             .map_err(to_py)?;
         Ok(token.to_text())
     }
 
     /// Lets the processes `pids` import the signal `token`.
-    fn grant(&self, token: &str, pids: Vec<u32>) -> PyResult<()> {
+    fn grant(&self, py: Python<'_>, token: &str, pids: Vec<u32>) -> PyResult<()> {
         let token = tokens::signal(token)?;
         let peers: Vec<ProcessId> = pids.into_iter().map(ProcessId).collect();
-        self.get()?.grant(&token, &peers).map_err(to_py)
+        let signal = self.op()?;
+        py.detach(|| signal.grant(&token, &peers)).map_err(to_py)
     }
 
     /// Raises the signal.
     fn notify(&self, py: Python<'_>) -> PyResult<()> {
-        let signal = self.get()?;
+        let signal = self.op()?;
         py.detach(|| signal.notify()).map_err(to_py)
     }
 
     /// Waits until the signal is raised, then resets it. `timeout` in seconds (`None`:
     /// forever) gives `TimedOutError` when it passes. The GIL is released while waiting,
-    /// and Ctrl-C interrupts the wait (`KeyboardInterrupt`) within 50 ms.
+    /// and Ctrl-C interrupts the wait (`KeyboardInterrupt`) within 50 ms, as does a
+    /// `close()` on another thread (`ClosedError`).
+    ///
+    /// Except on an Ascend runtime without the event functions (`aclrtCreateEventExWithFlag`,
+    /// `aclrtRecordEvent`, `aclrtQueryEventStatus`; CANN releases before them), whose
+    /// notify wait counts whole seconds: there each slice lasts 1 s, so Ctrl-C and
+    /// `close()` are noticed within 1 s and `timeout` is rounded up to whole seconds (a
+    /// wait of 0.1 s times out after 1 s).
     #[pyo3(signature = (timeout=None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        let signal = self.get()?;
         let started = Instant::now();
         let deadline = timeout.map(duration).transpose()?.map(|t| started + t);
         loop {
@@ -95,7 +107,12 @@ impl Signal {
                 Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
                 None => SLICE,
             };
-            match py.detach(|| signal.wait(Some(slice))) {
+            // One operation per slice: a `close()` waits for this slice only, and the
+            // next one raises `ClosedError`; none spans the signal handlers below.
+            let signal = self.op()?;
+            let waited = py.detach(|| signal.wait(Some(slice)));
+            drop(signal);
+            match waited {
                 Ok(()) => return Ok(()),
                 Err(Error::Timeout { .. }) => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -115,9 +132,10 @@ impl Signal {
     }
 
     /// Destroys this process's handle now (once same-process imports of it are gone too).
-    /// A second `close()` does nothing.
-    fn close(&self) {
-        self.inner.close();
+    /// A `wait()` on another thread ends with `ClosedError` (after its current slice);
+    /// a second `close()` does nothing. Releases the GIL.
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     /// Whether `close()` ran.
@@ -132,11 +150,12 @@ impl Signal {
 
     fn __exit__(
         &self,
+        py: Python<'_>,
         _ty: Option<&Bound<'_, PyAny>>,
         _value: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }

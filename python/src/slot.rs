@@ -1,64 +1,189 @@
-//! [`Slot`]: a Python object's reference to the Rust object behind it (a buffer, a
-//! signal, a share server), which `close()` empties: from then on the object's methods
-//! raise `ClosedError`, while whatever else holds the Rust object (DLPack views, a
-//! waiting thread) keeps it until done.
+//! [`Slot`]: a Python object's reference to the Rust object behind it (a runtime, a
+//! buffer, a signal, a share server), which `close()` empties: from then on the object's
+//! methods raise `ClosedError`.
+//!
+//! A method that releases the GIL while it uses the object (a copy, an export, one slice
+//! of a signal wait or of an `accept`) does so through an [`Op`], which the slot counts:
+//! `close()` waits until the operations running on other threads have ended (with the GIL
+//! released), so that none of them acts on the object after `close()` returned. A
+//! blocking call made of slices (`Signal.wait`, `ShareServer.accept`) takes one `Op` per
+//! slice and finds the slot empty at the next one (`ClosedError`). A buffer's other
+//! references are its DLPack views, which keep the memory alive; `close()` refuses while
+//! any is alive ([`Slot::close_unviewed`]), and an `Op` is not one.
+//!
+//! The Rust object is dropped with the GIL released (`close()`, and the Python object's
+//! collection): its drop may free device memory, close an import or join a thread.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use pyo3::prelude::*;
 
 use crate::errors::{self, BufferInUseError};
 use crate::held::Held;
 
-/// The Python object's reference to its `T`; `None` once closed.
+/// What the slot's lock guards.
 #[derive(Debug)]
-pub(crate) struct Slot<T> {
-    value: Mutex<Option<Arc<T>>>,
+struct State<T> {
+    /// The object; `None` once closed.
+    value: Option<Arc<T>>,
+    /// The [`Op`]s alive (each holds an `Arc` of the object, not counted as a view).
+    ops: usize,
+}
+
+/// The Python object's reference to its `T`; empty once closed.
+#[derive(Debug)]
+pub(crate) struct Slot<T: Send + Sync> {
+    state: Mutex<State<T>>,
+    /// Notified when the last [`Op`] ends.
+    idle: Condvar,
     /// How error messages name the object (`"the shared buffer"`).
     what: &'static str,
 }
 
-impl<T> Slot<T> {
+/// An operation in progress on a slot's object: derefs to it, and `close()` waits for it
+/// to end. Take it right before the GIL-free part, and end it (drop it) before running any
+/// Python code: a `close()` from that code, on this thread, would wait for it forever.
+pub(crate) struct Op<'a, T: Send + Sync> {
+    value: Option<Arc<T>>,
+    slot: &'a Slot<T>,
+}
+
+impl<T: Send + Sync> std::ops::Deref for Op<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // Only `Drop` takes it.
+        self.value
+            .as_deref()
+            .expect("an Op holds its object until dropped")
+    }
+}
+
+impl<T: Send + Sync> Drop for Op<'_, T> {
+    fn drop(&mut self) {
+        // The reference and the count go together, under the lock: the references besides
+        // the slot's are then exactly its operations and its views. It is never the last
+        // one (the slot's, or the one `close()` keeps until the operations ended, is
+        // still there).
+        let mut state = self.slot.lock();
+        drop(self.value.take());
+        state.ops -= 1;
+        if state.ops == 0 {
+            self.slot.idle.notify_all();
+        }
+    }
+}
+
+/// Drops `value` with the GIL released when this thread holds it (the drop may call into
+/// the vendor runtime, wait for a thread, or do file I/O); as is when the interpreter is
+/// not running (finalizing).
+pub(crate) fn release<V: Send>(value: V) {
+    let mut value = Some(value);
+    let _ = Python::try_attach(|py| {
+        let v = value.take();
+        py.detach(move || drop(v));
+    });
+    drop(value);
+}
+
+impl<T: Send + Sync> Slot<T> {
     /// A slot holding `value`.
     pub(crate) fn new(value: T, what: &'static str) -> Slot<T> {
         Slot {
-            value: Mutex::new(Some(Arc::new(value))),
+            state: Mutex::new(State {
+                value: Some(Arc::new(value)),
+                ops: 0,
+            }),
+            idle: Condvar::new(),
             what,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<T>>> {
-        // Each critical section is one take or clone: a poisoned lock is consistent.
-        self.value.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // Each critical section is a take, a clone or a count: a poisoned lock is
+        // consistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The object, or [`ClosedError`](crate::errors::ClosedError).
+    /// The object, or [`ClosedError`](crate::errors::ClosedError): for use with the GIL
+    /// held throughout, or to keep (a DLPack view).
     pub(crate) fn get(&self) -> PyResult<Arc<T>> {
-        self.lock().clone().ok_or_else(|| errors::closed(self.what))
+        self.lock()
+            .value
+            .clone()
+            .ok_or_else(|| errors::closed(self.what))
+    }
+
+    /// The object for an operation that releases the GIL, or `ClosedError`.
+    pub(crate) fn op(&self) -> PyResult<Op<'_, T>> {
+        let mut state = self.lock();
+        let value = state
+            .value
+            .clone()
+            .ok_or_else(|| errors::closed(self.what))?;
+        state.ops += 1;
+        Ok(Op {
+            value: Some(value),
+            slot: self,
+        })
     }
 
     /// Whether `close()` ran.
     pub(crate) fn is_closed(&self) -> bool {
-        self.lock().is_none()
+        self.lock().value.is_none()
     }
 
-    /// Drops this reference now (outside the lock: the object's drop calls into devipc).
-    /// Closing twice is a no-op.
-    pub(crate) fn close(&self) {
-        let taken = self.lock().take();
-        drop(taken);
+    /// Empties the slot (`state` is its lock): new operations raise `ClosedError`; waits
+    /// with the GIL released for those running on other threads to end, then drops this
+    /// reference, GIL released too.
+    fn take_and_release(&self, py: Python<'_>, mut state: MutexGuard<'_, State<T>>) {
+        let taken = state.value.take();
+        drop(state);
+        py.detach(move || {
+            let mut state = self.lock();
+            while state.ops > 0 {
+                // A timeout only guards against a lost wake-up; the count is re-read.
+                state = self
+                    .idle
+                    .wait_timeout(state, Duration::from_millis(50))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            drop(state);
+            drop(taken);
+        });
+    }
+
+    /// Empties the slot: new operations raise `ClosedError`; waits for those running on
+    /// other threads to end, then drops this reference with the GIL released. Closing
+    /// twice is a no-op.
+    pub(crate) fn close(&self, py: Python<'_>) {
+        self.take_and_release(py, self.lock());
+    }
+}
+
+impl<T: Send + Sync> Drop for Slot<T> {
+    fn drop(&mut self) {
+        // No `Op` is alive: each borrows the slot.
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Some(value) = state.value.take() {
+            release(value);
+        }
     }
 }
 
 impl Slot<Held> {
-    /// Releases the buffer now; refused while DLPack views of it are alive. Closing twice
-    /// is a no-op.
-    pub(crate) fn close_unviewed(&self) -> PyResult<()> {
-        let mut held = self.lock();
-        let Some(arc) = held.as_ref() else {
+    /// Releases the buffer now: refused while DLPack views of it are alive; else waits for
+    /// the copies and exports running on other threads (they are not views), as
+    /// [`Slot::close`]. Closing twice is a no-op.
+    pub(crate) fn close_unviewed(&self, py: Python<'_>) -> PyResult<()> {
+        let state = self.lock();
+        let Some(arc) = state.value.as_ref() else {
             return Ok(());
         };
-        let views = Arc::strong_count(arc) - 1;
+        // Each operation holds one reference (counted together, see `Op`'s drop).
+        let views = (Arc::strong_count(arc) - 1).saturating_sub(state.ops);
         if views > 0 {
             return Err(errors::plain::<BufferInUseError>(
                 "buffer_in_use",
@@ -69,9 +194,7 @@ impl Slot<Held> {
                 ),
             ));
         }
-        let last = held.take();
-        drop(held);
-        drop(last);
+        self.take_and_release(py, state);
         Ok(())
     }
 }

@@ -4,7 +4,9 @@
 //! `DEVIPC_PY_TORCH=1`), builds and installs the package from this checkout with pip (the
 //! README's `pip install ./python`, maturin as the build backend), and runs pytest with its
 //! output streamed: `python_tests_pass` runs everything but `test_torch.py`,
-//! `torch_tests_pass` runs that file where torch imports.
+//! `torch_tests_pass` runs that file where torch imports, and
+//! `pytest_runs_from_the_package_folder` runs the README's `cd python && python -m pytest`
+//! (the package's source folder must not shadow the installed package there).
 //!
 //! Without python3, its venv module or network for pip (or torch, for the second test),
 //! a test prints a loud `SKIPPED` banner and passes; `DEVIPC_NO_SKIP=1` (CI) makes that a
@@ -182,8 +184,13 @@ fn env_or_skip(test: &str) -> Option<&'static Env> {
 /// Runs pytest in `env` with `args`; panics when it fails.
 fn pytest(env: &Env, args: &[&str]) {
     let tests = crate_dir().join("tests");
-    run(Command::new(env.bin.join("pytest"))
+    // `python -m pytest`, not the `pytest` script: a script's shebang names the
+    // interpreter of the environment it was installed in, which is another checkout's
+    // when a target directory (and its cached environment) was copied from there.
+    run(Command::new(env.bin.join("python"))
         .args([
+            "-m",
+            "pytest",
             "-q",
             "-rs",
             "-p",
@@ -210,6 +217,55 @@ fn python_tests_pass() {
         return;
     };
     pytest(env, &["{tests}", "--ignore={tests}/test_torch.py"]);
+}
+
+/// The README's commands: after `pip install ./python`, `cd python && python -m pytest`
+/// imports the installed package, not the source folder (which lacks the built extension
+/// and, first on `sys.path` as the working directory, would shadow it). One quick test
+/// file stands for the whole run.
+#[test]
+fn pytest_runs_from_the_package_folder() {
+    let Some(env) = env_or_skip("devipc-python pytest from python/") else {
+        return;
+    };
+    let python = env.bin.join("python");
+    let found = Command::new(&python)
+        .args([
+            "-c",
+            "import devipc, devipc._devipc; print(devipc.__file__)",
+        ])
+        .current_dir(crate_dir())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("the environment's python starts");
+    assert!(
+        found.status.success(),
+        "`import devipc._devipc` fails from {}: {}",
+        crate_dir().display(),
+        String::from_utf8_lossy(&found.stderr)
+    );
+    let file = PathBuf::from(String::from_utf8_lossy(&found.stdout).trim());
+    assert!(
+        !file.starts_with(crate_dir()),
+        "`import devipc` from {} found the source folder ({}), not the installed package",
+        crate_dir().display(),
+        file.display()
+    );
+    run(Command::new(&python)
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_api.py",
+        ])
+        .current_dir(crate_dir())
+        .env("PATH", &env.path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env_remove("DEVIPC_BACKEND")
+        .stdin(Stdio::null()))
+    .unwrap_or_else(|e| panic!("`python -m pytest` from python/ failed (output above): {e}"));
 }
 
 #[test]

@@ -121,3 +121,34 @@ def test_torch_views_of_a_devipc_buffer_need_it_named(kind):
         desc = devipc.torch.share(rt, [whole[0]], any_process=True, buffers=[buf])
         assert len(desc.allocations) == 1
         del whole
+
+
+def test_close_external_ends_a_block_shared_by_several_storages_once(kind):
+    """torch's caching allocator carves many storages from one ``hipMalloc`` /
+    ``aclrtMalloc`` block, which share the block's export: ``close_external`` ends it
+    once, instead of failing on the second storage ("no block exported ... holds") and
+    leaving the blocks after it exported."""
+    if torch is None:
+        loud_skip(f"test_close_external_ends_a_block_shared_by_several_storages_once[{kind}]", TORCH_MISSING)
+    import ctypes
+
+    import devipc.torch
+
+    rt = devipc.Runtime.emulated(kind)
+    page = 4096  # Ascend exports framework blocks by IPC key, in whole pages
+    ptrs = [rt.framework_malloc(4 * page), rt.framework_malloc(page)]
+    blocks = [(ctypes.c_char * (4 * page)).from_address(ptrs[0]), (ctypes.c_char * page).from_address(ptrs[1])]
+    # Two storages in the first block, one in the second.
+    tensors = [
+        torch.frombuffer(blocks[0], dtype=torch.float32, count=page // 4),
+        torch.frombuffer(blocks[0], dtype=torch.float32, count=page // 4, offset=2 * page),
+        torch.frombuffer(blocks[1], dtype=torch.float32),
+    ]
+    assert len({t.untyped_storage().data_ptr() for t in tensors}) == 3
+    desc = devipc.torch.share(rt, tensors, any_process=True)
+    assert len(desc.allocations) == 3
+    devipc.torch.close_external(rt, tensors)
+    assert [rt.external_block(p) for p in ptrs] == [None, None]
+    del tensors, blocks
+    for p in ptrs:
+        rt.framework_free(p)

@@ -144,3 +144,45 @@ fn a_runtime_rejecting_the_notify_peer_flag_gets_peer_access_enabled_instead() {
     b.destroy_signal(imported).unwrap();
     b.destroy_signal(s).unwrap();
 }
+
+/// Without the event functions the wait is the vendor's alone, in whole seconds (N16 of
+/// the 2026-11-28 audit): a sub-second limit is rounded up to 1 s, and the timeout says so
+/// instead of reporting a 10 ms limit that lasted a second.
+#[test]
+#[serial]
+fn without_the_event_functions_a_timeout_rounds_up_to_whole_seconds_and_says_so() {
+    let mut api = fake_api();
+    api.aclrtCreateEventExWithFlag = None;
+    let b = backend(api);
+    let s = b.create_signal(DeviceId(0)).unwrap();
+    calls();
+    fail("aclrtWaitAndResetNotify", 107019);
+    for (limit, secs) in [
+        (Duration::from_millis(10), 1),
+        (Duration::from_millis(1500), 2),
+    ] {
+        let err = b.wait(&s, RawStream::DEFAULT, Some(limit)).unwrap_err();
+        let c = calls();
+        assert!(
+            c.contains(&format!("aclrtWaitAndResetNotify({secs})")),
+            "{c:?}"
+        );
+        assert_eq!(
+            count(&c, "aclrtCreateStream"),
+            0,
+            "the caller's stream: {c:?}"
+        );
+        match err {
+            Error::Timeout { what, .. } => assert!(
+                what.contains(&format!("rounded up to {secs} s"))
+                    && what.contains(&format!("{limit:?}")),
+                "{what}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+    unfail("aclrtWaitAndResetNotify");
+    b.wait(&s, RawStream::DEFAULT, Some(Duration::from_millis(10)))
+        .unwrap();
+    b.destroy_signal(s).unwrap();
+}

@@ -4,8 +4,9 @@ when ``devipc.torch`` is imported).
 ``share`` groups tensors by storage: a tensor whose storage lies in a devipc buffer
 (``buffers=``) travels through that buffer's token; any other storage is memory from
 torch's own allocator and is exported with ``Runtime.export_external`` (one token per
-storage; HIP shares one vendor handle between storages of one ``hipMalloc`` block). Call
-``close_external`` once the consumers are done, before torch frees those storages.
+storage; storages torch's caching allocator carved from one ``hipMalloc``/``aclrtMalloc``
+block share that block's export). Call ``close_external`` once the consumers are done,
+before torch frees those storages: it ends each block's export once.
 ``rebuild`` makes the tensors with ``torch.from_dlpack``: one import per allocation.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from ._devipc import InvalidArgumentError, Runtime, SharedBuffer
+from ._devipc import DevipcError, InvalidArgumentError, Runtime, SharedBuffer
 from .tensors import Descriptor, Placed, describe
 from .tensors import rebuild as _rebuild
 
@@ -65,13 +66,38 @@ def share(
 
 def close_external(rt: Runtime, tensors: Iterable[Any], buffers: Sequence[SharedBuffer] = ()) -> None:
     """Ends the ``export_external`` exports ``share`` made for ``tensors`` (call it after
-    the consumers closed their imports, before torch frees the storages)."""
-    seen = set()
+    the consumers closed their imports, before torch frees the storages): each block
+    once, however many of the storages it holds (see ``close_blocks``)."""
+    storages = []
     for t in tensors:
         p = _place(t, buffers)
-        if p.key[0] == "external" and p.key not in seen:
-            seen.add(p.key)
-            rt.close_external(p.key[2], device=p.key[1])
+        if p.key[0] == "external":
+            storages.append((p.key[1], p.key[2]))
+    close_blocks(rt, storages)
+
+
+def close_blocks(rt: Runtime, storages: Iterable[tuple[int, int]]) -> None:
+    """Ends the exports of the framework blocks holding ``storages``, ``(device, address)``
+    pairs exported through ``rt.export_external``: each block once (``rt.external_block``
+    tells which storages share one), after finding them all. An address in no block of
+    ``rt``'s is passed to ``rt.close_external`` as is. A failure does not stop the others:
+    every block is tried, then the first error is raised, the later ones added to it as
+    notes."""
+    targets = set()
+    for device, ptr in storages:
+        block = rt.external_block(ptr, device=device)
+        targets.add((device, block[0] if block is not None else ptr))
+    errors: list[DevipcError] = []
+    for device, ptr in sorted(targets):
+        try:
+            rt.close_external(ptr, device=device)
+        except DevipcError as e:
+            errors.append(e)
+    if errors:
+        first = errors[0]
+        for e in errors[1:]:
+            first.add_note(f"also failed: {type(e).__name__}: {e}")
+        raise first
 
 
 def rebuild(rt: Runtime, desc: Descriptor, device: int = 0) -> list[Any]:
