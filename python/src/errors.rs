@@ -97,6 +97,12 @@ create_exception!(
 );
 create_exception!(
     _devipc,
+    InheritedAcrossForkError,
+    DevipcError,
+    "A runtime, buffer or signal used in a child forked after it was made: open a new Runtime in the child (or use the 'spawn' start method)."
+);
+create_exception!(
+    _devipc,
     TimedOutError,
     DevipcError,
     "A blocking operation did not complete in time."
@@ -156,6 +162,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<InvalidArgumentError>(),
     )?;
     add("UnknownHandleError", py.get_type::<UnknownHandleError>())?;
+    add(
+        "InheritedAcrossForkError",
+        py.get_type::<InheritedAcrossForkError>(),
+    )?;
     add("TimedOutError", py.get_type::<TimedOutError>())?;
     add("DevipcIOError", py.get_type::<DevipcIOError>())?;
     add("ClosedError", py.get_type::<ClosedError>())?;
@@ -256,6 +266,16 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
             details.set_item("handle_kind", *kind)?;
             details.set_item("id", *id)?;
             UnknownHandleError::type_object(py)
+        }
+        Error::InheritedAcrossFork {
+            what,
+            creator,
+            current,
+        } => {
+            details.set_item("what", *what)?;
+            details.set_item("creator", *creator)?;
+            details.set_item("current", *current)?;
+            InheritedAcrossForkError::type_object(py)
         }
         Error::Timeout { what, after } => {
             details.set_item("what", what)?;

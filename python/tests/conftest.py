@@ -43,10 +43,41 @@ def ctx():
     return multiprocessing.get_context("spawn")
 
 
+def _live_beacon(name: str) -> bool:
+    """Whether `name` is the liveness beacon (``alive-<pid ns>-<pid>-<start time>``) of a
+    process that still runs: this one, or a child not yet gone. A live process keeps its
+    beacon while it lives (other pid namespaces judge it by it); a dead one's is a
+    leftover."""
+    parts = name.split("-")
+    if len(parts) != 4 or parts[0] != "alive":
+        return False
+    pid, start = parts[2], parts[3]
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    # After the command name: field 3 (state) is fields[0], field 22 (start time) fields[19].
+    return fields[0] not in ("Z", "X") and fields[19] == start
+
+
+def sweep_dead_beacons() -> None:
+    """Removes the beacons of processes that are gone, as the next devipc process's sweep
+    would: a process that left with ``os._exit`` (a forked ``multiprocessing`` child) or
+    was killed cannot remove its own."""
+    for d in (os.environ["DEVIPC_EMU_DIR"], os.environ["DEVIPC_RUNTIME_DIR"]):
+        for n in os.listdir(d):
+            if n.startswith("alive-") and not _live_beacon(n):
+                os.unlink(os.path.join(d, n))
+
+
 def leftovers() -> list[str]:
-    """Files in the emulator and runtime directories other than the emulator's ledger."""
-    emu = sorted(n for n in os.listdir(os.environ["DEVIPC_EMU_DIR"]) if n != "ledger")
-    run = sorted(os.listdir(os.environ["DEVIPC_RUNTIME_DIR"]))
+    """Files in the emulator and runtime directories other than the emulator's ledger and
+    the beacons of live processes."""
+    emu = sorted(
+        n for n in os.listdir(os.environ["DEVIPC_EMU_DIR"]) if n != "ledger" and not _live_beacon(n)
+    )
+    run = sorted(n for n in os.listdir(os.environ["DEVIPC_RUNTIME_DIR"]) if not _live_beacon(n))
     return [f"emu/{n}" for n in emu] + [f"run/{n}" for n in run]
 
 
@@ -61,6 +92,7 @@ def nothing_left_behind():
     left, and the emulator recorded no violation."""
     yield
     gc.collect()
+    sweep_dead_beacons()
     assert violations() == "", violations()
     assert leftovers() == []
 
