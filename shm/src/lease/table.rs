@@ -301,8 +301,10 @@ impl Table {
         ))
     }
 
-    /// Frees the slots whose owners are dead; returns how many.
-    fn reclaim_dead_slots(&self) -> usize {
+    /// Walks the owned slots (a slot still being claimed names nothing yet), frees those
+    /// whose owners are dead, and calls `live` with each slot of a live owner. Returns how
+    /// many slots it freed. Liveness is asked once per owner and walk.
+    fn walk_owned_slots(&self, mut live: impl FnMut(u32)) -> usize {
         let used = self.header(H_SLOTS_USED).load(SeqCst).min(SLOTS);
         let mut alive: HashMap<ProcessIdentity, bool> = HashMap::new();
         let mut freed = 0;
@@ -312,11 +314,18 @@ impl Table {
                 continue;
             }
             let who = self.slot_owner(s);
-            if !*alive.entry(who).or_insert_with(|| self.is_alive(&who)) && self.free_slot(s, t) {
+            if *alive.entry(who).or_insert_with(|| self.is_alive(&who)) {
+                live(s);
+            } else if self.free_slot(s, t) {
                 freed += 1;
             }
         }
         freed
+    }
+
+    /// Frees the slots whose owners are dead; returns how many.
+    fn reclaim_dead_slots(&self) -> usize {
+        self.walk_owned_slots(|_| {})
     }
 
     /// Frees slot `s` (its owner released its last hold, or died).
@@ -337,48 +346,24 @@ impl Table {
     /// touching the counter when it is not (so it cannot be the late acquire of a removed
     /// entry).
     pub(super) fn named_entries(&self) -> std::collections::HashSet<u32> {
-        let used = self.header(H_SLOTS_USED).load(SeqCst).min(SLOTS);
-        let mut alive: HashMap<ProcessIdentity, bool> = HashMap::new();
         let mut named = std::collections::HashSet::new();
-        for s in 0..used {
-            let t = self.slot(s, S_TAG).load(SeqCst);
-            if t & 3 != SLOT_OWNED {
-                continue;
-            }
-            let who = self.slot_owner(s);
-            if !*alive.entry(who).or_insert_with(|| self.is_alive(&who)) {
-                self.free_slot(s, t);
-                continue;
-            }
+        self.walk_owned_slots(|s| {
             named.insert(self.slot(s, S_ENTRY).load(SeqCst));
-        }
+        });
         named
     }
 
     /// Live holds of entry `index` at `seq`, from the slots; reclaims the slots of dead
     /// holders (any entry) on the way.
     pub(super) fn scan_live(&self, index: u32, seq: u32) -> u64 {
-        let used = self.header(H_SLOTS_USED).load(SeqCst).min(SLOTS);
-        let mut alive: HashMap<ProcessIdentity, bool> = HashMap::new();
         let mut live = 0;
-        for s in 0..used {
-            let t = self.slot(s, S_TAG).load(SeqCst);
-            if t & 3 != SLOT_OWNED {
-                // Free, or being claimed: a claimer increments `holders` only after it
-                // owns the slot, and re-checks the status afterwards.
-                continue;
-            }
-            let who = self.slot_owner(s);
-            if !*alive.entry(who).or_insert_with(|| self.is_alive(&who)) {
-                self.free_slot(s, t);
-                continue;
-            }
+        self.walk_owned_slots(|s| {
             if self.slot(s, S_ENTRY).load(SeqCst) == index
                 && self.slot(s, S_SEQ).load(SeqCst) == seq
             {
                 live += u64::from(self.slot(s, S_COUNT).load(SeqCst));
             }
-        }
+        });
         live
     }
 }
