@@ -93,7 +93,14 @@ fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     }
     if pid == 0 {
         drop(to_child);
-        let code = in_child(kind, &rt, &buf, &token, &external, &signal, child_end);
+        let inherited = Inherited {
+            rt: &rt,
+            buf: &buf,
+            token: &token,
+            external: &external,
+            signal: &signal,
+        };
+        let code = in_child(kind, &inherited, child_end);
         // Everything inherited is dropped on the way out (by `in_child`'s caller frame
         // now): it must release nothing of the parent's.
         drop((rt, buf, signal));
@@ -199,20 +206,12 @@ fn reap(pid: libc::pid_t) -> i32 {
 
 /// The forked child's checks; reports "holding" (or what failed) to `parent`, holds its
 /// imports until the parent writes a line, returns the exit code.
-fn in_child(
-    kind: BackendKind,
-    rt: &Runtime,
-    buf: &devipc::SharedBuffer,
-    token: &MemToken,
-    external: &MemToken,
-    signal: &devipc::Signal,
-    parent: UnixStream,
-) -> i32 {
+fn in_child(kind: BackendKind, inherited: &Inherited<'_>, parent: UnixStream) -> i32 {
     let Ok(mut report) = parent.try_clone() else {
         return 2;
     };
     let mut go = BufReader::new(parent);
-    let result = child_checks(kind, rt, buf, token, external, signal).and_then(|held| {
+    let result = child_checks(kind, inherited).and_then(|held| {
         let _ = report.write_all(b"holding\n");
         let (own, mut views) = held;
         let mut line = String::new();
@@ -258,14 +257,23 @@ fn in_child(
 /// What the child keeps while the parent checks its frees wait: its runtime and imports.
 type Held = (Runtime, Vec<devipc::ImportedBuffer>);
 
-fn child_checks(
-    kind: BackendKind,
-    rt: &Runtime,
-    buf: &devipc::SharedBuffer,
-    token: &MemToken,
-    external: &MemToken,
-    signal: &devipc::Signal,
-) -> Result<Held, String> {
+/// What the forked child inherited from the parent's side of the test.
+struct Inherited<'a> {
+    rt: &'a Runtime,
+    buf: &'a devipc::SharedBuffer,
+    token: &'a MemToken,
+    external: &'a MemToken,
+    signal: &'a devipc::Signal,
+}
+
+fn child_checks(kind: BackendKind, inherited_objects: &Inherited<'_>) -> Result<Held, String> {
+    let Inherited {
+        rt,
+        buf,
+        token,
+        external,
+        signal,
+    } = *inherited_objects;
     let inherited = |what: &str, r: Result<(), Error>| match r {
         Err(Error::InheritedAcrossFork {
             creator, current, ..
