@@ -27,11 +27,14 @@
 //! testing the caller's own identity answers `true` without looking, and [`sweep`] skips
 //! the caller's beacons.
 //!
-//! Beacons are not left behind: a process removes its own at normal exit (an `atexit`
-//! handler: it is about to die, and what it held goes with it), a process that finds
-//! another dead ([`ProcessIdentity::is_alive_in`] says no) removes that one's beacon as it
-//! reclaims what the dead process left, and [`sweep`], which runs with the other sweeps of
-//! a directory, removes the rest (a process killed after it let go of everything).
+//! A process never removes its own beacon, not even at exit: `exit` runs `atexit` handlers
+//! and static destructors while the process's other threads still run and still use what
+//! it imported, so a beacon removed there would let a peer in another namespace reclaim
+//! (and the exporter free) memory still in use. The lock alone says when the process is
+//! gone. The beacons of dead processes are removed by whoever finds them dead: a process
+//! that finds another dead ([`ProcessIdentity::is_alive_in`] says no) removes that one's
+//! beacon as it reclaims what the dead process left, and [`sweep`], which runs with the
+//! other sweeps of a directory, removes the rest.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -105,29 +108,7 @@ pub fn announce(dir: &Path) -> io::Result<()> {
     }
     let beacon = create_beacon(dir, &me)?;
     state.beacons.insert(dir.to_path_buf(), beacon);
-    static AT_EXIT: std::sync::Once = std::sync::Once::new();
-    AT_EXIT.call_once(|| {
-        // Without the handler the beacons stay until a sweep: nothing to fail over.
-        let _ = os::at_exit(remove_own_beacons_at_exit);
-    });
     Ok(())
-}
-
-/// The `atexit` handler: removes the beacons of this process (never those of a parent
-/// whose registration a forked child inherited). The locks stay until the process is gone.
-/// Never blocks: if another thread holds the set while the process exits, the beacons are
-/// left to the sweep.
-extern "C" fn remove_own_beacons_at_exit() {
-    let Ok(state) = ANNOUNCED.try_lock() else {
-        return;
-    };
-    let Some(state) = state.as_ref() else { return };
-    if state.me.pid != std::process::id() as i32 {
-        return;
-    }
-    for dir in state.beacons.keys() {
-        let _ = std::fs::remove_file(dir.join(beacon_name(&state.me)));
-    }
 }
 
 /// Removes the beacon of `who`, a process found dead, from `dir` (best effort; there may

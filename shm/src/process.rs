@@ -135,27 +135,55 @@ fn pid_ns_inode(link: &str) -> u32 {
         .unwrap_or(0)
 }
 
-/// Per-process cache of [`ProcessIdentity::current`], keyed by pid so a forked child
-/// recomputes its own.
-static CURRENT: Mutex<Option<ProcessIdentity>> = Mutex::new(None);
+/// What the calling process knows of itself: its identity, and whether the `/proc`
+/// mounted here is its own pid namespace's.
+#[derive(Debug, Clone, Copy)]
+struct Myself {
+    me: ProcessIdentity,
+    proc_is_ours: bool,
+}
+
+/// Per-process cache of [`Myself`], keyed by pid so a forked child recomputes its own.
+static CURRENT: Mutex<Option<Myself>> = Mutex::new(None);
+
+/// The calling process's [`Myself`] (cached).
+fn myself() -> io::Result<Myself> {
+    let pid = std::process::id() as i32;
+    let mut cached = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(known) = cached.filter(|k| k.me.pid == pid) {
+        return Ok(known);
+    }
+    // `/proc/self`, not `/proc/<getpid()>`: in a pid namespace that kept its parent's
+    // `/proc` (`unshare --pid --fork` without `--mount-proc`, some container setups), our
+    // pid names another process there. `/proc/self` is always the caller, and its start
+    // time and namespace link are the same whichever namespace's procfs shows them.
+    let line = std::fs::read_to_string("/proc/self/stat")?;
+    let stat = parse_stat(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let proc_pid = std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|p| p.to_str().and_then(|s| s.parse::<i32>().ok()));
+    let known = Myself {
+        me: ProcessIdentity {
+            pid,
+            start_time: stat.start_time,
+            pid_ns: pid_ns_inode("/proc/self/ns/pid"),
+        },
+        proc_is_ours: proc_pid == Some(pid),
+    };
+    *cached = Some(known);
+    Ok(known)
+}
 
 impl ProcessIdentity {
     /// The identity of the calling process (cached; recomputed after `fork`).
     pub fn current() -> io::Result<ProcessIdentity> {
-        let pid = std::process::id() as i32;
-        let mut cached = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(me) = cached.filter(|me| me.pid == pid) {
-            return Ok(me);
-        }
-        let stat = read_stat(pid)?
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "/proc/self/stat is missing"))?;
-        let me = ProcessIdentity {
-            pid,
-            start_time: stat.start_time,
-            pid_ns: pid_ns_inode("/proc/self/ns/pid"),
-        };
-        *cached = Some(me);
-        Ok(me)
+        myself().map(|m| m.me)
+    }
+
+    /// Whether the `/proc` mounted here shows the calling process's own pid namespace
+    /// (`/proc/self` is our `getpid()`): only then does a pid lookup there mean anything.
+    pub fn proc_is_ours() -> bool {
+        myself().is_ok_and(|m| m.proc_is_ours)
     }
 
     /// The pid namespace of the calling process (0 when unknown).
@@ -183,11 +211,13 @@ impl ProcessIdentity {
     ///
     /// - the calling process itself is alive (without looking anything up: see
     ///   [`liveness`](crate::liveness) for why it must never open its own beacon);
-    /// - a process of the caller's pid namespace (both namespaces known) is looked up in
+    /// - a process of the caller's pid namespace (both namespaces known, and the `/proc`
+    ///   mounted here that namespace's: [`ProcessIdentity::proc_is_ours`]) is looked up in
     ///   `/proc`: alive when a process with this pid exists, is not a zombie, and started
     ///   at the same time (so a reused pid is not mistaken for it);
-    /// - any other (another namespace, or either namespace unknown) is alive while it
-    ///   holds its liveness beacon in `dir` ([`liveness::beacon_alive`](crate::liveness::beacon_alive)).
+    /// - any other (another namespace, either namespace unknown, or a `/proc` of another
+    ///   namespace here) is alive while it holds its liveness beacon in `dir`
+    ///   ([`liveness::beacon_alive`](crate::liveness::beacon_alive)).
     ///
     /// A process found dead has its beacon in `dir` removed.
     ///
@@ -198,7 +228,7 @@ impl ProcessIdentity {
             return true;
         }
         let ours = ProcessIdentity::current_pid_ns();
-        let alive = if self.pid_ns != 0 && self.pid_ns == ours {
+        let alive = if self.pid_ns != 0 && self.pid_ns == ours && ProcessIdentity::proc_is_ours() {
             self.is_alive_by_pid()
         } else {
             crate::liveness::beacon_alive(dir, self)

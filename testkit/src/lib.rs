@@ -187,6 +187,13 @@ impl TestRoot {
     /// Asserts that the emulator left nothing behind but its `ledger` bookkeeping file (so
     /// also that it recorded no violation), and that the runtime directory holds no files.
     pub fn assert_emulator_clean(&self) {
+        // Processes never remove their own liveness beacons (not even at exit, while their
+        // other threads still run): the next process's sweep does, as here.
+        for dir in [self.emu_dir(), self.run_dir()] {
+            if dir.exists() {
+                devipc_shm::liveness::sweep(&dir).expect("sweeping dead liveness beacons");
+            }
+        }
         let left = |dir: PathBuf| -> Vec<String> {
             let mut names: Vec<String> = match std::fs::read_dir(&dir) {
                 Ok(entries) => entries
