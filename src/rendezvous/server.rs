@@ -358,6 +358,9 @@ impl ShareServer {
     }
 
     fn accept_within(&self, timeout: Option<Duration>) -> Result<PeerInfo> {
+        // A child forked while the server lived: the socket, its importers and what it
+        // grants are the parent's.
+        self.runtime().inner.backend()?;
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             let (mut turn, left) = {
@@ -711,6 +714,10 @@ fn refuse(stream: &UnixStream, code: ErrCode, reason: &str) {
 
 impl Drop for ShareServer {
     fn drop(&mut self) {
+        if self.runtime().inner.is_inherited() {
+            // A forked child's copy: the socket is the parent's, which still serves it.
+            return;
+        }
         match std::fs::symlink_metadata(&self.path) {
             Ok(m) if m.file_type().is_socket() && (m.dev(), m.ino()) == self.socket_id => {
                 if let Err(e) = std::fs::remove_file(&self.path)

@@ -18,7 +18,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use devipc::raw::Backend;
-use devipc::{BackendKind, DeviceId, Error, ExportOptions, MemToken, Runtime};
+use devipc::{BackendKind, DeviceId, Error, ExportOptions, MemToken, Runtime, ShareOptions};
 use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 
 const LEN: usize = 64 << 10;
@@ -78,6 +78,16 @@ fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
         .export_external(DeviceId(0), block, LEN, ExportOptions::any_process())
         .map_err(e2s)?;
     let signal = rt.create_signal(DeviceId(0)).map_err(e2s)?;
+    // A rendezvous server (over a buffer of its own): the child must neither serve its
+    // socket nor remove it.
+    let served = rt.allocate(DeviceId(0), 4096).map_err(e2s)?;
+    let socket = std::path::PathBuf::from(
+        std::env::var_os("DEVIPC_RUNTIME_DIR").ok_or("no DEVIPC_RUNTIME_DIR")?,
+    )
+    .join("fork-test.sock");
+    let server = served
+        .share(&socket, ShareOptions::default())
+        .map_err(e2s)?;
 
     let (mut to_child, child_end) = UnixStream::pair().map_err(|e| e.to_string())?;
     // SAFETY: this process runs one test thread (libtest's main thread waits for it);
@@ -94,11 +104,12 @@ fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
             token: &token,
             external: &external,
             signal: &signal,
+            server: &server,
         };
         let code = in_child(kind, &inherited, child_end);
         // Everything inherited is dropped on the way out (by `in_child`'s caller frame
         // now): it must release nothing of the parent's.
-        drop((rt, buf, signal));
+        drop((rt, buf, signal, server, served));
         // SAFETY: ends the forked child without running the parent's exit handlers.
         unsafe { libc::_exit(code) }
     }
@@ -182,7 +193,15 @@ fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
-    drop((signal, rt));
+    // The child dropped its copy of the server: the socket is still the parent's.
+    if !socket.exists() {
+        return Err("the forked child's drop removed the parent's rendezvous socket".into());
+    }
+    match server.accept_timeout(Duration::from_millis(10)) {
+        Err(Error::Timeout { .. }) => {}
+        other => return Err(format!("the parent's server after the fork: {other:?}")),
+    }
+    drop((server, served, signal, rt));
     parent.say("done", "ok");
     Ok(())
 }
@@ -259,6 +278,7 @@ struct Inherited<'a> {
     token: &'a MemToken,
     external: &'a MemToken,
     signal: &'a devipc::Signal,
+    server: &'a devipc::ShareServer,
 }
 
 fn child_checks(kind: BackendKind, inherited_objects: &Inherited<'_>) -> Result<Held, String> {
@@ -268,6 +288,7 @@ fn child_checks(kind: BackendKind, inherited_objects: &Inherited<'_>) -> Result<
         token,
         external,
         signal,
+        server,
     } = *inherited_objects;
     let inherited = |what: &str, r: Result<(), Error>| match r {
         Err(Error::InheritedAcrossFork {
@@ -290,6 +311,10 @@ fn child_checks(kind: BackendKind, inherited_objects: &Inherited<'_>) -> Result<
     inherited("import", rt.import(token, DeviceId(0)).map(drop))?;
     inherited("create_signal", rt.create_signal(DeviceId(0)).map(drop))?;
     inherited("notify", signal.notify())?;
+    inherited(
+        "accept",
+        server.accept_timeout(Duration::from_millis(10)).map(drop),
+    )?;
 
     // A runtime of its own works.
     let own = Runtime::emulated(kind).map_err(e2s)?;
