@@ -29,6 +29,8 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, Weak};
 
+use devipc_core::fork::{PerProcess, forget_inherited};
+
 use devipc_core::protection::{self, Protection};
 use devipc_core::{DeviceId, DeviceIpc, DevicePtr, Error, Mapping, MemToken, Result};
 
@@ -112,17 +114,16 @@ impl Mapped {
     }
 }
 
-/// The caches of this process, one per vendor runtime ([`Backend::cache_domain`]).
-static CACHES: LazyLock<Mutex<HashMap<String, Weak<ImportCache>>>> =
-    LazyLock::new(Default::default);
+/// The caches of this process, one per vendor runtime ([`Backend::cache_domain`]). Per
+/// process: a child forked while a parent's cache lived gets its own (the parent's
+/// imports are not the child's).
+static CACHES: PerProcess<HashMap<String, Weak<ImportCache>>> = PerProcess::new(forget_inherited);
 
 impl ImportCache {
     /// The cache shared by every runtime of `backend`'s vendor runtime in this process.
     pub(crate) fn for_backend(backend: &Backend) -> Arc<ImportCache> {
-        // Keyed by pid too: a child forked while a parent's cache lived gets its own
-        // (the parent's imports are not the child's).
-        let domain = format!("{}:{}", std::process::id(), backend.cache_domain());
-        let mut caches = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+        let domain = backend.cache_domain();
+        let mut caches = CACHES.lock();
         caches.retain(|_, w| w.strong_count() > 0);
         if let Some(cache) = caches.get(&domain).and_then(Weak::upgrade) {
             return cache;

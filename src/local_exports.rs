@@ -8,7 +8,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
+
+use devipc_core::fork::{PerProcess, PerProcessGuard, forget_inherited};
 
 use devipc_core::{DeviceId, DevicePtr, Error, MemToken, Result, TokenIdentity};
 
@@ -56,12 +58,12 @@ pub(crate) struct LocalView {
 /// The map's size after the last sweep of dead entries.
 static SWEPT_LEN: AtomicUsize = AtomicUsize::new(0);
 
-static EXPORTS: LazyLock<Mutex<HashMap<TokenIdentity, LocalExport>>> =
-    LazyLock::new(Default::default);
+/// Per process: a forked child's exports are its own (see `devipc_core::fork`).
+static EXPORTS: PerProcess<HashMap<TokenIdentity, LocalExport>> = PerProcess::new(forget_inherited);
 
-fn exports() -> MutexGuard<'static, HashMap<TokenIdentity, LocalExport>> {
+fn exports() -> PerProcessGuard<'static, HashMap<TokenIdentity, LocalExport>> {
     // Every critical section is a single map operation, so a poisoned map is consistent.
-    EXPORTS.lock().unwrap_or_else(|p| p.into_inner())
+    EXPORTS.lock()
 }
 
 /// Records that `token` (just exported by this process) names memory starting at

@@ -1,7 +1,9 @@
 //! [`Signal`]: a cross-process binary semaphore (DESIGN section 5.5).
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
+
+use devipc_core::fork::{PerProcess, PerProcessGuard, forget_inherited};
 use std::time::Duration;
 
 use devipc_core::{
@@ -44,12 +46,12 @@ impl Drop for SignalInner {
 /// Signals this process exported, for the same-process shortcut: a vendor cannot open
 /// its own export (HIP answers `hipErrorInvalidContext`), so an import of a token this
 /// process exported shares the local handle instead (as DESIGN 5.1 does for memory).
-static LOCAL_SIGNALS: LazyLock<Mutex<HashMap<TokenIdentity, Weak<SignalInner>>>> =
-    LazyLock::new(Default::default);
+/// Per process (see `devipc_core::fork`).
+static LOCAL_SIGNALS: PerProcess<HashMap<TokenIdentity, Weak<SignalInner>>> =
+    PerProcess::new(forget_inherited);
 
-fn local_signals() -> MutexGuard<'static, HashMap<TokenIdentity, Weak<SignalInner>>> {
-    // Every critical section is one map operation, so a poisoned map is consistent.
-    LOCAL_SIGNALS.lock().unwrap_or_else(|p| p.into_inner())
+fn local_signals() -> PerProcessGuard<'static, HashMap<TokenIdentity, Weak<SignalInner>>> {
+    LOCAL_SIGNALS.lock()
 }
 
 impl Signal {

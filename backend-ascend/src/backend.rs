@@ -18,6 +18,7 @@ use devipc_ascend_sys::codes::{ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_NO_DEVICE
 use devipc_ascend_sys::{AclApi, error_name};
 use devipc_core::DeviceIpc;
 use devipc_core::external_exports::{RuntimeDomain, SharedExports};
+use devipc_core::fork::{PerProcess, forget_inherited};
 use devipc_core::{
     BackendInfo, BackendKind, Birth, Capabilities, DeviceId, DeviceUuid, Error, HandleTable,
     HostIdentity, Mechanism, PhysicalDevice, PhysicalDeviceCache, ProcessId, Result,
@@ -418,13 +419,11 @@ fn capabilities(api: &AclApi, device_count: u32) -> Capabilities {
 /// [`AscendBackend`]. A child `fork`ed from a process with a live backend inherits its
 /// entries, which are not its own: it initialises ACL afresh and never finalizes for the
 /// parent.
-static ACL_INITS: Mutex<Vec<InitEntry>> = Mutex::new(Vec::new());
+static ACL_INITS: PerProcess<Vec<InitEntry>> = PerProcess::new(forget_inherited);
 
 #[derive(Debug)]
 struct InitEntry {
     runtime: usize,
-    /// The process this entry belongs to (a forked child's copy names its parent).
-    pid: u32,
     live: usize,
     devipc_initialized: bool,
     /// A backend left something open that `aclFinalize` could tear down (see
@@ -447,9 +446,7 @@ impl AclInit {
     fn acquire(api: &Arc<AclApi>) -> Result<AclInit> {
         let runtime = api.aclFinalize as usize;
         let birth = Birth::here();
-        let mut inits = lock(&ACL_INITS);
-        // A parent's entries, inherited across fork, are forgotten (never finalized here).
-        inits.retain(|e| e.pid == birth.pid());
+        let mut inits = ACL_INITS.lock();
         if let Some(entry) = inits.iter_mut().find(|e| e.runtime == runtime) {
             entry.live += 1;
         } else {
@@ -457,7 +454,6 @@ impl AclInit {
             let devipc_initialized = result::init(api)?;
             inits.push(InitEntry {
                 runtime,
-                pid: birth.pid(),
                 live: 1,
                 devipc_initialized,
                 pinned: false,
@@ -474,18 +470,20 @@ impl AclInit {
     /// left open for a live importer) must outlive the backends. The framework or the
     /// process exit tears ACL down instead.
     fn keep_initialized(&self) {
-        if let Some(entry) = lock(&ACL_INITS)
+        if let Some(entry) = ACL_INITS
+            .lock()
             .iter_mut()
-            .find(|e| e.runtime == self.runtime && e.pid == self.birth.pid())
+            .find(|e| e.runtime == self.runtime)
         {
             entry.pinned = true;
         }
     }
 
     fn devipc_initialized(&self) -> bool {
-        lock(&ACL_INITS)
+        ACL_INITS
+            .lock()
             .iter()
-            .any(|e| e.runtime == self.runtime && e.pid == self.birth.pid() && e.devipc_initialized)
+            .any(|e| e.runtime == self.runtime && e.devipc_initialized)
     }
 }
 
@@ -498,11 +496,8 @@ impl Drop for AclInit {
             // The parent's initialisation, copied by fork: the parent finalizes it.
             return;
         }
-        let mut inits = lock(&ACL_INITS);
-        let Some(index) = inits
-            .iter()
-            .position(|e| e.runtime == self.runtime && e.pid == self.birth.pid())
-        else {
+        let mut inits = ACL_INITS.lock();
+        let Some(index) = inits.iter().position(|e| e.runtime == self.runtime) else {
             return;
         };
         inits[index].live -= 1;

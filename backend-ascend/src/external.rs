@@ -57,7 +57,6 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::AtomicU64;
-use std::sync::{Mutex, MutexGuard};
 
 use devipc_ascend_sys::consts::{
     ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
@@ -65,6 +64,7 @@ use devipc_ascend_sys::consts::{
 };
 use devipc_ascend_sys::types::ACL_MEM_MALLOC_HUGE_FIRST;
 use devipc_core::external_exports::{ProcessExports, RuntimeDomain};
+use devipc_core::fork::{PerProcess, PerProcessGuard, forget_inherited};
 use devipc_core::protection::{self, Protection};
 use devipc_core::{
     BackendKind, DeviceId, DevicePtr, Error, Mapping, Mechanism, MemToken, PidValidation, Result,
@@ -89,14 +89,14 @@ pub const IPC_KEY_PAGE: usize = 4096;
 /// The blocks `framework_malloc` made and `framework_free` has not freed, per runtime:
 /// base to (size, device). What `export_external` may export on a runtime that cannot
 /// report blocks (see [`AscendBackend::block_of`]).
-static FRAMEWORK_BLOCKS: Mutex<BTreeMap<RuntimeDomain, FrameworkBlocks>> =
-    Mutex::new(BTreeMap::new());
+static FRAMEWORK_BLOCKS: PerProcess<BTreeMap<RuntimeDomain, FrameworkBlocks>> =
+    PerProcess::new(forget_inherited);
 
 /// One runtime's blocks of `framework_malloc`: base to (size, device).
 type FrameworkBlocks = BTreeMap<u64, (usize, DeviceId)>;
 
-fn framework_blocks() -> MutexGuard<'static, BTreeMap<RuntimeDomain, FrameworkBlocks>> {
-    FRAMEWORK_BLOCKS.lock().unwrap_or_else(|p| p.into_inner())
+fn framework_blocks() -> PerProcessGuard<'static, BTreeMap<RuntimeDomain, FrameworkBlocks>> {
+    FRAMEWORK_BLOCKS.lock()
 }
 
 /// Generations of exported keys: unique in the process, never reused.
@@ -124,8 +124,9 @@ pub(crate) struct ExternalExport {
 /// `aclrtIpcMemClose` closes a key's *oldest* import (RT-SRC `vaList.front()`), so a
 /// release is carried out only once every older import of the key is released too
 /// ([`AscendBackend::release_key_mapping`]). Process-wide, like the runtime's list: two
-/// `Runtime`s of one process importing one key share it.
-static KEY_IMPORTS: Mutex<Option<HashMap<Key, ImportQueue>>> = Mutex::new(None);
+/// `Runtime`s of one process importing one key share it. Per process: a forked child's
+/// list starts empty (its parent's imports are not the child's).
+static KEY_IMPORTS: PerProcess<HashMap<Key, ImportQueue>> = PerProcess::new(forget_inherited);
 
 /// One key's imports in this process, oldest first, each with whether devipc released it.
 type ImportQueue = VecDeque<(KeyMapping, bool)>;
@@ -422,7 +423,7 @@ impl AscendBackend {
         // The process's import list is locked from before the vendor import until this
         // import is in it: the list's order must be the runtime's (whose close takes the
         // oldest), also when threads import the same key at once, e.g. on two devices.
-        let mut imports = lock(&KEY_IMPORTS);
+        let mut imports = KEY_IMPORTS.lock();
         let base = match result::ipc_mem_import_by_key(&self.api, &key, flags) {
             Ok(base) => base,
             Err(e) => {
@@ -443,11 +444,7 @@ impl AscendBackend {
         // *oldest* import here, so even undoing this import must go through the list
         // (a plain close would unmap an older import of the same key). The lease hold is
         // dropped by that release, after the vendor close.
-        imports
-            .get_or_insert_with(HashMap::new)
-            .entry(key)
-            .or_default()
-            .push_back((record, false));
+        imports.entry(key).or_default().push_back((record, false));
         drop(imports);
         let undo = |e: Error| {
             if let Err(close) = self.release_key_mapping(&record) {
@@ -504,8 +501,8 @@ impl AscendBackend {
 
     /// The queue work of [`AscendBackend::release_key_mapping`].
     fn release_key_imports(&self, mapping: &KeyMapping) -> Result<()> {
-        let mut imports = lock(&KEY_IMPORTS);
-        let imports = imports.get_or_insert_with(HashMap::new);
+        let mut imports = KEY_IMPORTS.lock();
+        let imports = &mut *imports;
         let Some(queue) = imports.get_mut(&mapping.key) else {
             return Err(Error::invalid_argument(
                 "the key import is not known to this backend",

@@ -47,8 +47,9 @@ use std::fmt::Write as _;
 use std::io::{self, Read, Write as _};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::{Mutex, Once};
+use std::sync::Once;
 
+use devipc_core::fork::{PerProcess, forget_inherited};
 use devipc_core::{DeviceId, Error, Result, TokenOrigin};
 use devipc_shm::private_dir::{RUNTIME_DIR_ENV, runtime_dir_for_devipc, sweep};
 use devipc_shm::process::ProcessIdentity;
@@ -250,7 +251,7 @@ fn path_of(object: Object<'_>) -> Result<PathBuf> {
 }
 
 /// The records this process published and has not withdrawn, removed at exit.
-static PUBLISHED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+static PUBLISHED: PerProcess<BTreeSet<PathBuf>> = PerProcess::new(forget_inherited);
 
 /// The process that registered the `atexit` handler: a forked child inherits the handler
 /// and `PUBLISHED`, but the records are its parent's, which still exports them.
@@ -263,7 +264,7 @@ extern "C" fn remove_published_at_exit() {
     if PUBLISHER.load(std::sync::atomic::Ordering::SeqCst) != std::process::id() {
         return;
     }
-    if let Ok(mut paths) = PUBLISHED.try_lock() {
+    if let Some(mut paths) = PUBLISHED.try_lock() {
         for path in std::mem::take(&mut *paths) {
             let _ = std::fs::remove_file(path);
         }
@@ -289,7 +290,7 @@ pub(crate) fn publish(object: Object<'_>, record: &ExportRecord) -> Result<()> {
     // the set its own.
     if PUBLISHER.swap(std::process::id(), std::sync::atomic::Ordering::SeqCst) != std::process::id()
     {
-        crate::backend::lock(&PUBLISHED).clear();
+        PUBLISHED.lock().clear();
     }
     let path = dir.join(object.file_name());
     let me = record.exporter;
@@ -309,10 +310,7 @@ pub(crate) fn publish(object: Object<'_>, record: &ExportRecord) -> Result<()> {
         .and_then(|()| std::fs::rename(&tmp, &path));
     match written {
         Ok(()) => {
-            PUBLISHED
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(path);
+            PUBLISHED.lock().insert(path);
             Ok(())
         }
         Err(e) => {
@@ -366,10 +364,7 @@ pub(crate) fn withdraw(object: Object<'_>, generation: u64) {
         return;
     }
     let removed = path_of(object).map(|path| {
-        PUBLISHED
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&path);
+        PUBLISHED.lock().remove(&path);
         std::fs::remove_file(path)
     });
     match removed {

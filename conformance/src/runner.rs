@@ -220,7 +220,16 @@ impl RunDirs {
     /// broken where hardware would fault or corrupt), anything in the runtime directory.
     /// With `reclaim`, runs the emulator's gc, removes the violation records and the
     /// runtime files, and reports what was there.
+    ///
+    /// Liveness beacons are not state of the run: a process never removes its own (not
+    /// even at exit), so those of exited processes are swept first, as the next process
+    /// would, and those of live ones are skipped.
     fn leftovers(&self, reclaim: bool) -> Vec<String> {
+        for dir in [self.emu(), self.run()] {
+            if dir.exists() {
+                let _ = devipc_shm::liveness::sweep(&dir);
+            }
+        }
         let mut found = Vec::new();
         for name in names(&self.emu()) {
             if name == VIOLATIONS {
@@ -262,11 +271,13 @@ impl Drop for RunDirs {
     }
 }
 
+/// The entries of `dir`, sorted, but liveness beacons.
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|it| {
             it.filter_map(Result::ok)
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !devipc_shm::liveness::is_beacon_name(n))
                 .collect()
         })
         .unwrap_or_default();

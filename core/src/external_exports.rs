@@ -25,6 +25,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::fork::{PerProcess, forget_inherited};
 use crate::ids::{DeviceId, DevicePtr};
 use crate::info::BackendInfo;
 
@@ -66,15 +67,16 @@ struct Table<T> {
 /// The process-wide registry of one backend type's exports, per domain: a `static` of
 /// the backend crate.
 #[derive(Debug)]
-pub struct ProcessExports<T> {
-    /// Each domain's table, with the pid of the process that made it.
-    domains: Mutex<BTreeMap<RuntimeDomain, (u32, SharedTable<T>)>>,
+pub struct ProcessExports<T: 'static> {
+    /// Each domain's table, per process: a forked child starts with none (and never
+    /// waits for a lock a parent thread held at the fork).
+    domains: PerProcess<BTreeMap<RuntimeDomain, SharedTable<T>>>,
 }
 
 /// A domain's table, shared by its backends.
 type SharedTable<T> = Arc<Mutex<Table<T>>>;
 
-impl<T> Default for ProcessExports<T> {
+impl<T: 'static> Default for ProcessExports<T> {
     fn default() -> Self {
         ProcessExports::new()
     }
@@ -83,11 +85,11 @@ impl<T> Default for ProcessExports<T> {
 /// Numbers backend instances (owners) process-wide.
 static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
 
-impl<T> ProcessExports<T> {
+impl<T: 'static> ProcessExports<T> {
     /// An empty registry (usable in a `static`).
     pub const fn new() -> ProcessExports<T> {
         ProcessExports {
-            domains: Mutex::new(BTreeMap::new()),
+            domains: PerProcess::new(forget_inherited),
         }
     }
 
@@ -97,20 +99,16 @@ impl<T> ProcessExports<T> {
     /// (leases, keys) are its parent's: a backend opened in the child starts a table of
     /// its own instead, so nothing it does ends an export of the parent.
     pub fn join(&self, domain: RuntimeDomain) -> SharedExports<T> {
-        let pid = std::process::id();
-        let mut domains = self.domains.lock().unwrap_or_else(|p| p.into_inner());
-        let fresh = || {
-            Arc::new(Mutex::new(Table {
-                entries: HashMap::new(),
-            }))
-        };
-        let entry = domains
+        let table = self
+            .domains
+            .lock()
             .entry(domain.clone())
-            .or_insert_with(|| (pid, fresh()));
-        if entry.0 != pid {
-            *entry = (pid, fresh());
-        }
-        let table = entry.1.clone();
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(Table {
+                    entries: HashMap::new(),
+                }))
+            })
+            .clone();
         SharedExports {
             table,
             owner: NEXT_OWNER.fetch_add(1, Ordering::Relaxed),

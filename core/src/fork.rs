@@ -19,6 +19,10 @@
 //! Python's `multiprocessing` used `fork` by default on Linux before 3.14; the `spawn`
 //! and `forkserver` start methods never inherit a runtime.
 
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use arc_swap::ArcSwapOption;
+
 use crate::error::{Error, Result};
 
 /// The process an object was made in.
@@ -62,9 +66,138 @@ impl Birth {
     }
 }
 
+/// Process-wide state of the calling process, for a `static`: a child forked while the
+/// state lived gets a fresh one at its first use, made without touching the parent's.
+///
+/// A `static Mutex` is unusable in a forked child when another thread of the parent held
+/// it at the `fork`: the child has a copy of the locked mutex and no thread to unlock it,
+/// so its first call blocks for ever. (A parent with busy threads, a `fork` from Python or
+/// a framework: this is how "a fresh runtime in the child works" fails.) Here each
+/// process's state lives in an instance of its own behind an atomic pointer: a process
+/// that finds the instance of another pid makes a new one, and never locks the inherited
+/// mutex to do so (it only *tries*, to hand what it finds to `fresh`). Inherited instances
+/// are leaked, never dropped: their contents are the parent's (dropping them could
+/// release the parent's objects), and the copies vanish with the child.
+pub struct PerProcess<T: 'static> {
+    current: ArcSwapOption<&'static Instance<T>>,
+    /// Makes the state of a process: `None` at the first use, or what a forked child
+    /// found in its parent's (when no thread of the parent held it at the fork).
+    fresh: fn(Option<T>) -> T,
+}
+
+struct Instance<T> {
+    pid: u32,
+    value: Mutex<Option<T>>,
+}
+
+/// The state of a [`PerProcess`], locked.
+pub struct PerProcessGuard<'a, T>(MutexGuard<'a, Option<T>>);
+
+impl<T> std::ops::Deref for PerProcessGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.0
+            .as_ref()
+            .expect("a PerProcess instance is filled when it is made")
+    }
+}
+
+impl<T> std::ops::DerefMut for PerProcessGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0
+            .as_mut()
+            .expect("a PerProcess instance is filled when it is made")
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for PerProcessGuard<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T> std::fmt::Debug for PerProcess<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PerProcess").finish_non_exhaustive()
+    }
+}
+
+/// A [`PerProcess`] `fresh` function: the default value, whatever the parent had (its
+/// contents are leaked, never dropped, in the child).
+pub fn forget_inherited<T: Default>(inherited: Option<T>) -> T {
+    std::mem::forget(inherited);
+    T::default()
+}
+
+impl<T: 'static> PerProcess<T> {
+    /// State made by `fresh` at each process's first use (see [`forget_inherited`]).
+    pub const fn new(fresh: fn(Option<T>) -> T) -> PerProcess<T> {
+        PerProcess {
+            current: ArcSwapOption::const_empty(),
+            fresh,
+        }
+    }
+
+    /// The calling process's state, locked (made at the process's first use). Poisoning
+    /// is ignored: every user keeps the state consistent between its own statements.
+    pub fn lock(&self) -> PerProcessGuard<'static, T> {
+        let me = std::process::id();
+        loop {
+            let seen = self.current.load();
+            let inherited = match seen.as_deref() {
+                Some(instance) if instance.pid == me => {
+                    let instance: &'static Instance<T> = instance;
+                    return PerProcessGuard(
+                        instance.value.lock().unwrap_or_else(|p| p.into_inner()),
+                    );
+                }
+                // Another process's: only tried, never waited for.
+                Some(instance) => instance.value.try_lock().ok().and_then(|mut v| v.take()),
+                None => None,
+            };
+            let made: &'static Instance<T> = Box::leak(Box::new(Instance {
+                pid: me,
+                value: Mutex::new(Some((self.fresh)(inherited))),
+            }));
+            // Another thread of this process may have made one first: then it is used
+            // (the loop loads it), and ours is leaked unused.
+            self.current.compare_and_swap(&*seen, Some(Arc::new(made)));
+        }
+    }
+
+    /// The calling process's state if it exists and no other thread holds it: for code
+    /// that must never block (an `atexit` handler).
+    pub fn try_lock(&self) -> Option<PerProcessGuard<'static, T>> {
+        let seen = self.current.load();
+        let instance: &'static Instance<T> = seen.as_deref().copied()?;
+        if instance.pid != std::process::id() {
+            return None;
+        }
+        match instance.value.try_lock() {
+            Ok(guard) => Some(PerProcessGuard(guard)),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(PerProcessGuard(p.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    static COUNTER: PerProcess<u64> = PerProcess::new(|inherited| inherited.unwrap_or(0));
+
+    #[test]
+    fn per_process_state_is_made_once_and_shared_by_threads() {
+        *COUNTER.lock() += 1;
+        let threads: Vec<_> = (0..4)
+            .map(|_| std::thread::spawn(|| *COUNTER.lock() += 1))
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*COUNTER.lock(), 5);
+    }
 
     #[test]
     fn an_object_of_this_process_is_not_inherited() {

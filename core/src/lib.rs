@@ -23,7 +23,7 @@ pub mod token;
 pub mod traits;
 
 pub use error::{BackendAttempt, Error, LoadAttempt, Result};
-pub use fork::Birth;
+pub use fork::{Birth, PerProcess, PerProcessGuard};
 pub use handle_table::{HandleTable, Pinned};
 pub use identity::HostIdentity;
 pub use ids::{

@@ -20,10 +20,10 @@
 //! [`BlockMap`] is the registry's type, also usable by a backend for address ranges of
 //! its own (e.g. the device to bind for copies to an import).
 
+use crate::fork::{PerProcess, PerProcessGuard, forget_inherited};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::ids::{DeviceId, DevicePtr};
@@ -57,7 +57,9 @@ impl Registration {
 /// expected not to overlap (they are live allocations or mappings of one address space).
 #[derive(Debug)]
 pub struct BlockMap {
-    blocks: Mutex<BTreeMap<u64, Block>>,
+    /// Per process: a forked child's blocks are its own (its parent's are forgotten
+    /// there), and it never waits for a lock a parent thread held at the fork.
+    blocks: PerProcess<BTreeMap<u64, Block>>,
     next_id: AtomicU64,
 }
 
@@ -71,13 +73,13 @@ impl BlockMap {
     /// An empty map (usable in a `static`).
     pub const fn new() -> BlockMap {
         BlockMap {
-            blocks: Mutex::new(BTreeMap::new()),
+            blocks: PerProcess::new(forget_inherited),
             next_id: AtomicU64::new(1),
         }
     }
 
-    fn blocks(&self) -> MutexGuard<'_, BTreeMap<u64, Block>> {
-        self.blocks.lock().unwrap_or_else(|p| p.into_inner())
+    fn blocks(&self) -> PerProcessGuard<'static, BTreeMap<u64, Block>> {
+        self.blocks.lock()
     }
 
     /// Records `size` bytes at `base` on `device`. A block still registered at `base`

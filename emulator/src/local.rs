@@ -29,22 +29,15 @@
 //! [`EmuError::Forked`], which the surfaces report as an invalid handle. The shared state
 //! (holders, exporters) names processes by pid and start time, so nothing there needs
 //! resetting. A lock another thread of the parent held at the moment of the fork stays
-//! held in the child (POSIX: only async-signal-safe calls are allowed between a
-//! multi-threaded fork and `exec`); the emulator's critical sections are short, but a
-//! child forked in the middle of one would block on its first call.
+//! held in the child, so the child never takes an inherited lock: each process's state
+//! is an instance of its own behind an atomic pointer ([`ForkLocal`] is devipc-core's
+//! `PerProcess`), and a child makes a new one without waiting for its parent's.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{CString, c_char};
-use std::sync::{Mutex, MutexGuard};
 
 use crate::error::EmuError;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of these short critical sections cannot leave the maps
-    // half-updated (every update is a single insert/remove), so poisoning is ignored.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// This process's pid (a system call: it changes with `fork`).
 pub fn pid() -> u32 {
@@ -52,9 +45,11 @@ pub fn pid() -> u32 {
 }
 
 /// Process-local state that a `fork`ed child does not inherit (see the [module
-/// docs](self#fork)): the value belongs to the pid that first touched it, and the first
-/// [`ForkLocal::lock`] in another process replaces it with `fresh(Some(inherited))`, which
-/// must forget (never drop) what it does not keep. Usable in a `static`.
+/// docs](self#fork)): devipc-core's [`PerProcess`](devipc_core::fork::PerProcess). The
+/// value belongs to the pid that first touched it; the first lock in another process
+/// makes a new one with `fresh(inherited)` (`inherited` is `None` when a thread of the
+/// parent held the value at the fork: the child never waits for that lock), which must
+/// forget (never drop) what it does not keep. Usable in a `static`.
 ///
 /// ```
 /// use devipc_emulator::local::{ForkLocal, forget_inherited};
@@ -62,73 +57,12 @@ pub fn pid() -> u32 {
 /// *COUNT.lock() += 1;
 /// assert_eq!(*COUNT.lock(), 1);
 /// ```
-pub struct ForkLocal<T> {
-    inner: Mutex<(u32, Option<T>)>,
-    fresh: fn(Option<T>) -> T,
-}
-
-/// The usual `fresh` of a [`ForkLocal`]: the default value, the inherited one forgotten.
-pub fn forget_inherited<T: Default>(inherited: Option<T>) -> T {
-    std::mem::forget(inherited);
-    T::default()
-}
-
-impl<T> std::fmt::Debug for ForkLocal<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ForkLocal").finish_non_exhaustive()
-    }
-}
+pub type ForkLocal<T> = devipc_core::fork::PerProcess<T>;
 
 /// The locked value of a [`ForkLocal`].
-pub struct ForkGuard<'a, T>(MutexGuard<'a, (u32, Option<T>)>);
+pub type ForkGuard<'a, T> = devipc_core::fork::PerProcessGuard<'a, T>;
 
-impl<T: std::fmt::Debug> std::fmt::Debug for ForkGuard<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T> std::ops::Deref for ForkGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        self.0
-            .1
-            .as_ref()
-            .expect("a ForkLocal is filled before it is handed out")
-    }
-}
-
-impl<T> std::ops::DerefMut for ForkGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        self.0
-            .1
-            .as_mut()
-            .expect("a ForkLocal is filled before it is handed out")
-    }
-}
-
-impl<T> ForkLocal<T> {
-    /// Empty until first used; `fresh(None)` makes the first value, `fresh(Some(old))`
-    /// the value of a forked child from its parent's.
-    pub const fn new(fresh: fn(Option<T>) -> T) -> Self {
-        ForkLocal {
-            inner: Mutex::new((0, None)),
-            fresh,
-        }
-    }
-
-    /// Locks this process's value (made afresh on the first use in this process).
-    pub fn lock(&self) -> ForkGuard<'_, T> {
-        let mut g = lock(&self.inner);
-        let me = pid();
-        if g.0 != me {
-            let inherited = g.1.take();
-            g.1 = Some((self.fresh)(inherited));
-            g.0 = me;
-        }
-        ForkGuard(g)
-    }
-}
+pub use devipc_core::fork::forget_inherited;
 
 /// One registered range and its surface-defined value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,17 +103,17 @@ impl<T> LocalRange<T> {
 /// assert!(MAPPED.remove(0x10000).is_some());
 /// ```
 #[derive(Debug)]
-pub struct RangeMap<T> {
+pub struct RangeMap<T: 'static> {
     inner: ForkLocal<BTreeMap<usize, (usize, T)>>,
 }
 
-impl<T: Clone> Default for RangeMap<T> {
+impl<T: Clone + 'static> Default for RangeMap<T> {
     fn default() -> Self {
         RangeMap::new()
     }
 }
 
-impl<T: Clone> RangeMap<T> {
+impl<T: Clone + 'static> RangeMap<T> {
     /// An empty map (usable in a `static`); a `fork`ed child starts with an empty one.
     pub const fn new() -> Self {
         RangeMap {
@@ -296,7 +230,7 @@ impl<T: Clone> RangeMap<T> {
 /// assert!(NOTIFIES.get(0).is_err()); // null
 /// ```
 #[derive(Debug)]
-pub struct HandleTable<T> {
+pub struct HandleTable<T: 'static> {
     what: &'static str,
     tag: u16,
     inner: ForkLocal<Handles<T>>,
@@ -341,7 +275,7 @@ impl<T> Handles<T> {
 /// Largest per-table counter (keeps handle values below 2^48).
 const MAX_HANDLE_COUNTER: u64 = (1 << 28) - 1;
 
-impl<T: Clone> HandleTable<T> {
+impl<T: Clone + 'static> HandleTable<T> {
     /// An empty table; `what` names it in errors, `tag` distinguishes its values from
     /// other tables' (use a different tag per table). A `fork`ed child starts with an
     /// empty table, and its parent's handles are [`EmuError::Forked`] there.

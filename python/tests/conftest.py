@@ -61,11 +61,12 @@ def _live_beacon(name: str) -> bool:
     return fields[0] not in ("Z", "X") and fields[19] == start
 
 
-def sweep_dead_beacons() -> None:
-    """Removes the beacons of processes that are gone, as the next devipc process's sweep
-    would: a process that left with ``os._exit`` (a forked ``multiprocessing`` child) or
-    was killed cannot remove its own."""
-    for d in (os.environ["DEVIPC_EMU_DIR"], os.environ["DEVIPC_RUNTIME_DIR"]):
+def sweep_dead_beacons(*dirs: str) -> None:
+    """Removes from `dirs` (default: this run's emulator and runtime directories) the
+    beacons of processes that are gone, as the next devipc process's sweep would: a
+    process never removes its own (not even at exit, while its other threads may still
+    use what it imported)."""
+    for d in dirs or (os.environ["DEVIPC_EMU_DIR"], os.environ["DEVIPC_RUNTIME_DIR"]):
         for n in os.listdir(d):
             if n.startswith("alive-") and not _live_beacon(n):
                 os.unlink(os.path.join(d, n))

@@ -9,6 +9,7 @@ import os
 import tempfile
 
 import roles
+from conftest import sweep_dead_beacons
 
 MASK = {"ascend": "ASCEND_RT_VISIBLE_DEVICES", "hip": "HIP_VISIBLE_DEVICES"}
 
@@ -63,5 +64,6 @@ def test_import_lands_on_the_exporters_physical_device_under_other_masks(kind, c
     assert results[0] == (0, 0, b"on device 3"), results
     # Physical 3 is hidden from the third process.
     assert results[1] == (None, "DeviceNotVisibleError"), results
+    sweep_dead_beacons(os.path.join(machine, "emu"))
     leftovers = [n for n in os.listdir(os.path.join(machine, "emu")) if n != "ledger"]
     assert leftovers == [], leftovers

@@ -41,8 +41,9 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+
+use devipc_core::fork::{PerProcess, PerProcessGuard, forget_inherited};
 
 use crate::os;
 use crate::process::ProcessIdentity;
@@ -61,10 +62,12 @@ struct Announced {
     beacons: HashMap<PathBuf, File>,
 }
 
-static ANNOUNCED: Mutex<Option<Announced>> = Mutex::new(None);
+/// Per process: a forked child holds none of its parent's locks, so it announces itself
+/// anew (the inherited descriptors are leaked, never closed there).
+static ANNOUNCED: PerProcess<Option<Announced>> = PerProcess::new(forget_inherited);
 
-fn announced() -> MutexGuard<'static, Option<Announced>> {
-    ANNOUNCED.lock().unwrap_or_else(|p| p.into_inner())
+fn announced() -> PerProcessGuard<'static, Option<Announced>> {
+    ANNOUNCED.lock()
 }
 
 /// The file name of `who`'s beacon.
@@ -93,8 +96,8 @@ pub fn announce(dir: &Path) -> io::Result<()> {
     let me = ProcessIdentity::current()?;
     let mut state = announced();
     if state.as_ref().is_none_or(|a| a.me != me) {
-        // First use, or a forked child: the inherited descriptors are closed, which drops
-        // no lock of the parent (a classic lock belongs to the process that took it).
+        // First use (a forked child starts with none: its parent's set is leaked there,
+        // and its descriptors hold no lock of the child's).
         *state = Some(Announced {
             me,
             beacons: HashMap::new(),

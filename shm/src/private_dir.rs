@@ -189,8 +189,10 @@ pub fn check_component_facts(facts: &DirFacts, uid: u32) -> Result<(), Component
 /// `/etc/group`). `None` when that cannot be established (e.g. accounts only in a
 /// directory service): then group-writable directories are refused.
 pub fn user_private_group(uid: u32) -> Option<u32> {
-    static CACHE: std::sync::Mutex<Option<(u32, Option<u32>)>> = std::sync::Mutex::new(None);
-    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    // Per process (fork-safe): the answer does not change, so a child may keep it.
+    static CACHE: devipc_core::PerProcess<Option<(u32, Option<u32>)>> =
+        devipc_core::PerProcess::new(|inherited| inherited.flatten());
+    let mut cache = CACHE.lock();
     if let Some((cached_uid, gid)) = *cache
         && cached_uid == uid
     {
@@ -347,11 +349,12 @@ pub const RUNTIME_DIR_ENV: &str = "DEVIPC_RUNTIME_DIR";
 /// share devipc objects must agree on it.
 pub fn runtime_dir() -> Result<PathBuf, PrivateDirError> {
     // Validated once per value of the variable: every lease hold and signal import asks.
-    static CHECKED: std::sync::Mutex<Option<(Option<std::ffi::OsString>, PathBuf)>> =
-        std::sync::Mutex::new(None);
+    // Per process (fork-safe); a forked child validates again.
+    static CHECKED: devipc_core::PerProcess<Option<(Option<std::ffi::OsString>, PathBuf)>> =
+        devipc_core::PerProcess::new(devipc_core::fork::forget_inherited);
     // An empty value is refused by open_private_dir, not taken as unset.
     let var = std::env::var_os(RUNTIME_DIR_ENV);
-    let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut checked = CHECKED.lock();
     if let Some((seen, dir)) = checked.as_ref()
         && *seen == var
         && dir.is_dir()

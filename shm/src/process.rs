@@ -16,7 +16,6 @@
 
 use std::fmt;
 use std::io;
-use std::sync::Mutex;
 
 /// Who holds an object: a pid and that process's start time (clock ticks since boot), in
 /// the pid namespace `pid_ns`.
@@ -143,13 +142,15 @@ struct Myself {
     proc_is_ours: bool,
 }
 
-/// Per-process cache of [`Myself`], keyed by pid so a forked child recomputes its own.
-static CURRENT: Mutex<Option<Myself>> = Mutex::new(None);
+/// Per-process cache of [`Myself`]: a forked child recomputes its own (without waiting
+/// for a lock a parent thread held at the fork).
+static CURRENT: devipc_core::PerProcess<Option<Myself>> =
+    devipc_core::PerProcess::new(devipc_core::fork::forget_inherited);
 
 /// The calling process's [`Myself`] (cached).
 fn myself() -> io::Result<Myself> {
     let pid = std::process::id() as i32;
-    let mut cached = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cached = CURRENT.lock();
     if let Some(known) = cached.filter(|k| k.me.pid == pid) {
         return Ok(known);
     }

@@ -481,11 +481,13 @@ fn ascend_key_imports_racing_on_two_devices_never_unmap_a_live_view() {
 #[test]
 fn ascend_killed_key_exporters_files_are_swept_by_the_next_process() {
     let root = TestRoot::new("ascend-killed-exporter");
+    // The exporter's files (liveness beacons are the processes', swept on their own).
     let runtime_files = || -> Vec<String> {
         std::fs::read_dir(root.run_dir())
             .map(|d| {
                 d.filter_map(|e| e.ok())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !devipc_shm::liveness::is_beacon_name(n))
                     .collect()
             })
             .unwrap_or_default()

@@ -26,12 +26,14 @@ const LEN: usize = 64 << 10;
 #[test]
 fn child_role() {
     devipc_testkit::run_child(|role, parent| {
-        let kind = match role {
-            "forker-hip" => BackendKind::Hip,
-            "forker-ascend" => BackendKind::Ascend,
+        match role {
+            "forker-hip" => forker(BackendKind::Hip, parent),
+            "forker-ascend" => forker(BackendKind::Ascend, parent),
+            "busy-forker-hip" => busy_forker(BackendKind::Hip, parent),
+            "busy-forker-ascend" => busy_forker(BackendKind::Ascend, parent),
             other => return Err(format!("unknown role {other}")),
-        };
-        forker(kind, parent).map_err(|e| format!("{role}: {e}"))
+        }
+        .map_err(|e| format!("{role}: {e}"))
     });
 }
 
@@ -45,12 +47,29 @@ fn ascend_a_forked_child_refuses_inherited_objects_and_works_with_its_own_runtim
     run(BackendKind::Ascend);
 }
 
+/// Forks while other threads of the parent are inside devipc (and the emulator): a lock
+/// they held at the fork stays locked in the child, which must still open a runtime of
+/// its own and use it without waiting for that lock.
+#[test]
+fn hip_a_child_forked_beside_busy_threads_does_not_hang() {
+    run_role(BackendKind::Hip, "busy-forker-hip");
+}
+
+#[test]
+fn ascend_a_child_forked_beside_busy_threads_does_not_hang() {
+    run_role(BackendKind::Ascend, "busy-forker-ascend");
+}
+
 fn run(kind: BackendKind) {
-    let root = TestRoot::new(&format!("fork-{kind}"));
     let role = match kind {
         BackendKind::Hip => "forker-hip",
         _ => "forker-ascend",
     };
+    run_role(kind, role);
+}
+
+fn run_role(kind: BackendKind, role: &str) {
+    let root = TestRoot::new(&format!("{role}-{kind}"));
     let mut child = Child::spawn(&child_entry(), role, &root, &[]);
     assert_eq!(child.expect("done"), "ok");
     child.wait_success();
@@ -203,6 +222,95 @@ fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     }
     drop((server, served, signal, rt));
     parent.say("done", "ok");
+    Ok(())
+}
+
+/// Forks children while two threads loop through devipc (allocate, export, import, free;
+/// signals); each child opens a runtime of its own and uses it, under an alarm.
+fn busy_forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
+    const CHILDREN: usize = 24;
+    let rt = Runtime::emulated(kind).map_err(e2s)?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..2)
+        .map(|t| {
+            let (rt, stop) = (rt.clone(), stop.clone());
+            std::thread::spawn(move || -> Result<u64, String> {
+                let mut rounds = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if t == 0 {
+                        let buf = rt.allocate(DeviceId(0), 4096).map_err(e2s)?;
+                        let token = buf.export(ExportOptions::any_process()).map_err(e2s)?;
+                        let view = rt.import(&token, DeviceId(0)).map_err(e2s)?;
+                        view.write(0, b"busy").map_err(e2s)?;
+                    } else {
+                        let sig = rt.create_signal(DeviceId(0)).map_err(e2s)?;
+                        sig.export(ExportOptions::any_process()).map_err(e2s)?;
+                        sig.notify().map_err(e2s)?;
+                        sig.wait(Some(Duration::from_secs(5))).map_err(e2s)?;
+                    }
+                    rounds += 1;
+                }
+                Ok(rounds)
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for i in 0..CHILDREN {
+        std::thread::sleep(Duration::from_millis(3));
+        // SAFETY: the child runs devipc calls under an alarm and leaves with `_exit`; the
+        // point of the test is that the other threads' locks do not follow it.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            // SAFETY: a plain alarm: a hung child dies of SIGALRM instead of hanging the test.
+            unsafe { libc::alarm(20) };
+            let code = match child_round(kind) {
+                Ok(()) => 0,
+                Err(_) => 1,
+            };
+            // SAFETY: ends the forked child without the parent's exit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        let status = reap(pid);
+        if status != 0 {
+            failures.push(format!(
+                "child {i}: {}",
+                if status == 128 + libc::SIGALRM {
+                    "hung (killed by its alarm)".to_owned()
+                } else {
+                    format!("exit {status}")
+                }
+            ));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in busy {
+        t.join().map_err(|_| "a busy thread panicked")??;
+    }
+    drop(rt);
+    if !failures.is_empty() {
+        return Err(format!(
+            "{} of {CHILDREN} forked children failed: {failures:?}",
+            failures.len()
+        ));
+    }
+    parent.say("done", "ok");
+    Ok(())
+}
+
+/// A forked child's work with a runtime of its own.
+fn child_round(kind: BackendKind) -> Result<(), String> {
+    let rt = Runtime::emulated(kind).map_err(e2s)?;
+    let buf = rt.allocate(DeviceId(0), 4096).map_err(e2s)?;
+    let token = buf.export(ExportOptions::any_process()).map_err(e2s)?;
+    let view = rt.import(&token, DeviceId(0)).map_err(e2s)?;
+    view.write(0, b"child").map_err(e2s)?;
+    let sig = rt.create_signal(DeviceId(0)).map_err(e2s)?;
+    sig.export(ExportOptions::any_process()).map_err(e2s)?;
+    sig.notify().map_err(e2s)?;
+    sig.wait(Some(Duration::from_secs(5))).map_err(e2s)?;
     Ok(())
 }
 

@@ -56,8 +56,10 @@ impl StateDir {
         StateDir(dir)
     }
 
-    /// Every entry of the directory, sorted.
+    /// Every entry of the directory, sorted, after sweeping the liveness beacons of
+    /// processes that are gone (as the next process would: none removes its own).
     fn entries(&self) -> Vec<String> {
+        let _ = devipc_shm::liveness::sweep(&self.0);
         let mut names: Vec<String> = std::fs::read_dir(&self.0)
             .map(|d| {
                 d.filter_map(|e| e.ok())

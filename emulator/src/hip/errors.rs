@@ -36,7 +36,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CStr, CString};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use devipc_hip_sys::*;
 
@@ -387,9 +387,10 @@ pub const MAX_INTERNED: usize = 4096;
 /// A process-lifetime copy of `text` (deduplicated), or `None` once [`MAX_INTERNED`]
 /// distinct texts exist.
 fn intern(text: String) -> Option<&'static CStr> {
-    static INTERNED: Mutex<Option<HashMap<String, &'static CStr>>> = Mutex::new(None);
-    let mut guard = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
-    let map = guard.get_or_insert_with(HashMap::new);
+    // Per process (fork-safe); a child keeps what its parent interned when it can.
+    static INTERNED: devipc_core::PerProcess<HashMap<String, &'static CStr>> =
+        devipc_core::PerProcess::new(|inherited| inherited.unwrap_or_default());
+    let mut map = INTERNED.lock();
     if let Some(s) = map.get(&text) {
         return Some(s);
     }

@@ -33,8 +33,8 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use devipc_shm::os::{self, MappedRegion};
 
@@ -224,8 +224,11 @@ pub(crate) struct RevocationEpoch(Option<Arc<MappedRegion>>);
 impl RevocationEpoch {
     /// The epoch of the state directory `dir`, mapped on first use.
     pub(crate) fn of(dir: &std::path::Path) -> RevocationEpoch {
-        static WORDS: Mutex<Vec<(PathBuf, Arc<MappedRegion>)>> = Mutex::new(Vec::new());
-        let mut words = WORDS.lock().unwrap_or_else(|p| p.into_inner());
+        // Per process (fork-safe); a child keeps its copies of the parent's mappings
+        // (shared mappings of the same files) when it can.
+        static WORDS: devipc_core::PerProcess<Vec<(PathBuf, Arc<MappedRegion>)>> =
+            devipc_core::PerProcess::new(|inherited| inherited.unwrap_or_default());
+        let mut words = WORDS.lock();
         if let Some((_, w)) = words.iter().find(|(d, _)| d == dir) {
             return RevocationEpoch(Some(w.clone()));
         }

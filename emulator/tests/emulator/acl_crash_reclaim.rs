@@ -73,8 +73,10 @@ fn the_next_process_reclaims_a_killed_exporters_and_notifiers_objects() {
     a.exit();
     b.exit();
 
-    // Only what the live importer and waiter hold is left, held by them alone.
+    // Only what the live importer and waiter hold is left, held by them alone (the
+    // exited processes' liveness beacons are swept first, as the next process would).
     let state = root.state();
+    devipc_shm::liveness::sweep(state.dir().path()).unwrap();
     assert!(
         !needs_gc(state.registry()).unwrap(),
         "a dead process's object or hold is left: {:?}",

@@ -3,7 +3,7 @@
 //! calling process.
 
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use devipc_core::{Error, Result};
@@ -131,10 +131,11 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 /// tables it removed (0 when skipped); failures are logged (`log::warn!`; a sweep is a
 /// best-effort cleanup).
 pub fn sweep_orphans_now_and_then() -> usize {
-    static LAST: Mutex<Option<(std::path::PathBuf, Instant)>> = Mutex::new(None);
+    static LAST: devipc_core::PerProcess<Option<(std::path::PathBuf, Instant)>> =
+        devipc_core::PerProcess::new(devipc_core::fork::forget_inherited);
     let Ok(dir) = runtime_dir() else { return 0 };
     {
-        let mut last = super::lock(&LAST);
+        let mut last = LAST.lock();
         if let Some((d, at)) = last.as_ref()
             && *d == dir
             && at.elapsed() < SWEEP_INTERVAL

@@ -70,7 +70,7 @@ use crate::word_file::NAME_LEN;
 use table::{
     E_GEN_HI, E_GEN_LO, E_HOLDERS, E_STATUS, E_TAG_HI, E_TAG_LO, FREE, H_CREATOR_PID,
     H_CREATOR_PID_NS, H_CREATOR_START_HI, H_CREATOR_START_LO, H_WAKE, HOLDS, LIVE, PREFIX,
-    REGISTRY, REVOKED, S_COUNT, S_TAG, SEQ_MASK, Table, table, table_creator, this_process,
+    REGISTRY, REVOKED, S_COUNT, S_TAG, SEQ_MASK, Table, table, table_creator,
 };
 pub use table::{ENTRIES, SLOTS};
 
@@ -204,8 +204,7 @@ impl Lease {
     /// As [`Lease::create_bound`], also bound to `tag` (what the lease is for, e.g. a
     /// hash of the vendor handle; 0 = none): [`Lease::acquire_for`] refuses another.
     pub fn create_tagged(dir: &Path, generation: u64, tag: u64) -> io::Result<Lease> {
-        let mut reg = lock(&REGISTRY);
-        let reg = this_process(&mut reg);
+        let mut reg = REGISTRY.lock();
         let mut picked = None;
         for t in reg.own.iter().filter(|t| t.dir() == Some(dir)) {
             let Some(own) = &t.own else { continue };
@@ -382,8 +381,7 @@ impl Lease {
             }
         }
         {
-            let mut holds = lock(&HOLDS);
-            let holds = this_process(&mut holds);
+            let mut holds = HOLDS.lock();
             let key = (t.id, self.index, self.seq, who);
             match holds.get_mut(&key) {
                 Some((slot, count)) => {
@@ -430,8 +428,7 @@ impl Lease {
     /// Undoes the slot part of a hold whose count could not be raised.
     fn release_slot_only(&self, who: ProcessIdentity) {
         let t = &self.table;
-        let mut holds = lock(&HOLDS);
-        let holds = this_process(&mut holds);
+        let mut holds = HOLDS.lock();
         let key = (t.id, self.index, self.seq, who);
         if let Some((slot, count)) = holds.get_mut(&key) {
             let slot = *slot;
@@ -452,8 +449,7 @@ impl Lease {
     pub fn release(&self, who: ProcessIdentity) {
         let t = &self.table;
         let found = {
-            let mut holds = lock(&HOLDS);
-            let holds = this_process(&mut holds);
+            let mut holds = HOLDS.lock();
             let key = (t.id, self.index, self.seq, who);
             match holds.get_mut(&key) {
                 None => false,
@@ -620,10 +616,7 @@ impl Lease {
         };
         if unlink {
             let _ = std::fs::remove_file(&self.table.path);
-            let mut reg = lock(&REGISTRY);
-            this_process(&mut reg)
-                .own
-                .retain(|t| !Arc::ptr_eq(t, &self.table));
+            REGISTRY.lock().own.retain(|t| !Arc::ptr_eq(t, &self.table));
         }
         Ok(())
     }

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
-use super::lock;
 use crate::os::{self, MappedRegion};
 use crate::process::ProcessIdentity;
+use devipc_core::fork::{PerProcess, forget_inherited};
 
 /// Prefix of lease table file names.
 pub(super) const PREFIX: &str = "leases-";
@@ -368,30 +368,6 @@ impl Table {
     }
 }
 
-/// Process-wide state of one process: a `fork`ed child inherits the memory but not the
-/// state (a child must not hand out its parent's lease entries, nor release its parent's
-/// holds), so the state remembers the pid it belongs to and starts afresh in a child.
-pub(super) struct PerProcess<T> {
-    pid: u32,
-    value: T,
-}
-
-/// The calling process's `T` in `slot`: a default one in a forked child (the parent's is
-/// dropped there: unmapping the child's copies of mappings, nothing more).
-pub(super) fn this_process<T: Default>(slot: &mut Option<PerProcess<T>>) -> &mut T {
-    let pid = std::process::id();
-    if slot.as_ref().is_none_or(|p| p.pid != pid) {
-        *slot = Some(PerProcess {
-            pid,
-            value: T::default(),
-        });
-    }
-    match slot {
-        Some(p) => &mut p.value,
-        None => unreachable!("set above"),
-    }
-}
-
 /// Tables this process created, and foreign tables it mapped.
 #[derive(Default)]
 pub(super) struct Registry {
@@ -399,17 +375,19 @@ pub(super) struct Registry {
     pub(super) foreign: HashMap<(PathBuf, u64), Arc<Table>>,
 }
 
-pub(super) static REGISTRY: Mutex<Option<PerProcess<Registry>>> = Mutex::new(None);
+/// Per process: a `fork`ed child must not hand out its parent's lease entries (nor take a
+/// lock a parent thread held at the fork); the parent's registry is forgotten there.
+pub(super) static REGISTRY: PerProcess<Registry> = PerProcess::new(forget_inherited);
 
 /// Holds of this process: (table, entry, seq, holder) -> (slot, count).
 type HoldKey = (u64, u32, u32, ProcessIdentity);
 type Holds = HashMap<HoldKey, (u32, u32)>;
-pub(super) static HOLDS: Mutex<Option<PerProcess<Holds>>> = Mutex::new(None);
+/// Per process: a forked child must not release its parent's holds.
+pub(super) static HOLDS: PerProcess<Holds> = PerProcess::new(forget_inherited);
 
 /// The table `id` in `dir`: one of ours, one mapped before, or mapped now.
 pub(super) fn table(dir: &Path, id: u64) -> io::Result<Arc<Table>> {
-    let mut reg = lock(&REGISTRY);
-    let reg = this_process(&mut reg);
+    let mut reg = REGISTRY.lock();
     if let Some(t) = reg.own.iter().find(|t| t.id == id && t.dir() == Some(dir)) {
         return Ok(t.clone());
     }
