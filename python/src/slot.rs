@@ -39,6 +39,9 @@ pub(crate) struct Slot<T: Send + Sync> {
     idle: Condvar,
     /// How error messages name the object (`"the shared buffer"`).
     what: &'static str,
+    /// The pid of the process that made the slot: in a child `fork`ed from it, the object and the
+    /// operations counted are the parent's (threads that do not exist here).
+    birth: u32,
 }
 
 /// An operation in progress on a slot's object: derefs to it, and `close()` waits for it
@@ -97,6 +100,7 @@ impl<T: Send + Sync> Slot<T> {
             }),
             idle: Condvar::new(),
             what,
+            birth: std::process::id(),
         }
     }
 
@@ -159,12 +163,35 @@ impl<T: Send + Sync> Slot<T> {
     /// other threads to end, then drops this reference with the GIL released. Closing
     /// twice is a no-op.
     pub(crate) fn close(&self, py: Python<'_>) {
+        if self.forget_inherited() {
+            return;
+        }
         self.take_and_release(py, self.lock());
+    }
+
+    /// In a child `fork`ed after the slot was made: empties it without waiting for the
+    /// operations its parent's threads had running (they never end here) nor for a lock
+    /// one of them held, and without releasing the object (the parent's: the devipc
+    /// object refuses and releases nothing in a child anyway). Returns whether it did.
+    fn forget_inherited(&self) -> bool {
+        if self.birth == std::process::id() {
+            return false;
+        }
+        if let Ok(mut state) = self.state.try_lock() {
+            std::mem::forget(state.value.take());
+        }
+        true
     }
 }
 
 impl<T: Send + Sync> Drop for Slot<T> {
     fn drop(&mut self) {
+        if self.birth != std::process::id() {
+            // A forked child's copy (see `forget_inherited`).
+            let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+            std::mem::forget(state.value.take());
+            return;
+        }
         // No `Op` is alive: each borrows the slot.
         let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
         if let Some(value) = state.value.take() {
@@ -178,6 +205,9 @@ impl Slot<Held> {
     /// the copies and exports running on other threads (they are not views), as
     /// [`Slot::close`]. Closing twice is a no-op.
     pub(crate) fn close_unviewed(&self, py: Python<'_>) -> PyResult<()> {
+        if self.forget_inherited() {
+            return Ok(());
+        }
         let state = self.lock();
         let Some(arc) = state.value.as_ref() else {
             return Ok(());

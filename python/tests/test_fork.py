@@ -8,6 +8,8 @@ buffer's free still waits for the child's import while the child holds it."""
 from __future__ import annotations
 
 import multiprocessing
+import threading
+import time
 
 import devipc
 
@@ -90,4 +92,44 @@ def test_a_forked_child_refuses_inherited_objects_and_works_with_its_own_runtime
     buf.export(any_process=True)
     signal.close()
     buf.close()
+    rt.close()
+
+
+def _close_inherited(signal, outbox):
+    try:
+        started = time.monotonic()
+        signal.close()
+        outbox.put(("closed", time.monotonic() - started))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which asserts
+        outbox.put((f"{type(e).__name__}: {e}", 0.0))
+
+
+def test_a_forked_child_closes_what_a_parent_thread_was_waiting_on(kind):
+    """A thread of the parent sits in ``wait()`` when the process forks: in the child that
+    wait never ends (the thread does not exist there), so closing the inherited signal
+    must not wait for it."""
+    ctx = multiprocessing.get_context("fork")
+    rt = devipc.Runtime.emulated(kind)
+    signal = rt.create_signal()
+    waiting = threading.Thread(target=lambda: signal.wait(timeout=30))
+    waiting.start()
+    time.sleep(0.2)
+    outbox = ctx.Queue()
+    child = ctx.Process(target=_close_inherited, args=(signal, outbox))
+    child.start()
+    try:
+        what, took = outbox.get(timeout=60)
+        assert what == "closed", what
+        assert took < 5, took
+        child.join(60)
+        assert child.exitcode == 0
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+    # The parent's wait still ends on the parent's notify.
+    signal.notify()
+    waiting.join(30)
+    assert not waiting.is_alive()
+    signal.close()
     rt.close()
