@@ -13,7 +13,7 @@
 //!   payload ([`VmmPayload`]) names that fd's number in the exporter, the open file's
 //!   identity (`st_dev`/`st_ino`), whether an importer may fetch it with `pidfd_getfd`, and
 //!   the lease importers hold (the same lease machinery as legacy memory, `deferred.rs`).
-//! - **import**: the fd arrives beside the token (`SCM_RIGHTS`) or is fetched from the
+//! - **import** (`vmm/import.rs`): the fd arrives beside the token (`SCM_RIGHTS`) or is fetched from the
 //!   exporter (`pidfd_open` + start-time check + `pidfd_getfd`); it must be the open file
 //!   the token names, its own size (the dma-buf's, never the token's claim) bounds the
 //!   view, then `hipMemImportFromShareableHandle` (fd by pointer before ROCm 7.1, by value
@@ -39,6 +39,8 @@ use devipc_shm::word_file::NAME_LEN;
 
 use crate::device::DeviceScope;
 use crate::result;
+
+mod import;
 
 /// The first runtime whose `hipMemExportToShareableHandle` works (`HIP_VERSION` of ROCm
 /// 6.2.0; before, it validates and returns `hipErrorNotSupported`, api-facts B.4).
