@@ -176,7 +176,7 @@ impl Runtime {
     /// refuses the runtime ([`Error::InheritedAcrossFork`]); the raw backend is left to the
     /// vendor runtime, which refuses a context inherited across `fork` as well.
     pub fn backend(&self) -> &Backend {
-        self.inner.raw()
+        self.inner.raw_backend()
     }
 
     /// Whether this runtime was started by the calling process, not inherited from the
@@ -188,7 +188,7 @@ impl Runtime {
 
     /// Kind, library source, version and capabilities of the backend.
     pub fn info(&self) -> &BackendInfo {
-        self.inner.raw().info()
+        self.inner.raw_backend().info()
     }
 
     /// The id peers must [`grant`](crate::SharedBuffer::grant) so this process may import
@@ -497,16 +497,12 @@ impl RuntimeInner {
     pub(crate) fn backend(&self) -> Result<&Backend> {
         self.birth
             .check("this Runtime (and every buffer and signal made from it)")?;
-        Ok(self.raw())
+        Ok(self.raw_backend())
     }
 
     /// The backend, unchecked: for `info`, the raw layer's own contract and releases in
     /// `Drop` (which check [`RuntimeInner::is_inherited`] first).
     pub(crate) fn raw_backend(&self) -> &Backend {
-        self.raw()
-    }
-
-    fn raw(&self) -> &Backend {
         self.owned_backend
             .as_ref()
             .expect("the backend is present until the runtime drops")
