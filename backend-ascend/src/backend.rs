@@ -26,11 +26,11 @@ use devipc_core::{
 };
 
 use crate::device::DeviceScope;
-use crate::external::{EXTERNAL, ExternalExport};
-use crate::memory::{AllocRecord, MappingRecord};
+use crate::ipc_key::{EXTERNAL, ExternalExport};
+use crate::notify::SignalRecord;
 use crate::result;
 use crate::result::vendor_error;
-use crate::signal::SignalRecord;
+use crate::vmm::{AllocRecord, MappingRecord};
 
 /// The Ascend backend.
 ///
@@ -79,7 +79,7 @@ pub struct AscendBackend {
     pub(crate) mappings: HandleTable<MappingRecord>,
     pub(crate) signals: HandleTable<SignalRecord>,
     /// Keys exported for framework memory, by (device, block base): the table every
-    /// Ascend backend of this process on the same runtime shares ([`crate::external`]).
+    /// Ascend backend of this process on the same runtime shares ([`crate::ipc_key`]).
     pub(crate) external: SharedExports<ExternalExport>,
     /// Serialises the exports that create a vendor handle once and cache it (VMM
     /// shareable handles, notify keys), so two threads never create two.

@@ -3,9 +3,9 @@
 //!
 //! How each mechanism works, the records the backend keeps, and the helpers these methods
 //! share with the backend's `Drop` (releases) and with each other (dispatch to IPC keys,
-//! the wait loop) are in [`memory`](crate::memory) (VMM allocations, copies, peer access),
-//! [`external`](crate::external) (framework memory by IPC key) and
-//! [`signal`](crate::signal) (IPC Notify).
+//! the wait loop) are in [`vmm`](crate::vmm) (VMM allocations, copies, peer access),
+//! [`ipc_key`](crate::ipc_key) (framework memory by IPC key) and
+//! [`notify`](crate::notify) (IPC Notify).
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
@@ -29,17 +29,17 @@ use devipc_shm::lease::held;
 
 use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
 use crate::device::DeviceScope;
-use crate::external::{ExternalExport, IPC_KEY_PAGE, Key, NEXT_GENERATION, key_payload};
-use crate::memory::{
-    AllocRecord, MappingRecord, Shareable, Teardown, VmmObjects, physical_prop, pid_args,
-    vmm_payload,
-};
+use crate::ipc_key::{ExternalExport, IPC_KEY_PAGE, Key, NEXT_GENERATION, key_payload};
+use crate::notify::SignalRecord;
 use crate::record::{self, ExportRecord, Object};
 use crate::result;
 use crate::result::optional;
 use crate::rollback::{Rollback, Undo};
-use crate::signal::SignalRecord;
 use crate::staging::Transfer;
+use crate::vmm::{
+    AllocRecord, MappingRecord, Shareable, Teardown, VmmObjects, physical_prop, pid_args,
+    vmm_payload,
+};
 
 impl DeviceIpc for AscendBackend {
     fn info(&self) -> &BackendInfo {

@@ -8,12 +8,12 @@
 //! | trait | ACL |
 //! |---|---|
 //! | allocate / free | `aclrtMemGetAllocationGranularity`, `aclrtMallocPhysical`, `aclrtReserveMemAddress`, `aclrtMapMem`, `aclrtMemSetAccess` / unmap, release, `aclrtFreePhysical` |
-//! | export | `aclrtMemExportToShareableHandle`, once per allocation (see [`memory`]); the token carries the `u64` handle and the range |
-//! | export_external | IPC key of the whole `aclrtMalloc` block: `aclrtMemGetAddressRange`, `aclrtIpcMemGetExportKey` (see [`external`]) |
+//! | export | `aclrtMemExportToShareableHandle`, once per allocation (see [`vmm`]); the token carries the `u64` handle and the range |
+//! | export_external | IPC key of the whole `aclrtMalloc` block: `aclrtMemGetAddressRange`, `aclrtIpcMemGetExportKey` (see [`ipc_key`]) |
 //! | grant | `aclrtMemSetPidToShareableHandle` / `aclrtIpcMemSetImportPid` / `aclrtNotifySetImportPid` |
 //! | import / close | `aclrtMemImportFromShareableHandle`, reserve, map, set access / unmap, release, free; or `aclrtIpcMemImportByKey` / `aclrtIpcMemClose` |
 //! | read / write | `aclrtMemcpy`; for memory imported by IPC key onto another device than the exporter's, a staging buffer and `aclrtMemcpyAsync` device to device (see [`staging`]) |
-//! | signals | IPC Notify (see [`signal`]) |
+//! | signals | IPC Notify (see [`notify`]) |
 //! | process_id | `aclrtDeviceGetBareTgid` (the host pid, even inside a container) |
 //!
 //! Every vendor call is one small function of a private `result` layer (one per ACL
@@ -31,13 +31,13 @@
 mod backend;
 mod device;
 mod device_ipc;
-pub mod external;
-pub mod memory;
+pub mod ipc_key;
+pub mod notify;
 mod record;
 mod result;
 mod rollback;
-pub mod signal;
 pub mod staging;
+pub mod vmm;
 
 pub use backend::AscendBackend;
 pub use devipc_ascend_sys as sys;

@@ -769,7 +769,7 @@ pub(crate) fn notify_import_by_key(api: &AclApi, key: &Key, flags: u64) -> Resul
 /// [`notify_import_by_key`], except that `Ok(None)` is returned when `flags` is not the
 /// default and the runtime refused the import with `ACL_ERROR_INVALID_PARAM`: some
 /// runtimes' ACL wrapper rejects the documented peer-access flag (see
-/// [`signal`](crate::signal)), and the caller retries another way. With the default
+/// [`notify`](crate::notify)), and the caller retries another way. With the default
 /// flags that code is an error like any other.
 pub(crate) fn try_notify_import_by_key(
     api: &AclApi,
@@ -823,7 +823,7 @@ pub(crate) unsafe fn reset_notify(api: &AclApi, notify: usize) -> Result<()> {
 }
 
 /// `aclrtWaitAndResetNotify` (optional) with `timeout` (seconds; 0 waits forever; see
-/// [`signal`](crate::signal)): `Ok(true)` when the wait was queued (or, on a runtime that
+/// [`notify`](crate::notify)): `Ok(true)` when the wait was queued (or, on a runtime that
 /// waits in the call, completed), `Ok(false)` when it timed out
 /// (`ACL_ERROR_RT_WAIT_TIMEOUT`, 107019).
 ///

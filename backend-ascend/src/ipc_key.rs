@@ -74,12 +74,12 @@ use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
 use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
 use crate::device::DeviceScope;
-use crate::memory::MappingRecord;
 use crate::record::{self, Object};
 use crate::result;
 pub(crate) use crate::result::Key;
 use crate::result::optional;
 use crate::rollback::Undo;
+use crate::vmm::MappingRecord;
 
 /// The page-table granule an IPC key range is aligned to: the device's normal page, 4 KiB
 /// (huge pages are 2 MiB or 1 GiB; a huge-page block of a page-multiple size is aligned to

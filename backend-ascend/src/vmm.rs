@@ -21,7 +21,7 @@
 //! memory for importers that mapped it before, but the export is over).
 //!
 //! Memory the framework allocated itself goes through IPC keys instead, see
-//! [`external`](crate::external).
+//! [`ipc_key`](crate::ipc_key).
 //!
 //! `read` and `write` are synchronous `aclrtMemcpy` calls, except on memory imported by
 //! IPC key and used from another device than the exporter's: the vendor forbids host
@@ -44,7 +44,7 @@ use devipc_core::{
 
 use crate::backend::AscendBackend;
 use crate::device::DeviceScope;
-use crate::external::KeyMapping;
+use crate::ipc_key::KeyMapping;
 use crate::record::{self, Object};
 use crate::result;
 use crate::rollback::{Rollback, Undo};

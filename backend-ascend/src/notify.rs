@@ -133,7 +133,7 @@ use devipc_core::{DeviceId, Error, PidValidation, Pinned, RawStream, Result, Sig
 
 use crate::backend::AscendBackend;
 use crate::device::DeviceScope;
-use crate::external::Key;
+use crate::ipc_key::Key;
 use crate::result;
 use crate::rollback::Undo;
 
