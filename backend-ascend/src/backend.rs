@@ -7,30 +7,46 @@
 //! until [`AscendBackend::close_external`] or the drop. How devipc shares ACL's
 //! process-wide initialisation with the framework is documented on [`AscendBackend`].
 //!
-//! Its `impl DeviceIpc` is in `device_ipc.rs` and does each call's work itself; the
-//! records it keeps, the helpers it shares with `Drop`, and how each mechanism works are
-//! in `memory.rs`, `external.rs` and `signal.rs`.
+//! This file holds the struct, its start (`open`, `emulated`, `from_api`), its `Drop`,
+//! the checks every mechanism shares (device ids, tokens, the identity tokens carry), and
+//! `impl DeviceIpc`, whose methods check what they need to choose a mechanism and hand
+//! the call to it in a few lines. Each mechanism's work is in the file named like it (and
+//! like its counterparts in the emulator and the conformance catalogue):
+//!
+//! | mechanism | file | `DeviceIpc` methods |
+//! |---|---|---|
+//! | `ascend-vmm` | [`vmm`](crate::vmm) | allocate, free, export, grant, import, close |
+//! | `ascend-ipc-key` | [`ipc_key`](crate::ipc_key) | export_external, close_external, grant, import, close |
+//! | `ascend-notify` | [`notify`](crate::notify) | the signal methods |
+//!
+//! and the support files: host copies (`read`/`write`) in [`staging`](crate::staging),
+//! device binding and peer access in `device.rs`, export records in `record.rs`, the
+//! rollback of a failed acquire in `rollback.rs`, and the checked ACL calls in
+//! `result.rs`.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use devipc_ascend_sys::codes::{ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_NO_DEVICE};
 use devipc_ascend_sys::{AclApi, error_name};
-use devipc_core::DeviceIpc;
 use devipc_core::external_exports::{RuntimeDomain, SharedExports};
 use devipc_core::fork::{PerProcess, forget_inherited};
 use devipc_core::{
-    BackendInfo, BackendKind, Birth, Capabilities, DeviceId, DeviceUuid, Error, HandleTable,
-    HostIdentity, Mechanism, PhysicalDevice, PhysicalDeviceCache, ProcessId, Result,
-    RuntimeVersion, TokenOrigin,
+    Allocation, BackendInfo, BackendKind, Birth, Capabilities, DeviceId, DeviceIpc, DevicePtr,
+    DeviceUuid, Error, ExportOptions, HandleTable, HostIdentity, Mapping, Mechanism, MemToken,
+    PhysicalDevice, PhysicalDeviceCache, ProcessId, RawStream, Result, RuntimeVersion,
+    SignalHandle, SignalToken, TokenOrigin,
 };
 
 use crate::device::DeviceScope;
-use crate::ipc_key::{EXTERNAL, ExternalExport};
+use crate::ipc_key::{EXTERNAL, ExternalExport, KeyMapping};
 use crate::notify::SignalRecord;
 use crate::result;
 use crate::result::vendor_error;
-use crate::vmm::{AllocRecord, MappingRecord};
+use crate::staging::{DeviceRange, Transfer};
+use crate::vmm::{AllocRecord, VmmObjects};
 
 /// The Ascend backend.
 ///
@@ -93,26 +109,13 @@ pub struct AscendBackend {
     init: AclInit,
 }
 
-/// A device address range devipc mapped in this process.
+/// What the backend keeps for a [`Mapping`], by mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DeviceRange {
-    pub(crate) end: u64,
-    /// The device the range is mapped on (bound for copies).
-    pub(crate) device: DeviceId,
-    /// How host copies reach it.
-    pub(crate) route: CopyRoute,
-}
-
-/// How `read`/`write` copy between the host and a [`DeviceRange`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CopyRoute {
-    /// Synchronous `aclrtMemcpy` host <-> device.
-    Direct,
-    /// Through a staging buffer on the range's device, with asynchronous
-    /// device-to-device copies: memory imported by IPC key onto another device than the
-    /// exporter's, which takes no other copy (RT-DOC 11-07, api-facts C.4; see
-    /// [`staging`](crate::staging)).
-    Staged,
+pub(crate) enum MappingRecord {
+    /// A VMM shareable handle imported, reserved and mapped here (`ascend-vmm`).
+    Vmm(VmmObjects),
+    /// An IPC key imported here (`ascend-ipc-key`).
+    Key(KeyMapping),
 }
 
 impl AscendBackend {
@@ -205,7 +208,7 @@ impl AscendBackend {
     /// `ASCEND_RT_VISIBLE_DEVICES` renumbers) -> physical id (`aclrtGetPhyDevIdByLogicDevId`,
     /// the step a container renumbers), and the UUID (`aclrtDeviceGetUuid`). A runtime
     /// without a call leaves its field unknown; a call that exists and fails is an error.
-    pub(crate) fn query_physical(&self, device: DeviceId) -> Result<PhysicalDevice> {
+    fn query_physical(&self, device: DeviceId) -> Result<PhysicalDevice> {
         let user = self.check_device(device)?;
         let absent = |r: Result<i32>| match r {
             Err(Error::Unsupported { .. }) => Ok(None),
@@ -262,7 +265,7 @@ impl AscendBackend {
     /// so devipc falls back to `getpid()` there (only `process_id` can observe it). If
     /// the call needs a device context and the thread has none, it is retried with device
     /// 0 bound.
-    pub(crate) fn bare_tgid(&self) -> Result<ProcessId> {
+    fn bare_tgid(&self) -> Result<ProcessId> {
         if let Some(pid) = self.pid.get() {
             return Ok(*pid);
         }
@@ -291,12 +294,7 @@ impl AscendBackend {
 
     /// Rejects a token for another backend or for none of the `expected` mechanisms, or
     /// from the emulator when this is a real runtime (and the reverse).
-    pub(crate) fn check_token(
-        &self,
-        found: Mechanism,
-        emulated: bool,
-        expected: &[Mechanism],
-    ) -> Result<()> {
+    fn check_token(&self, found: Mechanism, emulated: bool, expected: &[Mechanism]) -> Result<()> {
         if found.backend() != BackendKind::Ascend || !expected.contains(&found) {
             let names: Vec<&str> = expected.iter().map(|m| m.name()).collect();
             return Err(Error::BackendMismatch {
@@ -324,24 +322,189 @@ impl AscendBackend {
         Ok(())
     }
 
-    /// Remembers a device range devipc mapped.
-    pub(crate) fn add_range(&self, start: u64, range: DeviceRange) {
-        lock(&self.ranges).insert(start, range);
+    /// Releases a mapping already taken out of the table, by its mechanism (resumable: on
+    /// an error `record` says how far it got).
+    pub(crate) fn release_mapping(&self, record: &mut MappingRecord) -> Result<()> {
+        match record {
+            MappingRecord::Vmm(vmm) => self.release_vmm(vmm),
+            MappingRecord::Key(key) => self.release_key_mapping(key),
+        }
     }
 
-    /// Forgets a device range.
-    pub(crate) fn remove_range(&self, start: u64) {
-        lock(&self.ranges).remove(&start);
+    /// Never finalize ACL for this runtime from now on (see [`AclInit::keep_initialized`]):
+    /// a key is left open for a live importer.
+    pub(crate) fn keep_acl_initialized(&self) {
+        self.init.keep_initialized();
+    }
+}
+
+/// Each method checks what it needs to choose the mechanism (a token's backend and
+/// mechanism, the device) and hands the call to the mechanism's file: `ascend-vmm` in
+/// [`vmm`](crate::vmm), `ascend-ipc-key` in [`ipc_key`](crate::ipc_key), `ascend-notify` in
+/// [`notify`](crate::notify); host copies in [`staging`](crate::staging).
+impl DeviceIpc for AscendBackend {
+    fn info(&self) -> &BackendInfo {
+        &self.info
     }
 
-    /// The devipc range containing `ptr`, if any.
-    pub(crate) fn range_of(&self, ptr: u64) -> Option<DeviceRange> {
-        lock(&self.ranges)
-            .range(..=ptr)
-            .next_back()
-            .filter(|(_, r)| ptr < r.end)
-            .map(|(_, r)| *r)
+    fn device_count(&self) -> Result<u32> {
+        Ok(self.device_count)
     }
+
+    /// `aclrtDeviceGetBareTgid`, read once (see [`AscendBackend`]); the tokens' origin
+    /// reads the same value.
+    fn process_id(&self) -> Result<ProcessId> {
+        self.bare_tgid()
+    }
+
+    /// The physical chip id and the UUID, where the runtime has the calls (see
+    /// `AscendBackend::query_physical`).
+    fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
+        self.physical
+            .get_or_query(device, || self.query_physical(device))
+    }
+
+    fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
+        self.enable_peer(device, peer)
+    }
+
+    fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
+        self.allocate_vmm(device, size)
+    }
+
+    fn free(&self, alloc: Allocation) -> Result<()> {
+        self.free_vmm(alloc)
+    }
+
+    fn export(
+        &self,
+        alloc: &Allocation,
+        range: Range<usize>,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        self.export_vmm(alloc, range, opts)
+    }
+
+    fn export_external(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        self.export_key(device, ptr, len, opts)
+    }
+
+    fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        // The inherent method is the public, documented entry point (see ipc_key.rs).
+        AscendBackend::close_external(self, device, ptr)
+    }
+
+    fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
+        self.check_token(
+            token.mechanism(),
+            token.emulated(),
+            &[Mechanism::AscendVmm, Mechanism::AscendIpcKey],
+        )?;
+        let dev = self.check_device(token.device())?;
+        let mut pids = pid_args(peers)?;
+        match token.mechanism() {
+            Mechanism::AscendIpcKey => self.grant_key(token, dev, &mut pids),
+            _ => self.grant_vmm(token, dev, &mut pids),
+        }
+    }
+
+    fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        self.check_token(
+            token.mechanism(),
+            token.emulated(),
+            &[Mechanism::AscendVmm, Mechanism::AscendIpcKey],
+        )?;
+        self.check_device(device)?;
+        // The exporter's device as this process numbers it (a mask may renumber it).
+        let home = self.home_device(token.device(), token.physical_device())?;
+        match token.mechanism() {
+            Mechanism::AscendIpcKey => self.import_key(token, device, home),
+            _ => self.import_vmm(token, device, home),
+        }
+    }
+
+    fn close(&self, mapping: Mapping) -> Result<()> {
+        let mut record = self.mappings.remove(mapping.id)?;
+        self.release_mapping(&mut record).inspect_err(|_| {
+            self.mappings.restore(mapping.id, record);
+        })
+    }
+
+    /// `aclrtMemcpy` host to device, with the device of the devipc range holding `dst`
+    /// bound, or through a staging buffer (`AscendBackend::host_copy`, in
+    /// [`staging`](crate::staging)).
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::write`]: `dst..dst + src.len()` is
+    /// device memory the caller may write, mapped until the call returns.
+    unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.host_copy(dst, Transfer::Write(src)) }
+    }
+
+    /// `aclrtMemcpy` device to host, binding the device (and staging) as `write` does.
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::read`]: `src..src + dst.len()` is
+    /// device memory the caller may read, mapped until the call returns.
+    unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.host_copy(src, Transfer::Read(dst)) }
+    }
+
+    fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
+        self.create_notify(device)
+    }
+
+    fn export_signal(&self, signal: &SignalHandle, opts: ExportOptions) -> Result<SignalToken> {
+        self.export_notify(signal, opts)
+    }
+
+    fn grant_signal(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
+        self.check_token(
+            token.mechanism(),
+            token.emulated(),
+            &[Mechanism::AscendNotify],
+        )?;
+        self.grant_notify(token, peers)
+    }
+
+    fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
+        self.check_token(
+            token.mechanism(),
+            token.emulated(),
+            &[Mechanism::AscendNotify],
+        )?;
+        self.import_notify(token, device)
+    }
+
+    fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
+        self.record_notify(signal, stream)
+    }
+
+    fn wait(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        self.wait_notify(signal, stream, timeout)
+    }
+
+    fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
+        self.destroy_notify(signal)
+    }
+}
+
+/// The `int32_t` pid list the trustlist functions take; an empty list stays empty.
+pub(crate) fn pid_args(peers: &[ProcessId]) -> Result<Vec<i32>> {
+    peers.iter().map(|p| p.as_c_int()).collect()
 }
 
 /// Locks a mutex of the backend. Every critical section is a single map operation or a
@@ -548,55 +711,6 @@ impl Drop for AscendBackend {
         for (_, mut record) in self.allocations.drain() {
             if let Err(e) = self.release_allocation(&mut record) {
                 log::error!("devipc-ascend: freeing a leftover allocation failed: {e}");
-            }
-        }
-    }
-}
-
-impl AscendBackend {
-    /// Ends an export of framework memory when the backend goes: the key is closed unless
-    /// an importer still maps it. Destroying a key under an importer pulls the memory
-    /// from under it (RT-DOC 11-07), so then the key stays open, ACL stays initialised
-    /// (`aclFinalize` may tear down what the process shares, so the drop skips it), and
-    /// the runtime destroys the key when this process exits. Either way a replayed token
-    /// of it is refused from now on: the export record is retired (and removed with the
-    /// key when it is closed, or swept once this process is gone) and the lease removed.
-    fn drop_external(&self, device: DeviceId, base: u64, export: &ExternalExport) -> Result<()> {
-        // Retired first: from here on no import starts (one that read the record before
-        // finds the lease gone below). The record stays while the key may stay open, so
-        // that a token stripped of its lease is refused too; the close withdraws it.
-        let origin = self.origin()?;
-        crate::record::retire(
-            crate::record::Object::Key(&export.key, origin.into()),
-            export.generation,
-        );
-        let lease = match devipc_shm::lease::held::reopen(&export.lease) {
-            Ok(lease) => lease,
-            // The lease is gone (its file removed by hand): nobody can be counted, so the
-            // key is not closed under someone who might map it.
-            Err(e) => {
-                self.init.keep_initialized();
-                return Err(e);
-            }
-        };
-        let closed = devipc_shm::lease::held::release_if_unheld(&lease, || {
-            self.release_external(device, export)
-        });
-        match closed {
-            Ok(Some(())) => Ok(()),
-            Ok(None) => {
-                self.init.keep_initialized();
-                log::warn!(
-                    "devipc-ascend: the IPC key of the block at {base:#x} stays open until \
-                     this process exits: an importer still maps it"
-                );
-                let _ = lease.remove();
-                Ok(())
-            }
-            Err(e) => {
-                self.init.keep_initialized();
-                let _ = lease.remove();
-                Err(e)
             }
         }
     }

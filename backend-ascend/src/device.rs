@@ -1,4 +1,5 @@
-//! Binding the thread's current ACL device for one call and restoring the caller's.
+//! Binding the thread's current ACL device for one call and restoring the caller's; peer
+//! access between devices.
 //!
 //! ACL keeps the current device (and its default context) per thread, and the framework
 //! around devipc uses it too. [`DeviceScope`] makes the device a call needs current
@@ -14,8 +15,9 @@
 //! a current device now, as after any ACL call that needs one); resetting is not.
 
 use devipc_ascend_sys::AclApi;
-use devipc_core::Result;
+use devipc_core::{DeviceId, Result};
 
+use crate::backend::{AscendBackend, lock};
 use crate::result;
 
 /// The caller's device, restored on drop. Not `Send`: it belongs to the thread it bound.
@@ -55,5 +57,23 @@ impl Drop for DeviceScope<'_> {
                 log::error!("devipc-ascend: could not restore the thread's device {previous}: {e}");
             }
         }
+    }
+}
+
+impl AscendBackend {
+    /// `enable_peer_access`: lets `device` access `peer`'s memory
+    /// (`aclrtDeviceEnablePeerAccess` with `device` bound), once per pair; a device and
+    /// itself need nothing. The `ascend-vmm` import calls it for memory of another device,
+    /// and the `ascend-notify` import where the runtime refuses its peer-access flag.
+    pub(crate) fn enable_peer(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
+        let dev = self.check_device(device)?;
+        let peer_dev = self.check_device(peer)?;
+        if device == peer || lock(&self.peers_enabled).contains(&(device, peer)) {
+            return Ok(());
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        result::device_enable_peer_access(&self.api, peer_dev)?;
+        lock(&self.peers_enabled).push((device, peer));
+        Ok(())
     }
 }

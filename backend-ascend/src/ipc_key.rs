@@ -1,5 +1,6 @@
-//! Framework memory (`aclrtMalloc`) shared through IPC keys: `export_external`, grant and
-//! import of `ascend-ipc-key` tokens (api-facts A.7, C.4).
+//! The `ascend-ipc-key` mechanism: framework memory (`aclrtMalloc`) shared through IPC
+//! keys: `export_external`, grant and import of `ascend-ipc-key` tokens (api-facts A.7,
+//! C.4).
 //!
 //! A key names a whole `aclrtMalloc` block, so the exporter resolves the block that holds
 //! the pointer (`aclrtMemGetAddressRange`) and exports its base and size, as torch_npu
@@ -50,36 +51,40 @@
 //! devipc did not export (no record, no lease in the token) is bounded by the runtime's
 //! report alone, and refused where the runtime cannot report it.
 //!
-//! `export_external` is in `device_ipc.rs` with the other `DeviceIpc` methods; this
-//! module holds the records of exported keys and of key imports, the key-token
-//! helpers `grant` and `import` dispatch to, [`AscendBackend::close_external`], and the
-//! releases the backend's `Drop` shares.
+//! This module does the mechanism's work for the backend's `DeviceIpc` methods
+//! (`export_external`, `close_external`, and `grant`/`import` of `ascend-ipc-key` tokens,
+//! which `backend.rs` dispatches here), and holds the records of exported keys and of key
+//! imports, `framework_malloc`/`framework_free`, and the releases the backend's `close`
+//! and `Drop` share.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use devipc_ascend_sys::consts::{
-    ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
+    ACL_IPC_KEY_LEN, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
+    ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT,
     ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS,
 };
 use devipc_ascend_sys::types::ACL_MEM_MALLOC_HUGE_FIRST;
 use devipc_core::external_exports::{ProcessExports, RuntimeDomain};
 use devipc_core::fork::{PerProcess, PerProcessGuard, forget_inherited};
 use devipc_core::protection::{self, Protection};
+use devipc_core::token::MemTokenParts;
 use devipc_core::{
-    BackendKind, DeviceId, DevicePtr, Error, Mapping, Mechanism, MemToken, PidValidation, Result,
+    BackendKind, DeviceId, DevicePtr, Error, ExportOptions, Mapping, Mechanism, MemToken,
+    PidValidation, Result,
 };
 use devipc_shm::lease::held;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
-use crate::backend::{AscendBackend, CopyRoute, DeviceRange, lock};
+use crate::backend::{AscendBackend, MappingRecord, lock};
 use crate::device::DeviceScope;
-use crate::record::{self, Object};
+use crate::record::{self, ExportRecord, Object};
 use crate::result;
 pub(crate) use crate::result::Key;
 use crate::result::optional;
 use crate::rollback::Undo;
-use crate::vmm::MappingRecord;
+use crate::staging::{CopyRoute, DeviceRange};
 
 /// The page-table granule an IPC key range is aligned to: the device's normal page, 4 KiB
 /// (huge pages are 2 MiB or 1 GiB; a huge-page block of a page-multiple size is aligned to
@@ -100,7 +105,7 @@ fn framework_blocks() -> PerProcessGuard<'static, BTreeMap<RuntimeDomain, Framew
 }
 
 /// Generations of exported keys: unique in the process, never reused.
-pub(crate) static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// The keys every Ascend backend of this process exported, per runtime (see
 /// [`devipc_core::external_exports`]): `close_external` and `framework_free` through any
@@ -164,10 +169,7 @@ pub(crate) type LeaseName = [u8; LEASE_NAME_LEN];
 
 /// The key and lease name of an `ascend-ipc-key` token: the 65-byte key, then (from
 /// devipc's own exporters) the 32-byte name of the exporter's lease.
-pub(crate) fn key_token_payload(
-    payload: &[u8],
-    mechanism: Mechanism,
-) -> Result<(Key, Option<LeaseName>)> {
+fn key_token_payload(payload: &[u8], mechanism: Mechanism) -> Result<(Key, Option<LeaseName>)> {
     if payload.len() == ACL_IPC_KEY_LEN + LEASE_NAME_LEN {
         let (key, lease) = payload.split_at(ACL_IPC_KEY_LEN);
         let lease: LeaseName = lease
@@ -245,6 +247,110 @@ impl AscendBackend {
             .and_then(|blocks| blocks.remove(&base))
     }
 
+    /// `export_external`: the key of the `aclrtMalloc` block holding `ptr`
+    /// (`aclrtIpcMemGetExportKey`, created by the block's first export and kept until
+    /// [`AscendBackend::close_external`]), its lease and export record, and a token for the
+    /// `len` bytes at `ptr` (see the module docs).
+    pub(crate) fn export_key(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        let dev = self.check_device(device)?;
+        ptr.check_external_span(len)?;
+        devipc_core::own_memory::check_not_own(ptr, len)?;
+        optional!(self.api, aclrtIpcMemGetExportKey)?;
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let (base, size) = self.block_of(device, ptr, len)?;
+        if size == 0 {
+            return Err(Error::invalid_argument(format!(
+                "the block holding {ptr} is smaller than a page ({IPC_KEY_PAGE} bytes): the \
+                 runtime exports only page-table aligned ranges by IPC key; allocate at least \
+                 a page"
+            )));
+        }
+        let offset = ptr
+            .0
+            .checked_sub(base)
+            .and_then(|o| usize::try_from(o).ok())
+            .ok_or_else(|| {
+                Error::invalid_argument("pointer lies outside the block the runtime reported")
+            })?;
+        let range = offset..offset.saturating_add(len);
+        devipc_core::Allocation::check_range(&range, size)?;
+        let mut external = self.external.lock();
+        let export = match external.get(&(device, base)) {
+            Some(e) if e.size != size => {
+                return Err(Error::invalid_argument(format!(
+                    "the block at {base:#x} on device {device} was exported with {} bytes and \
+                     now has {size}: it was freed and reallocated without close_external",
+                    e.size
+                )));
+            }
+            Some(e) if e.validation != opts.validation => {
+                return Err(Error::invalid_argument(format!(
+                    "the block at {base:#x} was first exported with PID validation {:?}; its \
+                     one key cannot also be exported with {:?}",
+                    e.validation, opts.validation
+                )));
+            }
+            Some(_) => *external.adopt(&(device, base)).expect("just found"),
+            None => {
+                let flags = match opts.validation {
+                    PidValidation::Trustlist => ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
+                    PidValidation::AnyProcess => ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+                };
+                // SAFETY: base/size name an `aclrtMalloc` block of this process holding
+                // `ptr` (page-aligned): the one the runtime reported, or on a runtime that
+                // cannot report blocks one `framework_malloc` made and has not freed
+                // (`block_of`). A key without a
+                // NUL is refused there: the runtime never gets an unterminated buffer back,
+                // not even to close it.
+                let key = unsafe { result::ipc_mem_get_export_key(&self.api, base, size, flags) }?;
+                let lease = match held::create() {
+                    Ok(lease) => lease,
+                    Err(e) => {
+                        // Never leave a key devipc cannot account for.
+                        let _ = Undo::IpcClose(key).run(&self.api);
+                        return Err(e);
+                    }
+                };
+                let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
+                let published = ExportRecord::mine(generation, size, device, Some(*lease.name()))
+                    .and_then(|r| record::publish(Object::Key(&key, self.origin()?.into()), &r));
+                if let Err(e) = published {
+                    let _ = Undo::IpcClose(key).run(&self.api);
+                    let _ = lease.remove();
+                    return Err(e);
+                }
+                let export = ExternalExport {
+                    key,
+                    lease: *lease.name(),
+                    size,
+                    validation: opts.validation,
+                    generation,
+                };
+                external.insert((device, base), export);
+                export
+            }
+        };
+        drop(external);
+        MemToken::new(MemTokenParts {
+            mechanism: Mechanism::AscendIpcKey,
+            emulated: self.info.source.is_emulated(),
+            device,
+            physical: self.token_physical(device),
+            origin: self.origin()?,
+            generation: export.generation,
+            object_size: size as u64,
+            offset: range.start as u64,
+            len: len as u64,
+            payload: [&export.key[..], &export.lease[..]].concat(),
+        })
+    }
+
     /// The base of the `aclrtMalloc` block holding `len` bytes at `ptr` on `device` and the
     /// size to export: the block's size rounded down to [`IPC_KEY_PAGE`] (see the module
     /// docs). The device must be bound.
@@ -254,12 +360,7 @@ impl AscendBackend {
     /// `aclrtMalloc` block of this process, and `export_external` is a safe API (audit
     /// N6). A runtime without the call can only export blocks devipc knows:
     /// `framework_malloc`'s; anything else is [`Error::Unsupported`], naming the call.
-    pub(crate) fn block_of(
-        &self,
-        device: DeviceId,
-        ptr: DevicePtr,
-        len: usize,
-    ) -> Result<(u64, usize)> {
+    fn block_of(&self, device: DeviceId, ptr: DevicePtr, len: usize) -> Result<(u64, usize)> {
         if self.api.aclrtMemGetAddressRange.is_some() {
             let (base, size) = result::mem_get_address_range(&self.api, ptr.0)?;
             return Ok((base, size / IPC_KEY_PAGE * IPC_KEY_PAGE));
@@ -331,7 +432,7 @@ impl AscendBackend {
     /// [`record`](crate::record)). Withdrawing after the close is safe because the caller
     /// holds the lease with no holder left (an import holds it before it maps), and keeps
     /// the record when the close fails, so the key is never open without one.
-    pub(crate) fn release_external(&self, device: DeviceId, export: &ExternalExport) -> Result<()> {
+    fn release_external(&self, device: DeviceId, export: &ExternalExport) -> Result<()> {
         {
             let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
             Undo::IpcClose(export.key).run(&self.api)?;
@@ -341,6 +442,58 @@ impl AscendBackend {
             record::withdraw(Object::Key(&export.key, origin.into()), export.generation);
         }
         Ok(())
+    }
+
+    /// Ends an export of framework memory when the backend goes: the key is closed unless
+    /// an importer still maps it. Destroying a key under an importer pulls the memory
+    /// from under it (RT-DOC 11-07), so then the key stays open, ACL stays initialised
+    /// (`aclFinalize` may tear down what the process shares, so the drop skips it), and
+    /// the runtime destroys the key when this process exits. Either way a replayed token
+    /// of it is refused from now on: the export record is retired (and removed with the
+    /// key when it is closed, or swept once this process is gone) and the lease removed.
+    pub(crate) fn drop_external(
+        &self,
+        device: DeviceId,
+        base: u64,
+        export: &ExternalExport,
+    ) -> Result<()> {
+        // Retired first: from here on no import starts (one that read the record before
+        // finds the lease gone below). The record stays while the key may stay open, so
+        // that a token stripped of its lease is refused too; the close withdraws it.
+        let origin = self.origin()?;
+        crate::record::retire(
+            crate::record::Object::Key(&export.key, origin.into()),
+            export.generation,
+        );
+        let lease = match devipc_shm::lease::held::reopen(&export.lease) {
+            Ok(lease) => lease,
+            // The lease is gone (its file removed by hand): nobody can be counted, so the
+            // key is not closed under someone who might map it.
+            Err(e) => {
+                self.keep_acl_initialized();
+                return Err(e);
+            }
+        };
+        let closed = devipc_shm::lease::held::release_if_unheld(&lease, || {
+            self.release_external(device, export)
+        });
+        match closed {
+            Ok(Some(())) => Ok(()),
+            Ok(None) => {
+                self.keep_acl_initialized();
+                log::warn!(
+                    "devipc-ascend: the IPC key of the block at {base:#x} stays open until \
+                     this process exits: an importer still maps it"
+                );
+                let _ = lease.remove();
+                Ok(())
+            }
+            Err(e) => {
+                self.keep_acl_initialized();
+                let _ = lease.remove();
+                Err(e)
+            }
+        }
     }
 
     /// Sets the trustlist of an `ascend-ipc-key` token (`aclrtIpcMemSetImportPid`).

@@ -27,10 +27,20 @@
 //!
 //! With feature `emulator`, `AscendBackend::emulated()` starts the backend on the devipc
 //! emulator linked into the process (host shared memory, no device).
+//!
+//! # Layout
+//!
+//! By mechanism, with the names the emulator (`emulator/src/acl`) and the conformance
+//! catalogue (`conformance/src/catalogue/ascend`) use: `backend.rs` holds
+//! [`AscendBackend`] (open, `Drop`) and its `impl DeviceIpc`, which hands each call to
+//! the mechanism's module: [`vmm`] (`ascend-vmm`, devipc's own allocations), [`ipc_key`]
+//! (`ascend-ipc-key`, framework memory) or [`notify`] (`ascend-notify`, signals). The
+//! support modules are [`staging`] (host copies), `device` (binding the thread's device,
+//! peer access), `record` (export records), `rollback` (undoing a failed acquire) and
+//! `result` (the checked ACL calls).
 
 mod backend;
 mod device;
-mod device_ipc;
 pub mod ipc_key;
 pub mod notify;
 mod record;
@@ -41,3 +51,13 @@ pub mod vmm;
 
 pub use backend::AscendBackend;
 pub use devipc_ascend_sys as sys;
+
+/// The former name of [`ipc_key`] (before the backend was laid out by mechanism).
+#[doc(hidden)]
+pub use ipc_key as external;
+/// The former name of [`notify`].
+#[doc(hidden)]
+pub use notify as signal;
+/// The former name of [`vmm`].
+#[doc(hidden)]
+pub use vmm as memory;

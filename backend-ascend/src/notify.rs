@@ -1,4 +1,4 @@
-//! Signals on ACL: IPC Notify (api-facts A.8, C.6).
+//! The `ascend-notify` mechanism: signals on ACL through IPC Notify (api-facts A.8, C.6).
 //!
 //! A notify is already the binary semaphore devipc promises (DESIGN section 5.5):
 //! `aclrtRecordNotify` sets it, `aclrtWaitAndResetNotify` waits until it is set and
@@ -78,7 +78,7 @@
 //! A runtime without the event functions (`aclrtCreateEventExWithFlag`,
 //! `aclrtRecordEvent`, `aclrtQueryEventStatus`, `aclrtDestroyEvent`; CANN releases before
 //! them) gets the plain vendor wait on the caller's stream followed by
-//! `aclrtSynchronizeStream` ([`AscendBackend::wait_on_stream`]): the host cannot see the
+//! `aclrtSynchronizeStream` (`AscendBackend::wait_on_stream`): the host cannot see the
 //! vendor wait end before its own timeout, and a wait cut short on the host would leave a
 //! vendor wait queued that consumes the next record unseen (the pending-wait bookkeeping
 //! above needs the event). So there the deadline has the runtime's granularity: a
@@ -120,21 +120,31 @@
 //! deadline makes that invisible too (only the backstop, and so the cancel-free end of a
 //! pending wait, is coarser there).
 //!
-//! The `DeviceIpc` signal methods are in `device_ipc.rs`; this module holds the record
-//! the backend keeps per signal, the wait's helpers, and the release the backend's
-//! `Drop` shares.
+//! This module does the mechanism's work for the backend's `DeviceIpc` signal methods
+//! (`backend.rs` dispatches them here), and holds the record the backend keeps per
+//! signal, the wait's helpers, and the release the backend's `Drop` shares.
 
 use std::time::{Duration, Instant};
 
 use devipc_ascend_sys::codes::ACL_ERROR_RT_WAIT_TIMEOUT;
-use devipc_ascend_sys::consts::ACL_EVENT_SYNC;
+use devipc_ascend_sys::consts::{
+    ACL_EVENT_SYNC, ACL_NOTIFY_DEFAULT, ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
+    ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
+    ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS,
+};
 use devipc_ascend_sys::types::{ACL_EVENT_RECORDED_STATUS_COMPLETE, aclError};
-use devipc_core::{DeviceId, Error, PidValidation, Pinned, RawStream, Result, SignalHandle};
+use devipc_core::physical::visibility_in_force;
+use devipc_core::token::SignalTokenParts;
+use devipc_core::{
+    BackendKind, DeviceId, DeviceIpc, Error, ExportOptions, Mechanism, PidValidation, Pinned,
+    ProcessId, RawStream, Result, SignalHandle, SignalToken,
+};
 
-use crate::backend::AscendBackend;
+use crate::backend::{AscendBackend, lock, pid_args};
 use crate::device::DeviceScope;
-use crate::ipc_key::Key;
+use crate::ipc_key::{Key, key_payload};
 use crate::result;
+use crate::result::optional;
 use crate::rollback::Undo;
 
 /// `aclrtWaitAndResetNotify`'s `timeout` meaning "wait forever".
@@ -230,6 +240,223 @@ fn until(deadline: Option<Instant>) -> Duration {
 }
 
 impl AscendBackend {
+    /// `create_signal`: `aclrtCreateNotify` on `device` (checked).
+    pub(crate) fn create_notify(&self, device: DeviceId) -> Result<SignalHandle> {
+        let dev = self.check_device(device)?;
+        optional!(self.api, aclrtCreateNotify)?;
+        optional!(self.api, aclrtDestroyNotify)?;
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        // ACL_NOTIFY_DEFAULT: the documented host-usable flag (0).
+        let notify = result::create_notify(&self.api, u64::from(ACL_NOTIFY_DEFAULT))?;
+        let id = self.signals.insert(SignalRecord {
+            device,
+            home: device,
+            notify,
+            created: true,
+            exported: None,
+            waiter: None,
+            busy: false,
+        });
+        Ok(SignalHandle { id, device })
+    }
+
+    /// `export_signal`: the notify's key (`aclrtNotifyGetExportKey`, created by the first
+    /// export and cached), in a token.
+    pub(crate) fn export_notify(
+        &self,
+        signal: &SignalHandle,
+        opts: ExportOptions,
+    ) -> Result<SignalToken> {
+        let record = self.signal(signal)?;
+        if !record.created {
+            return Err(Error::invalid_argument(
+                "an imported signal cannot be exported again; export the original",
+            ));
+        }
+        optional!(self.api, aclrtNotifyGetExportKey)?;
+        let _exporting = lock(&self.export_lock);
+        // Re-read under the lock: another thread may have exported meanwhile.
+        let key = match self.signal(signal)?.exported {
+            Some((key, validation)) if validation == opts.validation => key,
+            Some((_, validation)) => {
+                return Err(Error::invalid_argument(format!(
+                    "signal {} was first exported with PID validation {validation:?}; its one \
+                     key cannot also be exported with {:?}",
+                    signal.id, opts.validation
+                )));
+            }
+            None => {
+                let flags = match opts.validation {
+                    PidValidation::Trustlist => ACL_RT_NOTIFY_EXPORT_FLAG_DEFAULT,
+                    PidValidation::AnyProcess => ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+                };
+                let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+                // SAFETY: the notify is live (in the table; the export lock is held) and
+                // was created here.
+                let key: Key =
+                    unsafe { result::notify_get_export_key(&self.api, record.notify, flags) }?;
+                self.signals
+                    .with(signal.id, |r| r.exported = Some((key, opts.validation)))?;
+                key
+            }
+        };
+        SignalToken::new(SignalTokenParts {
+            mechanism: Mechanism::AscendNotify,
+            emulated: self.info.source.is_emulated(),
+            device: record.device,
+            physical: self.token_physical(record.device),
+            origin: self.origin()?,
+            generation: signal.id.get(),
+            payload: key.to_vec(),
+        })
+    }
+
+    /// `grant_signal` of an `ascend-notify` token (checked by the caller): sets the
+    /// trustlist of a notify this process exported. `aclrtNotifySetImportPid` takes the
+    /// notify, not the key, so the token must come from this backend: its generation is
+    /// the signal's handle id, and the key must match the one exported.
+    pub(crate) fn grant_notify(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
+        self.check_device(token.device())?;
+        let key = key_payload(token.payload(), token.mechanism())?;
+        let not_ours = || {
+            Error::invalid_argument(
+                "only the process that exported a signal can grant it, and this backend did \
+                 not export this token's notify (or destroyed it)",
+            )
+        };
+        if token.origin() != self.origin()? {
+            return Err(not_ours());
+        }
+        let (_, record) = self
+            .signals
+            .pin_raw(token.generation())
+            .map_err(|_| not_ours())?;
+        if record.exported.map(|(k, _)| k) != Some(key) {
+            return Err(not_ours());
+        }
+        let mut pids = pid_args(peers)?;
+        optional!(self.api, aclrtNotifySetImportPid)?;
+        // The runtime rejects an empty list (num must be > 0); granting nobody is a no-op.
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+        // SAFETY: the notify is live (in the table) and was created here (the export
+        // checked above is this backend's).
+        unsafe { result::notify_set_import_pid(&self.api, record.notify, &mut pids) }
+    }
+
+    /// `import_signal` of an `ascend-notify` token (checked by the caller) on `device`:
+    /// `aclrtNotifyImportByKey`, with the peer-access flag (or, where the runtime refuses
+    /// it, peer access enabled) when `device` is not the creator's.
+    pub(crate) fn import_notify(
+        &self,
+        token: &SignalToken,
+        device: DeviceId,
+    ) -> Result<SignalHandle> {
+        let dev = self.check_device(device)?;
+        // The exporter's device as this process numbers it (a mask may renumber it); a
+        // device this process does not see is another device than `device`.
+        let home = self.home_device(token.device(), token.physical_device())?;
+        let key = key_payload(token.payload(), token.mechanism())?;
+        optional!(self.api, aclrtNotifyImportByKey)?;
+        let flags = if home != Some(device) {
+            ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS
+        } else {
+            ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT
+        };
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let notify = match result::try_notify_import_by_key(&self.api, &key, flags)? {
+            Some(notify) => notify,
+            None => {
+                // Some runtimes' ACL wrapper rejects the documented peer-access flag (see
+                // the module docs): enable peer access the other documented way and
+                // import without the flag (which needs the home device to be visible).
+                let home = home.ok_or_else(|| Error::DeviceNotVisible {
+                    device: *token.physical_device(),
+                    visibility: visibility_in_force(BackendKind::Ascend),
+                })?;
+                self.enable_peer(device, home)?;
+                result::notify_import_by_key(&self.api, &key, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT)?
+            }
+        };
+        let id = self.signals.insert(SignalRecord {
+            device,
+            // The waits bind the notify's home device; one not visible here is reached
+            // through the importing device.
+            home: home.unwrap_or(device),
+            notify,
+            created: false,
+            exported: None,
+            waiter: None,
+            busy: false,
+        });
+        Ok(SignalHandle { id, device })
+    }
+
+    /// `notify`: queues `aclrtRecordNotify` on the caller's stream.
+    pub(crate) fn record_notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
+        let record = self.signal(signal)?;
+        optional!(self.api, aclrtRecordNotify)?;
+        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+        // SAFETY: the notify is live (in the table); the stream is the caller's own, live
+        // as `RawStream`'s (unsafe) constructor promised.
+        unsafe { result::record_notify(&self.api, record.notify, stream.as_raw()) }
+    }
+
+    /// `wait`: until the notify is set (and reset), or `timeout`, with the deadline kept on
+    /// the host (see the module docs).
+    pub(crate) fn wait_notify(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let record = self.signal(signal)?;
+        optional!(self.api, aclrtWaitAndResetNotify)?;
+        let what = match timeout {
+            Some(limit) => format!("waiting for signal {} (limit {limit:?})", signal.id),
+            None => format!("waiting for signal {}", signal.id),
+        };
+        let timed_out = || Error::timed_out(what.clone(), started);
+        let events = self.api.aclrtCreateEventExWithFlag.is_some()
+            && self.api.aclrtRecordEvent.is_some()
+            && self.api.aclrtQueryEventStatus.is_some()
+            && self.api.aclrtDestroyEvent.is_some();
+        if !events {
+            return self.wait_on_stream(&record, stream, timeout, &timed_out);
+        }
+        // A deadline beyond what an Instant holds is no deadline.
+        let deadline = timeout.and_then(|t| started.checked_add(t));
+        let mut waiter = self.claim_waiter(signal, &record, deadline, &timed_out)?;
+        let released = || {
+            record.release_requested().then(|| Error::UnknownHandle {
+                kind: "signal",
+                id: signal.id.get(),
+            })
+        };
+        let result = self.wait_until(&record, &mut waiter, deadline, &timed_out, &released);
+        let returned = self.signals.with(signal.id, |r| {
+            r.waiter = Some(waiter);
+            r.busy = false;
+        });
+        if returned.is_err() {
+            // Destroyed meanwhile (a caller bug): the waiter is ours alone to release.
+            let _scope = DeviceScope::bind(&self.api, record.home.as_c_int()?)?;
+            let _ = self.release_waiter(waiter);
+        }
+        result
+    }
+
+    /// `destroy_signal`: `aclrtDestroyNotify` (and devipc's waiter released); on a failure
+    /// the record goes back into the table.
+    pub(crate) fn destroy_notify(&self, signal: SignalHandle) -> Result<()> {
+        let record = self.signals.remove(signal.id)?;
+        self.release_signal(record)
+            .inspect_err(|_| self.signals.restore(signal.id, record))
+    }
+
     /// The record behind `signal`, pinned: `destroy_signal` of a clone of the handle on
     /// another thread waits until it is dropped, so the notify stays live for the vendor
     /// calls made meanwhile (a whole `wait` included).
@@ -239,7 +466,7 @@ impl AscendBackend {
 
     /// Takes the signal's [`Waiter`] (creating it on first use), waiting while another
     /// thread holds it, until `deadline`.
-    pub(crate) fn claim_waiter(
+    fn claim_waiter(
         &self,
         signal: &SignalHandle,
         record: &SignalRecord,
@@ -299,7 +526,7 @@ impl AscendBackend {
     /// return then): the wait polls its event even without a deadline, so that a destroy
     /// ends it instead of waiting for it forever. It returns like a timed-out wait, its
     /// vendor wait still queued on the waiter's stream, which the destroy releases.
-    pub(crate) fn wait_until(
+    fn wait_until(
         &self,
         record: &SignalRecord,
         waiter: &mut Waiter,
@@ -407,7 +634,7 @@ impl AscendBackend {
     /// functions: the deadline has the runtime's granularity, `timeout` rounded up to
     /// whole seconds, which the timeout error names (see the
     /// [module docs](self#without-the-event-functions)).
-    pub(crate) fn wait_on_stream(
+    fn wait_on_stream(
         &self,
         record: &SignalRecord,
         stream: RawStream,
@@ -448,7 +675,7 @@ impl AscendBackend {
 
     /// Destroys a waiter's stream (by force when a wait is pending and the runtime can)
     /// and event; the home device is current.
-    pub(crate) fn release_waiter(&self, waiter: Waiter) -> Result<()> {
+    fn release_waiter(&self, waiter: Waiter) -> Result<()> {
         let destroyed = match self.api.aclrtDestroyStreamForce {
             // SAFETY: devipc's own live stream, not used after this.
             Some(_) if waiter.pending => unsafe {

@@ -5,7 +5,7 @@
 //! keeps the api name, the code, its symbolic name and the runtime's message, and an
 //! optional function the runtime lacks is [`Error::Unsupported`]).
 //!
-//! It sits between the table and the backend code (`memory`, `external`, `signal`,
+//! It sits between the table and the backend code (`vmm`, `ipc_key`, `notify`,
 //! `staging`, `rollback`, `device`, `backend`), which holds no out-pointer boilerplate
 //! and calls C only through here. Each function holds the one `unsafe` block of its call,
 //! with the C contract in its `SAFETY:` comment. A function that hands the runtime a

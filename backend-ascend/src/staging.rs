@@ -1,11 +1,19 @@
-//! Host copies (`read`/`write`) of memory imported by IPC key onto another device than the
-//! exporter's, staged through a buffer on the importing device.
+//! Host copies (`read`/`write`): the device ranges devipc mapped, the route each takes,
+//! and the staged route for memory imported by IPC key onto another device than the
+//! exporter's.
 //!
-//! The vendor allows only *asynchronous device-to-device* copies of such memory: no host
-//! copies, no `ACL_MEMCPY_DEFAULT`, no synchronous `aclrtMemcpy` (RT-DOC 11-07,
-//! api-facts C.4). The backend marks these imports `CopyRoute::Staged` when it maps
-//! them, and `read`/`write` on them go through a staging buffer on the importing device,
-//! which is ordinary local memory the host may copy to and from:
+//! `read` and `write` are one path, `AscendBackend::host_copy`, whose `Transfer` says
+//! the direction. The backend remembers every range it maps (allocations and imports of
+//! both memory mechanisms, a `DeviceRange`) with its device and `CopyRoute`. A copy into
+//! a `Direct` range, or into memory devipc did not map (framework memory, on the thread's
+//! current device as it is), is one synchronous `aclrtMemcpy` with the range's device
+//! bound.
+//!
+//! A key import used from another device than the exporter's is `Staged`: the vendor
+//! allows only *asynchronous device-to-device* copies of such memory: no host copies, no
+//! `ACL_MEMCPY_DEFAULT`, no synchronous `aclrtMemcpy` (RT-DOC 11-07, api-facts C.4). So
+//! `read`/`write` on it go through a staging buffer on the importing device, which is
+//! ordinary local memory the host may copy to and from:
 //!
 //! 1. bind the importing device; `aclrtMalloc` a staging buffer of
 //!    `min(len, STAGING_CHUNK)` bytes; `aclrtCreateStream` (each pushed onto a
@@ -28,9 +36,9 @@
 //! [`Error::Unsupported`], before any vendor call.
 
 use devipc_ascend_sys::types::{ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE};
-use devipc_core::{BackendKind, DeviceId, Error, Result};
+use devipc_core::{BackendKind, DeviceId, DevicePtr, Error, Result};
 
-use crate::backend::AscendBackend;
+use crate::backend::{AscendBackend, lock};
 use crate::device::DeviceScope;
 use crate::result;
 use crate::rollback::{Rollback, Undo};
@@ -40,7 +48,29 @@ use crate::rollback::{Rollback, Undo};
 /// next to the framework's memory.
 pub const STAGING_CHUNK: usize = 4 << 20;
 
-/// The direction and host side of a staged copy.
+/// A device address range devipc mapped in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DeviceRange {
+    pub(crate) end: u64,
+    /// The device the range is mapped on (bound for copies).
+    pub(crate) device: DeviceId,
+    /// How host copies reach it.
+    pub(crate) route: CopyRoute,
+}
+
+/// How `read`/`write` copy between the host and a [`DeviceRange`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CopyRoute {
+    /// Synchronous `aclrtMemcpy` host <-> device.
+    Direct,
+    /// Through a staging buffer on the range's device, with asynchronous
+    /// device-to-device copies: memory imported by IPC key onto another device than the
+    /// exporter's, which takes no other copy (RT-DOC 11-07, api-facts C.4; see the module
+    /// docs).
+    Staged,
+}
+
+/// The direction and host side of a host copy.
 pub(crate) enum Transfer<'a> {
     /// Host -> device: `write`.
     Write(&'a [u8]),
@@ -69,6 +99,60 @@ fn no_async_copy() -> Error {
 }
 
 impl AscendBackend {
+    /// `read` and `write`: copies between the host side of `transfer` and as many bytes of
+    /// device memory at `remote`. The device bound is the one of the devipc allocation or
+    /// mapping holding `remote`; for memory devipc did not map (framework memory) the
+    /// thread's current device is used as it is. A [`CopyRoute::Staged`] mapping is
+    /// copied through a staging buffer ([`AscendBackend::staged_copy`]).
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::write`](devipc_core::DeviceIpc::write) and
+    /// [`DeviceIpc::read`](devipc_core::DeviceIpc::read): the device bytes are memory the
+    /// caller may write (or read), mapped until the call returns.
+    pub(crate) unsafe fn host_copy(&self, remote: DevicePtr, transfer: Transfer<'_>) -> Result<()> {
+        if transfer.len() == 0 {
+            return Ok(());
+        }
+        let range = self.range_of(remote.0);
+        if let Some(r) = range.filter(|r| r.route == CopyRoute::Staged) {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.staged_copy(r.device, remote.0, transfer) };
+        }
+        let _scope = match range {
+            Some(r) => Some(DeviceScope::bind(&self.api, r.device.as_c_int()?)?),
+            None => None,
+        };
+        match transfer {
+            // SAFETY: the caller guarantees `src.len()` writable device bytes at `remote`.
+            Transfer::Write(src) => unsafe {
+                result::memcpy_host_to_device(&self.api, remote.0, src.len(), src)
+            },
+            // SAFETY: the caller guarantees `dst.len()` readable device bytes at `remote`.
+            Transfer::Read(dst) => unsafe {
+                result::memcpy_device_to_host(&self.api, dst, remote.0)
+            },
+        }
+    }
+
+    /// Remembers a device range devipc mapped.
+    pub(crate) fn add_range(&self, start: u64, range: DeviceRange) {
+        lock(&self.ranges).insert(start, range);
+    }
+
+    /// Forgets a device range.
+    pub(crate) fn remove_range(&self, start: u64) {
+        lock(&self.ranges).remove(&start);
+    }
+
+    /// The devipc range containing `ptr`, if any.
+    fn range_of(&self, ptr: u64) -> Option<DeviceRange> {
+        lock(&self.ranges)
+            .range(..=ptr)
+            .next_back()
+            .filter(|(_, r)| ptr < r.end)
+            .map(|(_, r)| *r)
+    }
+
     /// Copies between the host and `len` bytes of device memory at `remote`, a
     /// `CopyRoute::Staged` range mapped on `device`, as the module docs describe.
     ///
@@ -77,7 +161,7 @@ impl AscendBackend {
     /// read or write (as [`DeviceIpc::write`](devipc_core::DeviceIpc::write) and
     /// [`DeviceIpc::read`](devipc_core::DeviceIpc::read) require), mapped until the call
     /// returns.
-    pub(crate) unsafe fn staged_copy(
+    unsafe fn staged_copy(
         &self,
         device: DeviceId,
         remote: u64,
