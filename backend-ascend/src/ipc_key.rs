@@ -429,7 +429,7 @@ impl AscendBackend {
     }
 
     /// `aclrtIpcMemClose` of an exported key, then its export record is withdrawn (see
-    /// [`record`](crate::record)). Withdrawing after the close is safe because the caller
+    /// [`record`]). Withdrawing after the close is safe because the caller
     /// holds the lease with no holder left (an import holds it before it maps), and keeps
     /// the record when the close fails, so the key is never open without one.
     fn release_external(&self, device: DeviceId, export: &ExternalExport) -> Result<()> {

@@ -97,7 +97,7 @@ pub(crate) struct Shareable {
     pub(crate) validation: PidValidation,
     /// The generation the allocation's tokens carry (its handle id).
     pub(crate) generation: u64,
-    /// Whether the export record importers check is in place ([`record`](crate::record));
+    /// Whether the export record importers check is in place ([`record`]);
     /// a failed publish is retried by the next export.
     pub(crate) published: bool,
 }
