@@ -503,7 +503,7 @@ fn notify_b(b: &AscendBackend, peer: &mut Peer) {
         .unwrap_err();
     let took = started.elapsed();
     // The runtime counts whole seconds, but devipc keeps the caller's deadline on the host
-    // (signal.rs): 300 ms, not 1 s, and the error states the time measured.
+    // (notify.rs): 300 ms, not 1 s, and the error states the time measured.
     assert!(
         matches!(err, Error::Timeout { after, .. }
             if after >= Duration::from_millis(300) && after <= took),

@@ -14,8 +14,8 @@
 //!
 //! [`fake`] is the runtime; this module holds what the tests share (a fresh table, the
 //! recorded calls, forced failures, exported tokens); one module per topic holds the
-//! tests: [`startup`], [`memory`], [`external`], [`copy`], [`signal`], [`bounds`],
-//! [`lifetime`].
+//! tests, named like the backend's modules: [`startup`], [`vmm`], [`ipc_key`], [`copy`],
+//! [`notify`], [`bounds`], [`lifetime`], [`hardening`].
 
 use devipc_ascend::AscendBackend;
 use devipc_ascend::sys::{AclApi, acl_api_from_module};
@@ -31,12 +31,12 @@ mod fake;
 
 mod bounds;
 mod copy;
-mod external;
 mod hardening;
+mod ipc_key;
 mod lifetime;
-mod memory;
-mod signal;
+mod notify;
 mod startup;
+mod vmm;
 
 /// A fresh fake runtime state for this thread, and a table over it.
 fn fake_api() -> AclApi {

@@ -58,7 +58,7 @@ fn notify_export_grant_import_and_wait_use_the_notify_flags_and_seconds() {
     );
     assert_eq!(count(&c, "aclrtSynchronizeStream"), 2, "{c:?}");
     // Both waits ran on one stream of devipc's own, created once with its event, with the
-    // event recorded after each vendor wait and polled (signal.rs, the wait's deadline;
+    // event recorded after each vendor wait and polled (notify.rs, the wait's deadline;
     // the wait without a deadline polls too, so that a destroy on another thread ends it).
     assert_eq!(count(&c, "aclrtCreateStream"), 1, "{c:?}");
     assert!(
