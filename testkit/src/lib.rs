@@ -47,9 +47,11 @@
 //! }
 //! ```
 
+mod env_guard;
 mod raw_io;
 mod skip;
 
+pub use env_guard::EnvGuard;
 pub use raw_io::RawIo;
 pub use skip::{NO_SKIP_ENV, sibling_pidfd_getfd_refused, skip, skips_forbidden};
 

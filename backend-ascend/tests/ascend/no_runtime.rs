@@ -8,61 +8,27 @@
 //! the result is a start-up error or a backend instead; the test then prints `SKIPPED` and
 //! passes, unless `DEVIPC_NO_SKIP=1`.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use devipc_ascend::AscendBackend;
 use devipc_ascend::sys::discovery;
 use devipc_core::{BackendKind, Error};
+use devipc_testkit::EnvGuard;
 use serial_test::serial;
-
-/// Sets environment variables for the life of the guard and restores them on drop.
-struct EnvGuard {
-    saved: Vec<(&'static str, Option<OsString>)>,
-}
-
-impl EnvGuard {
-    fn set(vars: &[(&'static str, Option<&OsStr>)]) -> Self {
-        let mut saved = Vec::new();
-        for (key, value) in vars {
-            saved.push((*key, std::env::var_os(key)));
-            // SAFETY: the test is #[serial] and every other test of this binary #[serial] or
-            // #[parallel] (never beside a #[serial] one): no other thread reads or writes
-            // the environment meanwhile.
-            unsafe {
-                match value {
-                    Some(v) => std::env::set_var(key, v),
-                    None => std::env::remove_var(key),
-                }
-            }
-        }
-        EnvGuard { saved }
-    }
-}
-
-impl Drop for EnvGuard {
-    fn drop(&mut self) {
-        for (key, value) in self.saved.drain(..).rev() {
-            // SAFETY: as in `EnvGuard::set`.
-            unsafe {
-                match value {
-                    Some(v) => std::env::set_var(key, v),
-                    None => std::env::remove_var(key),
-                }
-            }
-        }
-    }
-}
 
 #[test]
 #[serial]
 fn open_without_a_runtime_lists_every_path_tried() {
     let missing = "/nonexistent/devipc-test/libascendcl.so";
-    let _env = EnvGuard::set(&[
-        (discovery::LIBRARY_ENV_VAR, Some(OsStr::new(missing))),
-        ("ASCEND_HOME_PATH", None),
-        ("ASCEND_TOOLKIT_HOME", None),
-    ]);
+    // SAFETY: #[serial], and this binary's other tests never run beside it (module docs).
+    let _env = unsafe {
+        EnvGuard::set(&[
+            (discovery::LIBRARY_ENV_VAR, Some(OsStr::new(missing))),
+            ("ASCEND_HOME_PATH", None),
+            ("ASCEND_TOOLKIT_HOME", None),
+        ])
+    };
     let expected: Vec<PathBuf> = discovery::candidates(|k| std::env::var_os(k))
         .into_iter()
         .map(|c| c.path)

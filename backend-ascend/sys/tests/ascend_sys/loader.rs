@@ -11,7 +11,7 @@
 //! The fixtures need a C compiler (`$CC`, else `cc`). Without one the fixture tests print
 //! `SKIPPED: ...` to stderr and pass, unless `DEVIPC_NO_SKIP=1`, which makes them fail.
 
-use std::ffi::{CStr, OsStr, OsString};
+use std::ffi::{CStr, OsStr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -20,46 +20,8 @@ use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::abi::{self, TypeKind};
 use devipc_ascend_sys::discovery;
 use devipc_core::{Error, LibrarySource};
+use devipc_testkit::EnvGuard;
 use serial_test::serial;
-
-/// Sets environment variables for the life of the guard and restores them on drop.
-struct EnvGuard {
-    saved: Vec<(&'static str, Option<OsString>)>,
-}
-
-impl EnvGuard {
-    fn set(vars: &[(&'static str, Option<&OsStr>)]) -> Self {
-        let mut saved = Vec::new();
-        for (key, value) in vars {
-            saved.push((*key, std::env::var_os(key)));
-            // SAFETY: every test of this module is #[serial], and every other test of this
-            // binary that reads the environment is #[parallel] (never beside a #[serial]
-            // one), so no other thread reads or writes the environment (or runs the dynamic
-            // loader) meanwhile.
-            unsafe {
-                match value {
-                    Some(v) => std::env::set_var(key, v),
-                    None => std::env::remove_var(key),
-                }
-            }
-        }
-        EnvGuard { saved }
-    }
-}
-
-impl Drop for EnvGuard {
-    fn drop(&mut self) {
-        for (key, value) in self.saved.drain(..).rev() {
-            // SAFETY: as in `EnvGuard::set`.
-            unsafe {
-                match value {
-                    Some(v) => std::env::set_var(key, v),
-                    None => std::env::remove_var(key),
-                }
-            }
-        }
-    }
-}
 
 /// Reports that a loader test cannot run here: loudly, or a failure under DEVIPC_NO_SKIP=1.
 fn skip(reason: &str) {
@@ -78,11 +40,14 @@ fn discover_without_acl_reports_every_path_tried() {
     let dir = scratch_dir();
     let missing_file = dir.join("no-such-libascendcl.so");
     let missing_root = dir.join("no-such-cann");
-    let _env = EnvGuard::set(&[
-        ("DEVIPC_ASCEND_LIB", None),
-        ("ASCEND_HOME_PATH", Some(missing_root.as_os_str())),
-        ("ASCEND_TOOLKIT_HOME", None),
-    ]);
+    // SAFETY: #[serial], and this binary's other tests never run beside it (module docs).
+    let _env = unsafe {
+        EnvGuard::set(&[
+            ("DEVIPC_ASCEND_LIB", None),
+            ("ASCEND_HOME_PATH", Some(missing_root.as_os_str())),
+            ("ASCEND_TOOLKIT_HOME", None),
+        ])
+    };
     let expected = discovery::candidates(|k| std::env::var_os(k));
     assert_eq!(expected[0].path, missing_root.join("lib64/libascendcl.so"));
     assert_eq!(expected.len(), 2 + 4 + 2);
@@ -118,7 +83,9 @@ fn discover_without_acl_reports_every_path_tried() {
 
     // With the override set, the file it names is the only candidate: no fallback to the
     // root or the defaults, even though they would be tried without it.
-    let _override = EnvGuard::set(&[("DEVIPC_ASCEND_LIB", Some(missing_file.as_os_str()))]);
+    // SAFETY: #[serial], and this binary's other tests never run beside it (module docs).
+    let _override =
+        unsafe { EnvGuard::set(&[("DEVIPC_ASCEND_LIB", Some(missing_file.as_os_str()))]) };
     let expected = discovery::candidates(|k| std::env::var_os(k));
     assert_eq!(expected.len(), 1);
     assert_eq!(expected[0].path, missing_file);
@@ -156,7 +123,8 @@ fn libc_path() -> PathBuf {
 #[serial]
 fn override_naming_a_non_acl_library_is_missing_symbol() {
     let libc = libc_path();
-    let _env = EnvGuard::set(&[("DEVIPC_ASCEND_LIB", Some(libc.as_os_str()))]);
+    // SAFETY: #[serial], and this binary's other tests never run beside it (module docs).
+    let _env = unsafe { EnvGuard::set(&[("DEVIPC_ASCEND_LIB", Some(libc.as_os_str()))]) };
     match AclApi::discover() {
         Err(Error::MissingSymbol { library, symbol }) => {
             assert_eq!(library, libc);
@@ -306,7 +274,8 @@ fn a_library_with_the_required_symbols_loads_and_calls_through() {
 #[serial]
 fn discover_uses_the_override_file() {
     let Some(fx) = fixtures() else { return };
-    let _env = EnvGuard::set(&[("DEVIPC_ASCEND_LIB", Some(fx.complete.as_os_str()))]);
+    // SAFETY: #[serial], and this binary's other tests never run beside it (module docs).
+    let _env = unsafe { EnvGuard::set(&[("DEVIPC_ASCEND_LIB", Some(fx.complete.as_os_str()))]) };
     let api = AclApi::discover().unwrap();
     assert_eq!(api.source(), &LibrarySource::Loaded(fx.complete.clone()));
 }
@@ -321,16 +290,20 @@ fn discover_stops_at_the_first_library_that_opens() {
     std::fs::create_dir_all(root.join("lib64")).unwrap();
     let behind = root.join("lib64/libascendcl.so");
     std::fs::copy(&fx.complete, &behind).unwrap();
-    let _env = EnvGuard::set(&[
-        ("DEVIPC_ASCEND_LIB", Some(fx.partial.as_os_str())),
-        ("ASCEND_HOME_PATH", Some(root.as_os_str())),
-    ]);
+    // SAFETY: #[serial], and this binary's other tests never run beside it (module docs).
+    let _env = unsafe {
+        EnvGuard::set(&[
+            ("DEVIPC_ASCEND_LIB", Some(fx.partial.as_os_str())),
+            ("ASCEND_HOME_PATH", Some(root.as_os_str())),
+        ])
+    };
     match AclApi::discover() {
         Err(Error::MissingSymbol { library, .. }) => assert_eq!(library, fx.partial),
         other => panic!("expected MissingSymbol from the override, got {other:?}"),
     }
     // Without the override, the root's library is found.
-    let _unset = EnvGuard::set(&[("DEVIPC_ASCEND_LIB", None)]);
+    // SAFETY: #[serial], and this binary's other tests never run beside it (module docs).
+    let _unset = unsafe { EnvGuard::set(&[("DEVIPC_ASCEND_LIB", None)]) };
     let api = AclApi::discover().unwrap();
     assert_eq!(api.source(), &LibrarySource::Loaded(behind));
 }
