@@ -1,4 +1,5 @@
-//! The one list of every ACL function devipc calls: [`for_each_acl_fn!`](crate::for_each_acl_fn).
+//! The one list of every ACL function devipc calls, plus a few it does not call yet:
+//! [`for_each_acl_fn!`](crate::for_each_acl_fn) (see "Not called by devipc yet" below).
 //!
 //! The list is written once, as a callback macro, and every consumer is generated from
 //! it: [`table`](crate::table) builds [`AclApi`](crate::AclApi) (one field per function)
@@ -29,10 +30,12 @@
 //!
 //! The device-synchronisation, memory-info, host-memory, forced-reset and event functions
 //! at the end of the list (`aclrtSynchronizeDevice` .. `aclrtIpcOpenEventHandle`) are
-//! optional too: devipc does not call them, they are there because the IPC code of
-//! frameworks does (torch_npu synchronises the device before closing an IPC key, sizes its
-//! expandable segments with `aclrtGetMemInfo`, shares events with the IPC event API), so
-//! the emulator and the conformance suite can replay it.
+//! optional too. The backend's signal wait uses the events (create, record, query,
+//! destroy) and `aclrtDestroyStreamForce` (backend-ascend `notify.rs`); the others are
+//! there because the IPC code of frameworks calls them (torch_npu synchronises the device
+//! before closing an IPC key, sizes its expandable segments with `aclrtGetMemInfo`, shares
+//! events with the IPC event API), so the emulator and the conformance suite can replay
+//! it.
 //!
 //! The device-id translation functions and `aclrtDeviceGetUuid` (issue 16, after the event
 //! functions) are in the CANN 8.x headers (torch-npu 2.14.0) and absent from the 2024 one:
@@ -44,8 +47,22 @@
 //! device than the exporter's, where the vendor allows no other copy), so a table
 //! without it (a partial shim, an older emulator) still loads and only that path fails
 //! with `Error::Unsupported`.
+//!
+//! # Not called by devipc yet
+//!
+//! Seven entries are called by no devipc code, only by the emulator's own tests (each is
+//! marked with a `// not called by devipc` comment in the list). They stay in the list, so
+//! that the emulator implements them with the vendor's rules, and because devipc's
+//! data-plane work will call some of them:
+//! - `aclrtMemset` (required), `aclrtMallocHost`, `aclrtFreeHost`,
+//!   `aclrtSynchronizeDevice`, `aclrtSynchronizeEvent`: memory and synchronisation calls
+//!   of the data plane;
+//! - `aclrtResetDeviceForce`, and `aclrtResetDevice` (required), which devipc avoids on
+//!   purpose: resetting a device releases what the framework made on it (backend-ascend
+//!   `device.rs`).
 
-/// Invokes a callback macro with the list of every ACL function devipc calls.
+/// Invokes a callback macro with the list of every ACL function devipc calls (and the few
+/// it does not call yet: see the [module docs](crate::list)).
 ///
 /// The single source of the ACL function set. Invoke as
 /// `for_each_acl_fn!(path::to::callback)` or `for_each_acl_fn!(path::to::callback; args...)`;
@@ -104,6 +121,7 @@ macro_rules! for_each_acl_fn {
                 fn aclGetRecentErrMsg() -> *const c_char;
                 /// Binds the calling thread to a device (and creates its default context).
                 fn aclrtSetDevice(deviceId: i32) -> aclError;
+                // not called by devipc (on purpose: see the module docs)
                 /// Releases the process's use of a device.
                 fn aclrtResetDevice(deviceId: i32) -> aclError;
                 /// The calling thread's current device.
@@ -118,6 +136,7 @@ macro_rules! for_each_acl_fn {
                 /// Synchronous copy; `destMax` is the capacity of `dst`, `count` the bytes
                 /// copied.
                 fn aclrtMemcpy(dst: *mut c_void, destMax: usize, src: *const c_void, count: usize, kind: aclrtMemcpyKind) -> aclError;
+                // not called by devipc yet (see the module docs)
                 /// Synchronous fill of `count` bytes with `value`; `maxCount` is the
                 /// capacity of `devPtr`.
                 fn aclrtMemset(devPtr: *mut c_void, maxCount: usize, value: i32, count: usize) -> aclError;
@@ -213,7 +232,7 @@ macro_rules! for_each_acl_fn {
                 /// `timeout` 0 waits forever; otherwise whole seconds: the header says ms,
                 /// but the runtime's implementation (logs "timeout is [%u]s", passes the
                 /// value unchanged to the queue entry), the current CANN reference and
-                /// HCCL's own calls all count seconds (see backend-ascend/src/signal.rs).
+                /// HCCL's own calls all count seconds (see backend-ascend/src/notify.rs).
                 fn aclrtWaitAndResetNotify(notify: aclrtNotify, stream: aclrtStream, timeout: u32) -> aclError;
                 /// The ACL API version (deprecated by the vendor, so optional).
                 fn aclrtGetVersion(majorVersion: *mut i32, minorVersion: *mut i32, patchVersion: *mut i32) -> aclError;
@@ -221,6 +240,7 @@ macro_rules! for_each_acl_fn {
                 /// `driver`) into a buffer of `ACL_PKG_VERSION_MAX_SIZE`. Optional: present
                 /// from CANN 8.5. api-facts A.3.
                 fn aclsysGetVersionStr(pkgName: *mut c_char, versionStr: *mut c_char) -> aclError;
+                // not called by devipc yet (see the module docs)
                 /// Blocks until all work of the current device is done (torch_npu
                 /// synchronises the device before it closes an IPC key or unmaps an
                 /// expandable segment). Optional: devipc does not need it.
@@ -232,19 +252,23 @@ macro_rules! for_each_acl_fn {
                 /// Free and total bytes of memory kind `attr` on the current device.
                 /// Optional: devipc does not need it.
                 fn aclrtGetMemInfo(attr: aclrtMemAttr, free: *mut usize, total: *mut usize) -> aclError;
+                // not called by devipc yet (see the module docs)
                 /// Page-locked host memory; free with `aclrtFreeHost`. Optional: devipc does
                 /// not need it.
                 fn aclrtMallocHost(hostPtr: *mut *mut c_void, size: usize) -> aclError;
+                // not called by devipc yet (see the module docs)
                 /// Frees memory of `aclrtMallocHost`. Optional.
                 fn aclrtFreeHost(hostPtr: *mut c_void) -> aclError;
                 /// Destroys a stream without waiting for its tasks. Optional.
                 fn aclrtDestroyStreamForce(stream: aclrtStream) -> aclError;
+                // not called by devipc yet (see the module docs)
                 /// Resets a device whatever the number of `aclrtSetDevice` calls. Optional:
                 /// newer than the 2024 header.
                 fn aclrtResetDeviceForce(deviceId: i32) -> aclError;
                 /// Events: creates an event with `flag` (an `ACL_EVENT_*` combination;
                 /// `ACL_EVENT_IPC` alone for an event other processes open). RT-DOC 07;
-                /// api-facts A.9. Optional: the event API is not used by devipc.
+                /// api-facts A.9. Optional: runtimes before the event API lack it; devipc's
+                /// signal wait records and polls one (backend-ascend `notify.rs`).
                 fn aclrtCreateEventExWithFlag(event: *mut aclrtEvent, flag: u32) -> aclError;
                 /// Events: destroys an event (each process destroys its own).
                 fn aclrtDestroyEvent(event: aclrtEvent) -> aclError;
@@ -253,6 +277,7 @@ macro_rules! for_each_acl_fn {
                 /// Events: makes a stream wait until the event's latest record completed (at
                 /// once if it never was recorded).
                 fn aclrtStreamWaitEvent(stream: aclrtStream, event: aclrtEvent) -> aclError;
+                // not called by devipc yet (see the module docs)
                 /// Events: blocks the host until the event's latest record completed.
                 fn aclrtSynchronizeEvent(event: aclrtEvent) -> aclError;
                 /// Events: whether the event's latest record completed.
@@ -285,7 +310,7 @@ macro_rules! for_each_acl_fn {
                 /// Notify: clears `num` notifies at once, on the host, without waiting
                 /// ("批量复位Notify", RT-DOC 08). devipc's signal wait calls it when a
                 /// vendor wait it left pending consumed a record in the background, so
-                /// that records made in between count once (backend-ascend `signal.rs`).
+                /// that records made in between count once (backend-ascend `notify.rs`).
                 /// Optional: CANN 8.x, Atlas A2/A3 only; api-facts A.8.
                 fn aclrtNotifyBatchReset(notifies: *mut aclrtNotify, num: usize) -> aclError;
             }
