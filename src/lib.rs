@@ -66,8 +66,9 @@ mod signal;
 pub use buffer::DeviceBuffer;
 pub use devipc_core::{
     AllocateOptions, BackendAttempt, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr,
-    DeviceUuid, Error, ExportOptions, ExportedFrom, LibrarySource, LoadAttempt, MemToken, PciBusId,
-    PhysicalDevice, PidValidation, ProcessId, RawStream, Result, RuntimeVersion, SignalToken,
+    DeviceUuid, Error, ErrorKind, ExportOptions, ExportedFrom, LibrarySource, LoadAttempt,
+    MemToken, PciBusId, PhysicalDevice, PidValidation, ProcessId, RawStream, Result,
+    RuntimeVersion, SignalToken,
 };
 pub use imported::ImportedBuffer;
 pub use rendezvous::{

@@ -5,12 +5,20 @@
 //! the moment of failure, because the library may be gone when the error is printed),
 //! token parsing (`InvalidToken`) and argument validation. Messages say what happened and
 //! what to do about it.
+//!
+//! Each variant has a row in the table of kinds (`error/kinds.rs`, one [`ErrorKind`] per
+//! variant): its stable name ([`Error::kind`]), its stable numeric code
+//! ([`Error::kind_code`], for the C ABI) and its Python exception class.
+
+mod kinds;
 
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::ids::{BackendKind, DeviceId};
+
+pub use kinds::{ErrorKind, RETIRED_CODES};
 
 /// Result alias used across devipc.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -344,25 +352,16 @@ impl Error {
     /// A stable name of the variant, for reports and logs: `library_not_found`,
     /// `missing_symbol`, `vendor`, `no_backend_started`, `config`, `invalid_token`,
     /// `backend_mismatch`, `unsupported`, `invalid_device`, `device_not_visible`,
-    /// `invalid_argument`, `unknown_handle`, `inherited_across_fork`, `timeout`, `io`.
+    /// `invalid_argument`, `unknown_handle`, `inherited_across_fork`, `timeout`, `io`
+    /// (the [`ErrorKind::name`] of [`Error::error_kind`], from the table of kinds).
     pub fn kind(&self) -> &'static str {
-        match self {
-            Error::LibraryNotFound { .. } => "library_not_found",
-            Error::MissingSymbol { .. } => "missing_symbol",
-            Error::Vendor { .. } => "vendor",
-            Error::NoBackendStarted { .. } => "no_backend_started",
-            Error::Config { .. } => "config",
-            Error::InvalidToken { .. } => "invalid_token",
-            Error::BackendMismatch { .. } => "backend_mismatch",
-            Error::Unsupported { .. } => "unsupported",
-            Error::InvalidDevice { .. } => "invalid_device",
-            Error::DeviceNotVisible { .. } => "device_not_visible",
-            Error::InvalidArgument { .. } => "invalid_argument",
-            Error::UnknownHandle { .. } => "unknown_handle",
-            Error::InheritedAcrossFork { .. } => "inherited_across_fork",
-            Error::Timeout { .. } => "timeout",
-            Error::Io { .. } => "io",
-        }
+        self.error_kind().name()
+    }
+
+    /// The stable numeric code of the variant ([`ErrorKind::code`]): what the C ABI
+    /// returns. Not the vendor's status code, which is [`Error::vendor_code`].
+    pub fn kind_code(&self) -> u32 {
+        self.error_kind().code()
     }
 
     /// The vendor status code, when this is a [`Error::Vendor`].

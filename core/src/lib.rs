@@ -22,7 +22,7 @@ pub mod protection;
 pub mod token;
 pub mod traits;
 
-pub use error::{BackendAttempt, Error, LoadAttempt, Result};
+pub use error::{BackendAttempt, Error, ErrorKind, LoadAttempt, Result};
 pub use fork::{Birth, PerProcess, PerProcessGuard};
 pub use handle_table::{HandleTable, Pinned};
 pub use identity::HostIdentity;

@@ -12,6 +12,7 @@ use devipc::{ExportOptions, ProcessId, ShareOptions};
 use crate::dlpack::{self, Layout, TensorView};
 use crate::errors::{self, to_py};
 use crate::held::{Held, Mem};
+use crate::options::{PyExportOptions, PyShareOptions, no_flags_with};
 use crate::rendezvous::ShareServer;
 use crate::slot::{Op, Slot};
 use crate::tokens;
@@ -237,14 +238,17 @@ impl Shared<'_> {
 #[pymethods]
 impl SharedBuffer {
     /// Exports the buffer (or `size` bytes at `offset`) as a token string. The peer needs
-    /// a `grant` unless `any_process` is true (or the backend has no access control).
-    #[pyo3(signature = (offset=0, size=None, any_process=false))]
+    /// a `grant` unless `options` (an `ExportOptions`) says any process, or the shorthand
+    /// `any_process` is true (or the backend has no access control).
+    #[pyo3(signature = (offset=0, size=None, options=None, *, any_process=None))]
     fn export(
         slf: &Bound<'_, Self>,
         offset: usize,
         size: Option<usize>,
-        any_process: bool,
+        options: Option<PyExportOptions>,
+        any_process: Option<bool>,
     ) -> PyResult<String> {
+        let opts = export_options("SharedBuffer.export", options, any_process)?;
         let op = shared(slf)?;
         let buf = op.buf();
         let end = match size {
@@ -254,7 +258,7 @@ impl SharedBuffer {
         .ok_or_else(|| errors::invalid_argument("offset + size overflows"))?;
         let token = slf
             .py()
-            .detach(|| buf.export_range(offset..end, export_options(any_process)))
+            .detach(|| buf.export_range(offset..end, opts))
             .map_err(to_py)?;
         Ok(token.to_text())
     }
@@ -269,18 +273,36 @@ impl SharedBuffer {
     }
 
     /// Serves the buffer at the Unix socket `path` (see `Runtime.connect`); the returned
-    /// server grants each importer as it connects (`ShareServer.accept`).
-    #[pyo3(signature = (path, signals=Vec::new(), io_timeout=None, any_process=false))]
+    /// server grants each importer as it connects (`ShareServer.accept`). `options` (a
+    /// `ShareOptions`), or the shorthands `io_timeout` and `any_process`, say how.
+    #[pyo3(signature = (path, signals=Vec::new(), options=None, *, io_timeout=None, any_process=None))]
     fn share(
         slf: &Bound<'_, Self>,
         path: std::path::PathBuf,
         signals: Vec<PyRef<'_, crate::signal::Signal>>,
+        options: Option<PyShareOptions>,
         io_timeout: Option<f64>,
-        any_process: bool,
+        any_process: Option<bool>,
     ) -> PyResult<ShareServer> {
-        let mut opts = ShareOptions::new().export_options(export_options(any_process));
-        if let Some(t) = io_timeout {
-            opts = opts.io_timeout(crate::signal::duration(t)?);
+        no_flags_with(
+            "SharedBuffer.share",
+            &options,
+            &[
+                ("io_timeout", io_timeout.is_some()),
+                ("any_process", any_process.is_some()),
+            ],
+        )?;
+        let settings = options
+            .unwrap_or_else(|| PyShareOptions::from_flags(io_timeout, any_process))
+            .settings()?;
+        let mut opts = ShareOptions::new()
+            .export_options(settings.export)
+            .socket_mode(settings.socket_mode);
+        if let Some(t) = settings.io_timeout {
+            opts = opts.io_timeout(t);
+        }
+        for uid in settings.allow_uids {
+            opts = opts.allow_uid(uid);
         }
         let signals = signals
             .iter()
@@ -302,13 +324,19 @@ impl SharedBuffer {
     }
 }
 
-/// Export options: granted peers only, or any process.
-pub(crate) fn export_options(any_process: bool) -> ExportOptions {
-    if any_process {
-        ExportOptions::any_process()
-    } else {
-        ExportOptions::trustlist()
-    }
+/// The export options of `method`: `options` (an `ExportOptions`) or the `any_process`
+/// shorthand (absent: granted peers only), not both.
+pub(crate) fn export_options(
+    method: &str,
+    options: Option<PyExportOptions>,
+    any_process: Option<bool>,
+) -> PyResult<ExportOptions> {
+    no_flags_with(method, &options, &[("any_process", any_process.is_some())])?;
+    Ok(match options {
+        Some(o) => o.rust(),
+        None if any_process == Some(true) => ExportOptions::any_process(),
+        None => ExportOptions::default(),
+    })
 }
 
 /// A peer's (or this process's own) exported memory, mapped here (`Runtime.import_buffer`).

@@ -1,21 +1,29 @@
 //! Python exceptions for devipc's [`Error`]: a `DevipcError` base and one subclass per
-//! error kind, each carrying the error's fields as attributes.
+//! error kind, each carrying the error's fields as attributes, all in `devipc.errors`.
 //!
-//! Every exception has `kind` (the variant's stable name, [`Error::kind`]), `backend`,
-//! `api`, `code`, `name` and `message` (the vendor fields of [`Error::Vendor`]; `None`
-//! where a kind has no such field, except `message`, which is the full text otherwise) and
-//! `details`, a dict of the kind's other fields. A variant added to [`Error`] later maps to
-//! `DevipcError` itself until it gets a class here (the match has a fallback arm).
+//! The classes are made from the table of error kinds ([`ErrorKind::ALL`]: class name,
+//! parent and docstring per kind), not listed here, plus the bindings' own kinds
+//! ([`BINDING_KINDS`]). Every exception has `kind` (the variant's stable name,
+//! [`Error::kind`]), `backend`, `api`, `code`, `name` and `message` (the vendor fields of
+//! [`Error::Vendor`]; `None` where a kind has no such field, except `message`, which is
+//! the full text otherwise) and `details`, a dict of the kind's other fields.
 //!
-//! Two kinds come from the bindings, not from the Rust API: [`ClosedError`] (an object used
-//! after `close()`) and [`BufferInUseError`] (closing a buffer that DLPack views still use).
+//! Two kinds come from the bindings, not from the Rust API: [`CLOSED`] (an object used
+//! after `close()`) and [`BUFFER_IN_USE`] (closing a buffer that DLPack views still use).
+
+use std::collections::HashMap;
+use std::ffi::CString;
 
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyType};
 use pyo3::{PyTypeInfo, create_exception};
 
-use devipc::Error;
+use devipc::{Error, ErrorKind};
+
+/// The module the classes live in (and pickle by).
+const MODULE: &str = "devipc.errors";
 
 create_exception!(
     _devipc,
@@ -23,153 +31,130 @@ create_exception!(
     PyException,
     "Base class of every devipc error. Attributes: kind, backend, api, code, name, message, details."
 );
-create_exception!(
-    _devipc,
-    LibraryNotFoundError,
-    DevipcError,
-    "No candidate path held a loadable vendor library."
-);
-create_exception!(
-    _devipc,
-    MissingSymbolError,
-    DevipcError,
-    "The vendor library lacks a symbol devipc requires."
-);
-create_exception!(
-    _devipc,
-    VendorError,
-    DevipcError,
-    "A vendor call failed: backend, api, code, name and message say which and why."
-);
-create_exception!(
-    _devipc,
-    NoBackendStartedError,
-    DevipcError,
-    "No backend could start; details['attempts'] has each backend's error."
-);
-create_exception!(
-    _devipc,
-    ConfigError,
-    DevipcError,
-    "devipc's own configuration (an environment variable, a directory) is unusable."
-);
-create_exception!(
-    _devipc,
-    InvalidTokenError,
-    DevipcError,
-    "A string is not a valid devipc token."
-);
-create_exception!(
-    _devipc,
-    BackendMismatchError,
-    DevipcError,
-    "A token belongs to another backend than the runtime asked to use it."
-);
-create_exception!(
-    _devipc,
-    UnsupportedError,
-    DevipcError,
-    "The backend or this runtime version cannot do what was asked."
-);
-create_exception!(
-    _devipc,
-    InvalidDeviceError,
-    DevipcError,
-    "A device id outside the devices the backend reports."
-);
-create_exception!(
-    _devipc,
-    DeviceNotVisibleError,
-    DevipcError,
-    "The token's device is not among the devices this process sees (another visibility mask)."
-);
-create_exception!(
-    _devipc,
-    InvalidArgumentError,
-    DevipcError,
-    "An argument is out of range or inconsistent."
-);
-create_exception!(
-    _devipc,
-    UnknownHandleError,
-    DevipcError,
-    "A handle already closed or freed, or of another runtime."
-);
-create_exception!(
-    _devipc,
-    InheritedAcrossForkError,
-    DevipcError,
-    "A runtime, buffer or signal used in a child forked after it was made: open a new Runtime in the child (or use the 'spawn' start method)."
-);
-create_exception!(
-    _devipc,
-    TimedOutError,
-    DevipcError,
-    "A blocking operation did not complete in time."
-);
-create_exception!(
-    _devipc,
-    DevipcIOError,
-    DevipcError,
-    "An operating-system call failed."
-);
-create_exception!(
-    _devipc,
-    ClosedError,
-    DevipcError,
-    "The object was closed: it can no longer be used."
-);
-create_exception!(
-    _devipc,
-    BufferInUseError,
-    DevipcError,
-    "A buffer cannot be closed while DLPack views of it are alive."
-);
 
-/// Registers every exception class in the module, named as the `devipc` package
-/// re-exports them (so that they pickle by that name).
+/// One exception class: a row of the table of error kinds, or one of the bindings' own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClassRow {
+    /// The `kind` attribute: the stable snake_case name.
+    pub(crate) kind: &'static str,
+    /// The numeric code of the kind ([`ErrorKind::code`]); `None` for the bindings' own.
+    pub(crate) code: Option<u32>,
+    /// The class name.
+    pub(crate) class: &'static str,
+    /// The parent's class name: `DevipcError` or a class of an earlier row.
+    pub(crate) parent: &'static str,
+    /// The docstring.
+    pub(crate) doc: &'static str,
+}
+
+impl From<ErrorKind> for ClassRow {
+    fn from(k: ErrorKind) -> Self {
+        ClassRow {
+            kind: k.name(),
+            code: Some(k.code()),
+            class: k.python_class(),
+            parent: k.python_parent(),
+            doc: k.doc(),
+        }
+    }
+}
+
+/// An object used after `close()`.
+pub(crate) const CLOSED: ClassRow = ClassRow {
+    kind: "closed",
+    code: None,
+    class: "ClosedError",
+    parent: "DevipcError",
+    doc: "The object was closed: it can no longer be used.",
+};
+
+/// Closing a buffer that DLPack views still use.
+pub(crate) const BUFFER_IN_USE: ClassRow = ClassRow {
+    kind: "buffer_in_use",
+    code: None,
+    class: "BufferInUseError",
+    parent: "DevipcError",
+    doc: "A buffer cannot be closed while DLPack views of it are alive.",
+};
+
+/// The kinds of the bindings themselves, after the table's.
+const BINDING_KINDS: [ClassRow; 2] = [CLOSED, BUFFER_IN_USE];
+
+/// Every class below `DevipcError`, in creation order: the table's, then the bindings'.
+fn rows() -> impl Iterator<Item = ClassRow> {
+    ErrorKind::ALL
+        .iter()
+        .map(|&k| ClassRow::from(k))
+        .chain(BINDING_KINDS)
+}
+
+/// The classes by name, created once per process.
+static CLASSES: PyOnceLock<HashMap<&'static str, Py<PyType>>> = PyOnceLock::new();
+
+/// Creates `DevipcError`'s subclasses from [`rows`].
+fn create(py: Python<'_>) -> PyResult<HashMap<&'static str, Py<PyType>>> {
+    let base = DevipcError::type_object(py);
+    base.setattr("__module__", MODULE)?;
+    let mut made: HashMap<&'static str, Py<PyType>> = HashMap::new();
+    for row in rows() {
+        let parent = match made.get(row.parent) {
+            Some(p) => p.bind(py).clone(),
+            None if row.parent == "DevipcError" => base.clone(),
+            None => {
+                return Err(pyo3::exceptions::PySystemError::new_err(format!(
+                    "{}: parent {} is not defined before it",
+                    row.class, row.parent
+                )));
+            }
+        };
+        let cstr = |text: String| {
+            CString::new(text).map_err(|e| pyo3::exceptions::PySystemError::new_err(e.to_string()))
+        };
+        let name = cstr(format!("{MODULE}.{}", row.class))?;
+        let doc = cstr(row.doc.to_owned())?;
+        let class = PyErr::new_type(py, &name, Some(&doc), Some(&parent), None)?;
+        if made.insert(row.class, class).is_some() {
+            return Err(pyo3::exceptions::PySystemError::new_err(format!(
+                "two kinds name the class {}",
+                row.class
+            )));
+        }
+    }
+    Ok(made)
+}
+
+/// The class named `class` (a row's), or `DevipcError` if the classes cannot be made.
+fn class<'py>(py: Python<'py>, class: &str) -> Bound<'py, PyType> {
+    match CLASSES.get_or_try_init(py, || create(py)) {
+        Ok(classes) => match classes.get(class) {
+            Some(c) => c.bind(py).clone(),
+            None => DevipcError::type_object(py),
+        },
+        Err(_) => DevipcError::type_object(py),
+    }
+}
+
+/// Makes the classes and hands them to the extension module: `_errors`, a dict of every
+/// class by name (`DevipcError` first, then in table order), which `devipc.errors`
+/// re-exports, and `_error_table`, the rows as dicts (for the tests).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    let add = |name: &str, class: Bound<'_, pyo3::types::PyType>| -> PyResult<()> {
-        class.setattr("__module__", "devipc")?;
-        m.add(name, class)
-    };
-    add("DevipcError", py.get_type::<DevipcError>())?;
-    add(
-        "LibraryNotFoundError",
-        py.get_type::<LibraryNotFoundError>(),
-    )?;
-    add("MissingSymbolError", py.get_type::<MissingSymbolError>())?;
-    add("VendorError", py.get_type::<VendorError>())?;
-    add(
-        "NoBackendStartedError",
-        py.get_type::<NoBackendStartedError>(),
-    )?;
-    add("ConfigError", py.get_type::<ConfigError>())?;
-    add("InvalidTokenError", py.get_type::<InvalidTokenError>())?;
-    add(
-        "BackendMismatchError",
-        py.get_type::<BackendMismatchError>(),
-    )?;
-    add("UnsupportedError", py.get_type::<UnsupportedError>())?;
-    add("InvalidDeviceError", py.get_type::<InvalidDeviceError>())?;
-    add(
-        "DeviceNotVisibleError",
-        py.get_type::<DeviceNotVisibleError>(),
-    )?;
-    add(
-        "InvalidArgumentError",
-        py.get_type::<InvalidArgumentError>(),
-    )?;
-    add("UnknownHandleError", py.get_type::<UnknownHandleError>())?;
-    add(
-        "InheritedAcrossForkError",
-        py.get_type::<InheritedAcrossForkError>(),
-    )?;
-    add("TimedOutError", py.get_type::<TimedOutError>())?;
-    add("DevipcIOError", py.get_type::<DevipcIOError>())?;
-    add("ClosedError", py.get_type::<ClosedError>())?;
-    add("BufferInUseError", py.get_type::<BufferInUseError>())?;
+    let made = CLASSES.get_or_try_init(py, || create(py))?;
+    let classes = PyDict::new(py);
+    classes.set_item("DevipcError", DevipcError::type_object(py))?;
+    let table = PyList::empty(py);
+    for row in rows() {
+        classes.set_item(row.class, made[row.class].bind(py))?;
+        let item = PyDict::new(py);
+        item.set_item("kind", row.kind)?;
+        item.set_item("code", row.code)?;
+        item.set_item("class", row.class)?;
+        item.set_item("parent", row.parent)?;
+        item.set_item("doc", row.doc)?;
+        table.append(item)?;
+    }
+    m.add("_errors", classes)?;
+    m.add("_error_table", table)?;
     Ok(())
 }
 
@@ -187,7 +172,8 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
     let details = PyDict::new(py);
     let mut backend: Option<String> = None;
     let mut vendor: Option<(&str, i32, &str, &str)> = None;
-    let class = match e {
+    // The fields of each kind; the class comes from the table.
+    match e {
         Error::LibraryNotFound { backend: b, tried } => {
             backend = Some(b.to_string());
             let list = PyList::empty(py);
@@ -199,12 +185,10 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
                 list.append(item)?;
             }
             details.set_item("tried", list)?;
-            LibraryNotFoundError::type_object(py)
         }
         Error::MissingSymbol { library, symbol } => {
             details.set_item("library", library.display().to_string())?;
             details.set_item("symbol", *symbol)?;
-            MissingSymbolError::type_object(py)
         }
         Error::Vendor {
             backend: b,
@@ -215,7 +199,6 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
         } => {
             backend = Some(b.to_string());
             vendor = Some((api, *code, name, message));
-            VendorError::type_object(py)
         }
         Error::NoBackendStarted { attempts } => {
             let list = PyList::empty(py);
@@ -227,45 +210,36 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
                 list.append(item)?;
             }
             details.set_item("attempts", list)?;
-            NoBackendStartedError::type_object(py)
         }
         Error::Config { what, problem } => {
             details.set_item("what", what)?;
             details.set_item("problem", problem)?;
-            ConfigError::type_object(py)
         }
         Error::InvalidToken { reason } => {
             details.set_item("reason", reason)?;
-            InvalidTokenError::type_object(py)
         }
         Error::BackendMismatch { expected, found } => {
             details.set_item("expected", expected)?;
             details.set_item("found", found)?;
-            BackendMismatchError::type_object(py)
         }
         Error::Unsupported { backend: b, what } => {
             backend = Some(b.to_string());
             details.set_item("what", what)?;
-            UnsupportedError::type_object(py)
         }
         Error::InvalidDevice { device, count } => {
             details.set_item("device", device.0)?;
             details.set_item("count", *count)?;
-            InvalidDeviceError::type_object(py)
         }
         Error::DeviceNotVisible { device, visibility } => {
             details.set_item("device", device.to_string())?;
             details.set_item("visibility", visibility.clone())?;
-            DeviceNotVisibleError::type_object(py)
         }
         Error::InvalidArgument { what } => {
             details.set_item("what", what)?;
-            InvalidArgumentError::type_object(py)
         }
         Error::UnknownHandle { kind, id } => {
             details.set_item("handle_kind", *kind)?;
             details.set_item("id", *id)?;
-            UnknownHandleError::type_object(py)
         }
         Error::InheritedAcrossFork {
             what,
@@ -275,26 +249,24 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
             details.set_item("what", *what)?;
             details.set_item("creator", *creator)?;
             details.set_item("current", *current)?;
-            InheritedAcrossForkError::type_object(py)
         }
         Error::Timeout { what, after } => {
             details.set_item("what", what)?;
             details.set_item("after", after.as_secs_f64())?;
-            TimedOutError::type_object(py)
         }
         Error::Io { context, source } => {
             details.set_item("context", context)?;
             details.set_item("errno", source.raw_os_error())?;
-            DevipcIOError::type_object(py)
         }
-        // `Error` is non-exhaustive: a variant added later is a DevipcError until it gets
-        // its own class above.
+        // `Error` is non-exhaustive: a variant added later has its class (every variant
+        // has a row in the table) but no details until it gets an arm above.
         #[allow(
             unreachable_patterns,
             reason = "future variants of a non-exhaustive enum"
         )]
-        _ => DevipcError::type_object(py),
-    };
+        _ => {}
+    }
+    let class = class(py, e.error_kind().python_class());
     let text = e.to_string();
     let value = class.call1((text.clone(),))?;
     value.setattr("kind", e.kind())?;
@@ -317,20 +289,21 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
     Ok(PyErr::from_value(value))
 }
 
-/// [`ClosedError`] for `what` (e.g. `"the runtime"`).
+/// `ClosedError` ([`CLOSED`]) for `what` (e.g. `"the runtime"`).
 pub(crate) fn closed(what: &str) -> PyErr {
-    plain::<ClosedError>(
-        "closed",
+    plain(
+        CLOSED,
         format!("{what} was closed: it can no longer be used"),
     )
 }
 
-/// An exception of the bindings' own kinds, with the same attributes as [`to_py`]'s.
-pub(crate) fn plain<T: PyTypeInfo>(kind: &str, text: String) -> PyErr {
+/// An exception of the bindings' own kinds (`row`), with the same attributes as
+/// [`to_py`]'s.
+pub(crate) fn plain(row: ClassRow, text: String) -> PyErr {
     Python::attach(|py| {
         let build = || -> PyResult<PyErr> {
-            let value = T::type_object(py).call1((text.clone(),))?;
-            value.setattr("kind", kind)?;
+            let value = class(py, row.class).call1((text.clone(),))?;
+            value.setattr("kind", row.kind)?;
             for field in ["backend", "api", "code", "name"] {
                 value.setattr(field, py.None())?;
             }
@@ -342,7 +315,7 @@ pub(crate) fn plain<T: PyTypeInfo>(kind: &str, text: String) -> PyErr {
     })
 }
 
-/// [`InvalidArgumentError`] with `what`, as [`Error::InvalidArgument`] would give.
+/// `InvalidArgumentError` with `what`, as [`Error::InvalidArgument`] would give.
 pub(crate) fn invalid_argument(what: impl Into<String>) -> PyErr {
     to_py(Error::invalid_argument(what))
 }

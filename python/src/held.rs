@@ -5,7 +5,7 @@
 //! A DLPack consumer (a numpy array, a torch tensor) keeps an `Arc<Held>` in its managed
 //! tensor's context, so the memory stays mapped while the view lives, whatever happens to
 //! the Python buffer object. `close()` refuses while such views exist
-//! ([`BufferInUseError`](crate::errors::BufferInUseError)); dropping the Python object
+//! (`BufferInUseError`, [`BUFFER_IN_USE`](crate::errors::BUFFER_IN_USE)); dropping the Python object
 //! without closing it only drops its own reference (the last view then releases the
 //! memory).
 

@@ -1,9 +1,12 @@
 //! `devipc._devipc`: the Python extension module of devipc (PyO3, abi3), wrapping the safe
 //! Rust API: [`Runtime`](runtime::Runtime), the buffers (`SharedBuffer`, `ImportedBuffer`,
 //! with DLPack export and typed views), [`Signal`](signal::Signal), the rendezvous
-//! (`ShareServer`, `Connected`), `doctor()`, `token_info()` and the exception classes.
-//! Tokens are `str`. The Python package `devipc` re-exports all of it and adds the
-//! tensor-sharing layer (`devipc.tensors`, `devipc.arrays`, `devipc.torch`).
+//! (`ShareServer`, `Connected`), the options objects (`ExportOptions`, `AllocateOptions`,
+//! `ShareOptions`, `ConnectOptions`), `doctor()`, `token_info()`, the exception classes
+//! (`_errors`, made from the table of error kinds) and the test aids (`_framework_malloc`,
+//! `_framework_free`). Tokens are `str`. The Python package `devipc` re-exports it: the
+//! exceptions in `devipc.errors`, the test aids in `devipc.testing`, the rest at the root;
+//! it adds the tensor-sharing layer (`devipc.tensors`, `devipc.arrays`, `devipc.torch`).
 
 use pyo3::prelude::*;
 
@@ -12,10 +15,12 @@ mod dlpack;
 mod doctor;
 mod errors;
 mod held;
+mod options;
 mod rendezvous;
 mod runtime;
 mod signal;
 mod slot;
+mod testing;
 mod tokens;
 
 /// The extension module.
@@ -29,9 +34,15 @@ fn _devipc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<signal::Signal>()?;
     m.add_class::<rendezvous::ShareServer>()?;
     m.add_class::<rendezvous::Connected>()?;
+    m.add_class::<options::PyExportOptions>()?;
+    m.add_class::<options::PyAllocateOptions>()?;
+    m.add_class::<options::PyShareOptions>()?;
+    m.add_class::<options::PyConnectOptions>()?;
     m.add_function(wrap_pyfunction!(doctor::doctor, m)?)?;
     m.add_function(wrap_pyfunction!(tokens::token_info, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::_dlpack_device_for, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_framework_malloc, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_framework_free, m)?)?;
     errors::register(m)?;
     Ok(())
 }

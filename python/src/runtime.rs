@@ -14,8 +14,9 @@ use devipc::{BackendKind, ConnectOptions, DeviceId, DevicePtr, ProcessId};
 use crate::buffers::{ImportedBuffer, SharedBuffer, export_options};
 use crate::errors::to_py;
 use crate::held::{Held, Mem};
+use crate::options::{PyAllocateOptions, PyConnectOptions, PyExportOptions, no_flags_with};
 use crate::rendezvous::Connected;
-use crate::signal::{Signal, duration};
+use crate::signal::Signal;
 use crate::slot::Slot;
 use crate::tokens;
 
@@ -148,12 +149,22 @@ impl Runtime {
         self.get()?.device_count().map_err(to_py)
     }
 
-    /// Allocates `size` bytes of exportable memory on `device`.
-    #[pyo3(signature = (size, device=0))]
-    fn allocate(&self, py: Python<'_>, size: usize, device: u32) -> PyResult<Py<SharedBuffer>> {
+    /// Allocates `size` bytes of exportable memory on `device`, made the backend's default
+    /// way, or the way `options` (an `AllocateOptions`) names.
+    #[pyo3(signature = (size, device=0, options=None))]
+    fn allocate(
+        &self,
+        py: Python<'_>,
+        size: usize,
+        device: u32,
+        options: Option<PyAllocateOptions>,
+    ) -> PyResult<Py<SharedBuffer>> {
         let rt = self.get()?;
         let buf = py
-            .detach(|| rt.allocate(DeviceId(device), size))
+            .detach(|| match options {
+                Some(o) => rt.allocate_with(DeviceId(device), size, o.rust()),
+                None => rt.allocate(DeviceId(device), size),
+            })
             .map_err(to_py)?;
         SharedBuffer::create(py, Runtime::held(&rt, Mem::Shared(buf)))
     }
@@ -202,27 +213,23 @@ impl Runtime {
     }
 
     /// Exports memory a framework allocated itself (`size` bytes at device address `ptr`
-    /// on `device`) as a token string. Keep it allocated while peers use it, and call
+    /// on `device`) as a token string, for the peers `options` (an `ExportOptions`) or the
+    /// shorthand `any_process` allow. Keep it allocated while peers use it, and call
     /// `close_external` before the framework frees it.
-    #[pyo3(signature = (ptr, size, device=0, any_process=false))]
+    #[pyo3(signature = (ptr, size, device=0, options=None, *, any_process=None))]
     fn export_external(
         &self,
         py: Python<'_>,
         ptr: u64,
         size: usize,
         device: u32,
-        any_process: bool,
+        options: Option<PyExportOptions>,
+        any_process: Option<bool>,
     ) -> PyResult<String> {
+        let opts = export_options("Runtime.export_external", options, any_process)?;
         let rt = self.get()?;
         let token = py
-            .detach(|| {
-                rt.export_external(
-                    DeviceId(device),
-                    DevicePtr(ptr),
-                    size,
-                    export_options(any_process),
-                )
-            })
+            .detach(|| rt.export_external(DeviceId(device), DevicePtr(ptr), size, opts))
             .map_err(to_py)?;
         let base = ptr.wrapping_sub(token.offset());
         let end = base.saturating_add(token.object_size().max(1));
@@ -250,55 +257,6 @@ impl Runtime {
         Ok(self
             .external_block_of(device, ptr)
             .map(|((_, base), size)| (base, size)))
-    }
-
-    /// Allocates `size` bytes on `device` as a framework's own allocator does (`hipMalloc`,
-    /// `aclrtMalloc`), outside devipc's buffers: memory for `export_external` without a
-    /// framework (tests, examples). Returns the device address; free it with
-    /// `framework_free`.
-    #[pyo3(signature = (size, device=0))]
-    fn framework_malloc(&self, py: Python<'_>, size: usize, device: u32) -> PyResult<u64> {
-        let rt = self.get()?;
-        let ptr = py
-            .detach(|| rt.framework_malloc(DeviceId(device), size))
-            .map_err(to_py)?;
-        self.framework
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert((device, ptr.0), rt);
-        Ok(ptr.0)
-    }
-
-    /// Frees a block `framework_malloc` returned, after ending its `export_external`
-    /// exports (refused while another process still maps it); works after `close()` too.
-    /// Drop every view of it in this process first.
-    #[pyo3(signature = (ptr, device=0))]
-    fn framework_free(&self, py: Python<'_>, ptr: u64, device: u32) -> PyResult<()> {
-        let live = || {
-            self.framework
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-        };
-        // Taken out before the free (and put back if it fails): no other thread frees it
-        // meanwhile, and no lock is held while the GIL is released.
-        let Some(rt) = live().remove(&(device, ptr)) else {
-            return Err(to_py(devipc::Error::invalid_argument(format!(
-                "{ptr:#x} on device {device} is not a live block of this runtime's \
-                 framework_malloc"
-            ))));
-        };
-        // SAFETY: the block came from `rt.framework_malloc` on `device` and was not freed
-        // (it was in the live set, which only this call took it out of); the caller
-        // dropped its views, as documented (Python's buffers over it are its own ctypes
-        // objects).
-        let freed = py.detach(|| unsafe { rt.framework_free(DeviceId(device), DevicePtr(ptr)) });
-        match freed {
-            Ok(()) => self.forget_external_block(device, ptr),
-            Err(_) => {
-                live().insert((device, ptr), rt);
-            }
-        }
-        freed.map_err(to_py)
     }
 
     /// Ends the exports of the framework block holding `ptr` on `device`.
@@ -341,21 +299,37 @@ impl Runtime {
     }
 
     /// Obtains the buffer and signals served at the Unix socket `path`
-    /// (`SharedBuffer.share`) and imports them on `device`. `timeout` (seconds) bounds the
-    /// exchange; `wait_for_server` retries until the exporter listens.
-    #[pyo3(signature = (path, device=0, timeout=10.0, wait_for_server=false))]
+    /// (`SharedBuffer.share`) and imports them on `device`. `options` (a
+    /// `ConnectOptions`), or the shorthands `timeout` (seconds, default 10) and
+    /// `wait_for_server` (retry until the exporter listens), bound and shape the exchange.
+    #[pyo3(signature = (path, device=0, options=None, *, timeout=None, wait_for_server=None))]
     fn connect(
         &self,
         py: Python<'_>,
         path: PathBuf,
         device: u32,
-        timeout: f64,
-        wait_for_server: bool,
+        options: Option<PyConnectOptions>,
+        timeout: Option<f64>,
+        wait_for_server: Option<bool>,
     ) -> PyResult<Connected> {
+        no_flags_with(
+            "Runtime.connect",
+            &options,
+            &[
+                ("timeout", timeout.is_some()),
+                ("wait_for_server", wait_for_server.is_some()),
+            ],
+        )?;
+        let settings = options
+            .unwrap_or_else(|| PyConnectOptions::from_flags(timeout, wait_for_server))
+            .settings()?;
         let rt = self.get()?;
-        let opts = ConnectOptions::new()
-            .timeout(duration(timeout)?)
-            .wait_for_server(wait_for_server);
+        let mut opts = ConnectOptions::new()
+            .timeout(settings.timeout)
+            .wait_for_server(settings.wait_for_server);
+        for uid in settings.allow_uids {
+            opts = opts.allow_uid(uid);
+        }
         let connected = py
             .detach(|| rt.connect_with(&path, DeviceId(device), opts))
             .map_err(to_py)?;
@@ -433,5 +407,62 @@ impl Runtime {
             Ok(rt) => format!("<devipc.Runtime {}>", rt.info().describe()),
             Err(_) => "<devipc.Runtime (closed)>".to_owned(),
         }
+    }
+}
+
+/// The test aids of `devipc.testing` ([`crate::testing`]): memory as a framework allocates
+/// it, outside devipc's buffers.
+impl Runtime {
+    /// Allocates `size` bytes on `device` as a framework's own allocator does (`hipMalloc`,
+    /// `aclrtMalloc`), outside devipc's buffers: memory for `export_external` without a
+    /// framework (tests, examples). Returns the device address; free it with
+    /// `framework_free`. Python: `devipc.testing.framework_malloc` ([`crate::testing`]).
+    pub(crate) fn framework_malloc(
+        &self,
+        py: Python<'_>,
+        size: usize,
+        device: u32,
+    ) -> PyResult<u64> {
+        let rt = self.get()?;
+        let ptr = py
+            .detach(|| rt.framework_malloc(DeviceId(device), size))
+            .map_err(to_py)?;
+        self.framework
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((device, ptr.0), rt);
+        Ok(ptr.0)
+    }
+
+    /// Frees a block `framework_malloc` returned, after ending its `export_external`
+    /// exports (refused while another process still maps it); works after `close()` too.
+    /// Drop every view of it in this process first. Python:
+    /// `devipc.testing.framework_free`.
+    pub(crate) fn framework_free(&self, py: Python<'_>, ptr: u64, device: u32) -> PyResult<()> {
+        let live = || {
+            self.framework
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        // Taken out before the free (and put back if it fails): no other thread frees it
+        // meanwhile, and no lock is held while the GIL is released.
+        let Some(rt) = live().remove(&(device, ptr)) else {
+            return Err(to_py(devipc::Error::invalid_argument(format!(
+                "{ptr:#x} on device {device} is not a live block of this runtime's \
+                 framework_malloc"
+            ))));
+        };
+        // SAFETY: the block came from `rt.framework_malloc` on `device` and was not freed
+        // (it was in the live set, which only this call took it out of); the caller
+        // dropped its views, as documented (Python's buffers over it are its own ctypes
+        // objects).
+        let freed = py.detach(|| unsafe { rt.framework_free(DeviceId(device), DevicePtr(ptr)) });
+        match freed {
+            Ok(()) => self.forget_external_block(device, ptr),
+            Err(_) => {
+                live().insert((device, ptr), rt);
+            }
+        }
+        freed.map_err(to_py)
     }
 }

@@ -10,6 +10,7 @@ use devipc::{Error, ProcessId};
 
 use crate::buffers::export_options;
 use crate::errors::{self, to_py};
+use crate::options::PyExportOptions;
 use crate::slot::{Op, Slot};
 use crate::tokens;
 
@@ -64,13 +65,19 @@ impl Signal {
         Ok(self.get()?.device().0)
     }
 
-    /// Exports the signal as a token string for a peer.
-    #[pyo3(signature = (any_process=false))]
-    fn export(&self, py: Python<'_>, any_process: bool) -> PyResult<String> {
+    /// Exports the signal as a token string for a peer. The peer needs a `grant` unless
+    /// `options` (an `ExportOptions`) says any process, or the shorthand `any_process` is
+    /// true.
+    #[pyo3(signature = (options=None, *, any_process=None))]
+    fn export(
+        &self,
+        py: Python<'_>,
+        options: Option<PyExportOptions>,
+        any_process: Option<bool>,
+    ) -> PyResult<String> {
+        let opts = export_options("Signal.export", options, any_process)?;
         let signal = self.op()?;
-        let token = py
-            .detach(|| signal.export(export_options(any_process)))
-            .map_err(to_py)?;
+        let token = py.detach(|| signal.export(opts)).map_err(to_py)?;
         Ok(token.to_text())
     }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 
-use crate::errors::{self, BufferInUseError};
+use crate::errors;
 use crate::held::Held;
 
 /// What the slot's lock guards.
@@ -215,8 +215,8 @@ impl Slot<Held> {
         // Each operation holds one reference (counted together, see `Op`'s drop).
         let views = (Arc::strong_count(arc) - 1).saturating_sub(state.ops);
         if views > 0 {
-            return Err(errors::plain::<BufferInUseError>(
-                "buffer_in_use",
+            return Err(errors::plain(
+                errors::BUFFER_IN_USE,
                 format!(
                     "{} is still used by {views} DLPack view(s) (arrays or tensors made with \
                      from_dlpack, or views not yet consumed): delete them first",

@@ -117,15 +117,20 @@ def interrupted_wait(kind, outbox):
     s.close()
 
 
-def connector(kind, path, outbox):
-    """Connects to the rendezvous at `path`, reads the buffer, writes back, notifies the
-    signal it received."""
-    _report(outbox, _connector, kind, path, outbox)
+def connector(kind, path, outbox, with_options=False):
+    """Connects to the rendezvous at `path` (with a `ConnectOptions` if `with_options`,
+    else with the flags), reads the buffer, writes back, notifies the signal it
+    received."""
+    _report(outbox, _connector, kind, path, outbox, with_options)
 
 
-def _connector(kind, path, outbox):
+def _connector(kind, path, outbox, with_options):
     rt = devipc.Runtime.emulated(kind)
-    got = rt.connect(path, timeout=30, wait_for_server=True)
+    if with_options:
+        options = devipc.ConnectOptions(timeout=30, wait_for_server=True)
+        got = rt.connect(path, 0, options)
+    else:
+        got = rt.connect(path, timeout=30, wait_for_server=True)
     view = np.from_dlpack(got.buffer)
     outbox.put(("connected", bytes(view[:4]), got.pid, len(got.signals)))
     view[:4] = np.frombuffer(b"pong", dtype=np.uint8)

@@ -39,7 +39,7 @@ def test_garbage_token_strings_are_invalid_token_errors(kind):
         flipped = real[:i] + ("A" if real[i] != "A" else "B") + real[i + 1 :]
         for text in [*GARBAGE, flipped, real[:-4]]:
             for call in (rt.import_buffer, rt.import_signal, devipc.token_info):
-                with pytest.raises(devipc.InvalidTokenError) as e:
+                with pytest.raises(devipc.errors.InvalidTokenError) as e:
                     call(text)
                 assert e.value.kind == "invalid_token"
                 assert e.value.details["reason"]
@@ -59,11 +59,11 @@ def test_a_token_of_the_other_backend_is_a_backend_mismatch(kind):
     other = "hip" if kind == "ascend" else "ascend"
     rt, wrong = devipc.Runtime.emulated(kind), devipc.Runtime.emulated(other)
     with rt.allocate(4096) as buf:
-        with pytest.raises(devipc.BackendMismatchError) as e:
+        with pytest.raises(devipc.errors.BackendMismatchError) as e:
             wrong.import_buffer(buf.export())
         assert e.value.details["expected"] and e.value.details["found"]
         s = rt.create_signal()
-        with pytest.raises(devipc.BackendMismatchError):
+        with pytest.raises(devipc.errors.BackendMismatchError):
             wrong.import_signal(s.export())
         s.close()
 
@@ -84,7 +84,7 @@ def test_a_freed_buffers_token_is_refused_in_another_process(kind, ctx):
     assert got[1:3] == ("InvalidArgumentError", "invalid_argument"), got
     assert "freed" in got[3], got
     # And in this process (the same-process shortcut has nothing to serve).
-    with pytest.raises(devipc.InvalidArgumentError, match="freed"):
+    with pytest.raises(devipc.errors.InvalidArgumentError, match="freed"):
         rt.import_buffer(token)
 
 
@@ -102,7 +102,7 @@ def test_closed_objects_raise_closed_error_and_double_close_is_harmless(kind):
         lambda: rt.process_id,
         lambda: rt.live_imports(),
     ):
-        with pytest.raises(devipc.ClosedError) as e:
+        with pytest.raises(devipc.errors.ClosedError) as e:
             call()
         assert e.value.kind == "closed"
     # What the runtime made stays usable (it holds the backend), until closed itself.
@@ -115,9 +115,9 @@ def test_closed_objects_raise_closed_error_and_double_close_is_harmless(kind):
     s.close()
     s.close()
     for call in (lambda: buf.read(), lambda: buf.export(), lambda: np.from_dlpack(buf), lambda: len(buf)):
-        with pytest.raises(devipc.ClosedError):
+        with pytest.raises(devipc.errors.ClosedError):
             call()
-    with pytest.raises(devipc.ClosedError):
+    with pytest.raises(devipc.errors.ClosedError):
         s.wait(timeout=0)
 
 
@@ -127,11 +127,11 @@ def test_a_view_outlives_its_buffer_object_and_close_waits_for_views(kind):
     buf.write(b"kept alive")
     arr = np.from_dlpack(buf)
     unconsumed = buf.view("uint8", [4])
-    with pytest.raises(devipc.BufferInUseError) as e:
+    with pytest.raises(devipc.errors.BufferInUseError) as e:
         buf.close()
     assert "2 DLPack view(s)" in str(e.value)
     del unconsumed
-    with pytest.raises(devipc.BufferInUseError):
+    with pytest.raises(devipc.errors.BufferInUseError):
         buf.close()
     # Dropping the buffer object does not free memory a view still uses.
     del buf
@@ -163,17 +163,17 @@ def test_out_of_range_copies_and_views_are_invalid_argument_errors(kind):
         ):
             with pytest.raises(devipc.DevipcError):
                 call()
-        with pytest.raises(devipc.InvalidArgumentError):
+        with pytest.raises(devipc.errors.InvalidArgumentError):
             buf.write(object())
-        with pytest.raises(devipc.InvalidArgumentError):
+        with pytest.raises(devipc.errors.InvalidArgumentError):
             buf.write(np.arange(8)[::2])
         with pytest.raises(OverflowError):
             buf.read(-1)
-        with pytest.raises(devipc.InvalidDeviceError):
+        with pytest.raises(devipc.errors.InvalidDeviceError):
             rt.allocate(64, device=99)
         s = rt.create_signal()
         for t in (-1, float("nan"), float("inf"), 1e300):
-            with pytest.raises(devipc.InvalidArgumentError):
+            with pytest.raises(devipc.errors.InvalidArgumentError):
                 s.wait(timeout=t)
         s.close()
         # Sizes and shapes past any buffer (and past i64 arithmetic) are refused, not
@@ -183,7 +183,7 @@ def test_out_of_range_copies_and_views_are_invalid_argument_errors(kind):
             lambda: buf.view("complex128", [1 << 62, 1 << 62], strides=[1 << 62, 1 << 62]),
             lambda: buf.view("uint8", [2, 2], strides=[-(1 << 62), 1], offset=8),
         ):
-            with pytest.raises(devipc.InvalidArgumentError):
+            with pytest.raises(devipc.errors.InvalidArgumentError):
                 call()
 
 
@@ -199,7 +199,7 @@ def test_wait_releases_the_gil(kind):
     waiter.join(10)
     assert result == [None]
     assert time.monotonic() - t0 < 5
-    with pytest.raises(devipc.TimedOutError) as e:
+    with pytest.raises(devipc.errors.TimedOutError) as e:
         s.wait(timeout=0.05)
     assert e.value.details["after"] >= 0.05
     s.close()
@@ -262,10 +262,10 @@ def test_exceptions_keep_the_vendor_fields_and_pickle(kind):
     err = e.value
     assert err.kind in {"library_not_found", "vendor"}
     assert err.backend == kind
-    if isinstance(err, devipc.VendorError):
+    if isinstance(err, devipc.errors.VendorError):
         assert isinstance(err.code, int) and err.name and err.api
     else:
-        assert isinstance(err, devipc.LibraryNotFoundError)
+        assert isinstance(err, devipc.errors.LibraryNotFoundError)
         assert err.details["tried"], err.details
         assert err.code is None and err.api is None
     with pytest.raises(devipc.DevipcError):

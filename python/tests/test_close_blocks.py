@@ -9,13 +9,14 @@ import pytest
 
 import devipc
 import devipc.torch
+from devipc.testing import framework_free, framework_malloc
 
 PAGE = 4096  # Ascend exports framework blocks by IPC key, in whole pages
 
 
 def test_external_block_names_the_exported_block_holding_an_address(kind):
     rt = devipc.Runtime.emulated(kind)
-    a = rt.framework_malloc(4 * PAGE)
+    a = framework_malloc(rt, 4 * PAGE)
     try:
         assert rt.external_block(a) is None
         rt.export_external(a + PAGE, PAGE, any_process=True)
@@ -24,12 +25,12 @@ def test_external_block_names_the_exported_block_holding_an_address(kind):
         rt.close_external(a + 2 * PAGE)
         assert rt.external_block(a) is None
     finally:
-        rt.framework_free(a)
+        framework_free(rt, a)
 
 
 def test_storages_of_one_block_close_it_once(kind):
     rt = devipc.Runtime.emulated(kind)
-    a, b = rt.framework_malloc(4 * PAGE), rt.framework_malloc(2 * PAGE)
+    a, b = framework_malloc(rt, 4 * PAGE), framework_malloc(rt, 2 * PAGE)
     try:
         # Two storages in block a, as the caching allocator carves them, one in block b.
         storages = [(0, a), (0, a + 2 * PAGE), (0, b)]
@@ -39,28 +40,28 @@ def test_storages_of_one_block_close_it_once(kind):
         assert rt.external_block(a) is None and rt.external_block(b) is None
         # Both blocks' exports ended: nothing is left for close_external to end.
         for ptr in (a, b):
-            with pytest.raises(devipc.InvalidArgumentError, match="no block exported"):
+            with pytest.raises(devipc.errors.InvalidArgumentError, match="no block exported"):
                 rt.close_external(ptr)
     finally:
-        rt.framework_free(a)
-        rt.framework_free(b)
+        framework_free(rt, a)
+        framework_free(rt, b)
 
 
 def test_a_failure_does_not_stop_the_other_blocks_closing(kind):
     rt = devipc.Runtime.emulated(kind)
-    a, b = rt.framework_malloc(PAGE), rt.framework_malloc(PAGE)
+    a, b = framework_malloc(rt, PAGE), framework_malloc(rt, PAGE)
     try:
         rt.export_external(a, PAGE, any_process=True)
         rt.export_external(b, PAGE, any_process=True)
         # Addresses in no exported block, sorted before a and b: each fails.
-        with pytest.raises(devipc.InvalidArgumentError) as failed:
+        with pytest.raises(devipc.errors.InvalidArgumentError) as failed:
             devipc.torch.close_blocks(rt, [(0, b), (0, 16), (0, 32), (0, a)])
         assert "no block exported" in str(failed.value)
         assert any("also failed" in n for n in failed.value.__notes__)
         assert rt.external_block(a) is None and rt.external_block(b) is None
         for ptr in (a, b):
-            with pytest.raises(devipc.InvalidArgumentError, match="no block exported"):
+            with pytest.raises(devipc.errors.InvalidArgumentError, match="no block exported"):
                 rt.close_external(ptr)
     finally:
-        rt.framework_free(a)
-        rt.framework_free(b)
+        framework_free(rt, a)
+        framework_free(rt, b)

@@ -97,12 +97,12 @@ def test_malformed_descriptors_are_invalid_argument_errors(kind):
             Descriptor((token,), (TensorSpec(0, "float32", (4,), (1,), 2),)),
         ]
         for desc in bad:
-            with pytest.raises(devipc.InvalidArgumentError):
+            with pytest.raises(devipc.errors.InvalidArgumentError):
                 devipc.arrays.rebuild(rt, desc)
         for text in ["", "{}", "[1]", '{"format": 1, "allocations": 3, "tensors": []}']:
-            with pytest.raises(devipc.InvalidArgumentError):
+            with pytest.raises(devipc.errors.InvalidArgumentError):
                 Descriptor.from_json(text)
-        with pytest.raises(devipc.InvalidArgumentError):
+        with pytest.raises(devipc.errors.InvalidArgumentError):
             devipc.arrays.rebuild(rt, "not a descriptor")
-        with pytest.raises(devipc.InvalidTokenError):
+        with pytest.raises(devipc.errors.InvalidTokenError):
             devipc.arrays.rebuild(rt, Descriptor(("garbage",), ()))

@@ -1,5 +1,5 @@
 """Framework memory (``export_external``) without torch: a block of the vendor's own
-allocator (``Runtime.framework_malloc``: ``hipMalloc`` / ``aclrtMalloc``) travels to
+allocator (``devipc.testing.framework_malloc``: ``hipMalloc`` / ``aclrtMalloc``) travels to
 another process, and its free waits for nobody but is refused while an importer maps it;
 devipc's own buffers are never exported as framework memory (their tokens would carry a
 lease of their own, so the buffer's free would pull the memory from the importers)."""
@@ -11,6 +11,7 @@ import ctypes
 import pytest
 
 import devipc
+from devipc.testing import framework_free, framework_malloc
 import roles
 from conftest import violations
 
@@ -55,7 +56,7 @@ def test_devipc_buffers_are_not_framework_memory(kind):
     rt = devipc.Runtime.emulated(kind)
     with rt.allocate(BLOCK) as buf:
         for ptr, size in [(buf.ptr, len(buf)), (buf.ptr + 8192, 4096), (buf.ptr + len(buf) - 16, 64)]:
-            with pytest.raises(devipc.InvalidArgumentError, match="devipc allocation"):
+            with pytest.raises(devipc.errors.InvalidArgumentError, match="devipc allocation"):
                 rt.export_external(ptr, size, any_process=True)
         # The buffer itself is untouched.
         buf.export(any_process=True)
@@ -63,18 +64,18 @@ def test_devipc_buffers_are_not_framework_memory(kind):
 
 def test_a_framework_block_travels_and_its_free_waits_for_the_importer(kind, ctx):
     rt = devipc.Runtime.emulated(kind)
-    ptr = rt.framework_malloc(BLOCK)
+    ptr = framework_malloc(rt, BLOCK)
     ctypes.memmove(ptr, b"framework bytes!", 16)
     token = rt.export_external(ptr, BLOCK, any_process=True)
     with Reader(kind, ctx) as reader:
         assert reader.read(token) == b"framework bytes!"
         # The importer still maps the block: ending the export (and so the free) is refused.
         with pytest.raises(devipc.DevipcError):
-            rt.framework_free(ptr)
+            framework_free(rt, ptr)
         reader.close()
-        rt.framework_free(ptr)
-        with pytest.raises(devipc.InvalidArgumentError, match="not a live block"):
-            rt.framework_free(ptr)
+        framework_free(rt, ptr)
+        with pytest.raises(devipc.errors.InvalidArgumentError, match="not a live block"):
+            framework_free(rt, ptr)
         reader.finish()
         # The token ended with the block.
         with pytest.raises(devipc.DevipcError):
@@ -84,15 +85,15 @@ def test_a_framework_block_travels_and_its_free_waits_for_the_importer(kind, ctx
 def test_framework_free_takes_only_its_own_blocks(kind):
     rt = devipc.Runtime.emulated(kind)
     with rt.allocate(BLOCK) as buf:
-        with pytest.raises(devipc.InvalidArgumentError, match="not a live block"):
-            rt.framework_free(buf.ptr)
-    with pytest.raises(devipc.InvalidArgumentError):
-        rt.framework_malloc(0)
-    ptr = rt.framework_malloc(4096)
+        with pytest.raises(devipc.errors.InvalidArgumentError, match="not a live block"):
+            framework_free(rt, buf.ptr)
+    with pytest.raises(devipc.errors.InvalidArgumentError):
+        framework_malloc(rt, 0)
+    ptr = framework_malloc(rt, 4096)
     rt.close()
-    with pytest.raises(devipc.ClosedError):
-        rt.framework_malloc(4096)
-    rt.framework_free(ptr)  # a block outlives the handle's close, and is still freed
+    with pytest.raises(devipc.errors.ClosedError):
+        framework_malloc(rt, 4096)
+    framework_free(rt, ptr)  # a block outlives the handle's close, and is still freed
 
 
 def test_a_buffer_is_devipc_memory_for_every_runtime_and_until_really_freed(kind, ctx):
@@ -103,7 +104,7 @@ def test_a_buffer_is_devipc_memory_for_every_runtime_and_until_really_freed(kind
     buf = rt.allocate(BLOCK)
     buf.write(b"devipc's own mem")
     ptr = buf.ptr
-    with pytest.raises(devipc.InvalidArgumentError, match="devipc allocation"):
+    with pytest.raises(devipc.errors.InvalidArgumentError, match="devipc allocation"):
         other.export_external(ptr, 4096, any_process=True)
     with Reader(kind, ctx) as reader:
         assert reader.read(buf.export(any_process=True)) == b"devipc's own mem"
@@ -112,7 +113,7 @@ def test_a_buffer_is_devipc_memory_for_every_runtime_and_until_really_freed(kind
             with pytest.raises(devipc.DevipcError) as refused:
                 r.export_external(ptr, 4096, any_process=True)
             if kind == "hip":
-                assert isinstance(refused.value, devipc.InvalidArgumentError)
+                assert isinstance(refused.value, devipc.errors.InvalidArgumentError)
                 assert "devipc allocation" in str(refused.value)
             # Ascend unmaps the exporter's range at once (the importer's mapping keeps the
             # physical memory): the runtime knows no memory there any more.
@@ -125,20 +126,20 @@ def test_a_block_exported_under_another_device_is_not_freed_under_its_importer(k
     says which it is on); Ascend cannot tell, so framework_free ends the block's exports
     under any device first, refused while an importer maps it."""
     rt = devipc.Runtime.emulated(kind)
-    ptr = rt.framework_malloc(BLOCK)
+    ptr = framework_malloc(rt, BLOCK)
     ctypes.memmove(ptr, b"framework bytes!", 16)
     if kind == "hip":
-        with pytest.raises(devipc.InvalidArgumentError, match="not of device 1"):
+        with pytest.raises(devipc.errors.InvalidArgumentError, match="not of device 1"):
             rt.export_external(ptr, BLOCK, device=1, any_process=True)
-        rt.framework_free(ptr)
+        framework_free(rt, ptr)
         return
     token = rt.export_external(ptr, BLOCK, device=1, any_process=True)
     with Reader(kind, ctx) as reader:
         reader.read(token)
         with pytest.raises(devipc.DevipcError):
-            rt.framework_free(ptr)
+            framework_free(rt, ptr)
         reader.close()
-        rt.framework_free(ptr)
+        framework_free(rt, ptr)
         reader.finish()
 
 
@@ -149,19 +150,19 @@ def test_a_block_exported_through_another_runtime_is_not_freed_under_its_importe
     exporting Runtime's) and the emulator records no free under the importer; once the
     child closed, the free goes through and ends the second runtime's export too."""
     first, second = devipc.Runtime.emulated(kind), devipc.Runtime.emulated(kind)
-    ptr = first.framework_malloc(BLOCK)
+    ptr = framework_malloc(first, BLOCK)
     ctypes.memmove(ptr, b"framework bytes!", 16)
     token = second.export_external(ptr, BLOCK, any_process=True)
     with Reader(kind, ctx) as reader:
         assert reader.read(token) == b"framework bytes!"
-        with pytest.raises(devipc.InvalidArgumentError, match="importers still"):
-            first.framework_free(ptr)
-        with pytest.raises(devipc.InvalidArgumentError, match="importers still"):
+        with pytest.raises(devipc.errors.InvalidArgumentError, match="importers still"):
+            framework_free(first, ptr)
+        with pytest.raises(devipc.errors.InvalidArgumentError, match="importers still"):
             first.close_external(ptr)
         assert violations() == ""
         assert ctypes.string_at(ptr, 16) == b"framework bytes!"
         reader.close()
-        first.framework_free(ptr)
+        framework_free(first, ptr)
         reader.finish()
-    with pytest.raises(devipc.InvalidArgumentError, match="no block exported"):
+    with pytest.raises(devipc.errors.InvalidArgumentError, match="no block exported"):
         second.close_external(ptr)

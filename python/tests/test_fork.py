@@ -20,7 +20,7 @@ def _inherited(call) -> str | None:
     """None when `call` is refused as inherited across fork, else what happened."""
     try:
         call()
-    except devipc.InheritedAcrossForkError as e:
+    except devipc.errors.InheritedAcrossForkError as e:
         return None if e.kind == "inherited_across_fork" else f"kind {e.kind}"
     except Exception as e:  # noqa: BLE001 - reported to the parent, which asserts
         return f"{type(e).__name__}: {e}"

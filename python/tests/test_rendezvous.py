@@ -39,7 +39,7 @@ def test_share_and_connect_across_processes(kind, ctx, tmp_path):
         try:
             server.accept(timeout=0.2)
             raise AssertionError("accept returned without an importer")
-        except devipc.TimedOutError:
+        except devipc.errors.TimedOutError:
             pass
     done.close()
     buf.close()

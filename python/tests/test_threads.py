@@ -17,6 +17,7 @@ import time
 import pytest
 
 import devipc
+from devipc.testing import framework_free, framework_malloc
 
 RELEASE = 0.3  # how long into the call the ticking thread lets the helper go (s)
 HOLD_MAX = 3.0  # how long the helper holds the locks unless let go (s)
@@ -99,7 +100,7 @@ def _run_while_locked(call) -> tuple[float, float]:
 # the object's lock; Ascend: keys and trustlists are); each backend lists those it blocks.
 def _calls(kind: str, rt: devipc.Runtime, tmp_path) -> tuple[dict, int, object]:
     buf, sig, victim = rt.allocate(4096), rt.create_signal(), rt.allocate(4096)
-    ptr = rt.framework_malloc(8192)
+    ptr = framework_malloc(rt, 8192)
     token, stoken = buf.export(any_process=True), sig.export(any_process=True)
     me = [rt.process_id]
     calls = {
@@ -124,9 +125,9 @@ def _calls(kind: str, rt: devipc.Runtime, tmp_path) -> tuple[dict, int, object]:
     def cleanup():
         try:
             rt.close_external(ptr)
-        except devipc.InvalidArgumentError:
+        except devipc.errors.InvalidArgumentError:
             pass  # closed by the test
-        rt.framework_free(ptr)
+        framework_free(rt, ptr)
         buf.close()
         victim.close()
         sig.close()
@@ -180,7 +181,7 @@ def test_closing_a_buffer_waits_for_copies_on_other_threads(kind):
                     started.set()
                     if buf.read() != expected:
                         wrong.append(1)
-            except devipc.ClosedError as e:
+            except devipc.errors.ClosedError as e:
                 outcome.append(e)
             except BaseException as e:  # noqa: BLE001 - checked below
                 outcome.append(e)
@@ -199,7 +200,7 @@ def test_closing_a_buffer_waits_for_copies_on_other_threads(kind):
         assert time.monotonic() - closing < 5
         t.join(30)
         assert not t.is_alive()
-        assert len(outcome) == 1 and isinstance(outcome[0], devipc.ClosedError), outcome
+        assert len(outcome) == 1 and isinstance(outcome[0], devipc.errors.ClosedError), outcome
         assert not wrong
 
 
@@ -225,7 +226,7 @@ def test_share_server_close_stops_an_accept_on_another_thread(kind, tmp_path):
         assert not path.exists(), "the socket outlived close()"
         t.join(5)
         assert not t.is_alive(), "accept() kept serving after close()"
-        assert len(outcome) == 1 and isinstance(outcome[0], devipc.ClosedError), outcome
+        assert len(outcome) == 1 and isinstance(outcome[0], devipc.errors.ClosedError), outcome
         peer = devipc.Runtime.emulated(kind)
         with pytest.raises(devipc.DevipcError):
             peer.connect(path, timeout=0.5)
@@ -254,4 +255,4 @@ def test_signal_close_ends_a_wait_on_another_thread(kind):
     t.join(5)
     assert not t.is_alive(), "wait() went on after close()"
     assert time.monotonic() - started < 1.0
-    assert len(outcome) == 1 and isinstance(outcome[0], devipc.ClosedError), outcome
+    assert len(outcome) == 1 and isinstance(outcome[0], devipc.errors.ClosedError), outcome

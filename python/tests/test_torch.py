@@ -6,6 +6,7 @@ this file in its own test, `torch_tests_pass` (tests/pytest.rs)."""
 from __future__ import annotations
 
 import devipc
+from devipc.testing import framework_free, framework_malloc
 import roles
 from conftest import loud_skip
 
@@ -58,7 +59,7 @@ def test_torch_tensors_travel_as_one_descriptor(kind, ctx):
 def test_torch_allocator_memory_travels_through_export_external(kind, ctx):
     """Storage that is not a devipc buffer is framework memory, exported with
     export_external (one token per storage) and ended with close_external. On the
-    emulator the framework's block comes from ``Runtime.framework_malloc`` (``hipMalloc``
+    emulator the framework's block comes from ``devipc.testing.framework_malloc`` (``hipMalloc``
     / ``aclrtMalloc``, which is host shared memory here, so a CPU tensor can live in it)."""
     if torch is None:
         loud_skip(f"test_torch_allocator_memory_travels_through_export_external[{kind}]", TORCH_MISSING)
@@ -74,7 +75,7 @@ def test_torch_allocator_memory_travels_through_export_external(kind, ctx):
         peer = outbox.get(timeout=120)
         # Whole pages: Ascend exports framework blocks by IPC key, in 4 KiB pages.
         nbytes = (N * 64 * 4 + 4095) // 4096 * 4096
-        ptr = rt.framework_malloc(nbytes)
+        ptr = framework_malloc(rt, nbytes)
         block = (ctypes.c_char * nbytes).from_address(ptr)
         whole = torch.frombuffer(block, dtype=torch.float32)[: N * 64].view(N, 8, 8)
         assert whole.untyped_storage().data_ptr() == ptr
@@ -96,7 +97,7 @@ def test_torch_allocator_memory_travels_through_export_external(kind, ctx):
         assert child.exitcode == 0
         devipc.torch.close_external(rt, tensors)
         del whole, tensors, block
-        rt.framework_free(ptr)
+        framework_free(rt, ptr)
     finally:
         if child.is_alive():
             child.kill()
@@ -116,7 +117,7 @@ def test_torch_views_of_a_devipc_buffer_need_it_named(kind):
     rt = devipc.Runtime.emulated(kind)
     with rt.allocate(N * 64 * 4) as buf:
         whole = torch.from_dlpack(buf.view("float32", [N, 8, 8]))
-        with pytest.raises(devipc.InvalidArgumentError, match="devipc allocation"):
+        with pytest.raises(devipc.errors.InvalidArgumentError, match="devipc allocation"):
             devipc.torch.share(rt, [whole[0]], any_process=True)
         desc = devipc.torch.share(rt, [whole[0]], any_process=True, buffers=[buf])
         assert len(desc.allocations) == 1
@@ -136,7 +137,7 @@ def test_close_external_ends_a_block_shared_by_several_storages_once(kind):
 
     rt = devipc.Runtime.emulated(kind)
     page = 4096  # Ascend exports framework blocks by IPC key, in whole pages
-    ptrs = [rt.framework_malloc(4 * page), rt.framework_malloc(page)]
+    ptrs = [framework_malloc(rt, 4 * page), framework_malloc(rt, page)]
     blocks = [(ctypes.c_char * (4 * page)).from_address(ptrs[0]), (ctypes.c_char * page).from_address(ptrs[1])]
     # Two storages in the first block, one in the second.
     tensors = [
@@ -151,4 +152,4 @@ def test_close_external_ends_a_block_shared_by_several_storages_once(kind):
     assert [rt.external_block(p) for p in ptrs] == [None, None]
     del tensors, blocks
     for p in ptrs:
-        rt.framework_free(p)
+        framework_free(rt, p)

@@ -106,7 +106,7 @@ def test_dlpack_protocol_abis_and_refusals(kind):
     assert capsule_name(legacy) == b"dltensor"
     assert capsule_name(versioned) == b"dltensor_versioned"
     # An unconsumed capsule still holds the buffer; dropping it releases it.
-    with pytest.raises(devipc.BufferInUseError):
+    with pytest.raises(devipc.errors.BufferInUseError):
         buf.close()
     del legacy, versioned
     # No copies and no other device: the memory is only ever exported in place.

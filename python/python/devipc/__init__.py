@@ -9,71 +9,69 @@ queue, a socket, an environment variable); the consumer imports it
 place. ``devipc.arrays`` (numpy) and ``devipc.torch`` share many tensors as one
 ``Descriptor``, one vendor handle per allocation.
 
-Every error is a ``DevipcError`` (one subclass per kind) with the fields ``kind``,
-``backend``, ``api``, ``code``, ``name``, ``message`` and ``details``.
+Errors: every error is a ``DevipcError`` (here and in ``devipc.errors``), with one
+subclass per kind in ``devipc.errors`` (``from devipc.errors import InvalidTokenError``)
+and the fields ``kind``, ``backend``, ``api``, ``code``, ``name``, ``message`` and
+``details``.
+
+Options: where the Rust API takes an options object, so does Python, with the same name
+and defaults, each Rust builder method a keyword argument (``ExportOptions::any_process()``
+is ``ExportOptions(any_process=True)``): ``ExportOptions`` (``SharedBuffer.export``,
+``Signal.export``, ``Runtime.export_external``), ``AllocateOptions``
+(``Runtime.allocate``), ``ShareOptions`` (``SharedBuffer.share``) and ``ConnectOptions``
+(``Runtime.connect``; its ``timeout`` defaults to 10 s here, 30 s in Rust). The flag
+arguments those methods had (``any_process=``, ``io_timeout=``, ``timeout=``,
+``wait_for_server=``) stay, keyword-only, as a shorthand for the setting a call most often
+needs: pass an options object or flags, not both (``InvalidArgumentError``).
+
+Argument order, the same rule as Rust's: the arguments come in the Rust method's order,
+except ``device``. Rust has no default arguments, so its ``device`` is explicit
+(``allocate(device, size)``, ``export_external(device, ptr, size, opts)``,
+``import(&token, device)``); Python defaults it to 0, and a defaulted parameter must
+follow the required ones, so ``device`` comes right after them: ``allocate(size,
+device=0)``, ``export_external(ptr, size, device=0)``, ``import_buffer(token,
+device=0)``. The options object comes after ``device`` (as ``opts`` comes last in Rust),
+the flag shorthands after it, keyword-only.
+
+Test aids (memory allocated as a framework allocates it, for ``export_external`` without
+a framework) are in ``devipc.testing``, not on ``Runtime``.
 """
 
 from ._devipc import (
-    BackendMismatchError,
+    AllocateOptions,
     Buffer,
-    BufferInUseError,
-    ClosedError,
-    ConfigError,
+    ConnectOptions,
     Connected,
-    DevipcError,
-    DeviceNotVisibleError,
-    DevipcIOError,
+    ExportOptions,
     ImportedBuffer,
-    InheritedAcrossForkError,
-    InvalidArgumentError,
-    InvalidDeviceError,
-    InvalidTokenError,
-    LibraryNotFoundError,
-    MissingSymbolError,
-    NoBackendStartedError,
     Runtime,
     SharedBuffer,
+    ShareOptions,
     ShareServer,
     Signal,
     TensorView,
-    TimedOutError,
-    UnknownHandleError,
-    UnsupportedError,
-    VendorError,
     doctor,
     token_info,
 )
+from .errors import DevipcError
 from .tensors import Descriptor, TensorSpec
 
 __all__ = [
-    "BackendMismatchError",
+    "AllocateOptions",
     "Buffer",
-    "BufferInUseError",
-    "ClosedError",
-    "ConfigError",
+    "ConnectOptions",
     "Connected",
     "Descriptor",
     "DevipcError",
-    "DeviceNotVisibleError",
-    "DevipcIOError",
+    "ExportOptions",
     "ImportedBuffer",
-    "InheritedAcrossForkError",
-    "InvalidArgumentError",
-    "InvalidDeviceError",
-    "InvalidTokenError",
-    "LibraryNotFoundError",
-    "MissingSymbolError",
-    "NoBackendStartedError",
     "Runtime",
     "SharedBuffer",
+    "ShareOptions",
     "ShareServer",
     "Signal",
     "TensorSpec",
     "TensorView",
-    "TimedOutError",
-    "UnknownHandleError",
-    "UnsupportedError",
-    "VendorError",
     "doctor",
     "token_info",
 ]

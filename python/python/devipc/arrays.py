@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from ._devipc import InvalidArgumentError, Runtime, SharedBuffer
+from ._devipc import Runtime, SharedBuffer
+from .errors import InvalidArgumentError
 from .tensors import Descriptor, Placed, describe
 from .tensors import rebuild as _rebuild
 

@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
-from ._devipc import InvalidArgumentError, Runtime
+from ._devipc import Runtime
+from .errors import InvalidArgumentError
 
 #: Element types a descriptor may carry (numpy / torch names).
 DTYPES = frozenset(

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from ._devipc import DevipcError, InvalidArgumentError, Runtime, SharedBuffer
+from ._devipc import Runtime, SharedBuffer
+from .errors import DevipcError, InvalidArgumentError
 from .tensors import Descriptor, Placed, describe
 from .tensors import rebuild as _rebuild
 
