@@ -33,15 +33,15 @@ use devipc_shm::lease::{Binding, held};
 use devipc_shm::process::ProcessIdentity;
 use devipc_shm::word_file::{NAME_LEN, WordFile};
 
-use crate::deferred::Deferred;
 use crate::device::DeviceScope;
-use crate::external::{EXTERNAL, ExternalExport, NEXT_EXTERNAL_GENERATION_BASE};
-use crate::memory::{AllocRecord, MappingRecord, handle_tag};
-use crate::result;
-use crate::result::vendor_error;
-use crate::signal::{
+use crate::event::{
     SignalRecord, Waited, event_ptr, open_word, semaphore, wait_error, wait_raised,
 };
+use crate::external::{EXTERNAL, ExternalExport, NEXT_EXTERNAL_GENERATION_BASE};
+use crate::ipc_mem::deferred::Deferred;
+use crate::ipc_mem::{AllocRecord, MappingRecord, handle_tag};
+use crate::result;
+use crate::result::vendor_error;
 use crate::vmm::{self, VmmPayload};
 
 /// The HIP backend.

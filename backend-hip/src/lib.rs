@@ -14,7 +14,7 @@
 //! | grant | nothing: HIP has no access control (`Capabilities::access_control` is false) |
 //! | import / close | `hipIpcOpenMemHandle` with the runtime's `hipIpcMemLazyEnablePeerAccess` (0 on ROCm 5, 1 on 6+), plus the offset / `hipIpcCloseMemHandle` |
 //! | free of exported memory | deferred until every importer closed (a crash-safe lease, see `deferred.rs`) |
-//! | signals | interprocess event + a futex word in host shared memory (see [`signal`]) |
+//! | signals | interprocess event + a futex word in host shared memory (see [`event`]) |
 //! | process_id | `getpid` |
 //!
 //! Every vendor call is one small function in `result.rs` (plain arguments, out-parameters
@@ -23,13 +23,15 @@
 //! `hipGetErrorString`, and every call binds the needed device and restores the caller's.
 
 mod backend;
-mod deferred;
 mod device;
+pub mod event;
 mod external;
-mod memory;
+mod ipc_mem;
 mod result;
-pub mod signal;
 mod vmm;
 
 pub use backend::HipBackend;
 pub use devipc_hip_sys as sys;
+/// The former name of [`event`]; kept so the old path still resolves.
+#[doc(hidden)]
+pub use event as signal;

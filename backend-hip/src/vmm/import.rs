@@ -14,7 +14,7 @@ use devipc_shm::process::ProcessIdentity;
 
 use crate::backend::HipBackend;
 use crate::device::DeviceScope;
-use crate::memory::MappingRecord;
+use crate::ipc_mem::MappingRecord;
 use crate::result;
 use crate::vmm::{self, FileIdentity, VmmPayload};
 

@@ -38,7 +38,7 @@ use devipc_hip_sys::HipApi;
 use devipc_shm::lease::{Lease, held};
 
 use crate::backend::HipBackend;
-use crate::memory::{AllocRecord, free_device_memory};
+use crate::ipc_mem::{AllocRecord, free_device_memory};
 
 /// How long the reaper waits for a release before it checks whether the holders of the
 /// deferred allocations are still alive (a killed importer never releases).

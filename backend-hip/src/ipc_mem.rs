@@ -24,13 +24,15 @@ use crate::device::DeviceScope;
 use crate::result;
 use crate::vmm::{VmmAlloc, VmmRange};
 
+pub(crate) mod deferred;
+
 /// What the backend keeps for an [`Allocation`].
 #[derive(Debug, Clone)]
 pub(crate) struct AllocRecord {
     pub(crate) device: DeviceId,
     pub(crate) ptr: u64,
     pub(crate) size: usize,
-    /// Importers' holds, created by the first export (see [`crate::deferred`]).
+    /// Importers' holds, created by the first export (see [`crate::ipc_mem::deferred`]).
     pub(crate) lease: Option<Arc<Lease>>,
     /// `Some` for virtual memory of `allocate_with` (`hip-vmm-fd`), `None` for `hipMalloc`.
     pub(crate) vmm: Option<Arc<VmmAlloc>>,
