@@ -1,57 +1,46 @@
-//! Device memory on HIP: `hipMalloc`, IPC memory handles, and host <-> device copies.
+//! The `hip-ipc-mem` mechanism: `hipMalloc` memory shared with IPC memory handles.
 //!
-//! Exports always name the base of the allocation (`hipIpcGetMemHandle` exports the whole
-//! allocation even for an interior pointer, and `hipIpcOpenMemHandle` returns its base,
-//! api-facts C.1), so the token carries the range's offset and the importer adds it.
-//! Tokens for different ranges of one allocation thus carry the same handle, and the
-//! facade's import cache can share one open between them.
+//! - **allocate**: `hipMalloc` on the device, registered as devipc's own memory (so
+//!   `export_external` refuses it).
+//! - **export**: `hipIpcGetMemHandle` of the allocation's base. The handle names the whole
+//!   allocation even for an interior pointer, and `hipIpcOpenMemHandle` returns its base
+//!   (api-facts C.1), so the token carries the range's offset and the importer adds it.
+//!   Tokens for different ranges of one allocation thus carry the same handle, and the
+//!   facade's import cache can share one open between them. The first export also makes
+//!   the allocation's lease ([`HipBackend::export_lease`]), which the token names after
+//!   the handle: payload = 64-byte handle + lease name.
+//! - **import**: hold the exporter's lease (bound to the token's generation, the handle
+//!   and the producer), then `hipIpcOpenMemHandle` with the runtime's
+//!   `hipIpcMemLazyEnablePeerAccess`, and bound the view by the size the runtime reports
+//!   for the mapping (`hipMemGetAddressRange`), never the token's claim.
+//! - **close**: `hipIpcCloseMemHandle`, then the hold is dropped.
+//! - **free**: `hipFree`, deferred while importers hold the lease
+//!   ([`deferred`]: the reaper that frees it when the last importer
+//!   closed; `hip-vmm-fd` allocations use the same leases and deferral).
 //!
-//! This module holds the records the backend keeps and the helpers shared by the
-//! `DeviceIpc` methods (in `backend.rs`) and the backend's `Drop`.
+//! The `DeviceIpc` methods in `backend.rs` call the methods here for `hipMalloc` memory
+//! and `hip-ipc-mem` tokens.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use devipc_core::own_memory;
-use devipc_core::token::MemTokenParts;
-use devipc_core::{Allocation, DeviceId, DevicePtr, Error, Mechanism, MemToken, Pinned, Result};
-use devipc_hip_sys::{HipApi, hipIpcMemHandle_t};
+use devipc_core::{
+    Allocation, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error, HandleId, Mapping, Mechanism,
+    MemToken, Result,
+};
+use devipc_hip_sys::{HIP_IPC_HANDLE_SIZE, HipApi, hipIpcMemHandle_t};
+use devipc_shm::lease::{Binding, Lease, held};
+use devipc_shm::process::ProcessIdentity;
+use devipc_shm::word_file::NAME_LEN;
 
-use devipc_shm::lease::{Lease, held};
-
-use crate::backend::HipBackend;
+use crate::backend::{AllocRecord, HipBackend, MappingRecord};
 use crate::device::DeviceScope;
 use crate::result;
-use crate::vmm::{VmmAlloc, VmmRange};
 
 pub(crate) mod deferred;
 
-/// What the backend keeps for an [`Allocation`].
-#[derive(Debug, Clone)]
-pub(crate) struct AllocRecord {
-    pub(crate) device: DeviceId,
-    pub(crate) ptr: u64,
-    pub(crate) size: usize,
-    /// Importers' holds, created by the first export (see [`crate::ipc_mem::deferred`]).
-    pub(crate) lease: Option<Arc<Lease>>,
-    /// `Some` for virtual memory of `allocate_with` (`hip-vmm-fd`), `None` for `hipMalloc`.
-    pub(crate) vmm: Option<Arc<VmmAlloc>>,
-    /// The block's entry in devipc's own memory ([`own_memory`]), ended after the vendor
-    /// free: exactly this one, never a later block's at the same address.
-    pub(crate) registration: own_memory::Registration,
-}
-
-/// What the backend keeps for a [`Mapping`](devipc_core::Mapping): the base `hipIpcOpenMemHandle` returned,
-/// which is what `hipIpcCloseMemHandle` takes, and the exporter's lease this process holds.
-#[derive(Debug, Clone)]
-pub(crate) struct MappingRecord {
-    pub(crate) device: DeviceId,
-    pub(crate) base: u64,
-    pub(crate) lease: Option<Arc<Lease>>,
-    /// `Some` for a `hip-vmm-fd` import: the imported handle's mapping (`base` is its
-    /// address), released instead of `hipIpcCloseMemHandle`.
-    pub(crate) vmm: Option<Arc<VmmRange>>,
-}
+pub(crate) use deferred::Deferred;
 
 /// What a lease is bound to besides the generation: a hash of the IPC handle it was made
 /// for (FNV-1a; the exporter writes it, so a forger cannot make it match another handle).
@@ -59,38 +48,85 @@ pub(crate) fn handle_tag(handle: &[u8]) -> u64 {
     devipc_core::identity::fnv1a64(handle)
 }
 
-/// `hipFree` of a record already taken out of the allocation table (the reaper thread
-/// calls it without the backend); for VMM memory, unmap, address free, handle release and
-/// the close of the exported fd instead.
-pub(crate) fn free_device_memory(api: &HipApi, record: &AllocRecord) -> Result<()> {
-    if let Some(vmm) = &record.vmm {
-        vmm.release(api)?;
-    } else {
-        let _scope = DeviceScope::bind(api, record.device.as_c_int()?)?;
-        // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
-        // record was taken out of the table (and out of the deferred list) by the caller,
-        // and nobody maps it any more (its lease is unheld, or HipDeferredFree is off).
-        unsafe { result::free(api, record.ptr) }?;
-    }
-    // Only now: until the vendor freed it, the block is devipc's (export_external). The
-    // address may already be another block's (another thread's allocation got it and
-    // registered it): only this record's registration is removed (audit N4).
-    own_memory::unregister_exactly(record.registration);
-    Ok(())
+/// `hipFree` of a `hipMalloc` record already taken out of the allocation table (see
+/// [`AllocRecord::release`]).
+pub(crate) fn free(api: &HipApi, record: &AllocRecord) -> Result<()> {
+    let _scope = DeviceScope::bind(api, record.device.as_c_int()?)?;
+    // SAFETY: the pointer came from hipMalloc in this backend and is freed once: its
+    // record was taken out of the table (and out of the deferred list) by the caller,
+    // and nobody maps it any more (its lease is unheld, or HipDeferredFree is off).
+    unsafe { result::free(api, record.ptr) }
+}
+
+/// `hipIpcCloseMemHandle` of a `hip-ipc-mem` mapping already taken out of the table (the
+/// hold on the lease is the caller's to drop, see [`HipBackend::release_mapping`]).
+pub(crate) fn close(api: &HipApi, record: &MappingRecord) -> Result<()> {
+    let _scope = DeviceScope::bind(api, record.device.as_c_int()?)?;
+    // SAFETY: `base` came from hipIpcOpenMemHandle and is closed once: its record
+    // was taken out of the table by the caller.
+    unsafe { result::ipc_close_mem_handle(api, record.base) }
 }
 
 impl HipBackend {
-    /// `hipFree` for a record already taken out of the table.
-    pub(crate) fn release_allocation(&self, record: &AllocRecord) -> Result<()> {
-        free_device_memory(&self.api, record)
+    /// `allocate`: `size` bytes of `hipMalloc` memory on `device`.
+    pub(crate) fn allocate_ipc_mem(&self, device: DeviceId, size: usize) -> Result<Allocation> {
+        let dev = self.check_device(device)?;
+        if size == 0 {
+            return Err(Error::invalid_argument("cannot allocate 0 bytes"));
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        let addr = result::malloc(&self.api, size)?;
+        let registration = own_memory::register(DevicePtr(addr), size, device);
+        let id = self.allocations.insert(AllocRecord {
+            device,
+            ptr: addr,
+            size,
+            lease: None,
+            vmm: None,
+            registration,
+        });
+        Ok(Allocation {
+            id,
+            device,
+            ptr: DevicePtr(addr),
+            size,
+        })
     }
 
-    /// The record behind `alloc`, checked against what the caller holds, and pinned: a
-    /// `free` of a clone of the handle on another thread waits until it is dropped.
-    pub(crate) fn allocation(&self, alloc: &Allocation) -> Result<Pinned<'_, AllocRecord>> {
-        let record = self.allocations.pin(alloc.id)?;
-        alloc.check_matches(DevicePtr(record.ptr), record.size, record.device)?;
-        Ok(record)
+    /// `export` of `range` (checked by the caller) of the `hipMalloc` allocation `id`,
+    /// whose pinned record is `record`.
+    pub(crate) fn export_ipc_mem(
+        &self,
+        id: HandleId,
+        record: &AllocRecord,
+        range: Range<usize>,
+    ) -> Result<MemToken> {
+        let handle = self.ipc_handle(record.device, record.ptr)?;
+        let lease = self.export_lease(id, handle_tag(&handle.to_bytes()))?;
+        let mut payload = handle.to_bytes().to_vec();
+        payload.extend_from_slice(lease.name());
+        self.mem_token(
+            Mechanism::HipIpcMem,
+            record.device,
+            payload,
+            record.size,
+            range,
+            id.get(),
+        )
+    }
+
+    /// The lease of allocation `id`, created (bound to its generation) by its first export.
+    /// `tag` names the object the lease is for (see [`handle_tag`]; for VMM memory the
+    /// exported fd's identity).
+    pub(crate) fn export_lease(&self, id: HandleId, tag: u64) -> Result<Arc<Lease>> {
+        self.allocations.with(id, |record| match &record.lease {
+            Some(lease) => Ok(lease.clone()),
+            None => {
+                let lease = held::create_tagged(id.get(), tag)?;
+                record.lease = Some(lease.clone());
+                Ok(lease)
+            }
+        })?
     }
 
     /// The IPC handle of the allocation at `base` on `device`: the base of an allocation
@@ -103,41 +139,102 @@ impl HipBackend {
         unsafe { result::ipc_get_mem_handle(&self.api, base) }
     }
 
-    /// A token of this process for `range` of an object of `object_size` bytes.
-    pub(crate) fn mem_token(
-        &self,
-        mechanism: Mechanism,
-        device: DeviceId,
-        payload: Vec<u8>,
-        object_size: usize,
-        range: Range<usize>,
-        generation: u64,
-    ) -> Result<MemToken> {
-        MemToken::new(MemTokenParts {
-            mechanism,
-            emulated: self.info.source.is_emulated(),
-            device,
-            physical: self.token_physical(device),
-            origin: self.origin,
-            generation,
-            object_size: object_size as u64,
-            offset: range.start as u64,
-            len: (range.end - range.start) as u64,
-            payload,
-        })
-    }
-
-    /// Closes a mapping whose import failed after the open, and drops its hold (kept when
-    /// the close fails: the memory is still mapped then).
-    pub(crate) fn undo_import(&self, record: &MappingRecord) {
-        if let Err(close) = self.release_mapping(record) {
-            log::error!("devipc-hip: undoing a refused import failed: {close}");
+    /// `import` of a `hip-ipc-mem` token on `device` (see the module docs).
+    pub(crate) fn import_ipc_mem(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)?;
+        let dev = self.check_device(device)?;
+        // The exporter's device as this process numbers it (a mask may renumber it).
+        let home = self.home_device(token.device(), token.physical_device())?;
+        if token.origin() == self.origin {
+            // Never left to the runtime: ROCm 5.6+ refuses hipIpcOpenMemHandle of one's own
+            // handle (hipErrorInvalidContext), ROCm 5.2 has no such check and maps the
+            // allocation a second time, whose lease hold would make our own free wait for
+            // us. The facade serves same-process imports from the local allocation (DESIGN
+            // 5.1) and never gets here.
+            return Err(Error::Unsupported {
+                backend: BackendKind::Hip,
+                what: "importing a hip-ipc-mem token in the process that exported it (use \
+                       the exporter's pointer; the devipc facade does)"
+                    .into(),
+            });
         }
+        let payload = token.payload();
+        // Every devipc HIP token names the exporter's lease: without it the free of the
+        // memory could not wait for this import, nor a replayed token be refused.
+        if payload.len() != HIP_IPC_HANDLE_SIZE + NAME_LEN {
+            return Err(Error::invalid_token(format!(
+                "a hip-ipc-mem payload is {} bytes (handle and lease), not {}",
+                HIP_IPC_HANDLE_SIZE + NAME_LEN,
+                payload.len()
+            )));
+        }
+        let (handle, lease_name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
+        let mut bytes = [0u8; HIP_IPC_HANDLE_SIZE];
+        bytes.copy_from_slice(handle);
+        if let Some(home) = home.filter(|&home| home != device) {
+            // Runtimes before the lazy flag took effect (rocm-systems PR #817) need peer
+            // access enabled explicitly for a cross-device open. A device this process does
+            // not see cannot be named: the open is left to the runtime (and its flag).
+            self.enable_peer_access(device, home)?;
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        // Hold the exporter's lease before mapping, so its free waits for our close; the
+        // hold fails when the exporter freed the memory or the token's generation is not
+        // the exported object's. From here on every failure drops the hold, and after
+        // the open closes the mapping too.
+        // The lease must be the one its exporter made for this very handle, in the token's
+        // producer's table, for the token's generation: a token pairing one object's
+        // handle with another (live) object's lease is refused.
+        let lease = held::hold_for(
+            lease_name,
+            &Binding {
+                generation: Some(token.generation()),
+                tag: Some(handle_tag(handle)),
+                creator: Some(ProcessIdentity {
+                    pid: i32::try_from(token.origin().pid.0)
+                        .map_err(|_| Error::invalid_token("producer pid out of range"))?,
+                    start_time: token.origin().start_time,
+                    pid_ns: u32::try_from(token.origin().host.pid_namespace).unwrap_or(0),
+                }),
+            },
+        )?;
+        let handle = hipIpcMemHandle_t::from_bytes(bytes);
+        let addr = match result::ipc_open_mem_handle(&self.api, handle, self.lazy_peer_flag) {
+            Ok(addr) => addr,
+            Err(e) => {
+                held::drop_hold(&lease);
+                return Err(e);
+            }
+        };
+        let record = MappingRecord {
+            device,
+            base: addr,
+            lease: Some(lease),
+            vmm: None,
+        };
+        // The token's sizes are claims; the runtime knows the opened allocation's real
+        // extent. A range beyond it (forged or corrupted) is refused, and the open undone.
+        let size = match self
+            .opened_size(addr)
+            .and_then(|size| token.range_within(size).map(|_| size))
+        {
+            Ok(size) => size,
+            Err(e) => {
+                self.undo_import(&record);
+                return Err(e);
+            }
+        };
+        let id = self.mappings.insert(record);
+        Mapping::for_token(id, device, DevicePtr(addr), size, token).inspect_err(|_| {
+            if let Ok(record) = self.mappings.remove(id) {
+                self.undo_import(&record);
+            }
+        })
     }
 
     /// The size of the allocation `hipIpcOpenMemHandle` mapped at `base`, as the runtime
     /// reports it.
-    pub(crate) fn opened_size(&self, base: u64) -> Result<usize> {
+    fn opened_size(&self, base: u64) -> Result<usize> {
         let (start, size) = result::mem_get_address_range(&self.api, base)?;
         if start != base {
             return Err(Error::invalid_token(format!(
@@ -146,30 +243,5 @@ impl HipBackend {
             )));
         }
         Ok(size)
-    }
-
-    /// `hipIpcCloseMemHandle` (a VMM import: unmap, address free, handle release) for a
-    /// record already taken out of the table, then the release of this process's hold on
-    /// the exporter's lease.
-    pub(crate) fn release_mapping(&self, record: &MappingRecord) -> Result<()> {
-        if let Some(vmm) = &record.vmm {
-            // While the reservation is still ours nobody else can be given its address, so
-            // forgetting it by address is exact; it comes back if the release fails (the
-            // memory may still be mapped, and the record is restored by the caller).
-            self.vmm_imports.unregister(DevicePtr(record.base));
-            vmm.release(&self.api).inspect_err(|_| {
-                self.vmm_imports
-                    .register(DevicePtr(record.base), vmm.size, record.device);
-            })?;
-        } else {
-            let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-            // SAFETY: `base` came from hipIpcOpenMemHandle and is closed once: its record
-            // was taken out of the table by the caller.
-            unsafe { result::ipc_close_mem_handle(&self.api, record.base) }?;
-        }
-        if let Some(lease) = &record.lease {
-            held::drop_hold(lease);
-        }
-        Ok(())
     }
 }
