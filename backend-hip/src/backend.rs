@@ -1,48 +1,49 @@
 //! [`HipBackend`]: [`DeviceIpc`] on the HIP runtime.
 //!
 //! The backend owns its [`HipApi`] table and every vendor object it hands out a handle
-//! for (allocations, IPC mappings, signals); each lives in a [`HandleTable`] until the
+//! for (allocations, mappings, signals); each lives in a [`HandleTable`] until the
 //! matching release call, and whatever is still live when the backend is dropped is
 //! released then.
 //!
-//! Its `impl DeviceIpc` does each call's work itself, calling the vendor through
-//! `result.rs`; the records it keeps, the token and release helpers its `Drop` shares,
-//! and how each mechanism works are in `memory.rs`, `external.rs` (framework memory),
-//! `signal.rs` and `deferred.rs`.
+//! This file holds the struct, the records its tables keep, how it starts (`open`,
+//! `emulated`, `from_api`) and ends (`Drop`), and its `impl DeviceIpc`, whose methods
+//! choose the mechanism and call the file that implements it; none does a mechanism's
+//! work here. The mechanisms, named as in the emulator (`emulator/src/hip/`) and the
+//! conformance catalogue (`conformance/src/catalogue/hip/`):
+//!
+//! | file | mechanism | trait methods |
+//! |---|---|---|
+//! | `ipc_mem.rs` (+ `ipc_mem/deferred.rs`) | `hip-ipc-mem`: `hipMalloc` memory, `hipIpc*MemHandle` | allocate, export, import, free (deferred while imported), close |
+//! | `vmm.rs` (+ `vmm/`) | `hip-vmm-fd`: VMM memory shared as a dma-buf fd | allocate_with, export, import, export_fd, import_fd, free, close |
+//! | `external.rs` | framework memory of either kind | export_external, close_external |
+//! | `event.rs` | `hip-ipc-event`: signals | create_signal ... destroy_signal |
+//! | `copy.rs` | host <-> device copies of any memory | write, read |
+//! | `device.rs` | the device a call binds, its identity, peer access | physical_device, enable_peer_access |
+//!
+//! Every vendor call goes through `result.rs`.
 
 use std::ffi::c_int;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use devipc_core::external_exports::{RuntimeDomain, SharedExports};
 use devipc_core::own_memory::{self, BlockMap};
-use devipc_core::token::SignalTokenParts;
+use devipc_core::token::MemTokenParts;
 use devipc_core::{
     AllocateOptions, Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc,
-    DevicePtr, DeviceUuid, Error, ExportOptions, HandleTable, Mapping, Mechanism, MemToken,
-    PciBusId, PhysicalDevice, PhysicalDeviceCache, ProcessId, RawStream, Result, RuntimeVersion,
-    SignalHandle, SignalToken, TokenOrigin,
+    DevicePtr, Error, ExportOptions, HandleTable, Mapping, Mechanism, MemToken, PhysicalDevice,
+    PhysicalDeviceCache, Pinned, ProcessId, RawStream, Result, RuntimeVersion, SignalHandle,
+    SignalToken, TokenOrigin,
 };
-use devipc_hip_sys::{
-    HIP_IPC_HANDLE_SIZE, HipApi, hipErrorNoDevice, hipErrorPeerAccessAlreadyEnabled,
-    hipEventDisableTiming, hipEventInterprocess, hipIpcEventHandle_t, hipIpcMemHandle_t,
-    ipc_mem_lazy_enable_peer_access,
-};
-use devipc_shm::lease::{Binding, held};
-use devipc_shm::process::ProcessIdentity;
-use devipc_shm::word_file::{NAME_LEN, WordFile};
+use devipc_hip_sys::{HipApi, hipErrorNoDevice, ipc_mem_lazy_enable_peer_access};
+use devipc_shm::lease::{Lease, held};
 
-use crate::deferred::Deferred;
-use crate::device::DeviceScope;
-use crate::external::{EXTERNAL, ExternalExport, NEXT_EXTERNAL_GENERATION_BASE};
-use crate::memory::{AllocRecord, MappingRecord, handle_tag};
-use crate::result;
-use crate::result::vendor_error;
-use crate::signal::{
-    SignalRecord, Waited, event_ptr, open_word, semaphore, wait_error, wait_raised,
-};
-use crate::vmm::{self, VmmPayload};
+use crate::event::SignalRecord;
+use crate::external::{EXTERNAL, ExternalExport};
+use crate::ipc_mem::{self, Deferred};
+use crate::result::{self, vendor_error};
+use crate::vmm::{self, VmmAlloc, VmmRange};
 
 /// The HIP backend.
 ///
@@ -70,6 +71,52 @@ pub struct HipBackend {
     /// `hip-vmm-fd` imports of this backend, by base, with the device they were imported
     /// on: host copies to them bind it (the thread's device may have no access).
     pub(crate) vmm_imports: BlockMap,
+}
+
+/// What the backend keeps for an [`Allocation`] of either memory mechanism.
+#[derive(Debug, Clone)]
+pub(crate) struct AllocRecord {
+    pub(crate) device: DeviceId,
+    pub(crate) ptr: u64,
+    pub(crate) size: usize,
+    /// Importers' holds, created by the first export (see `ipc_mem/deferred.rs`).
+    pub(crate) lease: Option<Arc<Lease>>,
+    /// `Some` for virtual memory of `allocate_with` (`hip-vmm-fd`), `None` for `hipMalloc`
+    /// (`hip-ipc-mem`).
+    pub(crate) vmm: Option<Arc<VmmAlloc>>,
+    /// The block's entry in devipc's own memory ([`own_memory`]), ended after the vendor
+    /// free: exactly this one, never a later block's at the same address.
+    pub(crate) registration: own_memory::Registration,
+}
+
+/// What the backend keeps for a [`Mapping`]: the base the import mapped (for
+/// `hip-ipc-mem`, what `hipIpcOpenMemHandle` returned and `hipIpcCloseMemHandle` takes),
+/// and the exporter's lease this process holds.
+#[derive(Debug, Clone)]
+pub(crate) struct MappingRecord {
+    pub(crate) device: DeviceId,
+    pub(crate) base: u64,
+    pub(crate) lease: Option<Arc<Lease>>,
+    /// `Some` for a `hip-vmm-fd` import: the imported handle's mapping (`base` is its
+    /// address), released instead of `hipIpcCloseMemHandle`.
+    pub(crate) vmm: Option<Arc<VmmRange>>,
+}
+
+impl AllocRecord {
+    /// Frees the memory of a record already taken out of the allocation table (the
+    /// reaper thread calls it without the backend): `hipFree`, or for VMM memory unmap,
+    /// address free, handle release and the close of the exported fd.
+    pub(crate) fn release(&self, api: &HipApi) -> Result<()> {
+        match &self.vmm {
+            Some(vmm) => vmm.release(api)?,
+            None => ipc_mem::free(api, self)?,
+        }
+        // Only now: until the vendor freed it, the block is devipc's (export_external). The
+        // address may already be another block's (another thread's allocation got it and
+        // registered it): only this record's registration is removed (audit N4).
+        own_memory::unregister_exactly(self.registration);
+        Ok(())
+    }
 }
 
 impl HipBackend {
@@ -167,34 +214,6 @@ impl HipBackend {
         vmm::check_support(&self.api, self.hip_version)
     }
 
-    /// The identity a token of `device` carries: unknown (and logged) when the runtime
-    /// cannot tell, since the token is still good for an import that names the device.
-    pub(crate) fn token_physical(&self, device: DeviceId) -> PhysicalDevice {
-        self.physical_device(device).unwrap_or_else(|e| {
-            log::warn!("devipc-hip: tokens of device {device} carry no physical identity: {e}");
-            PhysicalDevice::UNKNOWN
-        })
-    }
-
-    /// `device` as the runtime's `int`, after checking it is in range.
-    pub(crate) fn check_device(&self, device: DeviceId) -> Result<c_int> {
-        device.check(self.device_count)?.as_c_int()
-    }
-
-    /// Binds a device with access to the `len` bytes at `ptr`, if devipc knows them, for a
-    /// host copy: copies run on the calling thread's device, and VMM memory is reachable
-    /// only from the devices it was granted to. For a devipc allocation that is its owner's
-    /// device; for a `hip-vmm-fd` import of this backend, the device it was imported on
-    /// (imports also grant the exporter's device, see `import_vmm`, but the thread's device
-    /// may be neither: audit N5).
-    fn bind_owner(&self, ptr: DevicePtr, len: usize) -> Result<Option<DeviceScope<'_>>> {
-        let span = ptr.0..ptr.0.saturating_add(len as u64);
-        own_memory::overlapping(span.clone())
-            .or_else(|| self.vmm_imports.overlapping(span))
-            .map(|(_, _, device)| DeviceScope::bind(&self.api, self.check_device(device)?))
-            .transpose()
-    }
-
     /// Rejects a token for another backend or mechanism, or from the emulator when this is
     /// a real runtime (and the reverse).
     pub(crate) fn check_token(
@@ -223,6 +242,60 @@ impl HipBackend {
             });
         }
         Ok(())
+    }
+
+    /// A token of this process for `range` of an object of `object_size` bytes.
+    pub(crate) fn mem_token(
+        &self,
+        mechanism: Mechanism,
+        device: DeviceId,
+        payload: Vec<u8>,
+        object_size: usize,
+        range: Range<usize>,
+        generation: u64,
+    ) -> Result<MemToken> {
+        MemToken::new(MemTokenParts {
+            mechanism,
+            emulated: self.info.source.is_emulated(),
+            device,
+            physical: self.token_physical(device),
+            origin: self.origin,
+            generation,
+            object_size: object_size as u64,
+            offset: range.start as u64,
+            len: (range.end - range.start) as u64,
+            payload,
+        })
+    }
+
+    /// The record behind `alloc`, checked against what the caller holds, and pinned: a
+    /// `free` of a clone of the handle on another thread waits until it is dropped.
+    pub(crate) fn allocation(&self, alloc: &Allocation) -> Result<Pinned<'_, AllocRecord>> {
+        let record = self.allocations.pin(alloc.id)?;
+        alloc.check_matches(DevicePtr(record.ptr), record.size, record.device)?;
+        Ok(record)
+    }
+
+    /// Ends a mapping already taken out of the table (`hipIpcCloseMemHandle`, or for a VMM
+    /// import unmap, address free and handle release), then releases this process's hold
+    /// on the exporter's lease.
+    pub(crate) fn release_mapping(&self, record: &MappingRecord) -> Result<()> {
+        match &record.vmm {
+            Some(range) => self.release_vmm_import(record, range)?,
+            None => ipc_mem::close(&self.api, record)?,
+        }
+        if let Some(lease) = &record.lease {
+            held::drop_hold(lease);
+        }
+        Ok(())
+    }
+
+    /// Closes a mapping whose import failed after the open, and drops its hold (kept when
+    /// the close fails: the memory is still mapped then).
+    pub(crate) fn undo_import(&self, record: &MappingRecord) {
+        if let Err(close) = self.release_mapping(record) {
+            log::error!("devipc-hip: undoing a refused import failed: {close}");
+        }
     }
 }
 
@@ -277,61 +350,15 @@ impl DeviceIpc for HipBackend {
     /// The PCI bus id (`hipDeviceGetPCIBusId`) and, where the runtime has it
     /// (`hipDeviceGetUuid`, ROCm 5.1+) and it is not all zeros, the UUID.
     fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
-        let dev = self.check_device(device)?;
-        self.physical.get_or_query(device, || {
-            let text = result::device_get_pci_bus_id(&self.api, dev)?;
-            let pci_bus_id = text.parse::<PciBusId>().map_err(|_| {
-                Error::invalid_argument(format!(
-                    "hipDeviceGetPCIBusId gave `{text}` for device {dev}, not a PCI bus id"
-                ))
-            })?;
-            // A runtime without the call, or one that cannot tell, leaves the UUID unknown.
-            let uuid = result::device_get_uuid(&self.api, dev)
-                .ok()
-                .and_then(DeviceUuid::from_runtime);
-            Ok(PhysicalDevice {
-                pci_bus_id: Some(pci_bus_id),
-                uuid,
-                physical_id: None,
-            })
-        })
+        self.query_physical_device(device)
     }
 
     fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
-        let dev = self.check_device(device)?;
-        let peer_dev = self.check_device(peer)?;
-        if device == peer {
-            return Ok(());
-        }
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        match result::device_enable_peer_access(&self.api, peer_dev, 0) {
-            Err(Error::Vendor { code, .. }) if code == hipErrorPeerAccessAlreadyEnabled => Ok(()),
-            other => other,
-        }
+        self.enable_peer(device, peer)
     }
 
     fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
-        let dev = self.check_device(device)?;
-        if size == 0 {
-            return Err(Error::invalid_argument("cannot allocate 0 bytes"));
-        }
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let addr = result::malloc(&self.api, size)?;
-        let registration = own_memory::register(DevicePtr(addr), size, device);
-        let id = self.allocations.insert(AllocRecord {
-            device,
-            ptr: addr,
-            size,
-            lease: None,
-            vmm: None,
-            registration,
-        });
-        Ok(Allocation {
-            id,
-            device,
-            ptr: DevicePtr(addr),
-            size,
-        })
+        self.allocate_ipc_mem(device, size)
     }
 
     /// `None`: [`DeviceIpc::allocate`] (`hipMalloc`, `hip-ipc-mem`): the default, since
@@ -346,44 +373,19 @@ impl DeviceIpc for HipBackend {
         opts: AllocateOptions,
     ) -> Result<Allocation> {
         match opts.mechanism {
-            None | Some(Mechanism::HipIpcMem) => return self.allocate(device, size),
-            Some(Mechanism::HipVmmFd) => {}
-            Some(other) => {
-                return Err(Error::unsupported(
-                    BackendKind::Hip,
-                    format!("allocating memory for the {other} mechanism"),
-                ));
-            }
+            None | Some(Mechanism::HipIpcMem) => self.allocate_ipc_mem(device, size),
+            Some(Mechanism::HipVmmFd) => self.allocate_vmm(device, size),
+            Some(other) => Err(Error::unsupported(
+                BackendKind::Hip,
+                format!("allocating memory for the {other} mechanism"),
+            )),
         }
-        self.check_device(device)?;
-        if size == 0 {
-            return Err(Error::invalid_argument("cannot allocate 0 bytes"));
-        }
-        self.vmm_fd_support()?;
-        let alloc = vmm::allocate(&self.api, self.hip_version, device, size)?;
-        let (ptr, size) = (alloc.range.va, alloc.range.size);
-        let registration = own_memory::register(DevicePtr(ptr), size, device);
-        let id = self.allocations.insert(AllocRecord {
-            device,
-            ptr,
-            size,
-            lease: None,
-            vmm: Some(Arc::new(alloc)),
-            registration,
-        });
-        Ok(Allocation {
-            id,
-            device,
-            ptr: DevicePtr(ptr),
-            size,
-        })
     }
 
+    /// Either mechanism: at once, or deferred while importers map the memory
+    /// (`ipc_mem/deferred.rs`).
     fn free(&self, alloc: Allocation) -> Result<()> {
-        self.allocation(&alloc)?;
-        let record = self.allocations.remove(alloc.id)?;
-        self.free_or_defer(record.clone())
-            .inspect_err(|_| self.allocations.restore(alloc.id, record))
+        self.free_allocation(alloc)
     }
 
     fn export(
@@ -394,37 +396,10 @@ impl DeviceIpc for HipBackend {
     ) -> Result<MemToken> {
         let record = self.allocation(alloc)?;
         Allocation::check_range(&range, record.size)?;
-        if let Some(vmm) = &record.vmm {
-            // The fd stays open (in the record) until the allocation is released.
-            let exported = vmm.exported(&self.api)?;
-            let lease = self.export_lease(alloc.id, exported.identity.tag())?;
-            let payload = VmmPayload {
-                pidfd: true,
-                fd: exported.raw(),
-                identity: exported.identity,
-                lease: *lease.name(),
-            };
-            return self.mem_token(
-                Mechanism::HipVmmFd,
-                record.device,
-                payload.encode(),
-                record.size,
-                range,
-                alloc.id.get(),
-            );
+        match &record.vmm {
+            Some(vmm) => self.export_vmm(alloc.id, &record, vmm, range),
+            None => self.export_ipc_mem(alloc.id, &record, range),
         }
-        let handle = self.ipc_handle(record.device, record.ptr)?;
-        let lease = self.export_lease(alloc.id, handle_tag(&handle.to_bytes()))?;
-        let mut payload = handle.to_bytes().to_vec();
-        payload.extend_from_slice(lease.name());
-        self.mem_token(
-            Mechanism::HipIpcMem,
-            record.device,
-            payload,
-            record.size,
-            range,
-            alloc.id.get(),
-        )
     }
 
     fn export_external(
@@ -451,146 +426,17 @@ impl DeviceIpc for HipBackend {
     }
 
     fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
-        if token.mechanism() == Mechanism::HipVmmFd {
-            return self.import_vmm(token, None, device);
+        match token.mechanism() {
+            Mechanism::HipVmmFd => self.import_vmm(token, None, device),
+            _ => self.import_ipc_mem(token, device),
         }
-        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcMem)?;
-        let dev = self.check_device(device)?;
-        // The exporter's device as this process numbers it (a mask may renumber it).
-        let home = self.home_device(token.device(), token.physical_device())?;
-        if token.origin() == self.origin {
-            // Never left to the runtime: ROCm 5.6+ refuses hipIpcOpenMemHandle of one's own
-            // handle (hipErrorInvalidContext), ROCm 5.2 has no such check and maps the
-            // allocation a second time, whose lease hold would make our own free wait for
-            // us. The facade serves same-process imports from the local allocation (DESIGN
-            // 5.1) and never gets here.
-            return Err(Error::Unsupported {
-                backend: BackendKind::Hip,
-                what: "importing a hip-ipc-mem token in the process that exported it (use \
-                       the exporter's pointer; the devipc facade does)"
-                    .into(),
-            });
-        }
-        let payload = token.payload();
-        // Every devipc HIP token names the exporter's lease: without it the free of the
-        // memory could not wait for this import, nor a replayed token be refused.
-        if payload.len() != HIP_IPC_HANDLE_SIZE + NAME_LEN {
-            return Err(Error::invalid_token(format!(
-                "a hip-ipc-mem payload is {} bytes (handle and lease), not {}",
-                HIP_IPC_HANDLE_SIZE + NAME_LEN,
-                payload.len()
-            )));
-        }
-        let (handle, lease_name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
-        let mut bytes = [0u8; HIP_IPC_HANDLE_SIZE];
-        bytes.copy_from_slice(handle);
-        if let Some(home) = home.filter(|&home| home != device) {
-            // Runtimes before the lazy flag took effect (rocm-systems PR #817) need peer
-            // access enabled explicitly for a cross-device open. A device this process does
-            // not see cannot be named: the open is left to the runtime (and its flag).
-            self.enable_peer_access(device, home)?;
-        }
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        // Hold the exporter's lease before mapping, so its free waits for our close; the
-        // hold fails when the exporter freed the memory or the token's generation is not
-        // the exported object's. From here on every failure drops the hold, and after
-        // the open closes the mapping too.
-        // The lease must be the one its exporter made for this very handle, in the token's
-        // producer's table, for the token's generation: a token pairing one object's
-        // handle with another (live) object's lease is refused.
-        let lease = held::hold_for(
-            lease_name,
-            &Binding {
-                generation: Some(token.generation()),
-                tag: Some(handle_tag(handle)),
-                creator: Some(ProcessIdentity {
-                    pid: i32::try_from(token.origin().pid.0)
-                        .map_err(|_| Error::invalid_token("producer pid out of range"))?,
-                    start_time: token.origin().start_time,
-                    pid_ns: u32::try_from(token.origin().host.pid_namespace).unwrap_or(0),
-                }),
-            },
-        )?;
-        let handle = hipIpcMemHandle_t::from_bytes(bytes);
-        let addr = match result::ipc_open_mem_handle(&self.api, handle, self.lazy_peer_flag) {
-            Ok(addr) => addr,
-            Err(e) => {
-                held::drop_hold(&lease);
-                return Err(e);
-            }
-        };
-        let record = MappingRecord {
-            device,
-            base: addr,
-            lease: Some(lease),
-            vmm: None,
-        };
-        // The token's sizes are claims; the runtime knows the opened allocation's real
-        // extent. A range beyond it (forged or corrupted) is refused, and the open undone.
-        let size = match self
-            .opened_size(addr)
-            .and_then(|size| token.range_within(size).map(|_| size))
-        {
-            Ok(size) => size,
-            Err(e) => {
-                self.undo_import(&record);
-                return Err(e);
-            }
-        };
-        let id = self.mappings.insert(record);
-        Mapping::for_token(id, device, DevicePtr(addr), size, token).inspect_err(|_| {
-            if let Ok(record) = self.mappings.remove(id) {
-                self.undo_import(&record);
-            }
-        })
     }
 
     /// A dup of the fd this backend exported for `token` (a `hip-vmm-fd` token of this
     /// process whose allocation, or `export_external` block, is still exported); the
     /// record stays pinned while it is duplicated.
     fn export_fd(&self, token: &MemToken) -> Result<std::os::fd::OwnedFd> {
-        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipVmmFd)?;
-        if token.origin() != self.origin {
-            return Err(Error::invalid_argument(
-                "export_fd of a token another process exported: only its exporter has the fd",
-            ));
-        }
-        let payload = VmmPayload::decode(token.payload())?;
-        let not_exported = || {
-            Error::invalid_argument(format!(
-                "this process no longer exports the memory of this hip-vmm-fd token \
-                 (generation {}): it was freed or closed, or the token names another object",
-                token.generation()
-            ))
-        };
-        let exported = if token.generation() >= NEXT_EXTERNAL_GENERATION_BASE {
-            self.external
-                .lock()
-                .iter()
-                .map(|(_, e)| e)
-                .find(|e| e.generation == token.generation())
-                .and_then(|e| e.vmm.clone())
-                .ok_or_else(not_exported)?
-        } else {
-            let (_, record) = self
-                .allocations
-                .pin_raw(token.generation())
-                .map_err(|_| not_exported())?;
-            let exported = record
-                .vmm
-                .as_ref()
-                .and_then(|v| v.exported_if_any())
-                .ok_or_else(not_exported)?;
-            // Dup while pinned: a free on another thread waits for this.
-            if exported.identity != payload.identity {
-                return Err(not_exported());
-            }
-            return exported.dup();
-        };
-        if exported.identity != payload.identity {
-            return Err(not_exported());
-        }
-        exported.dup()
+        self.export_vmm_fd(token)
     }
 
     fn import_fd(
@@ -609,82 +455,21 @@ impl DeviceIpc for HipBackend {
     }
 
     unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        if src.is_empty() {
-            return Ok(());
-        }
-        let _scope = self.bind_owner(dst, src.len())?;
-        // SAFETY: the trait's contract: `dst..dst + src.len()` is memory this backend
-        // allocated or mapped (or external memory it owns) that stays so during the call.
-        unsafe { result::memcpy_htod(&self.api, dst.0, src) }
+        // SAFETY: the trait's contract, passed on.
+        unsafe { self.copy_to_device(dst, src) }
     }
 
     unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
-        if dst.is_empty() {
-            return Ok(());
-        }
-        let _scope = self.bind_owner(src, dst.len())?;
-        // SAFETY: the trait's contract: `src..src + dst.len()` is memory this backend
-        // allocated or mapped (or external memory it owns) that stays so during the call.
-        unsafe { result::memcpy_dtoh(&self.api, dst, src.0) }
+        // SAFETY: the trait's contract, passed on.
+        unsafe { self.copy_to_host(src, dst) }
     }
 
     fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
-        let dev = self.check_device(device)?;
-        let dir = devipc_shm::private_dir::runtime_dir_for_devipc()?;
-        // Once per process: remove the words of signals whose creator crashed.
-        static SWEPT: std::sync::Once = std::sync::Once::new();
-        SWEPT.call_once(|| {
-            let _ = devipc_shm::word_file::sweep_orphans(&dir);
-        });
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let event = result::event_create_with_flags(
-            &self.api,
-            hipEventInterprocess | hipEventDisableTiming,
-        )?;
-        let word = match WordFile::create(&dir) {
-            Ok(word) => word,
-            Err(e) => {
-                // SAFETY: the event was created above, never handed out, and is destroyed
-                // once, here.
-                let _ = unsafe { result::event_destroy(&self.api, event) };
-                return Err(Error::io(
-                    format!("creating a signal word in {}", dir.display()),
-                    e,
-                ));
-            }
-        };
-        let id = self.signals.insert(SignalRecord {
-            device,
-            event: event as usize,
-            word: Arc::new(word),
-            created: true,
-        });
-        Ok(SignalHandle { id, device })
+        self.create_event(device)
     }
 
     fn export_signal(&self, signal: &SignalHandle, _opts: ExportOptions) -> Result<SignalToken> {
-        let record = self.signal(signal)?;
-        let (event, word, device, created) =
-            (record.event, &record.word, record.device, record.created);
-        if !created {
-            return Err(Error::invalid_argument(
-                "an imported signal cannot be exported again; export the original",
-            ));
-        }
-        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        // SAFETY: the event came from the signal's record (live, see `HipBackend::signal`).
-        let handle = unsafe { result::ipc_get_event_handle(&self.api, event_ptr(event)) }?;
-        let mut payload = handle.to_bytes().to_vec();
-        payload.extend_from_slice(word.name());
-        SignalToken::new(SignalTokenParts {
-            mechanism: Mechanism::HipIpcEvent,
-            emulated: self.info.source.is_emulated(),
-            device,
-            physical: self.token_physical(device),
-            origin: self.origin,
-            generation: signal.id.get(),
-            payload,
-        })
+        self.export_event(signal)
     }
 
     /// As for memory: HIP has no access control.
@@ -693,53 +478,11 @@ impl DeviceIpc for HipBackend {
     }
 
     fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
-        self.check_token(token.mechanism(), token.emulated(), Mechanism::HipIpcEvent)?;
-        let dev = self.check_device(device)?;
-        if token.origin() == self.origin {
-            // As for memory: the runtime refuses to open its own event handle
-            // (hipErrorInvalidContext); the facade shares the local signal instead.
-            return Err(Error::Unsupported {
-                backend: BackendKind::Hip,
-                what: "importing a hip-ipc-event token in the process that exported it (use \
-                       the exporter's signal; the devipc facade does)"
-                    .into(),
-            });
-        }
-        let payload = token.payload();
-        if payload.len() != HIP_IPC_HANDLE_SIZE + NAME_LEN {
-            return Err(Error::invalid_token(format!(
-                "a hip-ipc-event payload is {} bytes, not {}",
-                HIP_IPC_HANDLE_SIZE + NAME_LEN,
-                payload.len()
-            )));
-        }
-        let (handle_bytes, name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
-        let dir = devipc_shm::private_dir::runtime_dir_for_devipc()?;
-        let word = open_word(&dir, name)?;
-        let mut handle = [0u8; HIP_IPC_HANDLE_SIZE];
-        handle.copy_from_slice(handle_bytes);
-        let _scope = DeviceScope::bind(&self.api, dev)?;
-        let event =
-            result::ipc_open_event_handle(&self.api, hipIpcEventHandle_t::from_bytes(handle))?;
-        let id = self.signals.insert(SignalRecord {
-            device,
-            event: event as usize,
-            word: Arc::new(word),
-            created: false,
-        });
-        Ok(SignalHandle { id, device })
+        self.import_event(token, device)
     }
 
     fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
-        let record = self.signal(signal)?;
-        let (event, word, device) = (record.event, &record.word, record.device);
-        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        // SAFETY: the event came from the signal's record (live, see `HipBackend::signal`); the stream
-        // is the caller's, live by `RawStream`'s constructor contract.
-        unsafe { result::event_record(&self.api, event_ptr(event), stream.as_ptr()) }?;
-        semaphore(word)?
-            .record()
-            .map_err(|e| wait_error(e, "signal notify"))
+        self.notify_event(signal, stream)
     }
 
     fn wait(
@@ -748,41 +491,11 @@ impl DeviceIpc for HipBackend {
         stream: RawStream,
         timeout: Option<Duration>,
     ) -> Result<()> {
-        let started = Instant::now();
-        let record = self.signal(signal)?;
-        let (event, device) = (record.event, record.device);
-        // The word is a futex with the caller's own deadline: the wait ends within the
-        // timeout plus scheduling, and the error states the time measured. A destroy of
-        // the signal on another thread ends it too (it would otherwise wait for this wait).
-        let deadline = timeout.and_then(|t| started.checked_add(t));
-        match wait_raised(&record, deadline)? {
-            Waited::Raised => {}
-            Waited::TimedOut => {
-                return Err(Error::timed_out(
-                    format!(
-                        "waiting for signal {} (limit {:?})",
-                        signal.id,
-                        timeout.unwrap_or_default()
-                    ),
-                    started,
-                ));
-            }
-            Waited::Released => {
-                return Err(Error::UnknownHandle {
-                    kind: "signal",
-                    id: signal.id.get(),
-                });
-            }
-        }
-        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        // SAFETY: the event came from the signal's record (live, see `HipBackend::signal`); the stream
-        // is the caller's, live by `RawStream`'s constructor contract; flags 0.
-        unsafe { result::stream_wait_event(&self.api, stream.as_ptr(), event_ptr(event), 0) }
+        self.wait_event(signal, stream, timeout)
     }
 
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
-        let record = self.signals.remove(signal.id)?;
-        self.release_signal(record)
+        self.destroy_event(signal)
     }
 }
 

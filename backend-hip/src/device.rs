@@ -1,14 +1,17 @@
-//! Binding the thread's current HIP device for one call and restoring the caller's.
+//! The devices: the one a call binds, their identity and peer access.
 //!
 //! HIP keeps the current device per thread, and the framework around devipc uses it too.
 //! [`DeviceScope`] sets the device a call needs and puts the caller's back when dropped,
-//! so devipc never leaves a thread on another device.
+//! so devipc never leaves a thread on another device. Device ids are range-checked here
+//! (`check_device`), a device's physical identity (PCI bus id, UUID) is asked here for
+//! `physical_device` and the tokens, and peer access is enabled here.
 
 use std::ffi::c_int;
 
-use devipc_core::Result;
-use devipc_hip_sys::HipApi;
+use devipc_core::{DeviceId, DeviceUuid, Error, PciBusId, PhysicalDevice, Result};
+use devipc_hip_sys::{HipApi, hipErrorPeerAccessAlreadyEnabled};
 
+use crate::backend::HipBackend;
 use crate::result;
 
 /// The caller's device, restored on drop. Not `Send`: it belongs to the thread it bound.
@@ -41,6 +44,61 @@ impl Drop for DeviceScope<'_> {
             if let Err(e) = result::set_device(self.api, previous) {
                 log::error!("devipc-hip: could not restore the thread's device {previous}: {e}");
             }
+        }
+    }
+}
+
+impl HipBackend {
+    /// `device` as the runtime's `int`, after checking it is in range.
+    pub(crate) fn check_device(&self, device: DeviceId) -> Result<c_int> {
+        device.check(self.device_count)?.as_c_int()
+    }
+
+    /// `physical_device`: the PCI bus id (`hipDeviceGetPCIBusId`) and, where the runtime
+    /// has it (`hipDeviceGetUuid`, ROCm 5.1+) and it is not all zeros, the UUID; asked once
+    /// per device.
+    pub(crate) fn query_physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
+        let dev = self.check_device(device)?;
+        self.physical.get_or_query(device, || {
+            let text = result::device_get_pci_bus_id(&self.api, dev)?;
+            let pci_bus_id = text.parse::<PciBusId>().map_err(|_| {
+                Error::invalid_argument(format!(
+                    "hipDeviceGetPCIBusId gave `{text}` for device {dev}, not a PCI bus id"
+                ))
+            })?;
+            // A runtime without the call, or one that cannot tell, leaves the UUID unknown.
+            let uuid = result::device_get_uuid(&self.api, dev)
+                .ok()
+                .and_then(DeviceUuid::from_runtime);
+            Ok(PhysicalDevice {
+                pci_bus_id: Some(pci_bus_id),
+                uuid,
+                physical_id: None,
+            })
+        })
+    }
+
+    /// The identity a token of `device` carries: unknown (and logged) when the runtime
+    /// cannot tell, since the token is still good for an import that names the device.
+    pub(crate) fn token_physical(&self, device: DeviceId) -> PhysicalDevice {
+        self.query_physical_device(device).unwrap_or_else(|e| {
+            log::warn!("devipc-hip: tokens of device {device} carry no physical identity: {e}");
+            PhysicalDevice::UNKNOWN
+        })
+    }
+
+    /// `enable_peer_access`: `hipDeviceEnablePeerAccess` on `device` for `peer`; already
+    /// enabled, or the same device, is success.
+    pub(crate) fn enable_peer(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
+        let dev = self.check_device(device)?;
+        let peer_dev = self.check_device(peer)?;
+        if device == peer {
+            return Ok(());
+        }
+        let _scope = DeviceScope::bind(&self.api, dev)?;
+        match result::device_enable_peer_access(&self.api, peer_dev, 0) {
+            Err(Error::Vendor { code, .. }) if code == hipErrorPeerAccessAlreadyEnabled => Ok(()),
+            other => other,
         }
     }
 }

@@ -21,7 +21,7 @@ use devipc_shm::lease::{Lease, held};
 
 use crate::backend::HipBackend;
 use crate::device::DeviceScope;
-use crate::memory::handle_tag;
+use crate::ipc_mem::handle_tag;
 use crate::result;
 use crate::vmm::{self, ExportedFd, VmmPayload};
 

@@ -13,23 +13,31 @@
 //! | export, export_external | `hipIpcGetMemHandle` of the allocation's base (`hipMemGetAddressRange`); the token carries the offset. VMM memory behind an external pointer (`hipMemRetainAllocationHandle` succeeds) goes the `hip-vmm-fd` way |
 //! | grant | nothing: HIP has no access control (`Capabilities::access_control` is false) |
 //! | import / close | `hipIpcOpenMemHandle` with the runtime's `hipIpcMemLazyEnablePeerAccess` (0 on ROCm 5, 1 on 6+), plus the offset / `hipIpcCloseMemHandle` |
-//! | free of exported memory | deferred until every importer closed (a crash-safe lease, see `deferred.rs`) |
-//! | signals | interprocess event + a futex word in host shared memory (see [`signal`]) |
+//! | free of exported memory | deferred until every importer closed (a crash-safe lease, see `ipc_mem/deferred.rs`) |
+//! | signals | interprocess event + a futex word in host shared memory (see [`event`]) |
 //! | process_id | `getpid` |
 //!
-//! Every vendor call is one small function in `result.rs` (plain arguments, out-parameters
-//! as return values); each goes through one checked-call helper that builds
-//! [`Error::Vendor`](devipc_core::Error::Vendor) with `hipGetErrorName` and
+//! The source is laid out by mechanism, with the names the emulator (`emulator/src/hip/`)
+//! and the conformance catalogue use: `backend.rs` (the struct, its start and drop, and
+//! the `impl DeviceIpc` that picks the mechanism), `ipc_mem.rs`, `vmm.rs`, `external.rs`,
+//! `event.rs`, plus `copy.rs` (host copies), `device.rs` (device binding and identity)
+//! and `result.rs`. Every vendor call is one small function in `result.rs` (plain
+//! arguments, out-parameters as return values); each goes through one checked-call helper
+//! that builds [`Error::Vendor`](devipc_core::Error::Vendor) with `hipGetErrorName` and
 //! `hipGetErrorString`, and every call binds the needed device and restores the caller's.
 
 mod backend;
-mod deferred;
+mod copy;
 mod device;
+pub mod event;
 mod external;
-mod memory;
+mod ipc_mem;
 mod result;
-pub mod signal;
 mod vmm;
 
 pub use backend::HipBackend;
 pub use devipc_hip_sys as sys;
+/// The former name of [`event`] (signals were `signal.rs` before the backend was laid
+/// out by mechanism); kept so the old path still resolves.
+#[doc(hidden)]
+pub use event as signal;

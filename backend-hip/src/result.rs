@@ -1,7 +1,7 @@
 //! The result layer: one small function per HIP runtime call devipc makes.
 //!
 //! Sits between the `HipApi` function table (`devipc-hip-sys`) and the backend code
-//! (`memory.rs`, `signal.rs`, `device.rs`, `backend.rs`), as cudarc's `driver/result.rs`.
+//! (`ipc_mem.rs`, `vmm.rs`, `event.rs`, `device.rs`, ...), as cudarc's `driver/result.rs`.
 //! Each function takes plain arguments, hands the runtime its out-parameters, checks the
 //! status with `hip!` (so a failure is an
 //! [`Error::Vendor`](devipc_core::Error::Vendor) with the api name, the code, its symbolic

@@ -219,21 +219,57 @@ pub const hipMemHandleTypeWin32Kmt: hipMemAllocationHandleType = 0x4;
 /// as `@@hip_5.1` by ROCm 5.2), optional entries of the table: a runtime lacking any of them
 /// cannot share virtual memory. [`HipApi::missing_optional`](crate::HipApi::missing_optional)
 /// filtered by this list says which are absent.
-pub const VMM_FUNCTIONS: [&str; 13] = [
-    "hipMemGetAllocationGranularity",
-    "hipMemCreate",
-    "hipMemRelease",
-    "hipMemAddressReserve",
-    "hipMemAddressFree",
-    "hipMemMap",
-    "hipMemUnmap",
-    "hipMemSetAccess",
-    "hipMemGetAccess",
-    "hipMemExportToShareableHandle",
-    "hipMemImportFromShareableHandle",
-    "hipMemRetainAllocationHandle",
-    "hipMemGetAllocationPropertiesFromHandle",
-];
+///
+/// Derived at compile time from the one list, [`for_each_hip_fn!`](crate::for_each_hip_fn):
+/// its optional entries whose names start with `hipMem`, in list order.
+pub const VMM_FUNCTIONS: [&str; count_vmm(crate::HipApi::OPTIONAL_SYMBOLS)] =
+    select_vmm(crate::HipApi::OPTIONAL_SYMBOLS);
+
+/// What the names of the VMM family start with; among the list's optional functions, no
+/// other name does (a unit test in `table/tests.rs` keeps it so).
+const VMM_PREFIX: &str = "hipMem";
+
+/// Whether `name` starts with [`VMM_PREFIX`].
+const fn is_vmm(name: &str) -> bool {
+    let (name, prefix) = (name.as_bytes(), VMM_PREFIX.as_bytes());
+    if name.len() < prefix.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < prefix.len() {
+        if name[i] != prefix[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// How many of `names` belong to the VMM family.
+const fn count_vmm(names: &[&str]) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < names.len() {
+        if is_vmm(names[i]) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The VMM family among `names`, in their order (`N` is [`count_vmm`] of them).
+const fn select_vmm<const N: usize>(names: &[&'static str]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut i, mut n) = (0, 0);
+    while i < names.len() {
+        if is_vmm(names[i]) {
+            out[n] = names[i];
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+}
 
 /// `hipMemHandleTypeFabric`: a 64-byte `hipMemFabricHandle_t` that needs no fd passing.
 /// HIP 7 headers only (absent from 5.x/6.x); the value is 0x8 as in CUDA's

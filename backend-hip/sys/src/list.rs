@@ -1,4 +1,7 @@
-//! The one list of every HIP function devipc calls: [`for_each_hip_fn!`](crate::for_each_hip_fn).
+//! The one list of the HIP functions devipc uses: [`for_each_hip_fn!`](crate::for_each_hip_fn).
+//! Most are called by devipc; twelve are not called by devipc yet and are there for
+//! emulator fidelity and the coming data plane (see the macro's "Not called by devipc
+//! yet").
 //!
 //! The list is a callback macro so that every consumer is generated from the same
 //! prototypes:
@@ -12,7 +15,7 @@
 //!   against `libamdhip64` and checks each prototype against `hip-sys` at compile time.
 
 /// Calls `$callback! { [extra tokens] required { ... } optional { ... } }` with the list
-/// of every HIP function devipc calls, so other code can be generated from one list.
+/// of the HIP functions devipc uses, so other code can be generated from one list.
 ///
 /// # Shape
 ///
@@ -56,7 +59,22 @@
 /// (issue 15: `@@hip_5.1` / `@@hip_5.0` in ROCm 5.2, so newer than the 4.2 baseline, and
 /// a runtime or emulator may lack them), and `hipDeviceGetUuid` (issue 16, `@@hip_5.1`);
 /// those become `Option` fields. `hipDeviceGetPCIBusId` and `hipDeviceGetByPCIBusId`
-/// (issue 16) are `@@hip_4.2` in ROCm 5.2 and therefore required.
+/// (issue 16) are `@@hip_4.2` in ROCm 5.2 and therefore required. The VMM family is the
+/// optional entries named `hipMem*` ([`VMM_FUNCTIONS`](crate::consts::VMM_FUNCTIONS) is
+/// derived from that): an optional `hipMem*` function outside the family needs that
+/// constant changed too.
+///
+/// # Not called by devipc yet
+///
+/// Twelve entries are called by no devipc crate today, only by the emulator (which
+/// implements every entry) and its tests: `hipDeviceSynchronize`, `hipMemset`,
+/// `hipStreamCreate`, `hipStreamDestroy`, `hipStreamSynchronize`, `hipEventCreate`,
+/// `hipEventElapsedTime`, `hipMemcpyAsync`, `hipCtxCreate`, `hipHostMalloc`,
+/// `hipHostFree` (required) and `hipGetProcAddress` (optional). They stay for emulator
+/// fidelity and for the data plane (streams, asynchronous copies, events), which will
+/// call several of them. Each one's docs end with "Not called by devipc yet". They are
+/// not moved into a group of their own: the order of the list is the order of the
+/// generated table's fields and of `REQUIRED_SYMBOLS` / `OPTIONAL_SYMBOLS`.
 #[macro_export]
 macro_rules! for_each_hip_fn {
     ($($callback:ident)::+ $(; $($extra:tt)*)?) => {
@@ -84,6 +102,8 @@ macro_rules! for_each_hip_fn {
                 fn hipGetDevice(device_id: *mut c_int) -> hipError_t;
                 /// `hipError_t hipDeviceSynchronize(void)`: waits for all work on the
                 /// current device.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipDeviceSynchronize() -> hipError_t;
                 /// `hipError_t hipMalloc(void** ptr, size_t size)`: device memory that can
                 /// be exported with `hipIpcGetMemHandle`.
@@ -99,6 +119,8 @@ macro_rules! for_each_hip_fn {
                     kind: hipMemcpyKind
                 ) -> hipError_t;
                 /// `hipError_t hipMemset(void* dst, int value, size_t sizeBytes)`.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipMemset(dst: *mut c_void, value: c_int, size_bytes: usize) -> hipError_t;
                 /// `hipError_t hipMemGetAddressRange(hipDeviceptr_t* pbase, size_t* psize,
                 /// hipDeviceptr_t dptr)`: base and size of the allocation holding `dptr`.
@@ -111,10 +133,16 @@ macro_rules! for_each_hip_fn {
                     dptr: hipDeviceptr_t
                 ) -> hipError_t;
                 /// `hipError_t hipStreamCreate(hipStream_t* stream)`.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipStreamCreate(stream: *mut hipStream_t) -> hipError_t;
                 /// `hipError_t hipStreamDestroy(hipStream_t stream)`.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipStreamDestroy(stream: hipStream_t) -> hipError_t;
                 /// `hipError_t hipStreamSynchronize(hipStream_t stream)`.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipStreamSynchronize(stream: hipStream_t) -> hipError_t;
                 /// `hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t* handle, void* devPtr)`:
                 /// the handle names the whole allocation even for an interior pointer
@@ -179,16 +207,22 @@ macro_rules! for_each_hip_fn {
                 fn hipGetErrorString(hip_error: hipError_t) -> *const c_char;
                 /// `hipError_t hipEventCreate(hipEvent_t* event)`: an event with flags 0
                 /// (timing enabled).
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipEventCreate(event: *mut hipEvent_t) -> hipError_t;
                 /// `hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t
                 /// stop)`: milliseconds between two completed records; an event never
                 /// recorded or created with `hipEventDisableTiming` gives
                 /// `hipErrorInvalidHandle`, one still pending `hipErrorNotReady`.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipEventElapsedTime(ms: *mut f32, start: hipEvent_t, stop: hipEvent_t)
                     -> hipError_t;
                 /// `hipError_t hipMemcpyAsync(void* dst, const void* src, size_t sizeBytes,
                 /// hipMemcpyKind kind, hipStream_t stream)`: ordered on `stream`; host
                 /// buffers must stay valid until the stream reaches the copy.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipMemcpyAsync(
                     dst: *mut c_void,
                     src: *const c_void,
@@ -208,14 +242,20 @@ macro_rules! for_each_hip_fn {
                 /// device)` (deprecated context API): the device's primary context, pushed
                 /// on the calling thread's context stack; a device out of range gives
                 /// `hipErrorInvalidValue` (CLR `hip_context.cpp`).
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipCtxCreate(ctx: *mut hipCtx_t, flags: c_uint, device: hipDevice_t)
                     -> hipError_t;
                 /// `hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags)`:
                 /// page-locked host memory visible to the devices.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, flags: c_uint)
                     -> hipError_t;
                 /// `hipError_t hipHostFree(void* ptr)`: frees `hipHostMalloc` memory (NULL is
                 /// a no-op).
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipHostFree(ptr: *mut c_void) -> hipError_t;
                 /// `hipError_t hipDeviceGetPCIBusId(char* pciBusId, int len, int device)`:
                 /// writes `"%04x:%02x:%02x.0"` (domain, bus, device; the function is always
@@ -243,6 +283,8 @@ macro_rules! for_each_hip_fn {
                 /// symbolStatus)`: the runtime's function of that name. First shipped in
                 /// ROCm 6.2 (clr CHANGELOG "HIP 6.2": "Added new HIP APIs
                 /// `hipGetProcAddress`"), so optional: ROCm 5.2 lacks the symbol.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipGetProcAddress(
                     symbol: *const c_char,
                     pfn: *mut *mut c_void,

@@ -249,7 +249,7 @@ fn exporter(parent: &Parent) -> Result<(), String> {
     let a = b.allocate_with(device, G, vmm()).map_err(e2s)?;
     b.write_raw(a.ptr, &pattern(3, 4096)).map_err(e2s)?;
     let token = b.export(&a, 0..G, ExportOptions::default()).map_err(e2s)?;
-    // The payload's fd number (bytes 4..8, see backend-hip/src/vmm.rs).
+    // The payload's fd number (bytes 4..8, see backend-hip/src/vmm/payload.rs).
     let p = token.payload();
     let fd = i32::from_le_bytes([p[4], p[5], p[6], p[7]]);
     parent.say("cloexec", &cloexec(fd)?.to_string());

@@ -371,7 +371,7 @@ fn forger(parent: &Parent) -> Result<(), String> {
     let b = backend()?;
     let token: MemToken = parent.hear().parse().map_err(e2s)?;
     let genuine = token.to_parts();
-    // The payload's fields (see backend-hip/src/vmm.rs): fd @4, st_dev @8, st_ino @16,
+    // The payload's fields (see backend-hip/src/vmm/payload.rs): fd @4, st_dev @8, st_ino @16,
     // lease @24.
     let lease_name = genuine.payload[24..].to_vec();
     let edit = |f: &dyn Fn(&mut devipc_core::token::MemTokenParts)| -> Result<MemToken, String> {

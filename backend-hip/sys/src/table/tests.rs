@@ -1,9 +1,10 @@
-//! Unit tests of the generated table: the list's contents, the generated loader on libc,
-//! loading and discovery against libraries that are not HIP, and `hip_api_from_module!`.
+//! Unit tests of the generated table: the list's contents (and the VMM family derived
+//! from it), the generated loader on libc, and loading and discovery against libraries
+//! that are not HIP. `hip_api_from_module!` is tested from outside the crate, the way the
+//! emulator uses it (`tests/hip_sys/macros.rs`).
 
 use super::*;
-use crate::for_each_hip_fn;
-use std::ffi::{CStr, OsString};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use devipc_core::{BackendKind, Error, LibrarySource};
@@ -83,6 +84,46 @@ fn table_lists_every_function_once_all_required() {
             "hipDeviceGetUuid",
         ]
     );
+}
+
+/// D25: `VMM_FUNCTIONS` is derived from the list, not copied: the optional `hipMem*`
+/// entries, in list order. Every other optional function is named here, so an optional
+/// `hipMem*` function outside the VMM family (which the prefix would wrongly take in)
+/// fails this test instead of slipping into the family.
+#[test]
+fn vmm_functions_are_the_optional_hip_mem_entries_of_the_list() {
+    let vmm = crate::VMM_FUNCTIONS;
+    assert_eq!(vmm.len(), 13, "{vmm:?}");
+    let in_list_order: Vec<&str> = HipApi::OPTIONAL_SYMBOLS
+        .iter()
+        .copied()
+        .filter(|f| vmm.contains(f))
+        .collect();
+    assert_eq!(in_list_order, vmm, "a subsequence of the optional entries");
+    let others: Vec<&str> = HipApi::OPTIONAL_SYMBOLS
+        .iter()
+        .copied()
+        .filter(|f| !vmm.contains(f))
+        .collect();
+    assert_eq!(
+        others,
+        [
+            "hipGetProcAddress",
+            "hipPointerGetAttribute",
+            "hipDeviceGetUuid"
+        ]
+    );
+    for f in [
+        "hipMemCreate",
+        "hipMemMap",
+        "hipMemSetAccess",
+        "hipMemExportToShareableHandle",
+        "hipMemImportFromShareableHandle",
+        "hipMemRetainAllocationHandle",
+    ] {
+        assert!(vmm.contains(&f), "{f}");
+    }
+    assert!(HipApi::REQUIRED_SYMBOLS.iter().all(|f| !vmm.contains(f)));
 }
 
 // --- The generated loader, exercised on libc with a list of libc functions. ---
@@ -248,127 +289,4 @@ fn explicit_missing_file_is_not_found_without_falling_back() {
         matches!(&err, Error::LibraryNotFound { tried, .. } if tried.len() == 1 && tried[0].origin == "HipApi::load"),
         "{err:?}"
     );
-}
-
-// --- hip_api_from_module!: every field calls the module function of its name. ---
-
-/// Rust functions with the table's signatures that record which one was called.
-#[allow(non_snake_case)]
-mod recording {
-    use crate::for_each_hip_fn;
-    use crate::types::*;
-    use std::cell::Cell;
-
-    thread_local! {
-        pub static LAST: Cell<&'static str> = const { Cell::new("") };
-    }
-
-    /// Distinct code per function: 1000 + its index in the table.
-    pub fn code_of(name: &str) -> hipError_t {
-        let index = crate::HipApi::REQUIRED_SYMBOLS
-            .iter()
-            .chain(crate::HipApi::OPTIONAL_SYMBOLS)
-            .position(|n| *n == name)
-            .expect("listed");
-        1000 + index as hipError_t
-    }
-
-    pub trait Ret {
-        fn make(name: &'static str, c_name: &'static CStr) -> Self;
-    }
-    impl Ret for hipError_t {
-        fn make(name: &'static str, _: &'static CStr) -> Self {
-            code_of(name)
-        }
-    }
-    impl Ret for *const c_char {
-        fn make(_: &'static str, c_name: &'static CStr) -> Self {
-            c_name.as_ptr()
-        }
-    }
-    use std::ffi::CStr;
-
-    macro_rules! recording_fns {
-        (
-            []
-            required { $( $(#[$d:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty; )* }
-            optional { $( $(#[$od:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
-        ) => {
-            $(
-                pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
-                    $( let _ = $arg; )*
-                    LAST.with(|l| l.set(stringify!($name)));
-                    <$ret as Ret>::make(
-                        stringify!($name),
-                        // SAFETY: the literal ends in exactly one NUL.
-                        unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
-                    )
-                }
-            )*
-            $(
-                pub unsafe extern "C" fn $oname($($oarg: $oty),*) -> $oret {
-                    $( let _ = $oarg; )*
-                    LAST.with(|l| l.set(stringify!($oname)));
-                    <$oret as Ret>::make(
-                        stringify!($oname),
-                        // SAFETY: the literal ends in exactly one NUL.
-                        unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($oname), "\0").as_bytes()) },
-                    )
-                }
-            )*
-        };
-    }
-    for_each_hip_fn!(recording_fns);
-}
-
-trait CheckRet {
-    fn check(self, name: &str);
-}
-impl CheckRet for hipError_t {
-    fn check(self, name: &str) {
-        assert_eq!(self, recording::code_of(name), "{name}");
-    }
-}
-impl CheckRet for *const c_char {
-    fn check(self, name: &str) {
-        // SAFETY: the recording functions return a static NUL-terminated string.
-        let s = unsafe { CStr::from_ptr(self) };
-        assert_eq!(s.to_str().unwrap(), name);
-    }
-}
-
-macro_rules! call_every_field {
-    (
-        [$api:ident]
-        required { $( $(#[$d:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty; )* }
-        optional { $( $(#[$od:meta])* fn $oname:ident($($oarg:ident: $oty:ty),* $(,)?) -> $oret:ty; )* }
-    ) => {
-        $(
-            recording::LAST.with(|l| l.set(""));
-            // SAFETY: the recording functions ignore their arguments; all-zero bytes
-            // are valid for every argument type (integers, raw pointers, handles).
-            let ret: $ret = unsafe { ($api.$name)($(core::mem::zeroed::<$ty>()),*) };
-            assert_eq!(recording::LAST.with(|l| l.get()), stringify!($name));
-            ret.check(stringify!($name));
-        )*
-        $(
-            recording::LAST.with(|l| l.set(""));
-            let f = $api.$oname.expect(concat!(stringify!($oname), " is Some"));
-            // SAFETY: as above.
-            let ret: $oret = unsafe { f($(core::mem::zeroed::<$oty>()),*) };
-            assert_eq!(recording::LAST.with(|l| l.get()), stringify!($oname));
-            ret.check(stringify!($oname));
-        )*
-    };
-}
-
-#[test]
-fn from_module_wires_every_field_to_the_function_of_its_name() {
-    // SAFETY: test only; the recording functions dereference nothing.
-    let api = unsafe { crate::hip_api_from_module!(self::recording) };
-    assert_eq!(api.source(), &LibrarySource::Emulated);
-    assert!(api.library.is_none());
-    for_each_hip_fn!(call_every_field; api);
-    let debug = format!("{api:?}");
-    assert!(debug.contains("Emulated"), "{debug}");
 }

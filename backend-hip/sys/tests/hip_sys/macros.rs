@@ -6,6 +6,7 @@
 //! test calls every field and every symbol (through an `extern "C"` block generated from
 //! the same list), so a missing, misnamed or mis-wired entry fails. Not built with
 //! feature `link`: the exported wrappers would interpose on the linked runtime's symbols.
+//! (The one test of `hip_api_from_module!`: the crate's unit tests no longer repeat it.)
 #![allow(non_snake_case)]
 
 use std::cell::Cell;
@@ -142,7 +143,12 @@ fn hip_api_from_module_wires_every_field_to_the_function_of_its_name() {
     // SAFETY: test only; the recording functions dereference nothing.
     let api = unsafe { devipc_hip_sys::hip_api_from_module!(crate::macros::emu) };
     assert!(api.source().is_emulated());
+    assert_eq!(api.source(), &devipc_core::LibrarySource::Emulated);
     for_each_hip_fn!(call_every_field; api);
+    // A table filled from Rust functions owns no library.
+    let debug = format!("{api:?}");
+    assert!(debug.contains("Emulated"), "{debug}");
+    assert!(debug.contains("owns_library: false"), "{debug}");
 }
 
 macro_rules! call_every_symbol {

@@ -26,6 +26,10 @@
 //! thread (threads do not survive `fork`): the deferred frees, their leases and the
 //! thread are the parent's, so in a child nothing here starts, joins, frees or removes
 //! anything ([`Birth`]).
+//!
+//! Born with `hip-ipc-mem` (whose `hipFree` under an importer is undefined behaviour),
+//! this is also how `hip-vmm-fd` allocations are freed: their exports make the same
+//! lease (bound to the exported fd's identity instead of the IPC handle).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,12 +37,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use devipc_core::protection::{self, Protection};
-use devipc_core::{Birth, Error, HandleId, Result};
+use devipc_core::{Allocation, Birth, Error, Result};
 use devipc_hip_sys::HipApi;
-use devipc_shm::lease::{Lease, held};
+use devipc_shm::lease::Lease;
 
-use crate::backend::HipBackend;
-use crate::memory::{AllocRecord, free_device_memory};
+use crate::backend::{AllocRecord, HipBackend};
 
 /// How long the reaper waits for a release before it checks whether the holders of the
 /// deferred allocations are still alive (a killed importer never releases).
@@ -91,7 +94,7 @@ impl Shared {
                 kept.push(record);
                 continue;
             }
-            match free_device_memory(&self.api, &record) {
+            match record.release(&self.api) {
                 Ok(()) => {
                     if let Some(lease) = &record.lease {
                         let _ = lease.remove();
@@ -226,35 +229,32 @@ impl Deferred {
 }
 
 impl HipBackend {
-    /// The lease of allocation `id`, created (bound to its generation) by its first export.
-    /// `tag` names the IPC handle the lease is for (see `memory::handle_tag`).
-    pub(crate) fn export_lease(&self, id: HandleId, tag: u64) -> Result<Arc<Lease>> {
-        self.allocations.with(id, |record| match &record.lease {
-            Some(lease) => Ok(lease.clone()),
-            None => {
-                let lease = held::create_tagged(id.get(), tag)?;
-                record.lease = Some(lease.clone());
-                Ok(lease)
-            }
-        })?
+    /// `free` of an allocation of either mechanism: its record leaves the table, and its
+    /// memory goes now or once no importer holds it ([`HipBackend::free_or_defer`]); on an
+    /// error the record is put back.
+    pub(crate) fn free_allocation(&self, alloc: Allocation) -> Result<()> {
+        self.allocation(&alloc)?;
+        let record = self.allocations.remove(alloc.id)?;
+        self.free_or_defer(record.clone())
+            .inspect_err(|_| self.allocations.restore(alloc.id, record))
     }
 
     /// Frees `record` now, or revokes its lease and defers the free while importers hold
     /// it. On an error nothing was freed (the lease may stay revoked).
     pub(crate) fn free_or_defer(&self, record: AllocRecord) -> Result<()> {
         let Some(lease) = record.lease.clone() else {
-            return self.release_allocation(&record);
+            return record.release(&self.api);
         };
         if !protection::enabled(Protection::HipDeferredFree) {
             // Test only: free under the importers, as plain HIP would.
-            self.release_allocation(&record)?;
+            record.release(&self.api)?;
             return lease.remove().map_err(|e| Error::io("removing a lease", e));
         }
         lease.revoke();
         // Revoked first, then the holders read (see devipc-shm's lease docs): a hold that
         // this read misses fails.
         if lease.is_unheld(false) {
-            self.release_allocation(&record)?;
+            record.release(&self.api)?;
             return lease.remove().map_err(|e| Error::io("removing a lease", e));
         }
         self.deferred.push(record);
