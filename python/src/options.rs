@@ -1,8 +1,8 @@
 //! The options objects, one per options type of the Rust API: `ExportOptions`,
 //! `AllocateOptions`, `ShareOptions` and `ConnectOptions`. Each Rust builder method is a
 //! keyword argument of the Python constructor (`ExportOptions::any_process()` is
-//! `ExportOptions(any_process=True)`), with the same defaults, except `ConnectOptions`'s
-//! `timeout`: 10 s in Python (as `Runtime.connect` always had), 30 s in Rust.
+//! `ExportOptions(any_process=True)`), with the same defaults (`ConnectOptions`'s `timeout`
+//! is 30 s in both).
 //!
 //! The methods that take one also keep their flag arguments (`any_process=`, `timeout=`,
 //! ...) as a shorthand: an options object or flags, not both ([`no_flags_with`]).
@@ -16,8 +16,9 @@ use devipc::raw::Mechanism;
 use crate::errors;
 use crate::signal::duration;
 
-/// `Runtime.connect`'s default `timeout`, in seconds.
-pub(crate) const CONNECT_TIMEOUT_SECS: f64 = 10.0;
+/// `Runtime.connect`'s default `timeout`, in seconds: Rust's
+/// [`DEFAULT_CONNECT_TIMEOUT`](devipc::rendezvous::DEFAULT_CONNECT_TIMEOUT).
+pub(crate) const CONNECT_TIMEOUT_SECS: f64 = devipc::rendezvous::DEFAULT_CONNECT_TIMEOUT.as_secs() as f64;
 
 /// The default permission bits of a share's socket file (Rust's default too).
 const SOCKET_MODE: u32 = 0o600;
@@ -243,7 +244,7 @@ impl PyShareOptions {
 }
 
 /// How `Runtime.connect` reaches an exporter: the time the whole rendezvous may take
-/// (`timeout` seconds, default 10), whether to retry while nobody listens yet
+/// (`timeout` seconds, default 30, as in Rust), whether to retry while nobody listens yet
 /// (`wait_for_server`, default no: fail at once) and the other uids trusted as exporter
 /// (`allow_uids`; ours always is).
 #[pyclass(

@@ -300,7 +300,7 @@ impl Runtime {
 
     /// Obtains the buffer and signals served at the Unix socket `path`
     /// (`SharedBuffer.share`) and imports them on `device`. `options` (a
-    /// `ConnectOptions`), or the shorthands `timeout` (seconds, default 10) and
+    /// `ConnectOptions`), or the shorthands `timeout` (seconds, default 30) and
     /// `wait_for_server` (retry until the exporter listens), bound and shape the exchange.
     #[pyo3(signature = (path, device=0, options=None, *, timeout=None, wait_for_server=None))]
     fn connect(

@@ -22,9 +22,9 @@ def test_the_options_have_rusts_defaults_and_compare_by_value():
         devipc.ExportOptions(), None, [], 0o600
     )
     connect = devipc.ConnectOptions()
-    assert (connect.timeout, connect.wait_for_server, connect.allow_uids) == (10.0, False, [])
+    assert (connect.timeout, connect.wait_for_server, connect.allow_uids) == (30.0, False, [])
     assert repr(devipc.ExportOptions(any_process=True)) == "ExportOptions(any_process=True)"
-    assert repr(connect) == "ConnectOptions(timeout=10.0, wait_for_server=False, allow_uids=[])"
+    assert repr(connect) == "ConnectOptions(timeout=30.0, wait_for_server=False, allow_uids=[])"
     # Keyword arguments only, checked when made.
     with pytest.raises(TypeError):
         devipc.ExportOptions(True)

@@ -19,7 +19,7 @@ and defaults, each Rust builder method a keyword argument (``ExportOptions::any_
 is ``ExportOptions(any_process=True)``): ``ExportOptions`` (``SharedBuffer.export``,
 ``Signal.export``, ``Runtime.export_external``), ``AllocateOptions``
 (``Runtime.allocate``), ``ShareOptions`` (``SharedBuffer.share``) and ``ConnectOptions``
-(``Runtime.connect``; its ``timeout`` defaults to 10 s here, 30 s in Rust). The flag
+(``Runtime.connect``; its ``timeout`` defaults to 30 s, as in Rust). The flag
 arguments those methods had (``any_process=``, ``io_timeout=``, ``timeout=``,
 ``wait_for_server=``) stay, keyword-only, as a shorthand for the setting a call most often
 needs: pass an options object or flags, not both (``InvalidArgumentError``).

@@ -46,7 +46,7 @@ class ConnectOptions:
     def __init__(
         self,
         *,
-        timeout: float = 10.0,
+        timeout: float = 30.0,
         wait_for_server: bool = False,
         allow_uids: list[int] = ...,
     ) -> None: ...
