@@ -10,7 +10,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::ids::{BackendKind, DeviceId};
+use crate::backend_kind::BackendKind;
+use crate::ids::DeviceId;
 
 /// Result alias used across devipc.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -69,7 +69,8 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 use crate::identity::HostIdentity;
-use crate::ids::{BackendKind, DeviceId, ProcessId};
+use crate::backend_kind::BackendKind;
+use crate::ids::{DeviceId, ProcessId};
 use crate::physical::{DeviceUuid, PciBusId, PhysicalDevice};
 
 /// Prefix of the text form this crate writes; the digit is the format version.

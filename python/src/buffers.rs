@@ -307,7 +307,7 @@ pub(crate) fn export_options(any_process: bool) -> ExportOptions {
     if any_process {
         ExportOptions::any_process()
     } else {
-        ExportOptions::trustlist()
+        ExportOptions::granted_only()
     }
 }
 
