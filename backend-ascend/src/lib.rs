@@ -27,6 +27,7 @@
 //!
 //! With feature `emulator`, `AscendBackend::emulated()` starts the backend on the devipc
 //! emulator linked into the process (host shared memory, no device).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
 mod device;

@@ -7,6 +7,7 @@
 //! It contains no FFI and no `unsafe` blocks: the only `unsafe` items are contracts
 //! (`DeviceIpc::read`/`write`, the [`RawStream`] constructors) whose callers vouch for a
 //! raw device pointer or stream.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 
 pub mod backend_kind;

@@ -19,11 +19,10 @@
 //!
 //! Contract for implementors:
 //! - Handles are validated: a handle that is unknown, already released or from another
-//!   backend instance gives [`Error::UnknownHandle`](crate::Error::UnknownHandle).
+//!   backend instance gives [`Error::UnknownHandle`].
 //! - A token from another backend, or from the emulator when this is a real runtime (and
-//!   vice versa), gives [`Error::BackendMismatch`](crate::Error::BackendMismatch).
-//! - Device ids are checked against `device_count` first
-//!   ([`Error::InvalidDevice`](crate::Error::InvalidDevice)).
+//!   vice versa), gives [`Error::BackendMismatch`].
+//! - Device ids are checked against `device_count` first ([`Error::InvalidDevice`]).
 //! - Each call binds the thread's current device as needed and restores the caller's.
 //! - On an error, whatever the call acquired is released before it returns.
 //! - Handles are plain data and may be cloned, so a release (`free`, `close`,
@@ -32,8 +31,8 @@
 //!   calls already using the object to return before it destroys it: no vendor object is
 //!   destroyed under a call ([`HandleTable::pin`](crate::HandleTable::pin)). A `wait` on
 //!   the signal being destroyed gives up within a poll interval with
-//!   [`Error::UnknownHandle`](crate::Error::UnknownHandle), so the release is never held
-//!   up by a wait nobody will notify.
+//!   [`Error::UnknownHandle`], so the release is never held up by a wait nobody will
+//!   notify.
 
 use std::ops::Range;
 use std::time::Duration;
@@ -65,9 +64,9 @@ pub trait DeviceIpc: Send + Sync {
     fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice>;
 
     /// This process's index of the device `physical` names, or `None` when none of the
-    /// devices this process sees is that device. [`Error::Unsupported`](crate::Error::Unsupported)
-    /// when `physical` and this runtime's identities share no known field, so nothing
-    /// can be compared (an unknown identity, or a runtime that cannot name its devices).
+    /// devices this process sees is that device. [`Error::Unsupported`] when `physical`
+    /// and this runtime's identities share no known field, so nothing can be compared (an
+    /// unknown identity, or a runtime that cannot name its devices).
     fn device_of_physical(&self, physical: &PhysicalDevice) -> Result<Option<DeviceId>> {
         let count = self.device_count()?;
         let mut compared = false;
@@ -125,7 +124,7 @@ pub trait DeviceIpc: Send + Sync {
 
     /// As [`DeviceIpc::allocate`], made for the mechanism `opts` names (HIP: legacy
     /// `hipMalloc` memory for `hip-ipc-mem`, virtual memory for `hip-vmm-fd`). A
-    /// mechanism the backend or its runtime lacks is [`Error::Unsupported`](crate::Error::Unsupported).
+    /// mechanism the backend or its runtime lacks is [`Error::Unsupported`].
     fn allocate_with(
         &self,
         device: DeviceId,
@@ -249,7 +248,7 @@ pub trait DeviceIpc: Send + Sync {
     fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()>;
 
     /// Blocks until the signal is raised, then resets it (binary semaphore). `None` waits
-    /// forever; otherwise gives [`Error::Timeout`](crate::Error::Timeout).
+    /// forever; otherwise gives [`Error::Timeout`].
     fn wait(
         &self,
         signal: &SignalHandle,
