@@ -75,11 +75,11 @@ fn producer() -> AnyResult<()> {
     let mut line = String::new();
     from_child.read_line(&mut line)?;
     let peer = devipc::ProcessId(line.trim().parse()?);
-    let token = buffer.export(ExportOptions::trustlist())?;
+    let token = buffer.export(ExportOptions::granted_only())?;
     buffer.grant(&token, &[peer])?;
-    let ping_token = ping.export(ExportOptions::trustlist())?;
+    let ping_token = ping.export(ExportOptions::granted_only())?;
     ping.grant(&ping_token, &[peer])?;
-    let pong_token = pong.export(ExportOptions::trustlist())?;
+    let pong_token = pong.export(ExportOptions::granted_only())?;
     pong.grant(&pong_token, &[peer])?;
     writeln!(to_child, "{token}\n{ping_token}\n{pong_token}")?;
     to_child.flush()?;

@@ -1,12 +1,12 @@
 //! [`Backend`]: one enum over the compiled-in backends, dispatching [`DeviceIpc`] statically.
 //!
-//! `enum_dispatch` turns `backend.import(..)` into a `match` over the variants, with no
-//! virtual call. It learns the trait's methods only from a definition expanded in this
-//! crate, so `dispatch_signature` expands core's single trait definition once more for
-//! it to read; the generated `impl DeviceIpc for Backend` is for core's trait, which is the
-//! one in scope here.
+//! `impl DeviceIpc for Backend` forwards each method to the variant's backend through
+//! [`dispatch!`], a `match` over the variants: no virtual call, and every method is
+//! forwarded, those with a default body too, so a backend's own version is the one that
+//! runs.
 
 use std::ops::Range;
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use devipc_core::{
@@ -14,28 +14,8 @@ use devipc_core::{
     ExportOptions, Mapping, MemToken, PhysicalDevice, ProcessId, RawStream, Result, SignalHandle,
     SignalToken,
 };
-use enum_dispatch::enum_dispatch;
-
-/// Lets enum_dispatch read `DeviceIpc`'s methods (see the module docs). The trait this
-/// expands to is never used.
-#[allow(
-    dead_code,
-    reason = "only registers the trait's signature with enum_dispatch"
-)]
-mod dispatch_signature {
-    use std::ops::Range;
-    use std::time::Duration;
-
-    use devipc_core::{
-        AllocateOptions, Allocation, BackendInfo, DeviceId, DevicePtr, Error, ExportOptions,
-        Mapping, MemToken, PhysicalDevice, ProcessId, RawStream, Result, SignalHandle, SignalToken,
-    };
-
-    devipc_core::device_ipc_trait!(#[enum_dispatch::enum_dispatch]);
-}
 
 /// A started backend: one variant per backend compiled in (features `ascend`, `hip`).
-#[enum_dispatch(DeviceIpc)]
 #[derive(Debug)]
 #[allow(
     clippy::large_enum_variant,
@@ -45,13 +25,188 @@ mod dispatch_signature {
 pub enum Backend {
     /// Huawei Ascend (feature `ascend`).
     #[cfg(feature = "ascend")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ascend")))]
     Ascend(devipc_ascend::AscendBackend),
     /// AMD HIP (feature `hip`).
     #[cfg(feature = "hip")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "hip")))]
     Hip(devipc_hip::HipBackend),
     /// Records every call; proves the dispatch in tests.
     #[cfg(test)]
     Recording(crate::recording_backend::RecordingBackend),
+}
+
+/// `dispatch!(self, b => b.method(args))`: a `match` over `self`'s variants that binds
+/// each variant's backend to `b` and evaluates the call on it.
+macro_rules! dispatch {
+    ($self:ident, $b:ident => $call:expr) => {
+        match $self {
+            #[cfg(feature = "ascend")]
+            Backend::Ascend($b) => $call,
+            #[cfg(feature = "hip")]
+            Backend::Hip($b) => $call,
+            #[cfg(test)]
+            Backend::Recording($b) => $call,
+        }
+    };
+}
+
+impl DeviceIpc for Backend {
+    fn info(&self) -> &BackendInfo {
+        dispatch!(self, b => b.info())
+    }
+
+    fn device_count(&self) -> Result<u32> {
+        dispatch!(self, b => b.device_count())
+    }
+
+    fn process_id(&self) -> Result<ProcessId> {
+        dispatch!(self, b => b.process_id())
+    }
+
+    fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
+        dispatch!(self, b => b.physical_device(device))
+    }
+
+    fn device_of_physical(&self, physical: &PhysicalDevice) -> Result<Option<DeviceId>> {
+        dispatch!(self, b => b.device_of_physical(physical))
+    }
+
+    fn home_device(
+        &self,
+        exported_on: DeviceId,
+        physical: &PhysicalDevice,
+    ) -> Result<Option<DeviceId>> {
+        dispatch!(self, b => b.home_device(exported_on, physical))
+    }
+
+    fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
+        dispatch!(self, b => b.enable_peer_access(device, peer))
+    }
+
+    fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
+        dispatch!(self, b => b.allocate(device, size))
+    }
+
+    fn allocate_with(
+        &self,
+        device: DeviceId,
+        size: usize,
+        opts: AllocateOptions,
+    ) -> Result<Allocation> {
+        dispatch!(self, b => b.allocate_with(device, size, opts))
+    }
+
+    fn free(&self, alloc: Allocation) -> Result<()> {
+        dispatch!(self, b => b.free(alloc))
+    }
+
+    fn export(
+        &self,
+        alloc: &Allocation,
+        range: Range<usize>,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        dispatch!(self, b => b.export(alloc, range, opts))
+    }
+
+    fn export_external(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        dispatch!(self, b => b.export_external(device, ptr, len, opts))
+    }
+
+    fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        dispatch!(self, b => b.close_external(device, ptr))
+    }
+
+    fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
+        dispatch!(self, b => b.grant(token, peers))
+    }
+
+    fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        dispatch!(self, b => b.import(token, device))
+    }
+
+    fn export_fd(&self, token: &MemToken) -> Result<OwnedFd> {
+        dispatch!(self, b => b.export_fd(token))
+    }
+
+    fn import_fd(&self, token: &MemToken, fd: OwnedFd, device: DeviceId) -> Result<Mapping> {
+        dispatch!(self, b => b.import_fd(token, fd, device))
+    }
+
+    fn close(&self, mapping: Mapping) -> Result<()> {
+        dispatch!(self, b => b.close(mapping))
+    }
+
+    unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        // SAFETY: the caller's guarantee for `dst`, passed on to the variant's backend.
+        dispatch!(self, b => unsafe { b.write(dst, src) })
+    }
+
+    unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the caller's guarantee for `src`, passed on to the variant's backend.
+        dispatch!(self, b => unsafe { b.read(src, dst) })
+    }
+
+    fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
+        dispatch!(self, b => b.create_signal(device))
+    }
+
+    fn export_signal(&self, signal: &SignalHandle, opts: ExportOptions) -> Result<SignalToken> {
+        dispatch!(self, b => b.export_signal(signal, opts))
+    }
+
+    fn grant_signal(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
+        dispatch!(self, b => b.grant_signal(token, peers))
+    }
+
+    fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
+        dispatch!(self, b => b.import_signal(token, device))
+    }
+
+    fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
+        dispatch!(self, b => b.notify(signal, stream))
+    }
+
+    fn wait(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        dispatch!(self, b => b.wait(signal, stream, timeout))
+    }
+
+    fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
+        dispatch!(self, b => b.destroy_signal(signal))
+    }
+}
+
+#[cfg(feature = "ascend")]
+impl From<devipc_ascend::AscendBackend> for Backend {
+    fn from(backend: devipc_ascend::AscendBackend) -> Self {
+        Backend::Ascend(backend)
+    }
+}
+
+#[cfg(feature = "hip")]
+impl From<devipc_hip::HipBackend> for Backend {
+    fn from(backend: devipc_hip::HipBackend) -> Self {
+        Backend::Hip(backend)
+    }
+}
+
+#[cfg(test)]
+impl From<crate::recording_backend::RecordingBackend> for Backend {
+    fn from(backend: crate::recording_backend::RecordingBackend) -> Self {
+        Backend::Recording(backend)
+    }
 }
 
 impl Backend {

@@ -38,6 +38,7 @@
 //! support modules are [`staging`] (host copies), `device` (binding the thread's device,
 //! peer access), `record` (export records), `rollback` (undoing a failed acquire) and
 //! `result` (the checked ACL calls).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
 mod device;

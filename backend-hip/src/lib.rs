@@ -25,6 +25,7 @@
 //! arguments, out-parameters as return values); each goes through one checked-call helper
 //! that builds [`Error::Vendor`](devipc_core::Error::Vendor) with `hipGetErrorName` and
 //! `hipGetErrorString`, and every call binds the needed device and restores the caller's.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
 mod copy;

@@ -64,7 +64,7 @@ pub fn run(kind: BackendKind, plan: Plan, rt: &Runtime, choice: BackendChoice) -
     let ping = rt.create_signal(DEV)?;
     let pong = rt.create_signal(DEV)?;
     for s in [&ping, &pong] {
-        let t = s.export(ExportOptions::trustlist())?;
+        let t = s.export(ExportOptions::granted_only())?;
         s.grant(&t, &[pid])?;
         dev_peer.send(&t.to_string())?;
     }

@@ -129,7 +129,7 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
                 let start = Instant::now();
                 let mut tokens = Vec::with_capacity(n);
                 for b in &buffers[first..] {
-                    let token = b.export(ExportOptions::trustlist())?;
+                    let token = b.export(ExportOptions::granted_only())?;
                     b.grant(&token, &[peer])?;
                     tokens.push(token);
                 }
@@ -181,7 +181,7 @@ fn exporter(choice: BackendChoice) -> BenchResult<()> {
                 let mut tokens = Vec::with_capacity(n);
                 for &p in &mallocs[first..] {
                     let token =
-                        rt.export_external(DEV, DevicePtr(p), size, ExportOptions::trustlist())?;
+                        rt.export_external(DEV, DevicePtr(p), size, ExportOptions::granted_only())?;
                     rt.grant(&token, &[peer])?;
                     tokens.push(token);
                 }

@@ -45,6 +45,7 @@
 //! });
 //! std::process::exit(if ok { 0 } else { 1 });
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod wire;
 

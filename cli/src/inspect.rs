@@ -10,6 +10,7 @@
 //! emulated backends are started with `Runtime::emulated`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use devipc::raw::{Backend, DeviceIpc};
 use devipc::{BackendKind, Capabilities, DeviceId, Error, LoadAttempt, PhysicalDevice, Runtime};
@@ -198,12 +199,87 @@ pub fn real(kind: BackendKind) -> BackendReport {
     };
     match kind {
         #[cfg(feature = "hip")]
-        BackendKind::Hip => real_hip(&mut report),
+        BackendKind::Hip => {
+            use devipc_hip::HipBackend;
+            use devipc_hip::sys::{Candidate, HipApi, discovery};
+
+            let candidates = discovery::candidates_from_process_env()
+                .into_iter()
+                .map(|c| (c.path, c.origin))
+                .collect();
+            real_vendor(
+                &mut report,
+                candidates,
+                // SAFETY: the same trust as `HipApi::discover`, whose candidate list this
+                // is: the vendor's install directories and sonames, or the file the user
+                // named in DEVIPC_HIP_LIB, all trusted to be HIP runtimes.
+                |path, origin| unsafe { HipApi::load_first(&[Candidate::new(path, origin)]) },
+                hip_versions,
+                |api| HipBackend::from_api(api).map(Backend::from),
+            );
+        }
         #[cfg(feature = "ascend")]
-        BackendKind::Ascend => real_ascend(&mut report),
+        BackendKind::Ascend => {
+            use devipc_ascend::AscendBackend;
+            use devipc_ascend::sys::{AclApi, Candidate, discovery};
+
+            let candidates = discovery::candidates_from_process_env()
+                .into_iter()
+                .map(|c| (c.path, c.origin))
+                .collect();
+            real_vendor(
+                &mut report,
+                candidates,
+                // SAFETY: the same trust as `AclApi::discover`, whose candidate list this
+                // is: the vendor's library names in the vendor's install locations, or the
+                // file the user named in DEVIPC_ASCEND_LIB.
+                |path, origin| unsafe { AclApi::load_first(&[Candidate::new(path, origin)]) },
+                // ACL's version is read from the started backend.
+                |_| (None, None),
+                |api| AscendBackend::from_api(api).map(Backend::from),
+            );
+        }
         _ => {}
     }
     report
+}
+
+/// [`real`] for one vendor, the same steps for both: discovery one candidate at a time,
+/// each through `load` (the vendor table's `load_first` on that candidate alone, so the
+/// user's override gets the same checks as in `discover`: a FIFO or directory is never
+/// opened, a file that exists but does not load is a configuration error), then the
+/// versions `table_versions` reads from the loaded table `(runtime, driver)` (HIP: both,
+/// even when the backend then fails to start), then the backend `start`ed on the table as
+/// `open` does (`from_api`). A runtime version the table did not give is the started
+/// backend's.
+fn real_vendor<Api>(
+    report: &mut BackendReport,
+    candidates: Vec<(PathBuf, String)>,
+    load: impl FnMut(&Path, &str) -> Result<Api, Error>,
+    table_versions: impl FnOnce(&Api) -> (Option<String>, Option<String>),
+    start: impl FnOnce(Arc<Api>) -> Result<Backend, Error>,
+) {
+    let (rows, loaded) = discover(report.kind, candidates, load);
+    report.discovery = Some(rows);
+    let api = match loaded {
+        Ok(api) => api,
+        Err(e) => {
+            report.start = Err(ErrorReport::of(&e));
+            return;
+        }
+    };
+    (report.runtime_version, report.driver_version) = table_versions(&api);
+    report.start = match start(Arc::new(api)) {
+        Ok(backend) => {
+            let rt = Runtime::from_backend(backend);
+            if report.runtime_version.is_none() {
+                report.runtime_version = rt.info().runtime_version.map(|v| v.to_string());
+            }
+            let info = started_info(&rt);
+            Ok((rt, info))
+        }
+        Err(e) => Err(ErrorReport::of(&e)),
+    };
 }
 
 /// Inspects the emulated backend of `kind`.
@@ -315,47 +391,6 @@ fn resolve_loaded(requested: &Path) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-#[cfg(feature = "hip")]
-fn real_hip(report: &mut BackendReport) {
-    use std::sync::Arc;
-
-    use devipc_hip::HipBackend;
-    use devipc_hip::sys::{Candidate, HipApi, discovery};
-
-    let candidates = discovery::candidates_from_process_env()
-        .into_iter()
-        .map(|c| (c.path, c.origin))
-        .collect();
-    // SAFETY: the same trust as `HipApi::discover`, whose candidate list this is: the
-    // vendor's install directories and sonames, or the file the user named in
-    // DEVIPC_HIP_LIB, all trusted to be HIP runtimes.
-    // Each candidate goes through `load_first` alone, so the override gets the same
-    // checks (a FIFO or directory is never opened; a file that exists but does not load
-    // is a configuration error) as in `HipApi::discover`.
-    let (rows, loaded) = discover(BackendKind::Hip, candidates, |path, origin| unsafe {
-        HipApi::load_first(&[Candidate::new(path, origin)])
-    });
-    report.discovery = Some(rows);
-    let api = match loaded {
-        Ok(api) => api,
-        Err(e) => {
-            report.start = Err(ErrorReport::of(&e));
-            return;
-        }
-    };
-    let (runtime, driver) = hip_versions(&api);
-    report.runtime_version = runtime;
-    report.driver_version = driver;
-    report.start = match HipBackend::from_api(Arc::new(api)) {
-        Ok(backend) => {
-            let rt = Runtime::from_backend(Backend::from(backend));
-            let info = started_info(&rt);
-            Ok((rt, info))
-        }
-        Err(e) => Err(ErrorReport::of(&e)),
-    };
-}
-
 /// `hipRuntimeGetVersion` and `hipDriverGetVersion` of a loaded table (both work
 /// without a device; a failure leaves that version unknown).
 #[cfg(feature = "hip")]
@@ -386,43 +421,6 @@ fn hip_driver_version_of(rt: &Runtime) -> Option<String> {
         Backend::Hip(b) => hip_versions(b.api()).1,
         _ => None,
     }
-}
-
-#[cfg(feature = "ascend")]
-fn real_ascend(report: &mut BackendReport) {
-    use std::sync::Arc;
-
-    use devipc_ascend::AscendBackend;
-    use devipc_ascend::sys::{AclApi, Candidate, discovery};
-
-    let candidates = discovery::candidates_from_process_env()
-        .into_iter()
-        .map(|c| (c.path, c.origin))
-        .collect();
-    // SAFETY: the same trust as `AclApi::discover`, whose candidate list this is: the
-    // vendor's library names in the vendor's install locations, or the file the user
-    // named in DEVIPC_ASCEND_LIB.
-    // One candidate at a time through `load_first`, as for HIP.
-    let (rows, loaded) = discover(BackendKind::Ascend, candidates, |path, origin| unsafe {
-        AclApi::load_first(&[Candidate::new(path, origin)])
-    });
-    report.discovery = Some(rows);
-    let api = match loaded {
-        Ok(api) => api,
-        Err(e) => {
-            report.start = Err(ErrorReport::of(&e));
-            return;
-        }
-    };
-    report.start = match AscendBackend::from_api(Arc::new(api)) {
-        Ok(backend) => {
-            let rt = Runtime::from_backend(Backend::from(backend));
-            report.runtime_version = rt.info().runtime_version.map(|v| v.to_string());
-            let info = started_info(&rt);
-            Ok((rt, info))
-        }
-        Err(e) => Err(ErrorReport::of(&e)),
-    };
 }
 
 /// Version, devices, peer matrix and capabilities of a started runtime.

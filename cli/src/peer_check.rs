@@ -252,7 +252,7 @@ fn probe_steps(
         let a: Vec<u8> = (0..HALF).map(pattern_a).collect();
         buffer.write(0, &a).map_err(|x| e("write pattern A", x))?;
         let token = buffer
-            .export(ExportOptions::trustlist())
+            .export(ExportOptions::granted_only())
             .map_err(|x| e("export the buffer", x))?;
         buffer
             .grant(&token, &[peer])
@@ -262,7 +262,7 @@ fn probe_steps(
         let mut tokens = Vec::new();
         for s in [&ping, &pong] {
             let t = s
-                .export(ExportOptions::trustlist())
+                .export(ExportOptions::granted_only())
                 .map_err(|x| e("export a signal", x))?;
             s.grant(&t, &[peer]).map_err(|x| e("grant a signal", x))?;
             tokens.push(t);

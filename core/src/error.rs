@@ -16,7 +16,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::ids::{BackendKind, DeviceId};
+use crate::backend_kind::BackendKind;
+use crate::ids::DeviceId;
 
 pub use kinds::{ErrorKind, RETIRED_CODES};
 

@@ -235,7 +235,7 @@ impl<T> Exports<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::BackendKind;
+    use crate::backend_kind::BackendKind;
     use crate::info::{Capabilities, LibrarySource};
 
     fn info() -> BackendInfo {

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::ids::BackendKind;
+use crate::backend_kind::BackendKind;
 
 /// Where a backend's vendor functions come from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

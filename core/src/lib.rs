@@ -7,31 +7,37 @@
 //! It contains no FFI and no `unsafe` blocks: the only `unsafe` items are contracts
 //! (`DeviceIpc::read`/`write`, the [`RawStream`] constructors) whose callers vouch for a
 //! raw device pointer or stream.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 
+pub mod backend_kind;
 pub mod error;
 pub mod external_exports;
 pub mod fork;
 pub mod handle_table;
+pub mod handles;
 pub mod identity;
 pub mod ids;
 pub mod info;
+pub mod options;
 pub mod own_memory;
 pub mod physical;
 pub mod protection;
+pub mod stream;
 pub mod token;
 pub mod traits;
 
+pub use backend_kind::BackendKind;
 pub use error::{BackendAttempt, Error, ErrorKind, LoadAttempt, Result};
 pub use fork::{Birth, PerProcess, PerProcessGuard};
 pub use handle_table::{HandleTable, Pinned};
+pub use handles::{Allocation, Mapping, SignalHandle};
 pub use identity::HostIdentity;
-pub use ids::{
-    AllocateOptions, Allocation, BackendKind, DeviceId, DevicePtr, ExportOptions, HandleId,
-    Mapping, PidValidation, ProcessId, RawStream, SignalHandle,
-};
+pub use ids::{DeviceId, DevicePtr, HandleId, ProcessId};
 pub use info::{BackendInfo, Capabilities, LibrarySource, RuntimeVersion};
+pub use options::{AllocateOptions, ExportOptions, PidValidation};
 pub use physical::{DeviceUuid, PciBusId, PhysicalDevice, PhysicalDeviceCache};
 pub use protection::Protection;
+pub use stream::RawStream;
 pub use token::{ExportedFrom, Mechanism, MemToken, SignalToken, TokenIdentity, TokenOrigin};
 pub use traits::DeviceIpc;

@@ -15,8 +15,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::backend_kind::BackendKind;
 use crate::error::{Error, Result};
-use crate::ids::BackendKind;
 
 /// A PCI address, `domain:bus:device.function`, as `hipDeviceGetPCIBusId` prints it
 /// (`0000:03:00.0`).

@@ -56,6 +56,8 @@ impl fmt::Display for Protection {
 /// Whether `protection` is on: always, unless this build has the `fault-injection`
 /// feature and [`BREAK_ENV`] names it (read once per process).
 #[cfg(feature = "fault-injection")]
+// Every build has `enabled` (without the feature, the one below): no feature badge.
+#[cfg_attr(docsrs, doc(auto_cfg = false))]
 pub fn enabled(protection: Protection) -> bool {
     static BROKEN: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let broken = BROKEN.get_or_init(|| {

@@ -67,9 +67,10 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::backend_kind::BackendKind;
 use crate::error::{Error, Result};
 use crate::identity::HostIdentity;
-use crate::ids::{BackendKind, DeviceId, ProcessId};
+use crate::ids::{DeviceId, ProcessId};
 use crate::physical::{DeviceUuid, PciBusId, PhysicalDevice};
 
 /// Prefix of the text form this crate writes; the digit is the format version.
@@ -215,7 +216,7 @@ impl TokenOrigin {
 }
 
 /// Fields shared by both token kinds.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 struct Common {
     /// The format version it was read in (or [`FORMAT_VERSION`] when built here); it is
     /// written back in the same version, so a relay does not change a token it forwards.
@@ -332,7 +333,7 @@ impl Common {
 /// so an importer may reuse one import for both (the import cache key) when their
 /// generations are also equal; a different generation means the producer freed the
 /// object and the runtime reused the handle for a new one (the cached import is stale).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct TokenIdentity {
     mechanism: Mechanism,
     emulated: bool,
@@ -348,7 +349,7 @@ impl TokenIdentity {
 }
 
 /// Everything a [`MemToken`] carries, as plain public fields for building one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct MemTokenParts {
     /// How to read `payload`; must be a memory mechanism.
     pub mechanism: Mechanism,
@@ -573,7 +574,7 @@ impl MemToken {
 }
 
 /// Everything a [`SignalToken`] carries, as plain public fields for building one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct SignalTokenParts {
     /// How to read `payload`; must be a signal mechanism.
     pub mechanism: Mechanism,
@@ -759,6 +760,7 @@ macro_rules! text_traits {
 text_traits!(MemToken);
 text_traits!(SignalToken);
 
+mod debug;
 mod wire;
 #[cfg(test)]
 use wire::crc32;

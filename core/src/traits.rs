@@ -1,9 +1,10 @@
 //! The raw backend trait, [`DeviceIpc`].
 //!
 //! Every backend (Ascend, HIP; real runtime or emulator) implements it; the `devipc`
-//! facade dispatches to it through an `enum_dispatch` enum and wraps the plain-data
-//! handles in RAII types. The trait is object safe, has no generics or associated types,
-//! and every acquire has its release: `allocate`/`free`, `export*` + `import`/`close`, `export_external`/`close_external`,
+//! facade dispatches to it statically through its `Backend` enum (a `match` over the
+//! variants) and wraps the plain-data handles in RAII types. The trait is object safe,
+//! has no generics or associated types, and every acquire has its release:
+//! `allocate`/`free`, `export*` + `import`/`close`, `export_external`/`close_external`,
 //! `create_signal` or `import_signal`/`destroy_signal`.
 //!
 //! The raw copies take a bare device pointer, so they are `unsafe` to call; the `devipc`
@@ -18,11 +19,10 @@
 //!
 //! Contract for implementors:
 //! - Handles are validated: a handle that is unknown, already released or from another
-//!   backend instance gives [`Error::UnknownHandle`](crate::Error::UnknownHandle).
+//!   backend instance gives [`Error::UnknownHandle`].
 //! - A token from another backend, or from the emulator when this is a real runtime (and
-//!   vice versa), gives [`Error::BackendMismatch`](crate::Error::BackendMismatch).
-//! - Device ids are checked against `device_count` first
-//!   ([`Error::InvalidDevice`](crate::Error::InvalidDevice)).
+//!   vice versa), gives [`Error::BackendMismatch`].
+//! - Device ids are checked against `device_count` first ([`Error::InvalidDevice`]).
 //! - Each call binds the thread's current device as needed and restores the caller's.
 //! - On an error, whatever the call acquired is released before it returns.
 //! - Handles are plain data and may be cloned, so a release (`free`, `close`,
@@ -31,214 +31,231 @@
 //!   calls already using the object to return before it destroys it: no vendor object is
 //!   destroyed under a call ([`HandleTable::pin`](crate::HandleTable::pin)). A `wait` on
 //!   the signal being destroyed gives up within a poll interval with
-//!   [`Error::UnknownHandle`](crate::Error::UnknownHandle), so the release is never held
-//!   up by a wait nobody will notify.
+//!   [`Error::UnknownHandle`], so the release is never held up by a wait nobody will
+//!   notify.
 
 use std::ops::Range;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::ids::{
-    AllocateOptions, Allocation, DeviceId, DevicePtr, ExportOptions, Mapping, ProcessId, RawStream,
-    SignalHandle,
-};
+use crate::handles::{Allocation, Mapping, SignalHandle};
+use crate::ids::{DeviceId, DevicePtr, ProcessId};
 use crate::info::BackendInfo;
+use crate::options::{AllocateOptions, ExportOptions};
 use crate::physical::PhysicalDevice;
+use crate::stream::RawStream;
 use crate::token::{MemToken, SignalToken};
 
-/// Expands to the definition of [`DeviceIpc`], with the given attributes in front.
-///
-/// The trait is written once, here. core expands it to define the trait; the `devipc`
-/// facade expands it once more under `#[enum_dispatch]`, because enum_dispatch learns a
-/// trait's methods only from a definition it sees in the same crate as the enum. The
-/// signature and the default bodies use plain names (`Result`, `Allocation`, `Error`, ...),
-/// so the expanding module must have the core types in scope (enum_dispatch cannot re-read
-/// `$crate` paths).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! device_ipc_trait {
-    ($(#[$attr:meta])*) => {
-        /// Cross-process sharing of device memory and signals on one vendor runtime.
-        $(#[$attr])*
-        pub trait DeviceIpc: Send + Sync {
-            /// Kind, library source, runtime version and capabilities.
-            fn info(&self) -> &BackendInfo;
+/// Cross-process sharing of device memory and signals on one vendor runtime.
+pub trait DeviceIpc: Send + Sync {
+    /// Kind, library source, runtime version and capabilities.
+    fn info(&self) -> &BackendInfo;
 
-            /// Number of devices visible to this process.
-            fn device_count(&self) -> Result<u32>;
+    /// Number of devices visible to this process.
+    fn device_count(&self) -> Result<u32>;
 
-            /// The id a peer must `grant` so that this process may import (Ascend: the bare tgid,
-            /// the host pid even inside a container; HIP: `getpid`).
-            fn process_id(&self) -> Result<ProcessId>;
+    /// The id a peer must `grant` so that this process may import (Ascend: the bare tgid,
+    /// the host pid even inside a container; HIP: `getpid`).
+    fn process_id(&self) -> Result<ProcessId>;
 
-            /// The physical identity of this process's `device`, which tokens carry so that an
-            /// importer under another visibility mask finds the same device. Fields the runtime
-            /// cannot tell are `None`. Constant for the life of the process: backends cache it.
-            fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice>;
+    /// The physical identity of this process's `device`, which tokens carry so that an
+    /// importer under another visibility mask finds the same device. Fields the runtime
+    /// cannot tell are `None`. Constant for the life of the process: backends cache it.
+    fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice>;
 
-            /// This process's index of the device `physical` names, or `None` when none of the
-            /// devices this process sees is that device. [`Error::Unsupported`](crate::Error::Unsupported)
-            /// when `physical` and this runtime's identities share no known field, so nothing
-            /// can be compared (an unknown identity, or a runtime that cannot name its devices).
-            fn device_of_physical(&self, physical: &PhysicalDevice) -> Result<Option<DeviceId>> {
-                let count = self.device_count()?;
-                let mut compared = false;
-                for index in 0..count {
-                    let here = self.physical_device(DeviceId(index))?;
-                    match here.same_device(physical) {
-                        Some(true) => return Ok(Some(DeviceId(index))),
-                        Some(false) => compared = true,
-                        None => {}
-                    }
-                }
-                if compared || count == 0 {
-                    Ok(None)
-                } else {
-                    Err(Error::unsupported(
-                        self.info().kind,
-                        format!(
-                            "finding the device {physical}: this runtime names its devices by \
-                             other fields (or none), so the identity cannot be compared; \
-                             import with an explicit device index"
-                        ),
-                    ))
-                }
+    /// This process's index of the device `physical` names, or `None` when none of the
+    /// devices this process sees is that device. [`Error::Unsupported`] when `physical`
+    /// and this runtime's identities share no known field, so nothing can be compared (an
+    /// unknown identity, or a runtime that cannot name its devices).
+    fn device_of_physical(&self, physical: &PhysicalDevice) -> Result<Option<DeviceId>> {
+        let count = self.device_count()?;
+        let mut compared = false;
+        for index in 0..count {
+            let here = self.physical_device(DeviceId(index))?;
+            match here.same_device(physical) {
+                Some(true) => return Ok(Some(DeviceId(index))),
+                Some(false) => compared = true,
+                None => {}
             }
-
-            /// This process's index of the device a token's object lives on, which decides
-            /// whether an import crosses devices (peer access, import flags). `exported_on` is
-            /// the exporter's own index, which a visibility mask may renumber here, so the
-            /// token's `physical` identity is what is looked up; `None` when that device is not
-            /// visible here (the runtime then decides whether the object can be reached). A
-            /// token without an identity (format 2), or one this runtime cannot compare, is
-            /// taken at its index, checked: the only reading left, right when both processes
-            /// see the same devices in the same order.
-            fn home_device(
-                &self,
-                exported_on: DeviceId,
-                physical: &PhysicalDevice,
-            ) -> Result<Option<DeviceId>> {
-                if physical.is_known() {
-                    match self.device_of_physical(physical) {
-                        Err(Error::Unsupported { .. }) => {}
-                        found => return found,
-                    }
-                }
-                exported_on.check(self.device_count()?).map(Some)
-            }
-
-            /// Lets `device` access memory on `peer` (needed for cross-device imports).
-            /// Enabling an already enabled pair succeeds.
-            fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()>;
-
-            /// Allocates exportable device memory of at least `size` bytes. Release with
-            /// [`DeviceIpc::free`].
-            fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation>;
-
-            /// As [`DeviceIpc::allocate`], made for the mechanism `opts` names (HIP: legacy
-            /// `hipMalloc` memory for `hip-ipc-mem`, virtual memory for `hip-vmm-fd`). A
-            /// mechanism the backend or its runtime lacks is [`Error::Unsupported`](crate::Error::Unsupported).
-            fn allocate_with(&self, device: DeviceId, size: usize, opts: AllocateOptions) -> Result<Allocation> {
-                match opts.mechanism {
-                    None => self.allocate(device, size),
-                    Some(mechanism) => Err(Error::unsupported(
-                        self.info().kind,
-                        format!("allocating memory for the {mechanism} mechanism"),
-                    )),
-                }
-            }
-
-            /// Frees memory from [`DeviceIpc::allocate`] or [`DeviceIpc::allocate_with`].
-            fn free(&self, alloc: Allocation) -> Result<()>;
-
-            /// Exports `range` (byte offsets within `alloc`) as a token. The token stays valid
-            /// while `alloc` lives.
-            fn export(&self, alloc: &Allocation, range: Range<usize>, opts: ExportOptions) -> Result<MemToken>;
-
-            /// Exports memory the framework allocated itself (`aclrtMalloc` / `hipMalloc`), not by
-            /// [`DeviceIpc::allocate`]: `len` bytes starting at `ptr` on `device`.
-            fn export_external(&self, device: DeviceId, ptr: DevicePtr, len: usize, opts: ExportOptions)
-            -> Result<MemToken>;
-
-            /// Ends the exports [`DeviceIpc::export_external`] made of the framework block that
-            /// holds `ptr` on `device`, so the framework may free the block (Ascend:
-            /// `aclrtIpcMemClose` of the exporter's key; HIP: the block's lease). Refused
-            /// while an importer still maps the block. Tokens of the block stop working.
-            fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()>;
-
-            /// Allows `peers` to import `token` (a no-op where the vendor has no access control,
-            /// see [`Capabilities::access_control`](crate::Capabilities::access_control)).
-            fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()>;
-
-            /// Maps a peer's exported memory on `device`. Release with [`DeviceIpc::close`].
-            fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping>;
-
-            /// A new file descriptor for the vendor object behind `token`, a token of a
-            /// mechanism that [carries an fd](crate::Mechanism::carries_fd) which this backend
-            /// exported and still exports: what an exporter sends beside the token (over a
-            /// Unix socket with `SCM_RIGHTS`). The caller owns it and closes it after sending.
-            fn export_fd(&self, token: &MemToken) -> Result<std::os::fd::OwnedFd> {
-                Err(Error::unsupported(
-                    self.info().kind,
-                    format!("file descriptors for {} tokens", token.mechanism()),
-                ))
-            }
-
-            /// As [`DeviceIpc::import`], with the file descriptor the exporter sent beside a
-            /// token that [carries one](crate::Mechanism::carries_fd). The fd is checked
-            /// against the token (it must name the object the token names) and consumed.
-            fn import_fd(&self, token: &MemToken, fd: std::os::fd::OwnedFd, device: DeviceId) -> Result<Mapping> {
-                drop(fd);
-                let _ = device;
-                Err(Error::unsupported(
-                    self.info().kind,
-                    format!("importing {} tokens with a file descriptor", token.mechanism()),
-                ))
-            }
-
-            /// Releases a mapping from [`DeviceIpc::import`] or [`DeviceIpc::import_fd`].
-            fn close(&self, mapping: Mapping) -> Result<()>;
-
-            /// Copies host bytes to device memory at `dst` (synchronous).
-            ///
-            /// # Safety
-            /// `dst..dst + src.len()` lies inside memory this backend instance allocated or
-            /// mapped (an [`Allocation`], a [`Mapping`], or external memory the caller owns),
-            /// which stays allocated or mapped until the call returns. The runtime is given
-            /// the pointer as is: a wrong one writes over whatever memory it names.
-            #[allow(unsafe_code, reason = "raw device pointers: the safe wrappers check spans")]
-            unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
-
-            /// Copies device memory at `src` to host bytes (synchronous).
-            ///
-            /// # Safety
-            /// As [`DeviceIpc::write`], for `src..src + dst.len()`.
-            #[allow(unsafe_code, reason = "raw device pointers: the safe wrappers check spans")]
-            unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()>;
-
-            /// Creates an exportable signal on `device`. Release with [`DeviceIpc::destroy_signal`].
-            fn create_signal(&self, device: DeviceId) -> Result<SignalHandle>;
-
-            /// Exports a signal as a token.
-            fn export_signal(&self, signal: &SignalHandle, opts: ExportOptions) -> Result<SignalToken>;
-
-            /// Allows `peers` to import a signal token.
-            fn grant_signal(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()>;
-
-            /// Opens a peer's signal on `device`. Release with [`DeviceIpc::destroy_signal`].
-            fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle>;
-
-            /// Raises the signal, ordered after work already queued on `stream`.
-            fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()>;
-
-            /// Blocks until the signal is raised, then resets it (binary semaphore). `None` waits
-            /// forever; otherwise gives [`Error::Timeout`](crate::Error::Timeout).
-            fn wait(&self, signal: &SignalHandle, stream: RawStream, timeout: Option<Duration>) -> Result<()>;
-
-            /// Destroys a created or imported signal.
-            fn destroy_signal(&self, signal: SignalHandle) -> Result<()>;
         }
-    };
-}
+        if compared || count == 0 {
+            Ok(None)
+        } else {
+            Err(Error::unsupported(
+                self.info().kind,
+                format!(
+                    "finding the device {physical}: this runtime names its devices by \
+                     other fields (or none), so the identity cannot be compared; \
+                     import with an explicit device index"
+                ),
+            ))
+        }
+    }
 
-device_ipc_trait!();
+    /// This process's index of the device a token's object lives on, which decides
+    /// whether an import crosses devices (peer access, import flags). `exported_on` is
+    /// the exporter's own index, which a visibility mask may renumber here, so the
+    /// token's `physical` identity is what is looked up; `None` when that device is not
+    /// visible here (the runtime then decides whether the object can be reached). A
+    /// token without an identity (format 2), or one this runtime cannot compare, is
+    /// taken at its index, checked: the only reading left, right when both processes
+    /// see the same devices in the same order.
+    fn home_device(
+        &self,
+        exported_on: DeviceId,
+        physical: &PhysicalDevice,
+    ) -> Result<Option<DeviceId>> {
+        if physical.is_known() {
+            match self.device_of_physical(physical) {
+                Err(Error::Unsupported { .. }) => {}
+                found => return found,
+            }
+        }
+        exported_on.check(self.device_count()?).map(Some)
+    }
+
+    /// Lets `device` access memory on `peer` (needed for cross-device imports).
+    /// Enabling an already enabled pair succeeds.
+    fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()>;
+
+    /// Allocates exportable device memory of at least `size` bytes. Release with
+    /// [`DeviceIpc::free`].
+    fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation>;
+
+    /// As [`DeviceIpc::allocate`], made for the mechanism `opts` names (HIP: legacy
+    /// `hipMalloc` memory for `hip-ipc-mem`, virtual memory for `hip-vmm-fd`). A
+    /// mechanism the backend or its runtime lacks is [`Error::Unsupported`].
+    fn allocate_with(
+        &self,
+        device: DeviceId,
+        size: usize,
+        opts: AllocateOptions,
+    ) -> Result<Allocation> {
+        match opts.mechanism {
+            None => self.allocate(device, size),
+            Some(mechanism) => Err(Error::unsupported(
+                self.info().kind,
+                format!("allocating memory for the {mechanism} mechanism"),
+            )),
+        }
+    }
+
+    /// Frees memory from [`DeviceIpc::allocate`] or [`DeviceIpc::allocate_with`].
+    fn free(&self, alloc: Allocation) -> Result<()>;
+
+    /// Exports `range` (byte offsets within `alloc`) as a token. The token stays valid
+    /// while `alloc` lives.
+    fn export(
+        &self,
+        alloc: &Allocation,
+        range: Range<usize>,
+        opts: ExportOptions,
+    ) -> Result<MemToken>;
+
+    /// Exports memory the framework allocated itself (`aclrtMalloc` / `hipMalloc`), not by
+    /// [`DeviceIpc::allocate`]: `len` bytes starting at `ptr` on `device`.
+    fn export_external(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        opts: ExportOptions,
+    ) -> Result<MemToken>;
+
+    /// Ends the exports [`DeviceIpc::export_external`] made of the framework block that
+    /// holds `ptr` on `device`, so the framework may free the block (Ascend:
+    /// `aclrtIpcMemClose` of the exporter's key; HIP: the block's lease). Refused
+    /// while an importer still maps the block. Tokens of the block stop working.
+    fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()>;
+
+    /// Allows `peers` to import `token` (a no-op where the vendor has no access control,
+    /// see [`Capabilities::access_control`](crate::Capabilities::access_control)).
+    fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()>;
+
+    /// Maps a peer's exported memory on `device`. Release with [`DeviceIpc::close`].
+    fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping>;
+
+    /// A new file descriptor for the vendor object behind `token`, a token of a
+    /// mechanism that [carries an fd](crate::Mechanism::carries_fd) which this backend
+    /// exported and still exports: what an exporter sends beside the token (over a
+    /// Unix socket with `SCM_RIGHTS`). The caller owns it and closes it after sending.
+    fn export_fd(&self, token: &MemToken) -> Result<std::os::fd::OwnedFd> {
+        Err(Error::unsupported(
+            self.info().kind,
+            format!("file descriptors for {} tokens", token.mechanism()),
+        ))
+    }
+
+    /// As [`DeviceIpc::import`], with the file descriptor the exporter sent beside a
+    /// token that [carries one](crate::Mechanism::carries_fd). The fd is checked
+    /// against the token (it must name the object the token names) and consumed.
+    fn import_fd(
+        &self,
+        token: &MemToken,
+        fd: std::os::fd::OwnedFd,
+        device: DeviceId,
+    ) -> Result<Mapping> {
+        drop(fd);
+        let _ = device;
+        Err(Error::unsupported(
+            self.info().kind,
+            format!(
+                "importing {} tokens with a file descriptor",
+                token.mechanism()
+            ),
+        ))
+    }
+
+    /// Releases a mapping from [`DeviceIpc::import`] or [`DeviceIpc::import_fd`].
+    fn close(&self, mapping: Mapping) -> Result<()>;
+
+    /// Copies host bytes to device memory at `dst` (synchronous).
+    ///
+    /// # Safety
+    /// `dst..dst + src.len()` lies inside memory this backend instance allocated or
+    /// mapped (an [`Allocation`], a [`Mapping`], or external memory the caller owns),
+    /// which stays allocated or mapped until the call returns. The runtime is given
+    /// the pointer as is: a wrong one writes over whatever memory it names.
+    #[allow(
+        unsafe_code,
+        reason = "raw device pointers: the safe wrappers check spans"
+    )]
+    unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
+
+    /// Copies device memory at `src` to host bytes (synchronous).
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::write`], for `src..src + dst.len()`.
+    #[allow(
+        unsafe_code,
+        reason = "raw device pointers: the safe wrappers check spans"
+    )]
+    unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()>;
+
+    /// Creates an exportable signal on `device`. Release with [`DeviceIpc::destroy_signal`].
+    fn create_signal(&self, device: DeviceId) -> Result<SignalHandle>;
+
+    /// Exports a signal as a token.
+    fn export_signal(&self, signal: &SignalHandle, opts: ExportOptions) -> Result<SignalToken>;
+
+    /// Allows `peers` to import a signal token.
+    fn grant_signal(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()>;
+
+    /// Opens a peer's signal on `device`. Release with [`DeviceIpc::destroy_signal`].
+    fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle>;
+
+    /// Raises the signal, ordered after work already queued on `stream`.
+    fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()>;
+
+    /// Blocks until the signal is raised, then resets it (binary semaphore). `None` waits
+    /// forever; otherwise gives [`Error::Timeout`].
+    fn wait(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<()>;
+
+    /// Destroys a created or imported signal.
+    fn destroy_signal(&self, signal: SignalHandle) -> Result<()>;
+}

@@ -156,6 +156,7 @@
 //! # let _ = key;
 //! # Ok(()) }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 
 pub mod acl;

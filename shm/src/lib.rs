@@ -15,6 +15,7 @@
 //! - [`lease`]: crash-safe holder lists that keep an exported object from being released under its importers;
 //! - [`futex`]: waiting on and waking a 32-bit word across processes, and the
 //!   [`BinarySemaphore`](futex::BinarySemaphore) built on it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 
 pub mod futex;

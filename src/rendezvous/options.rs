@@ -29,7 +29,7 @@ pub struct ShareOptions {
 impl Default for ShareOptions {
     fn default() -> Self {
         ShareOptions {
-            export: ExportOptions::trustlist(),
+            export: ExportOptions::granted_only(),
             io_timeout: DEFAULT_IO_TIMEOUT,
             allowed_uids: Vec::new(),
             socket_mode: 0o600,
@@ -44,7 +44,7 @@ impl ShareOptions {
     }
 
     /// How the buffer and the signals are exported (default
-    /// [`ExportOptions::trustlist`]: each importer is granted as it connects).
+    /// [`ExportOptions::granted_only`]: each importer is granted as it connects).
     pub fn export_options(mut self, export: ExportOptions) -> Self {
         self.export = export;
         self

@@ -17,6 +17,7 @@
 //!
 //! This crate sits below both sys crates and above `devipc-core` (for the error and
 //! attempt types). It knows no vendor.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod discovery;
 mod linked;

@@ -57,9 +57,9 @@ fn producer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     });
     let buf = rt.allocate(device, 1 << 20).map_err(e2s)?;
     buf.write(128, BYTES).map_err(e2s)?;
-    let token = buf.export(ExportOptions::trustlist()).map_err(e2s)?;
+    let token = buf.export(ExportOptions::granted_only()).map_err(e2s)?;
     let signal = rt.create_signal(device).map_err(e2s)?;
-    let signal_token = signal.export(ExportOptions::trustlist()).map_err(e2s)?;
+    let signal_token = signal.export(ExportOptions::granted_only()).map_err(e2s)?;
     parent.say(
         "identity",
         &rt.physical_device(device).map_err(e2s)?.to_string(),

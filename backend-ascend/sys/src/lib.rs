@@ -40,6 +40,7 @@
 //! d=$(mktemp -d); ln -s $PWD/target/debug/libdevipc_emulator.so $d/libascendcl.so
 //! DEVIPC_ASCEND_LINK_DIR=$d LD_LIBRARY_PATH=$d cargo test -p devipc-ascend-sys --features link
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod abi;
 pub mod codes;

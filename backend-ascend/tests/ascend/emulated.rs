@@ -306,7 +306,7 @@ fn vmm_a(b: &AscendBackend, peer: &mut Peer) {
     b.write_raw(alloc.ptr.offset(off).unwrap(), &pattern(1, 4096))
         .unwrap();
     let token = b
-        .export(&alloc, off..off + 4096, ExportOptions::trustlist())
+        .export(&alloc, off..off + 4096, ExportOptions::granted_only())
         .unwrap();
     assert_eq!(token.mechanism(), Mechanism::AscendVmm);
     assert_eq!((token.offset(), token.len()), (off as u64, 4096));
@@ -381,7 +381,7 @@ fn ipc_key_a(b: &AscendBackend, peer: &mut Peer) {
     let ptr = base.offset(4096).unwrap();
     b.write_raw(ptr, &pattern(3, 100)).unwrap();
     let token = b
-        .export_external(DeviceId(0), ptr, 100, ExportOptions::trustlist())
+        .export_external(DeviceId(0), ptr, 100, ExportOptions::granted_only())
         .unwrap();
     assert_eq!(token.mechanism(), Mechanism::AscendIpcKey);
     // The whole 65-byte key buffer, then the 32-byte name of the exporter's lease.
@@ -445,7 +445,9 @@ const ROUNDS: usize = 5;
 
 fn notify_a(b: &AscendBackend, peer: &mut Peer) {
     let ping = b.create_signal(DeviceId(0)).unwrap();
-    let ping_token = b.export_signal(&ping, ExportOptions::trustlist()).unwrap();
+    let ping_token = b
+        .export_signal(&ping, ExportOptions::granted_only())
+        .unwrap();
     assert_eq!(ping_token.mechanism(), Mechanism::AscendNotify);
     peer.send("ping", ping_token.to_text());
     peer.send("pid", b.process_id().unwrap());
@@ -484,7 +486,9 @@ fn notify_b(b: &AscendBackend, peer: &mut Peer) {
         "ascend.notify.trustlist-required",
     );
     let pong = b.create_signal(DeviceId(0)).unwrap();
-    let pong_token = b.export_signal(&pong, ExportOptions::trustlist()).unwrap();
+    let pong_token = b
+        .export_signal(&pong, ExportOptions::granted_only())
+        .unwrap();
     peer.send("pong", pong_token.to_text());
     peer.send("pid", b.process_id().unwrap());
     b.grant_signal(&pong_token, &[pid]).unwrap();
@@ -692,7 +696,7 @@ fn errors_a(b: &AscendBackend, peer: &mut Peer) {
         Err(Error::InvalidArgument { .. })
     ));
     let err = b
-        .export(&alloc, 0..64, ExportOptions::trustlist())
+        .export(&alloc, 0..64, ExportOptions::granted_only())
         .unwrap_err();
     assert!(err.to_string().contains("one shareable handle"), "{err}");
     assert!(matches!(

@@ -50,6 +50,7 @@
 //! `HipApi::linked()` with `link`) and checks its version, its no-GPU error codes and the
 //! error-name table. Without the library it prints `SKIPPED: ...` and passes, unless
 //! `DEVIPC_NO_SKIP=1` (CI with `libamdhip64-dev` installed should set it). No GPU needed.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![allow(non_camel_case_types, non_upper_case_globals)]
 
 pub mod consts;

@@ -502,7 +502,7 @@ fn grant_trustlist(ctx: &mut Ctx) -> Verdict {
     let id = peer.alloc(0, SIZE).step("peer allocate")?;
     peer.write(id, 0, &pattern(1, CHECK)).step("peer write")?;
     let token = peer
-        .export(id, 0, SIZE, ExportOptions::trustlist())
+        .export(id, 0, SIZE, ExportOptions::granted_only())
         .step("peer export")?;
     ctx.shares(&token)?;
     let first = rt.import(&token, DeviceId(0));

@@ -55,7 +55,7 @@ pub fn opts_word(opts: ExportOptions) -> &'static str {
 fn parse_opts(word: &str) -> Result<ExportOptions, Failure> {
     match word {
         "any" => Ok(ExportOptions::any_process()),
-        "trust" => Ok(ExportOptions::trustlist()),
+        "trust" => Ok(ExportOptions::granted_only()),
         other => Err(Failure::harness(format!("bad export option `{other}`"))),
     }
 }

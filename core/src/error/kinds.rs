@@ -231,7 +231,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::ids::{BackendKind, DeviceId};
+    use crate::backend_kind::BackendKind;
+    use crate::ids::DeviceId;
     use crate::physical::PhysicalDevice;
 
     /// The released rows: a failure here means a name or code changed, which breaks
