@@ -27,9 +27,8 @@ use super::{Import, Step, ensure, pattern, portable, same_bytes};
 use crate::counting;
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Need, Rule, Stop, Verdict};
-use crate::shell::facade::Facade;
-use crate::shell::facade::error_kind;
-use crate::shell::{Failure, Remote};
+use crate::shell::facade::{FacadeCommand, FacadePeer, error_kind};
+use crate::shell::{Failure, Request};
 
 const SIZE: usize = 1 << 20;
 const CHECK: usize = 256;
@@ -559,7 +558,7 @@ const EXTERNAL_BLOCK: usize = 2 << 20;
 fn external_imported(
     ctx: &mut Ctx,
     len: usize,
-) -> Result<(Runtime, Facade<Remote>, u64, MemToken, ImportedBuffer), Stop> {
+) -> Result<(Runtime, FacadePeer, u64, MemToken, ImportedBuffer), Stop> {
     let rt = ctx.runtime()?;
     let mut peer = ctx.facade_peer("exporter", false)?;
     let p = peer
@@ -666,8 +665,10 @@ fn signal_semaphore(ctx: &mut Ctx) -> Verdict {
     let second = sig.wait(Some(Duration::from_millis(300)));
     expect_error("a second wait after two notifies", "Timeout", second)?;
     // A wait blocks until the peer notifies.
-    peer.0.send("sleep 300").step("queue sleep")?;
-    peer.0.send(&format!("notify {ps}")).step("queue notify")?;
+    peer.0.send(Request::Sleep(300)).step("queue sleep")?;
+    peer.0
+        .send(Request::Run(FacadeCommand::Notify { id: ps }))
+        .step("queue notify")?;
     let started = Instant::now();
     sig.wait(Some(Duration::from_secs(10)))
         .step("wait for the delayed notify")?;

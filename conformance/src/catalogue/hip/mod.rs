@@ -29,7 +29,7 @@ use devipc_hip_sys::{
 
 use super::{Step, pattern};
 use crate::rule::{Applies, Expect, Need, Rule, Stop};
-use crate::shell::hip::Hip;
+use crate::shell::hip::{Hip, HipCommand};
 use crate::shell::{Exec, Failure, VendorClient};
 
 const H: Applies = Applies::Hip;
@@ -50,13 +50,13 @@ pub static TABLES: &[&[Rule]] = &[
 ];
 
 /// The `hipIpcOpenMemHandle` flag the running runtime accepts.
-fn lazy<E: Exec>(h: &mut Hip<E>) -> Result<u32, Stop> {
+fn lazy<E: Exec<HipCommand>>(h: &mut Hip<E>) -> Result<u32, Stop> {
     let v = h.version().step("hipRuntimeGetVersion")?;
     Ok(ipc_mem_lazy_enable_peer_access(v))
 }
 
 /// `SIZE` bytes on device 0, filled with pattern 1: (pointer, handle).
-fn exported<E: Exec>(h: &mut Hip<E>) -> Result<(u64, String), Stop> {
+fn exported<E: Exec<HipCommand>>(h: &mut Hip<E>) -> Result<(u64, String), Stop> {
     h.set_device(0).step("hipSetDevice(0)")?;
     let p = h.malloc(SIZE).step("hipMalloc")?;
     h.write(p, &pattern(1, CHECK)).step("filling it")?;
@@ -64,7 +64,7 @@ fn exported<E: Exec>(h: &mut Hip<E>) -> Result<(u64, String), Stop> {
     Ok((p, handle))
 }
 
-fn destroy_if_made<E: Exec>(h: &mut Hip<E>, r: &Result<u64, Failure>) {
+fn destroy_if_made<E: Exec<HipCommand>>(h: &mut Hip<E>, r: &Result<u64, Failure>) {
     if let Ok(e) = r {
         let _ = h.event_destroy(*e);
     }

@@ -27,7 +27,7 @@ use super::{CHECK, H, INVALID_VALUE};
 use crate::catalogue::{Step, ensure, pattern, same_bytes, vendor};
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Need, Rule, Stop, Verdict};
-use crate::shell::hip::{Hip, OsHandle};
+use crate::shell::hip::{Hip, HipCommand, OsHandle};
 use crate::shell::{Exec, Failure, VendorClient};
 
 const POSIX: i32 = hipMemHandleTypePosixFileDescriptor;
@@ -291,7 +291,7 @@ pub(super) static RULES: &[Rule] = &[
 
 /// Skips unless the table has the VMM functions; binds device 0 and returns the
 /// allocation granularity there.
-fn ready<E: Exec>(h: &mut Hip<E>) -> Result<usize, Stop> {
+fn ready<E: Exec<HipCommand>>(h: &mut Hip<E>) -> Result<usize, Stop> {
     let missing = h.vmm_missing().step("listing the VMM functions")?;
     if !missing.is_empty() {
         return Err(Stop::Skip(format!(
@@ -318,7 +318,11 @@ struct Mapped {
 }
 
 /// `hipMemCreate` + `hipMemAddressReserve` + `hipMemMap` of `size` bytes on device 0.
-fn mapped<E: Exec>(h: &mut Hip<E>, size: usize, handle_type: i32) -> Result<Mapped, Stop> {
+fn mapped<E: Exec<HipCommand>>(
+    h: &mut Hip<E>,
+    size: usize,
+    handle_type: i32,
+) -> Result<Mapped, Stop> {
     let handle = h
         .vmm_create(size, handle_type, 0, PINNED, 0)
         .step("hipMemCreate")?;
@@ -328,18 +332,18 @@ fn mapped<E: Exec>(h: &mut Hip<E>, size: usize, handle_type: i32) -> Result<Mapp
 }
 
 /// Undoes [`mapped`]: unmap, release, free the reservation.
-fn teardown<E: Exec>(h: &mut Hip<E>, m: Mapped) -> Result<(), Stop> {
+fn teardown<E: Exec<HipCommand>>(h: &mut Hip<E>, m: Mapped) -> Result<(), Stop> {
     h.vmm_unmap(m.va, m.size).step("hipMemUnmap")?;
     h.vmm_release(m.handle).step("hipMemRelease")?;
     h.vmm_address_free(m.va, m.size).step("hipMemAddressFree")
 }
 
-fn version<E: Exec>(h: &mut Hip<E>) -> Result<i32, Stop> {
+fn version<E: Exec<HipCommand>>(h: &mut Hip<E>) -> Result<i32, Stop> {
     h.version().step("hipRuntimeGetVersion")
 }
 
 /// Releases a handle a call that should have been refused returned anyway.
-fn release_if_made<E: Exec>(h: &mut Hip<E>, r: &Result<u64, Failure>) {
+fn release_if_made<E: Exec<HipCommand>>(h: &mut Hip<E>, r: &Result<u64, Failure>) {
     if let Ok(handle) = r {
         let _ = h.vmm_release(*handle);
     }
@@ -347,7 +351,11 @@ fn release_if_made<E: Exec>(h: &mut Hip<E>, r: &Result<u64, Failure>) {
 
 /// Moves `fd` of `from` into `to` over `SCM_RIGHTS`: its number in `to`. A machine where
 /// the socket cannot be made or the message cannot be sent skips the rule with the reason.
-fn pass_fd<A: Exec, B: Exec>(from: &mut Hip<A>, fd: i32, to: &mut Hip<B>) -> Result<i32, Stop> {
+fn pass_fd<A: Exec<HipCommand>, B: Exec<HipCommand>>(
+    from: &mut Hip<A>,
+    fd: i32,
+    to: &mut Hip<B>,
+) -> Result<i32, Stop> {
     let cannot = |e: Failure| {
         Stop::Skip(format!(
             "cannot pass a file descriptor between processes here (SCM_RIGHTS, api-facts \
@@ -533,7 +541,7 @@ fn granularity_aligned(ctx: &mut Ctx) -> Verdict {
 }
 
 /// The export in `h` (HIP `v`): refused before 6.2, an fd from 6.2.
-fn export_at<E: Exec>(ctx: &Ctx, h: &mut Hip<E>, g: usize, v: i32) -> Verdict {
+fn export_at<E: Exec<HipCommand>>(ctx: &Ctx, h: &mut Hip<E>, g: usize, v: i32) -> Verdict {
     let handle = h.vmm_create(g, POSIX, 0, PINNED, 0).step("hipMemCreate")?;
     let r = h.vmm_export(handle, POSIX, 0);
     if let Ok(fd) = r {
