@@ -11,7 +11,8 @@
 //! One file per topic, each with its table and scenarios; [`TABLES`] lists them in report
 //! order: `runtime.rs` (queries without a device), `ipc_mem.rs` (IPC memory),
 //! `ipc_event.rs` (IPC events), `peer.rs` (peer access), `device.rs` (device identity under
-//! visibility masks, issue 16), `vmm.rs` (VMM allocations and their POSIX-fd IPC). The scenario helpers they share are here.
+//! visibility masks, issue 16), `vmm/` (VMM allocations and their POSIX-fd IPC, then
+//! mappings and addresses). The scenario helpers they share are here.
 
 mod device;
 mod ipc_event;
@@ -47,6 +48,7 @@ pub static TABLES: &[&[Rule]] = &[
     peer::RULES,
     device::RULES,
     vmm::RULES,
+    vmm::mapping::RULES,
 ];
 
 /// The `hipIpcOpenMemHandle` flag the running runtime accepts.
