@@ -30,9 +30,9 @@ use devipc_hip_sys::HipApi;
 use crate::capabilities::Probe;
 use crate::counting;
 use crate::rule::{Expect, Rule, Stop, Verdict};
-use crate::shell::acl::{Acl, AclShell};
-use crate::shell::facade::Facade;
-use crate::shell::hip::{Hip, HipShell};
+use crate::shell::acl::{Acl, AclPeer, AclShell};
+use crate::shell::facade::{Facade, FacadePeer};
+use crate::shell::hip::{Hip, HipPeer, HipShell};
 use crate::shell::{Failure, Local, Remote};
 use crate::target::Target;
 
@@ -189,18 +189,18 @@ impl Ctx {
         facade_runtime(self.target, true).map_err(Stop::Fail)
     }
 
-    fn peer(&self, name: &str, role: &str) -> Result<Remote, Stop> {
+    fn peer<C: serde::Serialize>(&self, name: &str, role: &str) -> Result<Remote<C>, Stop> {
         let env: Vec<(String, OsString)> = Vec::new();
         Remote::spawn(name, role, self.target.name(), &env, self.reply_timeout).map_err(Stop::from)
     }
 
     /// A peer process running the ACL shell.
-    pub fn acl_peer(&self, name: &str) -> Result<Acl<Remote>, Stop> {
+    pub fn acl_peer(&self, name: &str) -> Result<AclPeer, Stop> {
         self.peer(name, roles::ACL_SHELL).map(Acl)
     }
 
     /// A peer process running the HIP shell.
-    pub fn hip_peer(&self, name: &str) -> Result<Hip<Remote>, Stop> {
+    pub fn hip_peer(&self, name: &str) -> Result<HipPeer, Stop> {
         self.peer(name, roles::HIP_SHELL).map(Hip)
     }
 
@@ -208,7 +208,7 @@ impl Ctx {
     /// as HIP `version` (`DEVIPC_EMU_HIP_VERSION`), whatever the run emulates: lets a rule
     /// whose behaviour changes at a release check both sides of the cut-off in one run.
     /// On a real runtime the version is the installed one; this fails there.
-    pub fn hip_peer_emulating(&self, name: &str, version: &str) -> Result<Hip<Remote>, Stop> {
+    pub fn hip_peer_emulating(&self, name: &str, version: &str) -> Result<HipPeer, Stop> {
         if !self.target.emulated() {
             return Err(Stop::fail(format!(
                 "{name}: only the emulator can answer as another HIP version ({version})"
@@ -231,16 +231,21 @@ impl Ctx {
 
     /// A peer process running the HIP shell with extra environment variables (issue 16:
     /// the vendors' visibility masks, which the runtime reads when the peer starts).
-    pub fn hip_peer_env(&self, name: &str, env: &[(&str, &str)]) -> Result<Hip<Remote>, Stop> {
+    pub fn hip_peer_env(&self, name: &str, env: &[(&str, &str)]) -> Result<HipPeer, Stop> {
         self.peer_env(name, roles::HIP_SHELL, env).map(Hip)
     }
 
     /// A peer process running the ACL shell with extra environment variables (issue 16).
-    pub fn acl_peer_env(&self, name: &str, env: &[(&str, &str)]) -> Result<Acl<Remote>, Stop> {
+    pub fn acl_peer_env(&self, name: &str, env: &[(&str, &str)]) -> Result<AclPeer, Stop> {
         self.peer_env(name, roles::ACL_SHELL, env).map(Acl)
     }
 
-    fn peer_env(&self, name: &str, role: &str, env: &[(&str, &str)]) -> Result<Remote, Stop> {
+    fn peer_env<C: serde::Serialize>(
+        &self,
+        name: &str,
+        role: &str,
+        env: &[(&str, &str)],
+    ) -> Result<Remote<C>, Stop> {
         let env: Vec<(String, OsString)> = env
             .iter()
             .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
@@ -249,7 +254,7 @@ impl Ctx {
     }
 
     /// A peer process running the facade shell (on a counting table if `counting`).
-    pub fn facade_peer(&self, name: &str, counting: bool) -> Result<Facade<Remote>, Stop> {
+    pub fn facade_peer(&self, name: &str, counting: bool) -> Result<FacadePeer, Stop> {
         let role = if counting {
             roles::COUNTING_FACADE_SHELL
         } else {
@@ -264,7 +269,7 @@ impl Ctx {
         &self,
         name: &str,
         env: &[(String, OsString)],
-    ) -> Result<Facade<Remote>, Stop> {
+    ) -> Result<FacadePeer, Stop> {
         Remote::spawn(
             name,
             roles::FACADE_SHELL,

@@ -20,7 +20,7 @@
 //! | [`cli`] | the command line |
 //! | [`child`] | the child roles the runner re-executes itself in |
 //! | [`process`] | starting the child processes (on `devipc-child`: `@@` lines, timeouts) |
-//! | [`shell`] | one call per command line, locally or in a peer: the ACL, HIP and facade shells |
+//! | [`shell`] | one call per typed command, locally or in a peer: the ACL, HIP and facade shells |
 //! | [`counting`] | vendor tables that count calls (for "no vendor call" guarantees) |
 //! | [`ctx`] | what a scenario works with |
 //! | [`switches`] | the emulator's rule switches and the catalogue rules bearing on each |

@@ -4,7 +4,7 @@
 //! Each round the owner notifies twice, [`BETWEEN`] apart (both records done before it
 //! answers: the default stream is idle, so each runs at once); then the waiter's first `wait` returns
 //! and its second, with a short limit, must time out. The timed-out waits leave, on
-//! Ascend, a vendor wait pending on devipc's stream (backend-ascend `signal.rs`), which
+//! Ascend, a vendor wait pending on devipc's stream (backend-ascend `notify.rs`), which
 //! the next round's records meet first: it consumed the first record, the second set the
 //! notify again, and both waits of the round returned (every other round, before the fix:
 //! a taken-over wait now clears the notify before it returns).

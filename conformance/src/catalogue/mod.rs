@@ -36,13 +36,9 @@ fn every() -> impl Iterator<Item = &'static Rule> {
         .iter()
         .chain(ascend_args::TABLES)
         .chain(hip::TABLES)
+        .chain(hip_args::TABLES)
         .copied()
-        .chain([
-            hip_args::RULES,
-            portable::RULES,
-            placement::RULES,
-            selftest::RULES,
-        ])
+        .chain([portable::RULES, placement::RULES, selftest::RULES])
         .flat_map(|table| table.iter())
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::ctx::Ctx;
 use crate::rule::{Applies, Expect, Level, Need, Rule, Stop, Verdict};
+use crate::shell::Request;
 
 const NEEDS: &[Need] = &[Need::LibraryOnly];
 
@@ -59,7 +60,7 @@ fn crash(_ctx: &mut Ctx) -> Verdict {
 
 fn peer_hangs(ctx: &mut Ctx) -> Verdict {
     let mut peer = ctx.facade_peer("sleeper", false)?;
-    peer.0.send("sleep 3600000")?;
+    peer.0.send(Request::Sleep(3_600_000))?;
     peer.0.reply()?;
     Ok("the peer answered after an hour".into())
 }

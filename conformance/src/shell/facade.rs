@@ -19,7 +19,9 @@ use devipc::{
 };
 
 use crate::counting;
-use crate::shell::{Exec, Failure, Handler, Reply, arg, hex, unhex, word};
+use crate::shell::{
+    Exec, Failure, Handler, Remote, Reply, Request, answer, done, hex, unhex, value,
+};
 
 /// The name of an [`Error`] variant, e.g. `Timeout` or `InvalidArgument`, for reports and
 /// the wire: [`Error::kind`] in the variant's own spelling.
@@ -91,11 +93,12 @@ impl FacadeShell {
         }
     }
 
-    fn keep(&mut self, obj: Obj) -> Reply {
+    /// Keeps `obj` under a new id: the id.
+    fn keep(&mut self, obj: Obj) -> u64 {
         let id = self.next;
         self.next += 1;
         self.objects.insert(id, obj);
-        Ok(vec![id.to_string()])
+        id
     }
 
     fn get(&self, id: u64) -> Result<&Obj, Failure> {
@@ -198,14 +201,200 @@ fn vendor_free(backend: &Backend, device: u32, ptr: u64) -> Result<(), Failure> 
     Ok(())
 }
 
+/// A facade shell command. Objects are named by the ids the shell gave them; tokens
+/// travel in their text form.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum FacadeCommand {
+    /// `Runtime::process_id`.
+    Pid,
+    /// `Runtime::device_count`.
+    DeviceCount,
+    /// `Runtime::allocate` (or `allocate_with` the run's mechanism, see
+    /// [`FacadeShell::new`]): the buffer's id.
+    Alloc {
+        /// The device.
+        device: u32,
+        /// Bytes.
+        size: usize,
+    },
+    /// `write` on a buffer or import.
+    Write {
+        /// The object.
+        id: u64,
+        /// Where.
+        offset: usize,
+        /// The bytes.
+        #[serde(with = "crate::shell::hex_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// `read` on a buffer or import: the bytes as hex.
+    Read {
+        /// The object.
+        id: u64,
+        /// Where.
+        offset: usize,
+        /// Bytes.
+        len: usize,
+    },
+    /// `SharedBuffer::export_range`: the token.
+    Export {
+        /// The buffer.
+        id: u64,
+        /// The range's start.
+        start: usize,
+        /// The range's end.
+        end: usize,
+        /// The export options.
+        #[serde(with = "opts")]
+        opts: ExportOptions,
+    },
+    /// `Runtime::grant` of one peer.
+    Grant {
+        /// The memory token.
+        token: String,
+        /// The peer's pid.
+        peer: u32,
+    },
+    /// `Runtime::import`: (id, whether it is a local view).
+    Import {
+        /// The memory token.
+        token: String,
+        /// The device.
+        device: u32,
+    },
+    /// `Runtime::import_on_exporter_device`: the import's id and device, or `None` when
+    /// the exporter's device is not visible here.
+    Place {
+        /// The memory token.
+        token: String,
+    },
+    /// Drops an object.
+    Drop {
+        /// The object.
+        id: u64,
+    },
+    /// `Runtime::live_imports`.
+    LiveImports,
+    /// Vendor calls of `api` so far (counting peers only).
+    Calls {
+        /// The vendor function.
+        api: String,
+    },
+    /// `Runtime::create_signal`: its id.
+    SignalCreate {
+        /// The device.
+        device: u32,
+    },
+    /// `Signal::export`: the token.
+    SignalExport {
+        /// The signal.
+        id: u64,
+        /// The export options.
+        #[serde(with = "opts")]
+        opts: ExportOptions,
+    },
+    /// `Signal::grant` of one peer.
+    SignalGrant {
+        /// The signal.
+        id: u64,
+        /// Its token.
+        token: String,
+        /// The peer's pid.
+        peer: u32,
+    },
+    /// `Runtime::import_signal`: its id.
+    SignalImport {
+        /// The signal token.
+        token: String,
+        /// The device.
+        device: u32,
+    },
+    /// `Signal::notify`.
+    Notify {
+        /// The signal.
+        id: u64,
+    },
+    /// `Signal::wait` with a timeout.
+    Wait {
+        /// The signal.
+        id: u64,
+        /// The timeout in milliseconds.
+        ms: u64,
+    },
+    /// Vendor-allocated memory (`aclrtMalloc` / `hipMalloc`): its address.
+    ExternalAlloc {
+        /// The device.
+        device: u32,
+        /// Bytes.
+        size: usize,
+    },
+    /// Frees memory from [`FacadeCommand::ExternalAlloc`].
+    ExternalFree {
+        /// The device.
+        device: u32,
+        /// The address.
+        ptr: u64,
+    },
+    /// `Runtime::close_external` alone (without freeing).
+    ExternalClose {
+        /// The device.
+        device: u32,
+        /// The address.
+        ptr: u64,
+    },
+    /// Backend `write` to a raw address.
+    ExternalWrite {
+        /// The address.
+        ptr: u64,
+        /// The bytes.
+        #[serde(with = "crate::shell::hex_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// Backend `read` from a raw address: the bytes as hex.
+    ExternalRead {
+        /// The address.
+        ptr: u64,
+        /// Bytes.
+        len: usize,
+    },
+    /// `Runtime::export_external`: the token.
+    ExternalExport {
+        /// The device.
+        device: u32,
+        /// The address.
+        ptr: u64,
+        /// Bytes.
+        len: usize,
+        /// The export options.
+        #[serde(with = "opts")]
+        opts: ExportOptions,
+    },
+}
+
+/// Serde for [`ExportOptions`] as [`opts_word`].
+mod opts {
+    use devipc::ExportOptions;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(opts: &ExportOptions, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(super::opts_word(*opts))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ExportOptions, D::Error> {
+        let word = String::deserialize(d)?;
+        super::parse_opts(&word).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Handler for FacadeShell {
-    fn handle(&mut self, name: &str, a: &[&str]) -> Reply {
-        let none = || Ok(Vec::new());
-        match name {
-            "pid" => Ok(vec![self.rt.process_id().0.to_string()]),
-            "device-count" => Ok(vec![self.rt.device_count().map_err(d)?.to_string()]),
-            "alloc" => {
-                let (device, size) = (DeviceId(arg(a, 0)?), arg(a, 1)?);
+    type Command = FacadeCommand;
+
+    fn handle(&mut self, command: FacadeCommand) -> Reply {
+        match command {
+            FacadeCommand::Pid => value(self.rt.process_id().0),
+            FacadeCommand::DeviceCount => value(self.rt.device_count().map_err(d)?),
+            FacadeCommand::Alloc { device, size } => {
+                let device = DeviceId(device);
                 let buf = match self.allocation {
                     None => self.rt.allocate(device, size),
                     Some(m) => self
@@ -213,159 +402,140 @@ impl Handler for FacadeShell {
                         .allocate_with(device, size, AllocateOptions::mechanism(m)),
                 }
                 .map_err(d)?;
-                self.keep(Obj::Buffer(buf))
+                value(self.keep(Obj::Buffer(buf)))
             }
-            "write" => {
-                let (id, off): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
-                let bytes = unhex(a.get(2).copied().unwrap_or(""))?;
+            FacadeCommand::Write { id, offset, bytes } => {
                 match self.get(id)? {
-                    Obj::Buffer(b) => b.write(off, &bytes).map_err(d)?,
-                    Obj::Import(i) => i.write(off, &bytes).map_err(d)?,
+                    Obj::Buffer(b) => b.write(offset, &bytes).map_err(d)?,
+                    Obj::Import(i) => i.write(offset, &bytes).map_err(d)?,
                     Obj::Signal(_) => return Err(Failure::harness("write to a signal")),
                 }
-                none()
+                done()
             }
-            "read" => {
-                let (id, off, len): (u64, usize, usize) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+            FacadeCommand::Read { id, offset, len } => {
                 let mut buf = vec![0u8; len];
                 match self.get(id)? {
-                    Obj::Buffer(b) => b.read(off, &mut buf).map_err(d)?,
-                    Obj::Import(i) => i.read(off, &mut buf).map_err(d)?,
+                    Obj::Buffer(b) => b.read(offset, &mut buf).map_err(d)?,
+                    Obj::Import(i) => i.read(offset, &mut buf).map_err(d)?,
                     Obj::Signal(_) => return Err(Failure::harness("read from a signal")),
                 }
-                Ok(vec![hex(&buf)])
+                value(hex(&buf))
             }
-            "export" => {
-                let (id, start, end): (u64, usize, usize) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
-                let opts = parse_opts(a.get(3).copied().unwrap_or("trust"))?;
+            FacadeCommand::Export {
+                id,
+                start,
+                end,
+                opts,
+            } => {
                 let Obj::Buffer(b) = self.get(id)? else {
                     return Err(Failure::harness(format!("object {id} is not a buffer")));
                 };
-                Ok(vec![b.export_range(start..end, opts).map_err(d)?.to_text()])
+                value(b.export_range(start..end, opts).map_err(d)?.to_text())
             }
-            "grant" => {
-                let token = mem_token(a.first().copied().unwrap_or(""))?;
-                self.rt.grant(&token, &[ProcessId(arg(a, 1)?)]).map_err(d)?;
-                none()
+            FacadeCommand::Grant { token, peer } => {
+                let token = mem_token(&token)?;
+                self.rt.grant(&token, &[ProcessId(peer)]).map_err(d)?;
+                done()
             }
-            "import" => {
-                let token = mem_token(a.first().copied().unwrap_or(""))?;
-                let imp = self.rt.import(&token, DeviceId(arg(a, 1)?)).map_err(d)?;
-                let local = u8::from(imp.is_local());
-                let mut reply = self.keep(Obj::Import(imp))?;
-                reply.push(local.to_string());
-                Ok(reply)
+            FacadeCommand::Import { token, device } => {
+                let token = mem_token(&token)?;
+                let imp = self.rt.import(&token, DeviceId(device)).map_err(d)?;
+                let local = imp.is_local();
+                let id = self.keep(Obj::Import(imp));
+                value((id, local))
             }
-            "place" => {
-                // `Runtime::import_on_exporter_device`: the import's id and device, or
-                // `none` when the exporter's device is not visible here.
-                let token = mem_token(a.first().copied().unwrap_or(""))?;
+            FacadeCommand::Place { token } => {
+                let token = mem_token(&token)?;
                 match self.rt.import_on_exporter_device(&token) {
                     Ok(imp) => {
-                        let device = imp.device().0.to_string();
-                        let mut reply = self.keep(Obj::Import(imp))?;
-                        reply.push(device);
-                        Ok(reply)
+                        let device = imp.device().0;
+                        let id = self.keep(Obj::Import(imp));
+                        value(Some((id, device)))
                     }
-                    Err(devipc::Error::DeviceNotVisible { .. }) => Ok(vec!["none".into()]),
+                    Err(devipc::Error::DeviceNotVisible { .. }) => value(None::<(u64, u32)>),
                     Err(e) => Err(d(e)),
                 }
             }
-            "drop" => {
-                let id: u64 = arg(a, 0)?;
+            FacadeCommand::Drop { id } => {
                 self.objects
                     .remove(&id)
                     .ok_or_else(|| Failure::harness(format!("no object {id}")))?;
-                none()
+                done()
             }
-            "live-imports" => Ok(vec![self.rt.live_imports().to_string()]),
-            "calls" => {
+            FacadeCommand::LiveImports => value(self.rt.live_imports()),
+            FacadeCommand::Calls { api } => {
                 if !counting::active() {
                     return Err(Failure::harness("this peer does not count vendor calls"));
                 }
-                Ok(vec![
-                    counting::calls(a.first().copied().unwrap_or("")).to_string(),
-                ])
+                value(counting::calls(&api))
             }
-            "signal.create" => {
-                let s = self.rt.create_signal(DeviceId(arg(a, 0)?)).map_err(d)?;
-                self.keep(Obj::Signal(s))
+            FacadeCommand::SignalCreate { device } => {
+                let s = self.rt.create_signal(DeviceId(device)).map_err(d)?;
+                value(self.keep(Obj::Signal(s)))
             }
-            "signal.export" => {
-                let id: u64 = arg(a, 0)?;
-                let opts = parse_opts(a.get(1).copied().unwrap_or("trust"))?;
-                Ok(vec![self.signal(id)?.export(opts).map_err(d)?.to_text()])
+            FacadeCommand::SignalExport { id, opts } => {
+                value(self.signal(id)?.export(opts).map_err(d)?.to_text())
             }
-            "signal.grant" => {
-                let id: u64 = arg(a, 0)?;
-                let token = signal_token(a.get(1).copied().unwrap_or(""))?;
+            FacadeCommand::SignalGrant { id, token, peer } => {
+                let token = signal_token(&token)?;
                 self.signal(id)?
-                    .grant(&token, &[ProcessId(arg(a, 2)?)])
+                    .grant(&token, &[ProcessId(peer)])
                     .map_err(d)?;
-                none()
+                done()
             }
-            "signal.import" => {
-                let token = signal_token(a.first().copied().unwrap_or(""))?;
-                let s = self
-                    .rt
-                    .import_signal(&token, DeviceId(arg(a, 1)?))
-                    .map_err(d)?;
-                self.keep(Obj::Signal(s))
+            FacadeCommand::SignalImport { token, device } => {
+                let token = signal_token(&token)?;
+                let s = self.rt.import_signal(&token, DeviceId(device)).map_err(d)?;
+                value(self.keep(Obj::Signal(s)))
             }
-            "notify" => {
-                self.signal(arg(a, 0)?)?.notify().map_err(d)?;
-                none()
+            FacadeCommand::Notify { id } => {
+                self.signal(id)?.notify().map_err(d)?;
+                done()
             }
-            "wait" => {
-                let (id, ms): (u64, u64) = (arg(a, 0)?, arg(a, 1)?);
+            FacadeCommand::Wait { id, ms } => {
                 self.signal(id)?
                     .wait(Some(Duration::from_millis(ms)))
                     .map_err(d)?;
-                none()
+                done()
             }
-            "external.alloc" => {
-                let p = vendor_malloc(self.rt.backend(), arg(a, 0)?, arg(a, 1)?)?;
-                Ok(vec![p.to_string()])
+            FacadeCommand::ExternalAlloc { device, size } => {
+                value(vendor_malloc(self.rt.backend(), device, size)?)
             }
-            "external.free" => {
-                vendor_free(self.rt.backend(), arg(a, 0)?, arg(a, 1)?)?;
-                none()
+            FacadeCommand::ExternalFree { device, ptr } => {
+                vendor_free(self.rt.backend(), device, ptr)?;
+                done()
             }
-            "external.close" => {
-                let (dev, p): (u32, u64) = (arg(a, 0)?, arg(a, 1)?);
+            FacadeCommand::ExternalClose { device, ptr } => {
                 self.rt
-                    .close_external(DeviceId(dev), DevicePtr(p))
+                    .close_external(DeviceId(device), DevicePtr(ptr))
                     .map_err(d)?;
-                none()
+                done()
             }
-            "external.write" => {
-                let p: u64 = arg(a, 0)?;
-                let bytes = unhex(a.get(1).copied().unwrap_or(""))?;
+            FacadeCommand::ExternalWrite { ptr, bytes } => {
                 // SAFETY: the conformance driver passes pointers into blocks this shell's
-                // `external.alloc` returned and has not freed (a rule that breaks this on
+                // `ExternalAlloc` returned and has not freed (a rule that breaks this on
                 // purpose runs on the emulator, which checks every copy).
-                unsafe { self.rt.backend().write(DevicePtr(p), &bytes) }.map_err(d)?;
-                none()
+                unsafe { self.rt.backend().write(DevicePtr(ptr), &bytes) }.map_err(d)?;
+                done()
             }
-            "external.read" => {
-                let (p, len): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
+            FacadeCommand::ExternalRead { ptr, len } => {
                 let mut buf = vec![0u8; len];
-                // SAFETY: as for `external.write`.
-                unsafe { self.rt.backend().read(DevicePtr(p), &mut buf) }.map_err(d)?;
-                Ok(vec![hex(&buf)])
+                // SAFETY: as for `ExternalWrite`.
+                unsafe { self.rt.backend().read(DevicePtr(ptr), &mut buf) }.map_err(d)?;
+                value(hex(&buf))
             }
-            "external.export" => {
-                let (dev, p, len): (u32, u64, usize) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
-                let opts = parse_opts(a.get(3).copied().unwrap_or("trust"))?;
+            FacadeCommand::ExternalExport {
+                device,
+                ptr,
+                len,
+                opts,
+            } => {
                 let token = self
                     .rt
-                    .export_external(DeviceId(dev), DevicePtr(p), len, opts)
+                    .export_external(DeviceId(device), DevicePtr(ptr), len, opts)
                     .map_err(d)?;
-                Ok(vec![token.to_text()])
+                value(token.to_text())
             }
-            other => Err(Failure::harness(format!(
-                "unknown facade shell command `{other}`"
-            ))),
         }
     }
 }
@@ -374,34 +544,37 @@ impl Handler for FacadeShell {
 #[derive(Debug)]
 pub struct Facade<E>(pub E);
 
-impl<E: Exec> Facade<E> {
-    fn run(&mut self, line: String) -> Reply {
-        self.0.exec(&line)
-    }
+/// A facade shell in a peer process.
+pub type FacadePeer = Facade<Remote<FacadeCommand>>;
 
+impl<E: Exec<FacadeCommand>> Facade<E> {
     /// `Runtime::process_id`.
     pub fn pid(&mut self) -> Result<ProcessId, Failure> {
-        Ok(ProcessId(word(&self.run("pid".into())?, 0)?))
+        Ok(ProcessId(self.0.ask(FacadeCommand::Pid)?))
     }
 
     /// `Runtime::allocate` (or `allocate_with` the run's mechanism on an allocation
     /// variant, see [`FacadeShell::new`]): the buffer's id.
     pub fn alloc(&mut self, device: u32, size: usize) -> Result<u64, Failure> {
-        word(&self.run(format!("alloc {device} {size}"))?, 0)
+        self.0.ask(FacadeCommand::Alloc { device, size })
     }
 
     /// `write` on a buffer or import.
     pub fn write(&mut self, id: u64, offset: usize, bytes: &[u8]) -> Result<(), Failure> {
-        self.run(format!("write {id} {offset} {}", hex(bytes)))
-            .map(drop)
+        self.0.ask(FacadeCommand::Write {
+            id,
+            offset,
+            bytes: bytes.to_vec(),
+        })
     }
 
     /// `read` on a buffer or import.
     pub fn read(&mut self, id: u64, offset: usize, len: usize) -> Result<Vec<u8>, Failure> {
-        unhex(&word::<String>(
-            &self.run(format!("read {id} {offset} {len}"))?,
-            0,
-        )?)
+        unhex(
+            &self
+                .0
+                .ask::<String>(FacadeCommand::Read { id, offset, len })?,
+        )
     }
 
     /// `SharedBuffer::export_range`: the token.
@@ -412,61 +585,64 @@ impl<E: Exec> Facade<E> {
         end: usize,
         opts: ExportOptions,
     ) -> Result<MemToken, Failure> {
-        let text: String = word(
-            &self.run(format!("export {id} {start} {end} {}", opts_word(opts)))?,
-            0,
-        )?;
+        let text: String = self.0.ask(FacadeCommand::Export {
+            id,
+            start,
+            end,
+            opts,
+        })?;
         mem_token(&text)
     }
 
     /// `Runtime::grant` of one peer.
     pub fn grant(&mut self, token: &MemToken, peer: ProcessId) -> Result<(), Failure> {
-        self.run(format!("grant {} {}", token.to_text(), peer.0))
-            .map(drop)
+        self.0.ask(FacadeCommand::Grant {
+            token: token.to_text(),
+            peer: peer.0,
+        })
     }
 
     /// `Runtime::import`: (id, whether it is a local view).
     pub fn import(&mut self, token: &MemToken, device: u32) -> Result<(u64, bool), Failure> {
-        let r = self.run(format!("import {} {device}", token.to_text()))?;
-        Ok((word(&r, 0)?, word::<u8>(&r, 1)? != 0))
+        self.0.ask(FacadeCommand::Import {
+            token: token.to_text(),
+            device,
+        })
     }
 
     /// `Runtime::import_on_exporter_device`: `Some((id, device))`, or `None` when the
     /// exporter's device is not visible to the peer.
     pub fn place(&mut self, token: &MemToken) -> Result<Option<(u64, u32)>, Failure> {
-        let r = self.run(format!("place {}", token.to_text()))?;
-        if r.first().is_some_and(|w| w == "none") {
-            return Ok(None);
-        }
-        Ok(Some((word(&r, 0)?, word(&r, 1)?)))
+        self.0.ask(FacadeCommand::Place {
+            token: token.to_text(),
+        })
     }
 
     /// Drops an object.
     pub fn drop_obj(&mut self, id: u64) -> Result<(), Failure> {
-        self.run(format!("drop {id}")).map(drop)
+        self.0.ask(FacadeCommand::Drop { id })
     }
 
     /// `Runtime::live_imports`.
     pub fn live_imports(&mut self) -> Result<usize, Failure> {
-        word(&self.run("live-imports".into())?, 0)
+        self.0.ask(FacadeCommand::LiveImports)
     }
 
     /// Vendor calls of `api` so far (counting peers only).
     pub fn calls(&mut self, api: &str) -> Result<u64, Failure> {
-        word(&self.run(format!("calls {api}"))?, 0)
+        self.0.ask(FacadeCommand::Calls {
+            api: api.to_owned(),
+        })
     }
 
     /// `Runtime::create_signal`.
     pub fn signal_create(&mut self, device: u32) -> Result<u64, Failure> {
-        word(&self.run(format!("signal.create {device}"))?, 0)
+        self.0.ask(FacadeCommand::SignalCreate { device })
     }
 
     /// `Signal::export`.
     pub fn signal_export(&mut self, id: u64, opts: ExportOptions) -> Result<SignalToken, Failure> {
-        let text: String = word(
-            &self.run(format!("signal.export {id} {}", opts_word(opts)))?,
-            0,
-        )?;
+        let text: String = self.0.ask(FacadeCommand::SignalExport { id, opts })?;
         signal_token(&text)
     }
 
@@ -477,56 +653,61 @@ impl<E: Exec> Facade<E> {
         token: &SignalToken,
         peer: ProcessId,
     ) -> Result<(), Failure> {
-        self.run(format!("signal.grant {id} {} {}", token.to_text(), peer.0))
-            .map(drop)
+        self.0.ask(FacadeCommand::SignalGrant {
+            id,
+            token: token.to_text(),
+            peer: peer.0,
+        })
     }
 
     /// `Runtime::import_signal`.
     pub fn signal_import(&mut self, token: &SignalToken, device: u32) -> Result<u64, Failure> {
-        word(
-            &self.run(format!("signal.import {} {device}", token.to_text()))?,
-            0,
-        )
+        self.0.ask(FacadeCommand::SignalImport {
+            token: token.to_text(),
+            device,
+        })
     }
 
     /// `Signal::notify`.
     pub fn notify(&mut self, id: u64) -> Result<(), Failure> {
-        self.run(format!("notify {id}")).map(drop)
+        self.0.ask(FacadeCommand::Notify { id })
     }
 
     /// `Signal::wait` with a timeout.
     pub fn wait(&mut self, id: u64, timeout: Duration) -> Result<(), Failure> {
-        self.run(format!("wait {id} {}", timeout.as_millis()))
-            .map(drop)
+        self.0.ask(wait_command(id, timeout))
     }
 
     /// Vendor-allocated memory (`aclrtMalloc` / `hipMalloc`): its address.
     pub fn external_alloc(&mut self, device: u32, size: usize) -> Result<u64, Failure> {
-        word(&self.run(format!("external.alloc {device} {size}"))?, 0)
+        self.0.ask(FacadeCommand::ExternalAlloc { device, size })
     }
 
     /// Frees memory from [`Facade::external_alloc`].
     pub fn external_free(&mut self, device: u32, ptr: u64) -> Result<(), Failure> {
-        self.run(format!("external.free {device} {ptr}")).map(drop)
+        self.0.ask(FacadeCommand::ExternalFree { device, ptr })
     }
 
     /// `Runtime::close_external` alone (without freeing).
     pub fn external_close(&mut self, device: u32, ptr: u64) -> Result<(), Failure> {
-        self.run(format!("external.close {device} {ptr}")).map(drop)
+        self.0.ask(FacadeCommand::ExternalClose { device, ptr })
     }
 
     /// Backend `write` to a raw address.
     pub fn external_write(&mut self, ptr: u64, bytes: &[u8]) -> Result<(), Failure> {
-        self.run(format!("external.write {ptr} {}", hex(bytes)))
-            .map(drop)
+        self.0.ask(FacadeCommand::ExternalWrite {
+            ptr,
+            bytes: bytes.to_vec(),
+        })
     }
 
     /// Backend `read` from a raw address.
     pub fn external_read(&mut self, ptr: u64, len: usize) -> Result<Vec<u8>, Failure> {
-        unhex(&word::<String>(
-            &self.run(format!("external.read {ptr} {len}"))?,
-            0,
-        )?)
+        unhex(
+            &self
+                .0
+                .ask::<String>(FacadeCommand::ExternalRead { ptr, len })?,
+        )
     }
 
     /// `Runtime::export_external`.
@@ -537,26 +718,33 @@ impl<E: Exec> Facade<E> {
         len: usize,
         opts: ExportOptions,
     ) -> Result<MemToken, Failure> {
-        let text: String = word(
-            &self.run(format!(
-                "external.export {device} {ptr} {len} {}",
-                opts_word(opts)
-            ))?,
-            0,
-        )?;
+        let text: String = self.0.ask(FacadeCommand::ExternalExport {
+            device,
+            ptr,
+            len,
+            opts,
+        })?;
         mem_token(&text)
     }
 }
 
-impl Facade<crate::shell::Remote> {
+/// [`FacadeCommand::Wait`] for `timeout` (whole milliseconds).
+fn wait_command(id: u64, timeout: Duration) -> FacadeCommand {
+    FacadeCommand::Wait {
+        id,
+        ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+impl FacadePeer {
     /// Starts `wait` in the peer without waiting for it to return.
     pub fn wait_start(&mut self, id: u64, timeout: Duration) -> Result<(), Failure> {
-        self.0.send(&format!("wait {id} {}", timeout.as_millis()))
+        self.0.send(Request::Run(wait_command(id, timeout)))
     }
 
     /// Collects the result of [`Facade::wait_start`].
     pub fn wait_end(&mut self) -> Result<(), Failure> {
-        self.0.reply().map(drop)
+        answer(self.0.reply())
     }
 }
 

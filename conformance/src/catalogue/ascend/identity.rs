@@ -14,6 +14,7 @@ use crate::catalogue::{Step, ensure, vendor};
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Need, Rule, Stop, Verdict};
 use crate::shell::Failure;
+use crate::shell::acl::IdTranslation;
 
 /// The device-id rules.
 pub(super) static RULES: &[Rule] = &[
@@ -58,7 +59,7 @@ fn visible_devices(ctx: &mut Ctx) -> Verdict {
     let count = acl.device_count().step("aclrtGetDeviceCount")?;
     let uuid1 = available(acl.device_uuid(1), "aclrtDeviceGetUuid(1)")?;
     let logical1 = acl
-        .translate_id("logic-by-user", 1)
+        .translate_id(IdTranslation::LogicByUser, 1)
         .step("aclrtGetLogicDevIdByUserDevId(1)")?;
     let mut peer = ctx.acl_peer_env("masked", &[("ASCEND_RT_VISIBLE_DEVICES", "1")])?;
     let seen = peer
@@ -68,7 +69,7 @@ fn visible_devices(ctx: &mut Ctx) -> Verdict {
         format!("with ASCEND_RT_VISIBLE_DEVICES=1 the peer sees {seen} device(s) of {count}, not 1")
     })?;
     let logical = peer
-        .translate_id("logic-by-user", 0)
+        .translate_id(IdTranslation::LogicByUser, 0)
         .step("aclrtGetLogicDevIdByUserDevId(0) in the masked peer")?;
     ensure(logical == 1, || {
         format!("the masked peer's user device 0 is logical {logical}, not 1")
@@ -91,17 +92,17 @@ fn translation_checked(ctx: &mut Ctx) -> Verdict {
     let mut seen = Vec::new();
     for user in 0..count {
         let logical = available(
-            acl.translate_id("logic-by-user", user),
+            acl.translate_id(IdTranslation::LogicByUser, user),
             "aclrtGetLogicDevIdByUserDevId",
         )?;
         let physical = acl
-            .translate_id("phy-by-logic", logical)
+            .translate_id(IdTranslation::PhyByLogic, logical)
             .step("aclrtGetPhyDevIdByLogicDevId")?;
         let back = acl
-            .translate_id("logic-by-phy", physical)
+            .translate_id(IdTranslation::LogicByPhy, physical)
             .step("aclrtGetLogicDevIdByPhyDevId")?;
         let user_back = acl
-            .translate_id("user-by-logic", logical)
+            .translate_id(IdTranslation::UserByLogic, logical)
             .step("aclrtGetUserDevIdByLogicDevId")?;
         ensure(back == logical && user_back == user, || {
             format!(
@@ -113,7 +114,7 @@ fn translation_checked(ctx: &mut Ctx) -> Verdict {
     }
     let refused = ctx.refused(
         &format!("aclrtGetLogicDevIdByUserDevId({count})"),
-        acl.translate_id("logic-by-user", count),
+        acl.translate_id(IdTranslation::LogicByUser, count),
     )?;
     Ok(format!(
         "user->logical->physical {}; {refused}",

@@ -15,7 +15,7 @@ use super::{
 use crate::catalogue::{Step, pattern, same_bytes, vendor};
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Need, Rule, Stop, Verdict};
-use crate::shell::acl::Acl;
+use crate::shell::acl::{Acl, AclCommand};
 use crate::shell::{Exec, Pids, VendorClient};
 
 /// The IPC memory key rules.
@@ -328,7 +328,7 @@ fn key_repeat_import(ctx: &mut Ctx) -> Verdict {
 /// The positive control of the key violation rules: export, import, read, then the
 /// documented order (RT-DOC 11-07: the importer closes, then the exporter closes and
 /// frees) records no violation. Returns the importer's pid (granted, on device 0).
-fn documented_order_records_nothing<E: Exec, F: Exec>(
+fn documented_order_records_nothing<E: Exec<AclCommand>, F: Exec<AclCommand>>(
     ctx: &Ctx,
     a: &mut Acl<E>,
     b: &mut Acl<F>,

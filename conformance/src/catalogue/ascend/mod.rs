@@ -28,7 +28,7 @@ use devipc_ascend_sys::consts::ACL_IPC_KEY_LEN;
 
 use super::{Step, pattern};
 use crate::rule::{Applies, Need, Rule, Stop};
-use crate::shell::acl::{Acl, Vmm};
+use crate::shell::acl::{Acl, AclCommand, Vmm};
 use crate::shell::{Exec, Pids, VendorClient};
 
 const A: Applies = Applies::Ascend;
@@ -61,7 +61,7 @@ pub(super) fn trust(pid: i32) -> Pids {
 }
 
 /// An allocation on device 0 of the local shell, filled with pattern 1 and exported.
-fn exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(Vmm, u64), Stop> {
+fn exported<E: Exec<AclCommand>>(a: &mut Acl<E>, flags: u64) -> Result<(Vmm, u64), Stop> {
     a.set_device(0).step("aclrtSetDevice(0)")?;
     let vmm = a.vmm_alloc(0).step("allocating VMM memory")?;
     a.write(vmm.va, &pattern(1, CHECK)).step("filling it")?;
@@ -70,19 +70,27 @@ fn exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(Vmm, u64), Stop> {
 }
 
 /// A peer importing shareable handle `sh` on `dev`, mapping it: (phys, va).
-fn import_map<E: Exec>(b: &mut Acl<E>, sh: u64, dev: u32, size: usize) -> Result<(u64, u64), Stop> {
+fn import_map<E: Exec<AclCommand>>(
+    b: &mut Acl<E>,
+    sh: u64,
+    dev: u32,
+    size: usize,
+) -> Result<(u64, u64), Stop> {
     let phys = b.vmm_import(sh, dev as i32).step("importing the handle")?;
     let va = b.map(phys, size, dev).step("mapping the import")?;
     Ok((phys, va))
 }
 
-fn unmap_free<E: Exec>(b: &mut Acl<E>, phys: u64, va: u64) -> Result<(), Stop> {
+fn unmap_free<E: Exec<AclCommand>>(b: &mut Acl<E>, phys: u64, va: u64) -> Result<(), Stop> {
     b.unmap(va).step("unmapping the import")?;
     b.phys_free(phys).step("freeing the import")
 }
 
 /// A local `aclrtMalloc` block filled with pattern 1, exported by key with `flags`.
-pub(super) fn key_exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(u64, String), Stop> {
+pub(super) fn key_exported<E: Exec<AclCommand>>(
+    a: &mut Acl<E>,
+    flags: u64,
+) -> Result<(u64, String), Stop> {
     a.set_device(0).step("aclrtSetDevice(0)")?;
     let p = a.malloc(KEY_BLOCK).step("aclrtMalloc")?;
     a.write(p, &pattern(1, CHECK)).step("filling it")?;
@@ -92,19 +100,23 @@ pub(super) fn key_exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(u64, 
     Ok((p, key))
 }
 
-pub(super) fn key_release<E: Exec>(a: &mut Acl<E>, p: u64, key: &str) -> Result<(), Stop> {
+pub(super) fn key_release<E: Exec<AclCommand>>(
+    a: &mut Acl<E>,
+    p: u64,
+    key: &str,
+) -> Result<(), Stop> {
     a.key_close(key).step("the exporter's aclrtIpcMemClose")?;
     a.free(p).step("aclrtFree")
 }
 
 /// The peer's bare tgid after `aclrtSetDevice(dev)`.
-pub(super) fn peer_on<E: Exec>(b: &mut Acl<E>, dev: u32) -> Result<i32, Stop> {
+pub(super) fn peer_on<E: Exec<AclCommand>>(b: &mut Acl<E>, dev: u32) -> Result<i32, Stop> {
     b.set_device(dev).step("peer aclrtSetDevice")?;
     b.pid().step("peer aclrtDeviceGetBareTgid")
 }
 
 /// A notify created and exported locally with `flags`.
-fn notify_exported<E: Exec>(a: &mut Acl<E>, flags: u64) -> Result<(u64, String), Stop> {
+fn notify_exported<E: Exec<AclCommand>>(a: &mut Acl<E>, flags: u64) -> Result<(u64, String), Stop> {
     a.set_device(0).step("aclrtSetDevice(0)")?;
     let n = a.notify_create().step("aclrtCreateNotify")?;
     let key = a

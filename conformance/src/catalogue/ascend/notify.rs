@@ -12,7 +12,8 @@ use super::{A, LONG_WAIT, notify_exported, peer_on, trust};
 use crate::catalogue::{Step, ensure, vendor};
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Rule, Stop, Verdict};
-use crate::shell::Pids;
+use crate::shell::acl::NotifyCommand;
+use crate::shell::{Pids, Request};
 
 /// Timeout of the wait that must expire (2 units: 2 s, or 2 ms on a runtime that counts
 /// milliseconds), and how late past it the wait may return. The slack keeps the two
@@ -130,8 +131,8 @@ fn notify_binary_semaphore(ctx: &mut Ctx) -> Verdict {
     }
     let timed_out = started.elapsed();
     // A wait blocks until the peer records.
-    b.0.send("sleep 300").step("queueing sleep")?;
-    b.0.send(&format!("notify.record {nb}"))
+    b.0.send(Request::Sleep(300)).step("queueing sleep")?;
+    b.0.send(Request::Run(NotifyCommand::Record { notify: nb }.into()))
         .step("queueing the record")?;
     let started = Instant::now();
     a.notify_wait(n, LONG_WAIT)

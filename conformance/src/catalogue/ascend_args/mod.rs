@@ -29,7 +29,7 @@ use devipc_ascend_sys::codes::ACL_ERROR_INVALID_PARAM;
 use super::Step;
 use crate::rule::{Applies, Expect, Need, Rule, Stop};
 use crate::shell::Exec;
-use crate::shell::acl::Acl;
+use crate::shell::acl::{Acl, AclCommand};
 
 const A: Applies = Applies::Ascend;
 /// Bytes checked in transfers.
@@ -60,14 +60,14 @@ pub static TABLES: &[&[Rule]] = &[
 
 /// A reservation of `size` bytes with physical memory of the same size mapped at its base
 /// (access READWRITE, the default): (reservation, physical handle).
-fn mapped<E: Exec>(a: &mut Acl<E>, size: usize) -> Result<(u64, u64), Stop> {
+fn mapped<E: Exec<AclCommand>>(a: &mut Acl<E>, size: usize) -> Result<(u64, u64), Stop> {
     let phys = a.phys_alloc(0, size).step("aclrtMallocPhysical")?;
     let va = a.reserve(size, 0, 0).step("aclrtReserveMemAddress")?;
     a.map_at(va, size, 0, phys, 0).step("aclrtMapMem")?;
     Ok((va, phys))
 }
 
-fn unmapped<E: Exec>(a: &mut Acl<E>, va: u64, phys: u64) -> Result<(), Stop> {
+fn unmapped<E: Exec<AclCommand>>(a: &mut Acl<E>, va: u64, phys: u64) -> Result<(), Stop> {
     a.unmap_only(va).step("aclrtUnmapMem")?;
     a.release(va).step("aclrtReleaseMemAddress")?;
     a.phys_free(phys).step("aclrtFreePhysical")

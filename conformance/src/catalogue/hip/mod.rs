@@ -11,7 +11,8 @@
 //! One file per topic, each with its table and scenarios; [`TABLES`] lists them in report
 //! order: `runtime.rs` (queries without a device), `ipc_mem.rs` (IPC memory),
 //! `ipc_event.rs` (IPC events), `peer.rs` (peer access), `device.rs` (device identity under
-//! visibility masks, issue 16), `vmm.rs` (VMM allocations and their POSIX-fd IPC). The scenario helpers they share are here.
+//! visibility masks, issue 16), `vmm/` (VMM allocations and their POSIX-fd IPC, then
+//! mappings and addresses). The scenario helpers they share are here.
 
 mod device;
 mod ipc_event;
@@ -29,7 +30,7 @@ use devipc_hip_sys::{
 
 use super::{Step, pattern};
 use crate::rule::{Applies, Expect, Need, Rule, Stop};
-use crate::shell::hip::Hip;
+use crate::shell::hip::{Hip, HipCommand};
 use crate::shell::{Exec, Failure, VendorClient};
 
 const H: Applies = Applies::Hip;
@@ -47,16 +48,17 @@ pub static TABLES: &[&[Rule]] = &[
     peer::RULES,
     device::RULES,
     vmm::RULES,
+    vmm::mapping::RULES,
 ];
 
 /// The `hipIpcOpenMemHandle` flag the running runtime accepts.
-fn lazy<E: Exec>(h: &mut Hip<E>) -> Result<u32, Stop> {
+fn lazy<E: Exec<HipCommand>>(h: &mut Hip<E>) -> Result<u32, Stop> {
     let v = h.version().step("hipRuntimeGetVersion")?;
     Ok(ipc_mem_lazy_enable_peer_access(v))
 }
 
 /// `SIZE` bytes on device 0, filled with pattern 1: (pointer, handle).
-fn exported<E: Exec>(h: &mut Hip<E>) -> Result<(u64, String), Stop> {
+fn exported<E: Exec<HipCommand>>(h: &mut Hip<E>) -> Result<(u64, String), Stop> {
     h.set_device(0).step("hipSetDevice(0)")?;
     let p = h.malloc(SIZE).step("hipMalloc")?;
     h.write(p, &pattern(1, CHECK)).step("filling it")?;
@@ -64,7 +66,7 @@ fn exported<E: Exec>(h: &mut Hip<E>) -> Result<(u64, String), Stop> {
     Ok((p, handle))
 }
 
-fn destroy_if_made<E: Exec>(h: &mut Hip<E>, r: &Result<u64, Failure>) {
+fn destroy_if_made<E: Exec<HipCommand>>(h: &mut Hip<E>, r: &Result<u64, Failure>) {
     if let Ok(e) = r {
         let _ = h.event_destroy(*e);
     }

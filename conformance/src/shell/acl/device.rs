@@ -1,187 +1,249 @@
-//! ACL shell commands for devices, peers, the process id and `aclInit`/`aclFinalize`
-//! counting, with their [`Acl`] client calls.
-//!
-//! `set-device`, `device-count`, `pid`, `pid-null`, `init`, `finalize`, `peer.can`,
-//! `peer.enable`, `sync-device-timeout`, and the device ids and identity of issue 16
-//! (`dev.logic-by-user`, `dev.user-by-logic`, `dev.logic-by-phy`, `dev.phy-by-logic`,
-//! `dev.uuid`) (dispatched from [`super::AclShell`]'s handler).
+//! ACL shell commands for devices, peers, the process id, `aclInit`/`aclFinalize`
+//! counting, and the device ids and identity of issue 16, with their [`Acl`] client
+//! calls.
 
 use std::sync::Arc;
 
 use devipc_ascend_sys::codes::{ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS};
+use serde::{Deserialize, Serialize};
 
-use super::{Acl, AclShell, unknown};
-use crate::shell::{Exec, Failure, Reply, VendorClient, arg, word};
+use super::{Acl, AclCommand, AclShell};
+use crate::shell::{Exec, Failure, Reply, done, value};
+
+/// A device command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeviceCommand {
+    /// `aclrtSetDevice`.
+    SetDevice {
+        /// The device.
+        dev: i32,
+    },
+    /// `aclrtGetDeviceCount`.
+    DeviceCount,
+    /// `aclrtDeviceGetBareTgid`.
+    Pid,
+    /// `aclrtDeviceGetBareTgid(NULL)`.
+    PidNull,
+    /// `aclInit(NULL)` once more (the shell balances it with `aclFinalize` on exit).
+    Init,
+    /// `aclFinalize`.
+    Finalize,
+    /// `aclrtDeviceCanAccessPeer`: 0 or 1.
+    CanAccessPeer {
+        /// The device.
+        dev: i32,
+        /// The peer.
+        peer: i32,
+    },
+    /// `aclrtDeviceEnablePeerAccess` from the current device.
+    EnablePeer {
+        /// The peer.
+        peer: i32,
+        /// The (reserved) flags.
+        flags: u32,
+    },
+    /// One of the device id translations of issue 16.
+    TranslateId {
+        /// Which one.
+        what: IdTranslation,
+        /// The id translated.
+        id: i32,
+    },
+    /// `aclrtDeviceGetUuid`: the 16 bytes as hex.
+    Uuid {
+        /// The device.
+        dev: i32,
+    },
+    /// `aclrtSynchronizeDeviceWithTimeout` (milliseconds; -1 waits forever).
+    SyncDeviceTimeout {
+        /// The timeout.
+        timeout: i32,
+    },
+}
+
+/// A device id translation (issue 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IdTranslation {
+    /// `aclrtGetLogicDevIdByUserDevId`.
+    LogicByUser,
+    /// `aclrtGetUserDevIdByLogicDevId`.
+    UserByLogic,
+    /// `aclrtGetLogicDevIdByPhyDevId`.
+    LogicByPhy,
+    /// `aclrtGetPhyDevIdByLogicDevId`.
+    PhyByLogic,
+}
+
+impl From<DeviceCommand> for AclCommand {
+    fn from(c: DeviceCommand) -> Self {
+        AclCommand::Device(c)
+    }
+}
 
 impl AclShell {
-    /// Runs one of this module's commands.
-    pub(super) fn device_command(&mut self, name: &str, a: &[&str]) -> Reply {
+    /// Runs a [`DeviceCommand`].
+    pub(super) fn device(&mut self, command: DeviceCommand) -> Reply {
         let api = Arc::clone(&self.api);
-        let none = || Ok(Vec::new());
-        let one = |v: u64| Ok(vec![v.to_string()]);
-        // SAFETY: for every call below, out-pointers point at live locals; pointer arguments
-        // are values this shell or its peer got from the runtime, or deliberately invalid
-        // values whose rejection is the rule under test (the runtime validates them);
-        // buffers are live Vecs of the stated length.
+        // SAFETY: for every call below, out-pointers point at live locals; device ids and
+        // flags are plain integers the runtime validates (deliberately invalid ones are the
+        // rule under test).
         unsafe {
-            match name {
-                "set-device" => self
-                    .check("aclrtSetDevice", (api.aclrtSetDevice)(arg(a, 0)?))
-                    .and_then(|()| none()),
-                "device-count" => {
+            match command {
+                DeviceCommand::SetDevice { dev } => self
+                    .check("aclrtSetDevice", (api.aclrtSetDevice)(dev))
+                    .and_then(|()| done()),
+                DeviceCommand::DeviceCount => {
                     let mut n = 0u32;
                     self.check("aclrtGetDeviceCount", (api.aclrtGetDeviceCount)(&mut n))?;
-                    one(u64::from(n))
+                    value(n)
                 }
-                "pid" => {
+                DeviceCommand::Pid => {
                     let f = opt!(api, aclrtDeviceGetBareTgid);
                     let mut pid = 0i32;
                     self.check("aclrtDeviceGetBareTgid", f(&mut pid))?;
-                    Ok(vec![pid.to_string()])
+                    value(pid)
                 }
-                "peer.can" => {
-                    let (d, p): (i32, i32) = (arg(a, 0)?, arg(a, 1)?);
+                DeviceCommand::CanAccessPeer { dev, peer } => {
                     let mut v = 0i32;
                     self.check(
                         "aclrtDeviceCanAccessPeer",
-                        (api.aclrtDeviceCanAccessPeer)(&mut v, d, p),
+                        (api.aclrtDeviceCanAccessPeer)(&mut v, dev, peer),
                     )?;
-                    Ok(vec![v.to_string()])
+                    value(v)
                 }
-                "peer.enable" => {
-                    let (p, flags): (i32, u32) = (arg(a, 0)?, arg(a, 1)?);
-                    self.check(
+                DeviceCommand::EnablePeer { peer, flags } => self
+                    .check(
                         "aclrtDeviceEnablePeerAccess",
-                        (api.aclrtDeviceEnablePeerAccess)(p, flags),
+                        (api.aclrtDeviceEnablePeerAccess)(peer, flags),
                     )
-                    .and_then(|()| none())
-                }
-                "pid-null" => {
+                    .and_then(|()| done()),
+                DeviceCommand::PidNull => {
                     let f = opt!(api, aclrtDeviceGetBareTgid);
                     self.check("aclrtDeviceGetBareTgid", f(std::ptr::null_mut()))
-                        .and_then(|()| none())
+                        .and_then(|()| done())
                 }
-                "init" => {
+                DeviceCommand::Init => {
                     // aclInit is counted (api-facts A.3): a repeated call returns
                     // ACL_ERROR_REPEAT_INITIALIZE and still needs its aclFinalize.
                     let code = (api.aclInit)(std::ptr::null());
                     if code == ACL_SUCCESS || code == ACL_ERROR_REPEAT_INITIALIZE {
                         self.inits += 1;
                     }
-                    self.check("aclInit", code).and_then(|()| none())
+                    self.check("aclInit", code).and_then(|()| done())
                 }
-                "finalize" => {
+                DeviceCommand::Finalize => {
                     let code = (api.aclFinalize)();
                     if code == ACL_SUCCESS {
                         self.inits = self.inits.saturating_sub(1);
                     }
-                    self.check("aclFinalize", code).and_then(|()| none())
+                    self.check("aclFinalize", code).and_then(|()| done())
                 }
-                "dev.logic-by-user" | "dev.user-by-logic" | "dev.logic-by-phy"
-                | "dev.phy-by-logic" => {
-                    let (f, what) = match name {
-                        "dev.logic-by-user" => (
+                DeviceCommand::TranslateId { what, id } => {
+                    let (f, name) = match what {
+                        IdTranslation::LogicByUser => (
                             opt!(api, aclrtGetLogicDevIdByUserDevId),
                             "aclrtGetLogicDevIdByUserDevId",
                         ),
-                        "dev.user-by-logic" => (
+                        IdTranslation::UserByLogic => (
                             opt!(api, aclrtGetUserDevIdByLogicDevId),
                             "aclrtGetUserDevIdByLogicDevId",
                         ),
-                        "dev.logic-by-phy" => (
+                        IdTranslation::LogicByPhy => (
                             opt!(api, aclrtGetLogicDevIdByPhyDevId),
                             "aclrtGetLogicDevIdByPhyDevId",
                         ),
-                        _ => (
+                        IdTranslation::PhyByLogic => (
                             opt!(api, aclrtGetPhyDevIdByLogicDevId),
                             "aclrtGetPhyDevIdByLogicDevId",
                         ),
                     };
                     let mut out = -1i32;
-                    self.check(what, f(arg(a, 0)?, &mut out))?;
-                    Ok(vec![out.to_string()])
+                    self.check(name, f(id, &mut out))?;
+                    value(out)
                 }
-                "dev.uuid" => {
+                DeviceCommand::Uuid { dev } => {
                     let f = opt!(api, aclrtDeviceGetUuid);
                     let mut u = devipc_ascend_sys::types::aclrtUuid::default();
-                    self.check("aclrtDeviceGetUuid", f(arg(a, 0)?, &mut u))?;
-                    Ok(vec![
+                    self.check("aclrtDeviceGetUuid", f(dev, &mut u))?;
+                    value(
                         u.bytes
                             .iter()
                             .map(|b| format!("{:02x}", *b as u8))
-                            .collect(),
-                    ])
+                            .collect::<String>(),
+                    )
                 }
-                "sync-device-timeout" => {
+                DeviceCommand::SyncDeviceTimeout { timeout } => {
                     let f = opt!(api, aclrtSynchronizeDeviceWithTimeout);
-                    self.check("aclrtSynchronizeDeviceWithTimeout", f(arg(a, 0)?))
-                        .and_then(|()| none())
+                    self.check("aclrtSynchronizeDeviceWithTimeout", f(timeout))
+                        .and_then(|()| done())
                 }
-                other => Err(unknown(other)),
             }
         }
     }
 }
 
-impl<E: Exec> Acl<E> {
+impl<E: Exec<AclCommand>> Acl<E> {
     /// `aclrtSetDevice`.
     pub fn set_device(&mut self, dev: u32) -> Result<(), Failure> {
-        self.run(format!("set-device {dev}")).map(drop)
+        let dev = i32::try_from(dev).map_err(|_| Failure::harness("device id out of range"))?;
+        self.0.ask(DeviceCommand::SetDevice { dev })
     }
 
     /// `aclrtGetDeviceCount`.
     pub fn device_count(&mut self) -> Result<u32, Failure> {
-        word(&self.run("device-count".into())?, 0)
+        self.0.ask(DeviceCommand::DeviceCount)
     }
 
-    /// Issue 16: one of the id translations, `what` being `logic-by-user`,
-    /// `user-by-logic`, `logic-by-phy` or `phy-by-logic`.
-    pub fn translate_id(&mut self, what: &str, id: i32) -> Result<i32, Failure> {
-        word(&self.run(format!("dev.{what} {id}"))?, 0)
+    /// Issue 16: one of the id translations.
+    pub fn translate_id(&mut self, what: IdTranslation, id: i32) -> Result<i32, Failure> {
+        self.0.ask(DeviceCommand::TranslateId { what, id })
     }
 
     /// `aclrtDeviceGetUuid`: the 16 bytes as hex.
     pub fn device_uuid(&mut self, dev: i32) -> Result<String, Failure> {
-        word(&self.run(format!("dev.uuid {dev}"))?, 0)
+        self.0.ask(DeviceCommand::Uuid { dev })
     }
 
     /// `aclrtDeviceGetBareTgid`.
     pub fn pid(&mut self) -> Result<i32, Failure> {
-        word(&self.run("pid".into())?, 0)
+        self.0.ask(DeviceCommand::Pid)
     }
 
     /// `aclrtDeviceCanAccessPeer`.
     pub fn can_access_peer(&mut self, dev: i32, peer: i32) -> Result<bool, Failure> {
-        Ok(word::<i32>(&self.run(format!("peer.can {dev} {peer}"))?, 0)? != 0)
+        Ok(self
+            .0
+            .ask::<i32>(DeviceCommand::CanAccessPeer { dev, peer })?
+            != 0)
     }
 
     /// `aclrtDeviceEnablePeerAccess` from the current device.
     pub fn enable_peer(&mut self, peer: i32) -> Result<(), Failure> {
-        self.run(format!("peer.enable {peer} 0")).map(drop)
+        self.enable_peer_flags(peer, 0)
     }
 
     /// `aclrtDeviceEnablePeerAccess` with explicit (reserved) `flags`.
     pub fn enable_peer_flags(&mut self, peer: i32, flags: u32) -> Result<(), Failure> {
-        self.run(format!("peer.enable {peer} {flags}")).map(drop)
+        self.0.ask(DeviceCommand::EnablePeer { peer, flags })
     }
 
     /// `aclrtDeviceGetBareTgid(NULL)`.
     pub fn pid_null(&mut self) -> Result<(), Failure> {
-        self.run("pid-null".into()).map(drop)
+        self.0.ask(DeviceCommand::PidNull)
     }
 
     /// `aclInit(NULL)` once more (the shell balances it with `aclFinalize` on exit).
     pub fn init(&mut self) -> Result<(), Failure> {
-        self.run("init".into()).map(drop)
+        self.0.ask(DeviceCommand::Init)
     }
 
     /// `aclFinalize`.
     pub fn finalize(&mut self) -> Result<(), Failure> {
-        self.run("finalize".into()).map(drop)
+        self.0.ask(DeviceCommand::Finalize)
     }
 
     /// `aclrtSynchronizeDeviceWithTimeout(timeout)` (milliseconds; -1 waits forever).
     pub fn sync_device_timeout(&mut self, timeout: i32) -> Result<(), Failure> {
-        self.run(format!("sync-device-timeout {timeout}")).map(drop)
+        self.0.ask(DeviceCommand::SyncDeviceTimeout { timeout })
     }
 }

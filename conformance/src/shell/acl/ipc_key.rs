@@ -1,45 +1,91 @@
 //! ACL shell commands for IPC memory keys (`aclrtIpcMem*`), with their [`Acl`] client
 //! calls. Keys travel as hex of their 65 bytes.
-//!
-//! `key.*` (dispatched from [`super::AclShell`]'s handler).
 
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::Arc;
 
 use devipc_ascend_sys::codes::ACL_SUCCESS;
 use devipc_ascend_sys::consts::ACL_IPC_KEY_LEN;
+use serde::{Deserialize, Serialize};
 
-use super::{Acl, AclShell, key_buf, pid_args, ptr, unknown};
-use crate::shell::{Exec, Failure, Pids, Reply, VendorClient, arg, hex, word};
+use super::{Acl, AclCommand, AclShell, key_buf, pid_args, ptr};
+use crate::shell::{Exec, Failure, Pids, Reply, done, hex, value};
+
+/// An IPC key command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IpcKeyCommand {
+    /// `aclrtIpcMemGetExportKey` with a key buffer of `len` bytes: the key as hex.
+    Export {
+        /// The address.
+        ptr: u64,
+        /// Bytes exported.
+        size: usize,
+        /// The key buffer's length.
+        len: usize,
+        /// The flags.
+        flags: u64,
+    },
+    /// The same export from a fresh thread that never called `aclrtSetDevice`.
+    ExportNoContext {
+        /// The address.
+        ptr: u64,
+        /// Bytes exported.
+        size: usize,
+    },
+    /// `aclrtIpcMemSetImportPid`.
+    SetPid {
+        /// The key as hex.
+        key: String,
+        /// The trustlist.
+        pids: Pids,
+    },
+    /// `aclrtIpcMemImportByKey`: the address.
+    Import {
+        /// The key as hex.
+        key: String,
+        /// The flags.
+        flags: u64,
+    },
+    /// `aclrtIpcMemClose`.
+    Close {
+        /// The key as hex.
+        key: String,
+    },
+}
+
+impl From<IpcKeyCommand> for AclCommand {
+    fn from(c: IpcKeyCommand) -> Self {
+        AclCommand::IpcKey(c)
+    }
+}
 
 impl AclShell {
-    /// Runs one of this module's commands.
-    pub(super) fn key_command(&mut self, name: &str, a: &[&str]) -> Reply {
+    /// Runs an [`IpcKeyCommand`].
+    pub(super) fn ipc_key(&mut self, command: IpcKeyCommand) -> Reply {
         let api = Arc::clone(&self.api);
-        let none = || Ok(Vec::new());
-        let one = |v: u64| Ok(vec![v.to_string()]);
         // SAFETY: for every call below, out-pointers point at live locals; pointer arguments
         // are values this shell or its peer got from the runtime, or deliberately invalid
         // values whose rejection is the rule under test (the runtime validates them);
         // buffers are live Vecs of the stated length.
         unsafe {
-            match name {
-                "key.export" => {
+            match command {
+                IpcKeyCommand::Export {
+                    ptr: p,
+                    size,
+                    len,
+                    flags,
+                } => {
                     let f = opt!(api, aclrtIpcMemGetExportKey);
-                    let (p, size, len, flags): (u64, usize, usize, u64) =
-                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?, arg(a, 3)?);
                     let mut key = vec![0u8; len.max(ACL_IPC_KEY_LEN)];
                     self.check(
                         "aclrtIpcMemGetExportKey",
                         f(ptr(p), size, key.as_mut_ptr().cast::<c_char>(), len, flags),
                     )?;
                     key.truncate(ACL_IPC_KEY_LEN);
-                    Ok(vec![hex(&key)])
+                    value(hex(&key))
                 }
-                "key.export-no-context" => {
-                    // The same export from a fresh thread that never called aclrtSetDevice.
+                IpcKeyCommand::ExportNoContext { ptr: p, size } => {
                     let f = opt!(api, aclrtIpcMemGetExportKey);
-                    let (p, size): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
                     let api2 = Arc::clone(&api);
                     let (code, msg) = std::thread::spawn(move || {
                         let mut key = vec![0u8; ACL_IPC_KEY_LEN];
@@ -66,7 +112,7 @@ impl AclShell {
                         if let Some(close) = api.aclrtIpcMemClose {
                             close(key.as_ptr().cast());
                         }
-                        return Ok(vec![hex(&key)]);
+                        return value(hex(&key));
                     }
                     Err(Failure::Vendor {
                         api: "aclrtIpcMemGetExportKey".into(),
@@ -74,43 +120,40 @@ impl AclShell {
                         message: msg.0.trim().to_owned(),
                     })
                 }
-                "key.set-pid" => {
+                IpcKeyCommand::SetPid { key, pids } => {
                     let f = opt!(api, aclrtIpcMemSetImportPid);
-                    let key = key_buf(a.first().copied().unwrap_or(""))?;
-                    let (mut pids, null) =
-                        pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
+                    let key = key_buf(&key)?;
+                    let (mut pids, null) = pid_args(&pids);
                     let (p, n) = if null {
                         (std::ptr::null_mut(), 1)
                     } else {
                         (pids.as_mut_ptr(), pids.len())
                     };
                     self.check("aclrtIpcMemSetImportPid", f(key.as_ptr().cast(), p, n))
-                        .and_then(|()| none())
+                        .and_then(|()| done())
                 }
-                "key.import" => {
+                IpcKeyCommand::Import { key, flags } => {
                     let f = opt!(api, aclrtIpcMemImportByKey);
-                    let key = key_buf(a.first().copied().unwrap_or(""))?;
-                    let flags: u64 = arg(a, 1)?;
+                    let key = key_buf(&key)?;
                     let mut p: *mut c_void = std::ptr::null_mut();
                     self.check(
                         "aclrtIpcMemImportByKey",
                         f(&mut p, key.as_ptr().cast(), flags),
                     )?;
-                    one(p as usize as u64)
+                    value(p as usize as u64)
                 }
-                "key.close" => {
+                IpcKeyCommand::Close { key } => {
                     let f = opt!(api, aclrtIpcMemClose);
-                    let key = key_buf(a.first().copied().unwrap_or(""))?;
+                    let key = key_buf(&key)?;
                     self.check("aclrtIpcMemClose", f(key.as_ptr().cast()))
-                        .and_then(|()| none())
+                        .and_then(|()| done())
                 }
-                other => Err(unknown(other)),
             }
         }
     }
 }
 
-impl<E: Exec> Acl<E> {
+impl<E: Exec<AclCommand>> Acl<E> {
     /// `aclrtIpcMemGetExportKey` with a key buffer of `len` bytes.
     pub fn key_export(
         &mut self,
@@ -119,30 +162,39 @@ impl<E: Exec> Acl<E> {
         len: usize,
         flags: u64,
     ) -> Result<String, Failure> {
-        word(
-            &self.run(format!("key.export {ptr} {size} {len} {flags}"))?,
-            0,
-        )
+        self.0.ask(IpcKeyCommand::Export {
+            ptr,
+            size,
+            len,
+            flags,
+        })
     }
 
     /// `aclrtIpcMemGetExportKey` from a thread without a device context.
     pub fn key_export_no_context(&mut self, ptr: u64, size: usize) -> Result<String, Failure> {
-        word(&self.run(format!("key.export-no-context {ptr} {size}"))?, 0)
+        self.0.ask(IpcKeyCommand::ExportNoContext { ptr, size })
     }
 
     /// `aclrtIpcMemSetImportPid`.
     pub fn key_set_pid(&mut self, key: &str, pids: &Pids) -> Result<(), Failure> {
-        self.run(format!("key.set-pid {key} {}", pids.wire()))
-            .map(drop)
+        self.0.ask(IpcKeyCommand::SetPid {
+            key: key.to_owned(),
+            pids: pids.clone(),
+        })
     }
 
     /// `aclrtIpcMemImportByKey`: the address.
     pub fn key_import(&mut self, key: &str, flags: u64) -> Result<u64, Failure> {
-        word(&self.run(format!("key.import {key} {flags}"))?, 0)
+        self.0.ask(IpcKeyCommand::Import {
+            key: key.to_owned(),
+            flags,
+        })
     }
 
     /// `aclrtIpcMemClose`.
     pub fn key_close(&mut self, key: &str) -> Result<(), Failure> {
-        self.run(format!("key.close {key}")).map(drop)
+        self.0.ask(IpcKeyCommand::Close {
+            key: key.to_owned(),
+        })
     }
 }

@@ -1,10 +1,6 @@
 //! ACL shell commands for `aclrtMalloc` memory and copies, with their [`Acl`] client
-//! calls (`malloc`, `free`, `write`, `read` and `address-range` through
-//! [`VendorClient`], which the HIP client shares).
-//!
-//! `malloc`, `malloc.policy`, `free`, `write`, `write.bounded`, `read`, `read.kind`,
-//! `copy.async-d2d`, `address-range`, `mem-info` (dispatched from
-//! [`super::AclShell`]'s handler).
+//! calls (`malloc`, `free`, `write`, `read` and `address_range` through
+//! [`VendorClient`](crate::shell::VendorClient), which the HIP client shares).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -13,51 +9,109 @@ use devipc_ascend_sys::types::{
     ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST,
     ACL_MEMCPY_HOST_TO_DEVICE, aclrtMemAttr, aclrtMemMallocPolicy, aclrtMemcpyKind,
 };
+use serde::{Deserialize, Serialize};
 
-use super::{Acl, AclShell, ptr, unknown};
-use crate::shell::{Exec, Failure, Reply, VendorClient, arg, hex, unhex, word};
+use super::{Acl, AclCommand, AclShell, ptr};
+use crate::shell::{Exec, Failure, Memory, Reply, done, hex, hex_bytes, unhex, value};
+
+/// A memory command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemoryCommand {
+    /// A call both vendor shells answer.
+    Shared(Memory),
+    /// `aclrtMalloc` with an explicit policy: the address.
+    MallocPolicy {
+        /// Bytes.
+        size: usize,
+        /// The policy.
+        policy: aclrtMemMallocPolicy,
+    },
+    /// `aclrtGetMemInfo(attr)`: (free, total) bytes.
+    MemInfo {
+        /// The memory kind.
+        attr: aclrtMemAttr,
+    },
+    /// `aclrtMemcpy` host to device of `bytes` with an explicit `destMax` (the
+    /// destination's stated capacity).
+    WriteBounded {
+        /// The device address.
+        dst: u64,
+        /// `destMax`.
+        dest_max: usize,
+        /// The bytes.
+        #[serde(with = "hex_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// `aclrtMemcpy` of `len` bytes from device memory into a host buffer with `kind`
+    /// (`ACL_MEMCPY_DEVICE_TO_HOST` unless a rule provokes the check): the bytes as hex.
+    ReadKind {
+        /// The device address.
+        src: u64,
+        /// Bytes.
+        len: usize,
+        /// The copy kind.
+        kind: aclrtMemcpyKind,
+    },
+    /// `aclrtMemcpyAsync` device to device on the default stream, then
+    /// `aclrtSynchronizeStream`: the only copy the vendor allows of a key import used on
+    /// another device (RT-DOC 11-07).
+    CopyAsyncD2d {
+        /// The destination.
+        dst: u64,
+        /// The source.
+        src: u64,
+        /// Bytes.
+        len: usize,
+    },
+}
+
+impl From<MemoryCommand> for AclCommand {
+    fn from(c: MemoryCommand) -> Self {
+        AclCommand::Memory(c)
+    }
+}
+
+impl From<Memory> for AclCommand {
+    fn from(m: Memory) -> Self {
+        AclCommand::Memory(MemoryCommand::Shared(m))
+    }
+}
 
 impl AclShell {
-    /// Runs one of this module's commands.
-    pub(super) fn memory_command(&mut self, name: &str, a: &[&str]) -> Reply {
+    /// Runs a [`MemoryCommand`].
+    pub(super) fn memory(&mut self, command: MemoryCommand) -> Reply {
         let api = Arc::clone(&self.api);
-        let none = || Ok(Vec::new());
-        let one = |v: u64| Ok(vec![v.to_string()]);
         // SAFETY: for every call below, out-pointers point at live locals; pointer arguments
         // are values this shell or its peer got from the runtime, or deliberately invalid
         // values whose rejection is the rule under test (the runtime validates them);
         // buffers are live Vecs of the stated length.
         unsafe {
-            match name {
-                "malloc" => {
-                    let size: usize = arg(a, 0)?;
+            match command {
+                MemoryCommand::Shared(Memory::Malloc { size }) => {
                     let mut p: *mut c_void = std::ptr::null_mut();
                     self.check(
                         "aclrtMalloc",
                         (api.aclrtMalloc)(&mut p, size, ACL_MEM_MALLOC_HUGE_FIRST),
                     )?;
-                    one(p as usize as u64)
+                    value(p as usize as u64)
                 }
-                "free" => self
-                    .check("aclrtFree", (api.aclrtFree)(ptr(arg(a, 0)?)))
-                    .and_then(|()| none()),
-                "write" => {
-                    let dst = ptr(arg(a, 0)?);
-                    let bytes = unhex(a.get(1).copied().unwrap_or(""))?;
+                MemoryCommand::Shared(Memory::Free { ptr: p }) => self
+                    .check("aclrtFree", (api.aclrtFree)(ptr(p)))
+                    .and_then(|()| done()),
+                MemoryCommand::Shared(Memory::Write { dst, bytes }) => {
                     self.check(
                         "aclrtMemcpy",
                         (api.aclrtMemcpy)(
-                            dst,
+                            ptr(dst),
                             bytes.len(),
                             bytes.as_ptr().cast(),
                             bytes.len(),
                             ACL_MEMCPY_HOST_TO_DEVICE,
                         ),
                     )?;
-                    none()
+                    done()
                 }
-                "read" => {
-                    let (src, len): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
+                MemoryCommand::Shared(Memory::Read { src, len }) => {
                     let mut buf = vec![0u8; len];
                     self.check(
                         "aclrtMemcpy",
@@ -69,14 +123,17 @@ impl AclShell {
                             ACL_MEMCPY_DEVICE_TO_HOST,
                         ),
                     )?;
-                    Ok(vec![hex(&buf)])
+                    value(hex(&buf))
                 }
-                "copy.async-d2d" => {
-                    // aclrtMemcpyAsync device to device on the default stream, then
-                    // aclrtSynchronizeStream: the only copy the vendor allows of a key
-                    // import used on another device (RT-DOC 11-07).
+                MemoryCommand::Shared(Memory::AddressRange { ptr: p }) => {
+                    let f = opt!(api, aclrtMemGetAddressRange);
+                    let mut base: *mut c_void = std::ptr::null_mut();
+                    let mut size = 0usize;
+                    self.check("aclrtMemGetAddressRange", f(ptr(p), &mut base, &mut size))?;
+                    value((base as usize as u64, size))
+                }
+                MemoryCommand::CopyAsyncD2d { dst, src, len } => {
                     let f = opt!(api, aclrtMemcpyAsync);
-                    let (dst, src, len): (u64, u64, usize) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
                     self.check(
                         "aclrtMemcpyAsync",
                         f(
@@ -92,36 +149,25 @@ impl AclShell {
                         "aclrtSynchronizeStream",
                         (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
                     )?;
-                    none()
+                    done()
                 }
-                "malloc.policy" => {
-                    let (size, policy): (usize, aclrtMemMallocPolicy) = (arg(a, 0)?, arg(a, 1)?);
+                MemoryCommand::MallocPolicy { size, policy } => {
                     let mut p: *mut c_void = std::ptr::null_mut();
                     self.check("aclrtMalloc", (api.aclrtMalloc)(&mut p, size, policy))?;
-                    one(p as usize as u64)
+                    value(p as usize as u64)
                 }
-                "address-range" => {
-                    let f = opt!(api, aclrtMemGetAddressRange);
-                    let mut base: *mut c_void = std::ptr::null_mut();
-                    let mut size = 0usize;
-                    self.check(
-                        "aclrtMemGetAddressRange",
-                        f(ptr(arg(a, 0)?), &mut base, &mut size),
-                    )?;
-                    Ok(vec![(base as usize).to_string(), size.to_string()])
-                }
-                "mem-info" => {
+                MemoryCommand::MemInfo { attr } => {
                     let f = opt!(api, aclrtGetMemInfo);
                     let (mut free, mut total) = (0usize, 0usize);
-                    self.check("aclrtGetMemInfo", f(arg(a, 0)?, &mut free, &mut total))?;
-                    Ok(vec![free.to_string(), total.to_string()])
+                    self.check("aclrtGetMemInfo", f(attr, &mut free, &mut total))?;
+                    value((free, total))
                 }
-                "write.bounded" => {
-                    // aclrtMemcpy host to device of the given bytes with an explicit
-                    // destMax (the destination's stated capacity).
-                    let (dst, dest_max): (u64, usize) = (arg(a, 0)?, arg(a, 1)?);
-                    let bytes = unhex(a.get(2).copied().unwrap_or(""))?;
-                    self.check(
+                MemoryCommand::WriteBounded {
+                    dst,
+                    dest_max,
+                    bytes,
+                } => self
+                    .check(
                         "aclrtMemcpy",
                         (api.aclrtMemcpy)(
                             ptr(dst),
@@ -131,31 +177,24 @@ impl AclShell {
                             ACL_MEMCPY_HOST_TO_DEVICE,
                         ),
                     )
-                    .and_then(|()| none())
-                }
-                "read.kind" => {
-                    // aclrtMemcpy from device memory into a host buffer with the given
-                    // kind (ACL_MEMCPY_DEVICE_TO_HOST unless a rule provokes the check).
-                    let (src, len, kind): (u64, usize, aclrtMemcpyKind) =
-                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                    .and_then(|()| done()),
+                MemoryCommand::ReadKind { src, len, kind } => {
                     let mut buf = vec![0u8; len];
                     self.check(
                         "aclrtMemcpy",
                         (api.aclrtMemcpy)(buf.as_mut_ptr().cast(), len, ptr(src), len, kind),
                     )?;
-                    Ok(vec![hex(&buf)])
+                    value(hex(&buf))
                 }
-                other => Err(unknown(other)),
             }
         }
     }
 }
 
-impl<E: Exec> Acl<E> {
+impl<E: Exec<AclCommand>> Acl<E> {
     /// `aclrtMemcpyAsync` device to device on the default stream, synchronised.
     pub fn copy_async_d2d(&mut self, dst: u64, src: u64, len: usize) -> Result<(), Failure> {
-        self.run(format!("copy.async-d2d {dst} {src} {len}"))
-            .map(drop)
+        self.0.ask(MemoryCommand::CopyAsyncD2d { dst, src, len })
     }
 
     /// `aclrtMalloc` with an explicit policy.
@@ -164,13 +203,12 @@ impl<E: Exec> Acl<E> {
         size: usize,
         policy: aclrtMemMallocPolicy,
     ) -> Result<u64, Failure> {
-        word(&self.run(format!("malloc.policy {size} {policy}"))?, 0)
+        self.0.ask(MemoryCommand::MallocPolicy { size, policy })
     }
 
     /// `aclrtGetMemInfo(attr)`: (free, total) bytes.
     pub fn mem_info(&mut self, attr: aclrtMemAttr) -> Result<(usize, usize), Failure> {
-        let r = self.run(format!("mem-info {attr}"))?;
-        Ok((word(&r, 0)?, word(&r, 1)?))
+        self.0.ask(MemoryCommand::MemInfo { attr })
     }
 
     /// `aclrtMemcpy` host to device of `bytes` with an explicit `destMax`.
@@ -180,8 +218,11 @@ impl<E: Exec> Acl<E> {
         dest_max: usize,
         bytes: &[u8],
     ) -> Result<(), Failure> {
-        self.run(format!("write.bounded {dst} {dest_max} {}", hex(bytes)))
-            .map(drop)
+        self.0.ask(MemoryCommand::WriteBounded {
+            dst,
+            dest_max,
+            bytes: bytes.to_vec(),
+        })
     }
 
     /// `aclrtMemcpy` of `len` bytes from `src` into a host buffer, with `kind`.
@@ -191,9 +232,10 @@ impl<E: Exec> Acl<E> {
         len: usize,
         kind: aclrtMemcpyKind,
     ) -> Result<Vec<u8>, Failure> {
-        unhex(&word::<String>(
-            &self.run(format!("read.kind {src} {len} {kind}"))?,
-            0,
-        )?)
+        unhex(
+            &self
+                .0
+                .ask::<String>(MemoryCommand::ReadKind { src, len, kind })?,
+        )
     }
 }

@@ -8,17 +8,20 @@
 //! command is one vendor call (or a documented sequence, such as reserve + map + set
 //! access), and a failure carries the code and `aclGetRecentErrMsg`.
 //!
-//! This module holds the shell's state, the dispatch and the helpers; each command group
-//! (the first word of a command, before any `.`) lives in its own file together with its
-//! [`Acl`] client calls:
+//! A command is an [`AclCommand`]: one variant per mechanism, each carrying that
+//! mechanism's own enum. Each mechanism's file holds its enum, its handler and its
+//! [`Acl`] client calls, named like the emulator (`emulator/src/acl/`) and the catalogue
+//! (`catalogue/ascend/`):
 //!
 //! | file | commands |
 //! |---|---|
-//! | `device.rs` | devices, peers, the process id, `aclInit`/`aclFinalize` counting |
-//! | `memory.rs` | `aclrtMalloc` memory and copies |
-//! | `vmm.rs` | virtual memory management and shareable handles ([`Vmm`]) |
-//! | `ipc_key.rs` | IPC memory keys |
-//! | `sync.rs` | notifies, streams and IPC events |
+//! | `device.rs` | devices, peers, the process id, `aclInit`/`aclFinalize` counting ([`DeviceCommand`]) |
+//! | `memory.rs` | `aclrtMalloc` memory and copies ([`MemoryCommand`]) |
+//! | `vmm.rs` | virtual memory management and shareable handles ([`VmmCommand`], [`Vmm`]) |
+//! | `ipc_key.rs` | IPC memory keys ([`IpcKeyCommand`]) |
+//! | `notify.rs` | notifies ([`NotifyCommand`]) |
+//! | `stream.rs` | streams ([`StreamCommand`]) |
+//! | `event.rs` | events and IPC event handles ([`EventCommand`]) |
 
 use std::ffi::{CStr, c_void};
 use std::sync::Arc;
@@ -27,8 +30,29 @@ use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::codes::{ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS};
 use devipc_ascend_sys::consts::ACL_IPC_KEY_LEN;
 use devipc_ascend_sys::types::aclError;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
-use crate::shell::{Exec, Failure, Handler, Pids, Reply, VendorClient, unhex};
+use crate::shell::{Exec, Failure, Handler, Memory, Pids, Remote, Reply, VendorClient, unhex};
+
+/// An ACL shell command: the mechanism and its call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AclCommand {
+    /// Devices, peers, init counting (`device.rs`).
+    Device(DeviceCommand),
+    /// Memory and copies (`memory.rs`).
+    Memory(MemoryCommand),
+    /// Virtual memory management (`vmm.rs`).
+    Vmm(VmmCommand),
+    /// IPC memory keys (`ipc_key.rs`).
+    IpcKey(IpcKeyCommand),
+    /// Notifies (`notify.rs`).
+    Notify(NotifyCommand),
+    /// Streams (`stream.rs`).
+    Stream(StreamCommand),
+    /// Events (`event.rs`).
+    Event(EventCommand),
+}
 
 /// The shell's state: the table and how many `aclInit` calls of this shell are not yet
 /// balanced by an `aclFinalize` (the runtime counts them, api-facts A.3).
@@ -58,15 +82,22 @@ macro_rules! opt {
     };
 }
 
-// The command groups, declared after `opt!` so they can use it. A command goes to the
-// group named by its first word (before a `.`); see `Handler::handle` below.
+// The mechanisms, declared after `opt!` so they can use it.
 mod device;
+mod event;
 mod ipc_key;
 mod memory;
-mod sync;
+mod notify;
+mod stream;
 mod vmm;
 
-pub use vmm::Vmm;
+pub use device::{DeviceCommand, IdTranslation};
+pub use event::EventCommand;
+pub use ipc_key::IpcKeyCommand;
+pub use memory::MemoryCommand;
+pub use notify::NotifyCommand;
+pub use stream::StreamCommand;
+pub use vmm::{Vmm, VmmCommand};
 
 impl AclShell {
     /// A shell on `api`; calls `aclInit` (accepting `ACL_ERROR_REPEAT_INITIALIZE`).
@@ -132,31 +163,19 @@ fn key_buf(text: &str) -> Result<Vec<u8>, Failure> {
 }
 
 impl Handler for AclShell {
-    fn handle(&mut self, name: &str, a: &[&str]) -> Reply {
-        match name.split('.').next().unwrap_or(name) {
-            "set-device"
-            | "device-count"
-            | "pid"
-            | "pid-null"
-            | "init"
-            | "finalize"
-            | "peer"
-            | "dev"
-            | "sync-device-timeout" => self.device_command(name, a),
-            "malloc" | "free" | "write" | "read" | "copy" | "address-range" | "mem-info" => {
-                self.memory_command(name, a)
-            }
-            "granularity" | "phys" | "va" | "vmm" | "mem" => self.vmm_command(name, a),
-            "key" => self.key_command(name, a),
-            "notify" | "stream" | "event" => self.sync_command(name, a),
-            _ => Err(unknown(name)),
+    type Command = AclCommand;
+
+    fn handle(&mut self, command: AclCommand) -> Reply {
+        match command {
+            AclCommand::Device(c) => self.device(c),
+            AclCommand::Memory(c) => self.memory(c),
+            AclCommand::Vmm(c) => self.vmm(c),
+            AclCommand::IpcKey(c) => self.ipc_key(c),
+            AclCommand::Notify(c) => self.notify(c),
+            AclCommand::Stream(c) => self.stream(c),
+            AclCommand::Event(c) => self.event(c),
         }
     }
-}
-
-/// The failure for a command no group knows.
-fn unknown(name: &str) -> Failure {
-    Failure::harness(format!("unknown ACL shell command `{name}`"))
 }
 
 impl Drop for AclShell {
@@ -168,12 +187,16 @@ impl Drop for AclShell {
     }
 }
 
-/// The typed client of an ACL shell, local or remote.
+/// The typed client of an ACL shell, local ([`Local`](crate::shell::Local)) or remote
+/// ([`Remote`]).
 #[derive(Debug)]
 pub struct Acl<E>(pub E);
 
-impl<E: Exec> VendorClient for Acl<E> {
-    fn run(&mut self, line: String) -> Reply {
-        self.0.exec(&line)
+/// An ACL shell in a peer process.
+pub type AclPeer = Acl<Remote<AclCommand>>;
+
+impl<E: Exec<AclCommand>> VendorClient for Acl<E> {
+    fn memory<T: DeserializeOwned>(&mut self, command: Memory) -> Result<T, Failure> {
+        self.0.ask(command)
     }
 }

@@ -1,8 +1,5 @@
 //! ACL shell commands for virtual memory management (physical handles, reservations,
 //! mappings, access, shareable handles), with [`Vmm`] and their [`Acl`] client calls.
-//!
-//! `granularity`, `granularity.of`, `phys.*`, `va.*`, `vmm.*`, `mem.map`, `mem.unmap`,
-//! `mem.set-access` (dispatched from [`super::AclShell`]'s handler).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -15,9 +12,10 @@ use devipc_ascend_sys::types::{
     aclrtMemAccessFlags, aclrtMemAttr, aclrtMemGranularityOptions, aclrtMemHandleType,
     aclrtMemLocation, aclrtPhysicalMemProp,
 };
+use serde::{Deserialize, Serialize};
 
-use super::{Acl, AclShell, pid_args, ptr, unknown};
-use crate::shell::{Exec, Failure, Pids, Reply, VendorClient, arg, word};
+use super::{Acl, AclCommand, AclShell, pid_args, ptr};
+use crate::shell::{Exec, Failure, Pids, Reply, done, value};
 
 /// VMM granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity`.
 const FALLBACK_GRANULARITY: usize = 2 << 20;
@@ -31,6 +29,127 @@ pub struct Vmm {
     pub va: u64,
     /// Its size (a multiple of the granularity).
     pub size: usize,
+}
+
+/// A VMM command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VmmCommand {
+    /// The VMM allocation granularity on `dev` (a fallback of 2 MiB where the runtime
+    /// lacks `aclrtMemGetAllocationGranularity`).
+    Granularity {
+        /// The device.
+        dev: u32,
+    },
+    /// `aclrtMemGetAllocationGranularity` for a device allocation of `mem_attr`.
+    GranularityOf {
+        /// The device.
+        dev: u32,
+        /// The memory kind.
+        mem_attr: aclrtMemAttr,
+        /// The granularity option.
+        option: aclrtMemGranularityOptions,
+    },
+    /// `aclrtMallocPhysical` of `size` bytes on `dev`: the handle.
+    PhysAlloc {
+        /// The device.
+        dev: u32,
+        /// Bytes.
+        size: usize,
+        /// The (reserved) flags: 0 unless a rule provokes the check.
+        flags: u64,
+    },
+    /// `aclrtFreePhysical`.
+    PhysFree {
+        /// The handle.
+        phys: u64,
+    },
+    /// Reserve, map and grant `dev` read-write access (where the runtime has
+    /// `aclrtMemSetAccess`): the address.
+    MapReadWrite {
+        /// The handle.
+        phys: u64,
+        /// Bytes.
+        size: usize,
+        /// The device granted.
+        dev: u32,
+    },
+    /// Unmap and release an address from [`VmmCommand::MapReadWrite`].
+    UnmapRelease {
+        /// The address.
+        va: u64,
+    },
+    /// `aclrtMemExportToShareableHandle`: the shareable handle.
+    Export {
+        /// The handle.
+        phys: u64,
+        /// The flags.
+        flags: u64,
+        /// The handle type (`ACL_MEM_HANDLE_TYPE_NONE` unless a rule provokes the check).
+        handle_type: aclrtMemHandleType,
+    },
+    /// `aclrtMemSetPidToShareableHandle`.
+    SetPid {
+        /// The shareable handle.
+        shareable: u64,
+        /// The trustlist.
+        pids: Pids,
+    },
+    /// `aclrtMemImportFromShareableHandle` on `dev`: the physical handle.
+    Import {
+        /// The shareable handle.
+        shareable: u64,
+        /// The device.
+        dev: i32,
+    },
+    /// `aclrtReserveMemAddress(size, alignment, NULL, flags)`: the address.
+    Reserve {
+        /// Bytes.
+        size: usize,
+        /// The alignment.
+        alignment: usize,
+        /// The flags.
+        flags: u64,
+    },
+    /// `aclrtReleaseMemAddress`.
+    Release {
+        /// The address.
+        va: u64,
+    },
+    /// `aclrtMapMem(va, size, offset, phys, flags)`, nothing else.
+    MapAt {
+        /// Where.
+        va: u64,
+        /// Bytes.
+        size: usize,
+        /// The offset into the handle.
+        offset: usize,
+        /// The handle.
+        phys: u64,
+        /// The flags.
+        flags: u64,
+    },
+    /// `aclrtUnmapMem`, nothing else.
+    Unmap {
+        /// The address.
+        va: u64,
+    },
+    /// `aclrtMemSetAccess` of `size` bytes at `va` with one descriptor for `dev`.
+    SetAccess {
+        /// Where.
+        va: u64,
+        /// Bytes.
+        size: usize,
+        /// The device.
+        dev: u32,
+        /// The access flags.
+        flags: aclrtMemAccessFlags,
+    },
+}
+
+impl From<VmmCommand> for AclCommand {
+    fn from(c: VmmCommand) -> Self {
+        AclCommand::Vmm(c)
+    }
 }
 
 impl AclShell {
@@ -78,48 +197,36 @@ impl AclShell {
         self.check("aclrtMemGetAllocationGranularity", code)?;
         Ok(g)
     }
-}
 
-impl AclShell {
-    /// Runs one of this module's commands.
-    pub(super) fn vmm_command(&mut self, name: &str, a: &[&str]) -> Reply {
+    /// Runs a [`VmmCommand`].
+    pub(super) fn vmm(&mut self, command: VmmCommand) -> Reply {
         let api = Arc::clone(&self.api);
-        let none = || Ok(Vec::new());
-        let one = |v: u64| Ok(vec![v.to_string()]);
         // SAFETY: for every call below, out-pointers point at live locals; pointer arguments
         // are values this shell or its peer got from the runtime, or deliberately invalid
         // values whose rejection is the rule under test (the runtime validates them);
         // buffers are live Vecs of the stated length.
         unsafe {
-            match name {
-                "granularity" => one(self.granularity(arg(a, 0)?)? as u64),
-                "phys.alloc" => {
-                    // Optional third argument: the reserved flags (0 unless a rule
-                    // provokes the check).
-                    let (dev, size): (u32, usize) = (arg(a, 0)?, arg(a, 1)?);
-                    let flags: u64 = if a.len() > 2 { arg(a, 2)? } else { 0 };
+            match command {
+                VmmCommand::Granularity { dev } => value(self.granularity(dev)?),
+                VmmCommand::PhysAlloc { dev, size, flags } => {
                     let prop = Self::prop(dev);
                     let mut h: aclrtDrvMemHandle = std::ptr::null_mut();
                     self.check(
                         "aclrtMallocPhysical",
                         (api.aclrtMallocPhysical)(&mut h, size, &prop, flags),
                     )?;
-                    one(h as usize as u64)
+                    value(h as usize as u64)
                 }
-                "phys.free" => self
-                    .check(
-                        "aclrtFreePhysical",
-                        (api.aclrtFreePhysical)(ptr(arg(a, 0)?)),
-                    )
-                    .and_then(|()| none()),
-                "va.map" => {
-                    let (h, size, dev): (u64, usize, u32) = (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                VmmCommand::PhysFree { phys } => self
+                    .check("aclrtFreePhysical", (api.aclrtFreePhysical)(ptr(phys)))
+                    .and_then(|()| done()),
+                VmmCommand::MapReadWrite { phys, size, dev } => {
                     let mut va: *mut c_void = std::ptr::null_mut();
                     self.check(
                         "aclrtReserveMemAddress",
                         (api.aclrtReserveMemAddress)(&mut va, size, 0, std::ptr::null_mut(), 0),
                     )?;
-                    let code = (api.aclrtMapMem)(va, size, 0, ptr(h), 0);
+                    let code = (api.aclrtMapMem)(va, size, 0, ptr(phys), 0);
                     if code != ACL_SUCCESS {
                         let f = self.failure("aclrtMapMem", code);
                         (api.aclrtReleaseMemAddress)(va);
@@ -142,59 +249,57 @@ impl AclShell {
                             return Err(f);
                         }
                     }
-                    one(va as usize as u64)
+                    value(va as usize as u64)
                 }
-                "va.unmap" => {
-                    let va = ptr(arg(a, 0)?);
+                VmmCommand::UnmapRelease { va } => {
+                    let va = ptr(va);
                     self.check("aclrtUnmapMem", (api.aclrtUnmapMem)(va))?;
                     self.check("aclrtReleaseMemAddress", (api.aclrtReleaseMemAddress)(va))?;
-                    none()
+                    done()
                 }
-                "vmm.export" => {
-                    // Optional third argument: the handle type (NONE unless a rule
-                    // provokes the check).
+                VmmCommand::Export {
+                    phys,
+                    flags,
+                    handle_type,
+                } => {
                     let f = opt!(api, aclrtMemExportToShareableHandle);
-                    let (h, flags): (u64, u64) = (arg(a, 0)?, arg(a, 1)?);
-                    let kind: aclrtMemHandleType = if a.len() > 2 {
-                        arg(a, 2)?
-                    } else {
-                        ACL_MEM_HANDLE_TYPE_NONE
-                    };
                     let mut sh = 0u64;
                     self.check(
                         "aclrtMemExportToShareableHandle",
-                        f(ptr(h), kind, flags, &mut sh),
+                        f(ptr(phys), handle_type, flags, &mut sh),
                     )?;
-                    one(sh)
+                    value(sh)
                 }
-                "vmm.set-pid" => {
+                VmmCommand::SetPid { shareable, pids } => {
                     let f = opt!(api, aclrtMemSetPidToShareableHandle);
-                    let sh: u64 = arg(a, 0)?;
-                    let (mut pids, null) =
-                        pid_args(&Pids::parse(a.get(1).copied().unwrap_or("-"))?);
+                    let (mut pids, null) = pid_args(&pids);
                     let (p, n) = if null {
                         (std::ptr::null_mut(), 1)
                     } else {
                         (pids.as_mut_ptr(), pids.len())
                     };
-                    self.check("aclrtMemSetPidToShareableHandle", f(sh, p, n))
-                        .and_then(|()| none())
+                    self.check("aclrtMemSetPidToShareableHandle", f(shareable, p, n))
+                        .and_then(|()| done())
                 }
-                "vmm.import" => {
+                VmmCommand::Import { shareable, dev } => {
                     let f = opt!(api, aclrtMemImportFromShareableHandle);
-                    let (sh, dev): (u64, i32) = (arg(a, 0)?, arg(a, 1)?);
                     let mut h: aclrtDrvMemHandle = std::ptr::null_mut();
-                    self.check("aclrtMemImportFromShareableHandle", f(sh, dev, &mut h))?;
-                    one(h as usize as u64)
+                    self.check(
+                        "aclrtMemImportFromShareableHandle",
+                        f(shareable, dev, &mut h),
+                    )?;
+                    value(h as usize as u64)
                 }
-                "granularity.of" => {
-                    let (dev, attr, option): (u32, aclrtMemAttr, aclrtMemGranularityOptions) =
-                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
-                    one(self.granularity_of(dev, attr, option)? as u64)
-                }
-                "va.reserve" => {
-                    let (size, alignment, flags): (usize, usize, u64) =
-                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?);
+                VmmCommand::GranularityOf {
+                    dev,
+                    mem_attr,
+                    option,
+                } => value(self.granularity_of(dev, mem_attr, option)?),
+                VmmCommand::Reserve {
+                    size,
+                    alignment,
+                    flags,
+                } => {
                     let mut va: *mut c_void = std::ptr::null_mut();
                     self.check(
                         "aclrtReserveMemAddress",
@@ -206,30 +311,36 @@ impl AclShell {
                             flags,
                         ),
                     )?;
-                    one(va as usize as u64)
+                    value(va as usize as u64)
                 }
-                "va.release" => self
+                VmmCommand::Release { va } => self
                     .check(
                         "aclrtReleaseMemAddress",
-                        (api.aclrtReleaseMemAddress)(ptr(arg(a, 0)?)),
+                        (api.aclrtReleaseMemAddress)(ptr(va)),
                     )
-                    .and_then(|()| none()),
-                "mem.map" => {
-                    let (va, size, offset, h, flags): (u64, usize, usize, u64, u64) =
-                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?, arg(a, 3)?, arg(a, 4)?);
-                    self.check(
+                    .and_then(|()| done()),
+                VmmCommand::MapAt {
+                    va,
+                    size,
+                    offset,
+                    phys,
+                    flags,
+                } => self
+                    .check(
                         "aclrtMapMem",
-                        (api.aclrtMapMem)(ptr(va), size, offset, ptr(h), flags),
+                        (api.aclrtMapMem)(ptr(va), size, offset, ptr(phys), flags),
                     )
-                    .and_then(|()| none())
-                }
-                "mem.unmap" => self
-                    .check("aclrtUnmapMem", (api.aclrtUnmapMem)(ptr(arg(a, 0)?)))
-                    .and_then(|()| none()),
-                "mem.set-access" => {
+                    .and_then(|()| done()),
+                VmmCommand::Unmap { va } => self
+                    .check("aclrtUnmapMem", (api.aclrtUnmapMem)(ptr(va)))
+                    .and_then(|()| done()),
+                VmmCommand::SetAccess {
+                    va,
+                    size,
+                    dev,
+                    flags,
+                } => {
                     let f = opt!(api, aclrtMemSetAccess);
-                    let (va, size, dev, flags): (u64, usize, u32, aclrtMemAccessFlags) =
-                        (arg(a, 0)?, arg(a, 1)?, arg(a, 2)?, arg(a, 3)?);
                     let mut desc = aclrtMemAccessDesc {
                         flags,
                         location: aclrtMemLocation {
@@ -239,38 +350,37 @@ impl AclShell {
                         rsv: [0; 12],
                     };
                     self.check("aclrtMemSetAccess", f(ptr(va), size, &mut desc, 1))
-                        .and_then(|()| none())
+                        .and_then(|()| done())
                 }
-                other => Err(unknown(other)),
             }
         }
     }
 }
 
-impl<E: Exec> Acl<E> {
+impl<E: Exec<AclCommand>> Acl<E> {
     /// The VMM allocation granularity on `dev`.
     pub fn granularity(&mut self, dev: u32) -> Result<usize, Failure> {
-        word(&self.run(format!("granularity {dev}"))?, 0)
+        self.0.ask(VmmCommand::Granularity { dev })
     }
 
     /// `aclrtMallocPhysical` of `size` bytes on `dev`.
     pub fn phys_alloc(&mut self, dev: u32, size: usize) -> Result<u64, Failure> {
-        word(&self.run(format!("phys.alloc {dev} {size}"))?, 0)
+        self.phys_alloc_flags(dev, size, 0)
     }
 
     /// `aclrtFreePhysical`.
     pub fn phys_free(&mut self, phys: u64) -> Result<(), Failure> {
-        self.run(format!("phys.free {phys}")).map(drop)
+        self.0.ask(VmmCommand::PhysFree { phys })
     }
 
     /// Reserve, map and grant `dev` read-write access: the address.
     pub fn map(&mut self, phys: u64, size: usize, dev: u32) -> Result<u64, Failure> {
-        word(&self.run(format!("va.map {phys} {size} {dev}"))?, 0)
+        self.0.ask(VmmCommand::MapReadWrite { phys, size, dev })
     }
 
     /// Unmap and release an address from [`Acl::map`].
     pub fn unmap(&mut self, va: u64) -> Result<(), Failure> {
-        self.run(format!("va.unmap {va}")).map(drop)
+        self.0.ask(VmmCommand::UnmapRelease { va })
     }
 
     /// `aclrtMapMem` of `phys` (`size` bytes) at `va` inside a reservation, then read-write
@@ -308,18 +418,20 @@ impl<E: Exec> Acl<E> {
 
     /// `aclrtMemExportToShareableHandle` with `flags`.
     pub fn vmm_export(&mut self, phys: u64, flags: u64) -> Result<u64, Failure> {
-        word(&self.run(format!("vmm.export {phys} {flags}"))?, 0)
+        self.vmm_export_type(phys, flags, ACL_MEM_HANDLE_TYPE_NONE)
     }
 
     /// `aclrtMemSetPidToShareableHandle`.
     pub fn vmm_set_pid(&mut self, shareable: u64, pids: &Pids) -> Result<(), Failure> {
-        self.run(format!("vmm.set-pid {shareable} {}", pids.wire()))
-            .map(drop)
+        self.0.ask(VmmCommand::SetPid {
+            shareable,
+            pids: pids.clone(),
+        })
     }
 
     /// `aclrtMemImportFromShareableHandle` on `dev`: the physical handle.
     pub fn vmm_import(&mut self, shareable: u64, dev: i32) -> Result<u64, Failure> {
-        word(&self.run(format!("vmm.import {shareable} {dev}"))?, 0)
+        self.0.ask(VmmCommand::Import { shareable, dev })
     }
 
     /// `aclrtMemGetAllocationGranularity` for a device allocation with `mem_attr`.
@@ -329,15 +441,16 @@ impl<E: Exec> Acl<E> {
         mem_attr: aclrtMemAttr,
         option: aclrtMemGranularityOptions,
     ) -> Result<usize, Failure> {
-        word(
-            &self.run(format!("granularity.of {dev} {mem_attr} {option}"))?,
-            0,
-        )
+        self.0.ask(VmmCommand::GranularityOf {
+            dev,
+            mem_attr,
+            option,
+        })
     }
 
     /// `aclrtMallocPhysical` with explicit (reserved) `flags`.
     pub fn phys_alloc_flags(&mut self, dev: u32, size: usize, flags: u64) -> Result<u64, Failure> {
-        word(&self.run(format!("phys.alloc {dev} {size} {flags}"))?, 0)
+        self.0.ask(VmmCommand::PhysAlloc { dev, size, flags })
     }
 
     /// `aclrtMemExportToShareableHandle` with an explicit handle type.
@@ -347,23 +460,25 @@ impl<E: Exec> Acl<E> {
         flags: u64,
         handle_type: aclrtMemHandleType,
     ) -> Result<u64, Failure> {
-        word(
-            &self.run(format!("vmm.export {phys} {flags} {handle_type}"))?,
-            0,
-        )
+        self.0.ask(VmmCommand::Export {
+            phys,
+            flags,
+            handle_type,
+        })
     }
 
     /// `aclrtReserveMemAddress(size, alignment, NULL, flags)`.
     pub fn reserve(&mut self, size: usize, alignment: usize, flags: u64) -> Result<u64, Failure> {
-        word(
-            &self.run(format!("va.reserve {size} {alignment} {flags}"))?,
-            0,
-        )
+        self.0.ask(VmmCommand::Reserve {
+            size,
+            alignment,
+            flags,
+        })
     }
 
     /// `aclrtReleaseMemAddress`.
     pub fn release(&mut self, va: u64) -> Result<(), Failure> {
-        self.run(format!("va.release {va}")).map(drop)
+        self.0.ask(VmmCommand::Release { va })
     }
 
     /// `aclrtMapMem(va, size, offset, phys, flags)`, nothing else.
@@ -375,13 +490,18 @@ impl<E: Exec> Acl<E> {
         phys: u64,
         flags: u64,
     ) -> Result<(), Failure> {
-        self.run(format!("mem.map {va} {size} {offset} {phys} {flags}"))
-            .map(drop)
+        self.0.ask(VmmCommand::MapAt {
+            va,
+            size,
+            offset,
+            phys,
+            flags,
+        })
     }
 
     /// `aclrtUnmapMem`, nothing else.
     pub fn unmap_only(&mut self, va: u64) -> Result<(), Failure> {
-        self.run(format!("mem.unmap {va}")).map(drop)
+        self.0.ask(VmmCommand::Unmap { va })
     }
 
     /// `aclrtMemSetAccess` of `size` bytes at `va` with one descriptor for `dev`.
@@ -392,7 +512,11 @@ impl<E: Exec> Acl<E> {
         dev: u32,
         flags: aclrtMemAccessFlags,
     ) -> Result<(), Failure> {
-        self.run(format!("mem.set-access {va} {size} {dev} {flags}"))
-            .map(drop)
+        self.0.ask(VmmCommand::SetAccess {
+            va,
+            size,
+            dev,
+            flags,
+        })
     }
 }

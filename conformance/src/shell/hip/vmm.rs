@@ -3,51 +3,36 @@
 //!
 //! Allocation handles, reserved addresses and file descriptors travel as numbers, valid
 //! only in the shell that made them; a descriptor moves to another shell with
-//! `fd.listen` / `fd.send` / `fd.recv` ([`crate::shell::fd_pass`], `SCM_RIGHTS`). The
-//! shell passes `hipMemAllocationProp` in the layout of the running version (ROCm 5.2's
-//! differs from 5.3+; [`mem_allocation_prop_is_r0502`]) and the import's `osHandle` in the
-//! convention the caller names (a pointer to the fd, or the fd value:
+//! [`VmmCommand::FdListen`] / [`VmmCommand::FdSend`] / [`VmmCommand::FdRecv`]
+//! ([`crate::shell::fd_pass`], `SCM_RIGHTS`). The shell passes `hipMemAllocationProp` in
+//! the layout of the running version (ROCm 5.2's differs from 5.3+;
+//! [`mem_allocation_prop_is_r0502`]) and the import's `osHandle` in the convention the
+//! caller names ([`OsHandle`]: a pointer to the fd, or the fd value;
 //! [`import_takes_fd_by_value`](devipc_hip_sys::import_takes_fd_by_value) says which one
 //! the runtime reads).
-//!
-//! | command | call |
-//! |---|---|
-//! | `vmm.missing` | the VMM functions the table lacks (`-` when none) |
-//! | `vmm.granularity <device> <option> [type]` | `hipMemGetAllocationGranularity` |
-//! | `vmm.create <size> <handleType> <device> [type] [flags]` | `hipMemCreate` |
-//! | `vmm.release <h>` | `hipMemRelease` |
-//! | `vmm.prop <h>` | `hipMemGetAllocationPropertiesFromHandle`: type, handle type, location type, id |
-//! | `vmm.reserve <size> [alignment]` | `hipMemAddressReserve` |
-//! | `vmm.address-free <va> <size>` | `hipMemAddressFree` |
-//! | `vmm.map <va> <size> <h> [offset] [flags]` | `hipMemMap` |
-//! | `vmm.unmap <va> <size>` | `hipMemUnmap` |
-//! | `vmm.set-access <va> <size> <device> <flags>` | `hipMemSetAccess` with one descriptor |
-//! | `vmm.get-access <va> <device>` | `hipMemGetAccess` |
-//! | `vmm.export <h> <handleType> [flags]` | `hipMemExportToShareableHandle`: the new fd |
-//! | `vmm.import <fd> <value\|pointer> [handleType]` | `hipMemImportFromShareableHandle` |
-//! | `vmm.retain <addr>` | `hipMemRetainAllocationHandle` |
-//! | `ptr.attr <attribute> <ptr>` | `hipPointerGetAttribute` into a zeroed 8-byte buffer |
-//! | `fd.listen` / `fd.send <name> <fd>` / `fd.recv` | pass a descriptor (`SCM_RIGHTS`) |
-//! | `fd.null` / `fd.close <fd>` | open `/dev/null` (a descriptor that is no export), close |
 
 use std::ffi::{c_int, c_ulonglong, c_void};
 use std::os::fd::{BorrowedFd, IntoRawFd};
 use std::time::Duration;
 
 use devipc_hip_sys::{
-    hipMemAccessDesc, hipMemAllocationProp, hipMemAllocationProp_R0502, hipMemAllocationTypePinned,
-    hipMemGenericAllocationHandle_t, hipMemHandleTypePosixFileDescriptor, hipMemLocation,
-    hipMemLocationTypeDevice, mem_allocation_prop_is_r0502,
+    hipMemAccessDesc, hipMemAccessFlags, hipMemAllocationGranularity_flags,
+    hipMemAllocationHandleType, hipMemAllocationProp, hipMemAllocationProp_R0502,
+    hipMemAllocationType, hipMemAllocationTypePinned, hipMemGenericAllocationHandle_t,
+    hipMemHandleTypePosixFileDescriptor, hipMemLocation, hipMemLocationTypeDevice,
+    hipPointer_attribute, mem_allocation_prop_is_r0502,
 };
+use serde::{Deserialize, Serialize};
 
-use super::{Hip, HipShell, ptr};
-use crate::shell::{Exec, Failure, Reply, VendorClient, arg, fd_pass, word};
+use super::{Hip, HipCommand, HipShell, ptr};
+use crate::shell::{Exec, Failure, Reply, done, fd_pass, value};
 
-/// How long `fd.recv` waits for the sender's datagram (it was sent before the command).
+/// How long [`VmmCommand::FdRecv`] waits for the sender's datagram (it was sent before
+/// the command).
 const RECV_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How `hipMemImportFromShareableHandle`'s `osHandle` carries the fd.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum OsHandle {
     /// `(void*)(intptr_t)fd`: ROCm 7.1.0 and later (CUDA's convention).
     Value,
@@ -73,12 +58,156 @@ impl OsHandle {
         }
     }
 
-    /// The wire (and report) form: `value` or `pointer`.
+    /// The report form: `value` or `pointer`.
     pub fn name(self) -> &'static str {
         match self {
             OsHandle::Value => "value",
             OsHandle::Pointer => "pointer",
         }
+    }
+}
+
+/// A VMM or descriptor-passing command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VmmCommand {
+    /// The VMM functions (and `hipPointerGetAttribute`) the table lacks.
+    Missing,
+    /// `hipMemGetAllocationGranularity` for an allocation on `device`.
+    Granularity {
+        /// The device.
+        device: c_int,
+        /// The granularity option.
+        option: hipMemAllocationGranularity_flags,
+        /// The allocation type (pinned when `None`).
+        alloc_type: Option<hipMemAllocationType>,
+    },
+    /// `hipMemCreate(size, {alloc_type, handle_type, device}, flags)`: the handle.
+    Create {
+        /// Bytes.
+        size: usize,
+        /// The requested shareable handle type.
+        handle_type: hipMemAllocationHandleType,
+        /// The device.
+        device: c_int,
+        /// The allocation type.
+        alloc_type: hipMemAllocationType,
+        /// The flags.
+        flags: c_ulonglong,
+    },
+    /// `hipMemRelease`.
+    Release {
+        /// The allocation handle.
+        handle: u64,
+    },
+    /// `hipMemGetAllocationPropertiesFromHandle`: (type, requested handle type, location
+    /// type, location id).
+    Prop {
+        /// The allocation handle.
+        handle: u64,
+    },
+    /// `hipMemAddressReserve(size, alignment, NULL, 0)`: the base.
+    Reserve {
+        /// Bytes.
+        size: usize,
+        /// The alignment (0: the default).
+        alignment: usize,
+    },
+    /// `hipMemAddressFree`.
+    AddressFree {
+        /// The base.
+        va: u64,
+        /// Bytes.
+        size: usize,
+    },
+    /// `hipMemMap`.
+    Map {
+        /// Where.
+        va: u64,
+        /// Bytes.
+        size: usize,
+        /// The allocation handle.
+        handle: u64,
+        /// The offset into the allocation.
+        offset: usize,
+        /// The flags.
+        flags: c_ulonglong,
+    },
+    /// `hipMemUnmap`.
+    Unmap {
+        /// Where.
+        va: u64,
+        /// Bytes.
+        size: usize,
+    },
+    /// `hipMemSetAccess` with one descriptor.
+    SetAccess {
+        /// Where.
+        va: u64,
+        /// Bytes.
+        size: usize,
+        /// The device granted.
+        device: c_int,
+        /// The access flags.
+        flags: hipMemAccessFlags,
+    },
+    /// `hipMemGetAccess`: the flags `device` has at `va`.
+    GetAccess {
+        /// Where.
+        va: u64,
+        /// The device.
+        device: c_int,
+    },
+    /// `hipMemExportToShareableHandle`: the new fd.
+    Export {
+        /// The allocation handle.
+        handle: u64,
+        /// The shareable handle type.
+        handle_type: hipMemAllocationHandleType,
+        /// The flags.
+        flags: c_ulonglong,
+    },
+    /// `hipMemImportFromShareableHandle` of a POSIX fd: the allocation handle.
+    Import {
+        /// The fd (of this shell).
+        fd: c_int,
+        /// How `osHandle` carries it.
+        how: OsHandle,
+    },
+    /// `hipMemRetainAllocationHandle`: the allocation handle.
+    Retain {
+        /// An address inside a mapping.
+        addr: u64,
+    },
+    /// `hipPointerGetAttribute` into a zeroed 8-byte buffer.
+    PointerAttribute {
+        /// The attribute.
+        attribute: hipPointer_attribute,
+        /// The address.
+        ptr: u64,
+    },
+    /// Binds this shell's descriptor inbox: its name.
+    FdListen,
+    /// Sends a duplicate of this shell's `fd` to the inbox `name` (`SCM_RIGHTS`).
+    FdSend {
+        /// The receiving shell's inbox.
+        name: String,
+        /// The descriptor.
+        fd: c_int,
+    },
+    /// The descriptor that arrived in this shell's inbox (its number here).
+    FdRecv,
+    /// Opens `/dev/null`: a descriptor that is no VMM export.
+    FdNull,
+    /// Closes a descriptor of this shell.
+    FdClose {
+        /// The descriptor.
+        fd: c_int,
+    },
+}
+
+impl From<VmmCommand> for HipCommand {
+    fn from(c: VmmCommand) -> Self {
+        HipCommand::Vmm(c)
     }
 }
 
@@ -96,11 +225,9 @@ impl HipShell {
         Ok(v)
     }
 
-    /// The VMM commands (see the module table).
-    pub(super) fn vmm(&mut self, name: &str, a: &[&str]) -> Reply {
+    /// Runs a [`VmmCommand`].
+    pub(super) fn vmm(&mut self, command: VmmCommand) -> Reply {
         let api = std::sync::Arc::clone(&self.api);
-        let none = || Ok(Vec::new());
-        let one = |v: u64| Ok(vec![v.to_string()]);
         macro_rules! f {
             ($name:ident) => {
                 api.$name.ok_or_else(|| {
@@ -108,8 +235,8 @@ impl HipShell {
                 })?
             };
         }
-        match name {
-            "vmm.missing" => {
+        match command {
+            VmmCommand::Missing => {
                 let missing: Vec<&str> = api
                     .missing_optional()
                     .into_iter()
@@ -117,20 +244,18 @@ impl HipShell {
                         devipc_hip_sys::VMM_FUNCTIONS.contains(f) || *f == "hipPointerGetAttribute"
                     })
                     .collect();
-                Ok(vec![if missing.is_empty() {
-                    "-".into()
-                } else {
-                    missing.join(",")
-                }])
+                value(missing)
             }
-            "vmm.granularity" => {
+            VmmCommand::Granularity {
+                device,
+                option,
+                alloc_type,
+            } => {
                 let prop = hipMemAllocationProp {
-                    r#type: a
-                        .get(2)
-                        .map_or(Ok(hipMemAllocationTypePinned), |_| arg(a, 2))?,
+                    r#type: alloc_type.unwrap_or(hipMemAllocationTypePinned),
                     location: hipMemLocation {
                         r#type: hipMemLocationTypeDevice,
-                        id: arg(a, 0)?,
+                        id: device,
                     },
                     ..hipMemAllocationProp::zeroed()
                 };
@@ -143,23 +268,26 @@ impl HipShell {
                 let mut g = 0usize;
                 // SAFETY: a valid out pointer; `p` points at a live prop in the layout of
                 // the running version.
-                let code = unsafe { f!(hipMemGetAllocationGranularity)(&mut g, p, arg(a, 1)?) };
+                let code = unsafe { f!(hipMemGetAllocationGranularity)(&mut g, p, option) };
                 self.check("hipMemGetAllocationGranularity", code)?;
-                one(g as u64)
+                value(g)
             }
-            "vmm.create" => {
+            VmmCommand::Create {
+                size,
+                handle_type,
+                device,
+                alloc_type,
+                flags,
+            } => {
                 let prop = hipMemAllocationProp {
-                    r#type: a
-                        .get(3)
-                        .map_or(Ok(hipMemAllocationTypePinned), |_| arg(a, 3))?,
-                    requestedHandleType: arg(a, 1)?,
+                    r#type: alloc_type,
+                    requestedHandleType: handle_type,
                     location: hipMemLocation {
                         r#type: hipMemLocationTypeDevice,
-                        id: arg(a, 2)?,
+                        id: device,
                     },
                     ..hipMemAllocationProp::zeroed()
                 };
-                let flags: c_ulonglong = a.get(4).map_or(Ok(0), |_| arg(a, 4))?;
                 let old = hipMemAllocationProp_R0502::from_current(&prop);
                 let p = if mem_allocation_prop_is_r0502(self.version_now()?) {
                     (&old as *const hipMemAllocationProp_R0502).cast()
@@ -168,22 +296,21 @@ impl HipShell {
                 };
                 let mut h: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
                 // SAFETY: as for the granularity.
-                let code = unsafe { f!(hipMemCreate)(&mut h, arg(a, 0)?, p, flags) };
+                let code = unsafe { f!(hipMemCreate)(&mut h, size, p, flags) };
                 self.check("hipMemCreate", code)?;
-                one(h as usize as u64)
+                value(h as usize as u64)
             }
-            "vmm.release" => {
+            VmmCommand::Release { handle: h } => {
                 // SAFETY: a handle the scenario got from this shell (or a released one,
                 // whose refusal is the rule under test on the emulator).
-                let code = unsafe { f!(hipMemRelease)(handle(arg(a, 0)?)) };
-                self.check("hipMemRelease", code).and_then(|()| none())
+                let code = unsafe { f!(hipMemRelease)(handle(h)) };
+                self.check("hipMemRelease", code).and_then(|()| done())
             }
-            "vmm.prop" => {
+            VmmCommand::Prop { handle: h } => {
                 let mut buf = hipMemAllocationProp::zeroed();
                 // SAFETY: a 32-byte out buffer, the size of both layouts.
-                let code = unsafe {
-                    f!(hipMemGetAllocationPropertiesFromHandle)(&mut buf, handle(arg(a, 0)?))
-                };
+                let code =
+                    unsafe { f!(hipMemGetAllocationPropertiesFromHandle)(&mut buf, handle(h)) };
                 self.check("hipMemGetAllocationPropertiesFromHandle", code)?;
                 let prop = if mem_allocation_prop_is_r0502(self.version_now()?) {
                     // SAFETY: both layouts are 32 bytes of plain integers and a pointer.
@@ -194,149 +321,141 @@ impl HipShell {
                 } else {
                     buf
                 };
-                Ok(vec![
-                    prop.r#type.to_string(),
-                    prop.requestedHandleType.to_string(),
-                    prop.location.r#type.to_string(),
-                    prop.location.id.to_string(),
+                value([
+                    prop.r#type,
+                    prop.requestedHandleType,
+                    prop.location.r#type,
+                    prop.location.id,
                 ])
             }
-            "vmm.reserve" => {
+            VmmCommand::Reserve { size, alignment } => {
                 let mut va: *mut c_void = std::ptr::null_mut();
-                let align: usize = a.get(1).map_or(Ok(0), |_| arg(a, 1))?;
                 // SAFETY: a valid out pointer; no address hint.
                 let code = unsafe {
-                    f!(hipMemAddressReserve)(&mut va, arg(a, 0)?, align, std::ptr::null_mut(), 0)
+                    f!(hipMemAddressReserve)(&mut va, size, alignment, std::ptr::null_mut(), 0)
                 };
                 self.check("hipMemAddressReserve", code)?;
-                one(va as usize as u64)
+                value(va as usize as u64)
             }
-            "vmm.address-free" => {
+            VmmCommand::AddressFree { va, size } => {
                 // SAFETY: an address this shell reserved (or a deliberately wrong one).
-                let code = unsafe { f!(hipMemAddressFree)(ptr(arg(a, 0)?), arg(a, 1)?) };
-                self.check("hipMemAddressFree", code).and_then(|()| none())
+                let code = unsafe { f!(hipMemAddressFree)(ptr(va), size) };
+                self.check("hipMemAddressFree", code).and_then(|()| done())
             }
-            "vmm.map" => {
-                let offset: usize = a.get(3).map_or(Ok(0), |_| arg(a, 3))?;
-                let flags: c_ulonglong = a.get(4).map_or(Ok(0), |_| arg(a, 4))?;
+            VmmCommand::Map {
+                va,
+                size,
+                handle: h,
+                offset,
+                flags,
+            } => {
                 // SAFETY: a reserved address and a handle of this shell.
-                let code = unsafe {
-                    f!(hipMemMap)(
-                        ptr(arg(a, 0)?),
-                        arg(a, 1)?,
-                        offset,
-                        handle(arg(a, 2)?),
-                        flags,
-                    )
-                };
-                self.check("hipMemMap", code).and_then(|()| none())
+                let code = unsafe { f!(hipMemMap)(ptr(va), size, offset, handle(h), flags) };
+                self.check("hipMemMap", code).and_then(|()| done())
             }
-            "vmm.unmap" => {
+            VmmCommand::Unmap { va, size } => {
                 // SAFETY: a mapped range of this shell (or a partial one, refused).
-                let code = unsafe { f!(hipMemUnmap)(ptr(arg(a, 0)?), arg(a, 1)?) };
-                self.check("hipMemUnmap", code).and_then(|()| none())
+                let code = unsafe { f!(hipMemUnmap)(ptr(va), size) };
+                self.check("hipMemUnmap", code).and_then(|()| done())
             }
-            "vmm.set-access" => {
+            VmmCommand::SetAccess {
+                va,
+                size,
+                device,
+                flags,
+            } => {
                 let desc = hipMemAccessDesc {
                     location: hipMemLocation {
                         r#type: hipMemLocationTypeDevice,
-                        id: arg(a, 2)?,
+                        id: device,
                     },
-                    flags: arg(a, 3)?,
+                    flags,
                 };
                 // SAFETY: one live descriptor.
-                let code = unsafe { f!(hipMemSetAccess)(ptr(arg(a, 0)?), arg(a, 1)?, &desc, 1) };
-                self.check("hipMemSetAccess", code).and_then(|()| none())
+                let code = unsafe { f!(hipMemSetAccess)(ptr(va), size, &desc, 1) };
+                self.check("hipMemSetAccess", code).and_then(|()| done())
             }
-            "vmm.get-access" => {
+            VmmCommand::GetAccess { va, device } => {
                 let loc = hipMemLocation {
                     r#type: hipMemLocationTypeDevice,
-                    id: arg(a, 1)?,
+                    id: device,
                 };
                 let mut flags: c_ulonglong = 0;
                 // SAFETY: valid out and in pointers.
-                let code = unsafe { f!(hipMemGetAccess)(&mut flags, &loc, ptr(arg(a, 0)?)) };
+                let code = unsafe { f!(hipMemGetAccess)(&mut flags, &loc, ptr(va)) };
                 self.check("hipMemGetAccess", code)?;
-                one(flags)
+                value(flags)
             }
-            "vmm.export" => {
+            VmmCommand::Export {
+                handle: h,
+                handle_type,
+                flags,
+            } => {
                 let mut fd: c_int = -1;
-                let flags: c_ulonglong = a.get(2).map_or(Ok(0), |_| arg(a, 2))?;
                 // SAFETY: the shareable handle of a POSIX fd export is an `int`.
                 let code = unsafe {
                     f!(hipMemExportToShareableHandle)(
                         (&mut fd as *mut c_int).cast(),
-                        handle(arg(a, 0)?),
-                        arg(a, 1)?,
+                        handle(h),
+                        handle_type,
                         flags,
                     )
                 };
                 self.check("hipMemExportToShareableHandle", code)?;
-                Ok(vec![fd.to_string()])
+                value(fd)
             }
-            "vmm.import" => {
-                let mut fd: c_int = arg(a, 0)?;
-                let os: *mut c_void = match a.get(1).copied() {
-                    Some("value") => fd as isize as *mut c_void,
-                    Some("pointer") => (&mut fd as *mut c_int).cast(),
-                    other => {
-                        return Err(Failure::harness(format!(
-                            "vmm.import: convention `{other:?}` is not value or pointer"
-                        )));
-                    }
+            VmmCommand::Import { mut fd, how } => {
+                let os: *mut c_void = match how {
+                    OsHandle::Value => fd as isize as *mut c_void,
+                    OsHandle::Pointer => (&mut fd as *mut c_int).cast(),
                 };
-                let ty = a
-                    .get(2)
-                    .map_or(Ok(hipMemHandleTypePosixFileDescriptor), |_| arg(a, 2))?;
                 let mut h: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
                 // SAFETY: `os` is the fd value or a pointer to the live local `fd`, as the
                 // scenario chose (the wrong one is refused by the emulator; rules that pass
                 // it are emulator-only).
-                let code = unsafe { f!(hipMemImportFromShareableHandle)(&mut h, os, ty) };
+                let code = unsafe {
+                    f!(hipMemImportFromShareableHandle)(
+                        &mut h,
+                        os,
+                        hipMemHandleTypePosixFileDescriptor,
+                    )
+                };
                 self.check("hipMemImportFromShareableHandle", code)?;
-                one(h as usize as u64)
+                value(h as usize as u64)
             }
-            "vmm.retain" => {
+            VmmCommand::Retain { addr } => {
                 let mut h: hipMemGenericAllocationHandle_t = std::ptr::null_mut();
                 // SAFETY: a valid out pointer; the address is only looked up.
-                let code = unsafe { f!(hipMemRetainAllocationHandle)(&mut h, ptr(arg(a, 0)?)) };
+                let code = unsafe { f!(hipMemRetainAllocationHandle)(&mut h, ptr(addr)) };
                 self.check("hipMemRetainAllocationHandle", code)?;
-                one(h as usize as u64)
+                value(h as usize as u64)
             }
-            "ptr.attr" => {
+            VmmCommand::PointerAttribute { attribute, ptr: p } => {
                 let mut v: u64 = 0;
                 // SAFETY: an 8-byte buffer holds every attribute the suite asks for (int,
                 // size_t, pointer).
                 let code = unsafe {
-                    f!(hipPointerGetAttribute)(
-                        (&mut v as *mut u64).cast(),
-                        arg(a, 0)?,
-                        ptr(arg(a, 1)?),
-                    )
+                    f!(hipPointerGetAttribute)((&mut v as *mut u64).cast(), attribute, ptr(p))
                 };
                 self.check("hipPointerGetAttribute", code)?;
-                one(v)
+                value(v)
             }
-            "fd.listen" => {
+            VmmCommand::FdListen => {
                 let inbox = fd_pass::Inbox::bind()
                     .map_err(|e| Failure::harness(format!("fd.listen: unix socket: {e}")))?;
                 let name = inbox.name().to_owned();
                 self.inbox = Some(inbox);
-                Ok(vec![name])
+                value(name)
             }
-            "fd.send" => {
-                let name = a
-                    .first()
-                    .ok_or_else(|| Failure::harness("fd.send: no socket name"))?;
-                let fd: c_int = arg(a, 1)?;
+            VmmCommand::FdSend { name, fd } => {
                 // SAFETY: the scenario names a descriptor of this shell that stays open
                 // during the call.
                 let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-                fd_pass::send(name, fd)
+                fd_pass::send(&name, fd)
                     .map_err(|e| Failure::harness(format!("fd.send: sendmsg: {e}")))?;
-                none()
+                done()
             }
-            "fd.recv" => {
+            VmmCommand::FdRecv => {
                 let inbox = self
                     .inbox
                     .take()
@@ -344,15 +463,14 @@ impl HipShell {
                 let fd = inbox
                     .recv(RECV_TIMEOUT)
                     .map_err(|e| Failure::harness(format!("fd.recv: recvmsg: {e}")))?;
-                Ok(vec![fd.into_raw_fd().to_string()])
+                value(fd.into_raw_fd())
             }
-            "fd.null" => {
+            VmmCommand::FdNull => {
                 let f = std::fs::File::open("/dev/null")
                     .map_err(|e| Failure::harness(format!("fd.null: {e}")))?;
-                Ok(vec![f.into_raw_fd().to_string()])
+                value(f.into_raw_fd())
             }
-            "fd.close" => {
-                let fd: c_int = arg(a, 0)?;
+            VmmCommand::FdClose { fd } => {
                 // SAFETY: closes a descriptor the scenario got from this shell.
                 if unsafe { libc::close(fd) } != 0 {
                     return Err(Failure::harness(format!(
@@ -360,24 +478,16 @@ impl HipShell {
                         std::io::Error::last_os_error()
                     )));
                 }
-                none()
+                done()
             }
-            other => Err(Failure::harness(format!(
-                "unknown HIP shell command `{other}`"
-            ))),
         }
     }
 }
 
-impl<E: Exec> Hip<E> {
+impl<E: Exec<HipCommand>> Hip<E> {
     /// The VMM functions the table lacks (empty when it has them all).
     pub fn vmm_missing(&mut self) -> Result<Vec<String>, Failure> {
-        let w: String = word(&self.run("vmm.missing".into())?, 0)?;
-        Ok(if w == "-" {
-            Vec::new()
-        } else {
-            w.split(',').map(str::to_owned).collect()
-        })
+        self.0.ask(VmmCommand::Missing)
     }
 
     /// `hipMemGetAllocationGranularity` for a pinned allocation on `device` (`alloc_type`
@@ -388,14 +498,14 @@ impl<E: Exec> Hip<E> {
         option: i32,
         alloc_type: Option<i32>,
     ) -> Result<usize, Failure> {
-        let ty = alloc_type.map_or(String::new(), |t| format!(" {t}"));
-        word(
-            &self.run(format!("vmm.granularity {device} {option}{ty}"))?,
-            0,
-        )
+        self.0.ask(VmmCommand::Granularity {
+            device,
+            option,
+            alloc_type,
+        })
     }
 
-    /// `hipMemCreate(size, {Pinned or alloc_type, handle_type, device}, flags)`: the handle.
+    /// `hipMemCreate(size, {alloc_type, handle_type, device}, flags)`: the handle.
     pub fn vmm_create(
         &mut self,
         size: usize,
@@ -404,34 +514,34 @@ impl<E: Exec> Hip<E> {
         alloc_type: i32,
         flags: u64,
     ) -> Result<u64, Failure> {
-        word(
-            &self.run(format!(
-                "vmm.create {size} {handle_type} {device} {alloc_type} {flags}"
-            ))?,
-            0,
-        )
+        self.0.ask(VmmCommand::Create {
+            size,
+            handle_type,
+            device,
+            alloc_type,
+            flags,
+        })
     }
 
     /// `hipMemRelease`.
     pub fn vmm_release(&mut self, h: u64) -> Result<(), Failure> {
-        self.run(format!("vmm.release {h}")).map(drop)
+        self.0.ask(VmmCommand::Release { handle: h })
     }
 
     /// `hipMemGetAllocationPropertiesFromHandle`: (type, requestedHandleType, location type,
     /// location id).
     pub fn vmm_prop(&mut self, h: u64) -> Result<[i32; 4], Failure> {
-        let r = self.run(format!("vmm.prop {h}"))?;
-        Ok([word(&r, 0)?, word(&r, 1)?, word(&r, 2)?, word(&r, 3)?])
+        self.0.ask(VmmCommand::Prop { handle: h })
     }
 
     /// `hipMemAddressReserve(size, alignment)`: the base.
     pub fn vmm_reserve(&mut self, size: usize, alignment: usize) -> Result<u64, Failure> {
-        word(&self.run(format!("vmm.reserve {size} {alignment}"))?, 0)
+        self.0.ask(VmmCommand::Reserve { size, alignment })
     }
 
     /// `hipMemAddressFree`.
     pub fn vmm_address_free(&mut self, va: u64, size: usize) -> Result<(), Failure> {
-        self.run(format!("vmm.address-free {va} {size}")).map(drop)
+        self.0.ask(VmmCommand::AddressFree { va, size })
     }
 
     /// `hipMemMap(va, size, offset, h, flags)`.
@@ -443,13 +553,18 @@ impl<E: Exec> Hip<E> {
         offset: usize,
         flags: u64,
     ) -> Result<(), Failure> {
-        self.run(format!("vmm.map {va} {size} {h} {offset} {flags}"))
-            .map(drop)
+        self.0.ask(VmmCommand::Map {
+            va,
+            size,
+            handle: h,
+            offset,
+            flags,
+        })
     }
 
     /// `hipMemUnmap`.
     pub fn vmm_unmap(&mut self, va: u64, size: usize) -> Result<(), Failure> {
-        self.run(format!("vmm.unmap {va} {size}")).map(drop)
+        self.0.ask(VmmCommand::Unmap { va, size })
     }
 
     /// `hipMemSetAccess` for one device.
@@ -460,60 +575,68 @@ impl<E: Exec> Hip<E> {
         device: i32,
         flags: i32,
     ) -> Result<(), Failure> {
-        self.run(format!("vmm.set-access {va} {size} {device} {flags}"))
-            .map(drop)
+        self.0.ask(VmmCommand::SetAccess {
+            va,
+            size,
+            device,
+            flags,
+        })
     }
 
     /// `hipMemGetAccess`: the flags `device` has at `va`.
     pub fn vmm_get_access(&mut self, va: u64, device: i32) -> Result<u64, Failure> {
-        word(&self.run(format!("vmm.get-access {va} {device}"))?, 0)
+        self.0.ask(VmmCommand::GetAccess { va, device })
     }
 
     /// `hipMemExportToShareableHandle(h, handle_type, flags)`: the new fd.
     pub fn vmm_export(&mut self, h: u64, handle_type: i32, flags: u64) -> Result<i32, Failure> {
-        word(
-            &self.run(format!("vmm.export {h} {handle_type} {flags}"))?,
-            0,
-        )
+        self.0.ask(VmmCommand::Export {
+            handle: h,
+            handle_type,
+            flags,
+        })
     }
 
     /// `hipMemImportFromShareableHandle` of `fd` passed as `how`, as a POSIX fd.
     pub fn vmm_import(&mut self, fd: i32, how: OsHandle) -> Result<u64, Failure> {
-        word(&self.run(format!("vmm.import {fd} {}", how.name()))?, 0)
+        self.0.ask(VmmCommand::Import { fd, how })
     }
 
     /// `hipMemRetainAllocationHandle(addr)`.
     pub fn vmm_retain(&mut self, addr: u64) -> Result<u64, Failure> {
-        word(&self.run(format!("vmm.retain {addr}"))?, 0)
+        self.0.ask(VmmCommand::Retain { addr })
     }
 
     /// `hipPointerGetAttribute(attribute, ptr)`, read as up to 8 bytes.
     pub fn pointer_attribute(&mut self, attribute: i32, ptr: u64) -> Result<u64, Failure> {
-        word(&self.run(format!("ptr.attr {attribute} {ptr}"))?, 0)
+        self.0.ask(VmmCommand::PointerAttribute { attribute, ptr })
     }
 
     /// Binds this shell's descriptor inbox: its name, for [`Hip::fd_send`].
     pub fn fd_listen(&mut self) -> Result<String, Failure> {
-        word(&self.run("fd.listen".into())?, 0)
+        self.0.ask(VmmCommand::FdListen)
     }
 
     /// Sends a duplicate of this shell's `fd` to the inbox `name` (`SCM_RIGHTS`).
     pub fn fd_send(&mut self, name: &str, fd: i32) -> Result<(), Failure> {
-        self.run(format!("fd.send {name} {fd}")).map(drop)
+        self.0.ask(VmmCommand::FdSend {
+            name: name.to_owned(),
+            fd,
+        })
     }
 
     /// The descriptor that arrived in this shell's inbox (its number here).
     pub fn fd_recv(&mut self) -> Result<i32, Failure> {
-        word(&self.run("fd.recv".into())?, 0)
+        self.0.ask(VmmCommand::FdRecv)
     }
 
     /// Opens `/dev/null`: a descriptor that is no VMM export.
     pub fn fd_null(&mut self) -> Result<i32, Failure> {
-        word(&self.run("fd.null".into())?, 0)
+        self.0.ask(VmmCommand::FdNull)
     }
 
     /// Closes a descriptor of this shell.
     pub fn fd_close(&mut self, fd: i32) -> Result<(), Failure> {
-        self.run(format!("fd.close {fd}")).map(drop)
+        self.0.ask(VmmCommand::FdClose { fd })
     }
 }

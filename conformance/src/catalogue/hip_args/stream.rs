@@ -1,16 +1,13 @@
-//! HIP vendor rules added for mutation completeness (issue 11): emulator rules no
-//! catalogue rule checked before. Each reuses the emulator's rule id and makes the same
-//! call with the rule satisfied as a positive control.
+//! The HIP stream rule added for mutation completeness: `hipStreamWaitEvent`'s flags.
 
 use devipc_hip_sys::{hipErrorInvalidValue, hipEventDisableTiming};
 
-use super::{Step, vendor};
+use super::H;
+use crate::catalogue::{Step, vendor};
 use crate::ctx::Ctx;
-use crate::rule::{Applies, Expect, Rule, Verdict};
+use crate::rule::{Expect, Rule, Verdict};
 
-const H: Applies = Applies::Hip;
-
-/// The HIP rules of this module.
+/// The stream rules.
 pub static RULES: &[Rule] = &[vendor(
     "hip.stream.wait-event-flags-must-be-zero",
     H,

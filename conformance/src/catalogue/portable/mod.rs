@@ -1,0 +1,77 @@
+//! Portable guarantees: what devipc promises on every backend (DESIGN section 5), checked
+//! through the facade (`Runtime`, `SharedBuffer`, `ImportedBuffer`, `Signal`) exactly as
+//! a framework uses it, with peers running the facade shell.
+//!
+//! Two guarantees are about vendor calls that must not happen; those scenarios run the
+//! facade on a counting vendor table ([`crate::counting`]) and compare call counts.
+//!
+//! The rules about memory devipc allocates are [memory rules](crate::rule::Rule::memory):
+//! they run once more on the allocation variants (`emulated-hip-vmm`: every buffer is
+//! `hip-vmm-fd` memory), with the same scenario. So a scenario allocates with
+//! [`Ctx::allocate`] (its facade peers' `alloc` follows the target by itself), shows each
+//! token it shares to [`Ctx::shares`], and imports with [`Import::imported`] (a refused
+//! `pidfd_getfd` is a skip). The framework-memory rules (`export_external`) stay on the
+//! default targets: their memory is `hipMalloc`'s, whatever the variant.
+//!
+//! One file per topic, each with its rules and scenarios: `memory.rs` (memory devipc
+//! allocates: sharing, the same-process shortcut, the import cache, sub-ranges, lifetime,
+//! other devices), `grant.rs` (who may import), `external.rs` (framework memory,
+//! `export_external`), `signal.rs` (signals), `error.rs` (typed errors). [`RULES`] lists
+//! them in report order.
+//!
+//! [`Ctx::allocate`]: crate::ctx::Ctx::allocate
+//! [`Ctx::shares`]: crate::ctx::Ctx::shares
+//! [`Import::imported`]: crate::catalogue::Import::imported
+
+mod error;
+mod external;
+mod grant;
+mod memory;
+mod signal;
+
+use devipc::Error;
+
+use crate::rule::{Rule, Stop};
+use crate::shell::facade::error_kind;
+
+const SIZE: usize = 1 << 20;
+const CHECK: usize = 256;
+
+/// Every portable rule, in report order.
+pub static RULES: &[Rule] = &[
+    memory::CROSS_PROCESS_BYTES,
+    memory::SAME_PROCESS_SHORTCUT,
+    signal::SAME_PROCESS_IMPORT,
+    memory::CACHE_REFCOUNTED,
+    memory::FREE_WAITS_FOR_IMPORTERS,
+    external::EXTERNAL_CLOSE_WAITS_FOR_IMPORTERS,
+    memory::SUB_RANGE_OFFSET,
+    grant::TRUSTLIST,
+    grant::ANY_PROCESS,
+    external::EXTERNAL_MEMORY,
+    memory::CROSS_DEVICE,
+    signal::BINARY_SEMAPHORE,
+    signal::WAIT_TIMEOUT,
+    error::WRONG_BACKEND,
+    error::CORRUPT_TOKEN,
+    error::BAD_DEVICE,
+    error::DOUBLE_CLOSE,
+];
+
+/// Fails unless `result` is an error of variant `kind`; returns its message.
+fn expect_error<T: std::fmt::Debug>(
+    what: &str,
+    kind: &str,
+    result: Result<T, Error>,
+) -> Result<String, Stop> {
+    match result {
+        Err(e) if error_kind(&e) == kind => Ok(format!("{what}: {kind}")),
+        Err(e) => Err(Stop::fail(format!(
+            "{what}: expected Error::{kind}, got Error::{}: {e}",
+            error_kind(&e)
+        ))),
+        Ok(v) => Err(Stop::fail(format!(
+            "{what}: succeeded ({v:?}), expected Error::{kind}"
+        ))),
+    }
+}

@@ -1,0 +1,150 @@
+//! ACL shell commands for events and IPC event handles (`aclrt*Event*`), with their
+//! [`Acl`] client calls. Events travel as numbers, handles as hex of their bytes.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use devipc_ascend_sys::types::{aclrtEvent, aclrtIpcEventHandle};
+use serde::{Deserialize, Serialize};
+
+use super::{Acl, AclCommand, AclShell, ptr};
+use crate::shell::{Exec, Failure, Reply, done, hex, unhex, value};
+
+/// An event command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventCommand {
+    /// `aclrtCreateEventExWithFlag` with `flag`: the event.
+    Create {
+        /// The flag.
+        flag: u32,
+    },
+    /// `aclrtIpcGetEventHandle`: the handle as hex.
+    Handle {
+        /// The event.
+        event: u64,
+    },
+    /// `aclrtIpcOpenEventHandle` of a handle from [`EventCommand::Handle`]: the event.
+    Open {
+        /// The handle as hex.
+        handle: String,
+    },
+    /// `aclrtRecordEvent` on the default stream, then `aclrtSynchronizeStream`.
+    Record {
+        /// The event.
+        event: u64,
+    },
+    /// `aclrtStreamWaitEvent` of the default stream, then `aclrtSynchronizeStream`.
+    Wait {
+        /// The event.
+        event: u64,
+    },
+    /// `aclrtDestroyEvent`.
+    Destroy {
+        /// The event.
+        event: u64,
+    },
+}
+
+impl From<EventCommand> for AclCommand {
+    fn from(c: EventCommand) -> Self {
+        AclCommand::Event(c)
+    }
+}
+
+impl AclShell {
+    /// Runs an [`EventCommand`].
+    pub(super) fn event(&mut self, command: EventCommand) -> Reply {
+        let api = Arc::clone(&self.api);
+        // SAFETY: for every call below, out-pointers point at live locals; events are
+        // values this shell or its peer got from the runtime, or deliberately invalid
+        // values whose rejection is the rule under test (the runtime validates them);
+        // handles are passed by value.
+        unsafe {
+            match command {
+                EventCommand::Create { flag } => {
+                    let f = opt!(api, aclrtCreateEventExWithFlag);
+                    let mut e: aclrtEvent = std::ptr::null_mut();
+                    self.check("aclrtCreateEventExWithFlag", f(&mut e, flag))?;
+                    value(e as usize as u64)
+                }
+                EventCommand::Handle { event } => {
+                    let f = opt!(api, aclrtIpcGetEventHandle);
+                    let mut h = aclrtIpcEventHandle::default();
+                    self.check("aclrtIpcGetEventHandle", f(ptr(event), &mut h))?;
+                    let bytes: Vec<u8> = h.reserved.iter().map(|c| *c as u8).collect();
+                    value(hex(&bytes))
+                }
+                EventCommand::Open { handle } => {
+                    let f = opt!(api, aclrtIpcOpenEventHandle);
+                    let bytes = unhex(&handle)?;
+                    let mut h = aclrtIpcEventHandle::default();
+                    for (slot, b) in h.reserved.iter_mut().zip(bytes) {
+                        *slot = b as c_char;
+                    }
+                    let mut e: aclrtEvent = std::ptr::null_mut();
+                    self.check("aclrtIpcOpenEventHandle", f(h, &mut e))?;
+                    value(e as usize as u64)
+                }
+                EventCommand::Record { event } => {
+                    // A stream task: record on the default stream, then synchronise it.
+                    let f = opt!(api, aclrtRecordEvent);
+                    self.check("aclrtRecordEvent", f(ptr(event), std::ptr::null_mut()))?;
+                    self.check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
+                    )
+                    .and_then(|()| done())
+                }
+                EventCommand::Wait { event } => {
+                    // The default stream waits for the event, then is synchronised.
+                    let f = opt!(api, aclrtStreamWaitEvent);
+                    self.check("aclrtStreamWaitEvent", f(std::ptr::null_mut(), ptr(event)))?;
+                    self.check(
+                        "aclrtSynchronizeStream",
+                        (api.aclrtSynchronizeStream)(std::ptr::null_mut()),
+                    )
+                    .and_then(|()| done())
+                }
+                EventCommand::Destroy { event } => {
+                    let f = opt!(api, aclrtDestroyEvent);
+                    self.check("aclrtDestroyEvent", f(ptr(event)))
+                        .and_then(|()| done())
+                }
+            }
+        }
+    }
+}
+
+impl<E: Exec<AclCommand>> Acl<E> {
+    /// `aclrtCreateEventExWithFlag` with `flag`: the event.
+    pub fn event_create(&mut self, flag: u32) -> Result<u64, Failure> {
+        self.0.ask(EventCommand::Create { flag })
+    }
+
+    /// `aclrtIpcGetEventHandle`: the 64 bytes as hex.
+    pub fn event_handle(&mut self, event: u64) -> Result<String, Failure> {
+        self.0.ask(EventCommand::Handle { event })
+    }
+
+    /// `aclrtIpcOpenEventHandle` of a handle from [`Acl::event_handle`]: the event.
+    pub fn event_open(&mut self, handle: &str) -> Result<u64, Failure> {
+        self.0.ask(EventCommand::Open {
+            handle: handle.to_owned(),
+        })
+    }
+
+    /// `aclrtRecordEvent` on the default stream, then `aclrtSynchronizeStream`.
+    pub fn event_record(&mut self, event: u64) -> Result<(), Failure> {
+        self.0.ask(EventCommand::Record { event })
+    }
+
+    /// `aclrtStreamWaitEvent` of the default stream, then `aclrtSynchronizeStream`.
+    pub fn event_wait(&mut self, event: u64) -> Result<(), Failure> {
+        self.0.ask(EventCommand::Wait { event })
+    }
+
+    /// `aclrtDestroyEvent`.
+    pub fn event_destroy(&mut self, event: u64) -> Result<(), Failure> {
+        self.0.ask(EventCommand::Destroy { event })
+    }
+}
