@@ -15,7 +15,8 @@
 use std::process::{Child, Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use devipc::{BackendChoice, ConnectOptions, DEFAULT_KIND, DeviceId, Runtime, ShareOptions};
+use devipc::rendezvous::{ConnectOptions, ShareOptions};
+use devipc::{BackendChoice, DeviceId, Runtime};
 
 /// Bytes of input per consumer.
 const SLICE: usize = 64 << 10;
@@ -25,7 +26,7 @@ const TIMEOUT: Option<Duration> = Some(Duration::from_secs(60));
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn runtime() -> devipc::Result<Runtime> {
-    Runtime::from_env_or(BackendChoice::Emulated(DEFAULT_KIND))
+    Runtime::from_env_or(BackendChoice::emulated_default())
 }
 
 fn main() -> ExitCode {
@@ -122,11 +123,7 @@ fn producer(consumers: usize) -> AnyResult<()> {
 
 fn consumer(path: &str, index: usize, count: usize) -> AnyResult<()> {
     let rt = runtime()?;
-    let connected = rt.connect_with(
-        path,
-        DeviceId(0),
-        ConnectOptions::new().wait_for_server(true),
-    )?;
+    let connected = rt.connect_with(path, 0, ConnectOptions::new().wait_for_server(true))?;
     let mut slice = vec![0u8; SLICE];
     connected.buffer.read(index * SLICE, &mut slice)?;
     let sum: u64 = slice.iter().map(|&b| u64::from(b)).sum();

@@ -16,9 +16,7 @@ use std::process::ExitCode;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use devipc::{
-    BackendChoice, DEFAULT_KIND, DeviceId, ExportOptions, MemToken, Runtime, SignalToken,
-};
+use devipc::{BackendChoice, DeviceId, ExportOptions, MemToken, Runtime, SignalToken};
 
 const ROUNDS: u64 = 1000;
 const SIZE: usize = 1 << 20;
@@ -27,7 +25,7 @@ const TIMEOUT: Option<Duration> = Some(Duration::from_secs(30));
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn runtime() -> devipc::Result<Runtime> {
-    Runtime::from_env_or(BackendChoice::Emulated(DEFAULT_KIND))
+    Runtime::from_env_or(BackendChoice::emulated_default())
 }
 
 fn main() -> ExitCode {

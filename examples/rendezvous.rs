@@ -21,7 +21,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use devipc::{BackendChoice, ConnectOptions, DEFAULT_KIND, DeviceId, Runtime, ShareOptions};
+use devipc::rendezvous::{ConnectOptions, ShareOptions};
+use devipc::{BackendChoice, DeviceId, Runtime};
 
 const ROUNDS: u64 = 1000;
 const SIZE: usize = 1 << 20;
@@ -31,7 +32,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn runtime() -> devipc::Result<Runtime> {
-    Runtime::from_env_or(BackendChoice::Emulated(DEFAULT_KIND))
+    Runtime::from_env_or(BackendChoice::emulated_default())
 }
 
 fn main() -> ExitCode {
@@ -143,7 +144,7 @@ fn importer(path: PathBuf) -> AnyResult<()> {
     let rt = runtime()?;
     let connected = rt.connect_with(
         &path,
-        DeviceId(0),
+        0,
         ConnectOptions::new().timeout(TIMEOUT).wait_for_server(true),
     )?;
     let buffer = &connected.buffer;

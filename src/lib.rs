@@ -13,28 +13,48 @@
 //! | `ascend` (default) | [`raw::Backend::Ascend`] | `libascendcl.so` / `libacl_rt.so` |
 //! | `hip` (default) | [`raw::Backend::Hip`] | `libamdhip64.so` |
 //!
-//! `DEVIPC_BACKEND` (`ascend|hip|emulated-ascend|emulated-hip|auto`) picks the backend for
-//! [`Runtime::from_env`].
+//! `DEVIPC_BACKEND` ([`BackendChoice::ENV_VAR`]: `ascend|hip|emulated-ascend|emulated-hip|auto`)
+//! picks the backend for [`Runtime::from_env`].
 //!
-//! # The safe API and the raw layer
+//! # Layers
 //!
-//! The crate root is the safe API: [`Runtime`], the buffers ([`SharedBuffer`],
-//! [`ImportedBuffer`], and the [`DeviceBuffer`] trait for code generic over both),
-//! [`Signal`], the tokens, the options ([`ExportOptions`], [`ShareOptions`],
-//! [`ConnectOptions`], [`BackendChoice`]), what a backend reports ([`BackendInfo`],
-//! [`Capabilities`]) and [`Error`]. Its types check
-//! every range, keep what they use alive and release it on drop. The trait layer they are
-//! built on ([`DeviceIpc`](raw::DeviceIpc), the [`Backend`](raw::Backend) enum, the
-//! plain-data handles and the token builders) is in [`raw`], for the calls the safe API
-//! does not wrap; [`Runtime::backend`] reaches it.
+//! - **The crate root** is the safe API, what the README shows: [`Runtime`] (a started
+//!   backend), the buffers ([`SharedBuffer`] this process allocated, [`ImportedBuffer`] a
+//!   peer's export mapped here, and the sealed [`DeviceBuffer`] trait for code generic
+//!   over both), [`Signal`], the tokens ([`MemToken`], [`SignalToken`]), the options
+//!   ([`ExportOptions`], [`AllocateOptions`], [`BackendChoice`]), what a backend reports
+//!   ([`BackendKind`], [`BackendInfo`], [`Capabilities`]), [`Error`] and [`Result`]. A
+//!   few plain-data types are here because the safe API takes or returns them:
+//!   [`DeviceId`] (the API takes anything `Into<DeviceId>`, so `rt.allocate(0, len)`
+//!   works), [`ProcessId`] (whom [`SharedBuffer::grant`] lets in), [`DevicePtr`]
+//!   ([`SharedBuffer::ptr`], [`Runtime::export_external`]; an address, never
+//!   dereferenced by safe code) and [`RawStream`] ([`Signal::notify_on`]). Its types
+//!   check every range, keep what they use alive and release it on drop.
+//! - [`rendezvous`]: the exchange over a Unix socket ([`SharedBuffer::share`],
+//!   [`Runtime::connect`]) and its options and peer types.
+//! - [`info`]: what devipc reports about backends, devices and tokens (discovery
+//!   attempts, library source, versions, physical device identity), for code that
+//!   inspects it.
+//! - [`testing`]: test aids, e.g. device memory as a framework's allocator makes it, to
+//!   try [`Runtime::export_external`] without a framework.
+//! - [`raw`]: the trait layer the safe API is built on ([`DeviceIpc`](raw::DeviceIpc), the
+//!   [`Backend`](raw::Backend) enum, the plain-data handles and the token builders), for
+//!   the calls the safe API does not wrap; [`Runtime::backend`] reaches it.
 //!
-//! A few plain-data types are at the root because the safe API takes or returns them:
-//! [`DeviceId`], [`ProcessId`] (whom [`SharedBuffer::grant`] lets in), [`DevicePtr`]
-//! ([`SharedBuffer::ptr`], [`Runtime::export_external`]; an address, never dereferenced by
-//! safe code) and [`RawStream`] ([`Signal::notify_on`]; also in [`raw`]).
+//! Under this crate: `devipc-core` (the trait, tokens, errors) → `devipc-ascend` /
+//! `devipc-hip` (the vendor C ABI, or the devipc emulator).
 //!
-//! Layers: this crate (safe API, dispatch) → `devipc-core` (trait, tokens, errors) →
-//! `devipc-ascend` / `devipc-hip` (vendor C ABI, or the devipc emulator).
+//! # One round, file by file
+//!
+//! The safe API lives in three files on the data path: `runtime.rs` ([`Runtime`]:
+//! allocate, import, signals), `buffer.rs` (both buffers, [`DeviceBuffer`] and the one
+//! bounds check every copy goes through) and `registry.rs` (the process's live objects by
+//! token identity: its own exports, for the same-process shortcut, and the import cache
+//! that shares one vendor import per object). `backend.rs` dispatches to the backend
+//! compiled in; `signal.rs`, `selection.rs` ([`BackendChoice`]) and the modules above do
+//! the rest.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(not(any(feature = "ascend", feature = "hip")))]
 compile_error!(
@@ -51,30 +71,22 @@ struct ReadmeDoctests;
 
 mod backend;
 mod buffer;
-mod import_cache;
-mod imported;
-mod local_exports;
+pub mod info;
 pub mod raw;
 #[cfg(test)]
 mod recording_backend;
+mod registry;
 pub mod rendezvous;
 mod runtime;
 mod selection;
-mod shared;
 mod signal;
+pub mod testing;
 
-pub use buffer::DeviceBuffer;
+pub use buffer::{DeviceBuffer, ImportedBuffer, SharedBuffer};
 pub use devipc_core::{
-    AllocateOptions, BackendAttempt, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr,
-    DeviceUuid, Error, ErrorKind, ExportOptions, ExportedFrom, LibrarySource, LoadAttempt,
-    MemToken, PciBusId, PhysicalDevice, PidValidation, ProcessId, RawStream, Result,
-    RuntimeVersion, SignalToken,
-};
-pub use imported::ImportedBuffer;
-pub use rendezvous::{
-    ConnectOptions, Connected, PeerCredentials, PeerInfo, PidCheck, ShareOptions, ShareServer,
+    AllocateOptions, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr, Error, ErrorKind,
+    ExportOptions, MemToken, ProcessId, RawStream, Result, SignalToken,
 };
 pub use runtime::Runtime;
-pub use selection::{BACKEND_ENV, BackendChoice, DEFAULT_KIND};
-pub use shared::SharedBuffer;
+pub use selection::BackendChoice;
 pub use signal::Signal;

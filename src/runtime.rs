@@ -18,12 +18,10 @@ use devipc_core::{
     Result, SignalToken, TokenOrigin,
 };
 
-use crate::import_cache::ImportCache;
-use crate::imported::ImportedBuffer;
-use crate::local_exports::{self, LocalTarget};
+use crate::buffer::{ImportedBuffer, SharedBuffer};
 use crate::raw::Backend;
-use crate::selection::{BACKEND_ENV, BackendChoice};
-use crate::shared::SharedBuffer;
+use crate::registry::{ImportCache, LocalExports, LocalTarget};
+use crate::selection::BackendChoice;
 use crate::signal::Signal;
 
 /// A started backend. Cheap to clone; clones share the backend.
@@ -113,14 +111,15 @@ impl Runtime {
     }
 
     /// Starts what `DEVIPC_BACKEND` asks for, or `default` when it is unset (demos and
-    /// tests pass `BackendChoice::Emulated(..)` to run without a device by default).
+    /// tests pass [`BackendChoice::emulated_default`] to run without a device by default).
     pub fn from_env_or(default: BackendChoice) -> Result<Runtime> {
-        let choice = match std::env::var(BACKEND_ENV) {
+        let choice = match std::env::var(BackendChoice::ENV_VAR) {
             Ok(value) => value.parse()?,
             Err(std::env::VarError::NotPresent) => default,
             Err(std::env::VarError::NotUnicode(v)) => {
                 return Err(Error::invalid_argument(format!(
-                    "{BACKEND_ENV}={v:?} is not UTF-8"
+                    "{}={v:?} is not UTF-8",
+                    BackendChoice::ENV_VAR
                 )));
             }
         };
@@ -206,8 +205,8 @@ impl Runtime {
 
     /// Allocates `size` bytes of exportable memory on `device`, made the backend's
     /// default way for its runtime (HIP: `hipMalloc`, shared as `hip-ipc-mem`).
-    pub fn allocate(&self, device: DeviceId, size: usize) -> Result<SharedBuffer> {
-        let alloc = self.inner.backend()?.allocate(device, size)?;
+    pub fn allocate(&self, device: impl Into<DeviceId>, size: usize) -> Result<SharedBuffer> {
+        let alloc = self.inner.backend()?.allocate(device.into(), size)?;
         Ok(SharedBuffer::new(self, alloc))
     }
 
@@ -216,11 +215,14 @@ impl Runtime {
     /// a file descriptor). A mechanism the runtime lacks is [`Error::Unsupported`].
     pub fn allocate_with(
         &self,
-        device: DeviceId,
+        device: impl Into<DeviceId>,
         size: usize,
         opts: AllocateOptions,
     ) -> Result<SharedBuffer> {
-        let alloc = self.inner.backend()?.allocate_with(device, size, opts)?;
+        let alloc = self
+            .inner
+            .backend()?
+            .allocate_with(device.into(), size, opts)?;
         Ok(SharedBuffer::new(self, alloc))
     }
 
@@ -228,7 +230,7 @@ impl Runtime {
     /// bytes at `ptr` on `device`. The memory must stay allocated while peers use it.
     pub fn export_external(
         &self,
-        device: DeviceId,
+        device: impl Into<DeviceId>,
         ptr: DevicePtr,
         len: usize,
         opts: ExportOptions,
@@ -236,9 +238,9 @@ impl Runtime {
         let token = self
             .inner
             .backend()?
-            .export_external(device, ptr, len, opts)?;
+            .export_external(device.into(), ptr, len, opts)?;
         let object_base = DevicePtr(ptr.0.wrapping_sub(token.offset()));
-        local_exports::register(
+        LocalExports::register(
             &token,
             LocalTarget::External(Arc::downgrade(&self.inner)),
             object_base,
@@ -250,35 +252,10 @@ impl Runtime {
     /// [`DeviceIpc::close_external`]); call it after every importer closed and before the
     /// framework frees the block. From then on the block's tokens no longer import in
     /// this process either (they would name whatever the framework puts there next).
-    pub fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+    pub fn close_external(&self, device: impl Into<DeviceId>, ptr: DevicePtr) -> Result<()> {
+        let device = device.into();
         self.inner.backend()?.close_external(device, ptr)?;
-        local_exports::forget_external(device, ptr);
-        Ok(())
-    }
-
-    /// `size` bytes on `device` as a framework's own allocator makes them (`hipMalloc`,
-    /// `aclrtMalloc`), for [`Runtime::export_external`] without a framework (tests,
-    /// examples); see [`Backend::framework_malloc`](crate::raw::Backend::framework_malloc).
-    pub fn framework_malloc(&self, device: DeviceId, size: usize) -> Result<DevicePtr> {
-        self.inner.backend()?.framework_malloc(device, size)
-    }
-
-    /// Frees what [`Runtime::framework_malloc`] returned, after ending its external exports.
-    ///
-    /// The exports are the process's, not one runtime's: those made through any `Runtime`
-    /// of this process on the same vendor runtime end here too (a framework may allocate
-    /// through one runtime and export through another). While an importer still maps the
-    /// block the free is refused with [`Error::InvalidArgument`] and nothing is freed or
-    /// ended; call it again once every importer closed (a killed importer does not count).
-    ///
-    /// # Safety
-    /// `ptr` came from `framework_malloc` of this runtime on `device`, is not freed yet,
-    /// and no view of it remains in this process.
-    pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
-        let backend = self.inner.backend()?;
-        // SAFETY: the caller's guarantee, passed on.
-        unsafe { backend.framework_free(device, ptr) }?;
-        local_exports::forget_external(device, ptr);
+        LocalExports::forget_external(device, ptr);
         Ok(())
     }
 
@@ -291,8 +268,8 @@ impl Runtime {
     /// bus id and UUID; Ascend: physical chip id and UUID; fields the runtime cannot tell
     /// are `None`). The same device has the same identity in every process of the host,
     /// whatever visibility mask each runs under.
-    pub fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
-        self.inner.backend()?.physical_device(device)
+    pub fn physical_device(&self, device: impl Into<DeviceId>) -> Result<PhysicalDevice> {
+        self.inner.backend()?.physical_device(device.into())
     }
 
     /// This process's index of the device `token` was exported from, found by the
@@ -363,8 +340,8 @@ impl Runtime {
     /// A token this process exported is served from the local allocation without a vendor
     /// call (DESIGN 5.1); a token already imported here shares the existing mapping
     /// (DESIGN 5.2).
-    pub fn import(&self, token: &MemToken, device: DeviceId) -> Result<ImportedBuffer> {
-        self.import_inner(token, None, device)
+    pub fn import(&self, token: &MemToken, device: impl Into<DeviceId>) -> Result<ImportedBuffer> {
+        self.import_inner(token, None, device.into())
     }
 
     /// As [`Runtime::import`], for a token whose mechanism
@@ -376,9 +353,9 @@ impl Runtime {
         &self,
         token: &MemToken,
         fd: OwnedFd,
-        device: DeviceId,
+        device: impl Into<DeviceId>,
     ) -> Result<ImportedBuffer> {
-        self.import_inner(token, Some(fd), device)
+        self.import_inner(token, Some(fd), device.into())
     }
 
     fn import_inner(
@@ -428,14 +405,19 @@ impl Runtime {
     // ---- Signals ----
 
     /// Creates an exportable signal on `device`.
-    pub fn create_signal(&self, device: DeviceId) -> Result<Signal> {
-        let handle = self.inner.backend()?.create_signal(device)?;
+    pub fn create_signal(&self, device: impl Into<DeviceId>) -> Result<Signal> {
+        let handle = self.inner.backend()?.create_signal(device.into())?;
         Ok(Signal::new(self, handle))
     }
 
     /// Opens a peer's signal on `device`. A token this process exported gives a `Signal`
     /// sharing the local handle, without a vendor call.
-    pub fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<Signal> {
+    pub fn import_signal(
+        &self,
+        token: &SignalToken,
+        device: impl Into<DeviceId>,
+    ) -> Result<Signal> {
+        let device = device.into();
         self.check_backend(token.backend(), token.mechanism())?;
         self.inner.check_same_host(token.origin())?;
         if token.origin() == self.inner.origin {
@@ -609,11 +591,11 @@ mod tests {
     fn from_env_rejects_a_bad_choice_and_reports_auto_failures() {
         // SAFETY: env mutation is serialised with every test that touches DEVIPC_BACKEND
         // (`serial`), and no other thread of this test reads the environment meanwhile.
-        unsafe { std::env::set_var(BACKEND_ENV, "cuda") };
+        unsafe { std::env::set_var(BackendChoice::ENV_VAR, "cuda") };
         let err = Runtime::from_env().unwrap_err();
         assert!(err.to_string().contains(BackendChoice::ACCEPTED), "{err}");
         // SAFETY: as above.
-        unsafe { std::env::remove_var(BACKEND_ENV) };
+        unsafe { std::env::remove_var(BackendChoice::ENV_VAR) };
         // `auto` reports every compiled-in backend's own start-up error, in order.
         let auto = Runtime::from_env().unwrap_err();
         let Error::NoBackendStarted { attempts } = &auto else {

@@ -5,9 +5,6 @@ use std::str::FromStr;
 
 use devipc_core::{BackendKind, Error, Result};
 
-/// The environment variable [`Runtime::from_env`](crate::Runtime::from_env) reads.
-pub const BACKEND_ENV: &str = "DEVIPC_BACKEND";
-
 /// A backend request, as written in `DEVIPC_BACKEND`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BackendChoice {
@@ -20,8 +17,20 @@ pub enum BackendChoice {
 }
 
 impl BackendChoice {
-    /// Every spelling `DEVIPC_BACKEND` accepts.
+    /// The environment variable [`Runtime::from_env`](crate::Runtime::from_env) and
+    /// [`Runtime::from_env_or`](crate::Runtime::from_env_or) read: `DEVIPC_BACKEND`.
+    pub const ENV_VAR: &'static str = "DEVIPC_BACKEND";
+
+    /// Every spelling [`ENV_VAR`](Self::ENV_VAR) accepts.
     pub const ACCEPTED: &'static str = "ascend|hip|emulated-ascend|emulated-hip|auto";
+
+    /// The emulator speaking the ABI of the backend this build prefers (Ascend when both
+    /// are compiled in, its trustlists making the stricter default; else the one compiled
+    /// in): what demos and tests run on without a device, as
+    /// `Runtime::from_env_or(BackendChoice::emulated_default())`.
+    pub const fn emulated_default() -> BackendChoice {
+        BackendChoice::Emulated(DEFAULT_KIND)
+    }
 
     /// The order `auto` tries real runtimes in: the compiled-in backends.
     pub fn auto_order() -> &'static [BackendKind] {
@@ -43,7 +52,8 @@ impl FromStr for BackendChoice {
         };
         let kind: BackendKind = kind.parse().map_err(|_| {
             Error::invalid_argument(format!(
-                "{BACKEND_ENV}=`{s}` is not one of {}",
+                "{}=`{s}` is not one of {}",
+                BackendChoice::ENV_VAR,
                 BackendChoice::ACCEPTED
             ))
         })?;
@@ -68,14 +78,14 @@ impl fmt::Display for BackendChoice {
 cfg_if::cfg_if! {
     if #[cfg(all(feature = "ascend", not(feature = "hip")))] {
         /// The backend `auto` and the demos prefer in this build (the only one compiled in).
-        pub const DEFAULT_KIND: BackendKind = BackendKind::Ascend;
+        const DEFAULT_KIND: BackendKind = BackendKind::Ascend;
     } else if #[cfg(all(feature = "hip", not(feature = "ascend")))] {
         /// The backend `auto` and the demos prefer in this build (the only one compiled in).
-        pub const DEFAULT_KIND: BackendKind = BackendKind::Hip;
+        const DEFAULT_KIND: BackendKind = BackendKind::Hip;
     } else {
         /// The backend `auto` and the demos prefer in this build. With both compiled in,
         /// Ascend comes first: its trustlists make the stricter default.
-        pub const DEFAULT_KIND: BackendKind = BackendKind::Ascend;
+        const DEFAULT_KIND: BackendKind = BackendKind::Ascend;
     }
 }
 
@@ -123,5 +133,9 @@ mod tests {
     fn default_kind_is_compiled_in() {
         assert!(crate::raw::Backend::is_compiled(DEFAULT_KIND));
         assert_eq!(BackendChoice::auto_order().first(), Some(&DEFAULT_KIND));
+        assert_eq!(
+            BackendChoice::emulated_default(),
+            BackendChoice::Emulated(DEFAULT_KIND)
+        );
     }
 }

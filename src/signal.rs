@@ -142,10 +142,10 @@ impl Signal {
     /// `wait(Some(d))` returns no earlier than `d` and at most a small slack after it on
     /// every backend: on HIP the signal word is a futex with the caller's deadline; on
     /// Ascend the runtime's notify wait counts whole seconds, so devipc keeps the deadline
-    /// on the host and polls (slack: `devipc_ascend::signal::WAIT_SLACK`, 50 ms, in
+    /// on the host and polls (slack: `devipc_ascend::notify::WAIT_SLACK`, 50 ms, in
     /// practice one or two milliseconds). Only an Ascend runtime without the event API
     /// falls back to the vendor's whole seconds. A record that arrives just after an
-    /// Ascend wait timed out is kept for the next `wait` (see `devipc_ascend::signal`).
+    /// Ascend wait timed out is kept for the next `wait` (see `devipc_ascend::notify`).
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
         self.wait_on(RawStream::DEFAULT, timeout)
     }

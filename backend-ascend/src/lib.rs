@@ -52,13 +52,3 @@ pub mod vmm;
 
 pub use backend::AscendBackend;
 pub use devipc_ascend_sys as sys;
-
-/// The former name of [`ipc_key`] (before the backend was laid out by mechanism).
-#[doc(hidden)]
-pub use ipc_key as external;
-/// The former name of [`notify`].
-#[doc(hidden)]
-pub use notify as signal;
-/// The former name of [`vmm`].
-#[doc(hidden)]
-pub use vmm as memory;

@@ -38,7 +38,3 @@ mod vmm;
 
 pub use backend::HipBackend;
 pub use devipc_hip_sys as sys;
-/// The former name of [`event`] (signals were `signal.rs` before the backend was laid
-/// out by mechanism); kept so the old path still resolves.
-#[doc(hidden)]
-pub use event as signal;

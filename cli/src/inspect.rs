@@ -12,8 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use devipc::info::{LoadAttempt, PhysicalDevice};
 use devipc::raw::{Backend, DeviceIpc};
-use devipc::{BackendKind, Capabilities, DeviceId, Error, LoadAttempt, PhysicalDevice, Runtime};
+use devipc::{BackendKind, Capabilities, DeviceId, Error, Runtime};
 use serde::Serialize;
 
 /// The result of trying one discovery candidate.
@@ -399,7 +400,7 @@ fn hip_versions(api: &devipc_hip::sys::HipApi) -> (Option<String>, Option<String
     // SAFETY: a valid out-pointer; the call needs no device.
     let rc = unsafe { (api.hipRuntimeGetVersion)(&mut runtime) };
     let runtime = (rc == 0)
-        .then(|| devipc::RuntimeVersion::from_hip_encoded(runtime))
+        .then(|| devipc::info::RuntimeVersion::from_hip_encoded(runtime))
         .flatten()
         .map(|v| v.to_string());
     let mut driver = 0;
@@ -407,7 +408,7 @@ fn hip_versions(api: &devipc_hip::sys::HipApi) -> (Option<String>, Option<String
     let rc = unsafe { (api.hipDriverGetVersion)(&mut driver) };
     // ROCm encodes the driver version like HIP_VERSION; show it decoded when it fits.
     let driver = (rc == 0 && driver > 0).then(|| {
-        devipc::RuntimeVersion::from_hip_encoded(driver)
+        devipc::info::RuntimeVersion::from_hip_encoded(driver)
             .filter(|v| v.major > 0)
             .map_or_else(|| driver.to_string(), |v| v.to_string())
     });

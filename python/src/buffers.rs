@@ -7,7 +7,8 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyMemoryView};
 
-use devipc::{ExportOptions, ProcessId, ShareOptions};
+use devipc::rendezvous::ShareOptions;
+use devipc::{ExportOptions, ProcessId};
 
 use crate::dlpack::{self, Layout, TensorView};
 use crate::errors::{self, to_py};
@@ -312,7 +313,7 @@ impl SharedBuffer {
         let buf = op.buf();
         let server = slf
             .py()
-            .detach(|| -> devipc::Result<devipc::ShareServer> {
+            .detach(|| -> devipc::Result<devipc::rendezvous::ShareServer> {
                 let mut server = buf.share(&path, opts)?;
                 for signal in &signals {
                     server.add_signal(signal)?;

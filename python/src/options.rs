@@ -18,7 +18,8 @@ use crate::signal::duration;
 
 /// `Runtime.connect`'s default `timeout`, in seconds: Rust's
 /// [`DEFAULT_CONNECT_TIMEOUT`](devipc::rendezvous::DEFAULT_CONNECT_TIMEOUT).
-pub(crate) const CONNECT_TIMEOUT_SECS: f64 = devipc::rendezvous::DEFAULT_CONNECT_TIMEOUT.as_secs() as f64;
+pub(crate) const CONNECT_TIMEOUT_SECS: f64 =
+    devipc::rendezvous::DEFAULT_CONNECT_TIMEOUT.as_secs() as f64;
 
 /// The default permission bits of a share's socket file (Rust's default too).
 const SOCKET_MODE: u32 = 0o600;

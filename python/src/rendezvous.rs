@@ -19,18 +19,18 @@ const SLICE: Duration = Duration::from_millis(100);
 /// A socket at which a buffer (and signals) are handed to importers.
 #[pyclass(frozen, module = "devipc._devipc")]
 pub(crate) struct ShareServer {
-    inner: Slot<devipc::ShareServer>,
+    inner: Slot<devipc::rendezvous::ShareServer>,
 }
 
 impl ShareServer {
     /// Wraps `server`.
-    pub(crate) fn new(server: devipc::ShareServer) -> ShareServer {
+    pub(crate) fn new(server: devipc::rendezvous::ShareServer) -> ShareServer {
         ShareServer {
             inner: Slot::new(server, "the share server"),
         }
     }
 
-    fn get(&self) -> PyResult<Arc<devipc::ShareServer>> {
+    fn get(&self) -> PyResult<Arc<devipc::rendezvous::ShareServer>> {
         self.inner.get()
     }
 }

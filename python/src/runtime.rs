@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use devipc::{BackendKind, ConnectOptions, DeviceId, DevicePtr, ProcessId};
+use devipc::rendezvous::ConnectOptions;
+use devipc::{BackendKind, DeviceId, DevicePtr, ProcessId};
 
 use crate::buffers::{ImportedBuffer, SharedBuffer, export_options};
 use crate::errors::to_py;
@@ -425,7 +426,7 @@ impl Runtime {
     ) -> PyResult<u64> {
         let rt = self.get()?;
         let ptr = py
-            .detach(|| rt.framework_malloc(DeviceId(device), size))
+            .detach(|| devipc::testing::framework_malloc(&rt, DeviceId(device), size))
             .map_err(to_py)?;
         self.framework
             .lock()
@@ -452,11 +453,13 @@ impl Runtime {
                  framework_malloc"
             ))));
         };
-        // SAFETY: the block came from `rt.framework_malloc` on `device` and was not freed
-        // (it was in the live set, which only this call took it out of); the caller
-        // dropped its views, as documented (Python's buffers over it are its own ctypes
+        // SAFETY: the block came from `devipc::testing::framework_malloc` of `rt` on
+        // `device` and was not freed (it was in the live set, which only this call took it
+        // out of); the caller dropped its views, as documented (Python's buffers over it are its own ctypes
         // objects).
-        let freed = py.detach(|| unsafe { rt.framework_free(DeviceId(device), DevicePtr(ptr)) });
+        let freed = py.detach(|| unsafe {
+            devipc::testing::framework_free(&rt, DeviceId(device), DevicePtr(ptr))
+        });
         match freed {
             Ok(()) => self.forget_external_block(device, ptr),
             Err(_) => {

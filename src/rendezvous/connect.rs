@@ -14,10 +14,10 @@ use super::options::ConnectOptions;
 use super::peer::{PeerCredentials, denied, uid_allowed};
 use super::socket_path;
 use super::wire::{Hello, PROTOCOL_VERSION, Reply, ReplyDecoder};
-use crate::imported::ImportedBuffer;
-use crate::runtime::Runtime;
+use crate::buffer::ImportedBuffer;
 #[cfg(doc)]
-use crate::shared::SharedBuffer;
+use crate::buffer::SharedBuffer;
+use crate::runtime::Runtime;
 use crate::signal::Signal;
 
 /// How often [`ConnectOptions::wait_for_server`] retries a socket that is not there yet.
@@ -39,7 +39,11 @@ impl Runtime {
     /// Obtains a buffer (and its signals) from the exporter serving at the Unix socket
     /// `path` ([`SharedBuffer::share`]) and imports them on `device`, with the default
     /// [`ConnectOptions`].
-    pub fn connect(&self, path: impl AsRef<Path>, device: DeviceId) -> Result<Connected> {
+    pub fn connect(
+        &self,
+        path: impl AsRef<Path>,
+        device: impl Into<DeviceId>,
+    ) -> Result<Connected> {
         self.connect_with(path, device, ConnectOptions::default())
     }
 
@@ -54,9 +58,10 @@ impl Runtime {
     pub fn connect_with(
         &self,
         path: impl AsRef<Path>,
-        device: DeviceId,
+        device: impl Into<DeviceId>,
         opts: ConnectOptions,
     ) -> Result<Connected> {
+        let device = device.into();
         if opts.timeout.is_zero() {
             return Err(Error::invalid_argument(
                 "ConnectOptions::timeout must not be zero",

@@ -13,11 +13,12 @@
 //!
 //! ```no_run
 //! # fn main() -> devipc::Result<()> {
-//! use devipc::{BackendKind, DeviceId, Runtime, ShareOptions};
+//! use devipc::rendezvous::ShareOptions;
+//! use devipc::{BackendKind, Runtime};
 //! // Exporter.
 //! let rt = Runtime::emulated(BackendKind::Hip)?;
-//! let buffer = rt.allocate(DeviceId(0), 4096)?;
-//! let ready = rt.create_signal(DeviceId(0))?;
+//! let buffer = rt.allocate(0, 4096)?;
+//! let ready = rt.create_signal(0)?;
 //! let server = buffer
 //!     .share("/run/user/1000/model.sock", ShareOptions::new())?
 //!     .with_signal(&ready)?;
@@ -26,7 +27,7 @@
 //!
 //! // Importer (another process).
 //! let rt = Runtime::emulated(BackendKind::Hip)?;
-//! let shared = rt.connect("/run/user/1000/model.sock", DeviceId(0))?;
+//! let shared = rt.connect("/run/user/1000/model.sock", 0)?;
 //! shared.signals[0].wait(None)?;
 //! # Ok(()) }
 //! ```
@@ -120,9 +121,9 @@ mod line_io;
 mod options;
 // The peer's credentials and the checks on them.
 mod peer;
-// The exporter's side: the socket file and the accept loop.
+// The exporter's side: making a server and the accept loop.
 mod server;
-// Binding and reaching socket paths longer than a socket address holds.
+// The socket file: resolving, binding and removing it, and reaching long paths.
 mod socket_path;
 #[cfg(test)]
 mod tests;
@@ -137,5 +138,5 @@ pub use wire::{MAGIC, MAX_LINE, MAX_SIGNALS, PROTOCOL_VERSION};
 
 #[cfg(doc)]
 use crate::{
-    Error, ExportOptions, ProcessId, runtime::Runtime, shared::SharedBuffer, signal::Signal,
+    Error, ExportOptions, ProcessId, buffer::SharedBuffer, runtime::Runtime, signal::Signal,
 };

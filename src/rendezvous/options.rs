@@ -8,9 +8,9 @@ use devipc_core::ExportOptions;
 #[cfg(doc)]
 use super::ShareServer;
 #[cfg(doc)]
-use crate::runtime::Runtime;
+use crate::buffer::SharedBuffer;
 #[cfg(doc)]
-use crate::shared::SharedBuffer;
+use crate::runtime::Runtime;
 
 /// Default time a connected importer has for the whole exchange with the exporter.
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(5);

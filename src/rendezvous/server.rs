@@ -1,5 +1,6 @@
-//! The exporter's side of the rendezvous: the socket file, and the accept loop that serves
-//! every connected importer at once, each against its own deadline.
+//! The exporter's side of the rendezvous: making a [`ShareServer`], and the accept loop
+//! that serves every connected importer at once, each against its own deadline. The
+//! socket file itself (where it goes, binding it, removing it) is `socket_path`'s.
 //!
 //! A connection is a small state machine (read the hello, then send the tokens) driven by
 //! one `poll` over the listener and every open connection, all non-blocking: a silent or
@@ -13,10 +14,8 @@ use std::collections::VecDeque;
 use std::io;
 use std::ops::Range;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -30,8 +29,8 @@ use super::options::ShareOptions;
 use super::peer::{PeerCredentials, PeerInfo, check_claim, denied, uid_allowed};
 use super::socket_path;
 use super::wire::{ErrCode, Hello, MAX_SIGNALS, encode_offer, encode_refusal};
+use crate::buffer::SharedBuffer;
 use crate::runtime::Runtime;
-use crate::shared::SharedBuffer;
 use crate::signal::Signal;
 
 /// Most connections the exporter keeps open at once while their exchanges are in
@@ -206,12 +205,13 @@ impl Runtime {
     /// closed (and the server is dropped).
     pub fn share_external(
         &self,
-        device: DeviceId,
+        device: impl Into<DeviceId>,
         ptr: DevicePtr,
         len: usize,
         path: impl AsRef<Path>,
         opts: ShareOptions,
     ) -> Result<ShareServer> {
+        let device = device.into();
         ShareServer::serve(
             Source::External(self.clone()),
             path.as_ref(),
@@ -242,7 +242,7 @@ impl ShareServer {
             )));
         }
         // Before exporting: a path no importer could reach is the caller's mistake.
-        let path = resolve_path(path)?;
+        let path = socket_path::resolve(path)?;
         let token = export(&opts)?;
         let rt = match &source {
             Source::Buffer(b) => b.runtime(),
@@ -253,7 +253,7 @@ impl ShareServer {
         } else {
             None
         };
-        let (listener, socket_id) = bind_socket(&path, opts.socket_mode)?;
+        let (listener, socket_id) = socket_path::bind_socket(&path, opts.socket_mode)?;
         Ok(ShareServer {
             listener,
             path,
@@ -718,162 +718,6 @@ impl Drop for ShareServer {
             // A forked child's copy: the socket is the parent's, which still serves it.
             return;
         }
-        match std::fs::symlink_metadata(&self.path) {
-            Ok(m) if m.file_type().is_socket() && (m.dev(), m.ino()) == self.socket_id => {
-                if let Err(e) = std::fs::remove_file(&self.path)
-                    && e.kind() != io::ErrorKind::NotFound
-                {
-                    log::warn!(
-                        "devipc: removing the rendezvous socket {} failed: {e}",
-                        self.path.display()
-                    );
-                }
-            }
-            // Gone already, or replaced by someone else's file: not ours to remove.
-            _ => {}
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// The socket file.
-
-/// The absolute path of the socket `path` names (its directory resolved once, so a later
-/// `chdir` does not matter), checked to be reachable by a client.
-fn resolve_path(path: &Path) -> Result<PathBuf> {
-    let shown = path.display();
-    let name = path.file_name().ok_or_else(|| {
-        Error::invalid_argument(format!("rendezvous path {shown} does not name a file"))
-    })?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let dir = dir.canonicalize().map_err(|e| {
-        Error::io(
-            format!("devipc rendezvous at {shown}: resolving its directory"),
-            e,
-        )
-    })?;
-    let path = dir.join(name);
-    socket_path::check_reachable(&path).map_err(|reason| {
-        Error::invalid_argument(format!("devipc rendezvous at {}: {reason}", path.display()))
-    })?;
-    Ok(path)
-}
-
-/// Binds a listening socket at the absolute `path` with `mode`, replacing only a stale
-/// socket. Returns the listener (non-blocking) and the socket file's identity.
-fn bind_socket(path: &Path, mode: u32) -> Result<(UnixListener, (u64, u64))> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let ctx = format!("devipc rendezvous at {}", path.display());
-    let dir = path.parent().unwrap_or(Path::new("/"));
-
-    let stale = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_socket() => match socket_path::connect(path) {
-            Ok(_) => {
-                return Err(Error::io(
-                    ctx,
-                    io::Error::new(
-                        io::ErrorKind::AddrInUse,
-                        "another process is serving at this path",
-                    ),
-                ));
-            }
-            // A listener whose queue is full: very much alive.
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                return Err(Error::io(
-                    ctx,
-                    io::Error::new(
-                        io::ErrorKind::AddrInUse,
-                        "another process is serving at this path (its queue is full)",
-                    ),
-                ));
-            }
-            // Nobody listens: a stale socket, replaced below.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => true,
-            Err(e) => {
-                return Err(Error::io(format!("{ctx}: checking the existing socket"), e));
-            }
-        },
-        Ok(m) => {
-            return Err(Error::io(
-                ctx,
-                io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "a {} is in the way; devipc only replaces stale sockets",
-                        file_kind(&m.file_type())
-                    ),
-                ),
-            ));
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-        Err(e) => return Err(Error::io(format!("{ctx}: inspecting the path"), e)),
-    };
-
-    // Bind under a temporary name and set the mode, then link it to `path`: the socket
-    // never appears at `path` with the umask's mode, and linking does not replace a file
-    // that appeared meanwhile (only the stale socket found above is removed first).
-    let temp = dir.join(format!(
-        ".devipc-{}-{}.sock",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    // A leftover of an earlier process with our pid (only ever a socket of ours).
-    if std::fs::symlink_metadata(&temp).is_ok_and(|m| m.file_type().is_socket()) {
-        let _ = std::fs::remove_file(&temp);
-    }
-    let listener = socket_path::bind(&temp)
-        .map_err(|e| Error::io(format!("{ctx}: binding {}", temp.display()), e))?;
-    let finish = || -> io::Result<(u64, u64)> {
-        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
-        let m = std::fs::symlink_metadata(&temp)?;
-        listener.set_nonblocking(true)?;
-        if stale {
-            match std::fs::remove_file(path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
-        match std::fs::hard_link(&temp, path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(io::Error::new(
-                    io::ErrorKind::AddrInUse,
-                    "another process created a file at this path meanwhile",
-                ));
-            }
-            // A filesystem without hard links: rename instead (it would replace a file
-            // that appeared since the check above).
-            Err(_) => std::fs::rename(&temp, path)?,
-        }
-        Ok((m.dev(), m.ino()))
-    };
-    let result = finish();
-    // Gone already after a rename; after a link or a failure, ours to remove.
-    if let Err(e) = std::fs::remove_file(&temp)
-        && e.kind() != io::ErrorKind::NotFound
-    {
-        log::warn!(
-            "devipc: removing the temporary socket {} failed: {e}",
-            temp.display()
-        );
-    }
-    match result {
-        Ok(socket_id) => Ok((listener, socket_id)),
-        Err(e) => Err(Error::io(format!("{ctx}: creating the socket"), e)),
-    }
-}
-
-fn file_kind(t: &std::fs::FileType) -> &'static str {
-    if t.is_dir() {
-        "directory"
-    } else if t.is_symlink() {
-        "symbolic link"
-    } else if t.is_file() {
-        "regular file"
-    } else {
-        "special file"
+        socket_path::remove_if_ours(&self.path, self.socket_id);
     }
 }

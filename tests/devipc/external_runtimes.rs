@@ -39,15 +39,15 @@ fn s(e: Error) -> String {
 fn owner(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     let first = Runtime::emulated(kind).map_err(s)?;
     let second = Runtime::emulated(kind).map_err(s)?;
-    let p = first.framework_malloc(DeviceId(0), BLOCK).map_err(s)?;
+    let p = devipc::testing::framework_malloc(&first, DeviceId(0), BLOCK).map_err(s)?;
     first.backend().write_raw(p, BYTES).map_err(s)?;
     let token = second
         .export_external(DeviceId(0), p, BLOCK, ExportOptions::any_process())
         .map_err(s)?;
     parent.say("token", &token.to_text());
     parent.hear_exactly("held")?;
-    // SAFETY: the block of `first.framework_malloc`, not freed yet; no view of it here.
-    match unsafe { first.framework_free(DeviceId(0), p) } {
+    // SAFETY: the block of `framework_malloc(&first, ..)`, not freed yet; no view of it here.
+    match unsafe { devipc::testing::framework_free(&first, DeviceId(0), p) } {
         Err(Error::InvalidArgument { .. }) => {}
         other => {
             return Err(format!(
@@ -73,7 +73,7 @@ fn owner(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     parent.say("refused", "");
     parent.hear_exactly("free")?;
     // SAFETY: as above; the importer is gone.
-    unsafe { first.framework_free(DeviceId(0), p) }.map_err(s)?;
+    unsafe { devipc::testing::framework_free(&first, DeviceId(0), p) }.map_err(s)?;
     // The export ended with it, for the exporting runtime too.
     match second.close_external(DeviceId(0), p) {
         Err(Error::InvalidArgument { .. }) => {}

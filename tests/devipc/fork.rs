@@ -18,7 +18,8 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use devipc::raw::Backend;
-use devipc::{BackendKind, DeviceId, Error, ExportOptions, MemToken, Runtime, ShareOptions};
+use devipc::rendezvous::{ShareOptions, ShareServer};
+use devipc::{BackendKind, DeviceId, Error, ExportOptions, MemToken, Runtime};
 use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 
 const LEN: usize = 64 << 10;
@@ -92,7 +93,7 @@ fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     let buf = rt.allocate(DeviceId(0), LEN).map_err(e2s)?;
     buf.write(0, &pattern(1)).map_err(e2s)?;
     let token = buf.export(ExportOptions::any_process()).map_err(e2s)?;
-    let block = rt.framework_malloc(DeviceId(0), LEN).map_err(e2s)?;
+    let block = devipc::testing::framework_malloc(&rt, DeviceId(0), LEN).map_err(e2s)?;
     let external = rt
         .export_external(DeviceId(0), block, LEN, ExportOptions::any_process())
         .map_err(e2s)?;
@@ -175,7 +176,7 @@ fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     }
     // SAFETY: `block` came from framework_malloc of `rt` on device 0 and no view of it
     // remains in this process.
-    if unsafe { rt.framework_free(DeviceId(0), block) }.is_ok() {
+    if unsafe { devipc::testing::framework_free(&rt, DeviceId(0), block) }.is_ok() {
         return Err("framework_free went through under the child's import".into());
     }
     // The parent's signal still works.
@@ -202,7 +203,7 @@ fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         // SAFETY: as above; refused frees left the block allocated.
-        match unsafe { rt.framework_free(DeviceId(0), block) } {
+        match unsafe { devipc::testing::framework_free(&rt, DeviceId(0), block) } {
             Ok(()) => break,
             Err(e) if Instant::now() > deadline => {
                 return Err(format!(
@@ -386,7 +387,7 @@ struct Inherited<'a> {
     token: &'a MemToken,
     external: &'a MemToken,
     signal: &'a devipc::Signal,
-    server: &'a devipc::ShareServer,
+    server: &'a ShareServer,
 }
 
 fn child_checks(kind: BackendKind, inherited_objects: &Inherited<'_>) -> Result<Held, String> {

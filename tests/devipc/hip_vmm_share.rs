@@ -10,10 +10,8 @@ use std::time::Duration;
 use std::ffi::c_void;
 
 use devipc::raw::{DeviceIpc, Mechanism};
-use devipc::{
-    AllocateOptions, BackendKind, DeviceId, DevicePtr, MemToken, Runtime, ShareOptions,
-    ShareServer, SharedBuffer,
-};
+use devipc::rendezvous::{ShareOptions, ShareServer};
+use devipc::{AllocateOptions, BackendKind, DeviceId, DevicePtr, MemToken, Runtime, SharedBuffer};
 use devipc_hip::sys::types::*;
 use devipc_hip::sys::{
     HipApi, hipMemAccessFlagsProtReadWrite, hipMemAllocationGranularityMinimum,

@@ -15,8 +15,9 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use devipc::rendezvous::{ConnectOptions, PidCheck, ShareOptions};
 use devipc::rendezvous::{MAGIC, MAX_LINE, PROTOCOL_VERSION};
-use devipc::{BackendKind, DeviceId, Error, PidCheck, Runtime, ShareOptions};
+use devipc::{BackendKind, DeviceId, Error, Runtime};
 use devipc_testkit::{Child, LONG, Parent, TestRoot, child_entry};
 
 /// The backend a child runs (`ascend` or `hip`).
@@ -218,7 +219,7 @@ fn timed_importer(parent: &Parent) -> AnyResult<()> {
     let result = rt.connect_with(
         env(SOCK_ENV)?,
         DeviceId(0),
-        devipc::ConnectOptions::new().timeout(timeout),
+        ConnectOptions::new().timeout(timeout),
     );
     let took = start.elapsed().as_millis();
     match result {

@@ -1,0 +1,56 @@
+//! Test aids: device memory as a framework's own allocator makes it.
+//!
+//! [`Runtime::export_external`] shares memory devipc did not allocate: a block of a
+//! framework's allocator (`hipMalloc`, `aclrtMalloc`). To try that path without a
+//! framework (tests, examples, the conformance suite), [`framework_malloc`] makes such a
+//! block and [`framework_free`] frees it. Applications export their framework's memory
+//! instead and never need these.
+//!
+//! ```no_run
+//! use devipc::{BackendKind, DeviceId, ExportOptions, Runtime, testing};
+//!
+//! # fn main() -> devipc::Result<()> {
+//! let rt = Runtime::emulated(BackendKind::Hip)?;
+//! let block = testing::framework_malloc(&rt, DeviceId(0), 1 << 20)?;
+//! let token = rt.export_external(0, block, 1 << 20, ExportOptions::any_process())?;
+//! // ... a peer imports `token` and closes its import ...
+//! # drop(token);
+//! // SAFETY: `block` came from `framework_malloc` of `rt` on device 0, is not freed yet,
+//! // and no view of it remains in this process.
+//! unsafe { testing::framework_free(&rt, DeviceId(0), block) }?;
+//! # Ok(()) }
+//! ```
+
+use devipc_core::{DeviceId, DevicePtr, Result};
+
+#[cfg(doc)]
+use crate::Error;
+use crate::registry::LocalExports;
+use crate::runtime::Runtime;
+
+/// `size` bytes on `device` as a framework's own allocator makes them (`hipMalloc`,
+/// `aclrtMalloc`), for [`Runtime::export_external`] without a framework (tests,
+/// examples); see [`Backend::framework_malloc`](crate::raw::Backend::framework_malloc).
+/// Free it with [`framework_free`].
+pub fn framework_malloc(rt: &Runtime, device: DeviceId, size: usize) -> Result<DevicePtr> {
+    rt.inner.backend()?.framework_malloc(device, size)
+}
+
+/// Frees what [`framework_malloc`] returned, after ending its external exports.
+///
+/// The exports are the process's, not one runtime's: those made through any `Runtime`
+/// of this process on the same vendor runtime end here too (a framework may allocate
+/// through one runtime and export through another). While an importer still maps the
+/// block the free is refused with [`Error::InvalidArgument`] and nothing is freed or
+/// ended; call it again once every importer closed (a killed importer does not count).
+///
+/// # Safety
+/// `ptr` came from `framework_malloc` of `rt` on `device`, is not freed yet, and no view
+/// of it remains in this process.
+pub unsafe fn framework_free(rt: &Runtime, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+    let backend = rt.inner.backend()?;
+    // SAFETY: the caller's guarantee, passed on.
+    unsafe { backend.framework_free(device, ptr) }?;
+    LocalExports::forget_external(device, ptr);
+    Ok(())
+}
