@@ -10,7 +10,7 @@ use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use devipc_core::{
-    AllocateOptions, Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr,
+    AllocateOptions, Allocation, BackendInfo, BackendKind, DeviceId, DeviceIpc, DevicePtr, Error,
     ExportOptions, Mapping, MemToken, PhysicalDevice, ProcessId, RawStream, Result, SignalHandle,
     SignalToken,
 };
@@ -210,6 +210,50 @@ impl From<crate::recording_backend::RecordingBackend> for Backend {
 }
 
 impl Backend {
+    /// Starts the vendor runtime of `kind` (discovers and loads its library): the one place
+    /// that names each backend's constructor.
+    ///
+    /// Fails with [`Error::Unsupported`] when `kind` was not compiled in, and with the
+    /// backend's own error (e.g. [`Error::LibraryNotFound`]) when it cannot start.
+    pub fn open(kind: BackendKind) -> Result<Backend> {
+        match kind {
+            #[cfg(feature = "ascend")]
+            BackendKind::Ascend => Ok(Backend::from(devipc_ascend::AscendBackend::open()?)),
+            #[cfg(feature = "hip")]
+            BackendKind::Hip => Ok(Backend::from(devipc_hip::HipBackend::open()?)),
+            #[allow(
+                unreachable_patterns,
+                reason = "reachable when a backend feature is off"
+            )]
+            other => Err(not_compiled(other)),
+        }
+    }
+
+    /// Starts the devipc emulator speaking `kind`'s ABI (feature `emulator`): host shared
+    /// memory, no device.
+    pub fn emulated(kind: BackendKind) -> Result<Backend> {
+        if !Backend::is_compiled(kind) {
+            return Err(not_compiled(kind));
+        }
+        cfg_if::cfg_if! {
+            if #[cfg(feature = "emulator")] {
+                match kind {
+                    #[cfg(feature = "ascend")]
+                    BackendKind::Ascend => Ok(Backend::from(devipc_ascend::AscendBackend::emulated()?)),
+                    #[cfg(feature = "hip")]
+                    BackendKind::Hip => Ok(Backend::from(devipc_hip::HipBackend::emulated()?)),
+                    #[allow(unreachable_patterns, reason = "reachable when a backend feature is off")]
+                    other => Err(not_compiled(other)),
+                }
+            } else {
+                Err(Error::unsupported(
+                    kind,
+                    "the emulated runtime: devipc was compiled without the `emulator` feature",
+                ))
+            }
+        }
+    }
+
     /// The backend kinds compiled into this build, in a stable order.
     pub const COMPILED: &'static [BackendKind] = &[
         #[cfg(feature = "ascend")]
@@ -284,6 +328,16 @@ impl Backend {
             }
         }
     }
+}
+
+/// [`Error::Unsupported`] for a backend kind this build lacks.
+fn not_compiled(kind: BackendKind) -> Error {
+    Error::unsupported(
+        kind,
+        format!(
+            "this build: devipc was compiled without the `{kind}` feature (enable it in Cargo.toml)"
+        ),
+    )
 }
 
 #[cfg(test)]

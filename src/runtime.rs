@@ -62,18 +62,7 @@ impl Runtime {
     /// Fails with [`Error::Unsupported`] when `kind` was not compiled in, and with the
     /// backend's own error (e.g. [`Error::LibraryNotFound`]) when it cannot start.
     pub fn open(kind: BackendKind) -> Result<Runtime> {
-        let backend = match kind {
-            #[cfg(feature = "ascend")]
-            BackendKind::Ascend => Backend::from(devipc_ascend::AscendBackend::open()?),
-            #[cfg(feature = "hip")]
-            BackendKind::Hip => Backend::from(devipc_hip::HipBackend::open()?),
-            #[allow(
-                unreachable_patterns,
-                reason = "reachable when a backend feature is off"
-            )]
-            other => return Err(not_compiled(other)),
-        };
-        Ok(Runtime::from_backend(backend))
+        Ok(Runtime::from_backend(Backend::open(kind)?))
     }
 
     /// Starts the devipc emulator speaking `kind`'s ABI: host shared memory, no device.
@@ -81,27 +70,7 @@ impl Runtime {
     /// Needs the `emulator` feature (on by default). The emulator's state directory and
     /// device count come from `DEVIPC_EMU_*` (see the README).
     pub fn emulated(kind: BackendKind) -> Result<Runtime> {
-        if !Backend::is_compiled(kind) {
-            return Err(not_compiled(kind));
-        }
-        cfg_if::cfg_if! {
-            if #[cfg(feature = "emulator")] {
-                let backend = match kind {
-                    #[cfg(feature = "ascend")]
-                    BackendKind::Ascend => Backend::from(devipc_ascend::AscendBackend::emulated()?),
-                    #[cfg(feature = "hip")]
-                    BackendKind::Hip => Backend::from(devipc_hip::HipBackend::emulated()?),
-                    #[allow(unreachable_patterns, reason = "reachable when a backend feature is off")]
-                    other => return Err(not_compiled(other)),
-                };
-                Ok(Runtime::from_backend(backend))
-            } else {
-                Err(Error::unsupported(
-                    kind,
-                    "the emulated runtime: devipc was compiled without the `emulator` feature",
-                ))
-            }
-        }
+        Ok(Runtime::from_backend(Backend::emulated(kind)?))
     }
 
     /// Starts what `DEVIPC_BACKEND` asks for (`ascend|hip|emulated-ascend|emulated-hip|auto`;
@@ -527,16 +496,6 @@ impl RuntimeInner {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
-}
-
-/// The error for a backend kind this build left out.
-fn not_compiled(kind: BackendKind) -> Error {
-    Error::unsupported(
-        kind,
-        format!(
-            "this build: devipc was compiled without the `{kind}` feature (enable it in Cargo.toml)"
-        ),
-    )
 }
 
 #[cfg(test)]
