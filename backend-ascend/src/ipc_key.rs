@@ -79,12 +79,12 @@ use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
 use crate::backend::{AscendBackend, MappingRecord, lock};
 use crate::device::DeviceScope;
+use crate::device::{CopyRoute, DeviceRange};
 use crate::record::{self, ExportRecord, Object};
 use crate::result;
 pub(crate) use crate::result::Key;
 use crate::result::optional;
 use crate::rollback::Undo;
-use crate::staging::{CopyRoute, DeviceRange};
 
 /// The page-table granule an IPC key range is aligned to: the device's normal page, 4 KiB
 /// (huge pages are 2 MiB or 1 GiB; a huge-page block of a page-multiple size is aligned to

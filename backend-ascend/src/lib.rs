@@ -12,7 +12,7 @@
 //! | export_external | IPC key of the whole `aclrtMalloc` block: `aclrtMemGetAddressRange`, `aclrtIpcMemGetExportKey` (see [`ipc_key`]) |
 //! | grant | `aclrtMemSetPidToShareableHandle` / `aclrtIpcMemSetImportPid` / `aclrtNotifySetImportPid` |
 //! | import / close | `aclrtMemImportFromShareableHandle`, reserve, map, set access / unmap, release, free; or `aclrtIpcMemImportByKey` / `aclrtIpcMemClose` |
-//! | read / write | `aclrtMemcpy`; for memory imported by IPC key onto another device than the exporter's, a staging buffer and `aclrtMemcpyAsync` device to device (see [`staging`]) |
+//! | read / write | `aclrtMemcpy`; for memory imported by IPC key onto another device than the exporter's, a staging buffer and `aclrtMemcpyAsync` device to device (`device.rs`) |
 //! | signals | IPC Notify (see [`notify`]) |
 //! | process_id | `aclrtDeviceGetBareTgid` (the host pid, even inside a container) |
 //!
@@ -35,8 +35,8 @@
 //! [`AscendBackend`] (open, `Drop`) and its `impl DeviceIpc`, which hands each call to
 //! the mechanism's module: [`vmm`] (`ascend-vmm`, devipc's own allocations), [`ipc_key`]
 //! (`ascend-ipc-key`, framework memory) or [`notify`] (`ascend-notify`, signals). The
-//! support modules are [`staging`] (host copies), `device` (binding the thread's device,
-//! peer access), `record` (export records), `rollback` (undoing a failed acquire) and
+//! support modules are `device` (binding the thread's device, peer access, host copies
+//! and their staged route), `record` (export records), `rollback` (undoing a failed acquire) and
 //! `result` (the checked ACL calls).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -47,8 +47,8 @@ pub mod notify;
 mod record;
 mod result;
 mod rollback;
-pub mod staging;
 pub mod vmm;
 
 pub use backend::AscendBackend;
+pub use device::STAGING_CHUNK;
 pub use devipc_ascend_sys as sys;

@@ -6,7 +6,7 @@
 //! optional function the runtime lacks is [`Error::Unsupported`]).
 //!
 //! It sits between the table and the backend code (`vmm`, `ipc_key`, `notify`,
-//! `staging`, `rollback`, `device`, `backend`), which holds no out-pointer boilerplate
+//! `rollback`, `device`, `backend`), which holds no out-pointer boilerplate
 //! and calls C only through here. The calls of the `ascend-notify` mechanism (IPC Notify,
 //! and the events its wait polls) are in `result/notify.rs`, re-exported here; every
 //! other call is in this file. Each function holds the one `unsafe` block of its call,

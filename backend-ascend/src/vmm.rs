@@ -22,7 +22,7 @@
 //!
 //! Memory the framework allocated itself goes through IPC keys instead, see
 //! [`ipc_key`](crate::ipc_key). Host copies of either (`read`/`write`) are in
-//! [`staging`](crate::staging).
+//! [`device`](crate::device).
 //!
 //! This module does the mechanism's work for the backend's `DeviceIpc` methods
 //! (`allocate`, `free`, `export`, and `grant`/`import` of `ascend-vmm` tokens, which
@@ -49,11 +49,11 @@ use devipc_core::{
 
 use crate::backend::{AscendBackend, MappingRecord, lock};
 use crate::device::DeviceScope;
+use crate::device::{CopyRoute, DeviceRange};
 use crate::record::{self, ExportRecord, Object};
 use crate::result;
 use crate::result::optional;
 use crate::rollback::{Rollback, Undo};
-use crate::staging::{CopyRoute, DeviceRange};
 
 /// Granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity` (the
 /// 2024 headers): 2 MiB, the huge-page size of the `ACL_HBM_MEM_HUGE` memory devipc

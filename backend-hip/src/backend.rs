@@ -17,8 +17,7 @@
 //! | `vmm.rs` (+ `vmm/`) | `hip-vmm-fd`: VMM memory shared as a dma-buf fd | allocate_with, export, import, export_fd, import_fd, free, close |
 //! | `external.rs` | framework memory of either kind | export_external, close_external |
 //! | `event.rs` | `hip-ipc-event`: signals | create_signal ... destroy_signal |
-//! | `copy.rs` | host <-> device copies of any memory | write, read |
-//! | `device.rs` | the device a call binds, its identity, peer access | physical_device, enable_peer_access |
+//! | `device.rs` | the device a call binds, its identity, peer access, host copies of any memory | physical_device, enable_peer_access, write, read |
 //!
 //! Every vendor call goes through `result.rs`.
 

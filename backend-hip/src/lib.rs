@@ -20,7 +20,7 @@
 //! The source is laid out by mechanism, with the names the emulator (`emulator/src/hip/`)
 //! and the conformance catalogue use: `backend.rs` (the struct, its start and drop, and
 //! the `impl DeviceIpc` that picks the mechanism), `ipc_mem.rs`, `vmm.rs`, `external.rs`,
-//! `event.rs`, plus `copy.rs` (host copies), `device.rs` (device binding and identity)
+//! `event.rs`, plus `device.rs` (device binding and identity, host copies)
 //! and `result.rs`. Every vendor call is one small function in `result.rs` (plain
 //! arguments, out-parameters as return values); each goes through one checked-call helper
 //! that builds [`Error::Vendor`](devipc_core::Error::Vendor) with `hipGetErrorName` and
@@ -28,7 +28,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
-mod copy;
 mod device;
 pub mod event;
 mod external;

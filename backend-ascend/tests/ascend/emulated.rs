@@ -531,11 +531,11 @@ fn cross_device_imports() {
 }
 
 /// The framework block exported by key in `cross_device`: more than one staging chunk.
-const KEY_BLOCK: usize = devipc_ascend::staging::STAGING_CHUNK + (1 << 20);
+const KEY_BLOCK: usize = devipc_ascend::STAGING_CHUNK + (1 << 20);
 /// Where and how much the importer writes into it: across the chunk boundary of a
 /// write that starts there.
 const KEY_WRITE_AT: usize = 1000;
-const KEY_WRITE_LEN: usize = devipc_ascend::staging::STAGING_CHUNK + 123;
+const KEY_WRITE_LEN: usize = devipc_ascend::STAGING_CHUNK + 123;
 
 /// A pattern that differs between positions 256 bytes (and 4 MiB) apart, so a chunk
 /// copied to the wrong place shows.

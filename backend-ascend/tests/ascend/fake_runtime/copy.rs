@@ -137,7 +137,7 @@ fn a_cross_device_key_import_is_written_and_read_through_a_staging_buffer() {
 #[serial]
 fn large_staged_copies_go_in_bounded_chunks_through_one_buffer() {
     const MIB: usize = 1 << 20;
-    assert_eq!(devipc_ascend::staging::STAGING_CHUNK, 4 * MIB);
+    assert_eq!(devipc_ascend::STAGING_CHUNK, 4 * MIB);
     let len = 9 * MIB + 5;
     let b = backend(fake_api());
     let token = exported_key_token(&b, DeviceId(1), 16 << 20, 0, 16 << 20);
