@@ -19,7 +19,7 @@
 //! | `ascend-ipc-key` | [`ipc_key`](crate::ipc_key) | export_external, close_external, grant, import, close |
 //! | `ascend-notify` | [`notify`](crate::notify) | the signal methods |
 //!
-//! and the support files: host copies (`read`/`write`) in [`device`](crate::device),
+//! and the support files: host copies (`read`/`write`) in `device.rs`,
 //! device binding and peer access in `device.rs`, export records in `record.rs`, the
 //! rollback of a failed acquire in `rollback.rs`, and the checked ACL calls in
 //! `result.rs`.
@@ -341,7 +341,7 @@ impl AscendBackend {
 /// Each method checks what it needs to choose the mechanism (a token's backend and
 /// mechanism, the device) and hands the call to the mechanism's file: `ascend-vmm` in
 /// [`vmm`](crate::vmm), `ascend-ipc-key` in [`ipc_key`](crate::ipc_key), `ascend-notify` in
-/// [`notify`](crate::notify); host copies in [`device`](crate::device).
+/// [`notify`](crate::notify); host copies in `device.rs`.
 impl DeviceIpc for AscendBackend {
     fn info(&self) -> &BackendInfo {
         &self.info
@@ -438,7 +438,7 @@ impl DeviceIpc for AscendBackend {
 
     /// `aclrtMemcpy` host to device, with the device of the devipc range holding `dst`
     /// bound, or through a staging buffer (`AscendBackend::host_copy`, in
-    /// [`device`](crate::device)).
+    /// `device.rs`).
     ///
     /// # Safety
     /// As [`DeviceIpc::write`]: `dst..dst + src.len()` is

@@ -22,7 +22,7 @@
 //!
 //! Memory the framework allocated itself goes through IPC keys instead, see
 //! [`ipc_key`](crate::ipc_key). Host copies of either (`read`/`write`) are in
-//! [`device`](crate::device).
+//! `device.rs`.
 //!
 //! This module does the mechanism's work for the backend's `DeviceIpc` methods
 //! (`allocate`, `free`, `export`, and `grant`/`import` of `ascend-vmm` tokens, which
