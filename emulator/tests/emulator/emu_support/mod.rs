@@ -7,6 +7,7 @@
 //! `child_role` test of the module that starts them ([`child_entry`]).
 
 use devipc_emulator::rules::RuleInfo;
+use devipc_emulator::state::gc::needs_gc;
 use devipc_emulator::state::{ProcessIdentity, Violation, violations};
 use devipc_emulator::{Config, State};
 use devipc_testkit::{Child, TestRoot};
@@ -93,6 +94,35 @@ pub fn identity(child: &Child) -> ProcessIdentity {
     ProcessIdentity::of_pid(child.pid() as i32)
         .unwrap()
         .unwrap()
+}
+
+/// After the exited processes' liveness beacons are swept (as the next process would),
+/// `state` holds no object or hold of a dead process: only what live processes hold.
+pub fn assert_no_dead_holders(state: &State) {
+    devipc_shm::liveness::sweep(state.dir().path()).unwrap();
+    assert!(
+        !needs_gc(state.registry()).unwrap(),
+        "a dead process's object or hold is left: {:?}",
+        state.dir().entry_names().unwrap()
+    );
+}
+
+/// `bytes` as lowercase hex, two digits a byte (handles and UUIDs as the shells print
+/// them).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses 128 hex digits (or anything else, padded/truncated, for garbage handles).
+pub fn unhex64(text: &str) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = text
+            .get(2 * i..2 * i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .unwrap_or(0);
+    }
+    out
 }
 
 /// The byte pattern both sides of a transfer agree on (the ACL and HIP shells).
