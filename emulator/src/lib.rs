@@ -13,6 +13,7 @@
 //! ```text
 //! acl/, hip/     vendor surfaces: C types, rules (with rule ids), error codes   (phase 2)
 //! rules          the shape of a rule (both surfaces), DEVIPC_EMU_BREAK_RULE
+//! panic_boundary no panic unwinds into C: it becomes the surface's internal error
 //! ───────────────────────────────────────────────────────────────────────────────────
 //! stream_queue   ordered per-stream work queues whose waits block only their stream
 //! event_words    an event's recorded / completed words (local or shared)
@@ -168,6 +169,7 @@ pub mod handle;
 pub mod hip;
 pub mod local;
 pub mod machine;
+mod panic_boundary;
 pub mod rules;
 pub mod state;
 pub mod stream_queue;

@@ -35,7 +35,6 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CStr, CString};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 use devipc_hip_sys::*;
@@ -182,16 +181,8 @@ impl From<EmuError> for Failure {
 /// Runs an entry point's logic: `hipSuccess` or the failure's code, recorded on this
 /// thread; a panic becomes `hipErrorUnknown` instead of unwinding into C.
 pub(crate) fn call(api: &'static str, f: impl FnOnce() -> HipResult<()>) -> hipError_t {
-    let outcome = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(Failure::new(
-            hipErrorUnknown,
-            format!("internal emulator error: {what}"),
-        ))
+    let outcome = crate::panic_boundary::catch(f, |what| {
+        Failure::new(hipErrorUnknown, format!("internal emulator error: {what}"))
     });
     match outcome {
         Ok(()) => {
