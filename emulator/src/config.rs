@@ -13,7 +13,7 @@
 //! | `DEVIPC_EMU_PEERS` | which devices can peer: `all`, `none`, or pairs `0-1,2-3` (both ways), in physical ids | `all` |
 //! | `DEVIPC_EMU_ASCEND_PHY_IDS` | the container view of the ACL surface: logical device i is physical device `list[i]` (e.g. `4,5,6,7`), distinct ids below `DEVIPC_EMU_DEVICES` | logical = physical, all devices |
 //! | `DEVIPC_EMU_ASCEND_SET_ACCESS_IDS` | which device ids `aclrtMemSetAccess` reads in `aclrtMemAccessDesc::location.id`: `user` (the process's ids, as the other ACL calls) or `logical` (the driver's, as CANN runtimes that pass the descriptor to the driver unconverted expect) | `user` |
-//! | `DEVIPC_EMU_BREAK_RULE` | test only: rule ids (comma-separated) the surfaces must NOT enforce | none |
+//! | `DEVIPC_EMU_BREAK_RULE` | test only: rule ids (comma-separated) the surfaces must NOT enforce; only breakable rules of either surface ([`crate::rules::parse_break_rules`]) | none |
 //!
 //! # Devices and the vendors' visibility variables
 //!
