@@ -5,11 +5,10 @@
 //! that rule off. Rules that are not [breakable](Switch::breakable) cannot be switched
 //! off: without them the emulator itself would misbehave (dereference NULL, copy out of
 //! bounds, use an allocation that is not there); each still has a catalogue rule bearing
-//! on it, which checks the refusal names the rule. The ACL surface marks them
-//! (`RuleInfo::breakable`, and its configuration refuses their ids); the HIP surface has
-//! no such field, and its VMM rules that ignore the switch say so in
-//! `RuleInfo::when_broken` ("cannot be switched off ..."), which [`all`] reads. An emulator rule is vendor
-//! behaviour the emulator asserts; the catalogue is what confirms it on a real machine.
+//! on it, which checks the refusal names the rule. Both surfaces mark them
+//! (`devipc_emulator::rules::RuleInfo::breakable`, which [`all`] reads), and the
+//! emulator's configuration refuses their ids. An emulator rule is vendor behaviour the
+//! emulator asserts; the catalogue is what confirms it on a real machine.
 //! So every switch must be *caught*: with it switched off, at least one conformance rule
 //! fails.
 //!
@@ -30,15 +29,10 @@ pub struct Switch {
     pub id: &'static str,
     /// The emulated backend whose surface enforces it.
     pub target: Target,
-    /// Whether the emulator honours the switch. The ACL surface ignores it for rules whose
-    /// violation would make the emulator misbehave (`RuleInfo::breakable`); the HIP
-    /// surface for the rules whose `when_broken` starts with [`HIP_UNBREAKABLE`].
+    /// Whether the emulator honours the switch (`RuleInfo::breakable`): not for rules whose
+    /// violation would make the emulator misbehave, whose ids its configuration refuses.
     pub breakable: bool,
 }
-
-/// How the HIP surface's `RuleInfo::when_broken` begins for a rule it enforces whatever
-/// `DEVIPC_EMU_BREAK_RULE` says (the VMM argument, handle and mapping checks).
-pub const HIP_UNBREAKABLE: &str = "cannot be switched off";
 
 /// Every switch of both emulated surfaces, ACL first, in the emulator's order.
 pub fn all() -> Vec<Switch> {
@@ -50,7 +44,7 @@ pub fn all() -> Vec<Switch> {
     let hip = devipc_emulator::hip::rules::ALL.iter().map(|r| Switch {
         id: r.id,
         target: Target::EmulatedHip,
-        breakable: !r.when_broken.starts_with(HIP_UNBREAKABLE),
+        breakable: r.breakable,
     });
     acl.chain(hip).collect()
 }

@@ -13,7 +13,7 @@
 //! | `DEVIPC_EMU_PEERS` | which devices can peer: `all`, `none`, or pairs `0-1,2-3` (both ways), in physical ids | `all` |
 //! | `DEVIPC_EMU_ASCEND_PHY_IDS` | the container view of the ACL surface: logical device i is physical device `list[i]` (e.g. `4,5,6,7`), distinct ids below `DEVIPC_EMU_DEVICES` | logical = physical, all devices |
 //! | `DEVIPC_EMU_ASCEND_SET_ACCESS_IDS` | which device ids `aclrtMemSetAccess` reads in `aclrtMemAccessDesc::location.id`: `user` (the process's ids, as the other ACL calls) or `logical` (the driver's, as CANN runtimes that pass the descriptor to the driver unconverted expect) | `user` |
-//! | `DEVIPC_EMU_BREAK_RULE` | test only: rule ids (comma-separated) the surfaces must NOT enforce | none |
+//! | `DEVIPC_EMU_BREAK_RULE` | test only: rule ids (comma-separated) the surfaces must NOT enforce; only breakable rules of either surface ([`crate::rules::parse_break_rules`]) | none |
 //!
 //! # Devices and the vendors' visibility variables
 //!
@@ -373,35 +373,10 @@ impl Config {
             ascend_rt: raw(ENV_ASCEND_RT_VISIBLE_DEVICES),
         };
         if let Some(v) = text(ENV_BREAK_RULE)? {
-            for id in v.split(',') {
-                validate_rule_id(id).map_err(|r| bad(ENV_BREAK_RULE, &v, r))?;
-                // A misspelt id, or a rule that cannot be switched off, would break nothing
-                // and look like a passing mutation.
-                match (crate::acl::rules::info(id), crate::hip::rules::info(id)) {
-                    (None, None) => {
-                        return Err(bad(
-                            ENV_BREAK_RULE,
-                            &v,
-                            format!(
-                                "`{id}` is not a rule of the emulator (see acl::rules, hip::rules)"
-                            ),
-                        ));
-                    }
-                    (Some(acl), _) if !acl.breakable => {
-                        return Err(bad(
-                            ENV_BREAK_RULE,
-                            &v,
-                            format!(
-                                "`{id}` cannot be switched off: without it the emulator itself \
-                                 would do what the vendor refuses (dereference NULL, address a \
-                                 missing device or object, copy out of bounds)"
-                            ),
-                        ));
-                    }
-                    _ => {}
-                }
-                config.broken_rules.push(id.to_owned());
-            }
+            // One parser for both surfaces: it refuses an id no surface has and a rule that
+            // cannot be switched off, naming it.
+            config.broken_rules =
+                crate::rules::parse_break_rules(&v).map_err(|r| bad(ENV_BREAK_RULE, &v, r))?;
         }
         Ok(config)
     }
@@ -590,6 +565,7 @@ mod tests {
             "hip.mem.open-returns-base,,ascend.ipc-key.trustlist-required",
             "hip.mem.open-returns-bas",
             "ascend.param.null-pointer",
+            "hip.vmm.args-valid",
         ] {
             assert_eq!(
                 err_var(config(&[(ENV_BREAK_RULE, bad)])),

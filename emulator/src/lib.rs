@@ -12,6 +12,8 @@
 //!
 //! ```text
 //! acl/, hip/     vendor surfaces: C types, rules (with rule ids), error codes   (phase 2)
+//! rules          the shape of a rule (both surfaces), DEVIPC_EMU_BREAK_RULE
+//! panic_boundary no panic unwinds into C: it becomes the surface's internal error
 //! ───────────────────────────────────────────────────────────────────────────────────
 //! stream_queue   ordered per-stream work queues whose waits block only their stream
 //! event_words    an event's recorded / completed words (local or shared)
@@ -95,8 +97,9 @@
 //!   directly, atomically with the change it guards. At the C boundary, record the
 //!   failure with [`local::set_rule_error`] (message names the rule id) or
 //!   [`local::set_last_error`].
-//! - Rule switches: check [`Config::enforces`]`(rule_id)` right before returning a rule's
-//!   error, so `DEVIPC_EMU_BREAK_RULE` can disable exactly that rule.
+//! - Rules: each surface lists its rules as [`rules::RuleInfo`] values (one shape for both
+//!   vendors). Check [`rules::enforced`]`(rule_id)` right before returning a rule's error,
+//!   so `DEVIPC_EMU_BREAK_RULE` can disable exactly that rule (if it is breakable).
 //! - Pids: [`state::ProcessIdentity::current`]`()?.pid` is what `aclrtDeviceGetBareTgid`
 //!   and `getpid` report and what trustlists hold. Processes sharing a state directory
 //!   must share a pid namespace.
@@ -167,6 +170,8 @@ pub mod handle;
 pub mod hip;
 pub mod local;
 pub mod machine;
+mod panic_boundary;
+pub mod rules;
 pub mod state;
 pub mod stream_queue;
 

@@ -37,6 +37,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::panic_boundary::{self, panic_text};
+
 /// How often a blocked operation looks at its [`Cancel`] flag (and the longest a forced
 /// destroy waits for a running wait to notice).
 pub const SLICE: Duration = Duration::from_millis(50);
@@ -225,14 +227,6 @@ impl<E> Inner<E> {
         }
         self.changed.notify_all();
     }
-}
-
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
 
 impl<E: Send + 'static> Queue<E> {
@@ -477,8 +471,7 @@ fn worker<E: Send + 'static>(inner: &Inner<E>) {
                 None => unreachable!("checked non-empty under the lock"),
             }
         };
-        let result = catch_unwind(AssertUnwindSafe(|| op.run(&inner.cancel)))
-            .unwrap_or_else(|p| Err((inner.internal)(panic_text(p.as_ref()))));
+        let result = panic_boundary::catch(|| op.run(&inner.cancel), inner.internal);
         let mut st = inner.lock();
         st.running = false;
         inner.finished(&mut st, seq, result);

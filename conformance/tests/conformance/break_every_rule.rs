@@ -7,8 +7,8 @@
 //! switch no catalogue rule notices is vendor behaviour the suite never confirms on real
 //! hardware; all of them are named in one failure message.
 //!
-//! Switches the emulator does not honour (ACL rules that are not breakable, HIP VMM rules
-//! that "cannot be switched off", see `devipc_conformance::switches`) cannot be
+//! Switches the emulator does not honour (rules of either surface that are not breakable,
+//! whose ids its configuration refuses; see `devipc_conformance::switches`) cannot be
 //! mutated; for them the test requires a bearing rule (which the full catalogue run shows
 //! passing, its refusals naming the emulator rule) and lists them.
 //!

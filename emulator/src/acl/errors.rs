@@ -129,13 +129,9 @@ impl From<EmuError> for AclFailure {
     }
 }
 
-/// The failure reported for a panic caught at the C boundary (a bug in the emulator).
-pub fn internal_panic(payload: &(dyn std::any::Any + Send)) -> AclFailure {
-    let what = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned());
+/// The failure reported for a panic caught at the C boundary (a bug in the emulator),
+/// given the panic's message.
+pub fn internal_panic(what: String) -> AclFailure {
     AclFailure::code(
         ACL_ERROR_RT_INTERNAL_ERROR,
         format!("internal emulator error (panic: {what})"),
@@ -209,7 +205,7 @@ mod tests {
              [rule ascend.ipc-key.min-len-65]"
         );
         assert_eq!(local_text(take_recent_message()), "");
-        let panic = internal_panic(&"boom");
+        let panic = internal_panic("boom".into());
         assert!(panic.message.contains("boom"));
     }
 

@@ -56,7 +56,7 @@
 //! # Codes the vendor does not document
 //!
 //! Where api-facts D.4 leaves the code of a violation unverified, the emulator chose one;
-//! [`rules::ALL`] records every rule's code with [`rules::CodeBasis`]. In short:
+//! [`rules::ALL`] records every rule's code with [`rules::Basis`]. In short:
 //!
 //! | violation | code | why |
 //! |---|---|---|

@@ -35,7 +35,6 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CStr, CString};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 use devipc_hip_sys::*;
@@ -99,6 +98,55 @@ impl Failure {
     }
 }
 
+/// Why an open of an IPC handle (memory or event) was refused inside the object's registry
+/// update: a rule of the surface decided there, or the registry failed.
+pub(crate) enum Refusal {
+    /// The surface refused (a rule, or a check without one).
+    Hip(Failure),
+    /// The registry failed.
+    Emu(EmuError),
+}
+
+impl From<EmuError> for Refusal {
+    fn from(e: EmuError) -> Self {
+        Refusal::Emu(e)
+    }
+}
+
+impl Refusal {
+    /// The failure to return: the surface's as it is; a registry error saying the handle
+    /// names no object of its kind (gone, of another kind, garbage) as `unopenable` makes
+    /// it; any other registry error by its code.
+    pub fn into_failure(self, unopenable: impl FnOnce(EmuError) -> Failure) -> Failure {
+        match self {
+            Refusal::Hip(f) => f,
+            Refusal::Emu(
+                e @ (EmuError::NoSuchObject { .. }
+                | EmuError::WrongKind { .. }
+                | EmuError::BadHandle { .. }),
+            ) => unopenable(e),
+            Refusal::Emu(e) => e.into(),
+        }
+    }
+}
+
+/// The refusal of an IPC handle that names no `what` that can be opened: `rule`'s
+/// `hipErrorInvalidValue`, or, with the rule switched off, what the runtime does without
+/// the check (`broken`, given the message).
+pub(crate) fn unopenable_handle(
+    rule: &'static str,
+    what: &str,
+    why: impl std::fmt::Display,
+    broken: impl FnOnce(String) -> Failure,
+) -> Failure {
+    let message = format!("the handle names no {what} that can be opened: {why}");
+    if super::rules::enforced(rule) {
+        Failure::rule(hipErrorInvalidValue, rule, message)
+    } else {
+        broken(message)
+    }
+}
+
 /// The `hipError_t` an infrastructure error maps to when no rule decides otherwise.
 pub(crate) fn code_of(e: &EmuError) -> hipError_t {
     match e {
@@ -133,16 +181,8 @@ impl From<EmuError> for Failure {
 /// Runs an entry point's logic: `hipSuccess` or the failure's code, recorded on this
 /// thread; a panic becomes `hipErrorUnknown` instead of unwinding into C.
 pub(crate) fn call(api: &'static str, f: impl FnOnce() -> HipResult<()>) -> hipError_t {
-    let outcome = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(Failure::new(
-            hipErrorUnknown,
-            format!("internal emulator error: {what}"),
-        ))
+    let outcome = crate::panic_boundary::catch(f, |what| {
+        Failure::new(hipErrorUnknown, format!("internal emulator error: {what}"))
     });
     match outcome {
         Ok(()) => {

@@ -30,7 +30,7 @@ use std::sync::atomic::Ordering;
 
 use devipc_hip_sys::*;
 
-use super::errors::{Failure, HipResult};
+use super::errors::{Failure, HipResult, Refusal, unopenable_handle};
 use super::rules::{
     self, EVENT_EXPORT_NEEDS_INTERPROCESS, EVENT_INTERPROCESS_NEEDS_DISABLE_TIMING,
     EVENT_INVALID_HANDLE_REJECTED, EVENT_ONE_RELEASE_FLAG, EVENT_OPEN_IN_EXPORTER_REJECTED,
@@ -334,25 +334,11 @@ fn promote(handle: usize, e: &mut Event) -> HipResult<ObjectId> {
     Ok(id)
 }
 
-/// Why an open was refused inside the object's update.
-enum Refusal {
-    Emu(EmuError),
-    Hip(Failure),
-}
-
-impl From<EmuError> for Refusal {
-    fn from(e: EmuError) -> Self {
-        Refusal::Emu(e)
-    }
-}
-
+/// The refusal of an event handle that names no event that can be opened.
 fn invalid_handle(why: impl std::fmt::Display) -> Failure {
-    let message = format!("the handle names no event that can be opened: {why}");
-    if rules::enforced(EVENT_INVALID_HANDLE_REJECTED) {
-        Failure::rule(hipErrorInvalidValue, EVENT_INVALID_HANDLE_REJECTED, message)
-    } else {
+    unopenable_handle(EVENT_INVALID_HANDLE_REJECTED, "event", why, |message| {
         Failure::new(hipErrorUnknown, message)
-    }
+    })
 }
 
 /// `hipIpcOpenEventHandle(handle)`: a new event of this process on the shared words.
@@ -384,15 +370,7 @@ pub(crate) fn open(handle: &[u8; 64]) -> HipResult<usize> {
         m.add_holder(me)?;
         Ok(())
     })
-    .map_err(|r| match r {
-        Refusal::Hip(f) => f,
-        Refusal::Emu(
-            e @ (EmuError::NoSuchObject { .. }
-            | EmuError::WrongKind { .. }
-            | EmuError::BadHandle { .. }),
-        ) => invalid_handle(e),
-        Refusal::Emu(e) => e.into(),
-    })?;
+    .map_err(|r| r.into_failure(invalid_handle))?;
     let opened = reg
         .open_segment(h.id)
         .and_then(|seg| seg.map())

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use devipc_hip_sys::*;
 
-use super::errors::{Failure, HipResult};
+use super::errors::{Failure, HipResult, Refusal, unopenable_handle};
 use super::memory::{Mapped, RANGES, Role};
 use super::rules::{
     self, MEM_CLOSE_NON_IPC_POINTER_REJECTED, MEM_FLAGS_MUST_EQUAL_LAZY_ENABLE,
@@ -137,29 +137,14 @@ pub(crate) fn get_handle(ptr: usize) -> HipResult<[u8; 64]> {
     }))
 }
 
-/// Why an open was refused inside the object's update.
-enum Refusal {
-    Emu(EmuError),
-    Hip(Failure),
-}
-
-impl From<EmuError> for Refusal {
-    fn from(e: EmuError) -> Self {
-        Refusal::Emu(e)
-    }
-}
-
 /// The refusal for a handle that names nothing openable.
 fn invalid_handle(why: impl std::fmt::Display) -> Failure {
-    let message = format!("the handle names no memory that can be opened: {why}");
-    if rules::enforced(MEM_INVALID_HANDLE_REJECTED) {
-        Failure::rule(hipErrorInvalidValue, MEM_INVALID_HANDLE_REJECTED, message)
-    } else {
+    unopenable_handle(MEM_INVALID_HANDLE_REJECTED, "memory", why, |message| {
         Failure::new(
             hipErrorInvalidDevicePointer,
             format!("attach failed: {message}"),
         )
-    }
+    })
 }
 
 /// `hipIpcOpenMemHandle(handle, flags)`: the pointer to write.
@@ -231,15 +216,7 @@ pub(crate) fn open(handle: &[u8; 64], flags: u32) -> HipResult<usize> {
             m.add_holder(me)?;
             Ok(info)
         })
-        .map_err(|r| match r {
-            Refusal::Hip(f) => f,
-            Refusal::Emu(
-                e @ (EmuError::NoSuchObject { .. }
-                | EmuError::WrongKind { .. }
-                | EmuError::BadHandle { .. }),
-            ) => invalid_handle(e),
-            Refusal::Emu(e) => e.into(),
-        })?;
+        .map_err(|r| r.into_failure(invalid_handle))?;
     let base = match map_import(state, &info, device) {
         Ok(base) => base,
         Err(e) => {

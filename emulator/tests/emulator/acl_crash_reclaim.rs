@@ -7,6 +7,7 @@
 //! close, nothing but the ledger (as a driver frees an exited process's memory).
 
 use crate::acl_support::{AclRoot, EmuRoot, TestRoot};
+use crate::emu_support::assert_no_dead_holders;
 use devipc_emulator::state::gc::needs_gc;
 
 /// Entry point of the child processes; a no-op in the parent run.
@@ -75,13 +76,7 @@ fn the_next_process_reclaims_a_killed_exporters_and_notifiers_objects() {
 
     // Only what the live importer and waiter hold is left, held by them alone (the
     // exited processes' liveness beacons are swept first, as the next process would).
-    let state = root.state();
-    devipc_shm::liveness::sweep(state.dir().path()).unwrap();
-    assert!(
-        !needs_gc(state.registry()).unwrap(),
-        "a dead process's object or hold is left: {:?}",
-        state.dir().entry_names().unwrap()
-    );
+    assert_no_dead_holders(&root.state());
     assert_eq!(
         root.used(0),
         charged,

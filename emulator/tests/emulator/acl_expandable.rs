@@ -13,7 +13,7 @@
 //! call, and `unmapHandles` synchronises the device before it unmaps and frees. Pages here
 //! are 2 MiB (torch_npu's small-pool segment size; its large pool uses 20 MiB).
 
-use crate::acl_support::{Acl, AclRoot, EmuRoot, TestRoot};
+use crate::acl_support::{Acl, AclRoot, EmuRoot, TestRoot, addr};
 
 /// The page (segment) size: one 2 MiB granule.
 const PAGE: usize = 2 << 20;
@@ -27,10 +27,6 @@ const HBM_MEM_HUGE: i32 = 4;
 #[test]
 fn child_role() {
     crate::acl_support::child_main();
-}
-
-fn addr(hex: &str) -> usize {
-    usize::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap()
 }
 
 fn at(base: usize, offset: usize) -> String {
@@ -48,7 +44,7 @@ fn reserve_segment(p: &mut Acl, handles: Option<usize>) -> usize {
             (total + total / 8).div_ceil(PAGE)
         }
     };
-    addr(&p.val(&format!("reserve {} 0 0 1", PAGE * max_handles)))
+    addr(&p.val(&format!("reserve {} 0 0 1", PAGE * max_handles))) as usize
 }
 
 /// `unmapHandles`: synchronise the device, then unmap and free each page; then the

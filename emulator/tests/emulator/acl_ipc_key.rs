@@ -2,7 +2,7 @@
 //! C ABI (see `acl_support`). Every test has its own state directory and checks that it
 //! is clean at the end.
 
-use crate::acl_support::{AclRoot, EmuRoot, TestRoot};
+use crate::acl_support::{AclRoot, EmuRoot, TestRoot, addr};
 use devipc_emulator::acl::rules;
 
 const MB: usize = 1 << 20;
@@ -11,10 +11,6 @@ const MB: usize = 1 << 20;
 #[test]
 fn child_role() {
     crate::acl_support::child_main();
-}
-
-fn addr(hex: &str) -> u64 {
-    u64::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap()
 }
 
 #[test]

@@ -14,6 +14,7 @@ use devipc_emulator::acl::rules;
 use devipc_emulator::machine::ascend_uuid;
 
 use crate::acl_support::*;
+use crate::emu_support::hex;
 
 /// Entry of child processes (see `acl_support`).
 #[test]
@@ -53,12 +54,7 @@ pub fn exec(api: &AclApi, cmd: &str, args: &[&str]) -> Result<(i32, Vec<String>)
         "id-uuid" => {
             let mut u = aclrtUuid::default();
             let code = opt!(aclrtDeviceGetUuid(n(0)?, &mut u));
-            let hex: String = u
-                .bytes
-                .iter()
-                .map(|b| format!("{:02x}", *b as u8))
-                .collect();
-            Ok((code, vec![hex]))
+            Ok((code, vec![hex(&u.bytes.map(|b| b as u8))]))
         }
         "id-null" => {
             // Every function with a NULL out-pointer: the codes, space-separated.
@@ -83,10 +79,6 @@ pub fn exec(api: &AclApi, cmd: &str, args: &[&str]) -> Result<(i32, Vec<String>)
 fn succeeds(s: &mut Acl, cmd: &str) -> bool {
     s.send(cmd);
     s.reply().is_ok()
-}
-
-fn hex(bytes: [u8; 16]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Producer sees user devices {0,1} = logical {2,3}, consumer {0,1} = logical {3,2}; with
@@ -114,10 +106,10 @@ fn one_device_two_user_ids(root: &TestRoot, devices: &str, phy: Option<&str>) {
         assert_eq!(s.val("device-count"), "2");
     }
     // The UUID of producer device 1 is the consumer's device 0's: physical `phy3`.
-    let uuid = hex(ascend_uuid(phy3));
+    let uuid = hex(&ascend_uuid(phy3));
     assert_eq!(a.val("id-uuid 1"), uuid);
     assert_eq!(b.val("id-uuid 0"), uuid);
-    assert_eq!(a.val("id-uuid 0"), hex(ascend_uuid(phy2)));
+    assert_eq!(a.val("id-uuid 0"), hex(&ascend_uuid(phy2)));
     // user -> logical -> physical, and back, in the consumer.
     assert_eq!(b.val("id-logic-by-user 0"), "3");
     assert_eq!(b.val("id-phy-by-logic 3"), phy3.to_string());

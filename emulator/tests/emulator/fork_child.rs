@@ -27,6 +27,7 @@ use devipc_hip_sys::consts::{
 use devipc_hip_sys::types::{hipIpcMemHandle_t, hipStream_t};
 use devipc_testkit::{Child, Parent, TestRoot};
 
+use crate::acl_support::key_text;
 use crate::emu_support::{EmuRoot, child_entry, pattern};
 
 const LEN: usize = 4096;
@@ -98,13 +99,6 @@ fn fork_and_check(child: impl FnOnce() -> Result<(), String>) -> Result<(), Stri
     } else {
         Err(format!("the forked child: {report}"))
     }
-}
-
-fn key_text(key: &[c_char]) -> String {
-    key.iter()
-        .take_while(|c| **c != 0)
-        .map(|c| *c as u8 as char)
-        .collect()
 }
 
 fn acl_forker(parent: &Parent) -> Result<(), String> {

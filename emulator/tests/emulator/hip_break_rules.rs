@@ -3,6 +3,7 @@
 //! for the rule can be seen to fail). One test per rule, each in its own state directory
 //! with real child processes; [`every_rule_has_a_break_scenario`] keeps the list complete.
 
+use crate::emu_support::{break_rule_config_error, unswitchable_refusal, unswitchable_rules};
 use crate::hip_support::*;
 use devipc_emulator::hip::rules::{self, *};
 use devipc_hip_sys::*;
@@ -40,6 +41,45 @@ const COVERED: &[&str] = &[
     MEM_FREE_WHILE_OPENED,
     PEER_TOPOLOGY_RESPECTED,
 ];
+
+/// A rule that cannot be switched off, of either surface, is refused by the configuration
+/// with the same message naming it; a HIP process given one fails its first call with it
+/// (the ACL side: `acl_basics::a_breakable_rule_can_be_switched_off_and_others_cannot`).
+#[test]
+fn a_rule_that_cannot_be_switched_off_is_refused_by_name() {
+    let fixed = unswitchable_rules();
+    for vendor in ["ascend.", "hip."] {
+        assert!(fixed.iter().any(|r| r.id.starts_with(vendor)), "{vendor}");
+    }
+    for r in &fixed {
+        assert_eq!(
+            break_rule_config_error(r.id),
+            unswitchable_refusal(r.id, r.id)
+        );
+        // Listed after a rule that can be switched off, too.
+        let list = format!("{INIT_FLAGS_MUST_BE_ZERO},{}", r.id);
+        assert_eq!(
+            break_rule_config_error(&list),
+            unswitchable_refusal(&list, r.id)
+        );
+    }
+
+    let root = TestRoot::new("hip-unswitchable");
+    let mut a = Hip::spawn(
+        "a",
+        &root,
+        "6.2",
+        &[("DEVIPC_EMU_BREAK_RULE", VMM_ARGS_VALID)],
+    );
+    a.expect_code("init 0", hipErrorNotInitialized);
+    let last = a.run("lasterr").rest;
+    assert!(
+        last.contains(&unswitchable_refusal(VMM_ARGS_VALID, VMM_ARGS_VALID)),
+        "{last}"
+    );
+    a.exit();
+    root.assert_clean();
+}
 
 #[test]
 fn every_rule_has_a_break_scenario() {

@@ -6,6 +6,7 @@
 //! (the memory the importer opened, the event it opened), with no dead holder, and once
 //! those close, nothing but the ledger.
 
+use crate::emu_support::assert_no_dead_holders;
 use crate::hip_support::*;
 use devipc_emulator::state::gc::needs_gc;
 use devipc_hip_sys::*;
@@ -79,13 +80,7 @@ fn the_next_process_reclaims_a_killed_exporters_and_notifiers_objects() {
 
     // Only what the live importer holds is left, held by it alone (the exited processes'
     // liveness beacons are swept first, as the next process would).
-    let state = root.state();
-    devipc_shm::liveness::sweep(state.dir().path()).unwrap();
-    assert!(
-        !needs_gc(state.registry()).unwrap(),
-        "a dead process's object or hold is left: {:?}",
-        state.dir().entry_names().unwrap()
-    );
+    assert_no_dead_holders(&root.state());
     assert_eq!(root.objects(), 2, "the opened block and event");
     assert_eq!(root.used(0), MIB, "only the opened block is still charged");
     assert_eq!(root.meta(&h).holders().len(), 1);

@@ -24,7 +24,7 @@ use devipc_hip_sys::consts::{
 use devipc_hip_sys::types::hipIpcMemHandle_t;
 use devipc_testkit::{Child, Parent, TestRoot};
 
-use crate::emu_support::child_entry;
+use crate::emu_support::{child_entry, hex, unhex64};
 
 /// Bytes copied per call: large enough that a copy takes milliseconds, so the free lands
 /// inside one.
@@ -43,16 +43,6 @@ fn child_role() {
         "acl-copier" => acl_copier(parent),
         other => Err(format!("unknown role {other}")),
     });
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len() / 2)
-        .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).unwrap_or(0))
-        .collect()
 }
 
 /// Copies `copy` in a loop until it fails (or a minute passed); reports
@@ -91,9 +81,7 @@ fn hip_owner(parent: &Parent) -> Result<(), String> {
 
 fn hip_copier(parent: &Parent) -> Result<(), String> {
     let api = devipc_emulator::hip_api();
-    let bytes: [u8; 64] = unhex(&parent.hear())
-        .try_into()
-        .map_err(|_| "a handle is 64 bytes".to_owned())?;
+    let bytes = unhex64(&parent.hear());
     let mut version: c_int = 0;
     let mut p: *mut c_void = ptr::null_mut();
     // SAFETY: valid out-pointers; the handle is passed by value.

@@ -65,8 +65,7 @@ use crate::state::meta::MAX_TRUSTLIST;
 /// Runs one call's body: catches panics, records a failure as the thread's last error,
 /// and returns the code.
 fn run(function: &'static str, body: impl FnOnce() -> AclResult<()>) -> aclError {
-    let outcome = catch_unwind(AssertUnwindSafe(body))
-        .unwrap_or_else(|payload| Err(errors::internal_panic(payload.as_ref())));
+    let outcome = crate::panic_boundary::catch(body, errors::internal_panic);
     match outcome {
         Ok(()) => ACL_SUCCESS,
         Err(failure) => {

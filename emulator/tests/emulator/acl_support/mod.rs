@@ -19,8 +19,8 @@ use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::types::*;
 use devipc_testkit::Child;
 
-use crate::emu_support::child_entry;
 pub use crate::emu_support::{EmuRoot, pattern};
+use crate::emu_support::{child_entry, unhex64};
 pub use devipc_testkit::TestRoot;
 
 /// A child that lives longer than this kills itself, so a broken test leaves no process.
@@ -235,6 +235,12 @@ macro_rules! opt {
     }};
 }
 
+/// The value of an address the shell printed (`0x...`).
+pub fn addr(text: &str) -> u64 {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16).unwrap()
+}
+
+/// An address or handle as the shell prints it.
 fn hex(v: usize) -> String {
     format!("{v:#x}")
 }
@@ -264,7 +270,8 @@ fn key_ptr(buf: &Option<[c_char; 65]>) -> *const c_char {
     buf.as_ref().map_or(ptr::null(), |b| b.as_ptr())
 }
 
-fn key_text(buf: &[c_char]) -> String {
+/// The text of a key buffer, up to its NUL.
+pub fn key_text(buf: &[c_char]) -> String {
     let bytes: Vec<u8> = buf
         .iter()
         .take_while(|c| **c != 0)
@@ -895,24 +902,15 @@ impl Shell {
                 // event-handle <event>: the 64 bytes as hex.
                 let mut h = aclrtIpcEventHandle::default();
                 let code = opt!(api, aclrtIpcGetEventHandle(vptr(n(0)?), &mut h));
-                let text: String = h
-                    .reserved
-                    .iter()
-                    .map(|b| format!("{:02x}", *b as u8))
-                    .collect();
+                let text = crate::emu_support::hex(&h.reserved.map(|b| b as u8));
                 self.status(code, vec![text])
             }
             "event-open" => {
                 // event-open <hex of 64 bytes>
                 let text = args.first().copied().unwrap_or("");
-                let mut h = aclrtIpcEventHandle::default();
-                for (i, slot) in h.reserved.iter_mut().enumerate() {
-                    let byte = text
-                        .get(2 * i..2 * i + 2)
-                        .and_then(|b| u8::from_str_radix(b, 16).ok())
-                        .unwrap_or(0);
-                    *slot = byte as c_char;
-                }
+                let h = aclrtIpcEventHandle {
+                    reserved: unhex64(text).map(|b| b as c_char),
+                };
                 let mut e = ptr::null_mut();
                 let code = opt!(api, aclrtIpcOpenEventHandle(h, &mut e));
                 self.status(code, vec![hex(e.addr())])

@@ -26,8 +26,8 @@ use devipc_hip_sys::{
 };
 use devipc_testkit::{Child, Parent};
 
-use crate::emu_support::child_entry;
-pub use crate::emu_support::{EmuRoot, pattern};
+pub use crate::emu_support::{EmuRoot, pattern, unhex64};
+use crate::emu_support::{child_entry, hex};
 pub use devipc_testkit::TestRoot;
 
 /// A child that outlives this kills itself, so a broken test never leaves processes.
@@ -297,22 +297,6 @@ pub fn parse_num(text: &str) -> Option<u64> {
             .ok()
             .or_else(|| text.parse::<i64>().ok().map(|v| v as u64)),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Parses 128 hex digits (or anything else, padded/truncated, for garbage handles).
-pub fn unhex64(text: &str) -> [u8; 64] {
-    let mut out = [0u8; 64];
-    for (i, slot) in out.iter_mut().enumerate() {
-        *slot = text
-            .get(2 * i..2 * i + 2)
-            .and_then(|h| u8::from_str_radix(h, 16).ok())
-            .unwrap_or(0);
-    }
-    out
 }
 
 fn ptr(text: &str) -> *mut c_void {

@@ -1,0 +1,180 @@
+//! The ACL rules of the signals between processes (IPC notifies and IPC events) and of the
+//! stream waits on them.
+
+use devipc_ascend_sys::codes::{
+    ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_PARAM_INVALID,
+    ACL_ERROR_RT_WAIT_TIMEOUT, ACL_SUCCESS,
+};
+
+use super::{Basis, RuleInfo, WHY_DRIVER, WHY_RT_PARAM};
+
+// ---- notify ---------------------------------------------------------------------
+
+/// Notify key buffers hold at least 65 bytes.
+pub const NOTIFY_MIN_LEN: &str = "ascend.notify.min-len-65";
+/// Notify flags are 0 or 0x02.
+pub const NOTIFY_FLAGS: &str = "ascend.notify.flags-valid";
+/// aclrtNotifySetImportPid needs pids.
+pub const NOTIFY_SET_PID_ARGS: &str = "ascend.notify.set-pid-needs-pids";
+/// Import needs the trustlist unless pid validation is off.
+pub const NOTIFY_TRUSTLIST: &str = "ascend.notify.trustlist-required";
+/// A notify is a binary semaphore.
+pub const NOTIFY_BINARY_SEMAPHORE: &str = "ascend.notify.binary-semaphore";
+/// A wait that expires returns 107019.
+pub const NOTIFY_WAIT_TIMEOUT: &str = "ascend.notify.wait-timeout";
+/// A notify is freed when all processes destroyed it.
+pub const NOTIFY_FREED_WHEN_ALL_DESTROYED: &str = "ascend.notify.freed-when-all-destroyed";
+/// The ACL wrapper refuses notify import flags above 1.
+pub const NOTIFY_IMPORT_FLAGS: &str = "ascend.notify.import-flags-0-or-1";
+/// An IPC notify is waited on from the device that created it.
+pub const NOTIFY_WAIT_ON_CREATING_DEVICE: &str = "ascend.notify.wait-on-creating-device";
+
+// ---- events ---------------------------------------------------------------------
+
+/// Only events created with ACL_EVENT_IPC have an IPC handle.
+pub const EVENT_IPC_FLAG: &str = "ascend.event.ipc-handle-needs-ipc-flag";
+
+// ---- streams --------------------------------------------------------------------
+
+/// Waits are stream tasks: they block their stream, not the caller.
+pub const STREAM_ASYNC_WAITS: &str = "ascend.stream.waits-block-only-their-stream";
+
+/// The rules of this file, in [`super::ALL`]'s order.
+pub(super) const RULES: &[RuleInfo] = &[
+    RuleInfo {
+        id: NOTIFY_MIN_LEN,
+        code: ACL_ERROR_RT_PARAM_INVALID,
+        basis: Basis::Chosen("the documented code of the same check for IPC memory keys"),
+        breakable: false,
+        summary: "aclrtNotifyGetExportKey's key buffer len must be at least 65",
+        when_broken: None,
+        source: "api-facts C.6 (RT-DOC 08)",
+        since: None,
+    },
+    RuleInfo {
+        id: NOTIFY_FLAGS,
+        code: ACL_ERROR_RT_PARAM_INVALID,
+        basis: Basis::Chosen(WHY_RT_PARAM),
+        breakable: true,
+        summary: "notify export flags are 0 or DISABLE_PID_VALIDATION 0x02; the memory flag 0x1 is \
+                  not a notify flag, for export nor (past the ACL wrapper's check, see \
+                  ascend.notify.import-flags-0-or-1) for import",
+        when_broken: None,
+        source: "api-facts A.8, C.6",
+        since: None,
+    },
+    RuleInfo {
+        id: NOTIFY_SET_PID_ARGS,
+        code: ACL_ERROR_RT_PARAM_INVALID,
+        basis: Basis::Documented,
+        breakable: false,
+        summary: "aclrtNotifySetImportPid rejects a NULL pid array and num 0",
+        when_broken: None,
+        source: "api-facts C.6 (RT-SRC notify.cpp, api_error.cc)",
+        since: None,
+    },
+    RuleInfo {
+        id: NOTIFY_TRUSTLIST,
+        code: ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+        basis: Basis::Chosen(WHY_DRIVER),
+        breakable: true,
+        summary: "aclrtNotifyImportByKey needs the importer's pid on the trustlist unless exported \
+                  with DISABLE_PID_VALIDATION (0x02)",
+        when_broken: None,
+        source: "api-facts A.8, C.6",
+        since: None,
+    },
+    RuleInfo {
+        id: NOTIFY_BINARY_SEMAPHORE,
+        code: ACL_SUCCESS,
+        basis: Basis::Behaviour,
+        breakable: true,
+        summary: "aclrtRecordNotify sets the notify; aclrtWaitAndResetNotify waits until it is set \
+                  and resets it, so each record releases one wait and records do not accumulate",
+        when_broken: None,
+        source: "api-facts A.8, C.6 (RT-DOC 08)",
+        since: None,
+    },
+    RuleInfo {
+        id: NOTIFY_WAIT_TIMEOUT,
+        code: ACL_ERROR_RT_WAIT_TIMEOUT,
+        basis: Basis::Chosen(
+            "the runtime's wait-timeout code; on a device the expiry surfaces at \
+                              stream synchronisation. The unit is seconds as in RT-DOC 08 and the \
+                              runtime's log (timeout=%us); the header comment says ms",
+        ),
+        breakable: false,
+        summary: "aclrtWaitAndResetNotify with timeout > 0 (seconds) fails when no record arrives \
+                  in time; 0 waits forever",
+        when_broken: None,
+        source: "api-facts A.8 (RT-DOC 08)",
+        since: None,
+    },
+    RuleInfo {
+        id: NOTIFY_FREED_WHEN_ALL_DESTROYED,
+        code: ACL_SUCCESS,
+        basis: Basis::Behaviour,
+        breakable: false,
+        summary: "a notify lives until every process that created or imported it called \
+                  aclrtDestroyNotify",
+        when_broken: None,
+        source: "api-facts C.6 (RT-DOC 08)",
+        since: None,
+    },
+    RuleInfo {
+        id: NOTIFY_IMPORT_FLAGS,
+        code: ACL_ERROR_INVALID_PARAM,
+        basis: Basis::Documented,
+        breakable: true,
+        summary: "aclrtNotifyImportByKey refuses flags above ACL_NOTIFY_DEVICE_USE_ONLY (1) in the \
+                  ACL wrapper, the documented ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS (0x02) \
+                  included; import with 0 and enable peer access with aclrtDeviceEnablePeerAccess \
+                  instead",
+        when_broken: None,
+        source: "RT-SRC notify.cpp aclrtNotifyImportByKeyImpl (flags > ACL_NOTIFY_DEVICE_USE_ONLY \
+                 -> ACL_ERROR_INVALID_PARAM, 'param flag must be [0,1] currently'); backend-ascend \
+                 signal.rs",
+        since: None,
+    },
+    RuleInfo {
+        id: NOTIFY_WAIT_ON_CREATING_DEVICE,
+        code: ACL_ERROR_RT_PARAM_INVALID,
+        basis: Basis::Documented,
+        breakable: true,
+        summary: "aclrtWaitAndResetNotify on an IPC notify (exported, or imported by key) fails \
+                  with ACL_ERROR_RT_PARAM_INVALID unless the calling thread's current device is \
+                  the device the notify was created on; records may come from any device",
+        when_broken: None,
+        source: "RT-SRC notify.cc Notify::CheckIpcNotifyDevId and api_impl NotifyWait \
+                 (RT_ERROR_INVALID_VALUE, EE1012: 'the corresponding Notify Wait must be delivered \
+                 on the device that creates the IPC Notify')",
+        since: None,
+    },
+    RuleInfo {
+        id: EVENT_IPC_FLAG,
+        code: ACL_ERROR_RT_PARAM_INVALID,
+        basis: Basis::Documented,
+        breakable: true,
+        summary: "aclrtIpcGetEventHandle fails with ACL_ERROR_RT_PARAM_INVALID unless the event \
+                  was created by aclrtCreateEventExWithFlag with exactly ACL_EVENT_IPC",
+        when_broken: None,
+        source: "RT-DOC 07 aclrtIpcGetEventHandle (only events of aclrtCreateEventExWithFlag with \
+                 ACL_EVENT_IPC); RT-SRC api_error.cc ApiErrorDecorator::IpcGetEventHandle (flag != \
+                 RT_EVENT_IPC -> RT_ERROR_INVALID_VALUE, 'Only IPC events are supported')",
+        since: None,
+    },
+    RuleInfo {
+        id: STREAM_ASYNC_WAITS,
+        code: ACL_SUCCESS,
+        basis: Basis::Behaviour,
+        breakable: true,
+        summary: "aclrtWaitAndResetNotify and aclrtStreamWaitEvent enqueue a wait on the stream \
+                  and return at once; the wait blocks only that stream (the caller and other \
+                  streams go on), and an expired notify wait fails the stream's work, reported by \
+                  the next aclrtSynchronizeStream",
+        when_broken: None,
+        source: "RT-DOC 08 aclrtWaitAndResetNotify ('blocks the stream; asynchronous interface'), \
+                 RT-DOC 07 aclrtStreamWaitEvent; api-facts A.8",
+        since: None,
+    },
+];
