@@ -53,8 +53,9 @@
 //! every copy goes through) and `registry.rs` (the process's live objects by token
 //! identity: its own exports, for the same-process shortcut, and the import cache that
 //! shares one vendor import per object). Below them, `devipc-core`'s `token.rs` (the
-//! token types and their checks), `token/wire.rs` (bytes and text) and `traits.rs` (the
-//! [`DeviceIpc`](raw::DeviceIpc) contract), then the backend's file for the mechanism.
+//! token types and their checks), `token/wire.rs` (the bytes and the text: `to_text`,
+//! `parse`) and `traits.rs` (the [`DeviceIpc`](raw::DeviceIpc) contract), then the
+//! backend's file for the mechanism.
 //! Starting a runtime is `selection.rs` ([`Runtime::from_env`], [`BackendChoice`], the
 //! backends compiled in); `signal.rs` and the modules above do the rest.
 
