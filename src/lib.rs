@@ -46,13 +46,18 @@
 //!
 //! # One round, file by file
 //!
-//! The safe API lives in three files on the data path: `runtime.rs` ([`Runtime`]:
-//! allocate, import, signals), `buffer.rs` (both buffers, [`DeviceBuffer`] and the one
-//! bounds check every copy goes through) and `registry.rs` (the process's live objects by
-//! token identity: its own exports, for the same-process shortcut, and the import cache
-//! that shares one vendor import per object). `backend.rs` dispatches to the backend
-//! compiled in; `signal.rs`, `selection.rs` ([`BackendChoice`]) and the modules above do
-//! the rest.
+//! One round (allocate → export → `to_text` → parse → import → read) runs through three
+//! files of this crate: `runtime.rs` ([`Runtime`]: allocate, import, signals; and the
+//! [`Backend`](raw::Backend) enum it drives, whose `match` hands each call to the backend
+//! compiled in), `buffer.rs` (both buffers, [`DeviceBuffer`] and the one bounds check
+//! every copy goes through) and `registry.rs` (the process's live objects by token
+//! identity: its own exports, for the same-process shortcut, and the import cache that
+//! shares one vendor import per object). Below them, `devipc-core`'s `token.rs` (the
+//! token types and their checks), `token/wire.rs` (the bytes and the text: `to_text`,
+//! `parse`) and `traits.rs` (the [`DeviceIpc`](raw::DeviceIpc) contract), then the
+//! backend's file for the mechanism.
+//! Starting a runtime is `selection.rs` ([`Runtime::from_env`], [`BackendChoice`], the
+//! backends compiled in); `signal.rs` and the modules above do the rest.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -69,7 +74,6 @@ compile_error!(
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-mod backend;
 mod buffer;
 pub mod info;
 pub mod raw;

@@ -57,4 +57,4 @@ pub use devipc_core::{
     TokenIdentity, TokenOrigin,
 };
 
-pub use crate::backend::Backend;
+pub use crate::runtime::Backend;

@@ -24,8 +24,8 @@ use devipc_core::{
     DeviceId, DeviceIpc, DevicePtr, Error, Mapping, MemToken, Result, TokenIdentity,
 };
 
-use crate::backend::Backend;
 use crate::buffer::Owned;
+use crate::raw::Backend;
 use crate::runtime::{Runtime, RuntimeInner};
 
 // =======================================================================================

@@ -1,27 +1,34 @@
-//! [`Runtime`]: a started backend, shared by every buffer and signal made from it.
+//! [`Runtime`]: a started backend, shared by every buffer and signal made from it; and
+//! [`Backend`], the enum over the compiled-in backends that it drives.
 //!
-//! Every method of `Runtime` is here, except the rendezvous's: [`connect`](Runtime::connect)
-//! (`rendezvous/connect.rs`) and [`share_external`](Runtime::share_external)
-//! (`rendezvous/server.rs`). The constructors
-//! pick the backend (`open`, `emulated`, `from_env`); the RAII types
+//! Every method of `Runtime` is here, except two groups: the constructors that choose and
+//! start a backend (`open`, `emulated`, `from_env`, `from_env_or`, `from_choice`: which
+//! backend a runtime starts, in `selection.rs`) and the rendezvous's
+//! [`connect`](Runtime::connect) (`rendezvous/connect.rs`) and
+//! [`share_external`](Runtime::share_external) (`rendezvous/server.rs`). The RAII types
 //! built on a runtime ([`SharedBuffer`](crate::SharedBuffer),
 //! [`ImportedBuffer`](crate::ImportedBuffer), [`Signal`](crate::Signal)) each hold a clone
 //! of it, so the backend lives as long as anything made from it.
+//!
+//! Each call of the safe API reaches the vendor through `impl DeviceIpc for Backend`,
+//! which forwards every method to the variant's backend through [`dispatch!`], a `match`
+//! over the variants: no virtual call, and every method is forwarded, those with a default
+//! body too, so a backend's own version is the one that runs.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use devipc_core::{
-    AllocateOptions, BackendAttempt, BackendInfo, BackendKind, Birth, DeviceId, DeviceIpc,
-    DevicePtr, Error, ExportOptions, ExportedFrom, Mechanism, MemToken, PhysicalDevice, ProcessId,
-    Result, SignalToken, TokenOrigin,
+    AllocateOptions, Allocation, BackendInfo, BackendKind, Birth, DeviceId, DeviceIpc, DevicePtr,
+    Error, ExportOptions, ExportedFrom, Mapping, Mechanism, MemToken, PhysicalDevice, ProcessId,
+    RawStream, Result, SignalHandle, SignalToken, TokenOrigin,
 };
 
 use crate::buffer::{ImportedBuffer, SharedBuffer};
-use crate::raw::Backend;
 use crate::registry::{ImportCache, LocalExports, LocalTarget};
-use crate::selection::BackendChoice;
 use crate::signal::Signal;
 
 /// A started backend. Cheap to clone; clones share the backend.
@@ -57,69 +64,6 @@ struct ReleaseErrors {
 }
 
 impl Runtime {
-    /// Starts the vendor runtime of `kind` (discovers and loads its library).
-    ///
-    /// Fails with [`Error::Unsupported`] when `kind` was not compiled in, and with the
-    /// backend's own error (e.g. [`Error::LibraryNotFound`]) when it cannot start.
-    pub fn open(kind: BackendKind) -> Result<Runtime> {
-        Ok(Runtime::from_backend(Backend::open(kind)?))
-    }
-
-    /// Starts the devipc emulator speaking `kind`'s ABI: host shared memory, no device.
-    ///
-    /// Needs the `emulator` feature (on by default). The emulator's state directory and
-    /// device count come from `DEVIPC_EMU_*` (see the README).
-    pub fn emulated(kind: BackendKind) -> Result<Runtime> {
-        Ok(Runtime::from_backend(Backend::emulated(kind)?))
-    }
-
-    /// Starts what `DEVIPC_BACKEND` asks for (`ascend|hip|emulated-ascend|emulated-hip|auto`;
-    /// unset means `auto`).
-    pub fn from_env() -> Result<Runtime> {
-        Runtime::from_env_or(BackendChoice::Auto)
-    }
-
-    /// Starts what `DEVIPC_BACKEND` asks for, or `default` when it is unset (demos and
-    /// tests pass [`BackendChoice::emulated_default`] to run without a device by default).
-    pub fn from_env_or(default: BackendChoice) -> Result<Runtime> {
-        let choice = match std::env::var(BackendChoice::ENV_VAR) {
-            Ok(value) => value.parse()?,
-            Err(std::env::VarError::NotPresent) => default,
-            Err(std::env::VarError::NotUnicode(v)) => {
-                return Err(Error::invalid_argument(format!(
-                    "{}={v:?} is not UTF-8",
-                    BackendChoice::ENV_VAR
-                )));
-            }
-        };
-        Runtime::from_choice(choice)
-    }
-
-    /// Starts the backend a [`BackendChoice`] names. `Auto` tries every compiled-in
-    /// vendor runtime in [`BackendChoice::auto_order`] and returns the first that starts;
-    /// when none does, [`Error::NoBackendStarted`] keeps every backend's own error (an AMD
-    /// user with ROCm but no GPU sees HIP's no-device error, not only Ascend's missing
-    /// library).
-    pub fn from_choice(choice: BackendChoice) -> Result<Runtime> {
-        match choice {
-            BackendChoice::Real(kind) => Runtime::open(kind),
-            BackendChoice::Emulated(kind) => Runtime::emulated(kind),
-            BackendChoice::Auto => {
-                let mut attempts = Vec::new();
-                for &backend in BackendChoice::auto_order() {
-                    match Runtime::open(backend) {
-                        Ok(rt) => return Ok(rt),
-                        Err(e) => attempts.push(BackendAttempt {
-                            backend,
-                            error: Box::new(e),
-                        }),
-                    }
-                }
-                Err(Error::NoBackendStarted { attempts })
-            }
-        }
-    }
-
     /// Wraps an already started [`raw::Backend`](crate::raw::Backend).
     ///
     /// The process id tokens are compared against is the backend's
@@ -498,187 +442,267 @@ impl RuntimeInner {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use serial_test::serial;
+// ---- Backend: the dispatch to the backend compiled in ----
 
-    use super::*;
-    use crate::recording_backend::RecordingBackend;
+/// A started backend: one variant per backend compiled in (features `ascend`, `hip`),
+/// implementing [`DeviceIpc`] by a `match` over the variants. [`Backend::open`] and
+/// [`Backend::emulated`] start one.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a Runtime holds its one Backend behind an Arc; boxing would add an indirection to every call"
+)]
+#[non_exhaustive]
+pub enum Backend {
+    /// Huawei Ascend (feature `ascend`).
+    #[cfg(feature = "ascend")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ascend")))]
+    Ascend(devipc_ascend::AscendBackend),
+    /// AMD HIP (feature `hip`).
+    #[cfg(feature = "hip")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "hip")))]
+    Hip(devipc_hip::HipBackend),
+    /// Records every call; proves the dispatch in tests.
+    #[cfg(test)]
+    Recording(crate::recording_backend::RecordingBackend),
+}
 
-    #[test]
-    fn a_kind_left_out_of_the_build_is_unsupported_and_names_the_feature() {
-        for kind in BackendKind::ALL {
-            if Backend::is_compiled(kind) {
-                continue;
-            }
-            for result in [Runtime::open(kind), Runtime::emulated(kind)] {
-                let err = result.unwrap_err();
-                assert!(matches!(err, Error::Unsupported { backend, .. } if backend == kind));
-                assert!(
-                    err.to_string().contains(&format!("`{kind}` feature")),
-                    "{err}"
-                );
-            }
+/// `dispatch!(self, b => b.method(args))`: a `match` over `self`'s variants that binds
+/// each variant's backend to `b` and evaluates the call on it.
+macro_rules! dispatch {
+    ($self:ident, $b:ident => $call:expr) => {
+        match $self {
+            #[cfg(feature = "ascend")]
+            Backend::Ascend($b) => $call,
+            #[cfg(feature = "hip")]
+            Backend::Hip($b) => $call,
+            #[cfg(test)]
+            Backend::Recording($b) => $call,
         }
+    };
+}
+
+impl DeviceIpc for Backend {
+    fn info(&self) -> &BackendInfo {
+        dispatch!(self, b => b.info())
     }
 
-    /// No machine here has a device: every compiled-in real backend fails to start with a
-    /// typed error (no library, no device, or not implemented yet), never a panic.
-    #[test]
-    fn real_backends_fail_to_start_with_a_typed_error_without_a_device() {
-        for &kind in Backend::COMPILED {
-            match Runtime::open(kind) {
-                Err(Error::LibraryNotFound { backend, tried }) => {
-                    assert_eq!(backend, kind);
-                    assert!(!tried.is_empty());
-                }
-                Err(Error::Vendor { backend, name, .. }) => {
-                    assert_eq!(backend, kind);
-                    assert!(
-                        name.contains("NoDevice") || name.contains("NO_DEVICE"),
-                        "{name}"
-                    );
-                }
-                Err(Error::Unsupported { backend, .. }) => assert_eq!(backend, kind),
-                other => panic!("{kind}: expected a typed start-up error, got {other:?}"),
-            }
-        }
+    fn device_count(&self) -> Result<u32> {
+        dispatch!(self, b => b.device_count())
     }
 
-    #[test]
-    #[serial(devipc_backend_env)]
-    fn from_env_rejects_a_bad_choice_and_reports_auto_failures() {
-        // SAFETY: env mutation is serialised with every test that touches DEVIPC_BACKEND
-        // (`serial`), and no other thread of this test reads the environment meanwhile.
-        unsafe { std::env::set_var(BackendChoice::ENV_VAR, "cuda") };
-        let err = Runtime::from_env().unwrap_err();
-        assert!(err.to_string().contains(BackendChoice::ACCEPTED), "{err}");
-        // SAFETY: as above.
-        unsafe { std::env::remove_var(BackendChoice::ENV_VAR) };
-        // `auto` reports every compiled-in backend's own start-up error, in order.
-        let auto = Runtime::from_env().unwrap_err();
-        let Error::NoBackendStarted { attempts } = &auto else {
-            panic!("expected NoBackendStarted, got {auto:?}");
-        };
-        let tried: Vec<BackendKind> = attempts.iter().map(|a| a.backend).collect();
-        assert_eq!(tried, BackendChoice::auto_order());
-        let text = auto.to_string();
-        for a in attempts {
-            let alone = Runtime::open(a.backend).unwrap_err().to_string();
-            assert_eq!(a.error.to_string(), alone);
-            assert!(
-                text.contains(alone.lines().next().unwrap()),
-                "{alone} missing from {text}"
-            );
-        }
+    fn process_id(&self) -> Result<ProcessId> {
+        dispatch!(self, b => b.process_id())
     }
 
-    /// Every `log` record of this test binary (this test is the only one that installs a
-    /// logger), to check that a failed release is logged with its text.
-    struct Recorder(Mutex<Vec<(log::Level, String)>>);
-
-    impl log::Log for Recorder {
-        fn enabled(&self, _: &log::Metadata<'_>) -> bool {
-            true
-        }
-        fn log(&self, record: &log::Record<'_>) {
-            let mut records = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            records.push((record.level(), record.args().to_string()));
-        }
-        fn flush(&self) {}
+    fn physical_device(&self, device: DeviceId) -> Result<PhysicalDevice> {
+        dispatch!(self, b => b.physical_device(device))
     }
 
-    static RECORDER: Recorder = Recorder(Mutex::new(Vec::new()));
-
-    /// Issue 14: a release that fails in `Drop` (a buffer's free, an import's close, a
-    /// signal's destroy) is logged and kept for the runtime's owner, oldest first, at most
-    /// `RELEASE_ERRORS_KEPT` of them.
-    #[test]
-    fn releases_that_fail_in_drop_are_logged_and_kept_for_the_owner() {
-        use devipc_core::token::MemTokenParts;
-        use devipc_core::{DeviceId, HostIdentity, Mechanism, MemToken};
-
-        log::set_logger(&RECORDER).expect("only this test installs a logger");
-        log::set_max_level(log::LevelFilter::Trace);
-        let rt = Runtime::from_backend(Backend::from(RecordingBackend::new(BackendKind::Hip)));
-        let Backend::Recording(probe) = rt.backend() else {
-            unreachable!("probe runtime")
-        };
-        let token = MemToken::new(MemTokenParts {
-            mechanism: Mechanism::HipIpcMem,
-            emulated: true,
-            device: DeviceId(0),
-            physical: Default::default(),
-            origin: TokenOrigin {
-                pid: ProcessId(std::process::id() + 1),
-                start_time: 1,
-                host: HostIdentity::current(),
-            },
-            generation: 1,
-            object_size: 4096,
-            offset: 0,
-            len: 64,
-            payload: vec![0x5A; 64],
-        })
-        .unwrap();
-        let buffer = rt.allocate(DeviceId(0), 64).unwrap();
-        let imported = rt.import(&token, DeviceId(0)).unwrap();
-        let signal = rt.create_signal(DeviceId(0)).unwrap();
-        probe.fail_releases(true);
-        drop(buffer);
-        drop(imported);
-        drop(signal);
-
-        let clone = rt.clone();
-        let apis: Vec<&str> = clone
-            .take_release_errors()
-            .iter()
-            .map(|e| match e {
-                Error::Vendor { api, .. } => *api,
-                other => panic!("expected the probe's vendor error, got {other:?}"),
-            })
-            .collect();
-        assert_eq!(apis, ["probeFree", "probeClose", "probeDestroySignal"]);
-        assert!(rt.take_release_errors().is_empty(), "taken once");
-        assert_eq!(rt.discarded_release_errors(), 0);
-        let logged: Vec<(log::Level, String)> = RECORDER
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(_, m)| m.contains("probeErrorReleaseRefused"))
-            .cloned()
-            .collect();
-        let prefixes = [
-            "devipc: freeing a shared buffer failed: ",
-            "devipc: closing an imported mapping failed: ",
-            "devipc: destroying a signal failed: ",
-        ];
-        assert_eq!(logged.len(), prefixes.len(), "{logged:?}");
-        for ((level, message), prefix) in logged.iter().zip(prefixes) {
-            assert_eq!(*level, log::Level::Error);
-            assert!(message.starts_with(prefix), "{message}");
-        }
-
-        // Bounded: the newest are kept, the older ones counted.
-        for _ in 0..Runtime::RELEASE_ERRORS_KEPT + 3 {
-            drop(rt.allocate(DeviceId(0), 64).unwrap());
-        }
-        assert_eq!(rt.discarded_release_errors(), 3);
-        assert_eq!(rt.take_release_errors().len(), Runtime::RELEASE_ERRORS_KEPT);
-        assert_eq!(rt.discarded_release_errors(), 3, "never reset");
-
-        // A release that succeeds leaves nothing.
-        probe.fail_releases(false);
-        drop(rt.allocate(DeviceId(0), 64).unwrap());
-        assert!(rt.take_release_errors().is_empty());
+    fn device_of_physical(&self, physical: &PhysicalDevice) -> Result<Option<DeviceId>> {
+        dispatch!(self, b => b.device_of_physical(physical))
     }
 
-    #[test]
-    fn runtime_clones_share_the_backend() {
-        let rt = Runtime::from_backend(Backend::from(RecordingBackend::new(BackendKind::Ascend)));
-        let clone = rt.clone();
-        assert!(std::ptr::eq(rt.backend(), clone.backend()));
-        assert_eq!(clone.info().kind, BackendKind::Ascend);
+    fn home_device(
+        &self,
+        exported_on: DeviceId,
+        physical: &PhysicalDevice,
+    ) -> Result<Option<DeviceId>> {
+        dispatch!(self, b => b.home_device(exported_on, physical))
+    }
+
+    fn enable_peer_access(&self, device: DeviceId, peer: DeviceId) -> Result<()> {
+        dispatch!(self, b => b.enable_peer_access(device, peer))
+    }
+
+    fn allocate(&self, device: DeviceId, size: usize) -> Result<Allocation> {
+        dispatch!(self, b => b.allocate(device, size))
+    }
+
+    fn allocate_with(
+        &self,
+        device: DeviceId,
+        size: usize,
+        opts: AllocateOptions,
+    ) -> Result<Allocation> {
+        dispatch!(self, b => b.allocate_with(device, size, opts))
+    }
+
+    fn free(&self, alloc: Allocation) -> Result<()> {
+        dispatch!(self, b => b.free(alloc))
+    }
+
+    fn export(
+        &self,
+        alloc: &Allocation,
+        range: Range<usize>,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        dispatch!(self, b => b.export(alloc, range, opts))
+    }
+
+    fn export_external(
+        &self,
+        device: DeviceId,
+        ptr: DevicePtr,
+        len: usize,
+        opts: ExportOptions,
+    ) -> Result<MemToken> {
+        dispatch!(self, b => b.export_external(device, ptr, len, opts))
+    }
+
+    fn close_external(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        dispatch!(self, b => b.close_external(device, ptr))
+    }
+
+    fn grant(&self, token: &MemToken, peers: &[ProcessId]) -> Result<()> {
+        dispatch!(self, b => b.grant(token, peers))
+    }
+
+    fn import(&self, token: &MemToken, device: DeviceId) -> Result<Mapping> {
+        dispatch!(self, b => b.import(token, device))
+    }
+
+    fn export_fd(&self, token: &MemToken) -> Result<OwnedFd> {
+        dispatch!(self, b => b.export_fd(token))
+    }
+
+    fn import_fd(&self, token: &MemToken, fd: OwnedFd, device: DeviceId) -> Result<Mapping> {
+        dispatch!(self, b => b.import_fd(token, fd, device))
+    }
+
+    fn close(&self, mapping: Mapping) -> Result<()> {
+        dispatch!(self, b => b.close(mapping))
+    }
+
+    unsafe fn write(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        // SAFETY: the caller's guarantee for `dst`, passed on to the variant's backend.
+        dispatch!(self, b => unsafe { b.write(dst, src) })
+    }
+
+    unsafe fn read(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the caller's guarantee for `src`, passed on to the variant's backend.
+        dispatch!(self, b => unsafe { b.read(src, dst) })
+    }
+
+    fn create_signal(&self, device: DeviceId) -> Result<SignalHandle> {
+        dispatch!(self, b => b.create_signal(device))
+    }
+
+    fn export_signal(&self, signal: &SignalHandle, opts: ExportOptions) -> Result<SignalToken> {
+        dispatch!(self, b => b.export_signal(signal, opts))
+    }
+
+    fn grant_signal(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
+        dispatch!(self, b => b.grant_signal(token, peers))
+    }
+
+    fn import_signal(&self, token: &SignalToken, device: DeviceId) -> Result<SignalHandle> {
+        dispatch!(self, b => b.import_signal(token, device))
+    }
+
+    fn notify(&self, signal: &SignalHandle, stream: RawStream) -> Result<()> {
+        dispatch!(self, b => b.notify(signal, stream))
+    }
+
+    fn wait(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        dispatch!(self, b => b.wait(signal, stream, timeout))
+    }
+
+    fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
+        dispatch!(self, b => b.destroy_signal(signal))
     }
 }
+
+#[cfg(feature = "ascend")]
+impl From<devipc_ascend::AscendBackend> for Backend {
+    fn from(backend: devipc_ascend::AscendBackend) -> Self {
+        Backend::Ascend(backend)
+    }
+}
+
+#[cfg(feature = "hip")]
+impl From<devipc_hip::HipBackend> for Backend {
+    fn from(backend: devipc_hip::HipBackend) -> Self {
+        Backend::Hip(backend)
+    }
+}
+
+#[cfg(test)]
+impl From<crate::recording_backend::RecordingBackend> for Backend {
+    fn from(backend: crate::recording_backend::RecordingBackend) -> Self {
+        Backend::Recording(backend)
+    }
+}
+
+impl Backend {
+    /// Which vendor this backend talks to.
+    pub fn kind(&self) -> BackendKind {
+        self.info().kind
+    }
+
+    /// `size` bytes on `device` as a framework's own allocator makes them (`hipMalloc`,
+    /// `aclrtMalloc`), outside devipc's bookkeeping: memory for `export_external`, e.g. to
+    /// exercise that path without a framework. Free it with [`Backend::framework_free`].
+    pub fn framework_malloc(&self, device: DeviceId, size: usize) -> Result<DevicePtr> {
+        match self {
+            #[cfg(feature = "ascend")]
+            Backend::Ascend(b) => b.framework_malloc(device, size),
+            #[cfg(feature = "hip")]
+            Backend::Hip(b) => b.framework_malloc(device, size),
+            #[cfg(test)]
+            Backend::Recording(_) => Err(devipc_core::Error::unsupported(
+                self.kind(),
+                "framework_malloc",
+            )),
+        }
+    }
+
+    /// Frees what [`Backend::framework_malloc`] returned, after ending its
+    /// `export_external` exports (refused while an importer still maps the block).
+    ///
+    /// # Safety
+    /// `ptr` came from `framework_malloc` of this backend on `device`, is not freed yet,
+    /// and no view of it remains in this process.
+    pub unsafe fn framework_free(&self, device: DeviceId, ptr: DevicePtr) -> Result<()> {
+        match self {
+            // SAFETY: the caller's guarantee, passed on.
+            #[cfg(feature = "ascend")]
+            Backend::Ascend(b) => unsafe { b.framework_free(device, ptr) },
+            // SAFETY: the caller's guarantee, passed on.
+            #[cfg(feature = "hip")]
+            Backend::Hip(b) => unsafe { b.framework_free(device, ptr) },
+            #[cfg(test)]
+            Backend::Recording(_) => Err(devipc_core::Error::unsupported(
+                self.kind(),
+                "framework_free",
+            )),
+        }
+    }
+
+    /// Names the vendor runtime this backend drives. Backends with the same domain in one
+    /// process share the runtime's per-process state (and the vendor's per-process rules),
+    /// so they share one import cache.
+    pub(crate) fn cache_domain(&self) -> String {
+        match self {
+            #[cfg(test)]
+            Backend::Recording(probe) => format!("probe-{}", probe.instance()),
+            #[allow(
+                unreachable_patterns,
+                reason = "the probe variant exists in tests only"
+            )]
+            other => {
+                let info = other.info();
+                format!("{}:{}", info.kind, info.source)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -65,42 +65,21 @@
 //! allocated, and every single-bit corruption is caught by the CRC.
 
 use std::fmt;
-use std::str::FromStr;
 
 use crate::backend_kind::BackendKind;
 use crate::error::{Error, Result};
 use crate::identity::HostIdentity;
 use crate::ids::{DeviceId, ProcessId};
-use crate::physical::{DeviceUuid, PciBusId, PhysicalDevice};
+use crate::physical::PhysicalDevice;
 
-/// Prefix of the text form this crate writes; the digit is the format version.
-pub const TEXT_PREFIX: &str = "devipc3:";
-/// The wire format version this crate writes.
-pub const FORMAT_VERSION: u8 = 3;
-/// The oldest wire format version this crate still reads (without a physical identity).
-pub const OLDEST_READABLE_VERSION: u8 = 2;
-/// Largest vendor payload a token may carry.
-pub const MAX_PAYLOAD: usize = 256;
+// The byte and text forms (`to_bytes`, `to_text`, `FromStr`, `Display`) and the layout
+// constants are in `wire.rs`; `Debug`, with the payload in hex, in `debug.rs`.
+mod debug;
+mod wire;
 
-const MAGIC: [u8; 4] = *b"DVIP";
-const KIND_MEM: u8 = 1;
-const KIND_SIGNAL: u8 = 2;
-const FLAG_EMULATED: u8 = 0x01;
-/// The header both kinds share, up to and including the generation.
-const ORIGIN_HEADER: usize = 52;
-/// The physical identity block of version 3.
-const PHYSICAL_BLOCK: usize = 32;
-const PHYSICAL_PCI: u8 = 0x01;
-const PHYSICAL_UUID: u8 = 0x02;
-const PHYSICAL_ID: u8 = 0x04;
-const COMMON_HEADER: usize = ORIGIN_HEADER + PHYSICAL_BLOCK;
-const MEM_FIELDS: usize = 24;
-const MEM_HEADER: usize = COMMON_HEADER + MEM_FIELDS;
-const CRC_LEN: usize = 4;
-/// Largest binary token.
-pub const MAX_BINARY_LEN: usize = MEM_HEADER + MAX_PAYLOAD + CRC_LEN;
-/// Largest text token.
-pub const MAX_TEXT_LEN: usize = TEXT_PREFIX.len() + MAX_BINARY_LEN.div_ceil(3) * 4;
+pub use wire::{
+    FORMAT_VERSION, MAX_BINARY_LEN, MAX_PAYLOAD, MAX_TEXT_LEN, OLDEST_READABLE_VERSION, TEXT_PREFIX,
+};
 
 /// How a token's vendor payload is to be interpreted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -288,32 +267,6 @@ impl Common {
             common.physical = PhysicalDevice::UNKNOWN;
         }
         Ok(common)
-    }
-
-    /// Length of the header before the kind's own fields.
-    fn header_len(&self) -> usize {
-        common_header_len(self.version)
-    }
-
-    fn write_header(&self, out: &mut Vec<u8>, kind: u8) {
-        out.extend_from_slice(&MAGIC);
-        out.push(self.version);
-        out.push(kind);
-        out.push(self.mechanism.backend().wire());
-        out.push(self.mechanism.wire());
-        out.push(if self.emulated { FLAG_EMULATED } else { 0 });
-        out.push(0);
-        // validate() bounds the payload to MAX_PAYLOAD, which fits u16.
-        out.extend_from_slice(&(self.payload.len() as u16).to_le_bytes());
-        out.extend_from_slice(&self.device.0.to_le_bytes());
-        out.extend_from_slice(&self.origin.pid.0.to_le_bytes());
-        out.extend_from_slice(&self.origin.host.pid_namespace.to_le_bytes());
-        out.extend_from_slice(&self.origin.host.boot_id_hash.to_le_bytes());
-        out.extend_from_slice(&self.origin.start_time.to_le_bytes());
-        out.extend_from_slice(&self.generation.to_le_bytes());
-        if self.version >= 3 {
-            write_physical(out, &self.physical);
-        }
     }
 
     fn identity(&self) -> TokenIdentity {
@@ -535,42 +488,6 @@ impl MemToken {
             ))),
         }
     }
-
-    /// Binary form.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(
-            self.common.header_len() + MEM_FIELDS + self.common.payload.len() + CRC_LEN,
-        );
-        self.common.write_header(&mut out, KIND_MEM);
-        out.extend_from_slice(&self.object_size.to_le_bytes());
-        out.extend_from_slice(&self.offset.to_le_bytes());
-        out.extend_from_slice(&self.len.to_le_bytes());
-        finish(out, &self.common.payload)
-    }
-
-    /// Parses the binary form.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let mut r = parse_frame(bytes, KIND_MEM)?;
-        let common = r.common()?;
-        let token = MemToken {
-            common,
-            object_size: r.u64(),
-            offset: r.u64(),
-            len: r.u64(),
-        };
-        token.validate()?;
-        Ok(token)
-    }
-
-    /// Text form: `devipc3:` (a version 2 token: `devipc2:`) + URL-safe base64.
-    pub fn to_text(&self) -> String {
-        to_text(self.common.version, &self.to_bytes())
-    }
-
-    /// Parses the text form.
-    pub fn from_text(text: &str) -> Result<Self> {
-        MemToken::from_bytes(&from_text(text)?)
-    }
 }
 
 /// Everything a [`SignalToken`] carries, as plain public fields for building one.
@@ -663,32 +580,6 @@ impl SignalToken {
     pub fn identity(&self) -> TokenIdentity {
         self.common.identity()
     }
-
-    /// Binary form.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out =
-            Vec::with_capacity(self.common.header_len() + self.common.payload.len() + CRC_LEN);
-        self.common.write_header(&mut out, KIND_SIGNAL);
-        finish(out, &self.common.payload)
-    }
-
-    /// Parses the binary form.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let mut r = parse_frame(bytes, KIND_SIGNAL)?;
-        let common = r.common()?;
-        common.validate(true)?;
-        Ok(SignalToken { common })
-    }
-
-    /// Text form: `devipc3:` (a version 2 token: `devipc2:`) + URL-safe base64.
-    pub fn to_text(&self) -> String {
-        to_text(self.common.version, &self.to_bytes())
-    }
-
-    /// Parses the text form.
-    pub fn from_text(text: &str) -> Result<Self> {
-        SignalToken::from_bytes(&from_text(text)?)
-    }
 }
 
 /// What both token kinds say about where they were exported: the backend, the producer
@@ -742,29 +633,7 @@ macro_rules! exported_from {
 exported_from!(MemToken);
 exported_from!(SignalToken);
 
-macro_rules! text_traits {
-    ($t:ty) => {
-        impl fmt::Display for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.to_text())
-            }
-        }
-        impl FromStr for $t {
-            type Err = Error;
-            fn from_str(s: &str) -> Result<Self> {
-                <$t>::from_text(s)
-            }
-        }
-    };
-}
-text_traits!(MemToken);
-text_traits!(SignalToken);
-
-mod debug;
-mod wire;
 #[cfg(test)]
 use wire::crc32;
-use wire::{common_header_len, finish, from_text, parse_frame, to_text, write_physical};
-
 #[cfg(test)]
 mod tests;

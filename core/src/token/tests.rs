@@ -1,5 +1,6 @@
 //! Unit tests of the wire format: layout, versions, corruption reasons.
 use super::*;
+use crate::physical::{DeviceUuid, PciBusId};
 
 fn origin() -> TokenOrigin {
     TokenOrigin {

@@ -1,20 +1,177 @@
-//! The byte and text encodings of tokens: framing, CRC, the text prefix and the
-//! physical identity block (the layout table is in the [`token`](super) module docs).
+//! The byte and text encodings of tokens: the layout constants, `to_bytes` / `from_bytes`,
+//! `to_text` / `from_text` and the `Display` / `FromStr` they back, framing, CRC, the text
+//! prefix and the physical identity block (the layout table is in the
+//! [`token`](super) module docs). A token read here is checked as one built from parts
+//! (`validate` in `token.rs`).
+
+use std::fmt;
+use std::str::FromStr;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use super::*;
+use super::{Common, Mechanism, MemToken, SignalToken, TokenOrigin};
+use crate::backend_kind::BackendKind;
+use crate::error::{Error, Result};
+use crate::identity::HostIdentity;
+use crate::ids::{DeviceId, ProcessId};
+use crate::physical::{DeviceUuid, PciBusId, PhysicalDevice};
+
+/// Prefix of the text form this crate writes; the digit is the format version.
+pub const TEXT_PREFIX: &str = "devipc3:";
+/// The wire format version this crate writes.
+pub const FORMAT_VERSION: u8 = 3;
+/// The oldest wire format version this crate still reads (without a physical identity).
+pub const OLDEST_READABLE_VERSION: u8 = 2;
+/// Largest vendor payload a token may carry.
+pub const MAX_PAYLOAD: usize = 256;
+
+const MAGIC: [u8; 4] = *b"DVIP";
+const KIND_MEM: u8 = 1;
+const KIND_SIGNAL: u8 = 2;
+const FLAG_EMULATED: u8 = 0x01;
+/// The header both kinds share, up to and including the generation.
+const ORIGIN_HEADER: usize = 52;
+/// The physical identity block of version 3.
+const PHYSICAL_BLOCK: usize = 32;
+const PHYSICAL_PCI: u8 = 0x01;
+const PHYSICAL_UUID: u8 = 0x02;
+const PHYSICAL_ID: u8 = 0x04;
+const COMMON_HEADER: usize = ORIGIN_HEADER + PHYSICAL_BLOCK;
+const MEM_FIELDS: usize = 24;
+const MEM_HEADER: usize = COMMON_HEADER + MEM_FIELDS;
+const CRC_LEN: usize = 4;
+/// Largest binary token.
+pub const MAX_BINARY_LEN: usize = MEM_HEADER + MAX_PAYLOAD + CRC_LEN;
+/// Largest text token.
+pub const MAX_TEXT_LEN: usize = TEXT_PREFIX.len() + MAX_BINARY_LEN.div_ceil(3) * 4;
+
+impl MemToken {
+    /// Binary form.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            self.common.header_len() + MEM_FIELDS + self.common.payload.len() + CRC_LEN,
+        );
+        self.common.write_header(&mut out, KIND_MEM);
+        out.extend_from_slice(&self.object_size.to_le_bytes());
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        finish(out, &self.common.payload)
+    }
+
+    /// Parses the binary form.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut r = parse_frame(bytes, KIND_MEM)?;
+        let common = r.common()?;
+        let token = MemToken {
+            common,
+            object_size: r.u64(),
+            offset: r.u64(),
+            len: r.u64(),
+        };
+        token.validate()?;
+        Ok(token)
+    }
+
+    /// Text form: `devipc3:` (a version 2 token: `devipc2:`) + URL-safe base64.
+    pub fn to_text(&self) -> String {
+        to_text(self.common.version, &self.to_bytes())
+    }
+
+    /// Parses the text form.
+    pub fn from_text(text: &str) -> Result<Self> {
+        MemToken::from_bytes(&from_text(text)?)
+    }
+}
+
+impl SignalToken {
+    /// Binary form.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out =
+            Vec::with_capacity(self.common.header_len() + self.common.payload.len() + CRC_LEN);
+        self.common.write_header(&mut out, KIND_SIGNAL);
+        finish(out, &self.common.payload)
+    }
+
+    /// Parses the binary form.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut r = parse_frame(bytes, KIND_SIGNAL)?;
+        let common = r.common()?;
+        common.validate(true)?;
+        Ok(SignalToken { common })
+    }
+
+    /// Text form: `devipc3:` (a version 2 token: `devipc2:`) + URL-safe base64.
+    pub fn to_text(&self) -> String {
+        to_text(self.common.version, &self.to_bytes())
+    }
+
+    /// Parses the text form.
+    pub fn from_text(text: &str) -> Result<Self> {
+        SignalToken::from_bytes(&from_text(text)?)
+    }
+}
+
+/// `Display` writes the text form, `FromStr` parses it: `token.to_string()` and
+/// `text.parse::<MemToken>()`.
+macro_rules! text_traits {
+    ($t:ty) => {
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.to_text())
+            }
+        }
+        impl FromStr for $t {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                <$t>::from_text(s)
+            }
+        }
+    };
+}
+text_traits!(MemToken);
+text_traits!(SignalToken);
+
+impl Common {
+    /// Length of the header before the kind's own fields.
+    fn header_len(&self) -> usize {
+        common_header_len(self.version)
+    }
+
+    /// Writes the header both kinds share: bytes 0..52, then (version 3) the physical
+    /// identity block.
+    fn write_header(&self, out: &mut Vec<u8>, kind: u8) {
+        out.extend_from_slice(&MAGIC);
+        out.push(self.version);
+        out.push(kind);
+        out.push(self.mechanism.backend().wire());
+        out.push(self.mechanism.wire());
+        out.push(if self.emulated { FLAG_EMULATED } else { 0 });
+        out.push(0);
+        // validate() bounds the payload to MAX_PAYLOAD, which fits u16.
+        out.extend_from_slice(&(self.payload.len() as u16).to_le_bytes());
+        out.extend_from_slice(&self.device.0.to_le_bytes());
+        out.extend_from_slice(&self.origin.pid.0.to_le_bytes());
+        out.extend_from_slice(&self.origin.host.pid_namespace.to_le_bytes());
+        out.extend_from_slice(&self.origin.host.boot_id_hash.to_le_bytes());
+        out.extend_from_slice(&self.origin.start_time.to_le_bytes());
+        out.extend_from_slice(&self.generation.to_le_bytes());
+        if self.version >= 3 {
+            write_physical(out, &self.physical);
+        }
+    }
+}
 
 /// Appends the payload and the CRC.
-pub(super) fn finish(mut out: Vec<u8>, payload: &[u8]) -> Vec<u8> {
+fn finish(mut out: Vec<u8>, payload: &[u8]) -> Vec<u8> {
     out.extend_from_slice(payload);
     let crc = crc32(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
 
-pub(super) fn to_text(version: u8, bytes: &[u8]) -> String {
+/// The text form of `bytes`: the prefix of `version`, then URL-safe base64.
+fn to_text(version: u8, bytes: &[u8]) -> String {
     let mut s = String::with_capacity(MAX_TEXT_LEN);
     s.push_str(&text_prefix(version));
     URL_SAFE_NO_PAD.encode_string(bytes, &mut s);
@@ -22,11 +179,13 @@ pub(super) fn to_text(version: u8, bytes: &[u8]) -> String {
 }
 
 /// `devipc<version>:`.
-pub(super) fn text_prefix(version: u8) -> String {
+fn text_prefix(version: u8) -> String {
     format!("devipc{version}:")
 }
 
-pub(super) fn from_text(text: &str) -> Result<Vec<u8>> {
+/// The bytes of a text token: checks its length, prefix and base64, and that the
+/// prefix's version is the one inside.
+fn from_text(text: &str) -> Result<Vec<u8>> {
     let text = text.trim();
     if text.len() > MAX_TEXT_LEN {
         return Err(Error::invalid_token(format!(
@@ -72,7 +231,7 @@ pub(super) fn from_text(text: &str) -> Result<Vec<u8>> {
 }
 
 /// Length of the header both kinds share, in format `version`.
-pub(super) fn common_header_len(version: u8) -> usize {
+fn common_header_len(version: u8) -> usize {
     if version >= 3 {
         COMMON_HEADER
     } else {
@@ -81,7 +240,7 @@ pub(super) fn common_header_len(version: u8) -> usize {
 }
 
 /// Appends the 32-byte physical identity block (version 3).
-pub(super) fn write_physical(out: &mut Vec<u8>, physical: &PhysicalDevice) {
+fn write_physical(out: &mut Vec<u8>, physical: &PhysicalDevice) {
     let mut known = 0u8;
     let mut block = [0u8; PHYSICAL_BLOCK];
     if let Some(pci) = physical.pci_bus_id {
@@ -105,7 +264,7 @@ pub(super) fn write_physical(out: &mut Vec<u8>, physical: &PhysicalDevice) {
 
 /// Reads the physical identity block; every byte of a field that is not known, and every
 /// reserved byte, must be zero (one token, one encoding).
-pub(super) fn read_physical(block: [u8; PHYSICAL_BLOCK]) -> Result<PhysicalDevice> {
+fn read_physical(block: [u8; PHYSICAL_BLOCK]) -> Result<PhysicalDevice> {
     let known = block[0];
     if known & !(PHYSICAL_PCI | PHYSICAL_UUID | PHYSICAL_ID) != 0 || block[1..4] != [0; 3] {
         return Err(Error::invalid_token(format!(
@@ -164,7 +323,7 @@ pub(super) fn read_physical(block: [u8; PHYSICAL_BLOCK]) -> Result<PhysicalDevic
 
 /// Checks magic, version, kind, lengths and CRC; returns a reader positioned after the
 /// common prefix bytes (at offset 4).
-pub(super) fn parse_frame(bytes: &[u8], want_kind: u8) -> Result<Reader<'_>> {
+fn parse_frame(bytes: &[u8], want_kind: u8) -> Result<Reader<'_>> {
     if bytes.len() < 12 {
         return Err(Error::invalid_token(format!(
             "{} bytes is shorter than any token header",
@@ -231,7 +390,7 @@ pub(super) fn parse_frame(bytes: &[u8], want_kind: u8) -> Result<Reader<'_>> {
 }
 
 /// Sequential little-endian reader over a frame whose length is already checked.
-pub(super) struct Reader<'a> {
+struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
     version: u8,
@@ -252,12 +411,12 @@ impl Reader<'_> {
     fn u32(&mut self) -> u32 {
         u32::from_le_bytes(self.take())
     }
-    pub(super) fn u64(&mut self) -> u64 {
+    fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.take())
     }
 
     /// Reads bytes 6..52, the physical identity (version 3) and the payload.
-    pub(super) fn common(&mut self) -> Result<Common> {
+    fn common(&mut self) -> Result<Common> {
         let backend_code = self.u8();
         let mechanism_code = self.u8();
         let flags = self.u8();
