@@ -19,10 +19,9 @@
 //! | `ascend-ipc-key` | [`ipc_key`](crate::ipc_key) | export_external, close_external, grant, import, close |
 //! | `ascend-notify` | [`notify`](crate::notify) | the signal methods |
 //!
-//! and the support files: host copies (`read`/`write`) in `device.rs`,
-//! device binding and peer access in `device.rs`, export records in `record.rs`, the
-//! rollback of a failed acquire in `rollback.rs`, and the checked ACL calls in
-//! `result.rs`.
+//! and the support files: device binding, peer access and host copies (`read`/`write`)
+//! in `device.rs`, export records in `record.rs`, and the checked ACL calls (with the
+//! `Rollback` of a failed multi-step acquire) in `result.rs`.
 
 use std::collections::BTreeMap;
 use std::ops::Range;

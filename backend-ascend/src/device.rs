@@ -57,7 +57,7 @@
 
 use crate::backend::{AscendBackend, lock};
 use crate::result;
-use crate::rollback::{Rollback, Undo};
+use crate::result::{Rollback, Undo};
 use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::types::{ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE};
 use devipc_core::{BackendKind, DeviceId, DevicePtr, Error, Result};

@@ -83,8 +83,8 @@ use crate::device::{CopyRoute, DeviceRange};
 use crate::record::{self, ExportRecord, Object};
 use crate::result;
 pub(crate) use crate::result::Key;
+use crate::result::Undo;
 use crate::result::optional;
-use crate::rollback::Undo;
 
 /// The page-table granule an IPC key range is aligned to: the device's normal page, 4 KiB
 /// (huge pages are 2 MiB or 1 GiB; a huge-page block of a page-multiple size is aligned to

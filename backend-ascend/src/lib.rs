@@ -36,8 +36,8 @@
 //! the mechanism's module: [`vmm`] (`ascend-vmm`, devipc's own allocations), [`ipc_key`]
 //! (`ascend-ipc-key`, framework memory) or [`notify`] (`ascend-notify`, signals). The
 //! support modules are `device` (binding the thread's device, peer access, host copies
-//! and their staged route), `record` (export records), `rollback` (undoing a failed acquire) and
-//! `result` (the checked ACL calls).
+//! and their staged route), `record` (export records) and `result` (the checked ACL
+//! calls, and the `Rollback` that undoes a failed acquire).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
@@ -46,7 +46,6 @@ pub mod ipc_key;
 pub mod notify;
 mod record;
 mod result;
-mod rollback;
 pub mod vmm;
 
 pub use backend::AscendBackend;

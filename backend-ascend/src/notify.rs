@@ -144,8 +144,8 @@ use crate::backend::{AscendBackend, lock, pid_args};
 use crate::device::DeviceScope;
 use crate::ipc_key::{Key, key_payload};
 use crate::result;
+use crate::result::Undo;
 use crate::result::optional;
-use crate::rollback::Undo;
 
 /// `aclrtWaitAndResetNotify`'s `timeout` meaning "wait forever".
 pub const WAIT_FOREVER: u32 = 0;

@@ -5,12 +5,14 @@
 //! keeps the api name, the code, its symbolic name and the runtime's message, and an
 //! optional function the runtime lacks is [`Error::Unsupported`]).
 //!
-//! It sits between the table and the backend code (`vmm`, `ipc_key`, `notify`,
-//! `rollback`, `device`, `backend`), which holds no out-pointer boilerplate
-//! and calls C only through here. The calls of the `ascend-notify` mechanism (IPC Notify,
-//! and the events its wait polls) are in `result/notify.rs`, re-exported here; every
-//! other call is in this file. Each function holds the one `unsafe` block of its call,
-//! with the C contract in its `SAFETY:` comment. A function that hands the runtime a
+//! It sits between the table and the backend code (`vmm`, `ipc_key`, `notify`, `device`,
+//! `backend`), which holds no out-pointer boilerplate and calls C only through here. The
+//! calls of the `ascend-notify` mechanism (IPC Notify, and the events its wait polls) are
+//! in `result/notify.rs`, those of `ascend-ipc-key` in `result/ipc_key.rs` and the stream
+//! calls in `result/stream.rs`, all re-exported here; every other call is in this file,
+//! and so is [`Rollback`], the list of release calls a multi-step acquire owes if it
+//! fails midway. Each function holds the one `unsafe` block of its call, with the C
+//! contract in its `SAFETY:` comment. A function that hands the runtime a
 //! device address, a stream or a vendor handle whose validity only the caller can know is
 //! an `unsafe fn` with a `# Safety` section; the others are safe: their arguments are
 //! plain values, Rust buffers, or out-parameters filled here.
@@ -627,70 +629,14 @@ pub(crate) unsafe fn memcpy_async(
 }
 
 // ---------------------------------------------------------------------------------------
-// Key IPC of aclrtMalloc memory
+// Key IPC of aclrtMalloc memory: in `result/ipc_key.rs`
 // ---------------------------------------------------------------------------------------
 
-/// `aclrtIpcMemGetExportKey` (optional): the key of the `size` bytes at `ptr`, checked to
-/// hold a NUL (a key without one is never handed back to the runtime, not even to close
-/// it, so it is refused here).
-///
-/// # Safety
-/// `ptr`/`size` name (a page-aligned part of) an `aclrtMalloc` block of this process.
-pub(crate) unsafe fn ipc_mem_get_export_key(
-    api: &AclApi,
-    ptr: u64,
-    size: usize,
-    flags: u64,
-) -> Result<Key> {
-    let mut key: Key = [0; ACL_IPC_KEY_LEN];
-    // SAFETY: the caller guarantees the block; `key` is a writable buffer of
-    // ACL_IPC_KEY_LEN bytes, the `len` passed.
-    unsafe {
-        acl_opt!(
-            api,
-            aclrtIpcMemGetExportKey(
-                as_ptr(ptr),
-                size,
-                key.as_mut_ptr().cast(),
-                ACL_IPC_KEY_LEN,
-                flags
-            )
-        )
-    }?;
-    check_written_key(&key, "aclrtIpcMemGetExportKey")?;
-    Ok(key)
-}
+mod ipc_key;
 
-/// `aclrtIpcMemSetImportPid` (optional): the trustlist of an exported key.
-pub(crate) fn ipc_mem_set_import_pid(api: &AclApi, key: &Key, pids: &mut [i32]) -> Result<()> {
-    let key = key_ptr(key)?;
-    // SAFETY: `key` is a NUL-terminated buffer (checked above); `pids` a live buffer of
-    // `pids.len()` int32 values.
-    unsafe {
-        acl_opt!(
-            api,
-            aclrtIpcMemSetImportPid(key, pids.as_mut_ptr(), pids.len())
-        )
-    }
-}
-
-/// `aclrtIpcMemImportByKey` (optional) on the current device: the imported block's base.
-pub(crate) fn ipc_mem_import_by_key(api: &AclApi, key: &Key, flags: u64) -> Result<u64> {
-    let key = key_ptr(key)?;
-    let mut base: *mut c_void = std::ptr::null_mut();
-    // SAFETY: `base` is a valid out-pointer; `key` is a NUL-terminated buffer (checked
-    // above); flags are a plain value the runtime validates.
-    unsafe { acl_opt!(api, aclrtIpcMemImportByKey(&mut base, key, flags)) }?;
-    Ok(as_addr(base))
-}
-
-/// `aclrtIpcMemClose` (optional): closes an imported key (its oldest import in this
-/// process) or, in the exporter, destroys the key.
-pub(crate) fn ipc_mem_close(api: &AclApi, key: &Key) -> Result<()> {
-    let key = key_ptr(key)?;
-    // SAFETY: `key` is a NUL-terminated buffer (checked above).
-    unsafe { acl_opt!(api, aclrtIpcMemClose(key)) }
-}
+pub(crate) use ipc_key::{
+    ipc_mem_close, ipc_mem_get_export_key, ipc_mem_import_by_key, ipc_mem_set_import_pid,
+};
 
 // ---------------------------------------------------------------------------------------
 // Notify IPC and events: in `result/notify.rs`
@@ -705,40 +651,119 @@ pub(crate) use notify::{
 };
 
 // ---------------------------------------------------------------------------------------
-// Streams
+// Streams: in `result/stream.rs`
 // ---------------------------------------------------------------------------------------
 
-/// `aclrtCreateStream` on the current device: the stream, as an address.
-pub(crate) fn create_stream(api: &AclApi) -> Result<usize> {
-    let mut stream: aclrtStream = std::ptr::null_mut();
-    // SAFETY: `stream` is a valid out-pointer.
-    unsafe { acl!(api, aclrtCreateStream(&mut stream)) }?;
-    Ok(stream as usize)
+mod stream;
+
+pub(crate) use stream::{create_stream, destroy_stream, destroy_stream_force, synchronize_stream};
+
+// ---------------------------------------------------------------------------------------
+// Rollback: the release calls owed if a multi-step acquire fails midway
+// ---------------------------------------------------------------------------------------
+//
+// [`Rollback`]: what a multi-step acquire has got so far, released if it fails midway.
+//
+// A VMM allocation is four vendor calls (`aclrtMallocPhysical`, `aclrtReserveMemAddress`,
+// `aclrtMapMem`, `aclrtMemSetAccess`), an import four more. Each successful acquire is
+// pushed onto a `Rollback` at once, before the next fallible call (STYLE pattern 6); if
+// the function returns early the guard undoes the steps in reverse order, and only
+// [`Rollback::commit`] hands them over to a record in a handle table. Undo failures are
+// logged (`log::error!`): the original error is the one the caller sees. An operation that needs its
+// objects only while it runs (the staging buffer and stream of a staged copy) ends with
+// [`Rollback::release`] instead, which releases them and reports the first failure.
+
+/// One acquired vendor object and how to release it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Undo {
+    /// `aclrtFreePhysical` of a physical handle (an address).
+    FreePhysical(usize),
+    /// `aclrtReleaseMemAddress` of a reserved range.
+    ReleaseAddress(u64),
+    /// `aclrtUnmapMem` of a mapped range.
+    Unmap(u64),
+    /// `aclrtIpcMemClose` of an imported or exported key.
+    IpcClose([u8; ACL_IPC_KEY_LEN]),
+    /// `aclrtDestroyNotify` of a notify (an address).
+    DestroyNotify(usize),
+    /// `aclrtFree` of an `aclrtMalloc` block.
+    Free(u64),
+    /// `aclrtDestroyStream` of a stream (an address).
+    DestroyStream(usize),
 }
 
-/// `aclrtDestroyStream` (waits for the stream's tasks).
-///
-/// # Safety
-/// `stream` is a live stream created here, not used after this call.
-pub(crate) unsafe fn destroy_stream(api: &AclApi, stream: usize) -> Result<()> {
-    // SAFETY: the caller guarantees a live stream destroyed once.
-    unsafe { acl!(api, aclrtDestroyStream(stream as aclrtStream)) }
+impl Undo {
+    /// Releases the object; the caller has bound its device.
+    pub(crate) fn run(self, api: &AclApi) -> devipc_core::Result<()> {
+        // SAFETY: each value was produced by the matching acquire call and is released
+        // once: the `Rollback` (or record) holding it is consumed by this release, in the
+        // order the acquires require (unmap before releasing the address, the address
+        // before freeing the physical handle, a stream before the buffer its tasks use).
+        unsafe {
+            match self {
+                Undo::FreePhysical(handle) => free_physical(api, handle),
+                Undo::ReleaseAddress(va) => release_mem_address(api, va),
+                Undo::Unmap(va) => unmap_mem(api, va),
+                Undo::IpcClose(key) => ipc_mem_close(api, &key),
+                Undo::DestroyNotify(notify) => destroy_notify(api, notify),
+                Undo::Free(ptr) => free(api, ptr),
+                Undo::DestroyStream(stream) => destroy_stream(api, stream),
+            }
+        }
+    }
 }
 
-/// `aclrtDestroyStreamForce` (optional): destroys a stream, cancelling its queued tasks.
+/// Steps to undo if the current operation fails; see the module docs.
 ///
-/// # Safety
-/// As [`destroy_stream`].
-pub(crate) unsafe fn destroy_stream_force(api: &AclApi, stream: usize) -> Result<()> {
-    // SAFETY: the caller guarantees a live stream destroyed once.
-    unsafe { acl_opt!(api, aclrtDestroyStreamForce(stream as aclrtStream)) }
+/// Declare it *after* the [`DeviceScope`](crate::device::DeviceScope) of the operation,
+/// so that it is dropped (and undoes) while the device is still bound.
+#[must_use = "a Rollback undoes its steps when dropped unless committed"]
+pub(crate) struct Rollback<'a> {
+    api: &'a AclApi,
+    steps: Vec<Undo>,
 }
 
-/// `aclrtSynchronizeStream`: waits for the stream's tasks.
-///
-/// # Safety
-/// `stream` is null (the default stream) or a live stream of the current device.
-pub(crate) unsafe fn synchronize_stream(api: &AclApi, stream: usize) -> Result<()> {
-    // SAFETY: the caller guarantees the stream.
-    unsafe { acl!(api, aclrtSynchronizeStream(stream as aclrtStream)) }
+impl<'a> Rollback<'a> {
+    /// An empty rollback.
+    pub(crate) fn new(api: &'a AclApi) -> Self {
+        Rollback {
+            api,
+            steps: Vec::with_capacity(4),
+        }
+    }
+
+    /// Records an acquired object.
+    pub(crate) fn push(&mut self, undo: Undo) {
+        self.steps.push(undo);
+    }
+
+    /// The operation succeeded: the caller owns everything acquired.
+    pub(crate) fn commit(mut self) {
+        self.steps.clear();
+    }
+
+    /// The operation is done with what it acquired: releases every step now, in reverse
+    /// order, and returns the first failure (the later steps are still released).
+    pub(crate) fn release(mut self) -> devipc_core::Result<()> {
+        let mut first = Ok(());
+        while let Some(step) = self.steps.pop() {
+            let result = step.run(self.api);
+            if first.is_ok() {
+                first = result;
+            } else if let Err(e) = result {
+                log::error!("devipc-ascend: releasing {step:?} failed as well: {e}");
+            }
+        }
+        first
+    }
+}
+
+impl Drop for Rollback<'_> {
+    fn drop(&mut self) {
+        while let Some(step) = self.steps.pop() {
+            if let Err(e) = step.run(self.api) {
+                log::error!("devipc-ascend: undoing {step:?} after a failed operation failed: {e}");
+            }
+        }
+    }
 }

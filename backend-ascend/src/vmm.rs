@@ -53,7 +53,7 @@ use crate::device::{CopyRoute, DeviceRange};
 use crate::record::{self, ExportRecord, Object};
 use crate::result;
 use crate::result::optional;
-use crate::rollback::{Rollback, Undo};
+use crate::result::{Rollback, Undo};
 
 /// Granularity assumed when the runtime lacks `aclrtMemGetAllocationGranularity` (the
 /// 2024 headers): 2 MiB, the huge-page size of the `ACL_HBM_MEM_HUGE` memory devipc
