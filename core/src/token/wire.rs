@@ -1,8 +1,65 @@
-//! The byte and text encodings of tokens: the layout constants, `to_bytes` / `from_bytes`,
-//! `to_text` / `from_text` and the `Display` / `FromStr` they back, framing, CRC, the text
-//! prefix and the physical identity block (the layout table is in the
-//! [`token`](super) module docs). A token read here is checked as one built from parts
-//! (`validate` in `token.rs`).
+//! The byte and text encodings of tokens: the layout, its constants, `to_bytes` /
+//! `from_bytes`, `to_text` / `from_text` and the `Display` / `FromStr` they back, framing,
+//! CRC, the text prefix and the physical identity block. A token read here is checked as
+//! one built from parts (`validate` in `token.rs`).
+//!
+//! # Format version 3
+//!
+//! Little-endian, fixed header, then the payload, then a CRC-32 (IEEE) of everything
+//! before it:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | magic `DVIP` |
+//! | 4 | 1 | format version (3; 2 is still read) |
+//! | 5 | 1 | kind: 1 memory, 2 signal |
+//! | 6 | 1 | backend: 1 ascend, 2 hip |
+//! | 7 | 1 | mechanism tag ([`Mechanism`]) |
+//! | 8 | 1 | flags: bit 0 = produced by the emulator; other bits must be 0 |
+//! | 9 | 1 | reserved, 0 |
+//! | 10 | 2 | payload length, 1..=256 |
+//! | 12 | 4 | device id (the producer's index, under the producer's visibility mask) |
+//! | 16 | 4 | producer pid |
+//! | 20 | 8 | producer pid-namespace inode |
+//! | 28 | 8 | producer host boot-id hash |
+//! | 36 | 8 | producer start time (clock ticks since boot; 0 = unknown) |
+//! | 44 | 8 | generation |
+//! | 52 | 32 | version 3 only: the device's [`PhysicalDevice`] identity (below) |
+//! | 84 (v2: 52) | 8 | memory only: size of the exported vendor object |
+//! | 92 (v2: 60) | 8 | memory only: offset of the range within it |
+//! | 100 (v2: 68) | 8 | memory only: length of the range |
+//! | 84 or 108 (v2: 52 or 76) | n | vendor payload (binary safe) |
+//! | end - 4 | 4 | CRC-32 of all preceding bytes |
+//!
+//! The physical identity block (offsets relative to 52):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | known fields: bit 0 PCI bus id, bit 1 UUID, bit 2 physical id; others 0 |
+//! | 1 | 3 | reserved, 0 |
+//! | 4 | 4 | PCI domain |
+//! | 8 | 1 | PCI bus |
+//! | 9 | 1 | PCI device (0..=31) |
+//! | 10 | 1 | PCI function (0..=7) |
+//! | 11 | 1 | reserved, 0 |
+//! | 12 | 4 | physical id |
+//! | 16 | 16 | UUID |
+//!
+//! A field that is not known is all zeros, so one token has one encoding.
+//!
+//! Version 2 added the producer's start time: with the pid it names one process even
+//! after the pid is reused. Version 3 added the physical device identity, so an importer
+//! under another visibility mask finds the exporter's device. Version 2 tokens are still
+//! read (their identity is [`PhysicalDevice::UNKNOWN`]) and import as before; version 1
+//! tokens are refused with a reason (their pid cannot be told from a reused one).
+//!
+//! The text form is `devipc3:` (for version 2, `devipc2:`) followed by the binary form in
+//! URL-safe base64 without padding, so it survives shells, URLs, JSON and environment
+//! variables; the prefix's digit must match the version inside.
+//!
+//! Parsing is total: any byte or text string gives a token or
+//! [`Error::InvalidToken`] with a reason. Lengths are bounded before anything is
+//! allocated, and every single-bit corruption is caught by the CRC.
 
 use std::fmt;
 use std::str::FromStr;
