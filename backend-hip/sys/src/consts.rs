@@ -8,7 +8,8 @@
 //! `hipGetErrorName` cannot be used.
 
 use crate::types::{
-    c_int, c_uint, hipDriverProcAddressQueryResult, hipError_t, hipMemAccessFlags,
+    c_int, c_uint, hipDeviceAttribute_t, hipDriverProcAddressQueryResult, hipError_t,
+    hipMemAccessFlags,
     hipMemAllocationGranularity_flags, hipMemAllocationHandleType, hipMemAllocationType,
     hipMemLocationType, hipMemcpyKind, hipMemoryType, hipPointer_attribute,
 };
@@ -191,6 +192,16 @@ pub const HIP_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: hipDriverProcAddressQuery
 pub const hipMemLocationTypeInvalid: hipMemLocationType = 0;
 /// `hipMemLocationTypeDevice`: `location.id` is a device ordinal.
 pub const hipMemLocationTypeDevice: hipMemLocationType = 1;
+/// `hipMemLocationTypeHost`: the host (CPU); `location.id` is ignored. In the headers from
+/// ROCm 7.12 (`hip/driver_types.h`; RCCL's tests spell it `2` below that), where
+/// `hipMemSetAccess` accepts it: CPU access to VMM memory (rocm-systems CLR
+/// `hipamd/src/hip_vm.cpp`).
+pub const hipMemLocationTypeHost: hipMemLocationType = 2;
+/// `hipMemLocationTypeHostNuma`: a host NUMA node; `location.id` is the node.
+pub const hipMemLocationTypeHostNuma: hipMemLocationType = 3;
+/// `hipMemLocationTypeHostNumaCurrent`: the NUMA node of the calling thread's CPU;
+/// `location.id` is ignored.
+pub const hipMemLocationTypeHostNumaCurrent: hipMemLocationType = 4;
 
 /// `hipMemAccessFlagsProtNone`: the range is not accessible (the state after `hipMemMap`).
 pub const hipMemAccessFlagsProtNone: hipMemAccessFlags = 0;
@@ -221,18 +232,21 @@ pub const hipMemHandleTypeWin32Kmt: hipMemAllocationHandleType = 0x4;
 /// filtered by this list says which are absent.
 ///
 /// Derived at compile time from the one list, [`for_each_hip_fn!`](crate::for_each_hip_fn):
-/// its optional entries whose names start with `hipMem`, in list order.
+/// its optional entries whose names are `hipMem` followed by a capital letter, in list
+/// order (the optional copies `hipMemcpyHtoD` / `hipMemcpyDtoH` are not VMM functions).
 pub const VMM_FUNCTIONS: [&str; count_vmm(crate::HipApi::OPTIONAL_SYMBOLS)] =
     select_vmm(crate::HipApi::OPTIONAL_SYMBOLS);
 
-/// What the names of the VMM family start with; among the list's optional functions, no
-/// other name does (a unit test in `table/tests.rs` keeps it so).
+/// What the names of the VMM family start with, followed by a capital letter
+/// (`hipMemCreate`, `hipMemMap`, ...); among the list's optional functions, no other name
+/// does (a unit test in `table/tests.rs` keeps it so). The copies (`hipMemcpyHtoD`) have a
+/// small letter there.
 const VMM_PREFIX: &str = "hipMem";
 
-/// Whether `name` starts with [`VMM_PREFIX`].
+/// Whether `name` is [`VMM_PREFIX`] followed by an ASCII capital letter.
 const fn is_vmm(name: &str) -> bool {
     let (name, prefix) = (name.as_bytes(), VMM_PREFIX.as_bytes());
-    if name.len() < prefix.len() {
+    if name.len() <= prefix.len() {
         return false;
     }
     let mut i = 0;
@@ -242,7 +256,7 @@ const fn is_vmm(name: &str) -> bool {
         }
         i += 1;
     }
-    true
+    name[prefix.len()].is_ascii_uppercase()
 }
 
 /// How many of `names` belong to the VMM family.
@@ -322,6 +336,12 @@ pub const HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR: hipPointer_attribute = 11;
 pub const HIP_POINTER_ATTRIBUTE_RANGE_SIZE: hipPointer_attribute = 12;
 /// `HIP_POINTER_ATTRIBUTE_MAPPED`.
 pub const HIP_POINTER_ATTRIBUTE_MAPPED: hipPointer_attribute = 13;
+
+/// `hipDeviceAttributeVirtualMemoryManagementSupported` (89, the same in ROCm 5.x .. 7.x
+/// headers): 1 when the device supports the VMM family. AMD's VMM tests (hip-tests
+/// `unit/virtualMemoryManagement`) and VMM users (Mooncake, rocSHMEM, Kokkos) query it
+/// with `hipDeviceGetAttribute` before any `hipMem*` call.
+pub const hipDeviceAttributeVirtualMemoryManagementSupported: hipDeviceAttribute_t = 89;
 
 // ---------------------------------------------------------------------------------------
 // hipMemcpyKind

@@ -51,7 +51,7 @@ mod link_abi_check {
     #![allow(unused_imports)]
     use core::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
     use hip_sys::hiprt::{
-        hipCtx_t, hipDevice_t, hipDeviceptr_t, hipError_t, hipEvent_t, hipIpcEventHandle_t,
+        hipCtx_t, hipDevice_t, hipDeviceAttribute_t, hipDeviceptr_t, hipError_t, hipEvent_t, hipIpcEventHandle_t,
         hipIpcMemHandle_t, hipMemAccessDesc, hipMemAllocationGranularity_flags,
         hipMemAllocationHandleType, hipMemAllocationProp, hipMemGenericAllocationHandle_t,
         hipMemLocation, hipMemcpyKind, hipPointer_attribute, hipPointerAttribute_t, hipStream_t,
@@ -160,6 +160,11 @@ mod link_abi_check {
             ours::hipPointer_attribute,
         >());
         assert!(same_layout::<c_ulonglong, ours::c_ulonglong>());
+        // Issue 25: `hipDeviceGetAttribute`'s attribute, a 4-byte C enum in both.
+        assert!(same_layout::<
+            hipDeviceAttribute_t,
+            ours::hipDeviceAttribute_t,
+        >());
     };
 
     /// Asserts that each named constant has the same value in `hip-sys` and here.

@@ -1,5 +1,5 @@
 //! The one list of the HIP functions devipc uses: [`for_each_hip_fn!`](crate::for_each_hip_fn).
-//! Most are called by devipc; twelve are not called by devipc yet and are there for
+//! Most are called by devipc; sixteen are not called by devipc yet and are there for
 //! emulator fidelity and the coming data plane (see the macro's "Not called by devipc
 //! yet").
 //!
@@ -59,18 +59,23 @@
 /// (issue 15: `@@hip_5.1` / `@@hip_5.0` in ROCm 5.2, so newer than the 4.2 baseline, and
 /// a runtime or emulator may lack them), and `hipDeviceGetUuid` (issue 16, `@@hip_5.1`);
 /// those become `Option` fields. `hipDeviceGetPCIBusId` and `hipDeviceGetByPCIBusId`
-/// (issue 16) are `@@hip_4.2` in ROCm 5.2 and therefore required. The VMM family is the
-/// optional entries named `hipMem*` ([`VMM_FUNCTIONS`](crate::consts::VMM_FUNCTIONS) is
-/// derived from that): an optional `hipMem*` function outside the family needs that
-/// constant changed too.
+/// (issue 16) are `@@hip_4.2` in ROCm 5.2 and therefore required. The four functions
+/// appended last (`hipDeviceGet`, `hipDeviceGetAttribute`, `hipMemcpyHtoD`,
+/// `hipMemcpyDtoH`, issue 25) are `@@hip_4.2` too but optional: devipc does not need them,
+/// the emulator exports them because AMD's VMM tests call them first. The VMM family is the
+/// optional entries named `hipMem` followed by a capital letter (`hipMemCreate`, ...;
+/// [`VMM_FUNCTIONS`](crate::consts::VMM_FUNCTIONS) is derived from that), which leaves out
+/// the copies (`hipMemcpy*`): an optional `hipMem<Capital>*` function outside the family
+/// needs that constant changed too.
 ///
 /// # Not called by devipc yet
 ///
-/// Twelve entries are called by no devipc crate today, only by the emulator (which
+/// Sixteen entries are called by no devipc crate today, only by the emulator (which
 /// implements every entry) and its tests: `hipDeviceSynchronize`, `hipMemset`,
 /// `hipStreamCreate`, `hipStreamDestroy`, `hipStreamSynchronize`, `hipEventCreate`,
 /// `hipEventElapsedTime`, `hipMemcpyAsync`, `hipCtxCreate`, `hipHostMalloc`,
-/// `hipHostFree` (required) and `hipGetProcAddress` (optional). They stay for emulator
+/// `hipHostFree` (required) and `hipGetProcAddress`, `hipDeviceGet`,
+/// `hipDeviceGetAttribute`, `hipMemcpyHtoD`, `hipMemcpyDtoH` (optional). They stay for emulator
 /// fidelity and for the data plane (streams, asynchronous copies, events), which will
 /// call several of them. Each one's docs end with "Not called by devipc yet". They are
 /// not moved into a group of their own: the order of the list is the order of the
@@ -429,6 +434,44 @@ macro_rules! for_each_hip_fn {
                 /// then `uuid` (NULL: `hipErrorInvalidValue`). Exported as `@@hip_5.1` by
                 /// ROCm 5.2, so optional like the VMM family.
                 fn hipDeviceGetUuid(uuid: *mut hipUUID, device: hipDevice_t) -> hipError_t;
+                /// `hipError_t hipDeviceGet(hipDevice_t* device, int ordinal)`: the device
+                /// handle of an ordinal, which on HIP is the ordinal itself. CLR
+                /// (`hip_device.cpp`, `ihipDeviceGet`): NULL `device` gives
+                /// `hipErrorInvalidValue`, an ordinal outside this process's visible devices
+                /// `hipErrorInvalidDevice`. Exported as `@@hip_4.2` by every runtime devipc
+                /// supports; optional only because devipc does not need it (AMD's VMM tests
+                /// call it first).
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
+                fn hipDeviceGet(device: *mut hipDevice_t, ordinal: c_int) -> hipError_t;
+                /// `hipError_t hipDeviceGetAttribute(int* pi, hipDeviceAttribute_t attr, int
+                /// deviceId)`: one integer attribute of a device, e.g.
+                /// [`hipDeviceAttributeVirtualMemoryManagementSupported`](crate::consts::hipDeviceAttributeVirtualMemoryManagementSupported),
+                /// which AMD's VMM tests query before any `hipMem*` call. CLR
+                /// (`hip_device_runtime.cpp`): NULL `pi` gives `hipErrorInvalidValue`, a
+                /// device outside this process's visible devices `hipErrorInvalidDevice`,
+                /// an attribute its switch lacks `hipErrorInvalidValue`.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
+                fn hipDeviceGetAttribute(pi: *mut c_int, attr: hipDeviceAttribute_t, device_id: c_int)
+                    -> hipError_t;
+                /// `hipError_t hipMemcpyHtoD(hipDeviceptr_t dst, void* src, size_t
+                /// sizeBytes)`: the driver-style host-to-device copy, in CLR
+                /// (`hip_memory.cpp`) `hipMemcpy(dst, src, sizeBytes,
+                /// hipMemcpyHostToDevice)` on the current device's null stream. `src` is
+                /// `void*` in the HIP 5.x headers (`const void*` later: the same C ABI).
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
+                fn hipMemcpyHtoD(dst: hipDeviceptr_t, src: *mut c_void, size_bytes: usize)
+                    -> hipError_t;
+                /// `hipError_t hipMemcpyDtoH(void* dst, hipDeviceptr_t src, size_t
+                /// sizeBytes)`: the driver-style device-to-host copy, in CLR
+                /// (`hip_memory.cpp`) `hipMemcpy(dst, src, sizeBytes,
+                /// hipMemcpyDeviceToHost)` on the current device's null stream.
+                ///
+                /// Not called by devipc yet (emulator fidelity, the data plane).
+                fn hipMemcpyDtoH(dst: *mut c_void, src: hipDeviceptr_t, size_bytes: usize)
+                    -> hipError_t;
             }
         }
     };

@@ -256,6 +256,11 @@ pub type hipMemAllocationGranularity_flags = c_int;
 /// `HIP_POINTER_ATTRIBUTE_*` in [`consts`](crate::consts).
 pub type hipPointer_attribute = c_int;
 
+/// `enum hipDeviceAttribute_t` (4 bytes), the attribute `hipDeviceGetAttribute` answers:
+/// `hipDeviceAttribute*` in [`consts`](crate::consts). A `c_int` because releases add
+/// values.
+pub type hipDeviceAttribute_t = c_int;
+
 /// `hipMemLocation`: where memory lives (8 bytes, the same in every ROCm release).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

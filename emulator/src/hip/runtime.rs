@@ -8,6 +8,7 @@
 //! view, and the functions here translate it to the physical id everything else uses
 //! ([`device_arg`], [`current_device`]) and back ([`ordinal_of`]). As in HIP, the runtime
 //! initialises lazily: `hipInit` is optional, and each thread starts on device 0.
+//! `hipDeviceGet` and `hipDeviceGetAttribute` (issue 25) answer from the same view.
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_uint};
@@ -18,7 +19,7 @@ use devipc_hip_sys::{
 
 use super::errors::{Failure, HipResult};
 use super::rules::{self, INIT_FLAGS_MUST_BE_ZERO};
-use super::{stream, visibility};
+use super::{stream, versions, visibility};
 use crate::config::Config;
 use crate::state::{ProcessIdentity, State};
 
@@ -205,4 +206,42 @@ pub(crate) fn ctx_create(_flags: c_uint, device: c_int) -> HipResult<usize> {
     let physical = device_arg(state()?, device).map_err(|f| Failure::invalid_value(f.message))?;
     set_current_ordinal(device as u32);
     Ok(&CONTEXTS[physical as usize] as *const u8 as usize)
+}
+
+/// `hipDeviceGet(ordinal)`: the device handle, which is the ordinal
+/// ([`rules::DEVICE_GET_CHECKS_ORDINAL`]: `hipErrorInvalidDevice` for a device this
+/// process does not see).
+pub(crate) fn device_get(ordinal: c_int) -> HipResult<c_int> {
+    let state = state()?;
+    match device_arg(state, ordinal) {
+        Err(f) if rules::enforced(rules::DEVICE_GET_CHECKS_ORDINAL) => Err(Failure::rule(
+            f.code,
+            rules::DEVICE_GET_CHECKS_ORDINAL,
+            f.message,
+        )),
+        _ => Ok(ordinal),
+    }
+}
+
+/// `hipDeviceGetAttribute(attr, device)`: only
+/// `hipDeviceAttributeVirtualMemoryManagementSupported` is modelled
+/// ([`rules::DEVICE_VMM_ATTRIBUTE_REPORTED`]); any other attribute is
+/// `hipErrorInvalidValue`, as CLR answers one its switch lacks.
+pub(crate) fn device_attribute(
+    attr: devipc_hip_sys::hipDeviceAttribute_t,
+    device: c_int,
+) -> HipResult<c_int> {
+    device_arg(state()?, device)?;
+    if attr != devipc_hip_sys::hipDeviceAttributeVirtualMemoryManagementSupported {
+        return Err(Failure::invalid_value(format!(
+            "device attribute {attr} is not emulated (only \
+             hipDeviceAttributeVirtualMemoryManagementSupported, {} is)",
+            devipc_hip_sys::hipDeviceAttributeVirtualMemoryManagementSupported
+        )));
+    }
+    if !rules::enforced(rules::DEVICE_VMM_ATTRIBUTE_REPORTED) {
+        // Broken rule: as a device without VMM support.
+        return Ok(0);
+    }
+    Ok(c_int::from(versions::has_vmm(config()?.hip_version)))
 }

@@ -143,6 +143,21 @@ pub(crate) fn legacy_ipc_attribute(v: HipVersion) -> bool {
     v.at_least(7, 12)
 }
 
+/// ROCm 7.12: `hipMemSetAccess` accepts a `hipMemLocationTypeHost` descriptor (CPU access
+/// to VMM memory, `location.id` ignored); before, a location that is no device is
+/// `hipErrorInvalidValue`.
+///
+/// Evidence: rocm-systems CLR `projects/clr/hipamd/src/hip_vm.cpp` (`hipMemSetAccess`
+/// takes the Device, Host, HostNuma and HostNumaCurrent location types); RCCL's
+/// `dev_runtime` tests: "hipMemLocationTypeHost / ...HostNuma only exist from ROCm 7.12
+/// (hip/driver_types.h); below that the enum stops at Device". An earlier CLR step
+/// (ROCm/clr amd-staging `hip_vm.cpp`) took a host descriptor only for host-located
+/// allocations; ASSUMPTION: no release the emulator models shipped that step (the
+/// enumerator it needs first appears in 7.12's headers).
+pub(crate) fn host_access_descriptor(v: HipVersion) -> bool {
+    v.at_least(7, 12)
+}
+
 /// `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` entries may name a device by UUID
 /// (`GPU-...`): CLR `rocdevice.cpp` of the 6.x/7.x line converts them to an index; the
 /// 5.x line's `Device::init` has no such code. The release that added it is UNVERIFIED;
@@ -206,6 +221,7 @@ mod tests {
             assert_eq!(vmm_ipc(version), ipc, "{text}");
             assert_eq!(import_fd_by_value(version), by_value, "{text}");
             assert_eq!(legacy_ipc_attribute(version), attr, "{text}");
+            assert_eq!(host_access_descriptor(version), attr, "{text}");
         }
     }
 }

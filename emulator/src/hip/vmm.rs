@@ -31,7 +31,11 @@
 //! - **Access** = per mapping and device, `ProtNone` after `hipMemMap` (as on the real
 //!   runtime, which maps without access); `hipMemcpy`/`hipMemset` on a range the calling
 //!   thread's device has no access to are refused with `hipErrorIllegalAddress` and a
-//!   violation record ([`rules::VMM_ACCESS_REQUIRED`]), where a GPU would fault.
+//!   violation record ([`rules::VMM_ACCESS_REQUIRED`]), where a GPU would fault. From
+//!   ROCm 7.12 `hipMemSetAccess` also takes a host descriptor
+//!   ([`rules::VMM_HOST_ACCESS_ACCEPTED`]); the CPU can always read and write a mapping
+//!   here (it is mapped read-write into the process), so that grant is checked, accepted
+//!   and not recorded (`hipMemGetAccess` takes only device locations, as in CLR).
 //! - **Fabric handles** (`hipMemHandleTypeFabric`, HIP 7) are not modelled: `hipMemCreate`
 //!   refuses them with `hipErrorNotSupported`, as ROCm 7.2's release does (field notes
 //!   2026-11).
@@ -545,21 +549,49 @@ pub(crate) fn unmap(va: usize, size: usize) -> HipResult<()> {
     Ok(())
 }
 
-/// `hipMemSetAccess(va, size, descs)`.
+/// `hipMemSetAccess(va, size, descs)`. A host descriptor (from ROCm 7.12,
+/// [`rules::VMM_HOST_ACCESS_ACCEPTED`]) is checked and accepted but changes nothing: the
+/// process's mappings are always CPU-accessible, and `hipMemGetAccess` takes only device
+/// locations (as in CLR).
 pub(crate) fn set_access(va: usize, size: usize, descs: &[hipMemAccessDesc]) -> HipResult<()> {
     if va == 0 || size == 0 || descs.is_empty() {
         return Err(bad_arg("ptr is NULL, size is 0 or count is 0"));
     }
     state()?;
+    let known = [
+        hipMemAccessFlagsProtNone,
+        hipMemAccessFlagsProtRead,
+        hipMemAccessFlagsProtReadWrite,
+    ];
+    let version = config()?.hip_version;
     let mut granted = Vec::with_capacity(descs.len());
     for d in descs {
-        let known = [
-            hipMemAccessFlagsProtNone,
-            hipMemAccessFlagsProtRead,
-            hipMemAccessFlagsProtReadWrite,
-        ];
-        let device = physical_of(d.location.id);
-        match device {
+        if d.location.r#type == hipMemLocationTypeHost {
+            if !versions::host_access_descriptor(version) {
+                return Err(Failure::rule(
+                    hipErrorInvalidValue,
+                    rules::VMM_HOST_ACCESS_ACCEPTED,
+                    format!(
+                        "access descriptor {d:?}: HIP {version} has no host location (hipMemLocationTypeHost is accepted from ROCm 7.12)"
+                    ),
+                ));
+            }
+            if !rules::enforced(rules::VMM_HOST_ACCESS_ACCEPTED) {
+                // Broken rule: refused as before 7.12.
+                return Err(Failure::rule(
+                    hipErrorInvalidValue,
+                    rules::VMM_HOST_ACCESS_ACCEPTED,
+                    format!("access descriptor {d:?}: the host location is refused"),
+                ));
+            }
+            if !known.contains(&d.flags) {
+                return Err(bad_arg(format!(
+                    "access descriptor {d:?}: flags must be None, Read or ReadWrite"
+                )));
+            }
+            continue;
+        }
+        match physical_of(d.location.id) {
             Some(device)
                 if d.location.r#type == hipMemLocationTypeDevice && known.contains(&d.flags) =>
             {
@@ -567,7 +599,7 @@ pub(crate) fn set_access(va: usize, size: usize, descs: &[hipMemAccessDesc]) -> 
             }
             _ => {
                 return Err(bad_arg(format!(
-                    "access descriptor {d:?}: location must be a device and flags None, Read or ReadWrite"
+                    "access descriptor {d:?}: location must be a device (or, from ROCm 7.12, the host) and flags None, Read or ReadWrite"
                 )));
             }
         }

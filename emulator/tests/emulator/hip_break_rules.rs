@@ -89,6 +89,8 @@ fn every_rule_has_a_break_scenario() {
     covered.extend(crate::hip_vmm::COVERED);
     // The device-identity rules (issue 16) live with the visibility tests.
     covered.extend(crate::hip_visibility::COVERED);
+    // The device queries and driver-style copies (issue 25) live with their tests.
+    covered.extend(crate::hip_device_queries::COVERED);
     all.sort_unstable();
     covered.sort_unstable();
     assert_eq!(all, covered);

@@ -41,6 +41,7 @@ pub const COVERED: &[&str] = &[
     VMM_RETAIN_NEEDS_VMM_MEMORY,
     VMM_LEGACY_IPC_REFUSED,
     VMM_ADDRESS_RANGE_IS_MAPPING,
+    VMM_HOST_ACCESS_ACCEPTED,
 ];
 
 const G: u64 = 2 << 20;
@@ -164,11 +165,13 @@ pub fn execute(words: &[&str]) -> String {
             ))
         ),
         "vunmap" => format!("{}", call!(hipMemUnmap(p(1), n(2) as usize))),
-        // vaccess <va> <size> <device> <flags>
+        // vaccess <va> <size> <device> <flags> [locationType]
         "vaccess" => {
             let desc = hipMemAccessDesc {
                 location: hipMemLocation {
-                    r#type: hipMemLocationTypeDevice,
+                    r#type: words
+                        .get(5)
+                        .map_or(hipMemLocationTypeDevice, |_| n(5) as i32),
                     id: n(3) as i32,
                 },
                 flags: n(4) as i32,
@@ -567,6 +570,64 @@ fn a_killed_exporter_leaves_the_importers_mapping_and_nothing_after_both_exit() 
     let _ = (bh, h);
 }
 
+/// Issue 25: from ROCm 7.12 `hipMemSetAccess` takes a host descriptor (CPU access; the id
+/// is ignored), which leaves the devices' access as it was; before, the host location is
+/// refused; `hipMemGetAccess` of the host is refused on every version (CLR).
+#[test]
+fn host_access_is_accepted_from_rocm_7_12() {
+    let host = hipMemLocationTypeHost;
+    for version in ["6.2", "7.0", "7.12"] {
+        let root = TestRoot::new(&format!("hip-vmm-host-{version}"));
+        let mut a = Hip::spawn("a", &root, version, &[]);
+        let (h, va) = create_and_map(&mut a, G, POSIX);
+        if version == "7.12" {
+            a.ok(&format!("vaccess {va} {G} 0 {RW} {host}"));
+            a.ok(&format!(
+                "vaccess {va} {G} 7 {} {host}",
+                hipMemAccessFlagsProtRead
+            ));
+            // Unknown flags are refused for the host too.
+            a.expect_rule(
+                &format!("vaccess {va} {G} 0 2 {host}"),
+                hipErrorInvalidValue,
+                VMM_ARGS_VALID,
+            );
+            // Part of a mapping is refused whatever the location.
+            a.expect_rule(
+                &format!("vaccess {va} 4096 0 {RW} {host}"),
+                hipErrorInvalidValue,
+                VMM_WHOLE_MAPPINGS,
+            );
+        } else {
+            a.expect_rule(
+                &format!("vaccess {va} {G} 0 {RW} {host}"),
+                hipErrorInvalidValue,
+                VMM_HOST_ACCESS_ACCEPTED,
+            );
+        }
+        // The host grant gives no device access.
+        assert_eq!(a.ok(&format!("vgetaccess {va} 0")).num(0), 0);
+        a.expect_rule(
+            &format!("fill {va} 4096 1"),
+            hipErrorIllegalAddress,
+            VMM_ACCESS_REQUIRED,
+        );
+        // HostNuma is not modelled.
+        a.expect_rule(
+            &format!("vaccess {va} {G} 0 {RW} {}", hipMemLocationTypeHostNuma),
+            hipErrorInvalidValue,
+            VMM_ARGS_VALID,
+        );
+        a.ok(&format!("vaccess {va} {G} 0 {RW}"));
+        a.ok(&format!("fill {va} 4096 1"));
+        teardown(&mut a, &h, &va, G);
+        a.exit();
+        let state = root.state();
+        std::fs::remove_file(state.dir().join(violations::VIOLATIONS)).unwrap();
+        root.assert_clean();
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Broken rules: the scenario behaves differently with the rule switched off.
 
@@ -615,6 +676,15 @@ fn broken_vmm_rules_change_the_outcome() {
         // The mapping went with the reservation; its reference is dropped by hand.
         a.ok(&format!("vrelease {h}"));
         a.ok(&format!("vrelease {h}"));
+    });
+    broken(VMM_HOST_ACCESS_ACCEPTED, "7.12", |a| {
+        let (h, va) = create_and_map(a, G, POSIX);
+        a.expect_rule(
+            &format!("vaccess {va} {G} 0 {RW} {}", hipMemLocationTypeHost),
+            hipErrorInvalidValue,
+            VMM_HOST_ACCESS_ACCEPTED,
+        );
+        teardown(a, &h, &va, G);
     });
     let _ = rules::ALL;
 }

@@ -30,6 +30,7 @@ mod cross_process;
 mod fork_child;
 mod hip_break_rules;
 mod hip_crash_reclaim;
+mod hip_device_queries;
 mod hip_entry_points;
 mod hip_events;
 mod hip_ipc_memory;

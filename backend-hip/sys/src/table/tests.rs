@@ -82,6 +82,10 @@ fn table_lists_every_function_once_all_required() {
             "hipMemGetAllocationPropertiesFromHandle",
             "hipPointerGetAttribute",
             "hipDeviceGetUuid",
+            "hipDeviceGet",
+            "hipDeviceGetAttribute",
+            "hipMemcpyHtoD",
+            "hipMemcpyDtoH",
         ]
     );
 }
@@ -110,9 +114,15 @@ fn vmm_functions_are_the_optional_hip_mem_entries_of_the_list() {
         [
             "hipGetProcAddress",
             "hipPointerGetAttribute",
-            "hipDeviceGetUuid"
+            "hipDeviceGetUuid",
+            "hipDeviceGet",
+            "hipDeviceGetAttribute",
+            "hipMemcpyHtoD",
+            "hipMemcpyDtoH",
         ]
     );
+    // Issue 25: the optional copies start with `hipMem` but are not VMM functions.
+    assert!(!vmm.contains(&"hipMemcpyHtoD") && !vmm.contains(&"hipMemcpyDtoH"));
     for f in [
         "hipMemCreate",
         "hipMemMap",

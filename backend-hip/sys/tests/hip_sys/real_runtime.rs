@@ -202,11 +202,23 @@ fn real_runtime_exports_the_vmm_family() {
         .collect();
     assert!(missing.is_empty(), "the real runtime lacks {missing:?}");
     // Every optional symbol but hipGetProcAddress is one of them (hipDeviceGetUuid,
-    // issue 16, is `@@hip_5.1` like the VMM family).
+    // issue 16, is `@@hip_5.1` like the VMM family), or one of the four `@@hip_4.2`
+    // functions issue 25 made optional (every runtime has them).
     assert_eq!(
         HipApi::OPTIONAL_SYMBOLS.len(),
-        devipc_hip_sys::VMM_FUNCTIONS.len() + 3
+        devipc_hip_sys::VMM_FUNCTIONS.len() + 3 + 4
     );
+    for f in [
+        "hipDeviceGet",
+        "hipDeviceGetAttribute",
+        "hipMemcpyHtoD",
+        "hipMemcpyDtoH",
+    ] {
+        assert!(
+            !api.missing_optional().contains(&f),
+            "the real runtime lacks {f}"
+        );
+    }
     // A NULL argument is refused before any device is needed (CLR hip_vm.cpp checks its
     // arguments first); without a GPU the runtime may report the missing device instead.
     let f = api.hipMemGetAllocationGranularity.unwrap();

@@ -51,21 +51,72 @@ pub unsafe extern "C" fn hipMemcpy(
     size_bytes: usize,
     kind: hipMemcpyKind,
 ) -> hipError_t {
-    call("hipMemcpy", || {
-        let Some(plan) = memory::plan_memcpy(dst as usize, src as usize, size_bytes, kind)? else {
-            return Ok(());
-        };
-        let job = CopyJob(plan);
-        let null = stream::resolve(0)?;
-        stream::run_synchronous(
-            &null,
-            Box::new(move || {
-                // SAFETY: device operands lie inside mappings of this process kept by the
-                // plan (and checked live again by `run`); host operands are valid for `len`
-                // bytes by the caller's contract, and the caller waits for this copy.
-                unsafe { job.run() }
-            }),
-        )
+    // SAFETY: the caller's contract, passed on.
+    call("hipMemcpy", || unsafe {
+        memcpy_sync(dst, src, size_bytes, kind)
+    })
+}
+
+/// `hipMemcpy`'s work: plans the copy and runs it as null-stream work the caller waits
+/// for.
+///
+/// # Safety
+/// As `hipMemcpy`: host operands valid for `size_bytes` bytes.
+unsafe fn memcpy_sync(
+    dst: *mut c_void,
+    src: *const c_void,
+    size_bytes: usize,
+    kind: hipMemcpyKind,
+) -> HipResult<()> {
+    let Some(plan) = memory::plan_memcpy(dst as usize, src as usize, size_bytes, kind)? else {
+        return Ok(());
+    };
+    let job = CopyJob(plan);
+    let null = stream::resolve(0)?;
+    stream::run_synchronous(
+        &null,
+        Box::new(move || {
+            // SAFETY: device operands lie inside mappings of this process kept by the
+            // plan (and checked live again by `run`); host operands are valid for `len`
+            // bytes by the caller's contract, and the caller waits for this copy.
+            unsafe { job.run() }
+        }),
+    )
+}
+
+/// `hipError_t hipMemcpyHtoD(hipDeviceptr_t dst, void* src, size_t sizeBytes)`:
+/// `hipMemcpy(dst, src, sizeBytes, hipMemcpyHostToDevice)`, as in CLR
+/// (`hip.mem.htod-dtoh-are-directed-copies`).
+///
+/// # Safety
+/// `src` must be valid for reading `size_bytes` bytes; `dst` is checked to lie inside
+/// device memory of this process.
+pub unsafe extern "C" fn hipMemcpyHtoD(
+    dst: hipDeviceptr_t,
+    src: *mut c_void,
+    size_bytes: usize,
+) -> hipError_t {
+    // SAFETY: the caller's contract, passed on.
+    call("hipMemcpyHtoD", || unsafe {
+        memcpy_sync(dst, src, size_bytes, devipc_hip_sys::hipMemcpyHostToDevice)
+    })
+}
+
+/// `hipError_t hipMemcpyDtoH(void* dst, hipDeviceptr_t src, size_t sizeBytes)`:
+/// `hipMemcpy(dst, src, sizeBytes, hipMemcpyDeviceToHost)`, as in CLR
+/// (`hip.mem.htod-dtoh-are-directed-copies`).
+///
+/// # Safety
+/// `dst` must be valid for writing `size_bytes` bytes; `src` is checked to lie inside
+/// device memory of this process.
+pub unsafe extern "C" fn hipMemcpyDtoH(
+    dst: *mut c_void,
+    src: hipDeviceptr_t,
+    size_bytes: usize,
+) -> hipError_t {
+    // SAFETY: the caller's contract, passed on.
+    call("hipMemcpyDtoH", || unsafe {
+        memcpy_sync(dst, src, size_bytes, devipc_hip_sys::hipMemcpyDeviceToHost)
     })
 }
 

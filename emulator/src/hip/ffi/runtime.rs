@@ -1,5 +1,6 @@
 //! Entry points of the runtime (safe layer: `runtime`): `hipInit`, the version
-//! queries, the device count, the calling thread's device and context,
+//! queries, the device count, `hipDeviceGet` and `hipDeviceGetAttribute`, the calling
+//! thread's device and context,
 //! `hipDeviceSynchronize`, and `hipGetProcAddress` (the lookup of these entry points by
 //! name).
 #![allow(unsafe_code, non_snake_case)]
@@ -93,6 +94,43 @@ pub unsafe extern "C" fn hipGetDevice(device_id: *mut c_int) -> hipError_t {
         let d = runtime::get_device()?;
         // SAFETY: non-null (checked) and valid for writes (the caller's contract).
         unsafe { out.write(d) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipDeviceGet(hipDevice_t* device, int ordinal)`: writes the ordinal (a HIP
+/// device handle is its ordinal); NULL `device` is `hipErrorInvalidValue`, an ordinal this
+/// process does not see `hipErrorInvalidDevice` (CLR `ihipDeviceGet`).
+///
+/// # Safety
+/// `device` must be NULL or valid for writing one `int`.
+pub unsafe extern "C" fn hipDeviceGet(device: *mut hipDevice_t, ordinal: c_int) -> hipError_t {
+    call("hipDeviceGet", || {
+        let out = non_null(device, "device")?;
+        let d = runtime::device_get(ordinal)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(d) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipDeviceGetAttribute(int* pi, hipDeviceAttribute_t attr, int deviceId)`:
+/// `hipDeviceAttributeVirtualMemoryManagementSupported` only (1 from ROCm 5.1); NULL `pi`
+/// is `hipErrorInvalidValue`, a device this process does not see `hipErrorInvalidDevice`,
+/// another attribute `hipErrorInvalidValue`.
+///
+/// # Safety
+/// `pi` must be NULL or valid for writing one `int`.
+pub unsafe extern "C" fn hipDeviceGetAttribute(
+    pi: *mut c_int,
+    attr: hipDeviceAttribute_t,
+    device_id: c_int,
+) -> hipError_t {
+    call("hipDeviceGetAttribute", || {
+        let out = non_null(pi, "pi")?;
+        let v = runtime::device_attribute(attr, device_id)?;
+        // SAFETY: non-null (checked) and valid for writes (the caller's contract).
+        unsafe { out.write(v) };
         Ok(())
     })
 }

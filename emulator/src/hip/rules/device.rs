@@ -1,4 +1,5 @@
-//! The HIP rules of the runtime (`hipInit`), device identity and visibility, and peer access.
+//! The HIP rules of the runtime (`hipInit`), device identity and visibility, device
+//! queries (`hipDeviceGet`, `hipDeviceGetAttribute`), and peer access.
 
 use devipc_hip_sys::{
     hipErrorInvalidDevice, hipErrorInvalidValue, hipErrorPeerAccessAlreadyEnabled,
@@ -27,6 +28,12 @@ pub const DEVICE_VISIBILITY_MASKS_APPLIED: &str = "hip.device.visibility-masks-a
 pub const DEVICE_PCI_BUS_ID_LEN_CHECKED: &str = "hip.device.pci-bus-id-len-checked";
 /// Issue 16: `hipDeviceGetByPCIBusId` finds only devices this process sees.
 pub const DEVICE_BY_PCI_BUS_ID_VISIBLE_ONLY: &str = "hip.device.by-pci-bus-id-visible-only";
+/// Issue 25: `hipDeviceGet` of an ordinal this process does not see is
+/// `hipErrorInvalidDevice`.
+pub const DEVICE_GET_CHECKS_ORDINAL: &str = "hip.device.get-checks-ordinal";
+/// Issue 25: `hipDeviceGetAttribute(hipDeviceAttributeVirtualMemoryManagementSupported)`
+/// answers 1 where the VMM family exists.
+pub const DEVICE_VMM_ATTRIBUTE_REPORTED: &str = "hip.device.vmm-attribute-reported";
 
 /// The rules of this file, in [`super::ALL`]'s order.
 pub(super) const RULES: &[RuleInfo] = &[
@@ -144,6 +151,43 @@ pub(super) const RULES: &[RuleInfo] = &[
         source: "CLR hipamd/src/hip_device_runtime.cpp (hipDeviceGetByPCIBusId: loops over \
                  ihipDeviceGetCount's devices, hipErrorInvalidValue when none matches); DESIGN 9 \
                  (physical device identity)",
+        since: None,
+    },
+    RuleInfo {
+        id: DEVICE_GET_CHECKS_ORDINAL,
+        code: hipErrorInvalidDevice,
+        basis: Basis::Implementation,
+        breakable: true,
+        summary: "hipDeviceGet(&d, ordinal) writes the ordinal (a HIP device handle is its \
+                  ordinal) when this process sees that device; a NULL d is hipErrorInvalidValue, \
+                  an ordinal outside 0..count hipErrorInvalidDevice. Older hipamd wrote any \
+                  ordinal; the emulator follows the clr line on every version (the release of \
+                  the change is UNVERIFIED).",
+        when_broken: Some("any ordinal is written back and hipSuccess returned"),
+        source: "DESIGN 9 (ordinals index this process's view); CLR hipamd/src/hip_device.cpp \
+                 (ihipDeviceGet: device == nullptr -> \
+                 hipErrorInvalidValue, deviceId outside g_devices -> hipErrorInvalidDevice); \
+                 hip-tests unit/virtualMemoryManagement (hipDeviceGet before the VMM calls)",
+        since: None,
+    },
+    RuleInfo {
+        id: DEVICE_VMM_ATTRIBUTE_REPORTED,
+        code: hipSuccess,
+        basis: Basis::Implementation,
+        breakable: true,
+        summary: "hipDeviceGetAttribute(&v, hipDeviceAttributeVirtualMemoryManagementSupported, \
+                  d) writes 1 on a release with the VMM family (ROCm 5.1+; every emulated \
+                  device supports it); a NULL v is hipErrorInvalidValue, a device outside \
+                  0..count hipErrorInvalidDevice (CLR checks in that order). The emulator models \
+                  only this attribute: any other is hipErrorInvalidValue, CLR's answer for an \
+                  attribute its switch lacks.",
+        when_broken: Some("the attribute answers 0, as for a device without VMM support"),
+        source: "api-facts B.4 (VMM); CLR hipamd/src/hip_device_runtime.cpp \
+                 (hipDeviceGetAttribute: pi == nullptr -> \
+                 hipErrorInvalidValue, device outside ihipDeviceGetCount -> \
+                 hipErrorInvalidDevice, hipDeviceAttributeVirtualMemoryManagementSupported from \
+                 the device info, default -> hipErrorInvalidValue); hip-tests \
+                 unit/memory/hipMemVmm.cc (queried before any hipMem* call)",
         since: None,
     },
 ];

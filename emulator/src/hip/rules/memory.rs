@@ -1,6 +1,7 @@
 //! The HIP rules of device memory shared by IPC handles (`hipIpcGetMemHandle`,
 //! `hipIpcOpenMemHandle`, `hipIpcCloseMemHandle`), and of `hipFree` and
-//! `hipMemGetAddressRange` around them.
+//! `hipMemGetAddressRange` around them; and the driver-style copies (`hipMemcpyHtoD`,
+//! `hipMemcpyDtoH`).
 
 use devipc_hip_sys::{
     hipErrorIllegalAddress, hipErrorInvalidContext, hipErrorInvalidValue, hipErrorNotFound,
@@ -33,6 +34,9 @@ pub const MEM_ADDRESS_RANGE_UNKNOWN_NOT_FOUND: &str = "hip.mem.address-range-unk
 /// it open: their mappings then point at freed memory (undefined behaviour, a GPU fault at
 /// best). The emulator revokes the pages and records the violation.
 pub const MEM_FREE_WHILE_OPENED: &str = "hip.mem.free-while-opened";
+/// Issue 25: `hipMemcpyHtoD` / `hipMemcpyDtoH` are `hipMemcpy` with the kind
+/// `hipMemcpyHostToDevice` / `hipMemcpyDeviceToHost`.
+pub const MEM_HTOD_DTOH_ARE_DIRECTED_COPIES: &str = "hip.mem.htod-dtoh-are-directed-copies";
 
 /// The rules of this file, in [`super::ALL`]'s order.
 pub(super) const RULES: &[RuleInfo] = &[
@@ -171,6 +175,23 @@ pub(super) const RULES: &[RuleInfo] = &[
         source: "api-facts C.1 (hipFree in the exporter before importers close: undefined \
                  behaviour, header doc); CLR hipamd/src/hip_memory.cpp (hipFree frees at once, an \
                  IPC attach holds no reference)",
+        since: None,
+    },
+    RuleInfo {
+        id: MEM_HTOD_DTOH_ARE_DIRECTED_COPIES,
+        code: hipSuccess,
+        basis: Basis::Implementation,
+        breakable: false,
+        summary: "hipMemcpyHtoD(dst, src, n) and hipMemcpyDtoH(dst, src, n) are hipMemcpy(dst, \
+                  src, n, hipMemcpyHostToDevice / hipMemcpyDeviceToHost) on the null stream: the \
+                  same checks (the device operand lies inside device memory of this process, \
+                  else hipErrorInvalidValue; n == 0 copies nothing) and the same bytes.",
+        when_broken: Some("cannot be switched off (the call is the copy)"),
+        source: "api-facts B.3 (hipMemcpy); CLR hipamd/src/hip_memory.cpp (hipMemcpyHtoD / \
+                 hipMemcpyDtoH -> ihipMemcpy \
+                 with hipMemcpyHostToDevice / hipMemcpyDeviceToHost on the current device's null \
+                 stream); hip-tests unit/memory/hipMemVmm.cc (fills and reads VMM memory with \
+                 them)",
         since: None,
     },
 ];

@@ -42,6 +42,9 @@ pub const VMM_RETAIN_NEEDS_VMM_MEMORY: &str = "hip.vmm.retain-needs-vmm-memory";
 pub const VMM_LEGACY_IPC_REFUSED: &str = "hip.vmm.legacy-ipc-refused";
 /// `hipMemGetAddressRange` of a VMM address reports the `hipMemMap` mapping holding it.
 pub const VMM_ADDRESS_RANGE_IS_MAPPING: &str = "hip.vmm.address-range-is-mapping";
+/// Issue 25: from ROCm 7.12 `hipMemSetAccess` accepts a `hipMemLocationTypeHost` descriptor
+/// (CPU access to VMM memory); before, a location that is no device is refused.
+pub const VMM_HOST_ACCESS_ACCEPTED: &str = "hip.vmm.host-access-accepted";
 
 /// The rules of this file, in [`super::ALL`]'s order.
 pub(super) const RULES: &[RuleInfo] = &[
@@ -52,7 +55,8 @@ pub(super) const RULES: &[RuleInfo] = &[
         breakable: false,
         summary: "The VMM calls refuse NULL out/in pointers, size 0, flags != 0 and (hipMemMap) \
                   offset != 0 with hipErrorInvalidValue; hipMemSetAccess needs count > 0 and \
-                  descriptors with a device location and flags None/Read/ReadWrite; \
+                  descriptors with a device location (from ROCm 7.12 also the host: \
+                  hip.vmm.host-access-accepted) and flags None/Read/ReadWrite; \
                   hipMemGetAllocationGranularity needs option Minimum or Recommended.",
         when_broken: Some("cannot be switched off (the arguments are unusable)"),
         source: "api-facts B.4; CLR hipamd/src/hip_vm.cpp (argument checks of every call)",
@@ -279,5 +283,29 @@ pub(super) const RULES: &[RuleInfo] = &[
         source: "api-facts B.3, B.4; CLR hipamd/src/hip_memory.cpp (hipMemGetAddressRange -> \
                  getMemoryObject), hip_vm.cpp (virtualMap sub-buffers)",
         since: None,
+    },
+    RuleInfo {
+        id: VMM_HOST_ACCESS_ACCEPTED,
+        code: hipSuccess,
+        basis: Basis::Implementation,
+        breakable: true,
+        summary: "From ROCm 7.12 hipMemSetAccess accepts a descriptor whose location is \
+                  hipMemLocationTypeHost (CPU access to the mapping; location.id is ignored) \
+                  with flags None/Read/ReadWrite, on device memory too, beside device \
+                  descriptors; before 7.12 (no such enumerator in the headers) a location that is \
+                  no device is hipErrorInvalidValue. hipMemGetAccess still takes only a device \
+                  location (CLR), so the host's flags are not read back; the emulator's \
+                  mappings are always readable and writable by the CPU, so the grant changes no \
+                  access the emulator can check. HostNuma / HostNumaCurrent (HIP 10.0) are not \
+                  modelled (hipErrorInvalidValue).",
+        when_broken: Some("a host descriptor is refused on every version (as before 7.12)"),
+        source: "api-facts B.4; rocm-systems CLR projects/clr/hipamd/src/hip_vm.cpp \
+                 (hipMemSetAccess: location \
+                 types Device, Host, HostNuma, HostNumaCurrent accepted, a host descriptor \
+                 dispatched through the current device; hipMemGetAccess: Device only); RCCL \
+                 dev_runtime tests (hipMemLocationTypeHost exists from ROCm 7.12, \
+                 hip/driver_types.h); ROCm/clr hip_vm.cpp of amd-staging (an earlier step that \
+                 took a host descriptor only for host-located allocations)",
+        since: Some((7, 12)),
     },
 ];

@@ -676,6 +676,9 @@ fn execute(cmd: &str) -> String {
         }
         other if crate::hip_vmm::is_command(other) => crate::hip_vmm::execute(&words),
         other if crate::hip_visibility::is_command(other) => crate::hip_visibility::execute(&words),
+        other if crate::hip_device_queries::is_command(other) => {
+            crate::hip_device_queries::execute(&words)
+        }
         other => {
             say("fail", &format!("unknown shell command {other:?}"));
             std::process::exit(2);
