@@ -9,9 +9,8 @@
 
 use crate::types::{
     c_int, c_uint, hipDeviceAttribute_t, hipDriverProcAddressQueryResult, hipError_t,
-    hipMemAccessFlags,
-    hipMemAllocationGranularity_flags, hipMemAllocationHandleType, hipMemAllocationType,
-    hipMemLocationType, hipMemcpyKind, hipMemoryType, hipPointer_attribute,
+    hipMemAccessFlags, hipMemAllocationGranularity_flags, hipMemAllocationHandleType,
+    hipMemAllocationType, hipMemLocationType, hipMemcpyKind, hipMemoryType, hipPointer_attribute,
 };
 
 // ---------------------------------------------------------------------------------------

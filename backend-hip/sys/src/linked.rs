@@ -51,11 +51,11 @@ mod link_abi_check {
     #![allow(unused_imports)]
     use core::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
     use hip_sys::hiprt::{
-        hipCtx_t, hipDevice_t, hipDeviceAttribute_t, hipDeviceptr_t, hipError_t, hipEvent_t, hipIpcEventHandle_t,
-        hipIpcMemHandle_t, hipMemAccessDesc, hipMemAllocationGranularity_flags,
-        hipMemAllocationHandleType, hipMemAllocationProp, hipMemGenericAllocationHandle_t,
-        hipMemLocation, hipMemcpyKind, hipPointer_attribute, hipPointerAttribute_t, hipStream_t,
-        hipUUID,
+        hipCtx_t, hipDevice_t, hipDeviceAttribute_t, hipDeviceptr_t, hipError_t, hipEvent_t,
+        hipIpcEventHandle_t, hipIpcMemHandle_t, hipMemAccessDesc,
+        hipMemAllocationGranularity_flags, hipMemAllocationHandleType, hipMemAllocationProp,
+        hipMemGenericAllocationHandle_t, hipMemLocation, hipMemcpyKind, hipPointer_attribute,
+        hipPointerAttribute_t, hipStream_t, hipUUID,
     };
 
     macro_rules! check_against_hip_sys {

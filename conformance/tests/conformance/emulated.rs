@@ -207,7 +207,7 @@ fn hip_vmm_rules_pass_at_each_import_convention() {
         assert!(failed.is_empty(), "HIP {version}:\n{}", failed.join("\n"));
         assert!(out.status.success(), "HIP {version}");
         let results = crate::support::results(&report, "emulated-hip");
-        assert_eq!(results.len(), 17, "HIP {version}: the hip.vmm rules");
+        assert_eq!(results.len(), 18, "HIP {version}: the hip.vmm rules");
         let shares = crate::support::result(
             &report,
             "emulated-hip",

@@ -6,15 +6,28 @@
 //! The masked peer is started with `HIP_VISIBLE_DEVICES=1`: its device 0 is this
 //! process's device 1 (CLR `rocclr/device/rocm/rocdevice.cpp`, `Device::init`), on the
 //! emulator and on a machine with two GPUs alike.
+//!
+//! Issue 25: the device queries AMD's VMM tests make before any `hipMem*` call,
+//! `hipDeviceGet` and `hipDeviceGetAttribute(hipDeviceAttributeVirtualMemoryManagementSupported)`.
 
-use devipc_hip_sys::hipErrorInvalidValue;
+use devipc_hip_sys::{
+    hipDeviceAttributeVirtualMemoryManagementSupported, hipErrorInvalidDevice, hipErrorInvalidValue,
+};
 
 use super::H;
 use crate::catalogue::{Step, ensure, vendor};
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Need, Rule, Stop, Verdict};
+use crate::shell::Failure;
 
 const INVALID_VALUE: Expect = Expect::Code("hipErrorInvalidValue", hipErrorInvalidValue);
+const INVALID_DEVICE: Expect = Expect::Code("hipErrorInvalidDevice", hipErrorInvalidDevice);
+const VMM: Need = Need::HipAtLeast {
+    major: 5,
+    minor: 1,
+    why: "the VMM family first shipped in ROCm 5.1 (`@@hip_5.1` symbols of ROCm 5.2's \
+          libamdhip64)",
+};
 const MASK: (&str, &str) = ("HIP_VISIBLE_DEVICES", "1");
 
 /// The device identity rules.
@@ -54,6 +67,31 @@ pub(super) static RULES: &[Rule] = &[
         INVALID_VALUE,
         &[Need::Devices(2)],
         by_bus_id_visible_only,
+    ),
+    vendor(
+        "hip.device.get-checks-ordinal",
+        H,
+        "hipDeviceGet writes the ordinal for every device the process sees (0..count) and \
+         refuses the ordinal count with hipErrorInvalidDevice",
+        "CLR hipamd/src/hip_device.cpp (ihipDeviceGet: deviceId outside g_devices -> \
+         hipErrorInvalidDevice); hip-tests unit/virtualMemoryManagement (hipDeviceGet before \
+         the VMM calls)",
+        INVALID_DEVICE,
+        &[],
+        get_checks_ordinal,
+    ),
+    vendor(
+        "hip.device.vmm-attribute-reported",
+        H,
+        "hipDeviceGetAttribute(hipDeviceAttributeVirtualMemoryManagementSupported, 0) answers \
+         1 where the VMM family exists; the same query for the device ordinal count is \
+         hipErrorInvalidDevice",
+        "CLR hipamd/src/hip_device_runtime.cpp (hipDeviceGetAttribute: device outside \
+         ihipDeviceGetCount -> hipErrorInvalidDevice; the VMM attribute from the device info); \
+         hip-tests unit/memory/hipMemVmm.cc (skips unless the attribute is 1)",
+        Expect::Behaviour,
+        &[VMM],
+        vmm_attribute_reported,
     ),
 ];
 
@@ -118,4 +156,37 @@ fn by_bus_id_visible_only(ctx: &mut Ctx) -> Verdict {
         peer.device_by_pci_bus_id(&bus0),
     )?;
     Ok(format!("{bus1} is the masked peer's 0; {seen}"))
+}
+
+fn get_checks_ordinal(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let count = h.device_count().step("hipGetDeviceCount")?;
+    for d in 0..count {
+        let got = h.device_get(d).step(&format!("hipDeviceGet({d})"))?;
+        ensure(got == d, || format!("hipDeviceGet({d}) wrote {got}"))?;
+    }
+    let seen = ctx.refused(&format!("hipDeviceGet({count})"), h.device_get(count))?;
+    Ok(format!("ordinals 0..{count} are themselves; {seen}"))
+}
+
+fn vmm_attribute_reported(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let count = h.device_count().step("hipGetDeviceCount")?;
+    let attr = hipDeviceAttributeVirtualMemoryManagementSupported;
+    let v = h
+        .device_attribute(attr, 0)
+        .step("hipDeviceGetAttribute(VirtualMemoryManagementSupported, 0)")?;
+    ensure(v == 1, || {
+        format!("hipDeviceAttributeVirtualMemoryManagementSupported of device 0 is {v}, not 1")
+    })?;
+    let r = h.device_attribute(attr, count);
+    let code = r.as_ref().err().and_then(Failure::code);
+    ensure(code == Some(hipErrorInvalidDevice), || {
+        format!(
+            "the attribute of device {count} (one past the last): {r:?}, not hipErrorInvalidDevice"
+        )
+    })?;
+    Ok(format!(
+        "device 0 supports VMM (1); device {count} is hipErrorInvalidDevice"
+    ))
 }

@@ -11,12 +11,14 @@
 //! One file per topic, each with its table and scenarios; [`TABLES`] lists them in report
 //! order: `runtime.rs` (queries without a device), `ipc_mem.rs` (IPC memory),
 //! `ipc_event.rs` (IPC events), `peer.rs` (peer access), `device.rs` (device identity under
-//! visibility masks, issue 16), `vmm/` (VMM allocations and their POSIX-fd IPC, then
-//! mappings and addresses). The scenario helpers they share are here.
+//! visibility masks, issue 16, and the device queries of issue 25), `vmm/` (VMM
+//! allocations and their POSIX-fd IPC, then mappings and addresses), `memory.rs` (the
+//! driver-style copies, issue 25). The scenario helpers they share are here.
 
 mod device;
 mod ipc_event;
 mod ipc_mem;
+mod memory;
 mod peer;
 mod runtime;
 mod vmm;
@@ -49,6 +51,7 @@ pub static TABLES: &[&[Rule]] = &[
     device::RULES,
     vmm::RULES,
     vmm::mapping::RULES,
+    memory::RULES,
 ];
 
 /// The `hipIpcOpenMemHandle` flag the running runtime accepts.

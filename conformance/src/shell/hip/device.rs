@@ -1,5 +1,6 @@
-//! HIP shell commands for runtime queries (version, error names, `hipInit`), devices, PCI
-//! bus ids, UUIDs and peer access, with their [`Hip`] client calls.
+//! HIP shell commands for runtime queries (version, error names, `hipInit`), devices
+//! (`hipDeviceGet`, `hipDeviceGetAttribute`), PCI bus ids, UUIDs and peer access, with
+//! their [`Hip`] client calls.
 
 use std::ffi::{CStr, c_char, c_int, c_uint};
 use std::sync::Arc;
@@ -64,6 +65,18 @@ pub enum DeviceCommand {
         peer: c_int,
         /// The flags.
         flags: c_uint,
+    },
+    /// `hipDeviceGet`: the device handle of an ordinal.
+    Get {
+        /// The ordinal.
+        ordinal: c_int,
+    },
+    /// `hipDeviceGetAttribute`: the attribute's value.
+    Attribute {
+        /// The attribute (`hipDeviceAttribute_t`).
+        attr: c_int,
+        /// The device.
+        dev: c_int,
     },
 }
 
@@ -159,6 +172,22 @@ impl HipShell {
                         (api.hipDeviceEnablePeerAccess)(peer, flags),
                     )
                     .and_then(|()| done()),
+                DeviceCommand::Get { ordinal } => {
+                    let f = api
+                        .hipDeviceGet
+                        .ok_or_else(|| Failure::harness("the HIP table lacks hipDeviceGet"))?;
+                    let mut d: c_int = -1;
+                    self.check("hipDeviceGet", f(&mut d, ordinal))?;
+                    value(d)
+                }
+                DeviceCommand::Attribute { attr, dev } => {
+                    let f = api.hipDeviceGetAttribute.ok_or_else(|| {
+                        Failure::harness("the HIP table lacks hipDeviceGetAttribute")
+                    })?;
+                    let mut v: c_int = -1;
+                    self.check("hipDeviceGetAttribute", f(&mut v, attr, dev))?;
+                    value(v)
+                }
             }
         }
     }
@@ -224,5 +253,15 @@ impl<E: Exec<HipCommand>> Hip<E> {
     /// `hipDeviceEnablePeerAccess` from the current device.
     pub fn enable_peer(&mut self, peer: i32, flags: u32) -> Result<(), Failure> {
         self.0.ask(DeviceCommand::EnablePeer { peer, flags })
+    }
+
+    /// `hipDeviceGet`: the device handle of `ordinal`.
+    pub fn device_get(&mut self, ordinal: i32) -> Result<i32, Failure> {
+        self.0.ask(DeviceCommand::Get { ordinal })
+    }
+
+    /// `hipDeviceGetAttribute(attr, dev)`.
+    pub fn device_attribute(&mut self, attr: i32, dev: i32) -> Result<i32, Failure> {
+        self.0.ask(DeviceCommand::Attribute { attr, dev })
     }
 }

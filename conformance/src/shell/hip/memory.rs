@@ -1,6 +1,7 @@
-//! HIP shell commands for `hipMalloc` memory, copies and the device a pointer is on,
-//! with their [`Hip`] client calls (`malloc`, `free`, `write`, `read` and `address_range`
-//! through [`VendorClient`](crate::shell::VendorClient), which the ACL client shares).
+//! HIP shell commands for `hipMalloc` memory, copies (also the driver-style
+//! `hipMemcpyHtoD` / `hipMemcpyDtoH`) and the device a pointer is on, with their [`Hip`]
+//! client calls (`malloc`, `free`, `write`, `read` and `address_range` through
+//! [`VendorClient`](crate::shell::VendorClient), which the ACL client shares).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -20,6 +21,20 @@ pub enum MemoryCommand {
     PointerDevice {
         /// The address.
         ptr: u64,
+    },
+    /// `hipMemcpyHtoD(dst, bytes, len)`.
+    HtoD {
+        /// The device address.
+        dst: u64,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// `hipMemcpyDtoH(buf, src, len)`: the bytes as hex.
+    DtoH {
+        /// The device address.
+        src: u64,
+        /// Bytes.
+        len: usize,
     },
 }
 
@@ -94,6 +109,24 @@ impl HipShell {
                     )?;
                     value(attrs.device)
                 }
+                MemoryCommand::HtoD { dst, mut bytes } => {
+                    let f = api
+                        .hipMemcpyHtoD
+                        .ok_or_else(|| Failure::harness("the HIP table lacks hipMemcpyHtoD"))?;
+                    self.check(
+                        "hipMemcpyHtoD",
+                        f(ptr(dst), bytes.as_mut_ptr().cast(), bytes.len()),
+                    )
+                    .and_then(|()| done())
+                }
+                MemoryCommand::DtoH { src, len } => {
+                    let f = api
+                        .hipMemcpyDtoH
+                        .ok_or_else(|| Failure::harness("the HIP table lacks hipMemcpyDtoH"))?;
+                    let mut buf = vec![0u8; len];
+                    self.check("hipMemcpyDtoH", f(buf.as_mut_ptr().cast(), ptr(src), len))?;
+                    value(hex(&buf))
+                }
             }
         }
     }
@@ -103,5 +136,18 @@ impl<E: Exec<HipCommand>> Hip<E> {
     /// `hipPointerGetAttributes(ptr).device`: the device the memory is on.
     pub fn pointer_device(&mut self, ptr: u64) -> Result<i32, Failure> {
         self.0.ask(MemoryCommand::PointerDevice { ptr })
+    }
+
+    /// `hipMemcpyHtoD(dst, bytes, bytes.len())`.
+    pub fn memcpy_htod(&mut self, dst: u64, bytes: &[u8]) -> Result<(), Failure> {
+        self.0.ask(MemoryCommand::HtoD {
+            dst,
+            bytes: bytes.to_vec(),
+        })
+    }
+
+    /// `hipMemcpyDtoH(buf, src, len)`: the bytes.
+    pub fn memcpy_dtoh(&mut self, src: u64, len: usize) -> Result<Vec<u8>, Failure> {
+        crate::shell::unhex(&self.0.ask::<String>(MemoryCommand::DtoH { src, len })?)
     }
 }

@@ -150,6 +150,19 @@ pub enum VmmCommand {
         /// The access flags.
         flags: hipMemAccessFlags,
     },
+    /// `hipMemSetAccess` with one descriptor of any location type (issue 25: the host).
+    SetAccessAt {
+        /// Where.
+        va: u64,
+        /// Bytes.
+        size: usize,
+        /// The location type (`hipMemLocationType*`).
+        location_type: c_int,
+        /// The location id.
+        id: c_int,
+        /// The access flags.
+        flags: hipMemAccessFlags,
+    },
     /// `hipMemGetAccess`: the flags `device` has at `va`.
     GetAccess {
         /// Where.
@@ -375,6 +388,24 @@ impl HipShell {
                 let code = unsafe { f!(hipMemSetAccess)(ptr(va), size, &desc, 1) };
                 self.check("hipMemSetAccess", code).and_then(|()| done())
             }
+            VmmCommand::SetAccessAt {
+                va,
+                size,
+                location_type,
+                id,
+                flags,
+            } => {
+                let desc = hipMemAccessDesc {
+                    location: hipMemLocation {
+                        r#type: location_type,
+                        id,
+                    },
+                    flags,
+                };
+                // SAFETY: one live descriptor.
+                let code = unsafe { f!(hipMemSetAccess)(ptr(va), size, &desc, 1) };
+                self.check("hipMemSetAccess", code).and_then(|()| done())
+            }
             VmmCommand::GetAccess { va, device } => {
                 let loc = hipMemLocation {
                     r#type: hipMemLocationTypeDevice,
@@ -579,6 +610,24 @@ impl<E: Exec<HipCommand>> Hip<E> {
             va,
             size,
             device,
+            flags,
+        })
+    }
+
+    /// `hipMemSetAccess` with one descriptor at `(location_type, id)`.
+    pub fn vmm_set_access_at(
+        &mut self,
+        va: u64,
+        size: usize,
+        location_type: i32,
+        id: i32,
+        flags: i32,
+    ) -> Result<(), Failure> {
+        self.0.ask(VmmCommand::SetAccessAt {
+            va,
+            size,
+            location_type,
+            id,
             flags,
         })
     }

@@ -1,13 +1,18 @@
 //! HIP VMM rules about reservations, mappings, access and address queries: what
 //! `hipMemMap`, `hipMemUnmap`, `hipMemSetAccess`, `hipMemAddressFree`,
 //! `hipMemRetainAllocationHandle`, `hipIpcGetMemHandle` and `hipMemGetAddressRange` do with
-//! VMM memory (api-facts B.4; issue 15). The allocation and sharing rules and the helpers
+//! VMM memory (api-facts B.4; issue 15), and the host location of `hipMemSetAccess`
+//! (issue 25). The allocation and sharing rules and the helpers
 //! are in the parent module.
 
 use devipc_hip_sys::{
     HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE, hipErrorIllegalAddress,
     hipErrorInvalidDevicePointer, hipErrorInvalidValue, hipMemAccessFlagsProtNone,
+    hipMemLocationTypeHost,
 };
+
+use crate::shell::Exec;
+use crate::shell::hip::{Hip, HipCommand};
 
 use super::{CHECK, H, INVALID_VALUE, PINNED, POSIX, RW, VMM, mapped, ready, teardown, version};
 use crate::catalogue::{Step, ensure, pattern, same_bytes, vendor};
@@ -117,6 +122,20 @@ pub(in crate::catalogue::hip) static RULES: &[Rule] = &[
         Expect::Behaviour,
         &[VMM],
         address_range_is_mapping,
+    ),
+    vendor(
+        "hip.vmm.host-access-accepted",
+        H,
+        "from ROCm 7.12 hipMemSetAccess accepts a hipMemLocationTypeHost descriptor (CPU \
+         access) on a device allocation, leaving device 0's access and copies as they were; \
+         before 7.12 the host location is hipErrorInvalidValue (on the emulator a peer \
+         emulating the other side of 7.12 checks both)",
+        "api-facts B.4; rocm-systems CLR projects/clr/hipamd/src/hip_vm.cpp (hipMemSetAccess: \
+         Device, Host, HostNuma, HostNumaCurrent locations); RCCL dev_runtime tests \
+         (hipMemLocationTypeHost from ROCm 7.12, hip/driver_types.h)",
+        Expect::Behaviour,
+        &[VMM],
+        host_access_accepted,
     ),
 ];
 
@@ -322,4 +341,66 @@ fn address_range_is_mapping(ctx: &mut Ctx) -> Verdict {
         })?;
     }
     Ok("each address gives the base and size of the mapping holding it".into())
+}
+
+/// The host descriptor in `h` (HIP `v`): accepted from 7.12, refused before.
+fn host_access_at<E: Exec<HipCommand>>(ctx: &Ctx, h: &mut Hip<E>, g: usize, v: i32) -> Verdict {
+    let m = mapped(h, g, POSIX)?;
+    h.vmm_set_access(m.va, g, 0, RW)
+        .step(&format!("HIP {v}: hipMemSetAccess(device 0)"))?;
+    let r = h.vmm_set_access_at(m.va, g, hipMemLocationTypeHost, 0, RW);
+    let seen = if v >= ROCM_7_12 {
+        r.step(&format!("HIP {v}: hipMemSetAccess(host, ReadWrite)"))
+            .map(|()| format!("HIP {v}: the host descriptor is accepted"))
+    } else {
+        let code = r.as_ref().err().and_then(Failure::code);
+        ctx.refused_as(
+            &format!("HIP {v}: hipMemSetAccess(host, ReadWrite)"),
+            "hip.vmm.host-access-accepted",
+            r,
+        )
+        .and_then(|seen| {
+            ensure(code == Some(hipErrorInvalidValue), || {
+                format!("{seen}, not hipErrorInvalidValue")
+            })?;
+            Ok(seen)
+        })
+    };
+    let after = (|| {
+        let access = h
+            .vmm_get_access(m.va, 0)
+            .step("hipMemGetAccess(device 0)")?;
+        ensure(access == RW as u64, || {
+            format!("HIP {v}: after the host descriptor device 0 has access {access}")
+        })?;
+        h.write(m.va, &pattern(6, CHECK))
+            .step("a copy into the mapping")?;
+        same_bytes(
+            "read back",
+            &h.read(m.va, CHECK).step("read")?,
+            &pattern(6, CHECK),
+        )
+    })();
+    teardown(h, m)?;
+    let seen = seen?;
+    after?;
+    Ok(seen)
+}
+
+fn host_access_accepted(ctx: &mut Ctx) -> Verdict {
+    let mut h = ctx.hip()?;
+    let g = ready(&mut h)?;
+    let v = version(&mut h)?;
+    let here = host_access_at(ctx, &mut h, g, v)?;
+    if !ctx.target.emulated() {
+        return Ok(here);
+    }
+    // The other side of the cut-off, in a peer the emulator answers as that release.
+    let other = if v >= ROCM_7_12 { "7.0" } else { "7.12" };
+    let mut p = ctx.hip_peer_emulating(&format!("hip-{other}"), other)?;
+    let pg = ready(&mut p)?;
+    let pv = version(&mut p)?;
+    let there = host_access_at(ctx, &mut p, pg, pv)?;
+    p.0.finish()?;
+    Ok(format!("{here}; {there}"))
 }
