@@ -336,8 +336,9 @@ pub const HIP_POINTER_ATTRIBUTE_RANGE_SIZE: hipPointer_attribute = 12;
 /// `HIP_POINTER_ATTRIBUTE_MAPPED`.
 pub const HIP_POINTER_ATTRIBUTE_MAPPED: hipPointer_attribute = 13;
 
-/// `hipDeviceAttributeVirtualMemoryManagementSupported` (89, the same in ROCm 5.x .. 7.x
-/// headers): 1 when the device supports the VMM family. AMD's VMM tests (hip-tests
+/// `hipDeviceAttributeVirtualMemoryManagementSupported` (89 in the headers from ROCm 5.3
+/// on; ROCm 5.2's enum ends at `hipDeviceAttributeMemoryPoolsSupported`, 88): 1 when the
+/// device supports the VMM family. AMD's VMM tests (hip-tests
 /// `unit/virtualMemoryManagement`) and VMM users (Mooncake, rocSHMEM, Kokkos) query it
 /// with `hipDeviceGetAttribute` before any `hipMem*` call.
 pub const hipDeviceAttributeVirtualMemoryManagementSupported: hipDeviceAttribute_t = 89;

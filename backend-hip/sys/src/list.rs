@@ -447,7 +447,8 @@ macro_rules! for_each_hip_fn {
                 /// `hipError_t hipDeviceGetAttribute(int* pi, hipDeviceAttribute_t attr, int
                 /// deviceId)`: one integer attribute of a device, e.g.
                 /// [`hipDeviceAttributeVirtualMemoryManagementSupported`](crate::consts::hipDeviceAttributeVirtualMemoryManagementSupported),
-                /// which AMD's VMM tests query before any `hipMem*` call. CLR
+                /// which AMD's VMM tests query before any `hipMem*` call (ROCm 5.3+; 5.2
+                /// answers `hipErrorInvalidValue`, its enum lacks it). CLR
                 /// (`hip_device_runtime.cpp`): NULL `pi` gives `hipErrorInvalidValue`, a
                 /// device outside this process's visible devices `hipErrorInvalidDevice`,
                 /// an attribute its switch lacks `hipErrorInvalidValue`.

@@ -232,6 +232,7 @@ pub(crate) fn device_attribute(
     device: c_int,
 ) -> HipResult<c_int> {
     device_arg(state()?, device)?;
+    let version = config()?.hip_version;
     if attr != devipc_hip_sys::hipDeviceAttributeVirtualMemoryManagementSupported {
         return Err(Failure::invalid_value(format!(
             "device attribute {attr} is not emulated (only \
@@ -239,9 +240,15 @@ pub(crate) fn device_attribute(
             devipc_hip_sys::hipDeviceAttributeVirtualMemoryManagementSupported
         )));
     }
+    if !versions::vmm_attribute(version) {
+        return Err(Failure::invalid_value(format!(
+            "HIP {version} has no hipDeviceAttributeVirtualMemoryManagementSupported (from \
+             ROCm 5.3)"
+        )));
+    }
     if !rules::enforced(rules::DEVICE_VMM_ATTRIBUTE_REPORTED) {
         // Broken rule: as a device without VMM support.
         return Ok(0);
     }
-    Ok(c_int::from(versions::has_vmm(config()?.hip_version)))
+    Ok(1)
 }

@@ -143,6 +143,19 @@ pub(crate) fn legacy_ipc_attribute(v: HipVersion) -> bool {
     v.at_least(7, 12)
 }
 
+/// ROCm 5.3: `hipDeviceGetAttribute` knows
+/// `hipDeviceAttributeVirtualMemoryManagementSupported` (89); before, its switch has no such
+/// case and answers `hipErrorInvalidValue`.
+///
+/// Evidence: Debian's ROCm 5.2.3 `hip_runtime_api.h` ends the CUDA-compatible attributes at
+/// `hipDeviceAttributeMemoryPoolsSupported` (88); the HIP 5.4 bindings (`hip-runtime-sys`)
+/// and every later header have the VMM attribute at 89. ASSUMPTION: it came with the VMM
+/// API rework of upstream commit `d267eb7d6` (2022-05-09, first in rocm-5.3.0), like the
+/// current `hipMemAllocationProp` layout.
+pub(crate) fn vmm_attribute(v: HipVersion) -> bool {
+    v.at_least(5, 3)
+}
+
 /// ROCm 7.12: `hipMemSetAccess` accepts a `hipMemLocationTypeHost` descriptor (CPU access
 /// to VMM memory, `location.id` ignored); before, a location that is no device is
 /// `hipErrorInvalidValue`.
@@ -222,6 +235,7 @@ mod tests {
             assert_eq!(import_fd_by_value(version), by_value, "{text}");
             assert_eq!(legacy_ipc_attribute(version), attr, "{text}");
             assert_eq!(host_access_descriptor(version), attr, "{text}");
+            assert_eq!(vmm_attribute(version), layout, "{text}");
         }
     }
 }

@@ -119,15 +119,20 @@ fn device_get_writes_visible_ordinals_only() {
 }
 
 #[test]
-fn vmm_attribute_is_reported_where_the_family_exists() {
-    for (version, want) in [("5.0", 0), ("5.2", 1), ("6.2", 1), ("7.12", 1)] {
+fn vmm_attribute_is_reported_from_rocm_5_3() {
+    for version in ["5.2", "5.3", "6.2", "7.12"] {
         let root = TestRoot::new(&format!("hip-dq-attr-{version}"));
         let mut a = Hip::spawn("a", &root, version, &[]);
-        assert_eq!(
-            a.ok(&format!("dq_attr {VMM_ATTR} 0")).num(0),
-            want,
-            "{version}"
-        );
+        if version == "5.2" {
+            // ROCm 5.2's enum ends at MemoryPoolsSupported (88): not an attribute there.
+            a.expect_code(&format!("dq_attr {VMM_ATTR} 0"), hipErrorInvalidValue);
+        } else {
+            assert_eq!(
+                a.ok(&format!("dq_attr {VMM_ATTR} 0")).num(0),
+                1,
+                "{version}"
+            );
+        }
         // CLR's order: NULL out pointer, then the device, then the attribute.
         a.expect_code(&format!("dq_attr_null {VMM_ATTR} 9"), hipErrorInvalidValue);
         a.expect_code(&format!("dq_attr {VMM_ATTR} 9"), hipErrorInvalidDevice);
@@ -179,6 +184,24 @@ fn broken_device_query_rules_change_the_outcome() {
         &[("DEVIPC_EMU_BREAK_RULE", DEVICE_VMM_ATTRIBUTE_REPORTED)],
     );
     assert_eq!(a.ok(&format!("dq_attr {VMM_ATTR} 0")).num(0), 0);
+    a.exit();
+    root.assert_clean();
+
+    let root = TestRoot::new("hip-dq-broken-copy");
+    let mut a = Hip::spawn(
+        "a",
+        &root,
+        "6.2",
+        &[("DEVIPC_EMU_BREAK_RULE", MEM_HTOD_DTOH_ARE_DIRECTED_COPIES)],
+    );
+    let m = a.ok("malloc 4096").val(0).to_owned();
+    a.ok(&format!("dq_htod {m} 4096 4"));
+    assert_eq!(a.ok(&format!("check {m} 4096 4")).val(0), "differs@0");
+    a.ok(&format!("fill {m} 4096 5"));
+    assert_eq!(a.ok(&format!("dq_dtoh {m} 4096 5")).val(0), "differs");
+    // The operands are still checked.
+    a.expect_code(&format!("dq_htod {m} 4097 4"), hipErrorInvalidValue);
+    a.ok(&format!("free {m}"));
     a.exit();
     root.assert_clean();
 }

@@ -13,7 +13,9 @@
 //! here: the ROCm 5.3+ `hipMemAllocationProp` layout (the 5.2 header does not have it;
 //! feature `link` checks it against hip-sys's HIP 5.4 bindings) and `hipMemHandleTypeFabric`
 //! (HIP 7 only). Issue 16 adds `hipUUID` and the prototypes of `hipDeviceGetPCIBusId`,
-//! `hipDeviceGetByPCIBusId` and `hipDeviceGetUuid`. Without g++ or the header the test prints `SKIPPED: ...` and passes,
+//! `hipDeviceGetByPCIBusId` and `hipDeviceGetUuid`; issue 25 those of `hipDeviceGet`,
+//! `hipDeviceGetAttribute` (its enum is 4 bytes) and `hipMemcpyHtoD` / `hipMemcpyDtoH`.
+//! Without g++ or the header the test prints `SKIPPED: ...` and passes,
 //! unless `DEVIPC_NO_SKIP=1`.
 
 use std::mem::offset_of;
@@ -91,6 +93,7 @@ fn translation_unit() -> String {
         "hipMemAllocationHandleType",
         "hipMemAllocationGranularity_flags",
         "hipPointer_attribute",
+        "hipDeviceAttribute_t",
     ] {
         eq(&format!("sizeof({ty})"), 4);
     }
@@ -172,6 +175,11 @@ fn translation_unit() -> String {
         "hipError_t (*)(char*, int, int)@hipDeviceGetPCIBusId",
         "hipError_t (*)(int*, const char*)@hipDeviceGetByPCIBusId",
         "hipError_t (*)(hipUUID*, hipDevice_t)@hipDeviceGetUuid",
+        // Issue 25: what AMD's VMM tests call first.
+        "hipError_t (*)(hipDevice_t*, int)@hipDeviceGet",
+        "hipError_t (*)(int*, hipDeviceAttribute_t, int)@hipDeviceGetAttribute",
+        "hipError_t (*)(hipDeviceptr_t, void*, size_t)@hipMemcpyHtoD",
+        "hipError_t (*)(void*, hipDeviceptr_t, size_t)@hipMemcpyDtoH",
     ] {
         let (ty, name) = proto.split_once('@').unwrap();
         tu.push_str(&format!(

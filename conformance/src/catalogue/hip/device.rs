@@ -22,11 +22,11 @@ use crate::shell::Failure;
 
 const INVALID_VALUE: Expect = Expect::Code("hipErrorInvalidValue", hipErrorInvalidValue);
 const INVALID_DEVICE: Expect = Expect::Code("hipErrorInvalidDevice", hipErrorInvalidDevice);
-const VMM: Need = Need::HipAtLeast {
+const VMM_ATTRIBUTE: Need = Need::HipAtLeast {
     major: 5,
-    minor: 1,
-    why: "the VMM family first shipped in ROCm 5.1 (`@@hip_5.1` symbols of ROCm 5.2's \
-          libamdhip64)",
+    minor: 3,
+    why: "hipDeviceAttributeVirtualMemoryManagementSupported is not in ROCm 5.2's enum (it \
+          ends at hipDeviceAttributeMemoryPoolsSupported, 88)",
 };
 const MASK: (&str, &str) = ("HIP_VISIBLE_DEVICES", "1");
 
@@ -84,13 +84,13 @@ pub(super) static RULES: &[Rule] = &[
         "hip.device.vmm-attribute-reported",
         H,
         "hipDeviceGetAttribute(hipDeviceAttributeVirtualMemoryManagementSupported, 0) answers \
-         1 where the VMM family exists; the same query for the device ordinal count is \
+         1 (ROCm 5.3+, whose headers have the attribute); the same query for the device ordinal count is \
          hipErrorInvalidDevice",
         "CLR hipamd/src/hip_device_runtime.cpp (hipDeviceGetAttribute: device outside \
          ihipDeviceGetCount -> hipErrorInvalidDevice; the VMM attribute from the device info); \
          hip-tests unit/memory/hipMemVmm.cc (skips unless the attribute is 1)",
         Expect::Behaviour,
-        &[VMM],
+        &[VMM_ATTRIBUTE],
         vmm_attribute_reported,
     ),
 ];

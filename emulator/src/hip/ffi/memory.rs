@@ -5,7 +5,7 @@
 use devipc_hip_sys::types::*;
 
 use crate::hip::errors::{HipResult, call};
-use crate::hip::{memory, stream};
+use crate::hip::{memory, rules, stream};
 
 use super::non_null;
 
@@ -98,8 +98,27 @@ pub unsafe extern "C" fn hipMemcpyHtoD(
 ) -> hipError_t {
     // SAFETY: the caller's contract, passed on.
     call("hipMemcpyHtoD", || unsafe {
-        memcpy_sync(dst, src, size_bytes, devipc_hip_sys::hipMemcpyHostToDevice)
+        directed_copy(dst, src, size_bytes, devipc_hip_sys::hipMemcpyHostToDevice)
     })
+}
+
+/// `hipMemcpyHtoD` / `hipMemcpyDtoH`: `hipMemcpy` with the kind fixed; with
+/// `hip.mem.htod-dtoh-are-directed-copies` switched off, the operands are checked and
+/// nothing is copied.
+///
+/// # Safety
+/// As `hipMemcpy`: host operands valid for `size_bytes` bytes.
+unsafe fn directed_copy(
+    dst: *mut c_void,
+    src: *const c_void,
+    size_bytes: usize,
+    kind: hipMemcpyKind,
+) -> HipResult<()> {
+    if !rules::enforced(rules::MEM_HTOD_DTOH_ARE_DIRECTED_COPIES) {
+        return memory::plan_memcpy(dst as usize, src as usize, size_bytes, kind).map(drop);
+    }
+    // SAFETY: the caller's contract, passed on.
+    unsafe { memcpy_sync(dst, src, size_bytes, kind) }
 }
 
 /// `hipError_t hipMemcpyDtoH(void* dst, hipDeviceptr_t src, size_t sizeBytes)`:
@@ -116,7 +135,7 @@ pub unsafe extern "C" fn hipMemcpyDtoH(
 ) -> hipError_t {
     // SAFETY: the caller's contract, passed on.
     call("hipMemcpyDtoH", || unsafe {
-        memcpy_sync(dst, src, size_bytes, devipc_hip_sys::hipMemcpyDeviceToHost)
+        directed_copy(dst, src, size_bytes, devipc_hip_sys::hipMemcpyDeviceToHost)
     })
 }
 

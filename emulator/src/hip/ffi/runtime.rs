@@ -115,7 +115,7 @@ pub unsafe extern "C" fn hipDeviceGet(device: *mut hipDevice_t, ordinal: c_int) 
 }
 
 /// `hipError_t hipDeviceGetAttribute(int* pi, hipDeviceAttribute_t attr, int deviceId)`:
-/// `hipDeviceAttributeVirtualMemoryManagementSupported` only (1 from ROCm 5.1); NULL `pi`
+/// `hipDeviceAttributeVirtualMemoryManagementSupported` only (1 from ROCm 5.3); NULL `pi`
 /// is `hipErrorInvalidValue`, a device this process does not see `hipErrorInvalidDevice`,
 /// another attribute `hipErrorInvalidValue`.
 ///

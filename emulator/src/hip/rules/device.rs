@@ -32,7 +32,7 @@ pub const DEVICE_BY_PCI_BUS_ID_VISIBLE_ONLY: &str = "hip.device.by-pci-bus-id-vi
 /// `hipErrorInvalidDevice`.
 pub const DEVICE_GET_CHECKS_ORDINAL: &str = "hip.device.get-checks-ordinal";
 /// Issue 25: `hipDeviceGetAttribute(hipDeviceAttributeVirtualMemoryManagementSupported)`
-/// answers 1 where the VMM family exists.
+/// answers 1 (from ROCm 5.3, the first release with the attribute).
 pub const DEVICE_VMM_ATTRIBUTE_REPORTED: &str = "hip.device.vmm-attribute-reported";
 
 /// The rules of this file, in [`super::ALL`]'s order.
@@ -176,8 +176,9 @@ pub(super) const RULES: &[RuleInfo] = &[
         basis: Basis::Implementation,
         breakable: true,
         summary: "hipDeviceGetAttribute(&v, hipDeviceAttributeVirtualMemoryManagementSupported, \
-                  d) writes 1 on a release with the VMM family (ROCm 5.1+; every emulated \
-                  device supports it); a NULL v is hipErrorInvalidValue, a device outside \
+                  d) writes 1 (every emulated device supports VMM) from ROCm 5.3, whose headers \
+                  first have the attribute (5.2's switch lacks it: hipErrorInvalidValue); a \
+                  NULL v is hipErrorInvalidValue, a device outside \
                   0..count hipErrorInvalidDevice (CLR checks in that order). The emulator models \
                   only this attribute: any other is hipErrorInvalidValue, CLR's answer for an \
                   attribute its switch lacks.",
@@ -186,8 +187,9 @@ pub(super) const RULES: &[RuleInfo] = &[
                  (hipDeviceGetAttribute: pi == nullptr -> \
                  hipErrorInvalidValue, device outside ihipDeviceGetCount -> \
                  hipErrorInvalidDevice, hipDeviceAttributeVirtualMemoryManagementSupported from \
-                 the device info, default -> hipErrorInvalidValue); hip-tests \
+                 the device info, default -> hipErrorInvalidValue); ROCm 5.2.3 \
+                 hip_runtime_api.h (the enum ends at MemoryPoolsSupported = 88); hip-tests \
                  unit/memory/hipMemVmm.cc (queried before any hipMem* call)",
-        since: None,
+        since: Some((5, 3)),
     },
 ];

@@ -181,12 +181,12 @@ pub(super) const RULES: &[RuleInfo] = &[
         id: MEM_HTOD_DTOH_ARE_DIRECTED_COPIES,
         code: hipSuccess,
         basis: Basis::Implementation,
-        breakable: false,
+        breakable: true,
         summary: "hipMemcpyHtoD(dst, src, n) and hipMemcpyDtoH(dst, src, n) are hipMemcpy(dst, \
                   src, n, hipMemcpyHostToDevice / hipMemcpyDeviceToHost) on the null stream: the \
                   same checks (the device operand lies inside device memory of this process, \
                   else hipErrorInvalidValue; n == 0 copies nothing) and the same bytes.",
-        when_broken: Some("cannot be switched off (the call is the copy)"),
+        when_broken: Some("the calls check their operands and return hipSuccess without copying"),
         source: "api-facts B.3 (hipMemcpy); CLR hipamd/src/hip_memory.cpp (hipMemcpyHtoD / \
                  hipMemcpyDtoH -> ihipMemcpy \
                  with hipMemcpyHostToDevice / hipMemcpyDeviceToHost on the current device's null \
