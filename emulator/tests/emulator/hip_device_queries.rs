@@ -136,7 +136,7 @@ fn vmm_attribute_is_reported_from_rocm_5_3() {
         // CLR's order: NULL out pointer, then the device, then the attribute.
         a.expect_code(&format!("dq_attr_null {VMM_ATTR} 9"), hipErrorInvalidValue);
         a.expect_code(&format!("dq_attr {VMM_ATTR} 9"), hipErrorInvalidDevice);
-        a.expect_code(&format!("dq_attr 7777 9"), hipErrorInvalidDevice);
+        a.expect_code("dq_attr 7777 9", hipErrorInvalidDevice);
         let r = a.run("dq_attr 7777 0");
         assert_eq!((r.code, r.num(0) as i64), (hipErrorInvalidValue, -9));
         a.exit();
