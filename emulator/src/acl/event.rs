@@ -220,8 +220,10 @@ pub fn get_handle(handle: usize) -> AclResult<[u8; HANDLE64_LEN]> {
                     // A record that completed since the snapshot: its completion did not
                     // see the switch (Record::finish completes the event's current words
                     // after its own, under this lock), so carry it now; never backwards.
-                    let (_, completed) = local_words.snapshot()?;
-                    shared.complete(completed)?;
+                    if rules::enforced(rules::EVENT_EXPORT_PENDING_RECORD) {
+                        let (_, completed) = local_words.snapshot()?;
+                        shared.complete(completed)?;
+                    }
                 }
                 Err(e) => {
                     let _ = reg.release(id, me);
