@@ -50,7 +50,7 @@
 //!
 //! # Not called by devipc yet
 //!
-//! Seven entries are called by no devipc code, only by the emulator's own tests (each is
+//! Eight entries are called by no devipc code, only by the emulator's own tests (each is
 //! marked with a `// not called by devipc` comment in the list). They stay in the list, so
 //! that the emulator implements them with the vendor's rules, and because devipc's
 //! data-plane work will call some of them:
@@ -59,7 +59,9 @@
 //!   of the data plane;
 //! - `aclrtResetDeviceForce`, and `aclrtResetDevice` (required), which devipc avoids on
 //!   purpose: resetting a device releases what the framework made on it (backend-ascend
-//!   `device.rs`).
+//!   `device.rs`);
+//! - `aclrtCreateEventWithFlag`, which torch_npu probes for (its local events; IPC events
+//!   come from `aclrtCreateEventExWithFlag`).
 
 /// Invokes a callback macro with the list of every ACL function devipc calls (and the few
 /// it does not call yet: see the [module docs](crate::list)).
@@ -270,6 +272,13 @@ macro_rules! for_each_acl_fn {
                 /// api-facts A.9. Optional: runtimes before the event API lack it; devipc's
                 /// signal wait records and polls one (backend-ascend `notify.rs`).
                 fn aclrtCreateEventExWithFlag(event: *mut aclrtEvent, flag: u32) -> aclError;
+                // not called by devipc yet (see the module docs)
+                /// Events: creates a local event with `flag` (a combination of
+                /// `ACL_EVENT_SYNC`, `ACL_EVENT_CAPTURE_STREAM_PROGRESS`, `ACL_EVENT_TIME_LINE`
+                /// and `ACL_EVENT_DEVICE_USE_ONLY`, or `ACL_EVENT_EXTERNAL` alone; never
+                /// `ACL_EVENT_IPC`). RT-DOC `aclrtCreateEventWithFlag`. Optional: torch_npu
+                /// probes for it (`AclInterface.cpp`).
+                fn aclrtCreateEventWithFlag(event: *mut aclrtEvent, flag: u32) -> aclError;
                 /// Events: destroys an event (each process destroys its own).
                 fn aclrtDestroyEvent(event: aclrtEvent) -> aclError;
                 /// Events: records the event on a stream.

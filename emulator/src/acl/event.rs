@@ -1,4 +1,5 @@
-//! Events and IPC events: `aclrtCreateEventExWithFlag`, `aclrtDestroyEvent`,
+//! Events and IPC events: `aclrtCreateEventExWithFlag`, `aclrtCreateEventWithFlag`,
+//! `aclrtDestroyEvent`,
 //! `aclrtRecordEvent`, `aclrtStreamWaitEvent`, `aclrtSynchronizeEvent`,
 //! `aclrtQueryEventStatus`, `aclrtIpcGetEventHandle`, `aclrtIpcOpenEventHandle`
 //! (api-facts A.9, C.7; RT-DOC 07 event management).
@@ -9,8 +10,15 @@
 //! `aclrtStreamWaitEvent`, and destroys its event when done. Same device and across
 //! devices.
 //!
-//! - create: `flag` a combination of the `ACL_EVENT_*` flags (100000 otherwise), on the
-//!   current device (107002 without one).
+//! - create (`aclrtCreateEventExWithFlag`): `flag` a non-empty combination of
+//!   `ACL_EVENT_SYNC`, `ACL_EVENT_CAPTURE_STREAM_PROGRESS`, the runtime's 0x04 and
+//!   `ACL_EVENT_TIME_LINE`, or `ACL_EVENT_IPC` alone (107000 otherwise, the runtime's
+//!   `ApiErrorDecorator::EventCreateEx`: `ascend.event.create-ex-flags-valid`), on the current
+//!   device (107002 without one). `aclrtCreateEventWithFlag` (what torch_npu probes for)
+//!   makes local events only: those flags and `ACL_EVENT_DEVICE_USE_ONLY`, or
+//!   `ACL_EVENT_EXTERNAL` alone, never `ACL_EVENT_IPC` (107000 otherwise,
+//!   `ApiErrorDecorator::EventCreate`: `ascend.event.create-flags-valid`). With either rule
+//!   switched off, any combination of the `ACL_EVENT_*` flags is taken (unknown bits: 100000).
 //! - get handle: only an event whose flag is exactly `ACL_EVENT_IPC` (RT-SRC
 //!   `ApiErrorDecorator::IpcGetEventHandle`: "Only IPC events are supported",
 //!   `RT_ERROR_INVALID_VALUE` -> 107000: `ascend.event.ipc-handle-needs-ipc-flag`). The event
@@ -30,8 +38,11 @@
 //!   record completed; `aclrtQueryEventStatus` is `ACL_EVENT_RECORDED_STATUS_COMPLETE` once it
 //!   did (or with no record), `..._NOT_READY` before. The words of an IPC event are word 0
 //!   (records submitted) and word 1 (latest record completed) of its shared page, whichever
-//!   process records. An event exported after records keeps their state; a record still
-//!   pending at the export completes only the process-local words it was made on.
+//!   process records. An event exported after records keeps their state, and a record
+//!   still pending at the export completes the shared words too, so the processes that open
+//!   the event see it complete (torch_npu records first and exports after:
+//!   `ascend.event.export-keeps-pending-record`; switched off, it completes only the
+//!   process-local words it was made on, and an opener's wait for it never ends).
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -46,16 +57,29 @@ use devipc_ascend_sys::types::{
 };
 
 use crate::error::EmuError;
-use crate::event_words::{COMPLETED, EventWords, RECORDED, RecordOp, WaitOp};
+use crate::event_words::{COMPLETED, EventWords, RECORDED, WaitOp};
 use crate::handle::{HANDLE64_LEN, Handle64, decode_handle64, encode_handle64};
 use crate::local::HandleTable;
 use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
+use crate::stream_queue::{Cancel, Op};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::{device, process_state, rules, stream};
 
-/// Every `ACL_EVENT_*` creation flag.
-const KNOWN_FLAGS: u32 = ACL_EVENT_SYNC
+/// The runtime's `RT_EVENT_DDSYNC` bit, which no `ACL_EVENT_*` macro names but both create
+/// calls take.
+const RT_EVENT_DDSYNC: u32 = 0x04;
+
+/// The flags `aclrtCreateEventExWithFlag` combines (`ACL_EVENT_IPC` goes alone).
+const EX_COMBINABLE: u32 =
+    ACL_EVENT_SYNC | ACL_EVENT_CAPTURE_STREAM_PROGRESS | RT_EVENT_DDSYNC | ACL_EVENT_TIME_LINE;
+
+/// The flags `aclrtCreateEventWithFlag` combines (`ACL_EVENT_EXTERNAL` goes alone).
+const WITH_FLAG_COMBINABLE: u32 = EX_COMBINABLE | ACL_EVENT_DEVICE_USE_ONLY;
+
+/// Every `ACL_EVENT_*` creation flag, and the runtime's 0x04.
+const KNOWN_FLAGS: u32 = RT_EVENT_DDSYNC
+    | ACL_EVENT_SYNC
     | ACL_EVENT_CAPTURE_STREAM_PROGRESS
     | ACL_EVENT_TIME_LINE
     | ACL_EVENT_DEVICE_USE_ONLY
@@ -97,13 +121,41 @@ static EVENTS: HandleTable<Arc<EventLocal>> = HandleTable::new("aclrtEvent", 0xa
 
 /// `aclrtCreateEventExWithFlag`: returns the handle.
 pub fn create(flag: u32) -> AclResult<usize> {
+    let valid = flag == ACL_EVENT_IPC || (flag != 0 && flag & !EX_COMBINABLE == 0);
+    check(!valid, rules::EVENT_CREATE_EX_FLAGS, || {
+        format!(
+            "flag {flag:#x}: aclrtCreateEventExWithFlag takes a non-empty combination of \
+             ACL_EVENT_SYNC, ACL_EVENT_CAPTURE_STREAM_PROGRESS, 0x04 and ACL_EVENT_TIME_LINE \
+             ({EX_COMBINABLE:#x}), or ACL_EVENT_IPC ({ACL_EVENT_IPC:#x}) alone"
+        )
+    })?;
+    new_event(flag, "aclrtCreateEventExWithFlag")
+}
+
+/// `aclrtCreateEventWithFlag`: returns the handle of a local event.
+pub fn create_with_flag(flag: u32) -> AclResult<usize> {
+    let valid = flag == ACL_EVENT_EXTERNAL || (flag != 0 && flag & !WITH_FLAG_COMBINABLE == 0);
+    check(!valid, rules::EVENT_CREATE_FLAGS, || {
+        format!(
+            "flag {flag:#x}: aclrtCreateEventWithFlag takes a non-empty combination of \
+             ACL_EVENT_SYNC, ACL_EVENT_CAPTURE_STREAM_PROGRESS, 0x04, ACL_EVENT_TIME_LINE and \
+             ACL_EVENT_DEVICE_USE_ONLY ({WITH_FLAG_COMBINABLE:#x}), or ACL_EVENT_EXTERNAL \
+             ({ACL_EVENT_EXTERNAL:#x}) alone; IPC events come from aclrtCreateEventExWithFlag"
+        )
+    })?;
+    new_event(flag, "aclrtCreateEventWithFlag")
+}
+
+/// A new local event with `flag` on the current device (the flag's rule checked).
+fn new_event(flag: u32, function: &str) -> AclResult<usize> {
     if flag & !KNOWN_FLAGS != 0 {
+        // Reached only with the flag rule switched off: bits no ACL_EVENT_* flag has.
         return Err(AclFailure::rule(
             rules::PARAM_ENUM_VALUE,
             format!("flag {flag:#x} is not a combination of the ACL_EVENT_* flags"),
         ));
     }
-    device::require_current("aclrtCreateEventExWithFlag")?;
+    device::require_current(function)?;
     Ok(EVENTS.insert(Arc::new(EventLocal {
         flag,
         state: Mutex::new(Words {
@@ -149,7 +201,8 @@ pub fn get_handle(handle: usize) -> AclResult<[u8; HANDLE64_LEN]> {
                 Some(segment) => segment.map().map_err(AclFailure::from),
                 None => Err(EmuError::InvalidArgument("event without words".into()).into()),
             };
-            // The records made so far carry over into the shared words.
+            // The records made so far carry over into the shared words: their count now,
+            // and (below, once the words are switched) how far they completed.
             let words = words.and_then(|w| {
                 let (recorded, completed) = slot.words.snapshot()?;
                 w.word(RECORDED)?.store(recorded, Ordering::Release);
@@ -158,9 +211,18 @@ pub fn get_handle(handle: usize) -> AclResult<[u8; HANDLE64_LEN]> {
             });
             match words {
                 Ok(words) => {
+                    let local_words = slot.words.clone();
+                    let shared = Arc::new(EventWords::shared(words));
                     *slot = Words {
-                        words: Arc::new(EventWords::shared(words)),
+                        words: shared.clone(),
                         shared: Some(id),
+                    };
+                    // A record that completed since the snapshot: its completion did not
+                    // see the switch (Record::finish completes the event's current words
+                    // after its own, under this lock), so carry it now; never backwards.
+                    if rules::enforced(rules::EVENT_EXPORT_PENDING_RECORD) {
+                        let (_, completed) = local_words.snapshot()?;
+                        shared.complete(completed)?;
                     }
                 }
                 Err(e) => {
@@ -229,14 +291,62 @@ pub fn open(bytes: &[u8; HANDLE64_LEN]) -> AclResult<usize> {
 /// the stream reaches it.
 pub fn record(handle: usize, stream_handle: usize) -> AclResult<()> {
     stream::check(stream_handle)?;
-    let words = EVENTS.get(handle)?.words();
+    let event = EVENTS.get(handle)?;
+    let words = event.words();
     let index = words.begin_record()?;
-    let submitted = stream::submit(stream_handle, Box::new(RecordOp(words.clone(), index)));
+    let submitted = stream::submit(
+        stream_handle,
+        Box::new(Record {
+            event: event.clone(),
+            words: words.clone(),
+            index,
+        }),
+    );
     if submitted.is_err() {
         // The stream went away under us: do not leave the record pending forever.
         let _ = words.complete(index);
     }
     submitted
+}
+
+/// A record of an event as a stream task: completes its index on the words it was made
+/// on when the stream reaches it (or when it is dropped unrun), and, if the event was
+/// exported in between, on the event's shared words too
+/// ([`rules::EVENT_EXPORT_PENDING_RECORD`]).
+struct Record {
+    event: Arc<EventLocal>,
+    words: Arc<EventWords>,
+    index: u32,
+}
+
+impl Record {
+    fn finish(&self) -> Result<(), EmuError> {
+        self.words.complete(self.index)?;
+        if !rules::enforced(rules::EVENT_EXPORT_PENDING_RECORD) {
+            return Ok(());
+        }
+        // Under the event's lock, so an export either sees this completion in the
+        // process-local words or is seen here.
+        let slot = self.event.lock();
+        if !Arc::ptr_eq(&slot.words, &self.words) {
+            slot.words.complete(self.index)?;
+        }
+        Ok(())
+    }
+}
+
+impl Op<AclFailure> for Record {
+    fn try_now(&mut self) -> Option<Result<(), AclFailure>> {
+        Some(self.finish().map_err(AclFailure::from))
+    }
+
+    fn run(self: Box<Self>, _cancel: &Cancel) -> Result<(), AclFailure> {
+        Ok(self.finish()?)
+    }
+
+    fn abandon(self: Box<Self>) {
+        let _ = self.finish();
+    }
 }
 
 /// `aclrtStreamWaitEvent`: the stream waits for the event's latest record (nothing to wait

@@ -14,11 +14,11 @@
 //!   returns the same key.
 //! - set pid: a non-empty pid list (107000, documented), by the creating process only,
 //!   after export.
-//! - import: the ACL wrapper refuses flags above `ACL_NOTIFY_DEVICE_USE_ONLY` (1) with
-//!   `ACL_ERROR_INVALID_PARAM` (100000), the documented `ENABLE_PEER_ACCESS` = **0x02**
-//!   included (RT-SRC `aclrtNotifyImportByKeyImpl`, as devipc's backend documents:
-//!   `ascend.notify.import-flags-0-or-1`), and 0x1 is the memory flag, not a notify flag
-//!   (107000, `ascend.notify.flags-valid`): only 0 imports. The importer's pid must be on the
+//! - import: flags up to 3 (the runtime's DOWNLOAD_TO_DEV 0x1 and the documented
+//!   `ENABLE_PEER_ACCESS` = **0x02**; the ACL wrapper of current CANN no longer refuses
+//!   flags above 1), larger flags 107000 (`ascend.notify.import-flags-0-to-3`); 0x1 alone is
+//!   the memory flag, not a notify flag (107000, `ascend.notify.flags-valid`): 0, 0x02 and
+//!   0x03 import. The importer's pid must be on the
 //!   trustlist unless exported with 0x02 (the creating process itself is trusted). The
 //!   emulated notify is reachable from every device, so importing on another device needs
 //!   no peer access (the vendor only recommends it).
@@ -54,6 +54,7 @@ use std::time::Duration;
 use devipc_ascend_sys::consts::{
     ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT, ACL_NOTIFY_DEVICE_USE_ONLY,
     ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
+    ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS,
 };
 
 use crate::error::EmuError;
@@ -189,19 +190,19 @@ pub fn set_pids(handle: usize, pids: &[i32]) -> AclResult<()> {
     })
 }
 
+/// The import flags the runtime knows: its `RT_NOTIFY_FLAG_DOWNLOAD_TO_DEV` (0x1) and
+/// `ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS` (0x02).
+const IMPORT_FLAGS_MAX: u64 =
+    ACL_NOTIFY_DEVICE_USE_ONLY as u64 | ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS;
+
 /// `aclrtNotifyImportByKey`: returns the new handle.
 pub fn import(key: &[u8], flags: u64) -> AclResult<usize> {
-    check(
-        flags > u64::from(ACL_NOTIFY_DEVICE_USE_ONLY),
-        rules::NOTIFY_IMPORT_FLAGS,
-        || {
-            format!(
-                "flags {flags:#x}: the ACL wrapper accepts only [0, {ACL_NOTIFY_DEVICE_USE_ONLY}] \
-                 ('param flag must be [0,1] currently'), the documented ENABLE_PEER_ACCESS 0x02 \
-                 included; import with 0 and call aclrtDeviceEnablePeerAccess"
-            )
-        },
-    )?;
+    check(flags > IMPORT_FLAGS_MAX, rules::NOTIFY_IMPORT_FLAGS, || {
+        format!(
+            "flags {flags:#x}: aclrtNotifyImportByKey takes flags up to {IMPORT_FLAGS_MAX:#x} \
+                 (the runtime's DOWNLOAD_TO_DEV 0x1 | ENABLE_PEER_ACCESS 0x02)"
+        )
+    })?;
     check(
         flags != ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT && flags <= 1,
         rules::NOTIFY_FLAGS,

@@ -122,13 +122,18 @@ fn ping_pong_across_processes() {
     );
     let bpid = b.val("bare-tgid");
     a.ok(&format!("notify-set-pid {na} {bpid}"));
-    // The ACL wrapper refuses the documented peer-access flag 0x02 (flags above 1), so B
-    // imports with 0; the emulated notify needs no peer access on another device.
+    // Import flags go up to 3 (DOWNLOAD_TO_DEV 0x1 | the documented ENABLE_PEER_ACCESS
+    // 0x02); larger ones are refused, 107000. The emulated notify needs no peer access on
+    // another device, so 0x02 and 0 import alike.
     b.fails(
-        &format!("notify-import {key_a} 2"),
-        100000,
+        &format!("notify-import {key_a} 4"),
+        107000,
         rules::NOTIFY_IMPORT_FLAGS,
     );
+    let peer = b.val(&format!("notify-import {key_a} 2"));
+    b.ok(&format!("notify-destroy {peer}"));
+    let both = b.val(&format!("notify-import {key_a} 3"));
+    b.ok(&format!("notify-destroy {both}"));
     let na_in_b = b.val(&format!("notify-import {key_a}"));
     // B's notify, exported without pid validation (0x02).
     let nb = b.val("notify-create");
@@ -300,8 +305,8 @@ fn switching_the_wait_device_rule_off_lets_any_device_wait() {
     let bn = b.val(&format!("notify-import {key}"));
     a.ok(&format!("notify-record {n}"));
     b.ok(&format!("notify-wait {bn} 5"));
-    // Import flags off: 0x02 imports.
-    let cn = c.val(&format!("notify-import {key} 2"));
+    // Import flags off: 0x04 imports.
+    let cn = c.val(&format!("notify-import {key} 4"));
     c.ok(&format!("notify-destroy {cn}"));
     b.ok(&format!("notify-destroy {bn}"));
     a.ok(&format!("notify-destroy {n}"));

@@ -101,7 +101,7 @@ impl Pair {
 fn two_records_before_a_wait_release_one_wait_in_every_round() {
     let root = TestRoot::new("notify-rounds");
     let mut p = pair(&root);
-    let event = p.consumer.val("event-create 0");
+    let event = p.consumer.val("event-create 1");
     let started = Instant::now();
     let mut counted_twice = Vec::new();
     for round in 0..ROUNDS {
@@ -139,7 +139,7 @@ fn two_records_before_a_wait_release_one_wait_in_every_round() {
 fn batch_reset_drops_a_record_made_after_a_queued_wait_consumed_one() {
     let root = TestRoot::new("notify-batch-reset");
     let mut p = pair(&root);
-    let event = p.consumer.val("event-create 0");
+    let event = p.consumer.val("event-create 1");
     // Arguments: NULL is 100000 (null_pointers_are_invalid_param), an unknown handle 107017
     // and nothing is reset then.
     p.record(1);

@@ -132,7 +132,7 @@ fn a_wait_blocks_only_its_stream() {
     let p = a.val("malloc 4096");
     let q = a.val("malloc 4096");
     let r = a.val("malloc 4096");
-    let e = a.val("event-create 0");
+    let e = a.val("event-create 1");
     a.ok(&format!("write {p} 7 4096"));
     // s1 waits for a record of n (forever); the work queued behind it waits too.
     a.ok(&format!("notify-wait-async {n} 0 {s1}"));
@@ -183,7 +183,7 @@ fn a_timeout_fails_the_stream_at_synchronize() {
     a.ok("set-device 0");
     let n = a.val("notify-create");
     let s = a.val("stream-create");
-    let e = a.val("event-create 0");
+    let e = a.val("event-create 1");
     // The call only enqueues; the stream is blocked while the wait lasts.
     a.ok(&format!("notify-wait-async {n} 1 {s}"));
     a.ok(&format!("event-record {e} {s}"));
@@ -251,7 +251,7 @@ fn destroy_waits_force_destroy_drops_and_reset_waits() {
     // wait's minute), a record queued behind the wait is released, and the dropped wait
     // consumes nothing.
     let s = a.val("stream-create");
-    let e = a.val("event-create 0");
+    let e = a.val("event-create 1");
     let p = a.val("malloc 4096");
     let q = a.val("malloc 4096");
     a.ok(&format!("write {p} 9 4096"));

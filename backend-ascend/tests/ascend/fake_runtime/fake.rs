@@ -643,6 +643,13 @@ pub unsafe extern "C" fn aclrtCreateEventExWithFlag(event: *mut aclrtEvent, flag
     unsafe { *event = next_addr(1) as aclrtEvent };
     0
 }
+pub unsafe extern "C" fn aclrtCreateEventWithFlag(event: *mut aclrtEvent, flag: u32) -> aclError {
+    forced!("aclrtCreateEventWithFlag", flag.to_string());
+    // SAFETY: the caller (the backend) passes pointers valid for this access, as
+    // the function's ACL contract requires.
+    unsafe { *event = next_addr(1) as aclrtEvent };
+    0
+}
 pub unsafe extern "C" fn aclrtDestroyEvent(_event: aclrtEvent) -> aclError {
     forced!("aclrtDestroyEvent");
     0

@@ -1,10 +1,14 @@
 //! Ascend rules taken from the vendor's own code rather than its documents (issue 11):
 //! what the runtime and torch_npu actually do with VMM reservations and copies, key
-//! closes, notify import flags and devices, and IPC events.
+//! closes, notify import flags and devices, and IPC events; and (issue 25) the event
+//! creation flags the runtime refuses and an IPC event exported with a record pending.
 
-use devipc_ascend_sys::codes::{ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_PARAM_INVALID};
+use std::time::Duration;
+
+use devipc_ascend_sys::codes::ACL_ERROR_RT_PARAM_INVALID;
 use devipc_ascend_sys::consts::{
-    ACL_EVENT_IPC, ACL_EVENT_SYNC, ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+    ACL_EVENT_DEVICE_USE_ONLY, ACL_EVENT_EXTERNAL, ACL_EVENT_IPC, ACL_EVENT_SYNC,
+    ACL_EVENT_TIME_LINE, ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
     ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT,
     ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
 };
@@ -12,8 +16,12 @@ use devipc_ascend_sys::consts::{
 use super::{A, CHECK, LONG_WAIT, exported, key_exported, key_release, notify_exported, peer_on};
 use crate::catalogue::{Step, pattern, same_bytes, vendor};
 use crate::ctx::Ctx;
-use crate::rule::{Expect, Need, Rule, Verdict};
+use crate::rule::{Expect, Need, Rule, Stop, Verdict};
 use crate::shell::VendorClient;
+
+/// How long the opener of an IPC event exported with a pending record polls for its
+/// completion once the creator's stream ran the record.
+const PENDING_LIMIT: Duration = Duration::from_secs(5);
 
 /// The rules of fidelity to the vendor's own code.
 pub(super) static RULES: &[Rule] = &[
@@ -63,13 +71,16 @@ pub(super) static RULES: &[Rule] = &[
         key_close_unmaps_oldest,
     ),
     vendor(
-        "ascend.notify.import-flags-0-or-1",
+        "ascend.notify.import-flags-0-to-3",
         A,
-        "aclrtNotifyImportByKey with the documented ENABLE_PEER_ACCESS flag 0x02 fails with \
-         ACL_ERROR_INVALID_PARAM (the ACL wrapper takes only 0 or 1); flags 0 import",
-        "CANN runtime notify.cpp aclrtNotifyImportByKeyImpl (flags > ACL_NOTIFY_DEVICE_USE_ONLY \
-         -> ACL_ERROR_INVALID_PARAM)",
-        Expect::Code("ACL_ERROR_INVALID_PARAM", ACL_ERROR_INVALID_PARAM),
+        "aclrtNotifyImportByKey with the documented ENABLE_PEER_ACCESS flag 0x02 imports (the \
+         ACL wrapper of current CANN passes the flags on; older ones refused flags above 1), \
+         flags above 3 are refused, and flags 0 import",
+        "CANN RT-DOC aclrtNotifyImportByKey (ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS \
+         0x02); runtime notify.cpp aclrtNotifyImportByKeyImpl (no flag check before \
+         rtsNotifyImportByKey), api_impl IpcOpenNotify (RT_NOTIFY_FLAG_DOWNLOAD_TO_DEV 0x1, \
+         RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS 0x2)",
+        Expect::Refused,
         &[],
         notify_import_flags,
     ),
@@ -95,6 +106,47 @@ pub(super) static RULES: &[Rule] = &[
         Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
         &[],
         event_ipc_flag,
+    ),
+    vendor(
+        "ascend.event.create-ex-flags-valid",
+        A,
+        "aclrtCreateEventExWithFlag fails with ACL_ERROR_RT_PARAM_INVALID for ACL_EVENT_IPC \
+         combined with ACL_EVENT_SYNC, for ACL_EVENT_DEVICE_USE_ONLY (0x10), \
+         ACL_EVENT_EXTERNAL (0x20) and an unknown bit (0x80); ACL_EVENT_IPC alone and \
+         ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE create events",
+        "CANN RT-DOC 07 aclrtCreateEventExWithFlag (ACL_EVENT_IPC is not OR-ed with other \
+         flags); runtime api_error.cc ApiErrorDecorator::EventCreateEx (IPC, EXTERNAL, MC2 \
+         alone; flag within DDSYNC_NS | STREAM_MARK | DDSYNC | TIME_LINE | IPC, \
+         RT_ERROR_INVALID_VALUE otherwise)",
+        Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
+        &[],
+        event_create_ex_flags,
+    ),
+    vendor(
+        "ascend.event.create-flags-valid",
+        A,
+        "aclrtCreateEventWithFlag (which torch_npu probes for) creates local events: \
+         ACL_EVENT_SYNC and ACL_EVENT_EXTERNAL alone succeed; ACL_EVENT_IPC, ACL_EVENT_EXTERNAL \
+         combined with ACL_EVENT_SYNC and an unknown bit (0x80) fail with \
+         ACL_ERROR_RT_PARAM_INVALID",
+        "CANN RT-DOC aclrtCreateEventWithFlag; runtime api_error.cc \
+         ApiErrorDecorator::EventCreate (flag within RT_EVENT_FLAG_MAX, which has no IPC bit; \
+         EXTERNAL alone; RT_ERROR_INVALID_VALUE otherwise)",
+        Expect::Code("ACL_ERROR_RT_PARAM_INVALID", ACL_ERROR_RT_PARAM_INVALID),
+        &[],
+        event_create_with_flag,
+    ),
+    vendor(
+        "ascend.event.export-keeps-pending-record",
+        A,
+        "an ACL_EVENT_IPC event recorded on a stream that is still blocked (on a notify wait), \
+         then exported (torch_npu's order): the opener's stream wait on it ends, and the event \
+         reads complete there, once the creator's stream runs the record",
+        "CANN RT-DOC 07 aclrtIpcGetEventHandle (the processes that open the handle share the \
+         event); torch_npu NPUIPCTypes.cpp (records the IPC event, then sends its handle)",
+        Expect::Behaviour,
+        &[],
+        event_export_pending_record,
     ),
     vendor(
         "ascend.event.ipc-open-record-wait",
@@ -254,20 +306,27 @@ fn notify_import_flags(ctx: &mut Ctx) -> Verdict {
     let mut b = ctx.acl_peer("importer")?;
     let (n, key) = notify_exported(&mut a, ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION)?;
     peer_on(&mut b, 0)?;
-    let result = b.notify_import(&key, ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS);
+    let peer = b
+        .notify_import(&key, ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS)
+        .step("import with ENABLE_PEER_ACCESS (0x02)")
+        .and_then(|nb| b.notify_destroy(nb).step("importer destroy"));
+    let result = b.notify_import(&key, 4);
     if let Ok(nb) = result {
         let _ = b.notify_destroy(nb);
     }
-    let seen = ctx.refused("import with ENABLE_PEER_ACCESS (0x02)", result);
+    let seen = ctx.refused("import with flags 0x04", result);
     let plain = b
         .notify_import(&key, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT)
         .step("import with flags 0")
         .and_then(|nb| b.notify_destroy(nb).step("importer destroy"));
     b.0.finish()?;
     a.notify_destroy(n).step("exporter destroy")?;
+    peer?;
     let seen = seen?;
     plain?;
-    Ok(format!("{seen}; flags 0 import"))
+    Ok(format!(
+        "ENABLE_PEER_ACCESS (0x02) imports; {seen}; flags 0 import"
+    ))
 }
 
 fn notify_wait_on_creating_device(ctx: &mut Ctx) -> Verdict {
@@ -355,4 +414,127 @@ fn event_ipc_flow(ctx: &mut Ctx) -> Verdict {
     a.event_destroy(e).step("the creator's aclrtDestroyEvent")?;
     flow?;
     Ok("the opener waited on the creator's recorded IPC event".into())
+}
+
+fn event_create_ex_flags(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    a.set_device(0).step("aclrtSetDevice(0)")?;
+    let mut seen = Vec::new();
+    for (what, flag) in [
+        (
+            "ACL_EVENT_IPC | ACL_EVENT_SYNC",
+            ACL_EVENT_IPC | ACL_EVENT_SYNC,
+        ),
+        ("ACL_EVENT_DEVICE_USE_ONLY", ACL_EVENT_DEVICE_USE_ONLY),
+        ("ACL_EVENT_EXTERNAL", ACL_EVENT_EXTERNAL),
+        ("the unknown bit 0x80", 0x80),
+    ] {
+        let result = a.event_create(flag);
+        if let Ok(e) = result {
+            let _ = a.event_destroy(e);
+        }
+        seen.push(ctx.refused(&format!("aclrtCreateEventExWithFlag({what})"), result));
+    }
+    let good = [ACL_EVENT_IPC, ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE]
+        .into_iter()
+        .try_for_each(|flag| {
+            let e = a
+                .event_create(flag)
+                .step(&format!("aclrtCreateEventExWithFlag({flag:#x})"))?;
+            a.event_destroy(e).step("aclrtDestroyEvent")
+        });
+    let seen = seen.into_iter().collect::<Result<Vec<_>, _>>()?;
+    good?;
+    Ok(format!(
+        "{}; ACL_EVENT_IPC alone and SYNC | TIME_LINE create",
+        seen.join("; ")
+    ))
+}
+
+fn event_create_with_flag(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    a.set_device(0).step("aclrtSetDevice(0)")?;
+    let good = [ACL_EVENT_SYNC, ACL_EVENT_EXTERNAL]
+        .into_iter()
+        .try_for_each(|flag| {
+            let e = a
+                .event_create_with_flag(flag)
+                .step(&format!("aclrtCreateEventWithFlag({flag:#x})"))?;
+            a.event_destroy(e).step("aclrtDestroyEvent")
+        });
+    good?;
+    let mut seen = Vec::new();
+    for (what, flag) in [
+        ("ACL_EVENT_IPC", ACL_EVENT_IPC),
+        (
+            "ACL_EVENT_EXTERNAL | ACL_EVENT_SYNC",
+            ACL_EVENT_EXTERNAL | ACL_EVENT_SYNC,
+        ),
+        ("the unknown bit 0x80", 0x80),
+    ] {
+        let result = a.event_create_with_flag(flag);
+        if let Ok(e) = result {
+            let _ = a.event_destroy(e);
+        }
+        seen.push(ctx.refused(&format!("aclrtCreateEventWithFlag({what})"), result));
+    }
+    let seen = seen.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(format!(
+        "ACL_EVENT_SYNC and ACL_EVENT_EXTERNAL create; {}",
+        seen.join("; ")
+    ))
+}
+
+fn event_export_pending_record(ctx: &mut Ctx) -> Verdict {
+    let mut a = ctx.acl()?;
+    let mut b = ctx.acl_peer("opener")?;
+    a.set_device(0).step("aclrtSetDevice(0)")?;
+    let s = a.stream_create().step("aclrtCreateStream")?;
+    let n = a.notify_create().step("aclrtCreateNotify")?;
+    a.notify_wait_on(n, LONG_WAIT, s)
+        .step("aclrtWaitAndResetNotify on the creator's stream (blocks it)")?;
+    let e = a
+        .event_create(ACL_EVENT_IPC)
+        .step("aclrtCreateEventExWithFlag(ACL_EVENT_IPC)")?;
+    // Recorded behind the notify wait, so still pending when the handle is taken.
+    let flow = a
+        .event_record_on(e, s)
+        .step("aclrtRecordEvent on the blocked stream")
+        .and_then(|()| a.event_handle(e).step("aclrtIpcGetEventHandle"))
+        .and_then(|handle| {
+            peer_on(&mut b, 0)?;
+            let eb = b.event_open(&handle).step("aclrtIpcOpenEventHandle")?;
+            let bs = b.stream_create().step("the opener's aclrtCreateStream")?;
+            b.event_wait_on(eb, bs)
+                .step("the opener's aclrtStreamWaitEvent")?;
+            // Release the creator's stream: it runs the record.
+            a.notify_record(n).step("aclrtRecordNotify")?;
+            a.stream_sync(s)
+                .step("the creator's aclrtSynchronizeStream")?;
+            let seen = b
+                .event_query_until(eb, PENDING_LIMIT)
+                .step("the opener's aclrtQueryEventStatus");
+            if !matches!(seen, Ok(true)) {
+                // A later record completes the opener's wait, so its stream can end.
+                let _ = a.event_record(e);
+            }
+            b.stream_sync(bs)
+                .step("the opener's aclrtSynchronizeStream")?;
+            b.stream_destroy(bs)
+                .step("the opener's aclrtDestroyStream")?;
+            b.event_destroy(eb).step("the opener's aclrtDestroyEvent")?;
+            seen
+        });
+    b.0.finish()?;
+    a.event_destroy(e).step("the creator's aclrtDestroyEvent")?;
+    a.stream_destroy(s).step("aclrtDestroyStream")?;
+    a.notify_destroy(n).step("aclrtDestroyNotify")?;
+    if !flow? {
+        return Err(Stop::fail(format!(
+            "the record pending at the export completed on the creator's stream, but the \
+             opener's event was not complete within {PENDING_LIMIT:?} (its stream wait would \
+             never end)"
+        )));
+    }
+    Ok("the record pending at the export completed for the opener, whose stream wait ended".into())
 }

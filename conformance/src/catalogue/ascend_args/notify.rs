@@ -49,8 +49,8 @@ fn notify_flags(ctx: &mut Ctx) -> Verdict {
         let _ = b.notify_destroy(nb);
     }
     let import = ctx.refused("aclrtNotifyImportByKey flags 0x1", bad)?;
-    // The import side's 0x02 is refused by the ACL wrapper itself
-    // (ascend.notify.import-flags-0-or-1): the positive control imports with 0.
+    // The positive control imports with 0 (0x02, ENABLE_PEER_ACCESS, is the rule
+    // ascend.notify.import-flags-0-to-3).
     let nb = b
         .notify_import(&key, 0)
         .step("aclrtNotifyImportByKey flags 0")?;

@@ -3,8 +3,11 @@
 
 use std::ffi::c_char;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use devipc_ascend_sys::types::{aclrtEvent, aclrtIpcEventHandle};
+use devipc_ascend_sys::types::{
+    ACL_EVENT_RECORDED_STATUS_COMPLETE, aclrtEvent, aclrtEventRecordedStatus, aclrtIpcEventHandle,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{Acl, AclCommand, AclShell, ptr};
@@ -15,6 +18,11 @@ use crate::shell::{Exec, Failure, Reply, done, hex, unhex, value};
 pub enum EventCommand {
     /// `aclrtCreateEventExWithFlag` with `flag`: the event.
     Create {
+        /// The flag.
+        flag: u32,
+    },
+    /// `aclrtCreateEventWithFlag` with `flag`: the event.
+    CreateWithFlag {
         /// The flag.
         flag: u32,
     },
@@ -37,6 +45,29 @@ pub enum EventCommand {
     Wait {
         /// The event.
         event: u64,
+    },
+    /// `aclrtRecordEvent` on `stream`, the call only (the record is a stream task).
+    RecordOn {
+        /// The event.
+        event: u64,
+        /// The stream.
+        stream: u64,
+    },
+    /// `aclrtStreamWaitEvent` of `stream`, the call only (the wait is a stream task:
+    /// synchronise the stream to wait for it).
+    WaitOn {
+        /// The event.
+        event: u64,
+        /// The stream.
+        stream: u64,
+    },
+    /// `aclrtQueryEventStatus` until the event's latest record is complete, for at most
+    /// `limit_ms`: whether it was.
+    QueryUntil {
+        /// The event.
+        event: u64,
+        /// The longest the polling goes on, in milliseconds.
+        limit_ms: u64,
     },
     /// `aclrtDestroyEvent`.
     Destroy {
@@ -65,6 +96,12 @@ impl AclShell {
                     let f = opt!(api, aclrtCreateEventExWithFlag);
                     let mut e: aclrtEvent = std::ptr::null_mut();
                     self.check("aclrtCreateEventExWithFlag", f(&mut e, flag))?;
+                    value(e as usize as u64)
+                }
+                EventCommand::CreateWithFlag { flag } => {
+                    let f = opt!(api, aclrtCreateEventWithFlag);
+                    let mut e: aclrtEvent = std::ptr::null_mut();
+                    self.check("aclrtCreateEventWithFlag", f(&mut e, flag))?;
                     value(e as usize as u64)
                 }
                 EventCommand::Handle { event } => {
@@ -105,6 +142,31 @@ impl AclShell {
                     )
                     .and_then(|()| done())
                 }
+                EventCommand::RecordOn { event, stream } => {
+                    let f = opt!(api, aclrtRecordEvent);
+                    self.check("aclrtRecordEvent", f(ptr(event), ptr(stream)))
+                        .and_then(|()| done())
+                }
+                EventCommand::WaitOn { event, stream } => {
+                    let f = opt!(api, aclrtStreamWaitEvent);
+                    self.check("aclrtStreamWaitEvent", f(ptr(stream), ptr(event)))
+                        .and_then(|()| done())
+                }
+                EventCommand::QueryUntil { event, limit_ms } => {
+                    let f = opt!(api, aclrtQueryEventStatus);
+                    let deadline = Instant::now() + Duration::from_millis(limit_ms);
+                    loop {
+                        let mut status: aclrtEventRecordedStatus = -1;
+                        self.check("aclrtQueryEventStatus", f(ptr(event), &mut status))?;
+                        if status == ACL_EVENT_RECORDED_STATUS_COMPLETE {
+                            break value(true);
+                        }
+                        if Instant::now() >= deadline {
+                            break value(false);
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
                 EventCommand::Destroy { event } => {
                     let f = opt!(api, aclrtDestroyEvent);
                     self.check("aclrtDestroyEvent", f(ptr(event)))
@@ -119,6 +181,11 @@ impl<E: Exec<AclCommand>> Acl<E> {
     /// `aclrtCreateEventExWithFlag` with `flag`: the event.
     pub fn event_create(&mut self, flag: u32) -> Result<u64, Failure> {
         self.0.ask(EventCommand::Create { flag })
+    }
+
+    /// `aclrtCreateEventWithFlag` with `flag`: the event.
+    pub fn event_create_with_flag(&mut self, flag: u32) -> Result<u64, Failure> {
+        self.0.ask(EventCommand::CreateWithFlag { flag })
     }
 
     /// `aclrtIpcGetEventHandle`: the 64 bytes as hex.
@@ -141,6 +208,23 @@ impl<E: Exec<AclCommand>> Acl<E> {
     /// `aclrtStreamWaitEvent` of the default stream, then `aclrtSynchronizeStream`.
     pub fn event_wait(&mut self, event: u64) -> Result<(), Failure> {
         self.0.ask(EventCommand::Wait { event })
+    }
+
+    /// `aclrtRecordEvent` on `stream`, the call only.
+    pub fn event_record_on(&mut self, event: u64, stream: u64) -> Result<(), Failure> {
+        self.0.ask(EventCommand::RecordOn { event, stream })
+    }
+
+    /// `aclrtStreamWaitEvent` of `stream`, the call only.
+    pub fn event_wait_on(&mut self, event: u64, stream: u64) -> Result<(), Failure> {
+        self.0.ask(EventCommand::WaitOn { event, stream })
+    }
+
+    /// `aclrtQueryEventStatus` until the event is complete, for at most `limit`: whether it
+    /// was.
+    pub fn event_query_until(&mut self, event: u64, limit: Duration) -> Result<bool, Failure> {
+        let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        self.0.ask(EventCommand::QueryUntil { event, limit_ms })
     }
 
     /// `aclrtDestroyEvent`.

@@ -1,5 +1,6 @@
 //! Entry points of events and IPC events (safe layer: `event`): create / destroy, record,
-//! stream wait, synchronise, query, IPC handle export and open.
+//! stream wait, synchronise, query, IPC handle export and open (`aclrtCreateEventWithFlag`
+//! beside `aclrtCreateEventExWithFlag`).
 
 #[allow(
     clippy::wildcard_imports,
@@ -23,6 +24,22 @@ pub unsafe extern "C" fn aclrtCreateEventExWithFlag(event: *mut aclrtEvent, flag
     run("aclrtCreateEventExWithFlag", || {
         let out = non_null(event, "event")?;
         let e = event::create(flag)?;
+        // SAFETY: non-NULL and writable by the contract.
+        unsafe { out.write(handle_out(e)) };
+        Ok(())
+    })
+}
+
+/// `aclrtCreateEventWithFlag`: a local event on the current device (never `ACL_EVENT_IPC`;
+/// IPC events come from `aclrtCreateEventExWithFlag`).
+///
+/// # Safety
+///
+/// A non-NULL `event` is writable.
+pub unsafe extern "C" fn aclrtCreateEventWithFlag(event: *mut aclrtEvent, flag: u32) -> aclError {
+    run("aclrtCreateEventWithFlag", || {
+        let out = non_null(event, "event")?;
+        let e = event::create_with_flag(flag)?;
         // SAFETY: non-NULL and writable by the contract.
         unsafe { out.write(handle_out(e)) };
         Ok(())

@@ -2,8 +2,8 @@
 //! stream waits on them.
 
 use devipc_ascend_sys::codes::{
-    ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_PARAM_INVALID,
-    ACL_ERROR_RT_WAIT_TIMEOUT, ACL_SUCCESS,
+    ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_WAIT_TIMEOUT,
+    ACL_SUCCESS,
 };
 
 use super::{Basis, RuleInfo, WHY_DRIVER, WHY_RT_PARAM};
@@ -24,8 +24,8 @@ pub const NOTIFY_BINARY_SEMAPHORE: &str = "ascend.notify.binary-semaphore";
 pub const NOTIFY_WAIT_TIMEOUT: &str = "ascend.notify.wait-timeout";
 /// A notify is freed when all processes destroyed it.
 pub const NOTIFY_FREED_WHEN_ALL_DESTROYED: &str = "ascend.notify.freed-when-all-destroyed";
-/// The ACL wrapper refuses notify import flags above 1.
-pub const NOTIFY_IMPORT_FLAGS: &str = "ascend.notify.import-flags-0-or-1";
+/// Notify import flags are at most 3 (DOWNLOAD_TO_DEV 0x1 | ENABLE_PEER_ACCESS 0x2).
+pub const NOTIFY_IMPORT_FLAGS: &str = "ascend.notify.import-flags-0-to-3";
 /// An IPC notify is waited on from the device that created it.
 pub const NOTIFY_WAIT_ON_CREATING_DEVICE: &str = "ascend.notify.wait-on-creating-device";
 
@@ -33,6 +33,14 @@ pub const NOTIFY_WAIT_ON_CREATING_DEVICE: &str = "ascend.notify.wait-on-creating
 
 /// Only events created with ACL_EVENT_IPC have an IPC handle.
 pub const EVENT_IPC_FLAG: &str = "ascend.event.ipc-handle-needs-ipc-flag";
+/// aclrtCreateEventExWithFlag's flag: a non-empty combination of SYNC, CAPTURE, 0x04 and
+/// TIME_LINE, or ACL_EVENT_IPC alone.
+pub const EVENT_CREATE_EX_FLAGS: &str = "ascend.event.create-ex-flags-valid";
+/// aclrtCreateEventWithFlag's flag: a non-empty combination of SYNC, CAPTURE, 0x04,
+/// TIME_LINE and DEVICE_USE_ONLY, or ACL_EVENT_EXTERNAL alone (never ACL_EVENT_IPC).
+pub const EVENT_CREATE_FLAGS: &str = "ascend.event.create-flags-valid";
+/// A record pending when its IPC event is exported completes for the event's openers.
+pub const EVENT_EXPORT_PENDING_RECORD: &str = "ascend.event.export-keeps-pending-record";
 
 // ---- streams --------------------------------------------------------------------
 
@@ -58,7 +66,7 @@ pub(super) const RULES: &[RuleInfo] = &[
         breakable: true,
         summary: "notify export flags are 0 or DISABLE_PID_VALIDATION 0x02; the memory flag 0x1 is \
                   not a notify flag, for export nor (past the ACL wrapper's check, see \
-                  ascend.notify.import-flags-0-or-1) for import",
+                  ascend.notify.import-flags-0-to-3) for import",
         when_broken: None,
         source: "api-facts A.8, C.6",
         since: None,
@@ -123,17 +131,19 @@ pub(super) const RULES: &[RuleInfo] = &[
     },
     RuleInfo {
         id: NOTIFY_IMPORT_FLAGS,
-        code: ACL_ERROR_INVALID_PARAM,
-        basis: Basis::Documented,
+        code: ACL_ERROR_RT_PARAM_INVALID,
+        basis: Basis::Chosen(WHY_RT_PARAM),
         breakable: true,
-        summary: "aclrtNotifyImportByKey refuses flags above ACL_NOTIFY_DEVICE_USE_ONLY (1) in the \
-                  ACL wrapper, the documented ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS (0x02) \
-                  included; import with 0 and enable peer access with aclrtDeviceEnablePeerAccess \
-                  instead",
+        summary: "aclrtNotifyImportByKey takes flags 0 to 3 (the runtime's DOWNLOAD_TO_DEV 0x1 \
+                  and the documented ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS 0x02); larger \
+                  flags are refused. The ACL wrapper no longer refuses flags above 1 (older CANN \
+                  did, with ACL_ERROR_INVALID_PARAM)",
         when_broken: None,
-        source: "RT-SRC notify.cpp aclrtNotifyImportByKeyImpl (flags > ACL_NOTIFY_DEVICE_USE_ONLY \
-                 -> ACL_ERROR_INVALID_PARAM, 'param flag must be [0,1] currently'); backend-ascend \
-                 signal.rs",
+        source: "RT-DOC aclrtNotifyImportByKey (flags DEFAULT 0x0, ENABLE_PEER_ACCESS 0x02); \
+                 hicann/runtime src/acl/aclrt_impl/notify.cpp aclrtNotifyImportByKeyImpl (flags \
+                 passed to rtsNotifyImportByKey unchecked), runtime api_impl IpcOpenNotify (bits \
+                 RT_NOTIFY_FLAG_DOWNLOAD_TO_DEV 0x1 and RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS \
+                 0x2)",
         since: None,
     },
     RuleInfo {
@@ -161,6 +171,60 @@ pub(super) const RULES: &[RuleInfo] = &[
         source: "RT-DOC 07 aclrtIpcGetEventHandle (only events of aclrtCreateEventExWithFlag with \
                  ACL_EVENT_IPC); RT-SRC api_error.cc ApiErrorDecorator::IpcGetEventHandle (flag != \
                  RT_EVENT_IPC -> RT_ERROR_INVALID_VALUE, 'Only IPC events are supported')",
+        since: None,
+    },
+    RuleInfo {
+        id: EVENT_CREATE_EX_FLAGS,
+        code: ACL_ERROR_RT_PARAM_INVALID,
+        basis: Basis::Documented,
+        breakable: true,
+        summary: "aclrtCreateEventExWithFlag fails with ACL_ERROR_RT_PARAM_INVALID unless flag is \
+                  a non-empty combination of ACL_EVENT_SYNC, ACL_EVENT_CAPTURE_STREAM_PROGRESS, \
+                  0x04 and ACL_EVENT_TIME_LINE, or ACL_EVENT_IPC alone: IPC combined with \
+                  another flag, ACL_EVENT_DEVICE_USE_ONLY (0x10), ACL_EVENT_EXTERNAL (0x20), 0 \
+                  and unknown bits are refused",
+        when_broken: None,
+        source: "RT-DOC 07 aclrtCreateEventExWithFlag (ACL_EVENT_IPC cannot be OR-ed with other \
+                 flags; SYNC, CAPTURE_STREAM_PROGRESS, TIME_LINE, IPC listed); RT-SRC \
+                 api_error.cc ApiErrorDecorator::EventCreateEx (MC2, EXTERNAL, IPC 'do not \
+                 support OR operations with other flags'; flag in (0, DDSYNC_NS | STREAM_MARK | \
+                 DDSYNC | TIME_LINE | IPC] -> RT_ERROR_INVALID_VALUE) and its unit test \
+                 create_external_event (rtEventCreateExWithFlag(RT_EVENT_EXTERNAL) -> \
+                 ACL_ERROR_RT_PARAM_INVALID); the ACL wrapper aclrtCreateEventExWithFlagImpl \
+                 checks no flag itself",
+        since: None,
+    },
+    RuleInfo {
+        id: EVENT_CREATE_FLAGS,
+        code: ACL_ERROR_RT_PARAM_INVALID,
+        basis: Basis::Documented,
+        breakable: true,
+        summary: "aclrtCreateEventWithFlag creates a local event; it fails with \
+                  ACL_ERROR_RT_PARAM_INVALID unless flag is a non-empty combination of \
+                  ACL_EVENT_SYNC, ACL_EVENT_CAPTURE_STREAM_PROGRESS, 0x04, ACL_EVENT_TIME_LINE \
+                  and ACL_EVENT_DEVICE_USE_ONLY, or ACL_EVENT_EXTERNAL alone: ACL_EVENT_IPC \
+                  (only aclrtCreateEventExWithFlag makes IPC events), 0 and unknown bits are \
+                  refused",
+        when_broken: None,
+        source: "RT-DOC aclrtCreateEventWithFlag (TIME_LINE, SYNC, CAPTURE_STREAM_PROGRESS, \
+                 EXTERNAL alone, DEVICE_USE_ONLY); RT-SRC api_error.cc \
+                 ApiErrorDecorator::EventCreate (flag in (0, RT_EVENT_FLAG_MAX], which has no \
+                 IPC bit; EXTERNAL not OR-ed -> RT_ERROR_INVALID_VALUE); torch_npu \
+                 AclInterface.cpp probes for aclrtCreateEventWithFlag",
+        since: None,
+    },
+    RuleInfo {
+        id: EVENT_EXPORT_PENDING_RECORD,
+        code: ACL_SUCCESS,
+        basis: Basis::Behaviour,
+        breakable: true,
+        summary: "an ACL_EVENT_IPC event exported (aclrtIpcGetEventHandle) while a record on it \
+                  is still pending on a stream: the record is the event's latest for the \
+                  processes that open it, and its completion releases their stream waits",
+        when_broken: None,
+        source: "RT-DOC 07 aclrtIpcGetEventHandle (one event shared by the processes that open \
+                 it); torch_npu NPUIPCTypes.cpp (records the ACL_EVENT_IPC event on the current \
+                 stream, then sends its handle: field-notes-2026-11-28 section 0)",
         since: None,
     },
     RuleInfo {

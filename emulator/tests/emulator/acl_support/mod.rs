@@ -882,6 +882,12 @@ impl Shell {
                 let code = opt!(api, aclrtCreateEventExWithFlag(&mut e, n(0)? as u32));
                 self.status(code, vec![hex(e.addr())])
             }
+            "event-create-flag" => {
+                // event-create-flag <flag>: aclrtCreateEventWithFlag.
+                let mut e = ptr::null_mut();
+                let code = opt!(api, aclrtCreateEventWithFlag(&mut e, n(0)? as u32));
+                self.status(code, vec![hex(e.addr())])
+            }
             "event-destroy" => self.status(opt!(api, aclrtDestroyEvent(vptr(n(0)?))), vec![]),
             "event-record" => self.status(
                 opt!(api, aclrtRecordEvent(vptr(n(0)?), vptr(n_or(1, 0)?))),
