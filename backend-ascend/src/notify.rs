@@ -12,11 +12,12 @@
 //! As for memory, a notify is exported once and its key cached: later exports reuse it,
 //! and the validation of the first export is the one that counts.
 //!
-//! The peer-access import flag is documented, but the ACL wrapper of the open-source CANN
+//! The peer-access import flag (`0x02`) is documented. Older ACL wrappers of the CANN
 //! runtime (`aclrtNotifyImportByKeyImpl`, hicann/runtime `src/acl/aclrt_impl/notify.cpp`)
-//! rejects every import flag above `ACL_NOTIFY_DEVICE_USE_ONLY` (1) with
-//! `ACL_ERROR_INVALID_PARAM`, the documented `0x02` included. When a cross-device import
-//! with the flag fails with exactly that code, devipc enables peer access with
+//! rejected every import flag above `ACL_NOTIFY_DEVICE_USE_ONLY` (1) with
+//! `ACL_ERROR_INVALID_PARAM`; current ones pass flags 0-3 through (the emulator models the
+//! current behaviour: rule `ascend.notify.import-flags-0-to-3`). When a cross-device
+//! import with the flag fails with exactly that code, devipc enables peer access with
 //! `aclrtDeviceEnablePeerAccess` (the other way the IPC documentation gives) and imports
 //! once more without the flag.
 //!
