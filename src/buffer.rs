@@ -12,6 +12,7 @@ use devipc_core::{
 
 use crate::registry::{LocalExports, LocalTarget, Mapped};
 use crate::runtime::Runtime;
+use crate::span::{DeviceSpan, Keep};
 
 // ---------------------------------------------------------------------------------------
 // SharedBuffer: memory this process allocated.
@@ -133,6 +134,19 @@ impl SharedBuffer {
         self.owned.rt.grant(token, peers)
     }
 
+    /// The bytes `range` of the buffer, for stream-ordered copies; the span keeps the
+    /// memory allocated while a copy through it is in flight.
+    pub fn span(&self, range: Range<usize>) -> Result<DeviceSpan> {
+        DeviceSpan::of_buffer(
+            &self.owned.rt,
+            self.ptr(),
+            self.len(),
+            self.device(),
+            range,
+            Keep::Owned(self.owned.clone()),
+        )
+    }
+
     /// Copies `src` into the buffer at `offset`.
     pub fn write(&self, offset: usize, src: &[u8]) -> Result<()> {
         let dst = checked_span(self.ptr(), self.len(), offset, src.len())?;
@@ -156,12 +170,12 @@ impl SharedBuffer {
 // ImportedBuffer: an export mapped into this process.
 
 /// What keeps the memory of an [`ImportedBuffer`] mapped.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[expect(
     dead_code,
     reason = "the fields are never read: holding them keeps the memory mapped"
 )]
-enum Source {
+pub(crate) enum Source {
     /// A vendor import, shared with other imports of the same handle.
     Mapped(Arc<Mapped>),
     /// This process's own export of a shared buffer (no vendor call), kept alive.
@@ -247,6 +261,20 @@ impl ImportedBuffer {
     /// Whether this is a view of this process's own export (no vendor import).
     pub fn is_local(&self) -> bool {
         matches!(self.source, Source::Local(_))
+    }
+
+    /// The bytes `range` of the view, for stream-ordered copies; the span keeps the
+    /// import mapped while a copy through it is in flight (closing the buffer then waits
+    /// for the copy, without blocking).
+    pub fn span(&self, range: Range<usize>) -> Result<DeviceSpan> {
+        DeviceSpan::of_buffer(
+            &self.rt,
+            self.ptr,
+            self.len,
+            self.device,
+            range,
+            Keep::Imported(self.source.clone()),
+        )
     }
 
     /// Copies `src` into the imported memory at `offset`.
@@ -335,6 +363,17 @@ pub trait DeviceBuffer: sealed::Sealed {
 
     /// Copies bytes at `offset` out of the buffer into `dst`.
     fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()>;
+
+    /// The bytes `range` of the buffer, for stream-ordered copies
+    /// ([`Stream::copy`](crate::Stream::copy)).
+    fn span(&self, range: Range<usize>) -> Result<DeviceSpan>;
+
+    /// The whole buffer as a span.
+    fn whole(&self) -> DeviceSpan {
+        // A buffer's own bounds always fit it.
+        self.span(0..self.len())
+            .expect("a buffer's whole range is inside it")
+    }
 }
 
 impl sealed::Sealed for SharedBuffer {}
@@ -358,6 +397,9 @@ impl DeviceBuffer for SharedBuffer {
     fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         SharedBuffer::read(self, offset, dst)
     }
+    fn span(&self, range: Range<usize>) -> Result<DeviceSpan> {
+        SharedBuffer::span(self, range)
+    }
 }
 
 impl sealed::Sealed for ImportedBuffer {}
@@ -380,6 +422,9 @@ impl DeviceBuffer for ImportedBuffer {
     }
     fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         ImportedBuffer::read(self, offset, dst)
+    }
+    fn span(&self, range: Range<usize>) -> Result<DeviceSpan> {
+        ImportedBuffer::span(self, range)
     }
 }
 

@@ -75,15 +75,19 @@ compile_error!(
 struct ReadmeDoctests;
 
 mod buffer;
+mod event;
 pub mod info;
 pub mod raw;
 #[cfg(test)]
 mod recording_backend;
 mod registry;
 pub mod rendezvous;
+mod request;
 mod runtime;
 mod selection;
 mod signal;
+mod span;
+mod stream;
 pub mod testing;
 
 pub use buffer::{DeviceBuffer, ImportedBuffer, SharedBuffer};
@@ -91,6 +95,10 @@ pub use devipc_core::{
     AllocateOptions, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr, Error, ErrorKind,
     ExportOptions, MemToken, ProcessId, RawStream, Result, SignalToken,
 };
+pub use event::Event;
+pub use request::Request;
 pub use runtime::Runtime;
 pub use selection::BackendChoice;
 pub use signal::Signal;
+pub use span::DeviceSpan;
+pub use stream::Stream;

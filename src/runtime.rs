@@ -22,14 +22,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use devipc_core::{
-    AllocateOptions, Allocation, BackendInfo, BackendKind, Birth, DeviceId, DeviceIpc, DevicePtr,
-    Error, ExportOptions, ExportedFrom, Mapping, Mechanism, MemToken, PhysicalDevice, ProcessId,
-    RawStream, Result, SignalHandle, SignalToken, TokenOrigin,
+    AllocateOptions, Allocation, BackendInfo, BackendKind, Birth, CopyDesc, DeviceId, DeviceIpc,
+    DevicePtr, Error, EventHandle, ExportOptions, ExportedFrom, Mapping, Mechanism, MemToken,
+    PhysicalDevice, ProcessId, RawStream, Result, SignalHandle, SignalToken, StreamHandle,
+    TokenOrigin,
 };
 
 use crate::buffer::{ImportedBuffer, SharedBuffer};
+use crate::event::Event;
 use crate::registry::{ImportCache, LocalExports, LocalTarget};
 use crate::signal::Signal;
+use crate::stream::Stream;
 
 /// A started backend. Cheap to clone; clones share the backend.
 #[derive(Debug, Clone)]
@@ -313,6 +316,19 @@ impl Runtime {
             });
         }
         Ok(())
+    }
+
+    // ---- The data plane ----
+
+    /// A new stream on `device`, devipc's own ([`Stream`]; a framework's stream enters
+    /// through [`Stream::wrap`]).
+    pub fn create_stream(&self, device: impl Into<DeviceId>) -> Result<Stream> {
+        Stream::new(self, device.into())
+    }
+
+    /// A local, queryable event on `device` ([`Event`]).
+    pub fn create_event(&self, device: impl Into<DeviceId>) -> Result<Event> {
+        Event::new(self, device.into())
     }
 
     // ---- Signals ----
@@ -616,6 +632,57 @@ impl DeviceIpc for Backend {
 
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
         dispatch!(self, b => b.destroy_signal(signal))
+    }
+
+    fn create_stream(&self, device: DeviceId) -> Result<StreamHandle> {
+        dispatch!(self, b => b.create_stream(device))
+    }
+
+    fn destroy_stream(&self, stream: StreamHandle) -> Result<()> {
+        dispatch!(self, b => b.destroy_stream(stream))
+    }
+
+    fn synchronize_stream(&self, device: DeviceId, stream: RawStream) -> Result<()> {
+        dispatch!(self, b => b.synchronize_stream(device, stream))
+    }
+
+    fn create_event(&self, device: DeviceId) -> Result<EventHandle> {
+        dispatch!(self, b => b.create_event(device))
+    }
+
+    fn destroy_event(&self, event: EventHandle) -> Result<()> {
+        dispatch!(self, b => b.destroy_event(event))
+    }
+
+    fn record_event(&self, event: &EventHandle, stream: RawStream) -> Result<()> {
+        dispatch!(self, b => b.record_event(event, stream))
+    }
+
+    fn query_event(&self, event: &EventHandle) -> Result<bool> {
+        dispatch!(self, b => b.query_event(event))
+    }
+
+    fn synchronize_event(&self, event: &EventHandle, timeout: Option<Duration>) -> Result<()> {
+        dispatch!(self, b => b.synchronize_event(event, timeout))
+    }
+
+    fn stream_wait_event(
+        &self,
+        device: DeviceId,
+        stream: RawStream,
+        event: &EventHandle,
+    ) -> Result<()> {
+        dispatch!(self, b => b.stream_wait_event(device, stream, event))
+    }
+
+    unsafe fn copy_async(
+        &self,
+        device: DeviceId,
+        stream: RawStream,
+        copies: &[CopyDesc],
+    ) -> Result<()> {
+        // SAFETY: the caller's guarantee for every descriptor and the stream, passed on.
+        dispatch!(self, b => unsafe { b.copy_async(device, stream, copies) })
     }
 }
 

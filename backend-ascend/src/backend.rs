@@ -18,6 +18,7 @@
 //! | `ascend-vmm` | [`vmm`](crate::vmm) | allocate, free, export, grant, import, close |
 //! | `ascend-ipc-key` | [`ipc_key`](crate::ipc_key) | export_external, close_external, grant, import, close |
 //! | `ascend-notify` | [`notify`](crate::notify) | the signal methods |
+//! | the data plane | `stream.rs` | streams, local events, asynchronous copies |
 //!
 //! and the support files: device binding, peer access and host copies (`read`/`write`)
 //! in `device.rs`, export records in `record.rs`, and the checked ACL calls (with the
@@ -33,10 +34,10 @@ use devipc_ascend_sys::{AclApi, error_name};
 use devipc_core::external_exports::{RuntimeDomain, SharedExports};
 use devipc_core::fork::{PerProcess, forget_inherited};
 use devipc_core::{
-    Allocation, BackendInfo, BackendKind, Birth, Capabilities, DeviceId, DeviceIpc, DevicePtr,
-    DeviceUuid, Error, ExportOptions, HandleTable, HostIdentity, Mapping, Mechanism, MemToken,
-    PhysicalDevice, PhysicalDeviceCache, ProcessId, RawStream, Result, RuntimeVersion,
-    SignalHandle, SignalToken, TokenOrigin,
+    Allocation, BackendInfo, BackendKind, Birth, Capabilities, CopyDesc, DeviceId, DeviceIpc,
+    DevicePtr, DeviceUuid, Error, EventHandle, ExportOptions, HandleTable, HostIdentity, Mapping,
+    Mechanism, MemToken, PhysicalDevice, PhysicalDeviceCache, ProcessId, RawStream, Result,
+    RuntimeVersion, SignalHandle, SignalToken, StreamHandle, TokenOrigin,
 };
 
 use crate::device::DeviceScope;
@@ -45,6 +46,7 @@ use crate::ipc_key::{EXTERNAL, ExternalExport, KeyMapping};
 use crate::notify::SignalRecord;
 use crate::result;
 use crate::result::vendor_error;
+use crate::stream::{EventRecord, StreamRecord};
 use crate::vmm::{AllocRecord, VmmObjects};
 
 /// The Ascend backend.
@@ -93,6 +95,9 @@ pub struct AscendBackend {
     pub(crate) allocations: HandleTable<AllocRecord>,
     pub(crate) mappings: HandleTable<MappingRecord>,
     pub(crate) signals: HandleTable<SignalRecord>,
+    /// devipc's streams and local events (`stream.rs`).
+    pub(crate) streams: HandleTable<StreamRecord>,
+    pub(crate) events: HandleTable<EventRecord>,
     /// Keys exported for framework memory, by (device, block base): the table every
     /// Ascend backend of this process on the same runtime shares ([`crate::ipc_key`]).
     pub(crate) external: SharedExports<ExternalExport>,
@@ -177,6 +182,8 @@ impl AscendBackend {
             allocations: HandleTable::new("allocation"),
             mappings: HandleTable::new("mapping"),
             signals: HandleTable::new("signal"),
+            streams: HandleTable::new("stream"),
+            events: HandleTable::new("event"),
             external,
             export_lock: Mutex::new(()),
             ranges: Mutex::new(BTreeMap::new()),
@@ -496,6 +503,62 @@ impl DeviceIpc for AscendBackend {
         self.wait_notify(signal, stream, timeout)
     }
 
+    fn create_stream(&self, device: DeviceId) -> Result<StreamHandle> {
+        self.new_stream(device)
+    }
+
+    fn destroy_stream(&self, stream: StreamHandle) -> Result<()> {
+        self.end_stream(stream)
+    }
+
+    fn synchronize_stream(&self, device: DeviceId, stream: RawStream) -> Result<()> {
+        self.sync_stream(device, stream)
+    }
+
+    fn create_event(&self, device: DeviceId) -> Result<EventHandle> {
+        self.new_event(device)
+    }
+
+    fn destroy_event(&self, event: EventHandle) -> Result<()> {
+        self.end_event(event)
+    }
+
+    fn record_event(&self, event: &EventHandle, stream: RawStream) -> Result<()> {
+        self.record(event, stream)
+    }
+
+    fn query_event(&self, event: &EventHandle) -> Result<bool> {
+        self.query(event)
+    }
+
+    fn synchronize_event(&self, event: &EventHandle, timeout: Option<Duration>) -> Result<()> {
+        self.sync_event(event, timeout)
+    }
+
+    fn stream_wait_event(
+        &self,
+        device: DeviceId,
+        stream: RawStream,
+        event: &EventHandle,
+    ) -> Result<()> {
+        self.stream_waits_for(device, stream, event)
+    }
+
+    /// One `aclrtMemcpyAsync` per descriptor, after devipc's checks of the vendor's copy
+    /// rules (`stream.rs`).
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::copy_async`].
+    unsafe fn copy_async(
+        &self,
+        device: DeviceId,
+        stream: RawStream,
+        copies: &[CopyDesc],
+    ) -> Result<()> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.enqueue_copies(device, stream, copies) }
+    }
+
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
         self.destroy_notify(signal)
     }
@@ -693,6 +756,16 @@ impl Drop for AscendBackend {
         for (_, record) in self.signals.drain() {
             if let Err(e) = self.release_signal(record) {
                 log::error!("devipc-ascend: destroying a leftover notify failed: {e}");
+            }
+        }
+        for (_, record) in self.events.drain() {
+            if let Err(e) = record.release(self) {
+                log::error!("devipc-ascend: destroying a leftover event failed: {e}");
+            }
+        }
+        for (_, record) in self.streams.drain() {
+            if let Err(e) = record.release(self) {
+                log::error!("devipc-ascend: destroying a leftover stream failed: {e}");
             }
         }
         for (_, mut record) in self.mappings.drain() {

@@ -222,7 +222,7 @@ impl AscendBackend {
     }
 
     /// The devipc range containing `ptr`, if any.
-    fn range_of(&self, ptr: u64) -> Option<DeviceRange> {
+    pub(crate) fn range_of(&self, ptr: u64) -> Option<DeviceRange> {
         lock(&self.ranges)
             .range(..=ptr)
             .next_back()

@@ -46,6 +46,7 @@ pub mod ipc_key;
 pub mod notify;
 mod record;
 mod result;
+mod stream;
 pub mod vmm;
 
 pub use backend::AscendBackend;

@@ -656,7 +656,10 @@ pub(crate) use notify::{
 
 mod stream;
 
-pub(crate) use stream::{create_stream, destroy_stream, destroy_stream_force, synchronize_stream};
+pub(crate) use stream::{
+    create_stream, destroy_stream, destroy_stream_force, stream_wait_event, synchronize_event,
+    synchronize_stream,
+};
 
 // ---------------------------------------------------------------------------------------
 // Rollback: the release calls owed if a multi-step acquire fails midway

@@ -17,6 +17,7 @@
 //! | `vmm.rs` (+ `vmm/`) | `hip-vmm-fd`: VMM memory shared as a dma-buf fd | allocate_with, export, import, export_fd, import_fd, free, close |
 //! | `external.rs` | framework memory of either kind | export_external, close_external |
 //! | `event.rs` | `hip-ipc-event`: signals | create_signal ... destroy_signal |
+//! | `stream.rs` | the data plane: streams, local events, asynchronous copies | create_stream ... copy_async |
 //! | `device.rs` | the device a call binds, its identity, peer access, host copies of any memory | physical_device, enable_peer_access, write, read |
 //!
 //! Every vendor call goes through `result.rs`.
@@ -30,10 +31,10 @@ use devipc_core::external_exports::{RuntimeDomain, SharedExports};
 use devipc_core::own_memory::{self, BlockMap};
 use devipc_core::token::MemTokenParts;
 use devipc_core::{
-    AllocateOptions, Allocation, BackendInfo, BackendKind, Capabilities, DeviceId, DeviceIpc,
-    DevicePtr, Error, ExportOptions, HandleTable, Mapping, Mechanism, MemToken, PhysicalDevice,
-    PhysicalDeviceCache, Pinned, ProcessId, RawStream, Result, RuntimeVersion, SignalHandle,
-    SignalToken, TokenOrigin,
+    AllocateOptions, Allocation, BackendInfo, BackendKind, Capabilities, CopyDesc, DeviceId,
+    DeviceIpc, DevicePtr, Error, EventHandle, ExportOptions, HandleTable, Mapping, Mechanism,
+    MemToken, PhysicalDevice, PhysicalDeviceCache, Pinned, ProcessId, RawStream, Result,
+    RuntimeVersion, SignalHandle, SignalToken, StreamHandle, TokenOrigin,
 };
 use devipc_hip_sys::{HipApi, hipErrorNoDevice, ipc_mem_lazy_enable_peer_access};
 use devipc_shm::lease::{Lease, held};
@@ -42,6 +43,7 @@ use crate::event::SignalRecord;
 use crate::external::{EXTERNAL, ExternalExport};
 use crate::ipc_mem::{self, Deferred};
 use crate::result::{self, vendor_error};
+use crate::stream::{EventRecord, StreamRecord};
 use crate::vmm::{self, VmmAlloc, VmmRange};
 
 /// The HIP backend.
@@ -63,6 +65,9 @@ pub struct HipBackend {
     pub(crate) allocations: HandleTable<AllocRecord>,
     pub(crate) mappings: HandleTable<MappingRecord>,
     pub(crate) signals: HandleTable<SignalRecord>,
+    /// devipc's streams and local events (`stream.rs`).
+    pub(crate) streams: HandleTable<StreamRecord>,
+    pub(crate) events: HandleTable<EventRecord>,
     pub(crate) deferred: Deferred,
     /// `export_external`s not closed yet, by device and allocation base: the table every
     /// HIP backend of this process on the same runtime shares ([`crate::external`]).
@@ -181,6 +186,8 @@ impl HipBackend {
             allocations: HandleTable::new("allocation"),
             mappings: HandleTable::new("mapping"),
             signals: HandleTable::new("signal"),
+            streams: HandleTable::new("stream"),
+            events: HandleTable::new("event"),
             deferred: Deferred::new(api.clone()),
             external,
             vmm_imports: BlockMap::new(),
@@ -312,6 +319,16 @@ impl Drop for HipBackend {
         for (_, record) in self.signals.drain() {
             if let Err(e) = self.release_signal(record) {
                 log::error!("devipc-hip: destroying a leftover signal failed: {e}");
+            }
+        }
+        for (_, record) in self.events.drain() {
+            if let Err(e) = record.release(self) {
+                log::error!("devipc-hip: destroying a leftover event failed: {e}");
+            }
+        }
+        for (_, record) in self.streams.drain() {
+            if let Err(e) = record.release(self) {
+                log::error!("devipc-hip: destroying a leftover stream failed: {e}");
             }
         }
         for (_, record) in self.mappings.drain() {
@@ -491,6 +508,61 @@ impl DeviceIpc for HipBackend {
         timeout: Option<Duration>,
     ) -> Result<()> {
         self.wait_event(signal, stream, timeout)
+    }
+
+    fn create_stream(&self, device: DeviceId) -> Result<StreamHandle> {
+        self.new_stream(device)
+    }
+
+    fn destroy_stream(&self, stream: StreamHandle) -> Result<()> {
+        self.end_stream(stream)
+    }
+
+    fn synchronize_stream(&self, device: DeviceId, stream: RawStream) -> Result<()> {
+        self.sync_stream(device, stream)
+    }
+
+    fn create_event(&self, device: DeviceId) -> Result<EventHandle> {
+        self.new_event(device)
+    }
+
+    fn destroy_event(&self, event: EventHandle) -> Result<()> {
+        self.end_event(event)
+    }
+
+    fn record_event(&self, event: &EventHandle, stream: RawStream) -> Result<()> {
+        self.record(event, stream)
+    }
+
+    fn query_event(&self, event: &EventHandle) -> Result<bool> {
+        self.query(event)
+    }
+
+    fn synchronize_event(&self, event: &EventHandle, timeout: Option<Duration>) -> Result<()> {
+        self.sync_event(event, timeout)
+    }
+
+    fn stream_wait_event(
+        &self,
+        device: DeviceId,
+        stream: RawStream,
+        event: &EventHandle,
+    ) -> Result<()> {
+        self.stream_waits_for(device, stream, event)
+    }
+
+    /// One `hipMemcpyAsync` per descriptor (`stream.rs`).
+    ///
+    /// # Safety
+    /// As [`DeviceIpc::copy_async`].
+    unsafe fn copy_async(
+        &self,
+        device: DeviceId,
+        stream: RawStream,
+        copies: &[CopyDesc],
+    ) -> Result<()> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.enqueue_copies(device, stream, copies) }
     }
 
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {

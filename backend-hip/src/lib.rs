@@ -33,6 +33,7 @@ pub mod event;
 mod external;
 mod ipc_mem;
 mod result;
+mod stream;
 mod vmm;
 
 pub use backend::HipBackend;

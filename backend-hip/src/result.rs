@@ -62,6 +62,9 @@ macro_rules! hip {
     }};
 }
 
+mod stream;
+pub(crate) use stream::*;
+
 /// `Ok(())` for `hipSuccess`, otherwise the [`Error::Vendor`] for `code`.
 pub(crate) fn check(api: &HipApi, call: &'static str, code: hipError_t) -> Result<()> {
     if code == hipSuccess {

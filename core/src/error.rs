@@ -302,6 +302,20 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    /// A copy of a batch was refused when it was enqueued: `index` is the first failing
+    /// descriptor of the `count` given (the copies before it were enqueued), `source`
+    /// why. A single copy is a batch of one.
+    #[error("copy {index} of {count} failed: {source}")]
+    Copy {
+        /// The index of the first failing descriptor.
+        index: usize,
+        /// How many descriptors the batch had.
+        count: usize,
+        /// Why it failed.
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 impl Error {
@@ -342,6 +356,15 @@ impl Error {
         }
     }
 
+    /// [`Error::Copy`] for descriptor `index` of `count`.
+    pub fn copy_failed(index: usize, count: usize, source: Error) -> Self {
+        Error::Copy {
+            index,
+            count,
+            source: Box::new(source),
+        }
+    }
+
     /// Shorthand for [`Error::Config`].
     pub fn config(what: impl Into<String>, problem: impl Into<String>) -> Self {
         Error::Config {
@@ -353,7 +376,7 @@ impl Error {
     /// A stable name of the variant, for reports and logs: `library_not_found`,
     /// `missing_symbol`, `vendor`, `no_backend_started`, `config`, `invalid_token`,
     /// `backend_mismatch`, `unsupported`, `invalid_device`, `device_not_visible`,
-    /// `invalid_argument`, `unknown_handle`, `inherited_across_fork`, `timeout`, `io`
+    /// `invalid_argument`, `unknown_handle`, `inherited_across_fork`, `timeout`, `io`, `copy`
     /// (the [`ErrorKind::name`] of [`Error::error_kind`], from the table of kinds).
     pub fn kind(&self) -> &'static str {
         self.error_kind().name()

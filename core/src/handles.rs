@@ -1,6 +1,7 @@
 //! The plain-data handles that cross the [`DeviceIpc`](crate::DeviceIpc) trait.
 //!
-//! Handles ([`Allocation`], [`Mapping`], [`SignalHandle`]) are plain data: a
+//! Handles ([`Allocation`], [`Mapping`], [`SignalHandle`], [`StreamHandle`],
+//! [`EventHandle`]) are plain data: a
 //! backend-internal [`HandleId`] plus what the caller needs to use the object. The backend
 //! keeps the vendor objects and validates every handle it is given, so a stale, foreign or
 //! twice-released handle is an [`Error::UnknownHandle`], never
@@ -8,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::ids::{DeviceId, DevicePtr, HandleId};
+use crate::stream::RawStream;
 
 /// Exportable device memory owned by this process (from [`DeviceIpc::allocate`]).
 ///
@@ -99,6 +101,32 @@ impl Mapping {
 /// A signal (Ascend IPC Notify, HIP interprocess event plus sequence word).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SignalHandle {
+    /// Backend-internal id.
+    pub id: HandleId,
+    /// The device it belongs to.
+    pub device: DeviceId,
+}
+
+/// A stream devipc created (from [`DeviceIpc::create_stream`]): its device and the
+/// vendor stream, which the backend destroys at [`DeviceIpc::destroy_stream`].
+///
+/// [`DeviceIpc::create_stream`]: crate::DeviceIpc::create_stream
+/// [`DeviceIpc::destroy_stream`]: crate::DeviceIpc::destroy_stream
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StreamHandle {
+    /// Backend-internal id.
+    pub id: HandleId,
+    /// The device it belongs to.
+    pub device: DeviceId,
+    /// The vendor stream, for the calls that enqueue on it.
+    pub raw: RawStream,
+}
+
+/// A local, queryable event (from [`DeviceIpc::create_event`]; never an IPC event).
+///
+/// [`DeviceIpc::create_event`]: crate::DeviceIpc::create_event
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EventHandle {
     /// Backend-internal id.
     pub id: HandleId,
     /// The device it belongs to.

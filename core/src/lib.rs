@@ -11,6 +11,8 @@
 #![deny(unsafe_code)]
 
 pub mod backend_kind;
+pub mod backoff;
+pub mod copy;
 pub mod error;
 pub mod external_exports;
 pub mod fork;
@@ -28,10 +30,11 @@ pub mod token;
 pub mod traits;
 
 pub use backend_kind::BackendKind;
+pub use copy::{CopyDesc, CopyKind};
 pub use error::{BackendAttempt, Error, ErrorKind, LoadAttempt, Result};
 pub use fork::{Birth, PerProcess, PerProcessGuard};
 pub use handle_table::{HandleTable, Pinned};
-pub use handles::{Allocation, Mapping, SignalHandle};
+pub use handles::{Allocation, EventHandle, Mapping, SignalHandle, StreamHandle};
 pub use identity::HostIdentity;
 pub use ids::{DeviceId, DevicePtr, HandleId, ProcessId};
 pub use info::{BackendInfo, Capabilities, LibrarySource, RuntimeVersion};

@@ -37,8 +37,9 @@
 use std::ops::Range;
 use std::time::Duration;
 
+use crate::copy::CopyDesc;
 use crate::error::{Error, Result};
-use crate::handles::{Allocation, Mapping, SignalHandle};
+use crate::handles::{Allocation, EventHandle, Mapping, SignalHandle, StreamHandle};
 use crate::ids::{DeviceId, DevicePtr, ProcessId};
 use crate::info::BackendInfo;
 use crate::options::{AllocateOptions, ExportOptions};
@@ -258,4 +259,108 @@ pub trait DeviceIpc: Send + Sync {
 
     /// Destroys a created or imported signal.
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()>;
+
+    // -----------------------------------------------------------------------------------
+    // The data plane: streams, local events and stream-ordered copies. Every call binds
+    // the device it names (the stream's, the event's) itself and restores the caller's,
+    // whatever thread makes it. A backend without them reports `Unsupported`.
+
+    /// Creates a stream on `device`. Release with [`DeviceIpc::destroy_stream`].
+    fn create_stream(&self, device: DeviceId) -> Result<StreamHandle> {
+        let _ = device;
+        Err(Error::unsupported(self.info().kind, "streams"))
+    }
+
+    /// Destroys a stream from [`DeviceIpc::create_stream`]. The work already queued on it
+    /// still runs (the vendors' destroy may wait for it: callers that must not block
+    /// destroy from a thread of their own).
+    fn destroy_stream(&self, stream: StreamHandle) -> Result<()> {
+        let _ = stream;
+        Err(Error::unsupported(self.info().kind, "streams"))
+    }
+
+    /// Blocks until the work queued on `stream` (a stream of `device`) is done, and
+    /// returns the first failure of that work.
+    fn synchronize_stream(&self, device: DeviceId, stream: RawStream) -> Result<()> {
+        let _ = (device, stream);
+        Err(Error::unsupported(self.info().kind, "streams"))
+    }
+
+    /// Creates a local, queryable event on `device` (never an IPC event, which Ascend
+    /// cannot query). Release with [`DeviceIpc::destroy_event`].
+    fn create_event(&self, device: DeviceId) -> Result<EventHandle> {
+        let _ = device;
+        Err(Error::unsupported(self.info().kind, "local events"))
+    }
+
+    /// Destroys an event from [`DeviceIpc::create_event`].
+    fn destroy_event(&self, event: EventHandle) -> Result<()> {
+        let _ = event;
+        Err(Error::unsupported(self.info().kind, "local events"))
+    }
+
+    /// Records `event` on `stream`, a stream of the event's device (or its default
+    /// stream): the event completes when the stream's work queued before it is done.
+    fn record_event(&self, event: &EventHandle, stream: RawStream) -> Result<()> {
+        let _ = (event, stream);
+        Err(Error::unsupported(self.info().kind, "local events"))
+    }
+
+    /// Whether the event's latest record completed (an event never recorded has). A
+    /// failure of the work queued before the record, where the runtime reports it on
+    /// the event, is this call's error.
+    fn query_event(&self, event: &EventHandle) -> Result<bool> {
+        let _ = event;
+        Err(Error::unsupported(self.info().kind, "local events"))
+    }
+
+    /// Blocks until the event's latest record completed, at most `timeout`
+    /// ([`Error::Timeout`]; `None` waits as long as it takes). Errors as
+    /// [`DeviceIpc::query_event`].
+    fn synchronize_event(&self, event: &EventHandle, timeout: Option<Duration>) -> Result<()> {
+        let _ = (event, timeout);
+        Err(Error::unsupported(self.info().kind, "local events"))
+    }
+
+    /// Makes the work queued on `stream` (a stream of `device`) after this call wait for
+    /// the event's latest record, without blocking the host.
+    fn stream_wait_event(
+        &self,
+        device: DeviceId,
+        stream: RawStream,
+        event: &EventHandle,
+    ) -> Result<()> {
+        let _ = (device, stream, event);
+        Err(Error::unsupported(self.info().kind, "local events"))
+    }
+
+    /// Enqueues `copies` on `stream` (a stream of `device`) as one batch, in stream order
+    /// after the work already queued; the call does not wait for them. A descriptor
+    /// refused at enqueue gives [`Error::Copy`] with its index (the copies before it
+    /// are enqueued and run). A failure while the copies run is reported by the next
+    /// synchronisation (of the stream, or of an event recorded after them).
+    ///
+    /// Rules of the vendors are checked here where the runtime would corrupt or refuse
+    /// silently (Ascend: memory imported by IPC key onto another device than the
+    /// exporter's takes only device-to-device copies).
+    ///
+    /// # Safety
+    /// Every descriptor's device side lies inside memory this backend instance
+    /// allocated or mapped, or external memory the caller owns, and its host side inside
+    /// host memory the caller owns; all of it stays allocated (mapped) and unaliased by
+    /// other writes until the copies completed. `stream` is the default stream or a live
+    /// stream of `device` that stays alive until then.
+    #[allow(
+        unsafe_code,
+        reason = "raw device pointers: the safe wrappers check spans"
+    )]
+    unsafe fn copy_async(
+        &self,
+        device: DeviceId,
+        stream: RawStream,
+        copies: &[CopyDesc],
+    ) -> Result<()> {
+        let _ = (device, stream, copies);
+        Err(Error::unsupported(self.info().kind, "asynchronous copies"))
+    }
 }

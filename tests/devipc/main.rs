@@ -23,6 +23,8 @@ mod ascend_lifetime;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod bounds;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
+mod data_plane;
+#[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod external_runtimes;
 #[cfg(all(feature = "ascend", feature = "hip", feature = "emulator"))]
 mod first_errors;

@@ -3,7 +3,7 @@
 //! conventions every function here follows); the parent re-exports each function.
 
 use devipc_ascend_sys::AclApi;
-use devipc_ascend_sys::types::aclrtStream;
+use devipc_ascend_sys::types::{aclrtEvent, aclrtStream};
 use devipc_core::Result;
 
 /// `aclrtCreateStream` on the current device: the stream, as an address.
@@ -39,4 +39,28 @@ pub(crate) unsafe fn destroy_stream_force(api: &AclApi, stream: usize) -> Result
 pub(crate) unsafe fn synchronize_stream(api: &AclApi, stream: usize) -> Result<()> {
     // SAFETY: the caller guarantees the stream.
     unsafe { acl!(api, aclrtSynchronizeStream(stream as aclrtStream)) }
+}
+
+/// `aclrtSynchronizeEvent` (optional): blocks until the event's latest record completed.
+///
+/// # Safety
+/// `event` is a live event, not destroyed during the call.
+pub(crate) unsafe fn synchronize_event(api: &AclApi, event: usize) -> Result<()> {
+    // SAFETY: the caller guarantees the event.
+    unsafe { acl_opt!(api, aclrtSynchronizeEvent(event as aclrtEvent)) }
+}
+
+/// `aclrtStreamWaitEvent` (optional): the stream's later tasks wait for the event.
+///
+/// # Safety
+/// `stream` is null or a live stream of the current device, `event` a live event; neither
+/// is destroyed during the call.
+pub(crate) unsafe fn stream_wait_event(api: &AclApi, stream: usize, event: usize) -> Result<()> {
+    // SAFETY: the caller guarantees both.
+    unsafe {
+        acl_opt!(
+            api,
+            aclrtStreamWaitEvent(stream as aclrtStream, event as aclrtEvent)
+        )
+    }
 }

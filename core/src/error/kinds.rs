@@ -209,6 +209,13 @@ error_kinds![
         python_parent: "DevipcError",
         doc: "An operating-system call failed."
     },
+    Copy {
+        name: "copy",
+        code: 16,
+        python_class: "CopyError",
+        python_parent: "DevipcError",
+        doc: "A copy of a batch was refused when enqueued: the index of the first failing descriptor and why."
+    },
 ];
 
 impl ErrorKind {
@@ -253,6 +260,7 @@ mod tests {
         ("inherited_across_fork", 13, "InheritedAcrossForkError"),
         ("timeout", 14, "TimedOutError"),
         ("io", 15, "DevipcIOError"),
+        ("copy", 16, "CopyError"),
     ];
 
     #[test]
@@ -355,6 +363,7 @@ mod tests {
                 after: Duration::ZERO,
             },
             Error::io("x", std::io::Error::other("y")),
+            Error::copy_failed(1, 2, Error::invalid_argument("x")),
         ];
         for e in &all {
             match e {
@@ -372,7 +381,8 @@ mod tests {
                 | Error::UnknownHandle { .. }
                 | Error::InheritedAcrossFork { .. }
                 | Error::Timeout { .. }
-                | Error::Io { .. } => {}
+                | Error::Io { .. }
+                | Error::Copy { .. } => {}
             }
         }
         all
@@ -411,6 +421,7 @@ mod tests {
             "inherited_across_fork",
             "timeout",
             "io",
+            "copy",
         ];
         let now: Vec<&str> = one_of_each().iter().map(Error::kind).collect();
         assert_eq!(now, before);
