@@ -104,6 +104,7 @@ fn spans_are_bounded_by_their_buffers() {
                 "{kind} {range:?}: {e}"
             );
         }
+        assert_eq!(DeviceBuffer::whole(&buf).len(), len);
         let span = buf.span(100..200).unwrap();
         assert_eq!(span.len(), 100);
         assert_eq!(span.ptr().0, buf.ptr().0 + 100);

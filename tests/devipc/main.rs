@@ -25,6 +25,8 @@ mod bounds;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod data_plane;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
+mod data_plane_lifetime;
+#[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod external_runtimes;
 #[cfg(all(feature = "ascend", feature = "hip", feature = "emulator"))]
 mod first_errors;

@@ -87,6 +87,7 @@ mod process_state;
 pub mod rules;
 mod shareable;
 mod stream;
+pub use stream::{hold_stream, release_stream};
 pub mod visibility;
 mod vmm;
 

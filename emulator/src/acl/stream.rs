@@ -204,3 +204,31 @@ pub fn destroy_on_device(device: u32) {
         }
     }
 }
+
+/// How long [`release_stream`] waits for the work queued while the stream was held.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Emulator only: holds a stream, as if a long kernel occupied it: the tasks submitted
+/// to it queue until [`release_stream`]; `aclrtSynchronizeStream` of it waits for the
+/// release (from another thread), and `aclrtDestroyStream` releases it and waits. The
+/// ACL counterpart of the HIP surface's `hold_stream`. If the holding process dies, its
+/// queued tasks are lost with it: hold streams only in tests that release them.
+///
+/// Real ACL has no such call: this is how tests make device work pending (a copy in
+/// flight while its memory is released).
+pub fn hold_stream(stream: usize) -> AclResult<()> {
+    resolve(stream)?.queue.hold();
+    Ok(())
+}
+
+/// Emulator only: releases a stream held with [`hold_stream`]: its queued tasks run in
+/// order, and the call returns once they ran (or after a minute, if they wait for
+/// something still pending). Releasing a stream that is not held does nothing.
+pub fn release_stream(stream: usize) -> AclResult<()> {
+    let s = resolve(stream)?;
+    if s.queue.is_held() {
+        let last = s.queue.release();
+        s.queue.wait_for(last, Some(Instant::now() + RELEASE_WAIT));
+    }
+    Ok(())
+}

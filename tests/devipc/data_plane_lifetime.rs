@@ -1,0 +1,365 @@
+//! The lifetime promise extended to transfers, with real processes on both emulated
+//! backends: an exporter's free while a peer's copy from the memory is in flight, the
+//! importer's close with that copy in flight, a request dropped unfinished, and `kill -9`
+//! of either side with a copy in flight. The copier holds its stream (an emulator hook:
+//! as if a long kernel ran before the copy), so the copy is provably pending when the
+//! other steps happen. The strict emulator records a violation wherever memory would be
+//! released under a copy; every scenario ends with none and a clean state directory.
+
+use std::time::{Duration, Instant};
+
+use devipc::raw::DeviceIpc;
+use devipc::{
+    BackendKind, DeviceId, Error, ExportOptions, ImportedBuffer, MemToken, Request, Runtime, Stream,
+};
+use devipc_testkit::{Child, Parent, TestRoot, child_entry};
+
+const KIND_ENV: &str = "DATA_PLANE_TEST_KIND";
+const LEN: usize = 1 << 20;
+
+fn pattern() -> Vec<u8> {
+    (0..LEN as u32).map(|i| (i * 13 + 5) as u8).collect()
+}
+
+#[test]
+fn child_role() {
+    devipc_testkit::run_child(|role, parent| {
+        let kind: BackendKind = std::env::var(KIND_ENV)
+            .map_err(|e| e.to_string())?
+            .parse()
+            .map_err(|e: Error| e.to_string())?;
+        let rt = Runtime::emulated(kind).map_err(|e| e.to_string())?;
+        match role {
+            "exporter" => exporter(&rt, parent),
+            "copier" => copier(&rt, parent),
+            "key-exporter" => key_exporter(&rt, parent),
+            "cross-device" => cross_device(&rt, parent),
+            other => Err(format!("unknown role {other}")),
+        }
+        .map_err(|e| format!("{role}: {e}"))
+    });
+}
+
+fn text(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Allocates, writes the pattern, exports to any process; `free` drops the buffer.
+fn exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
+    let buf = rt.allocate(0, LEN).map_err(text)?;
+    buf.write(0, &pattern()).map_err(text)?;
+    let token = buf
+        .export_range(0..LEN, ExportOptions::any_process())
+        .map_err(text)?;
+    parent.say("token", &token.to_text());
+    parent.hear_exactly("free")?;
+    drop(buf);
+    parent.say("freed", "");
+    parent.hear_exactly("exit")
+}
+
+/// Ascend: exports framework memory (`aclrtMalloc`, 2 MiB) on device 0 by IPC key.
+fn key_exporter(rt: &Runtime, parent: &Parent) -> Result<(), String> {
+    let ptr = devipc::testing::framework_malloc(rt, DeviceId(0), 2 << 20).map_err(text)?;
+    // SAFETY: `ptr` is the live 2 MiB block just allocated, larger than the pattern.
+    unsafe { rt.backend().write(ptr, &pattern()) }.map_err(text)?;
+    let token = rt
+        .export_external(0, ptr, 2 << 20, ExportOptions::any_process())
+        .map_err(text)?;
+    parent.say("token", &token.to_text());
+    parent.hear_exactly("exit")?;
+    rt.close_external(0, ptr).map_err(text)?;
+    // SAFETY: the block came from framework_malloc above, its export is closed, and it
+    // is freed once.
+    unsafe { devipc::testing::framework_free(rt, DeviceId(0), ptr) }.map_err(text)
+}
+
+/// Ascend: imports an IPC key onto device 1 (not the exporter's device 0) and reports
+/// what each kind of copy of it gives: the vendor allows only asynchronous
+/// device-to-device copies on the device it was imported on.
+fn cross_device(rt: &Runtime, parent: &Parent) -> Result<(), String> {
+    let token: MemToken = parent.hear().parse().map_err(|e: Error| e.to_string())?;
+    let import = rt.import(&token, DeviceId(1)).map_err(text)?;
+    let span = import.span(0..LEN).map_err(text)?;
+    let on1 = rt.create_stream(1).map_err(text)?;
+    let on0 = rt.create_stream(0).map_err(text)?;
+    let local1 = rt.allocate(1, LEN).map_err(text)?;
+    let local0 = rt.allocate(0, LEN).map_err(text)?;
+    let outcome = |r: devipc::Result<Request>| match r {
+        Ok(mut request) => match request.wait(Some(Duration::from_secs(20))) {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => format!("late {}", e.kind()),
+        },
+        Err(Error::Copy { index, source, .. }) => format!("copy {index} {}", source.kind()),
+        Err(e) => format!("error {}", e.kind()),
+    };
+    parent.say("read", &outcome(on1.read(&span)));
+    parent.say("write", &outcome(on1.write(&span, vec![0; LEN])));
+    parent.say(
+        "d2d-other-stream",
+        &outcome(on0.copy(&local0.span(0..LEN).map_err(text)?, &span)),
+    );
+    parent.say(
+        "d2d",
+        &outcome(on1.copy(&local1.span(0..LEN).map_err(text)?, &span)),
+    );
+    let mut got = vec![0u8; LEN];
+    local1.read(0, &mut got).map_err(text)?;
+    parent.say("bytes", if got == pattern() { "ok" } else { "wrong" });
+    parent.hear_exactly("exit")
+}
+
+/// The emulator's hook that holds (or releases) a stream of this process.
+fn hold(rt: &Runtime, stream: &Stream, on: bool) -> Result<(), String> {
+    let raw = stream.raw();
+    match rt.info().kind {
+        BackendKind::Hip => {
+            let code = if on {
+                devipc_emulator::hip::hold_stream(raw.as_ptr())
+            } else {
+                devipc_emulator::hip::release_stream(raw.as_ptr())
+            };
+            if code == 0 {
+                Ok(())
+            } else {
+                Err(format!("hold/release: {code}"))
+            }
+        }
+        BackendKind::Ascend => if on {
+            devipc_emulator::acl::hold_stream(raw.as_raw())
+        } else {
+            devipc_emulator::acl::release_stream(raw.as_raw())
+        }
+        .map_err(|e| format!("hold/release: {e:?}")),
+        other => Err(format!("no hook for {other}")),
+    }
+}
+
+/// Imports the token it hears, then follows commands: `hold` / `release` its stream,
+/// `copy` the import into a local buffer (a request), `close-import`, `drop-request`
+/// (answers how long the drop took, in microseconds), `wait`, `check` (the local
+/// buffer's bytes), `live` (live imports of this process).
+fn copier(rt: &Runtime, parent: &Parent) -> Result<(), String> {
+    let token: MemToken = parent.hear().parse().map_err(|e: Error| e.to_string())?;
+    let mut import: Option<ImportedBuffer> = Some(rt.import(&token, DeviceId(0)).map_err(text)?);
+    let local = rt.allocate(0, LEN).map_err(text)?;
+    let stream = rt.create_stream(0).map_err(text)?;
+    let mut request: Option<Request> = None;
+    loop {
+        match parent.hear().as_str() {
+            "hold" => {
+                hold(rt, &stream, true)?;
+                parent.say("held", "");
+            }
+            "release" => {
+                hold(rt, &stream, false)?;
+                parent.say("released", "");
+            }
+            "copy" => {
+                let src = import
+                    .as_ref()
+                    .ok_or("no import")?
+                    .span(0..LEN)
+                    .map_err(text)?;
+                let dst = local.span(0..LEN).map_err(text)?;
+                request = Some(stream.copy(&dst, &src).map_err(text)?);
+                parent.say("copied", "");
+            }
+            "close-import" => {
+                import = None;
+                parent.say("closed", &rt.live_imports().to_string());
+            }
+            "drop-request" => {
+                let started = Instant::now();
+                request = None;
+                parent.say("dropped", &started.elapsed().as_micros().to_string());
+            }
+            "wait" => {
+                let outcome = match request.as_mut() {
+                    Some(r) => r.wait(Some(Duration::from_secs(20))).map_err(text).err(),
+                    None => Some("no request".into()),
+                };
+                parent.say("waited", outcome.as_deref().unwrap_or("ok"));
+            }
+            "check" => {
+                let mut got = vec![0u8; LEN];
+                local.read(0, &mut got).map_err(text)?;
+                parent.say("bytes", if got == pattern() { "ok" } else { "wrong" });
+            }
+            "live" => parent.say("live", &rt.live_imports().to_string()),
+            "exit" => return Ok(()),
+            other => return Err(format!("unknown command {other:?}")),
+        }
+    }
+}
+
+fn spawn(root: &TestRoot, role: &str, kind: BackendKind) -> Child {
+    Child::build(&child_entry(), role, root)
+        .env(KIND_ENV, kind.name())
+        .spawn()
+}
+
+fn violations(root: &TestRoot) -> Vec<String> {
+    root.recorded_violations()
+}
+
+/// Asks `live` until the copier has no import left (the drainer finished the request).
+fn until_no_import(copier: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        copier.send("live");
+        if copier.expect("live") == "0" {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the dropped request never finished"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn reclaim(root: &TestRoot) {
+    let state = devipc_emulator::State::open(devipc_emulator::Config::for_dir(root.emu_dir()))
+        .expect("open the state directory");
+    state.gc().expect("gc");
+}
+
+fn start(root: &TestRoot, kind: BackendKind) -> (Child, Child) {
+    let mut exporter = spawn(root, "exporter", kind);
+    let mut copier = spawn(root, "copier", kind);
+    copier.send(&exporter.expect("token"));
+    copier.send("hold");
+    copier.expect("held");
+    copier.send("copy");
+    copier.expect("copied");
+    (exporter, copier)
+}
+
+fn finish(root: &TestRoot, children: Vec<Child>) {
+    for mut child in children {
+        child.send("exit");
+        child.wait_success();
+    }
+    assert_eq!(violations(root), Vec::<String>::new());
+    root.assert_emulator_clean();
+}
+
+#[test]
+fn the_exporters_free_and_the_importers_close_wait_for_a_copy_in_flight() {
+    for kind in [BackendKind::Hip, BackendKind::Ascend] {
+        let root = TestRoot::new(&format!("data-plane-free-{kind}"));
+        let (mut exporter, mut copier) = start(&root, kind);
+        exporter.send("free");
+        exporter.expect("freed");
+        copier.send("close-import");
+        assert_eq!(
+            copier.expect("closed"),
+            "1",
+            "{kind}: the request keeps the import"
+        );
+        copier.send("release");
+        copier.expect("released");
+        copier.send("wait");
+        assert_eq!(copier.expect("waited"), "ok", "{kind}");
+        copier.send("check");
+        assert_eq!(
+            copier.expect("bytes"),
+            "ok",
+            "{kind}: the copy read the exporter's bytes"
+        );
+        copier.send("live");
+        assert_eq!(
+            copier.expect("live"),
+            "0",
+            "{kind}: closed once the copy completed"
+        );
+        finish(&root, vec![copier, exporter]);
+    }
+}
+
+#[test]
+fn dropping_an_unfinished_request_returns_at_once_and_drains() {
+    for kind in [BackendKind::Hip, BackendKind::Ascend] {
+        let root = TestRoot::new(&format!("data-plane-drop-{kind}"));
+        let (mut exporter, mut copier) = start(&root, kind);
+        copier.send("close-import");
+        assert_eq!(copier.expect("closed"), "1", "{kind}");
+        copier.send("drop-request");
+        let micros: u64 = copier.expect("dropped").parse().unwrap();
+        assert!(micros < 100_000, "{kind}: dropping took {micros} us");
+        exporter.send("free");
+        exporter.expect("freed");
+        copier.send("live");
+        assert_eq!(
+            copier.expect("live"),
+            "1",
+            "{kind}: still held by the pending copy"
+        );
+        copier.send("release");
+        copier.expect("released");
+        until_no_import(&mut copier);
+        copier.send("check");
+        assert_eq!(copier.expect("bytes"), "ok", "{kind}");
+        finish(&root, vec![copier, exporter]);
+    }
+}
+
+#[test]
+fn kill_9_of_either_side_with_a_copy_in_flight_is_reclaimed() {
+    for kind in [BackendKind::Hip, BackendKind::Ascend] {
+        // The copier dies with its copy queued: the exporter frees, the emulator's gc
+        // reclaims the dead importer's holds.
+        let root = TestRoot::new(&format!("data-plane-kill-copier-{kind}"));
+        let (mut exporter, copier) = start(&root, kind);
+        copier.kill();
+        exporter.send("free");
+        exporter.expect("freed");
+        exporter.send("exit");
+        exporter.wait_success();
+        reclaim(&root);
+        assert_eq!(violations(&root), Vec::<String>::new(), "{kind}");
+        root.assert_emulator_clean();
+
+        // The exporter dies: the import keeps the memory, the copy completes with its
+        // bytes, and the gc reclaims what the exporter left once the copier closed.
+        let root = TestRoot::new(&format!("data-plane-kill-exporter-{kind}"));
+        let (exporter, mut copier) = start(&root, kind);
+        exporter.kill();
+        copier.send("release");
+        copier.expect("released");
+        copier.send("wait");
+        assert_eq!(copier.expect("waited"), "ok", "{kind}");
+        copier.send("check");
+        assert_eq!(copier.expect("bytes"), "ok", "{kind}");
+        copier.send("close-import");
+        copier.expect("closed");
+        copier.send("exit");
+        copier.wait_success();
+        // A killed HIP exporter's lease table is swept by the next process that opens
+        // the backend (hip_lifetime); the emulator's objects by the driver (the gc).
+        let mut next = spawn(&root, "exporter", kind);
+        next.expect("token");
+        next.send("free");
+        next.expect("freed");
+        next.send("exit");
+        next.wait_success();
+        reclaim(&root);
+        assert_eq!(violations(&root), Vec::<String>::new(), "{kind}");
+        root.assert_emulator_clean();
+    }
+}
+
+#[test]
+fn ascend_cross_device_key_imports_take_only_device_to_device_copies_on_their_device() {
+    let root = TestRoot::new("data-plane-ascend-cross-device");
+    let mut exporter = spawn(&root, "key-exporter", BackendKind::Ascend);
+    let mut copier = spawn(&root, "cross-device", BackendKind::Ascend);
+    copier.send(&exporter.expect("token"));
+    assert_eq!(copier.expect("read"), "copy 0 unsupported");
+    assert_eq!(copier.expect("write"), "copy 0 unsupported");
+    assert_eq!(copier.expect("d2d-other-stream"), "copy 0 unsupported");
+    assert_eq!(copier.expect("d2d"), "ok");
+    assert_eq!(copier.expect("bytes"), "ok");
+    finish(&root, vec![copier, exporter]);
+}
