@@ -97,7 +97,17 @@ fn spans_are_bounded_by_their_buffers() {
         let kind = rt.info().kind;
         let buf = rt.allocate(0, 4096).unwrap();
         let len = buf.len();
-        for range in [0..len + 1, len..len + 1, 10..5, usize::MAX - 1..usize::MAX] {
+        #[allow(
+            clippy::reversed_empty_ranges,
+            reason = "a reversed range must be refused"
+        )]
+        let reversed = 10..5;
+        for range in [
+            0..len + 1,
+            len..len + 1,
+            reversed,
+            usize::MAX - 1..usize::MAX,
+        ] {
             let e = buf.span(range.clone()).unwrap_err();
             assert!(
                 matches!(e, Error::InvalidArgument { .. }),
