@@ -19,6 +19,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use devipc_core::protection::{self, Protection};
 use devipc_core::{DeviceIpc, Error, EventHandle, Result, StreamHandle};
 
 use crate::runtime::Runtime;
@@ -43,6 +44,12 @@ pub(crate) struct Work {
 
 impl Work {
     pub(crate) fn new(stream: Stream, keep: Vec<DeviceSpan>, host: Option<Vec<u8>>) -> Work {
+        let keep = if protection::enabled(Protection::RequestKeepsMemory) {
+            keep
+        } else {
+            // Switched off (a test build only): the memory may go under the copies.
+            Vec::new()
+        };
         Work {
             stream,
             _keep: keep,

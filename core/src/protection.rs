@@ -2,8 +2,9 @@
 //!
 //! devipc adds protections the vendors do not have: on HIP the exporter's free waits for
 //! the importers' closes (a crash-safe lease), on Ascend IPC keys the exporter's close is
-//! refused while an importer still maps the block, and the import cache closes a shared
-//! vendor import only when its last user drops it. The conformance suite shows that each
+//! refused while an importer still maps the block, the import cache closes a shared
+//! vendor import only when its last user drops it, and a request keeps the memory of its
+//! copies until they completed. The conformance suite shows that each
 //! one is what keeps its scenario safe by running the scenario with the protection
 //! switched off ([`BREAK_ENV`]` = <name>`) on the strict emulator, which then records the
 //! vendor violation or fails the copy that reads freed memory.
@@ -27,14 +28,18 @@ pub enum Protection {
     AscendKeyCloseOrder,
     /// The import cache closes a shared vendor import when its last user drops it.
     ImportCacheRefcount,
+    /// A request keeps the memory its copies name (allocations, imports) until they
+    /// completed, so a close or free meanwhile waits for them.
+    RequestKeepsMemory,
 }
 
 impl Protection {
     /// Every protection.
-    pub const ALL: [Protection; 3] = [
+    pub const ALL: [Protection; 4] = [
         Protection::HipDeferredFree,
         Protection::AscendKeyCloseOrder,
         Protection::ImportCacheRefcount,
+        Protection::RequestKeepsMemory,
     ];
 
     /// The name [`BREAK_ENV`] takes.
@@ -43,6 +48,7 @@ impl Protection {
             Protection::HipDeferredFree => "hip-deferred-free",
             Protection::AscendKeyCloseOrder => "ascend-key-close-order",
             Protection::ImportCacheRefcount => "import-cache-refcount",
+            Protection::RequestKeepsMemory => "request-keeps-memory",
         }
     }
 }

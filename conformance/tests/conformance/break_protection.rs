@@ -10,9 +10,12 @@ use serial_test::serial;
 /// The portable rules that must fail when `protection` is off, on which backend.
 fn expected(protection: Protection) -> &'static [(&'static str, &'static str)] {
     match protection {
-        Protection::HipDeferredFree => {
-            &[("emulated-hip", "portable.lifetime.free-waits-for-importers")]
-        }
+        // The transfer rule's exporter frees while the copy is queued: it needs the
+        // deferred free as much as the request's hold on the import.
+        Protection::HipDeferredFree => &[
+            ("emulated-hip", "portable.lifetime.free-waits-for-importers"),
+            ("emulated-hip", "portable.transfer.close-waits-for-copies"),
+        ],
         Protection::AscendKeyCloseOrder => &[(
             "emulated-ascend",
             "portable.lifetime.external-close-waits-for-importers",
@@ -24,6 +27,17 @@ fn expected(protection: Protection) -> &'static [(&'static str, &'static str)] {
             ("emulated-ascend", "portable.import.cache-refcounted"),
             ("emulated-hip", "portable.import.cache-refcounted"),
             ("emulated-hip-vmm", "portable.import.cache-refcounted"),
+        ],
+        Protection::RequestKeepsMemory => &[
+            (
+                "emulated-ascend",
+                "portable.transfer.close-waits-for-copies",
+            ),
+            ("emulated-hip", "portable.transfer.close-waits-for-copies"),
+            (
+                "emulated-hip-vmm",
+                "portable.transfer.close-waits-for-copies",
+            ),
         ],
     }
 }

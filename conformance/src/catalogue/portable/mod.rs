@@ -16,7 +16,8 @@
 //! One file per topic, each with its rules and scenarios: `memory.rs` (memory devipc
 //! allocates: sharing, the same-process shortcut, the import cache, sub-ranges, lifetime,
 //! other devices), `grant.rs` (who may import), `external.rs` (framework memory,
-//! `export_external`), `signal.rs` (signals), `error.rs` (typed errors). [`RULES`] lists
+//! `export_external`), `signal.rs` (signals), `transfer.rs` (copies through imports), `error.rs` (typed
+//! errors). [`RULES`] lists
 //! them in report order.
 //!
 //! [`Ctx::allocate`]: crate::ctx::Ctx::allocate
@@ -28,6 +29,7 @@ mod external;
 mod grant;
 mod memory;
 mod signal;
+mod transfer;
 
 use devipc::Error;
 
@@ -44,6 +46,7 @@ pub static RULES: &[Rule] = &[
     signal::SAME_PROCESS_IMPORT,
     memory::CACHE_REFCOUNTED,
     memory::FREE_WAITS_FOR_IMPORTERS,
+    transfer::CLOSE_WAITS_FOR_COPIES,
     external::EXTERNAL_CLOSE_WAITS_FOR_IMPORTERS,
     memory::SUB_RANGE_OFFSET,
     grant::TRUSTLIST,
