@@ -21,7 +21,8 @@
 //! - **The crate root** is the safe API, what the README shows: [`Runtime`] (a started
 //!   backend), the buffers ([`SharedBuffer`] this process allocated, [`ImportedBuffer`] a
 //!   peer's export mapped here, and the sealed [`DeviceBuffer`] trait for code generic
-//!   over both), [`Signal`], the tokens ([`MemToken`], [`SignalToken`]), the options
+//!   over both), the data plane ([`Stream`], [`DeviceSpan`], [`Request`], [`Event`]:
+//!   stream-ordered copies through shared memory), [`Signal`], the tokens ([`MemToken`], [`SignalToken`]), the options
 //!   ([`ExportOptions`], [`AllocateOptions`], [`BackendChoice`]), what a backend reports
 //!   ([`BackendKind`], [`BackendInfo`], [`Capabilities`]), [`Error`] and [`Result`]. A
 //!   few plain-data types are here because the safe API takes or returns them:
