@@ -14,8 +14,10 @@ use devipc_core::{DeviceId, DeviceIpc, EventHandle, Result};
 use crate::runtime::Runtime;
 use crate::stream::Stream;
 
-/// A local event (see the [module docs](self)). Cloning shares it; the last clone
-/// destroys it.
+/// A local, queryable event: recorded on a [`Stream`], it completes when the stream's
+/// work queued before it is done. Always process-local (on Ascend never an
+/// `ACL_EVENT_IPC` event, which cannot be queried); cross-process ordering is a
+/// [`Signal`](crate::Signal)'s job. Cloning shares it; the last clone destroys it.
 #[derive(Debug, Clone)]
 pub struct Event {
     inner: Arc<EventInner>,

@@ -102,11 +102,15 @@ impl Work {
     }
 }
 
-/// The completion of copies enqueued on a [`Stream`] (see the [module docs](self)).
+/// The completion of copies enqueued on a [`Stream`]. It owns a local event recorded
+/// after the copies and keeps the spans they name (so the allocations and imports behind
+/// them), the stream and the host buffer of a host copy until they completed.
 ///
 /// Poll it ([`Request::is_complete`]), wait for it ([`Request::wait`]), or take the host
 /// buffer of a host copy ([`Request::into_host`]). A copy that failed while it ran is the
-/// error of the first of these calls to see it. Dropping it never blocks.
+/// error of the first of these calls to see it. Dropping it never blocks: an unfinished
+/// request goes to a background thread (`devipc-drain`) that waits for it and then
+/// releases what it held.
 #[derive(Debug)]
 #[must_use = "a request is the only way to learn that its copies completed"]
 pub struct Request {

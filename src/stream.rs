@@ -17,8 +17,10 @@ use crate::request::{self, Request, Work};
 use crate::runtime::Runtime;
 use crate::span::DeviceSpan;
 
-/// An ordered queue of device work on one device (see the [module docs](self)).
-/// Cloning shares it; a stream devipc created is destroyed, in the background, once the
+/// An ordered queue of device work on one device: devipc's own
+/// ([`Runtime::create_stream`]) or a framework's ([`Stream::wrap`]). Every call binds the
+/// stream's device itself, whatever thread makes it; copies return a [`Request`] that
+/// keeps the memory they name alive until they completed. Cloning shares it; a stream devipc created is destroyed, in the background, once the
 /// last clone and the last request on it are gone.
 #[derive(Debug, Clone)]
 pub struct Stream {
