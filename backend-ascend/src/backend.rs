@@ -24,7 +24,6 @@
 //! in `device.rs`, export records in `record.rs`, and the checked ACL calls (with the
 //! `Rollback` of a failed multi-step acquire) in `result.rs`.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -41,7 +40,7 @@ use devipc_core::{
 };
 
 use crate::device::DeviceScope;
-use crate::device::{DeviceRange, Transfer};
+use crate::device::Transfer;
 use crate::ipc_key::{EXTERNAL, ExternalExport, KeyMapping};
 use crate::notify::SignalRecord;
 use crate::result;
@@ -104,9 +103,6 @@ pub struct AscendBackend {
     /// Serialises the exports that create a vendor handle once and cache it (VMM
     /// shareable handles, notify keys), so two threads never create two.
     pub(crate) export_lock: Mutex<()>,
-    /// Device address ranges devipc mapped (allocations and imports), for `read`/`write`
-    /// to find the device to bind: start -> range.
-    pub(crate) ranges: Mutex<BTreeMap<u64, DeviceRange>>,
     /// Device pairs (device, peer) devipc already enabled peer access for.
     pub(crate) peers_enabled: Mutex<Vec<(DeviceId, DeviceId)>>,
     /// The process-wide ACL initialisation this backend holds; dropped last.
@@ -186,7 +182,6 @@ impl AscendBackend {
             events: HandleTable::new("event"),
             external,
             export_lock: Mutex::new(()),
-            ranges: Mutex::new(BTreeMap::new()),
             peers_enabled: Mutex::new(Vec::new()),
             init,
             api,

@@ -55,11 +55,14 @@
 //! A runtime without `aclrtMemcpyAsync` cannot copy such memory from the host at all:
 //! [`Error::Unsupported`], before any vendor call.
 
+use std::collections::BTreeMap;
+
 use crate::backend::{AscendBackend, lock};
 use crate::result;
 use crate::result::{Rollback, Undo};
 use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::types::{ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE};
+use devipc_core::fork::{PerProcess, forget_inherited};
 use devipc_core::{BackendKind, DeviceId, DevicePtr, Error, Result};
 
 /// The caller's device, restored on drop. Not `Send`: it belongs to the thread it bound.
@@ -175,6 +178,13 @@ fn no_async_copy() -> Error {
     )
 }
 
+/// Device address ranges devipc mapped in this process (allocations and imports of every
+/// Ascend backend), for host copies to find the device to bind and the route, and for
+/// stream copies to apply the vendor's copy rules: start -> range. Process-wide because
+/// addresses are (two runtimes of one process share the address space, and an import made
+/// through one may be copied on another's stream); per process across `fork`.
+static RANGES: PerProcess<BTreeMap<u64, DeviceRange>> = PerProcess::new(forget_inherited);
+
 impl AscendBackend {
     /// `read` and `write`: copies between the host side of `transfer` and as many bytes of
     /// device memory at `remote`. The device bound is the one of the devipc allocation or
@@ -213,17 +223,24 @@ impl AscendBackend {
 
     /// Remembers a device range devipc mapped.
     pub(crate) fn add_range(&self, start: u64, range: DeviceRange) {
-        lock(&self.ranges).insert(start, range);
+        RANGES.lock().insert(start, range);
     }
 
     /// Forgets a device range.
     pub(crate) fn remove_range(&self, start: u64) {
-        lock(&self.ranges).remove(&start);
+        RANGES.lock().remove(&start);
     }
 
-    /// The devipc range containing `ptr`, if any.
+    /// The devipc range starting at `start`, if any.
+    pub(crate) fn range_at(&self, start: u64) -> Option<DeviceRange> {
+        RANGES.lock().get(&start).copied()
+    }
+
+    /// The devipc range containing `ptr`, if any (mapped by any Ascend backend of this
+    /// process: a copy on one runtime's stream may name another's import).
     pub(crate) fn range_of(&self, ptr: u64) -> Option<DeviceRange> {
-        lock(&self.ranges)
+        RANGES
+            .lock()
             .range(..=ptr)
             .next_back()
             .filter(|(_, r)| ptr < r.end)

@@ -77,7 +77,7 @@ use devipc_core::{
 use devipc_shm::lease::held;
 use devipc_shm::word_file::NAME_LEN as LEASE_NAME_LEN;
 
-use crate::backend::{AscendBackend, MappingRecord, lock};
+use crate::backend::{AscendBackend, MappingRecord};
 use crate::device::DeviceScope;
 use crate::device::{CopyRoute, DeviceRange};
 use crate::record::{self, ExportRecord, Object};
@@ -643,7 +643,7 @@ impl AscendBackend {
     pub(crate) fn release_key_mapping(&self, mapping: &KeyMapping) -> Result<()> {
         // Taken out first (no copy may start on a mapping being closed), and put back if
         // the close fails: the caller restores the mapping, which stays usable.
-        let range = lock(&self.ranges).get(&mapping.base).copied();
+        let range = self.range_at(mapping.base);
         self.remove_range(mapping.base);
         self.release_key_imports(mapping).inspect_err(|_| {
             if let Some(range) = range {
