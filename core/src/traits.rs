@@ -5,10 +5,12 @@
 //! variants) and wraps the plain-data handles in RAII types. The trait is object safe,
 //! has no generics or associated types, and every acquire has its release:
 //! `allocate`/`free`, `export*` + `import`/`close`, `export_external`/`close_external`,
-//! `create_signal` or `import_signal`/`destroy_signal`.
+//! `create_signal` or `import_signal`/`destroy_signal`, `create_stream`/`destroy_stream`,
+//! `create_event`/`destroy_event`.
 //!
-//! The raw copies take a bare device pointer, so they are `unsafe` to call; the `devipc`
-//! facade's buffers check every span against the object they view and call them for you:
+//! The raw copies (`read`, `write`, `copy_async`) take bare pointers, so they are `unsafe`
+//! to call; the `devipc` facade's buffers and spans check every span against the object
+//! they view and call them for you:
 //!
 //! ```compile_fail
 //! fn peek(backend: &dyn devipc_core::DeviceIpc) {
