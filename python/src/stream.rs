@@ -160,10 +160,12 @@ impl Stream {
     }
 
     /// Enqueues the device-to-device copies `[(dst, src), ...]` in one call, in order; one
-    /// request completes when all did. A pair refused when enqueued (a bad argument, unequal
-    /// lengths, memory of another runtime) raises `CopyError`, whose `index` names it and
-    /// `count` is the batch's length (the cause is its `__cause__`); the pairs before it
-    /// still run.
+    /// request completes when all did. A refused pair raises `CopyError`, whose `index`
+    /// names it and `count` is the batch's length (the cause is its `__cause__`): one
+    /// refused by devipc's checks (not a pair, not memory, unequal lengths, memory of
+    /// another runtime) refuses the whole batch before anything is enqueued; one the
+    /// runtime refuses at enqueue leaves the pairs before it running (their memory is
+    /// kept until they ran). A single `copy` is a batch of one.
     fn copy_batch(&self, py: Python<'_>, pairs: &Bound<'_, PyAny>) -> PyResult<Request> {
         let items: Vec<Bound<'_, PyAny>> = pairs
             .try_iter()
