@@ -16,6 +16,7 @@ use crate::held::{Held, Mem};
 use crate::options::{PyExportOptions, PyShareOptions, no_flags_with};
 use crate::rendezvous::ShareServer;
 use crate::slot::{Op, Slot};
+use crate::span::Span;
 use crate::tokens;
 
 /// What `SharedBuffer` and `ImportedBuffer` have in common.
@@ -109,6 +110,15 @@ impl Buffer {
         Ok(PyBytes::new(py, &out))
     }
 
+    /// The bytes `start..stop` (`stop` `None`: the end) as a `Span`, for stream-ordered
+    /// copies (`Stream.copy`, ...); checked against the buffer. A span keeps the memory
+    /// alive (a `close()` meanwhile releases it once the span and the requests through it
+    /// are gone); it is not a DLPack view.
+    #[pyo3(signature = (start=0, stop=None))]
+    fn span(&self, start: usize, stop: Option<usize>) -> PyResult<Span> {
+        Span::of_buffer(self, start, stop)
+    }
+
     /// A typed view of the buffer for `numpy.from_dlpack` / `torch.from_dlpack`: `dtype`
     /// by name (`"float32"`, ...), `shape` and `strides` in elements (strides default to
     /// C-contiguous), `offset` in bytes. Refused if it reaches outside the buffer.
@@ -186,7 +196,7 @@ impl Buffer {
 
 /// The bytes of a buffer-protocol object (copied: the GIL is released during the device
 /// copy, and the object could change meanwhile).
-fn contiguous_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+pub(crate) fn contiguous_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     let view = PyMemoryView::from(data).map_err(|_| {
         errors::invalid_argument(
             "data must support the buffer protocol (bytes, bytearray, memoryview, numpy array)",

@@ -7,11 +7,9 @@
 //! tensor holds an `Arc` of the buffer ([`Held`]), so the memory outlives the Python
 //! buffer object while a consumer holds the view.
 //!
-//! The device type follows [`dl_device`](crate::held::dl_device). Stream handshake: for
-//! `kDLROCM` the consumer's `stream` is accepted as the protocol says (an integer, `-1` for
-//! no synchronisation); devipc queues no device work of its own on a buffer (its copies
-//! are synchronous), so there is nothing to order. `kDLExtDev` has no handshake, and
-//! `kDLCPU` (the emulator) needs none: the producer is synchronised before it exports.
+//! The device type follows [`dl_device`](crate::held::dl_device). The stream handshake
+//! (`__dlpack__(stream=...)`: which values, and how the copies devipc's streams enqueued
+//! on the buffer are ordered before the consumer) is [`crate::handshake`]'s.
 
 use std::sync::Arc;
 
@@ -25,6 +23,7 @@ use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 
 use crate::errors;
+use crate::handshake;
 use crate::held::Held;
 
 /// The DLPack element type named `name` (numpy / torch spelling, without `torch.`).
@@ -189,17 +188,9 @@ impl DlpackExporter for Export {
         DlpackFlags::empty()
     }
 
-    fn prepare_export(&self, _py: Python<'_>, request: &ExportRequest<'_>) -> PyResult<()> {
-        if self.held.dl_device.device_type == dlpark::ffi::DLDeviceType::ROCM
-            && let Some(stream) = request.stream()
-            && stream.extract::<i64>().is_err()
-        {
-            return Err(PyBufferError::new_err(
-                "a ROCm DLPack stream must be an integer (a hipStream_t, or -1)",
-            ));
-        }
-        // devipc has no device work queued on the buffer: nothing to synchronise.
-        Ok(())
+    fn prepare_export(&self, py: Python<'_>, request: &ExportRequest<'_>) -> PyResult<()> {
+        let consumer = handshake::consumer(self.held.dl_device, request.stream())?;
+        handshake::order(py, &self.held.users, self.held.device(), consumer)
     }
 
     fn export_legacy(&self, _py: Python<'_>) -> PyResult<Managed<DLManagedTensor>> {
@@ -238,6 +229,35 @@ pub(crate) fn _dlpack_device_for(kind: &str, emulated: bool, device: u32) -> PyR
     let kind = kind.parse::<devipc::BackendKind>().map_err(errors::to_py)?;
     let d = crate::held::dl_device(kind, emulated, devipc::DeviceId(device));
     Ok((d.device_type.0, d.device_id))
+}
+
+/// Test aid: runs the stream handshake of `__dlpack__(stream=stream)` for `buffer` (a
+/// buffer or a `TensorView`) without exporting; `as_device` treats the memory as `kDLROCM`
+/// (a real device's, whose consumer passes a stream), so that the emulator's streams
+/// exercise the device path ([`crate::handshake`]).
+#[pyfunction]
+#[pyo3(signature = (buffer, stream=None, as_device=false))]
+pub(crate) fn _dlpack_handshake(
+    py: Python<'_>,
+    buffer: &Bound<'_, PyAny>,
+    stream: Option<&Bound<'_, PyAny>>,
+    as_device: bool,
+) -> PyResult<()> {
+    let held = if let Ok(buf) = buffer.cast::<crate::buffers::Buffer>() {
+        buf.get().held()?
+    } else if let Ok(view) = buffer.cast::<TensorView>() {
+        Arc::clone(&view.get().held)
+    } else {
+        return Err(errors::invalid_argument(
+            "expected a devipc buffer or TensorView",
+        ));
+    };
+    let mut device = held.dl_device;
+    if as_device {
+        device.device_type = dlpark::ffi::DLDeviceType::ROCM;
+    }
+    let consumer = handshake::consumer(device, stream)?;
+    handshake::order(py, &held.users, held.device(), consumer)
 }
 
 /// A typed, strided view of part of a buffer, made by `buffer.view(...)`, for

@@ -6,7 +6,9 @@
 //! ([`BINDING_KINDS`]). Every exception has `kind` (the variant's stable name,
 //! [`Error::kind`]), `backend`, `api`, `code`, `name` and `message` (the vendor fields of
 //! [`Error::Vendor`]; `None` where a kind has no such field, except `message`, which is
-//! the full text otherwise) and `details`, a dict of the kind's other fields.
+//! the full text otherwise) and `details`, a dict of the kind's other fields. A
+//! `CopyError` (a pair of a batch refused when enqueued) also has `index` (the pair) and
+//! `count` (the batch's length), and its cause as `__cause__`.
 //!
 //! Two kinds come from the bindings, not from the Rust API: [`CLOSED`] (an object used
 //! after `close()`) and [`BUFFER_IN_USE`] (closing a buffer that DLPack views still use).
@@ -172,6 +174,8 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
     let details = PyDict::new(py);
     let mut backend: Option<String> = None;
     let mut vendor: Option<(&str, i32, &str, &str)> = None;
+    // A refused copy's index, batch length and cause.
+    let mut copy: Option<(usize, usize, PyErr)> = None;
     // The fields of each kind; the class comes from the table.
     match e {
         Error::LibraryNotFound { backend: b, tried } => {
@@ -258,6 +262,17 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
             details.set_item("context", context)?;
             details.set_item("errno", source.raw_os_error())?;
         }
+        Error::Copy {
+            index,
+            count,
+            source,
+        } => {
+            details.set_item("index", *index)?;
+            details.set_item("count", *count)?;
+            details.set_item("source_kind", source.kind())?;
+            details.set_item("source", source.to_string())?;
+            copy = Some((*index, *count, build(py, source)?));
+        }
         // `Error` is non-exhaustive: a variant added later has its class (every variant
         // has a row in the table) but no details until it gets an arm above.
         #[allow(
@@ -286,7 +301,14 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
         }
     }
     value.setattr("details", details)?;
-    Ok(PyErr::from_value(value))
+    let err = PyErr::from_value(value);
+    if let Some((index, count, cause)) = copy {
+        let value = err.value(py);
+        value.setattr("index", index)?;
+        value.setattr("count", count)?;
+        err.set_cause(py, Some(cause));
+    }
+    Ok(err)
 }
 
 /// `ClosedError` ([`CLOSED`]) for `what` (e.g. `"the runtime"`).

@@ -9,9 +9,14 @@
 //! without closing it only drops its own reference (the last view then releases the
 //! memory).
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use dlpark::ffi::{DLDevice, DLDeviceType};
 
-use devipc::{BackendKind, DeviceId, ImportedBuffer, SharedBuffer};
+use devipc::{BackendKind, DeviceId, DeviceSpan, ImportedBuffer, SharedBuffer};
+
+use crate::span::Users;
 
 /// The memory a Python buffer object stands for.
 #[derive(Debug)]
@@ -28,6 +33,8 @@ pub(crate) struct Held {
     pub(crate) mem: Mem,
     /// The DLPack device of the memory (see [`dl_device`]).
     pub(crate) dl_device: DLDevice,
+    /// The streams that enqueued copies through it (the DLPack handshake's work to order).
+    pub(crate) users: Arc<Users>,
 }
 
 impl Held {
@@ -40,6 +47,7 @@ impl Held {
         Held {
             dl_device: dl_device(kind, emulated, device),
             mem,
+            users: Arc::default(),
         }
     }
 
@@ -64,6 +72,14 @@ impl Held {
         match &self.mem {
             Mem::Shared(b) => b.device(),
             Mem::Imported(b) => b.device(),
+        }
+    }
+
+    /// The bytes `range`, for stream-ordered copies (bounds-checked by devipc).
+    pub(crate) fn span(&self, range: Range<usize>) -> devipc::Result<DeviceSpan> {
+        match &self.mem {
+            Mem::Shared(b) => b.span(range),
+            Mem::Imported(b) => b.span(range),
         }
     }
 

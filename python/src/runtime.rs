@@ -19,6 +19,7 @@ use crate::options::{PyAllocateOptions, PyConnectOptions, PyExportOptions, no_fl
 use crate::rendezvous::Connected;
 use crate::signal::Signal;
 use crate::slot::Slot;
+use crate::stream::{Event, Stream, wrap_new};
 use crate::tokens;
 
 /// A started backend.
@@ -285,7 +286,7 @@ impl Runtime {
         let signal = py
             .detach(|| rt.create_signal(DeviceId(device)))
             .map_err(to_py)?;
-        Ok(Signal::new(signal))
+        Ok(Signal::new(signal, &rt))
     }
 
     /// Opens the signal token string `token` on `device`.
@@ -296,7 +297,29 @@ impl Runtime {
         let signal = py
             .detach(|| rt.import_signal(&token, DeviceId(device)))
             .map_err(to_py)?;
-        Ok(Signal::new(signal))
+        Ok(Signal::new(signal, &rt))
+    }
+
+    /// A new stream on `device`, devipc's own (destroyed in the background once this
+    /// object, the requests on it and the buffers it copied through are gone). A
+    /// framework's stream enters through `Stream.wrap`.
+    #[pyo3(signature = (device=0))]
+    fn create_stream(&self, py: Python<'_>, device: u32) -> PyResult<Stream> {
+        let rt = self.get()?;
+        let stream = py
+            .detach(|| rt.create_stream(DeviceId(device)))
+            .map_err(to_py)?;
+        Ok(wrap_new(stream, rt))
+    }
+
+    /// A local, queryable event on `device` (`Stream.record`, `Event.wait`).
+    #[pyo3(signature = (device=0))]
+    fn create_event(&self, py: Python<'_>, device: u32) -> PyResult<Event> {
+        let rt = self.get()?;
+        let event = py
+            .detach(|| rt.create_event(DeviceId(device)))
+            .map_err(to_py)?;
+        Ok(Event::new(event))
     }
 
     /// Obtains the buffer and signals served at the Unix socket `path`
@@ -337,7 +360,7 @@ impl Runtime {
         let signals = connected
             .signals
             .into_iter()
-            .map(|s| Py::new(py, Signal::new(s)))
+            .map(|s| Py::new(py, Signal::new(s, &rt)))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(Connected {
             buffer: ImportedBuffer::create(

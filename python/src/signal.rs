@@ -1,17 +1,21 @@
 //! `Signal`: a cross-process binary semaphore. `wait` releases the GIL and waits in short
-//! slices, checking for Ctrl-C (`KeyboardInterrupt`) and `close()` between them.
+//! slices, checking for Ctrl-C (`KeyboardInterrupt`) and `close()` between them. Given a
+//! `Stream`, `notify` raises the signal after the work enqueued there so far, and `wait`
+//! orders that stream's later work after the notifier's (the Rust `notify_on` /
+//! `wait_on`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use devipc::{Error, ProcessId};
+use devipc::{Error, ProcessId, RawStream};
 
 use crate::buffers::export_options;
 use crate::errors::{self, to_py};
 use crate::options::PyExportOptions;
 use crate::slot::{Op, Slot};
+use crate::stream::{Stream, domain};
 use crate::tokens;
 
 /// How long one slice of a wait lasts: the longest a Ctrl-C waits to be noticed.
@@ -21,14 +25,43 @@ const SLICE: Duration = Duration::from_millis(50);
 #[pyclass(frozen, module = "devipc._devipc")]
 pub(crate) struct Signal {
     inner: Slot<devipc::Signal>,
+    /// The vendor runtime it belongs to ([`domain`]): a stream given to `notify` / `wait`
+    /// must be of the same one.
+    domain: String,
 }
 
 impl Signal {
-    /// Wraps `signal`.
-    pub(crate) fn new(signal: devipc::Signal) -> Signal {
+    /// Wraps `signal`, made by `rt`.
+    pub(crate) fn new(signal: devipc::Signal, rt: &devipc::Runtime) -> Signal {
         Signal {
             inner: Slot::new(signal, "the signal"),
+            domain: domain(rt),
         }
+    }
+
+    /// The vendor stream of `stream` (`None`: the default stream), checked to be of this
+    /// signal's vendor runtime and device.
+    fn raw_stream(&self, stream: Option<&Stream>) -> PyResult<RawStream> {
+        let Some(stream) = stream else {
+            return Ok(RawStream::DEFAULT);
+        };
+        let core = stream.core();
+        let theirs = domain(&core.rt);
+        if theirs != self.domain {
+            return Err(errors::invalid_argument(format!(
+                "a stream of {theirs} used with a signal of {}: both must be of the same \
+                 vendor runtime",
+                self.domain
+            )));
+        }
+        let device = self.get()?.device();
+        if core.stream.device() != device {
+            return Err(errors::invalid_argument(format!(
+                "a stream of device {} used with a signal of device {device}",
+                core.stream.device()
+            )));
+        }
+        Ok(core.stream.raw())
     }
 
     /// The signal, or `ClosedError`.
@@ -89,10 +122,13 @@ impl Signal {
         py.detach(|| signal.grant(&token, &peers)).map_err(to_py)
     }
 
-    /// Raises the signal.
-    fn notify(&self, py: Python<'_>) -> PyResult<()> {
+    /// Raises the signal; given `stream` (a `Stream` of the signal's runtime and device),
+    /// after the work enqueued there so far (else after the default stream's).
+    #[pyo3(signature = (stream=None))]
+    fn notify(&self, py: Python<'_>, stream: Option<PyRef<'_, Stream>>) -> PyResult<()> {
+        let raw = self.raw_stream(stream.as_deref())?;
         let signal = self.op()?;
-        py.detach(|| signal.notify()).map_err(to_py)
+        py.detach(|| signal.notify_on(raw)).map_err(to_py)
     }
 
     /// Waits until the signal is raised, then resets it. `timeout` in seconds (`None`:
@@ -105,8 +141,17 @@ impl Signal {
     /// notify wait counts whole seconds: there each slice lasts 1 s, so Ctrl-C and
     /// `close()` are noticed within 1 s and `timeout` is rounded up to whole seconds (a
     /// wait of 0.1 s times out after 1 s).
-    #[pyo3(signature = (timeout=None))]
-    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+    ///
+    /// Given `stream` (a `Stream` of the signal's runtime and device), the work enqueued
+    /// there afterwards also waits for the notifier's work before its notify.
+    #[pyo3(signature = (timeout=None, stream=None))]
+    fn wait(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        stream: Option<PyRef<'_, Stream>>,
+    ) -> PyResult<()> {
+        let raw = self.raw_stream(stream.as_deref())?;
         let started = Instant::now();
         let deadline = timeout.map(duration).transpose()?.map(|t| started + t);
         loop {
@@ -117,7 +162,7 @@ impl Signal {
             // One operation per slice: a `close()` waits for this slice only, and the
             // next one raises `ClosedError`; none spans the signal handlers below.
             let signal = self.op()?;
-            let waited = py.detach(|| signal.wait(Some(slice)));
+            let waited = py.detach(|| signal.wait_on(raw, Some(slice)));
             drop(signal);
             match waited {
                 Ok(()) => return Ok(()),

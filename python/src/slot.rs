@@ -228,3 +228,35 @@ impl Slot<Held> {
         Ok(())
     }
 }
+
+/// A value dropped with the GIL released ([`release`]): the devipc objects the data
+/// plane's Python classes hold (a stream, an event, a span, a request), whose drop may
+/// call the vendor runtime or free memory.
+#[derive(Debug)]
+pub(crate) struct Detached<T: Send>(Option<T>);
+
+impl<T: Send> Detached<T> {
+    /// Wraps `value`.
+    pub(crate) fn new(value: T) -> Detached<T> {
+        Detached(Some(value))
+    }
+}
+
+impl<T: Send> std::ops::Deref for Detached<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // Only `Drop` takes it.
+        self.0
+            .as_ref()
+            .expect("a Detached holds its value until dropped")
+    }
+}
+
+impl<T: Send> Drop for Detached<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.0.take() {
+            release(value);
+        }
+    }
+}

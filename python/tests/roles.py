@@ -214,3 +214,43 @@ def _external_reader(kind, inbox, outbox):
     buf.close()
     outbox.put("closed")
     assert inbox.get() is None
+
+
+def copier(kind, inbox, outbox):
+    """Imports a buffer and copies it out on a stream held busy by a gate, so that the
+    copy is in flight when this process closes its import and (as long as the gate
+    lasts) when the exporter drops its buffer; reports whether it was, and whether the
+    bytes arrived exact."""
+    _report(outbox, _copier, kind, inbox, outbox)
+
+
+def _copier(kind, inbox, outbox):
+    from dataplane import Gate, pattern
+
+    rt = devipc.Runtime.emulated(kind)
+    outbox.put(rt.process_id)
+    token, n, seed = inbox.get()
+    imported = rt.import_buffer(token)
+    local = rt.allocate(n)
+    stream = rt.create_stream()
+    for _ in range(6):
+        # On a loaded machine a gate can end before the copy is enqueued: try again.
+        gate = Gate(rt, stream)
+        copy = stream.copy(local, imported.span(0, n))
+        read = stream.read(imported.span(0, 4096))
+        if not copy.is_complete():
+            break
+        gate.close()
+    # This process closes its import with the copies in flight (the close does not wait
+    # for them; they keep the mapping until they ran), then the exporter drops its buffer.
+    started = time.perf_counter()
+    imported.close()
+    closed_in = time.perf_counter() - started
+    outbox.put(("closed", not copy.is_complete(), closed_in))
+    assert inbox.get(timeout=60) == "dropped"
+    still = not copy.is_complete()
+    gate.close()
+    copy.wait(timeout=60)
+    exact = local.read() == pattern(n, seed) and read.result(timeout=60) == pattern(n, seed)[:4096]
+    outbox.put(("done", still, closed_in, exact))
+    local.close()

@@ -9,6 +9,22 @@ queue, a socket, an environment variable); the consumer imports it
 place. ``devipc.arrays`` (numpy) and ``devipc.torch`` share many tensors as one
 ``Descriptor``, one vendor handle per allocation.
 
+Data plane: ``Runtime.create_stream`` (or ``Stream.wrap`` of a framework's stream, given
+as an integer) makes a ``Stream``; ``copy(dst, src)``, ``copy_batch([(dst, src), ...])``,
+``write(dst, data)`` and ``read(src)`` enqueue copies on it and return a ``Request``
+(``is_complete()``, ``wait(timeout)``, ``result()``: a read's bytes) without waiting for
+them. ``dst`` / ``src`` are a whole buffer or a ``Span`` (``buf.span(start, stop)``,
+``span[a:b]``, ``Span.external`` for framework memory); a request keeps the memory it
+copies through alive, so closing a buffer (an import) with a copy in flight is safe, and
+dropping an unfinished request returns at once (devipc finishes it in the background).
+A batch pair refused when enqueued raises ``devipc.errors.CopyError`` with its ``index``.
+``Event`` (``Runtime.create_event``) orders streams (``Stream.record``,
+``Stream.wait_event``) and is waited for by the host; ``Signal.notify(stream=...)`` /
+``Signal.wait(stream=...)`` order streams of two processes. ``buf.__dlpack__(stream=...)``
+orders the copies devipc's streams enqueued on the buffer before the consumer: a device
+consumer's stream waits for them (an event each; ``-1``: no synchronisation), and the
+emulator's host consumer (``kDLCPU``, ``stream`` must be ``None``) has the producer wait.
+
 Errors: every error is a ``DevipcError`` (here and in ``devipc.errors``), with one
 subclass per kind in ``devipc.errors`` (``from devipc.errors import InvalidTokenError``)
 and the fields ``kind``, ``backend``, ``api``, ``code``, ``name``, ``message`` and
@@ -42,13 +58,17 @@ from ._devipc import (
     Buffer,
     ConnectOptions,
     Connected,
+    Event,
     ExportOptions,
     ImportedBuffer,
+    Request,
     Runtime,
     SharedBuffer,
     ShareOptions,
     ShareServer,
     Signal,
+    Span,
+    Stream,
     TensorView,
     doctor,
     token_info,
@@ -63,13 +83,17 @@ __all__ = [
     "Connected",
     "Descriptor",
     "DevipcError",
+    "Event",
     "ExportOptions",
     "ImportedBuffer",
+    "Request",
     "Runtime",
     "SharedBuffer",
     "ShareOptions",
     "ShareServer",
     "Signal",
+    "Span",
+    "Stream",
     "TensorSpec",
     "TensorView",
     "doctor",

@@ -8,7 +8,9 @@ plus two kinds of the Python objects themselves: ``ClosedError`` (an object used
 Every exception has the attributes ``kind`` (the kind's stable name, e.g.
 ``"invalid_token"``), ``backend``, ``api``, ``code``, ``name`` and ``message`` (the
 vendor fields of a ``VendorError``; ``None`` elsewhere, except ``message``, which is the
-full text otherwise) and ``details`` (a dict of the kind's other fields).
+full text otherwise) and ``details`` (a dict of the kind's other fields). A ``CopyError``
+(a pair of ``Stream.copy_batch`` refused when enqueued) also has ``index`` (that pair)
+and ``count`` (the batch's length); its cause is its ``__cause__``.
 
 ``errors.pyi`` declares the same classes for type checkers (a test keeps them equal).
 """

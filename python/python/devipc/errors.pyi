@@ -35,6 +35,15 @@ class UnknownHandleError(DevipcError): ...
 class InheritedAcrossForkError(DevipcError): ...
 class TimedOutError(DevipcError): ...
 class DevipcIOError(DevipcError): ...
+
+class CopyError(DevipcError):
+    """A pair of a batch refused when enqueued (its cause is ``__cause__``)."""
+
+    index: int
+    """The refused pair's index."""
+    count: int
+    """How many pairs the batch had."""
+
 class ClosedError(DevipcError): ...
 class BufferInUseError(DevipcError): ...
 
@@ -55,6 +64,7 @@ __all__ = [
     "InheritedAcrossForkError",
     "TimedOutError",
     "DevipcIOError",
+    "CopyError",
     "ClosedError",
     "BufferInUseError",
 ]
