@@ -713,6 +713,22 @@ impl Backend {
         self.info().kind
     }
 
+    /// Emulator only: holds (`on`) or releases `stream`, as if a long kernel occupied it
+    /// (see [`crate::testing::hold_stream`]).
+    pub fn hold_stream_for_tests(&self, stream: RawStream, on: bool) -> Result<()> {
+        match self {
+            #[cfg(feature = "ascend")]
+            Backend::Ascend(b) => b.hold_stream_for_tests(stream, on),
+            #[cfg(feature = "hip")]
+            Backend::Hip(b) => b.hold_stream_for_tests(stream, on),
+            #[cfg(test)]
+            Backend::Recording(_) => Err(devipc_core::Error::unsupported(
+                self.kind(),
+                "holding a stream",
+            )),
+        }
+    }
+
     /// `size` bytes on `device` as a framework's own allocator makes them (`hipMalloc`,
     /// `aclrtMalloc`), outside devipc's bookkeeping: memory for `export_external`, e.g. to
     /// exercise that path without a framework. Free it with [`Backend::framework_free`].

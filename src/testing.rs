@@ -1,4 +1,5 @@
-//! Test aids: device memory as a framework's own allocator makes it.
+//! Test aids: device memory as a framework's own allocator makes it, and (on the
+//! emulator) a stream held busy so that work enqueued on it is provably in flight.
 //!
 //! [`Runtime::export_external`] shares memory devipc did not allocate: a block of a
 //! framework's allocator (`hipMalloc`, `aclrtMalloc`). To try that path without a
@@ -27,6 +28,7 @@ use devipc_core::{DeviceId, DevicePtr, Result};
 use crate::Error;
 use crate::registry::LocalExports;
 use crate::runtime::Runtime;
+use crate::stream::Stream;
 
 /// `size` bytes on `device` as a framework's own allocator makes them (`hipMalloc`,
 /// `aclrtMalloc`), for [`Runtime::export_external`] without a framework (tests,
@@ -53,4 +55,27 @@ pub unsafe fn framework_free(rt: &Runtime, device: DeviceId, ptr: DevicePtr) -> 
     unsafe { backend.framework_free(device, ptr) }?;
     LocalExports::forget_external(device, ptr);
     Ok(())
+}
+
+/// Emulator only: holds `stream`, as if a long kernel occupied it: the work enqueued on it
+/// from now on stays queued (copies, event records: a request is then provably in flight)
+/// until [`release_stream`]. [`Error::Unsupported`] on a real runtime.
+///
+/// Release every stream you hold: a synchronisation of a held stream waits for the
+/// release (from another thread), and a process that dies holding one loses its queued
+/// work.
+pub fn hold_stream(stream: &Stream) -> Result<()> {
+    let rt = &stream.inner.rt;
+    rt.inner
+        .backend()?
+        .hold_stream_for_tests(stream.raw(), true)
+}
+
+/// Emulator only: releases a stream [`hold_stream`] held: its queued work runs in order,
+/// and the call returns once the work queued while it was held has run.
+pub fn release_stream(stream: &Stream) -> Result<()> {
+    let rt = &stream.inner.rt;
+    rt.inner
+        .backend()?
+        .hold_stream_for_tests(stream.raw(), false)
 }

@@ -257,3 +257,28 @@ impl AscendBackend {
         Ok(())
     }
 }
+
+impl AscendBackend {
+    /// Emulator only: holds (`on`) or releases a stream of this process, as if a long
+    /// kernel occupied it (the emulator's `hold_stream` / `release_stream`): the tasks
+    /// enqueued meanwhile stay queued. For tests that need work provably in flight.
+    /// [`Error::Unsupported`] on a real runtime, which has no such call.
+    pub fn hold_stream_for_tests(&self, stream: RawStream, on: bool) -> Result<()> {
+        #[cfg(feature = "emulator")]
+        if self.info.source.is_emulated() {
+            let held = if on {
+                devipc_emulator::acl::hold_stream(stream.as_raw())
+            } else {
+                devipc_emulator::acl::release_stream(stream.as_raw())
+            };
+            return held.map_err(|e| {
+                Error::invalid_argument(format!("holding stream {:#x}: {e:?}", stream.as_raw()))
+            });
+        }
+        let _ = (stream, on);
+        Err(Error::unsupported(
+            BackendKind::Ascend,
+            "holding a stream (an emulator hook for tests)",
+        ))
+    }
+}

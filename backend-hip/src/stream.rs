@@ -185,3 +185,26 @@ impl HipBackend {
         Ok(())
     }
 }
+
+impl HipBackend {
+    /// Emulator only: holds (`on`) or releases a stream of this process, as if a long
+    /// kernel occupied it (the emulator's `hold_stream` / `release_stream`): the work
+    /// enqueued meanwhile stays queued. For tests that need work provably in flight.
+    /// [`Error::Unsupported`] on a real runtime, which has no such call.
+    pub fn hold_stream_for_tests(&self, stream: RawStream, on: bool) -> Result<()> {
+        #[cfg(feature = "emulator")]
+        if self.info.source.is_emulated() {
+            let code = if on {
+                devipc_emulator::hip::hold_stream(stream.as_ptr())
+            } else {
+                devipc_emulator::hip::release_stream(stream.as_ptr())
+            };
+            return result::check(&self.api, "hold_stream", code);
+        }
+        let _ = (stream, on);
+        Err(Error::unsupported(
+            devipc_core::BackendKind::Hip,
+            "holding a stream (an emulator hook for tests)",
+        ))
+    }
+}

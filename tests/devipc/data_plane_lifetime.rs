@@ -113,30 +113,14 @@ fn cross_device(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     parent.hear_exactly("exit")
 }
 
-/// The emulator's hook that holds (or releases) a stream of this process.
-fn hold(rt: &Runtime, stream: &Stream, on: bool) -> Result<(), String> {
-    let raw = stream.raw();
-    match rt.info().kind {
-        BackendKind::Hip => {
-            let code = if on {
-                devipc_emulator::hip::hold_stream(raw.as_ptr())
-            } else {
-                devipc_emulator::hip::release_stream(raw.as_ptr())
-            };
-            if code == 0 {
-                Ok(())
-            } else {
-                Err(format!("hold/release: {code}"))
-            }
-        }
-        BackendKind::Ascend => if on {
-            devipc_emulator::acl::hold_stream(raw.as_raw())
-        } else {
-            devipc_emulator::acl::release_stream(raw.as_raw())
-        }
-        .map_err(|e| format!("hold/release: {e:?}")),
-        other => Err(format!("no hook for {other}")),
+/// Holds (or releases) the stream: the emulator's hook, through `devipc::testing`.
+fn hold(stream: &Stream, on: bool) -> Result<(), String> {
+    if on {
+        devipc::testing::hold_stream(stream)
+    } else {
+        devipc::testing::release_stream(stream)
     }
+    .map_err(text)
 }
 
 /// Imports the token it hears, then follows commands: `hold` / `release` its stream,
@@ -152,11 +136,11 @@ fn copier(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     loop {
         match parent.hear().as_str() {
             "hold" => {
-                hold(rt, &stream, true)?;
+                hold(&stream, true)?;
                 parent.say("held", "");
             }
             "release" => {
-                hold(rt, &stream, false)?;
+                hold(&stream, false)?;
                 parent.say("released", "");
             }
             "copy" => {

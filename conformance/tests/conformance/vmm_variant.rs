@@ -16,11 +16,12 @@ use crate::support::{results, run_json};
 /// allocates (sub-range offsets, same-process shortcut, cache, lifetime, grants, peers,
 /// errors on memory tokens). Not here: the signal rules, `error.wrong-backend` (hand-made
 /// tokens), and the framework-memory rules (`export_external` of `hipMalloc` memory).
-const ON_VMM: [&str; 11] = [
+const ON_VMM: [&str; 12] = [
     "portable.memory.cross-process-bytes",
     "portable.import.same-process-shortcut",
     "portable.import.cache-refcounted",
     "portable.lifetime.free-waits-for-importers",
+    "portable.transfer.close-waits-for-copies",
     "portable.export.sub-range-offset",
     "portable.grant.trustlist",
     "portable.grant.any-process",
@@ -99,8 +100,8 @@ fn the_default_runs_are_unchanged() {
         let rs = portable(backend);
         assert_eq!(
             rs.len(),
-            18,
-            "{backend}: the portable rules (17 + issue 16 placement)"
+            19,
+            "{backend}: the portable rules (17 + issue 16 placement + issue 25 transfer)"
         );
         for r in rs {
             assert_eq!(r["result"], "pass", "{backend}: {r}");

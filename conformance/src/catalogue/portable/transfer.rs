@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use devipc::{BackendKind, DeviceId, ExportOptions, Runtime, Stream};
+use devipc::{DeviceId, ExportOptions, Stream};
 
 use super::SIZE;
 use crate::catalogue::{Import, Step, pattern, portable, same_bytes};
@@ -32,31 +32,19 @@ pub(super) const CLOSE_WAITS_FOR_COPIES: Rule = portable(
 )
 .memory_rule();
 
-/// Holds (or releases) `stream` on the emulator; `false` on a real runtime (no hook).
-fn hold(ctx: &Ctx, rt: &Runtime, stream: &Stream, on: bool) -> Result<bool, Stop> {
+/// Holds (or releases) `stream` on the emulator (`devipc::testing`); `false` on a real
+/// runtime (no hook).
+fn hold(ctx: &Ctx, stream: &Stream, on: bool) -> Result<bool, Stop> {
     if !ctx.target.emulated() {
         return Ok(false);
     }
-    let raw = stream.raw();
-    match rt.info().kind {
-        BackendKind::Hip => {
-            let code = if on {
-                devipc_emulator::hip::hold_stream(raw.as_ptr())
-            } else {
-                devipc_emulator::hip::release_stream(raw.as_ptr())
-            };
-            (code == 0)
-                .then_some(true)
-                .ok_or_else(|| Stop::fail(format!("holding the stream: hipError_t {code}")))
-        }
-        _ => if on {
-            devipc_emulator::acl::hold_stream(raw.as_raw())
-        } else {
-            devipc_emulator::acl::release_stream(raw.as_raw())
-        }
-        .map(|()| true)
-        .map_err(|e| Stop::fail(format!("holding the stream: {e:?}"))),
+    if on {
+        devipc::testing::hold_stream(stream)
+    } else {
+        devipc::testing::release_stream(stream)
     }
+    .map(|()| true)
+    .step("holding the stream")
 }
 
 fn close_waits_for_copies(ctx: &mut Ctx) -> Verdict {
@@ -72,7 +60,7 @@ fn close_waits_for_copies(ctx: &mut Ctx) -> Verdict {
     let view = rt.import(&token, DeviceId(0)).imported("import")?;
     let local = rt.allocate(0, SIZE).step("allocate the destination")?;
     let stream = rt.create_stream(0).step("create a stream")?;
-    let held = hold(ctx, &rt, &stream, true)?;
+    let held = hold(ctx, &stream, true)?;
     let mut request = stream
         .copy(
             &local.span(0..SIZE).step("destination span")?,
@@ -89,7 +77,7 @@ fn close_waits_for_copies(ctx: &mut Ctx) -> Verdict {
     });
     if close_done.recv_timeout(CLOSE_LIMIT).is_err() {
         if held {
-            hold(ctx, &rt, &stream, false)?;
+            hold(ctx, &stream, false)?;
         }
         let _ = closer.join();
         drop(request);
@@ -103,7 +91,7 @@ fn close_waits_for_copies(ctx: &mut Ctx) -> Verdict {
     peer.drop_obj(id)
         .step("peer frees its buffer while the copy is queued")?;
     if held {
-        hold(ctx, &rt, &stream, false)?;
+        hold(ctx, &stream, false)?;
     }
     request
         .wait(Some(Duration::from_secs(30)))
