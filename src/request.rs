@@ -7,17 +7,29 @@
 //! pool and lets go of the rest.
 //!
 //! Dropping a request never blocks. If it has not completed, its work goes to the
-//! process's **drainer**, one thread started on first use, which waits for the event (in
-//! slices of [`DRAIN_SLICE`], asking the other pending requests between slices) and then
-//! releases what the request held: an import closed while a copy from it was in flight
-//! is unmapped only once the copy is done. The drainer also destroys devipc's streams,
-//! whose vendor destroy may wait for their work. A process forked from one whose drainer
-//! runs starts its own; it never touches the parent's objects (they are inherited, and
-//! dropped there without a vendor call).
+//! process's **drainer**, one thread started on first use, which then releases what the
+//! request held: an import closed while a copy from it was in flight is unmapped only once
+//! the copy is done. Each round the drainer asks the oldest pending request of each stream
+//! (a later one of the same stream cannot be done first) and finishes those that are
+//! done; between rounds it waits for new work for a pause that grows from
+//! [`DRAIN_PAUSE_MIN`] to [`DRAIN_PAUSE_MAX`] while nothing completes, so an idle backlog
+//! costs a wake-up every 20 ms, and a release comes at most that late.
+//!
+//! The drainer also destroys devipc's streams: an event recorded when the last clone
+//! dropped tells it when the stream's work is done, and only then is the stream destroyed,
+//! so the vendor destroy never waits on the drainer's thread. A request whose event could
+//! not be recorded is finished on a thread of its own (only a stream synchronisation
+//! tells). Where no thread can be started at all, the release waits where it is: the
+//! memory must not go before the copies did.
+//!
+//! A process forked from one whose drainer runs starts its own (the inbox is per
+//! process); it never touches the parent's objects (they are inherited, and dropped there
+//! without a vendor call).
 
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+
+use devipc_core::fork::{PerProcess, forget_inherited};
 
 use devipc_core::protection::{self, Protection};
 use devipc_core::{DeviceIpc, Error, EventHandle, Result, StreamHandle};
@@ -25,9 +37,6 @@ use devipc_core::{DeviceIpc, Error, EventHandle, Result, StreamHandle};
 use crate::runtime::Runtime;
 use crate::span::DeviceSpan;
 use crate::stream::Stream;
-
-/// How long the drainer waits on one pending request before it asks the others.
-pub const DRAIN_SLICE: Duration = Duration::from_millis(10);
 
 /// What a request holds until its copies completed.
 #[derive(Debug)]
@@ -210,61 +219,184 @@ impl Drop for Request {
 // ---------------------------------------------------------------------------------------
 // The drainer.
 
+/// A stream devipc created, to destroy once the work queued on it is done.
+struct EndingStream {
+    rt: Runtime,
+    handle: StreamHandle,
+    /// Recorded on the stream when it was dropped; `None` if that failed.
+    event: Option<EventHandle>,
+}
+
+impl EndingStream {
+    /// Whether the stream's work is done (or cannot be told: then it is destroyed now).
+    fn poll(&self) -> bool {
+        let Ok(backend) = self.rt.inner.backend() else {
+            return true;
+        };
+        match &self.event {
+            Some(event) => !matches!(backend.query_event(event), Ok(false)),
+            None => true,
+        }
+    }
+
+    /// Destroys the event and the stream (nothing is queued on it any more, so the
+    /// vendor destroy does not wait).
+    fn end(self) {
+        let Ok(backend) = self.rt.inner.backend() else {
+            return;
+        };
+        if let Some(event) = self.event
+            && let Err(e) = backend.destroy_event(event)
+        {
+            log::error!("devipc: destroying a stream's last event failed: {e}");
+        }
+        if let Err(e) = backend.destroy_stream(self.handle) {
+            log::error!("devipc: destroying a stream failed: {e}");
+            self.rt.inner.release_failed(e);
+        }
+    }
+}
+
 enum Job {
     Drain(Work),
-    DestroyStream(Runtime, StreamHandle),
+    EndStream(EndingStream),
 }
 
-struct Drainer {
-    pid: u32,
-    jobs: Sender<Job>,
+impl Job {
+    /// The stream the job waits on: jobs of one stream complete in its order.
+    fn stream_key(&self) -> usize {
+        match self {
+            Job::Drain(work) => std::sync::Arc::as_ptr(&work.stream.inner) as usize,
+            Job::EndStream(s) => s.handle.raw.as_raw(),
+        }
+    }
+
+    /// Asks once: `true` when the job is done (and finished).
+    fn try_finish(self) -> Option<Job> {
+        match self {
+            Job::Drain(work) => match work.poll() {
+                Ok(true) => {
+                    work.finish(true);
+                    None
+                }
+                Ok(false) if work.recorded => Some(Job::Drain(work)),
+                Ok(false) => {
+                    // No event after its copies: only a stream synchronisation tells,
+                    // and it may wait; never on the drainer's thread.
+                    finish_elsewhere(work);
+                    None
+                }
+                Err(e) => {
+                    log::error!("devipc: a dropped request failed: {e}");
+                    work.finish(false);
+                    None
+                }
+            },
+            Job::EndStream(s) => {
+                if s.poll() {
+                    s.end();
+                    None
+                } else {
+                    Some(Job::EndStream(s))
+                }
+            }
+        }
+    }
 }
 
-static DRAINER: Mutex<Option<Drainer>> = Mutex::new(None);
+/// How many dropped requests and streams this process has not released yet.
+static UNDRAINED: PerProcess<usize> = PerProcess::new(|_| 0);
 
-fn drainer() -> MutexGuard<'static, Option<Drainer>> {
-    // Each critical section replaces or clones a sender: a poisoned lock is consistent.
-    DRAINER.lock().unwrap_or_else(|p| p.into_inner())
+/// How many dropped requests and ended streams the background drain has not released
+/// yet (this process).
+pub(crate) fn undrained() -> usize {
+    *UNDRAINED.lock()
 }
+
+fn count_in() {
+    *UNDRAINED.lock() += 1;
+}
+
+fn count_out() {
+    let mut n = UNDRAINED.lock();
+    *n = n.saturating_sub(1);
+}
+
+/// The drainer's inbox, per process: a child forked while another thread held it gets a
+/// fresh one (and its own thread) instead of the parent's lock.
+static DRAINER: PerProcess<Option<Sender<Job>>> = PerProcess::new(forget_inherited);
+
+/// The drainer's first pause between two rounds when nothing completed; it doubles up to
+/// [`DRAIN_PAUSE_MAX`], and a completion or a new job resets it.
+pub const DRAIN_PAUSE_MIN: Duration = Duration::from_micros(100);
+/// The drainer's longest pause: how late after completion a dropped request lets go of
+/// its memory, at most.
+pub const DRAIN_PAUSE_MAX: Duration = Duration::from_millis(20);
 
 /// Hands `work` (copies enqueued, not known complete) to the drainer.
 pub(crate) fn drain_later(work: Work) {
     send(Job::Drain(work));
 }
 
-/// Has the drainer destroy a stream devipc created (the vendor destroy may wait).
+/// Has the drainer destroy a stream devipc created once its queued work is done (an
+/// event recorded on it now tells), so the vendor destroy never waits.
 pub(crate) fn destroy_stream_later(rt: Runtime, handle: StreamHandle) {
-    send(Job::DestroyStream(rt, handle));
+    let event = rt.inner.backend().ok().and_then(|backend| {
+        let event = backend.create_event(handle.device).ok()?;
+        match backend.record_event(&event, handle.raw) {
+            Ok(()) => Some(event),
+            Err(_) => {
+                let _ = backend.destroy_event(event);
+                None
+            }
+        }
+    });
+    send(Job::EndStream(EndingStream { rt, handle, event }));
 }
 
 fn send(job: Job) {
-    let mut slot = drainer();
-    let pid = std::process::id();
+    count_in();
     let mut job = job;
     for _ in 0..2 {
-        if slot.as_ref().is_none_or(|d| d.pid != pid) {
-            match start() {
-                Ok(jobs) => *slot = Some(Drainer { pid, jobs }),
-                Err(e) => {
-                    // No thread: finish here rather than leak (a wait, but only when the
-                    // system cannot start a thread).
-                    log::error!("devipc: cannot start the request drainer ({e}); finishing here");
-                    run_job(job, &mut Vec::new(), true);
-                    return;
+        // The lock is held only to read or start the sender: never while a job runs.
+        let sender = {
+            let mut slot = DRAINER.lock();
+            if slot.is_none() {
+                match start() {
+                    Ok(jobs) => *slot = Some(jobs),
+                    Err(e) => log::error!("devipc: cannot start the request drainer: {e}"),
                 }
             }
-        }
-        let Some(d) = slot.as_ref() else { return };
-        match d.jobs.send(job) {
+            slot.clone()
+        };
+        let Some(sender) = sender else { break };
+        match sender.send(job) {
             Ok(()) => return,
             Err(mpsc::SendError(back)) => {
                 // The thread is gone (it never exits while a sender lives, so only a
                 // panic): start another.
                 job = back;
-                *slot = None;
+                DRAINER.lock().take();
             }
         }
     }
+    // No drainer: finish on a thread of its own, or here as a last resort.
+    match job {
+        Job::Drain(work) => finish_elsewhere(work),
+        Job::EndStream(s) => on_a_thread(s, end_when_done),
+    }
+}
+
+fn lock_take<T>(m: &std::sync::Mutex<Option<T>>) -> Option<T> {
+    m.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+fn end_when_done(s: EndingStream) {
+    if let (Some(event), Ok(backend)) = (&s.event, s.rt.inner.backend()) {
+        let _ = backend.synchronize_event(event, None);
+    }
+    s.end();
+    count_out();
 }
 
 fn start() -> std::io::Result<Sender<Job>> {
@@ -275,60 +407,87 @@ fn start() -> std::io::Result<Sender<Job>> {
     Ok(jobs)
 }
 
+/// The drainer's loop: each round asks the oldest pending job of each stream (a later one
+/// of the same stream cannot be done before it), finishes what is done, and waits for a
+/// new job for a pause that grows while nothing completes.
 fn drain(inbox: Receiver<Job>) {
-    let mut pending: Vec<Work> = Vec::new();
+    let mut pending: Vec<Job> = Vec::new();
+    let mut pause = DRAIN_PAUSE_MIN;
     loop {
-        if pending.is_empty() {
-            match inbox.recv() {
-                Ok(job) => run_job(job, &mut pending, false),
-                Err(_) => return,
+        let incoming = if pending.is_empty() {
+            inbox.recv().ok()
+        } else {
+            match inbox.recv_timeout(pause) {
+                Ok(job) => Some(job),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) if pending.is_empty() => return,
+                Err(mpsc::RecvTimeoutError::Disconnected) => None,
             }
+        };
+        if pending.is_empty() && incoming.is_none() {
+            return;
         }
-        while let Ok(job) = inbox.try_recv() {
-            run_job(job, &mut pending, false);
-        }
+        let arrived = incoming.is_some();
+        pending.extend(incoming);
+        pending.extend(inbox.try_iter());
+        let before = pending.len();
+        let mut blocked = std::collections::HashSet::new();
         let mut still = Vec::with_capacity(pending.len());
-        for work in pending.drain(..) {
-            match work.poll() {
-                Ok(true) => {
-                    work.finish(true);
+        for job in pending.drain(..) {
+            let key = job.stream_key();
+            if blocked.contains(&key) {
+                still.push(job);
+                continue;
+            }
+            match job.try_finish() {
+                Some(job) => {
+                    blocked.insert(key);
+                    still.push(job);
                 }
-                Ok(false) if work.recorded => still.push(work),
-                Ok(false) => finish_blocking(work),
-                Err(e) => {
-                    log::error!("devipc: a dropped request failed: {e}");
-                    work.finish(false);
-                }
+                None => count_out(),
             }
         }
         pending = still;
-        if let Some(first) = pending.first() {
-            // Wakes as soon as the oldest completes; the others are asked every slice.
-            let _ = first.wait(Some(DRAIN_SLICE));
-        }
+        pause = if arrived || pending.len() < before {
+            DRAIN_PAUSE_MIN
+        } else {
+            (pause * 2).min(DRAIN_PAUSE_MAX)
+        };
     }
 }
 
-fn run_job(job: Job, pending: &mut Vec<Work>, inline: bool) {
-    match job {
-        Job::Drain(work) if inline => finish_blocking(work),
-        Job::Drain(work) => pending.push(work),
-        Job::DestroyStream(rt, handle) => {
-            if let Ok(backend) = rt.inner.backend()
-                && let Err(e) = backend.destroy_stream(handle)
-            {
-                log::error!("devipc: destroying a stream failed: {e}");
-                rt.inner.release_failed(e);
+/// Waits for `work` on a thread of its own (a stream synchronisation may wait long) and
+/// lets it go; here, blocking, if no thread can be started (the memory must not go
+/// before the copies did).
+fn finish_elsewhere(work: Work) {
+    on_a_thread(work, finish_blocking);
+}
+
+/// Runs `f(value)` on a new thread, or here if none can be started.
+fn on_a_thread<T: Send + 'static>(value: T, f: fn(T)) {
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(value)));
+    let theirs = slot.clone();
+    let spawned = std::thread::Builder::new()
+        .name("devipc-drain-1".into())
+        .spawn(move || {
+            if let Some(value) = lock_take(&theirs) {
+                f(value);
             }
+        });
+    if let Err(e) = spawned {
+        log::error!("devipc: no thread for a background release ({e}); waiting here");
+        if let Some(value) = lock_take(&slot) {
+            f(value);
         }
     }
 }
 
-/// Waits for `work` (the drainer's thread, or no thread at all) and lets it go.
+/// Waits for `work` and lets it go.
 fn finish_blocking(work: Work) {
     let outcome = work.wait(None);
     if let Err(e) = &outcome {
         log::error!("devipc: a dropped request failed: {e}");
     }
     work.finish(outcome.is_ok());
+    count_out();
 }

@@ -12,6 +12,7 @@ use devipc_core::{
 };
 
 use crate::runtime::Runtime;
+use crate::stream::Stream;
 
 /// A signal: `notify` once, and one `wait` (here or in a peer) returns and resets it.
 /// Dropping it destroys this process's handle (once the last same-process import of it
@@ -133,6 +134,44 @@ impl Signal {
     /// of this runtime on the signal's device.
     pub fn notify_on(&self, stream: RawStream) -> Result<()> {
         self.rt().inner.backend()?.notify(self.handle(), stream)
+    }
+
+    /// Raises the signal after the work enqueued so far on `stream`, a devipc [`Stream`]
+    /// (devipc's own or a wrapped framework stream) of the signal's device and vendor
+    /// runtime: the borrow keeps the stream alive for the call.
+    pub fn notify_on_stream(&self, stream: &Stream) -> Result<()> {
+        self.check_stream(stream)?;
+        self.notify_on(stream.raw())
+    }
+
+    /// As [`Signal::wait`], and orders `stream`'s later work after the notifier's (see
+    /// [`Signal::notify_on_stream`] for the stream).
+    pub fn wait_on_stream(&self, stream: &Stream, timeout: Option<Duration>) -> Result<()> {
+        self.check_stream(stream)?;
+        self.wait_on(stream.raw(), timeout)
+    }
+
+    /// A stream this signal's calls may use: of the same vendor runtime and device.
+    fn check_stream(&self, stream: &Stream) -> Result<()> {
+        let (mine, theirs) = (self.rt(), stream.runtime());
+        if !std::sync::Arc::ptr_eq(&mine.inner, &theirs.inner)
+            && mine.backend().cache_domain() != theirs.backend().cache_domain()
+        {
+            return Err(Error::invalid_argument(format!(
+                "a stream of {} used with a signal of {}: both must be of the same vendor \
+                 runtime",
+                theirs.info().describe(),
+                mine.info().describe()
+            )));
+        }
+        if stream.device() != self.device() {
+            return Err(Error::invalid_argument(format!(
+                "a stream of device {} used with a signal of device {}",
+                stream.device(),
+                self.device()
+            )));
+        }
+        Ok(())
     }
 
     /// Blocks until the signal is raised, then resets it. `None` waits forever; a

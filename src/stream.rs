@@ -47,11 +47,25 @@ impl StreamInner {
         self.rt.inner.backend()?.create_event(self.device)
     }
 
-    /// Gives back the event of a request that completed.
+    /// Gives back the event of a request that completed; beyond [`POOLED_EVENTS`] it is
+    /// destroyed (a burst of requests does not keep its events for the stream's life).
     pub(crate) fn return_event(&self, event: EventHandle) {
-        lock(&self.events).push(event);
+        let mut pool = lock(&self.events);
+        if pool.len() < POOLED_EVENTS {
+            pool.push(event);
+            return;
+        }
+        drop(pool);
+        if let Ok(backend) = self.rt.inner.backend()
+            && let Err(e) = backend.destroy_event(event)
+        {
+            log::error!("devipc: destroying a request event failed: {e}");
+        }
     }
 }
+
+/// How many events of finished requests a stream keeps for the next ones.
+pub const POOLED_EVENTS: usize = 64;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // Every critical section is one push or pop: a poisoned lock is consistent.
@@ -124,9 +138,22 @@ impl Stream {
         self.inner.device
     }
 
-    /// The vendor stream (to hand to a framework).
-    pub fn raw(&self) -> RawStream {
+    /// The vendor stream's address (`hipStream_t` / `aclrtStream`), to hand to a
+    /// framework. An integer, not a [`RawStream`]: the stream lives only as long as this
+    /// `Stream` (and its requests), so the safe calls that take a stream take a `&Stream`
+    /// ([`Signal::notify_on_stream`](crate::Signal::notify_on_stream)).
+    pub fn as_raw(&self) -> usize {
+        self.inner.raw.as_raw()
+    }
+
+    /// The vendor stream, for calls made while `self` is borrowed (so it is alive).
+    pub(crate) fn raw(&self) -> RawStream {
         self.inner.raw
+    }
+
+    /// The runtime it belongs to.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.inner.rt
     }
 
     /// Enqueues a device-to-device copy of `src` into `dst` (spans of equal length, from
@@ -136,9 +163,13 @@ impl Stream {
     }
 
     /// Enqueues the device-to-device copies `(dst, src)` in one call, in order; one request
-    /// completes when all did. A pair refused at enqueue gives
-    /// [`Error::Copy`](crate::Error::Copy) with its index; the copies before it still run
-    /// (their memory is kept until they did).
+    /// completes when all did. A refused pair gives [`Error::Copy`](crate::Error::Copy)
+    /// with its index:
+    /// - devipc's own checks (lengths, the spans' runtime, the vendor's copy rules devipc
+    ///   enforces) run over every pair before anything is enqueued: then nothing runs;
+    /// - a pair the vendor runtime refuses at enqueue stops the batch there: the copies
+    ///   before it were enqueued and run (devipc keeps their memory until they did), so
+    ///   synchronize the stream before reusing their destinations.
     pub fn copy_batch(&self, copies: &[(DeviceSpan, DeviceSpan)]) -> Result<Request> {
         let count = copies.len();
         let mut descs = Vec::with_capacity(count);

@@ -79,3 +79,21 @@ pub fn release_stream(stream: &Stream) -> Result<()> {
         .backend()?
         .hold_stream_for_tests(stream.raw(), false)
 }
+
+/// Waits until the background drain released every request and stream this process
+/// dropped before they completed (see [`Request`](crate::Request)), at most `timeout`;
+/// whether it did. For tests and orderly shutdowns that must not exit with memory still
+/// held for copies in flight (a process that exits lets go of it anyway, with its device
+/// context).
+pub fn wait_for_drained(timeout: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if crate::request::undrained() == 0 {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

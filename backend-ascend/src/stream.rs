@@ -233,12 +233,17 @@ impl AscendBackend {
             .check_device(device)
             .and_then(|d| DeviceScope::bind(&self.api, d))
             .map_err(|e| failed(0, e))?;
+        // Every descriptor first: a refused one leaves nothing enqueued.
+        for (index, copy) in copies.iter().enumerate() {
+            if copy.len > 0 {
+                self.check_copy(device, copy)
+                    .map_err(|e| failed(index, e))?;
+            }
+        }
         for (index, copy) in copies.iter().enumerate() {
             if copy.len == 0 {
                 continue;
             }
-            self.check_copy(device, copy)
-                .map_err(|e| failed(index, e))?;
             // SAFETY: the caller's contract for every descriptor and the stream; the
             // destination's capacity is the copy's length (the caller's span).
             unsafe {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use devipc::{Error, ProcessId, RawStream};
+use devipc::{Error, ProcessId};
 
 use crate::buffers::export_options;
 use crate::errors::{self, to_py};
@@ -39,11 +39,11 @@ impl Signal {
         }
     }
 
-    /// The vendor stream of `stream` (`None`: the default stream), checked to be of this
-    /// signal's vendor runtime and device.
-    fn raw_stream(&self, stream: Option<&Stream>) -> PyResult<RawStream> {
+    /// The devipc stream of `stream` (`None`: the default stream), checked to be of this
+    /// signal's vendor runtime and device (devipc checks again).
+    fn devipc_stream(&self, stream: Option<&Stream>) -> PyResult<Option<devipc::Stream>> {
         let Some(stream) = stream else {
-            return Ok(RawStream::DEFAULT);
+            return Ok(None);
         };
         let core = stream.core();
         let theirs = domain(&core.rt);
@@ -61,7 +61,7 @@ impl Signal {
                 core.stream.device()
             )));
         }
-        Ok(core.stream.raw())
+        Ok(Some(core.stream.clone()))
     }
 
     /// The signal, or `ClosedError`.
@@ -126,9 +126,13 @@ impl Signal {
     /// after the work enqueued there so far (else after the default stream's).
     #[pyo3(signature = (stream=None))]
     fn notify(&self, py: Python<'_>, stream: Option<PyRef<'_, Stream>>) -> PyResult<()> {
-        let raw = self.raw_stream(stream.as_deref())?;
+        let stream = self.devipc_stream(stream.as_deref())?;
         let signal = self.op()?;
-        py.detach(|| signal.notify_on(raw)).map_err(to_py)
+        py.detach(|| match &stream {
+            Some(s) => signal.notify_on_stream(s),
+            None => signal.notify(),
+        })
+        .map_err(to_py)
     }
 
     /// Waits until the signal is raised, then resets it. `timeout` in seconds (`None`:
@@ -151,7 +155,7 @@ impl Signal {
         timeout: Option<f64>,
         stream: Option<PyRef<'_, Stream>>,
     ) -> PyResult<()> {
-        let raw = self.raw_stream(stream.as_deref())?;
+        let stream = self.devipc_stream(stream.as_deref())?;
         let started = Instant::now();
         let deadline = timeout.map(duration).transpose()?.map(|t| started + t);
         loop {
@@ -162,7 +166,10 @@ impl Signal {
             // One operation per slice: a `close()` waits for this slice only, and the
             // next one raises `ClosedError`; none spans the signal handlers below.
             let signal = self.op()?;
-            let waited = py.detach(|| signal.wait_on(raw, Some(slice)));
+            let waited = py.detach(|| match &stream {
+                Some(s) => signal.wait_on_stream(s, Some(slice)),
+                None => signal.wait(Some(slice)),
+            });
             drop(signal);
             match waited {
                 Ok(()) => return Ok(()),

@@ -139,7 +139,7 @@ impl Stream {
     /// `torch.cuda.ExternalStream`); 0 is the default stream.
     #[getter]
     fn raw(&self) -> usize {
-        self.core.stream.raw().as_raw()
+        self.core.stream.as_raw()
     }
 
     /// Enqueues a device-to-device copy of `src` into `dst` (each a `Span` or a whole
@@ -261,7 +261,7 @@ impl Stream {
     fn __repr__(&self) -> String {
         format!(
             "<devipc.Stream {:#x} on device {}>",
-            self.core.stream.raw().as_raw(),
+            self.core.stream.as_raw(),
             self.core.stream.device().0
         )
     }

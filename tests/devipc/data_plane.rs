@@ -215,3 +215,33 @@ fn one_stream_serves_several_threads() {
         assert_eq!(got, pattern(n * threads, 5), "{kind}");
     });
 }
+
+#[test]
+fn signals_take_streams_of_their_vendor_runtime_and_device() {
+    each_backend(|rt| {
+        let kind = rt.info().kind;
+        let signal = rt.create_signal(0).unwrap();
+        let on0 = rt.create_stream(0).unwrap();
+        signal.notify_on_stream(&on0).unwrap();
+        signal
+            .wait_on_stream(&on0, Some(Duration::from_secs(10)))
+            .unwrap();
+        let on1 = rt.create_stream(1).unwrap();
+        let e = signal.notify_on_stream(&on1).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{kind}: {e}");
+        let other = match kind {
+            BackendKind::Hip => BackendKind::Ascend,
+            _ => BackendKind::Hip,
+        };
+        let foreign = Runtime::emulated(other).unwrap().create_stream(0).unwrap();
+        let e = signal
+            .wait_on_stream(&foreign, Some(Duration::from_millis(10)))
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{kind}: {e}");
+        assert_ne!(
+            on0.as_raw(),
+            0,
+            "{kind}: devipc's stream is not the default one"
+        );
+    });
+}

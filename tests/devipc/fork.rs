@@ -226,19 +226,21 @@ fn forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     Ok(())
 }
 
-/// Forks children while two threads loop through devipc (allocate, export, import, free;
-/// signals); each child opens a runtime of its own and uses it, under an alarm.
+/// Forks children while three threads loop through devipc (allocate, export, import,
+/// free; signals; copies whose requests and streams the drainer finishes); each child opens a runtime of its own and uses it, under an alarm.
 fn busy_forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     const CHILDREN: usize = 24;
     let rt = Runtime::emulated(kind).map_err(e2s)?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let busy: Vec<_> = (0..2)
+    let busy: Vec<_> = (0..3)
         .map(|t| {
             let (rt, stop) = (rt.clone(), stop.clone());
             std::thread::spawn(move || -> Result<u64, String> {
                 let mut rounds = 0;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    if t == 0 {
+                    if t == 2 {
+                        data_plane_round(&rt)?;
+                    } else if t == 0 {
                         let buf = rt.allocate(DeviceId(0), 4096).map_err(e2s)?;
                         let token = buf.export(ExportOptions::any_process()).map_err(e2s)?;
                         let view = rt.import(&token, DeviceId(0)).map_err(e2s)?;
@@ -301,6 +303,30 @@ fn busy_forker(kind: BackendKind, parent: &Parent) -> Result<(), String> {
     Ok(())
 }
 
+/// Copies on a held stream, the request dropped unfinished (to the drainer), the stream
+/// released and dropped (destroyed by the drainer): the drainer's state is what a fork
+/// may catch mid-use.
+fn data_plane_round(rt: &Runtime) -> Result<(), String> {
+    let a = rt.allocate(DeviceId(0), 4096).map_err(e2s)?;
+    let b = rt.allocate(DeviceId(0), 4096).map_err(e2s)?;
+    let stream = rt.create_stream(DeviceId(0)).map_err(e2s)?;
+    devipc::testing::hold_stream(&stream).map_err(e2s)?;
+    let copy = stream
+        .copy(
+            &b.span(0..4096).map_err(e2s)?,
+            &a.span(0..4096).map_err(e2s)?,
+        )
+        .map_err(e2s)?;
+    drop(copy);
+    devipc::testing::release_stream(&stream).map_err(e2s)?;
+    drop(stream);
+    if devipc::testing::wait_for_drained(Duration::from_secs(10)) {
+        Ok(())
+    } else {
+        Err("the drainer did not release the dropped request and stream".into())
+    }
+}
+
 /// A forked child's work with a runtime of its own.
 fn child_round(kind: BackendKind) -> Result<(), String> {
     let rt = Runtime::emulated(kind).map_err(e2s)?;
@@ -312,7 +338,7 @@ fn child_round(kind: BackendKind) -> Result<(), String> {
     sig.export(ExportOptions::any_process()).map_err(e2s)?;
     sig.notify().map_err(e2s)?;
     sig.wait(Some(Duration::from_secs(5))).map_err(e2s)?;
-    Ok(())
+    data_plane_round(&rt)
 }
 
 /// Waits for the forked child; its exit code, or 128 + signal.
