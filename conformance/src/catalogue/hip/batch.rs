@@ -156,20 +156,20 @@ fn untouched(what: &str, r: &BatchReply) -> Result<(), Stop> {
 
 fn arguments_required<E: Exec<HipCommand>>(ctx: &Ctx, h: &mut Hip<E>, b: &mut Buffers) -> Verdict {
     let one = [(b.b, b.a, LEN)];
-    let zero = h.batch_raw(&one, 0, false, 0, 0).step("hipMemcpyBatchAsync")?;
+    let zero = h
+        .batch_raw(&one, 0, false, 0, 0)
+        .step("hipMemcpyBatchAsync")?;
     let count = ctx.refused("count 0", outcome(&zero))?;
     untouched("count 0", &zero)?;
-    let null = h.batch_raw(&one, 1, true, 0, 0).step("hipMemcpyBatchAsync")?;
+    let null = h
+        .batch_raw(&one, 1, true, 0, 0)
+        .step("hipMemcpyBatchAsync")?;
     let dsts = ctx.refused("dsts NULL", outcome(&null))?;
     untouched("dsts NULL", &null)?;
     Ok(format!("{count}; {dsts}; *failIdx untouched"))
 }
 
-fn attrs_not_supported<E: Exec<HipCommand>>(
-    ctx: &Ctx,
-    h: &mut Hip<E>,
-    b: &mut Buffers,
-) -> Verdict {
+fn attrs_not_supported<E: Exec<HipCommand>>(ctx: &Ctx, h: &mut Hip<E>, b: &mut Buffers) -> Verdict {
     let r = h
         .memcpy_batch(&[(b.b, b.a, LEN)], 1, 0)
         .step("hipMemcpyBatchAsync")?;
@@ -187,7 +187,9 @@ fn zero_size_rejected<E: Exec<HipCommand>>(ctx: &Ctx, h: &mut Hip<E>, b: &mut Bu
         .memcpy_batch(&[(b.b, b.a, LEN), (b.c, b.a, 0)], 0, 0)
         .step("hipMemcpyBatchAsync")?;
     let seen = ctx.refused("a 0-byte descriptor 1", outcome(&r))?;
-    ensure(r.fail_idx == 1, || format!("*failIdx is {}, not 1", r.fail_idx))?;
+    ensure(r.fail_idx == 1, || {
+        format!("*failIdx is {}, not 1", r.fail_idx)
+    })?;
     Ok(format!("{seen}; *failIdx = 1"))
 }
 
@@ -202,25 +204,41 @@ fn fail_index<E: Exec<HipCommand>>(_: &Ctx, h: &mut Hip<E>, b: &mut Buffers) -> 
     let ok = h
         .memcpy_batch(&[(b.b, b.a, LEN)], 0, 0)
         .step("hipMemcpyBatchAsync")?;
-    ensure(ok.failure.is_none(), || format!("a valid batch failed: {ok:?}"))?;
+    ensure(ok.failure.is_none(), || {
+        format!("a valid batch failed: {ok:?}")
+    })?;
     ensure(ok.fail_idx == u64::MAX, || {
-        format!("*failIdx is {:#x} after a successful batch, not SIZE_MAX", ok.fail_idx)
+        format!(
+            "*failIdx is {:#x} after a successful batch, not SIZE_MAX",
+            ok.fail_idx
+        )
     })?;
     let bad = h
         .memcpy_batch(&[(b.b, b.a, LEN), (b.c + 8, b.a, LEN)], 0, 0)
         .step("hipMemcpyBatchAsync")?;
-    ensure(bad.failure.is_some(), || "an out-of-bounds descriptor passed".to_owned())?;
+    ensure(bad.failure.is_some(), || {
+        "an out-of-bounds descriptor passed".to_owned()
+    })?;
     ensure(bad.fail_idx == 1, || {
-        format!("*failIdx is {:#x} after descriptor 1 failed, not 1", bad.fail_idx)
+        format!(
+            "*failIdx is {:#x} after descriptor 1 failed, not 1",
+            bad.fail_idx
+        )
     })?;
     Ok("*failIdx: SIZE_MAX on success, 1 when descriptor 1 fails".to_owned())
 }
 
 fn earlier_copies_run<E: Exec<HipCommand>>(_: &Ctx, h: &mut Hip<E>, b: &mut Buffers) -> Verdict {
     let r = h
-        .memcpy_batch(&[(b.b, b.a, LEN), (b.c + 8, b.a, LEN), (b.c, b.a, LEN)], 0, 0)
+        .memcpy_batch(
+            &[(b.b, b.a, LEN), (b.c + 8, b.a, LEN), (b.c, b.a, LEN)],
+            0,
+            0,
+        )
         .step("hipMemcpyBatchAsync")?;
-    ensure(r.failure.is_some(), || "an out-of-bounds descriptor passed".to_owned())?;
+    ensure(r.failure.is_some(), || {
+        "an out-of-bounds descriptor passed".to_owned()
+    })?;
     same_bytes(
         "descriptor 0's destination",
         &h.read(b.b, CHECK).step("hipMemcpy")?,
