@@ -19,9 +19,8 @@ use devipc_hip_sys::{hipErrorInvalidValue, hipErrorNotSupported, hipMemcpyDefaul
 use super::errors::{Failure, HipResult};
 use super::memory::{self, CopyPlan};
 use super::rules::{
-    self, BATCH_ARGUMENTS_REQUIRED, BATCH_ATTRS_NOT_SUPPORTED, BATCH_DESCRIPTORS_CHECKED,
-    BATCH_EARLIER_COPIES_RUN, BATCH_FAIL_INDEX_REPORTED, BATCH_NULL_STREAM_ACCEPTED,
-    BATCH_ZERO_SIZE_REJECTED,
+    self, BATCH_ARGUMENTS_REQUIRED, BATCH_ATTRS_NOT_SUPPORTED, BATCH_EARLIER_COPIES_RUN,
+    BATCH_FAIL_INDEX_REPORTED, BATCH_NULL_STREAM_ACCEPTED, BATCH_ZERO_SIZE_REJECTED,
 };
 use super::stream;
 use crate::config::HipVersion;
@@ -66,15 +65,17 @@ pub(crate) fn check_call(
         ));
     }
     stream::resolve(stream)?;
-    if !arrays || count == 0 {
-        return Err(Failure::rule(
-            hipErrorInvalidValue,
-            BATCH_ARGUMENTS_REQUIRED,
-            format!(
-                "dsts, srcs, sizes and failIdx must be non-NULL and count non-zero (count \
-                 {count})"
-            ),
-        ));
+    let enforced = rules::enforced(BATCH_ARGUMENTS_REQUIRED);
+    if !arrays || (count == 0 && enforced) {
+        let message = format!(
+            "dsts, srcs, sizes and failIdx must be non-NULL and count non-zero (count {count})"
+        );
+        // Switched off, NULL arrays are still refused: the emulator cannot read them.
+        return Err(if enforced {
+            Failure::rule(hipErrorInvalidValue, BATCH_ARGUMENTS_REQUIRED, message)
+        } else {
+            Failure::invalid_value(message)
+        });
     }
     if num_attrs > 0 && rules::enforced(BATCH_ATTRS_NOT_SUPPORTED) {
         return Err(Failure::rule(
@@ -144,13 +145,7 @@ fn plan_one(d: &Descriptor) -> HipResult<Option<CopyPlan>> {
         }
         return Ok(None);
     }
-    memory::plan_memcpy(d.dst, d.src, d.len, hipMemcpyDefault).map_err(|f| match f.rule {
-        Some(_) => f,
-        None => Failure {
-            rule: Some(BATCH_DESCRIPTORS_CHECKED),
-            ..f
-        },
-    })
+    memory::plan_memcpy(d.dst, d.src, d.len, hipMemcpyDefault)
 }
 
 /// Submits `copies` to `stream` as one operation, each run by `run` in order; the first

@@ -15,8 +15,6 @@ pub const BATCH_ATTRS_NOT_SUPPORTED: &str = "hip.batch.attrs-not-supported";
 /// A descriptor of zero bytes fails the batch (unlike `hipMemcpyAsync`, where it is a
 /// no-op).
 pub const BATCH_ZERO_SIZE_REJECTED: &str = "hip.batch.zero-size-rejected";
-/// Each descriptor is checked as `hipMemcpyAsync(dst, src, size, hipMemcpyDefault)`.
-pub const BATCH_DESCRIPTORS_CHECKED: &str = "hip.batch.descriptors-checked-as-memcpy";
 /// `*failIdx` is `SIZE_MAX` once the arguments pass, and the index of the first failing
 /// descriptor when one fails.
 pub const BATCH_FAIL_INDEX_REPORTED: &str = "hip.batch.fail-index-reported";
@@ -34,11 +32,16 @@ pub(super) const RULES: &[RuleInfo] = &[
         id: BATCH_ARGUMENTS_REQUIRED,
         code: hipErrorInvalidValue,
         basis: Basis::Implementation,
-        breakable: false,
+        breakable: true,
         summary: "hipMemcpyBatchAsync with a NULL dsts, srcs, sizes or failIdx, or with count 0, \
                   is hipErrorInvalidValue (after the stream check: an unknown stream is \
-                  hipErrorInvalidHandle); *failIdx is not written.",
-        when_broken: Some("cannot be switched off: the emulator would read through NULL arrays"),
+                  hipErrorInvalidHandle); *failIdx is not written. Each descriptor is then \
+                  checked as hipMemcpyAsync(dsts[i], srcs[i], sizes[i], hipMemcpyDefault) checks \
+                  it (a device operand past its allocation: hipErrorInvalidValue, *failIdx = i).",
+        when_broken: Some(
+            "count 0 succeeds and enqueues nothing (NULL arrays are still refused, without the \
+             rule)",
+        ),
         source: SOURCE,
         since: Some((7, 1)),
     },
@@ -63,20 +66,6 @@ pub(super) const RULES: &[RuleInfo] = &[
         summary: "A descriptor with sizes[i] == 0 fails the batch with hipErrorInvalidValue and \
                   *failIdx = i, although hipMemcpyAsync of 0 bytes is a no-op.",
         when_broken: Some("a zero-size descriptor copies nothing and the batch goes on"),
-        source: SOURCE,
-        since: Some((7, 1)),
-    },
-    RuleInfo {
-        id: BATCH_DESCRIPTORS_CHECKED,
-        code: hipErrorInvalidValue,
-        basis: Basis::Implementation,
-        breakable: false,
-        summary: "Each descriptor is checked as hipMemcpyAsync(dsts[i], srcs[i], sizes[i], \
-                  hipMemcpyDefault): an operand inside device memory of this process must lie \
-                  wholly inside it (else hipErrorInvalidValue, *failIdx = i); an operand inside \
-                  no allocation is host memory; a device operand freed under an import fails \
-                  like the single copy.",
-        when_broken: Some("cannot be switched off: the emulator would copy out of bounds"),
         source: SOURCE,
         since: Some((7, 1)),
     },
