@@ -24,7 +24,8 @@ pub const BATCH_EARLIER_COPIES_RUN: &str = "hip.batch.earlier-copies-run";
 pub const BATCH_NULL_STREAM_ACCEPTED: &str = "hip.batch.null-stream-accepted";
 
 const SOURCE: &str = "CLR hipamd/src/hip_memory.cpp (hipMemcpyBatchAsync, ROCm/clr bf1f713); \
-                      hip-tests catch/unit/memory/hipMemcpyBatchAsync.cc; HIP CHANGELOG 7.1";
+                      hip-tests catch/unit/memory/hipMemcpyBatchAsync.cc; HIP CHANGELOG 7.1; \
+                      api-facts B.3 (hipMemcpyAsync, as which each descriptor is checked)";
 
 /// The rules of this file, in [`super::ALL`]'s order.
 pub(super) const RULES: &[RuleInfo] = &[
