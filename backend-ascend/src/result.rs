@@ -662,6 +662,15 @@ pub(crate) use stream::{
 };
 
 // ---------------------------------------------------------------------------------------
+// Batched copies (issue 25): in `result/batch.rs`
+// ---------------------------------------------------------------------------------------
+
+mod batch;
+
+#[allow(unused_imports, reason = "the data plane (issue 25) will call them")]
+pub(crate) use batch::{BatchCopy, Direction, memcpy_batch_async};
+
+// ---------------------------------------------------------------------------------------
 // Rollback: the release calls owed if a multi-step acquire fails midway
 // ---------------------------------------------------------------------------------------
 //

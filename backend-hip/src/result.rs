@@ -788,3 +788,8 @@ pub(crate) fn get_error_string(api: &HipApi, code: hipError_t) -> Option<String>
         (!ptr.is_null()).then(|| CStr::from_ptr(ptr).to_string_lossy().into_owned())
     }
 }
+
+mod batch;
+
+#[allow(unused_imports, reason = "the data plane (issue 25) will call them")]
+pub(crate) use batch::{BatchCopy, memcpy_batch_async};

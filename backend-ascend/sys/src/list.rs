@@ -179,6 +179,14 @@ macro_rules! for_each_acl_fn {
                 /// needs it only for `read`/`write` of such imports, so a runtime or shim
                 /// without it still loads and only that path reports `Unsupported`.
                 fn aclrtMemcpyAsync(dst: *mut c_void, destMax: usize, src: *const c_void, count: usize, kind: aclrtMemcpyKind, stream: aclrtStream) -> aclError;
+                /// Batched copies on `stream` (issue 25; a trial feature of CANN 9.0,
+                /// RT-DOC `aclrtMemcpyBatchAsync.md`, `acl_rt.h` of hicann/runtime):
+                /// `numBatches` copies `srcs[i] -> dsts[i]` of `sizes[i] <= destMaxs[i]`
+                /// bytes, host to device or device to host only, each checked against the
+                /// `aclrtMemcpyBatchAttr` that `attrsIndexes` assigns it; `*failIndex` names
+                /// the first failing descriptor (SIZE_MAX when the error is not one
+                /// descriptor's). Optional: absent from older runtimes.
+                fn aclrtMemcpyBatchAsync(dsts: *mut *mut c_void, destMaxs: *mut usize, srcs: *mut *mut c_void, sizes: *mut usize, numBatches: usize, attrs: *mut aclrtMemcpyBatchAttr, attrsIndexes: *mut usize, numAttrs: usize, failIndex: *mut usize, stream: aclrtStream) -> aclError;
                 /// Base and size of the allocation containing `ptr` (`aclrtMalloc`,
                 /// host and VMM memory). Optional: newer than the 2024 header; used to
                 /// export whole blocks of framework memory. api-facts A.3, C.4.

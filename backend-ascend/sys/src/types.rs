@@ -375,6 +375,19 @@ c_structs! {
         bytes: [c_char; 16],
     }
 
+    /// `aclrtMemcpyBatchAttr`: the locations of a range of descriptors of
+    /// `aclrtMemcpyBatchAsync` (RT-DOC `aclrtMemcpyBatchAttr.md`). 32 bytes: `dstLoc`@0
+    /// `srcLoc`@8 `rsv`@16. The runtime compares each location with where the descriptor's
+    /// memory really is (type, and the device id for a device); `rsv` must be zero.
+    struct aclrtMemcpyBatchAttr {
+        /// Where the destinations are.
+        dstLoc: aclrtMemLocation,
+        /// Where the sources are.
+        srcLoc: aclrtMemLocation,
+        /// Reserved, zero.
+        rsv: [u8; 16],
+    }
+
     /// `aclrtIpcEventHandle`: the 64-byte handle of an IPC event
     /// (`aclrtIpcGetEventHandle`), passed by value to `aclrtIpcOpenEventHandle`. Opaque.
     struct aclrtIpcEventHandle {
@@ -417,6 +430,12 @@ const _: () = {
     assert!(offset_of!(aclrtMemAccessDesc, flags) == 0);
     assert!(offset_of!(aclrtMemAccessDesc, location) == 4);
     assert!(offset_of!(aclrtMemAccessDesc, rsv) == 12);
+
+    assert!(size_of::<aclrtMemcpyBatchAttr>() == 32);
+    assert!(align_of::<aclrtMemcpyBatchAttr>() == 4);
+    assert!(offset_of!(aclrtMemcpyBatchAttr, dstLoc) == 0);
+    assert!(offset_of!(aclrtMemcpyBatchAttr, srcLoc) == 8);
+    assert!(offset_of!(aclrtMemcpyBatchAttr, rsv) == 16);
 
     assert!(size_of::<aclrtUuid>() == 16);
     assert!(align_of::<aclrtUuid>() == 1);

@@ -76,6 +76,8 @@ mod link_abi_check {
         // it against; its prototype comes from the 6.2 header (clr
         // hip_device_runtime.cpp).
         (hipGetProcAddress; $fn_ty:ty) => {};
+        // HIP 7.1 (issue 25), also newer than hip-sys.
+        (hipMemcpyBatchAsync; $fn_ty:ty) => {};
         ($name:ident; $fn_ty:ty) => {
             const _: $fn_ty = hip_sys::hiprt::$name;
         };

@@ -62,7 +62,8 @@
 /// (issue 16) are `@@hip_4.2` in ROCm 5.2 and therefore required. The four functions
 /// appended last (`hipDeviceGet`, `hipDeviceGetAttribute`, `hipMemcpyHtoD`,
 /// `hipMemcpyDtoH`, issue 25) are `@@hip_4.2` too but optional: devipc does not need them,
-/// the emulator exports them because AMD's VMM tests call them first. The VMM family is the
+/// the emulator exports them because AMD's VMM tests call them first. `hipMemcpyBatchAsync`
+/// (issue 25) comes last: new in HIP 7.1. The VMM family is the
 /// optional entries named `hipMem` followed by a capital letter (`hipMemCreate`, ...;
 /// [`VMM_FUNCTIONS`](crate::consts::VMM_FUNCTIONS) is derived from that), which leaves out
 /// the copies (`hipMemcpy*`): an optional `hipMem<Capital>*` function outside the family
@@ -473,6 +474,30 @@ macro_rules! for_each_hip_fn {
                 /// Not called by devipc yet (emulator fidelity, the data plane).
                 fn hipMemcpyDtoH(dst: *mut c_void, src: hipDeviceptr_t, size_bytes: usize)
                     -> hipError_t;
+                /// `hipError_t hipMemcpyBatchAsync(void** dsts, void** srcs, size_t* sizes,
+                /// size_t count, hipMemcpyAttributes* attrs, size_t* attrsIdxs, size_t
+                /// numAttrs, size_t* failIdx, hipStream_t stream)`: `count` copies
+                /// `srcs[i] -> dsts[i]` of `sizes[i]` bytes, enqueued on `stream` in order.
+                /// New in HIP 7.1 (CHANGELOG), so optional. CLR (`hip_memory.cpp`): an invalid
+                /// stream is `hipErrorInvalidHandle` (the null stream is accepted); NULL
+                /// `dsts` / `srcs` / `sizes` / `failIdx` or `count == 0` is
+                /// `hipErrorInvalidValue`; `numAttrs > 0` is `hipErrorNotSupported`
+                /// (`attrs` / `attrsIdxs` are not read otherwise); then `*failIdx =
+                /// SIZE_MAX` and each descriptor is enqueued as a `hipMemcpyDefault` async
+                /// copy until one fails (a zero size fails too): `*failIdx` is its index, and
+                /// the copies before it stay enqueued. Called by the result layer's batch
+                /// (issue 25), which loops over `hipMemcpyAsync` where it is missing.
+                fn hipMemcpyBatchAsync(
+                    dsts: *mut *mut c_void,
+                    srcs: *mut *mut c_void,
+                    sizes: *mut usize,
+                    count: usize,
+                    attrs: *mut hipMemcpyAttributes,
+                    attrs_idxs: *mut usize,
+                    num_attrs: usize,
+                    fail_idx: *mut usize,
+                    stream: hipStream_t
+                ) -> hipError_t;
             }
         }
     };

@@ -237,6 +237,30 @@ pub type hipMemGenericAllocationHandle_t = *mut ihipMemGenericAllocationHandle;
 /// `Host`, `HostNuma`, `HostNumaCurrent`).
 pub type hipMemLocationType = c_int;
 
+/// `enum hipMemcpySrcAccessOrder` (4 bytes), the `srcAccessOrder` of a
+/// [`hipMemcpyAttributes`] (HIP 7.1 `hip/driver_types.h`: `Invalid` 0, `Stream` 1,
+/// `DuringApiCall` 2, `Any` 3), as `cudaMemcpySrcAccessOrder`.
+pub type hipMemcpySrcAccessOrder = c_int;
+
+/// `hipMemcpyAttributes` (HIP 7.1, `hip/driver_types.h`; 24 bytes): the attributes of a
+/// range of descriptors of `hipMemcpyBatchAsync`, laid out as CUDA's
+/// `cudaMemcpyAttributes`. CLR up to at least ROCm 7.2 does not support them
+/// (`hipMemcpyBatchAsync` with `numAttrs > 0` is `hipErrorNotSupported`,
+/// `hipamd/src/hip_memory.cpp`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[allow(non_snake_case)] // the C field names
+pub struct hipMemcpyAttributes {
+    /// A [`hipMemcpySrcAccessOrder`].
+    pub srcAccessOrder: hipMemcpySrcAccessOrder,
+    /// Where the sources are expected to live (a hint).
+    pub srcLocHint: hipMemLocation,
+    /// Where the destinations are expected to live (a hint).
+    pub dstLocHint: hipMemLocation,
+    /// `hipMemcpyFlag*` bits (`hipMemcpyFlagPreferOverlapWithCompute` = 1).
+    pub flags: c_uint,
+}
+
 /// `enum hipMemAccessFlags` (4 bytes): `hipMemAccessFlagsProt*` in [`consts`](crate::consts).
 pub type hipMemAccessFlags = c_int;
 
@@ -458,6 +482,10 @@ const _: () = {
     assert!(align_of::<hipUUID>() == 1);
     assert!(size_of::<hipMemLocation>() == 8);
     assert!(size_of::<hipMemAccessDesc>() == 12);
+    assert!(size_of::<hipMemcpyAttributes>() == 24);
+    assert!(core::mem::offset_of!(hipMemcpyAttributes, srcLocHint) == 4);
+    assert!(core::mem::offset_of!(hipMemcpyAttributes, dstLocHint) == 12);
+    assert!(core::mem::offset_of!(hipMemcpyAttributes, flags) == 20);
     assert!(size_of::<hipMemAllocationProp>() == 32);
     assert!(core::mem::offset_of!(hipMemAllocationProp, requestedHandleType) == 4);
     assert!(core::mem::offset_of!(hipMemAllocationProp, location) == 8);

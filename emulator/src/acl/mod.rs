@@ -75,6 +75,7 @@
 //! (no container distinction); trustlist calls add to the list; an exporter may import
 //! its own IPC key (RT-SRC's close handles that case) but not its own shareable handle.
 
+mod batch;
 mod device;
 mod errors;
 mod event;

@@ -111,6 +111,7 @@
 //! rule of the thread's latest failure) and [`hold_stream`] / [`release_stream`] (pending
 //! device work, for tests).
 
+mod batch;
 mod event;
 mod ffi;
 mod host;

@@ -386,6 +386,7 @@ fn every_rule_is_exercised_by_a_test() {
         include_str!("../../src/acl/rules/vmm.rs"),
         include_str!("../../src/acl/rules/ipc_key.rs"),
         include_str!("../../src/acl/rules/notify.rs"),
+        include_str!("../../src/acl/rules/batch.rs"),
     ]
     .concat();
     let tests = [
@@ -396,6 +397,7 @@ fn every_rule_is_exercised_by_a_test() {
         include_str!("acl_notify.rs"),
         include_str!("acl_events.rs"),
         include_str!("acl_streams.rs"),
+        include_str!("acl_batch.rs"),
     ]
     .concat();
     let mut checked = 0;

@@ -91,6 +91,8 @@ fn every_rule_has_a_break_scenario() {
     covered.extend(crate::hip_visibility::COVERED);
     // The device queries and driver-style copies (issue 25) live with their tests.
     covered.extend(crate::hip_device_queries::COVERED);
+    // hipMemcpyBatchAsync (issue 25) too.
+    covered.extend(crate::hip_batch::COVERED);
     all.sort_unstable();
     covered.sort_unstable();
     assert_eq!(all, covered);

@@ -17,6 +17,7 @@ mod emu_support;
 mod hip_support;
 
 mod acl_basics;
+mod acl_batch;
 mod acl_crash_reclaim;
 mod acl_events;
 mod acl_expandable;
@@ -28,6 +29,7 @@ mod acl_visibility;
 mod acl_vmm;
 mod cross_process;
 mod fork_child;
+mod hip_batch;
 mod hip_break_rules;
 mod hip_crash_reclaim;
 mod hip_device_queries;

@@ -236,6 +236,21 @@ pub unsafe extern "C" fn aclrtMemcpyAsync(
     });
     0
 }
+pub unsafe extern "C" fn aclrtMemcpyBatchAsync(
+    _dsts: *mut *mut c_void,
+    _destMaxs: *mut usize,
+    _srcs: *mut *mut c_void,
+    _sizes: *mut usize,
+    numBatches: usize,
+    _attrs: *mut aclrtMemcpyBatchAttr,
+    _attrsIndexes: *mut usize,
+    _numAttrs: usize,
+    _failIndex: *mut usize,
+    _stream: aclrtStream,
+) -> aclError {
+    forced!("aclrtMemcpyBatchAsync", numBatches.to_string());
+    0
+}
 pub unsafe extern "C" fn aclrtMemset(
     _devPtr: *mut c_void,
     _maxCount: usize,

@@ -201,13 +201,14 @@ fn real_runtime_exports_the_vmm_family() {
         })
         .collect();
     assert!(missing.is_empty(), "the real runtime lacks {missing:?}");
-    // Every optional symbol but hipGetProcAddress is one of them (hipDeviceGetUuid,
-    // issue 16, is `@@hip_5.1` like the VMM family), or one of the four `@@hip_4.2`
-    // functions issue 25 made optional (every runtime has them).
+    // Every optional symbol but hipGetProcAddress (6.2) and hipMemcpyBatchAsync (7.1) is
+    // one of them (hipDeviceGetUuid, issue 16, is `@@hip_5.1` like the VMM family), or one
+    // of the four `@@hip_4.2` functions issue 25 made optional (every runtime has them).
     assert_eq!(
         HipApi::OPTIONAL_SYMBOLS.len(),
-        devipc_hip_sys::VMM_FUNCTIONS.len() + 3 + 4
+        devipc_hip_sys::VMM_FUNCTIONS.len() + 3 + 4 + 1
     );
+    assert!(HipApi::OPTIONAL_SYMBOLS.contains(&"hipMemcpyBatchAsync"));
     for f in [
         "hipDeviceGet",
         "hipDeviceGetAttribute",

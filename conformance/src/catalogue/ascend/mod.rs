@@ -15,6 +15,7 @@
 //! own code does, issue 11). The helpers shared by the scenarios (and by
 //! [`super::ascend_args`]) are here.
 
+mod batch;
 mod device;
 mod fidelity;
 mod identity;
@@ -53,6 +54,7 @@ pub static TABLES: &[&[Rule]] = &[
     identity::RULES,
     notify::RULES,
     fidelity::RULES,
+    batch::RULES,
 ];
 
 /// A trustlist of one pid.

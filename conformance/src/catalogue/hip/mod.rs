@@ -13,8 +13,10 @@
 //! `ipc_event.rs` (IPC events), `peer.rs` (peer access), `device.rs` (device identity under
 //! visibility masks, issue 16, and the device queries of issue 25), `vmm/` (VMM
 //! allocations and their POSIX-fd IPC, then mappings and addresses), `memory.rs` (the
-//! driver-style copies, issue 25). The scenario helpers they share are here.
+//! driver-style copies, issue 25), `batch.rs` (`hipMemcpyBatchAsync`, issue 25). The
+//! scenario helpers they share are here.
 
+mod batch;
 mod device;
 mod ipc_event;
 mod ipc_mem;
@@ -52,6 +54,7 @@ pub static TABLES: &[&[Rule]] = &[
     vmm::RULES,
     vmm::mapping::RULES,
     memory::RULES,
+    batch::RULES,
 ];
 
 /// The `hipIpcOpenMemHandle` flag the running runtime accepts.

@@ -52,6 +52,8 @@ pub enum AclCommand {
     Stream(StreamCommand),
     /// Events (`event.rs`).
     Event(EventCommand),
+    /// Batched copies (`batch.rs`).
+    Batch(BatchCommand),
 }
 
 /// The shell's state: the table and how many `aclInit` calls of this shell are not yet
@@ -83,6 +85,7 @@ macro_rules! opt {
 }
 
 // The mechanisms, declared after `opt!` so they can use it.
+mod batch;
 mod device;
 mod event;
 mod ipc_key;
@@ -91,6 +94,9 @@ mod notify;
 mod stream;
 mod vmm;
 
+pub use batch::{
+    BatchAttr, BatchCommand, BatchDescriptor, BatchReply, FAIL_INDEX_UNTOUCHED, Operand,
+};
 pub use device::{DeviceCommand, IdTranslation};
 pub use event::EventCommand;
 pub use ipc_key::IpcKeyCommand;
@@ -174,6 +180,7 @@ impl Handler for AclShell {
             AclCommand::Notify(c) => self.notify(c),
             AclCommand::Stream(c) => self.stream(c),
             AclCommand::Event(c) => self.event(c),
+            AclCommand::Batch(c) => self.batch(c),
         }
     }
 }

@@ -19,6 +19,7 @@
 //! | `ipc_mem.rs` | IPC memory handles ([`IpcMemCommand`]) |
 //! | `event.rs` | events, IPC event handles, stream waits ([`EventCommand`]) |
 //! | `vmm.rs` | virtual memory management and the descriptor passing it needs ([`VmmCommand`]) |
+//! | `batch.rs` | `hipMemcpyBatchAsync` ([`BatchCommand`]) |
 
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::Arc;
@@ -29,12 +30,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::shell::{Exec, Failure, Handler, Memory, Remote, Reply, VendorClient, hex, unhex};
 
+mod batch;
 mod device;
 mod event;
 mod ipc_mem;
 mod memory;
 mod vmm;
 
+pub use batch::{BatchCommand, BatchReply, FAIL_IDX_UNTOUCHED};
 pub use device::DeviceCommand;
 pub use event::EventCommand;
 pub use ipc_mem::IpcMemCommand;
@@ -54,6 +57,8 @@ pub enum HipCommand {
     Event(EventCommand),
     /// Virtual memory management (`vmm.rs`).
     Vmm(VmmCommand),
+    /// Batched copies (`batch.rs`).
+    Batch(BatchCommand),
 }
 
 /// The shell's state: the table, and the socket this shell receives file descriptors on
@@ -139,6 +144,7 @@ impl Handler for HipShell {
             HipCommand::IpcMem(c) => self.ipc_mem(c),
             HipCommand::Event(c) => self.event(c),
             HipCommand::Vmm(c) => self.vmm(c),
+            HipCommand::Batch(c) => self.batch(c),
         }
     }
 }

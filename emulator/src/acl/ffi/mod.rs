@@ -29,6 +29,7 @@
     reason = "the vendor's function and parameter names are kept, as the function list requires"
 )]
 
+mod batch;
 mod device;
 mod event;
 mod ipc_key;
@@ -38,6 +39,7 @@ mod shareable;
 mod stream;
 mod vmm;
 
+pub use batch::*;
 pub use device::*;
 pub use event::*;
 pub use ipc_key::*;

@@ -40,12 +40,14 @@
 //! Behavioural rules (what *succeeds*, e.g. repeated key imports, the lifetime of
 //! physical memory) have code [`ACL_SUCCESS`](devipc_ascend_sys::codes::ACL_SUCCESS) (0).
 
+mod batch;
 mod device;
 mod ipc_key;
 mod memory;
 mod notify;
 mod vmm;
 
+pub use batch::*;
 pub use device::*;
 pub use ipc_key::*;
 pub use memory::*;
@@ -79,10 +81,11 @@ const TABLES: &[&[RuleInfo]] = &[
     vmm::RULES,
     ipc_key::RULES,
     notify::RULES,
+    batch::RULES,
 ];
 
 /// Every rule of the ACL surface, family by family (`device`, `memory`, `vmm`, `ipc_key`,
-/// `notify`).
+/// `notify`, `batch`).
 pub const ALL: &[RuleInfo] = &crate::rules::join::<{ crate::rules::total(TABLES) }>(TABLES);
 
 /// The rule with this id.

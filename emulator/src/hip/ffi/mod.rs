@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 use devipc_hip_sys::HipApi;
 use devipc_hip_sys::types::*;
 
+mod batch;
 mod errors;
 mod event;
 mod host;
@@ -35,6 +36,7 @@ mod runtime;
 mod stream;
 mod vmm;
 
+pub use batch::*;
 pub use errors::*;
 pub use event::*;
 pub use host::*;
@@ -70,7 +72,8 @@ fn text_version() -> HipVersion {
 /// The optional functions follow the emulated version: `hipGetProcAddress` is `None`
 /// below ROCm 6.2, as it is for a real 5.2 library (the exported C symbol of the cdylib
 /// exists regardless and answers `hipErrorNotSupported` there); the VMM family,
-/// `hipPointerGetAttribute` and `hipDeviceGetUuid` are `None` below ROCm 5.1.
+/// `hipPointerGetAttribute` and `hipDeviceGetUuid` are `None` below ROCm 5.1,
+/// `hipMemcpyBatchAsync` below HIP 7.1.
 pub fn hip_api() -> HipApi {
     // SAFETY: every function of crate::hip implements the HIP runtime C function of its
     // name with the table's exact prototype (a mismatch would not compile): out-pointers
@@ -97,6 +100,10 @@ pub fn hip_api() -> HipApi {
         api.hipMemRetainAllocationHandle = None;
         api.hipMemGetAllocationPropertiesFromHandle = None;
         api.hipPointerGetAttribute = None;
+    }
+    if !crate::hip::batch::exists_in(version) {
+        // HIP 7.1 (issue 25).
+        api.hipMemcpyBatchAsync = None;
     }
     if !versions::has_device_uuid(version) {
         // `@@hip_5.1`, like the VMM family.

@@ -21,11 +21,13 @@
 //! device identity and visibility, peers), `memory` (IPC memory handles), `event` (events,
 //! their IPC handles, stream waits), `vmm`; [`ALL`] joins them.
 
+mod batch;
 mod device;
 mod event;
 mod memory;
 mod vmm;
 
+pub use batch::*;
 pub use device::*;
 pub use event::*;
 pub use memory::*;
@@ -34,10 +36,16 @@ pub use vmm::*;
 pub use crate::rules::{Basis, RuleInfo, enforced};
 
 /// The tables of the files of this module, in the order of [`ALL`].
-const TABLES: &[&[RuleInfo]] = &[device::RULES, memory::RULES, event::RULES, vmm::RULES];
+const TABLES: &[&[RuleInfo]] = &[
+    device::RULES,
+    memory::RULES,
+    event::RULES,
+    vmm::RULES,
+    batch::RULES,
+];
 
 /// Every rule the HIP surface enforces, family by family (`device`, `memory`, `event`,
-/// `vmm`).
+/// `vmm`, `batch`).
 pub const ALL: &[RuleInfo] = &crate::rules::join::<{ crate::rules::total(TABLES) }>(TABLES);
 
 /// The rule with this id, if the HIP surface has one.

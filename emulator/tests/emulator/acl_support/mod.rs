@@ -926,6 +926,10 @@ impl Shell {
                 let (code, values) = crate::acl_visibility::exec(api, other, args)?;
                 self.status(code, values)
             }
+            other if crate::acl_batch::is_command(other) => {
+                let (code, values) = crate::acl_batch::exec(api, other, args)?;
+                self.status(code, values)
+            }
             other => Err((-1, format!("shell: unknown command {other:?}"))),
         }
     }

@@ -679,6 +679,7 @@ fn execute(cmd: &str) -> String {
         other if crate::hip_device_queries::is_command(other) => {
             crate::hip_device_queries::execute(&words)
         }
+        other if crate::hip_batch::is_command(other) => crate::hip_batch::execute(&words),
         other => {
             say("fail", &format!("unknown shell command {other:?}"));
             std::process::exit(2);
