@@ -38,13 +38,13 @@
 //! [`raw_stream`] the raw stream and event of the P8-P10 baselines.
 
 mod p1;
+mod p10;
 mod p2;
 mod p3;
 mod p4;
 mod p5;
 mod p8;
 mod p9;
-mod p10;
 mod peer;
 mod raw;
 mod raw_stream;

@@ -90,13 +90,7 @@ impl<'a> RawStream<'a> {
         match self.raw {
             // SAFETY: the caller's contract; the stream is live (destroyed on drop).
             RawApi::Hip(api, _) => check("hipMemcpyAsync", unsafe {
-                (api.hipMemcpyAsync)(
-                    dst,
-                    src,
-                    len,
-                    hipMemcpyDeviceToDevice,
-                    self.stream.cast(),
-                )
+                (api.hipMemcpyAsync)(dst, src, len, hipMemcpyDeviceToDevice, self.stream.cast())
             }),
             RawApi::Acl(api) => {
                 let copy = acl_fn(api.aclrtMemcpyAsync, "aclrtMemcpyAsync")?;
@@ -134,7 +128,9 @@ impl<'a> RawStream<'a> {
             RawApi::Acl(api) => {
                 let record = acl_fn(api.aclrtRecordEvent, "aclrtRecordEvent")?;
                 // SAFETY: as above.
-                check("aclrtRecordEvent", unsafe { record(self.event, self.stream) })
+                check("aclrtRecordEvent", unsafe {
+                    record(self.event, self.stream)
+                })
             }
         }
     }
