@@ -22,7 +22,7 @@ use devipc_core::{CopyDesc, CopyKind};
 use crate::peer::{Peer, parse_tokens, pattern};
 use crate::raw::RawApi;
 use crate::raw_stream::RawStream;
-use crate::stats::{Goal, Row, paired};
+use crate::stats::{Goal, Row, fmt_series, paired};
 use crate::{BenchResult, DEV, Plan};
 
 const BLOCK: usize = 4 << 10;
@@ -138,6 +138,27 @@ pub fn run(
             timed(&mut || raw_copy())
         }
     })?;
+
+    // Parts alone: the device query each of devipc's backend calls makes to bind its
+    // device (three per request), and one `getpid` (the fork checks of the facade and of
+    // the emulator's per-process state each make one).
+    let part = |f: &dyn Fn() -> BenchResult<()>| -> BenchResult<String> {
+        let mut costs = Vec::new();
+        for _ in 0..=plan.reps {
+            costs.push(timed(&mut || f())?);
+        }
+        Ok(fmt_series(&costs[1..]))
+    };
+    let get_device = part(&|| raw_stream.current_device().map(drop))?;
+    let getpid = part(&|| {
+        std::hint::black_box(std::process::id());
+        Ok(())
+    })?;
+    let name = match kind {
+        BackendKind::Ascend => "aclrtGetDevice",
+        _ => "hipGetDevice",
+    };
+    println!("  (P10 {kind}: one {name} alone {get_device}; one getpid alone {getpid})");
 
     let rows = [
         (

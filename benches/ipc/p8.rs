@@ -8,7 +8,9 @@
 
 use std::time::Instant;
 
+use devipc::raw::DeviceIpc;
 use devipc::{BackendKind, Runtime};
+use devipc_core::{CopyDesc, CopyKind};
 
 use crate::peer::{Peer, parse_tokens, pattern};
 use crate::raw::RawApi;
@@ -95,9 +97,94 @@ pub fn run(
             judged: true,
         });
     }
+    controls(
+        kind,
+        plan,
+        rt,
+        &raw_stream,
+        &stream,
+        &local,
+        &imported,
+        sizes[0],
+        push,
+    )?;
     drop((stream, local, imported));
     exporter.send("free")?;
     exporter.expect("ok")?;
+    Ok(())
+}
+
+/// Where the time of the smallest copy goes: the raw vendor calls a request makes (copy,
+/// event record, event sync instead of a stream sync), then devipc's raw trait making
+/// them (the backend's device scoping, handle tables and checks, without the facade),
+/// each against the same raw copy + stream sync.
+#[allow(clippy::too_many_arguments, reason = "the pieces of one measurement")]
+fn controls(
+    kind: BackendKind,
+    plan: Plan,
+    rt: &Runtime,
+    raw_stream: &RawStream,
+    stream: &devipc::Stream,
+    local: &devipc::SharedBuffer,
+    imported: &devipc::ImportedBuffer,
+    size: usize,
+    push: &mut dyn FnMut(Row),
+) -> BenchResult<()> {
+    let iters = (plan.copy_volume / size).max(2);
+    let (src_ptr, dst_ptr) = (imported.ptr().0, local.ptr().0);
+    let backend = rt.backend();
+    let event = backend.create_event(DEV)?;
+    let desc = CopyDesc {
+        dst: dst_ptr as usize,
+        src: src_ptr as usize,
+        len: size,
+        kind: CopyKind::DeviceToDevice,
+    };
+    let raw_copy_sync = || -> BenchResult<()> {
+        // SAFETY: both ranges are live until the sync right after.
+        unsafe { raw_stream.copy(dst_ptr, src_ptr, size)? };
+        raw_stream.sync()
+    };
+    let variants: [(&str, &dyn Fn() -> BenchResult<()>); 2] = [
+        (
+            "raw copy + event record + event sync (a request's vendor calls)",
+            &|| {
+                // SAFETY: as above, until the event sync.
+                unsafe { raw_stream.copy(dst_ptr, src_ptr, size)? };
+                raw_stream.record()?;
+                raw_stream.sync_event()
+            },
+        ),
+        (
+            "devipc's raw trait (copy_async + record_event + synchronize_event)",
+            &|| {
+                // SAFETY: as above; the devipc stream is live.
+                unsafe { backend.copy_async(DEV, stream.raw(), &[desc])? };
+                backend.record_event(&event, stream.raw())?;
+                Ok(backend.synchronize_event(&event, None)?)
+            },
+        ),
+    ];
+    for (what, variant) in variants {
+        let (base, dev) = paired(plan.reps, |second| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                if second { variant()? } else { raw_copy_sync()? }
+            }
+            Ok(start.elapsed().as_secs_f64() / iters as f64)
+        })?;
+        push(Row {
+            id: "P8",
+            backend: kind,
+            what: format!("  control, {}: {what}", human_size(size)),
+            baseline_name: "raw copy+sync",
+            baseline: base,
+            devipc: dev,
+            goal: Goal::AtLeast(0.95),
+            judged: false,
+        });
+    }
+    backend.destroy_event(event)?;
     Ok(())
 }
 

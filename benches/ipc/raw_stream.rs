@@ -160,6 +160,42 @@ impl<'a> RawStream<'a> {
         }
     }
 
+    /// Blocks until the event's latest record completed (`hipEventSynchronize`,
+    /// `aclrtSynchronizeEvent`).
+    #[inline]
+    pub fn sync_event(&self) -> BenchResult<()> {
+        match self.raw {
+            // SAFETY: a live event of this runtime.
+            RawApi::Hip(api, _) => check("hipEventSynchronize", unsafe {
+                (api.hipEventSynchronize)(self.event.cast())
+            }),
+            RawApi::Acl(api) => {
+                let sync = acl_fn(api.aclrtSynchronizeEvent, "aclrtSynchronizeEvent")?;
+                // SAFETY: as above.
+                check("aclrtSynchronizeEvent", unsafe { sync(self.event) })
+            }
+        }
+    }
+
+    /// The thread's current device (`hipGetDevice`, `aclrtGetDevice`): what devipc's
+    /// backends ask before each call to bind the device they need.
+    #[inline]
+    pub fn current_device(&self) -> BenchResult<i32> {
+        let mut device = -1;
+        let out = &mut device;
+        match self.raw {
+            RawApi::Hip(api, _) => {
+                // SAFETY: a valid out-pointer.
+                check("hipGetDevice", unsafe { (api.hipGetDevice)(out) })?
+            }
+            RawApi::Acl(api) => {
+                // SAFETY: as above.
+                check("aclrtGetDevice", unsafe { (api.aclrtGetDevice)(out) })?
+            }
+        }
+        Ok(device)
+    }
+
     /// Polls [`RawStream::query`] until the event completed.
     #[inline]
     pub fn poll_until_complete(&self) -> BenchResult<()> {
