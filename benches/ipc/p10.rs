@@ -10,7 +10,8 @@
 //! - *control*: the same copy through devipc's raw trait (`DeviceIpc::copy_async` +
 //!   `record_event` + `query_event` on the devipc stream, a trait event), i.e. the
 //!   backend's device scoping, handle tables and checks without the facade's request,
-//!   spans and event pool.
+//!   spans and event pool; a last row sets the request against those trait calls, so
+//!   it shows the facade's own cost (`src/stream.rs`, `src/request.rs`) alone.
 
 use std::hint::spin_loop;
 use std::time::Instant;
@@ -123,19 +124,28 @@ pub fn run(
             })
         }
     })?;
+    let trait_path = || -> BenchResult<()> {
+        // SAFETY: as above; the event completes within this call.
+        unsafe { backend.copy_async(DEV, stream.raw(), &[desc])? };
+        backend.record_event(&event, stream.raw())?;
+        while !backend.query_event(&event)? {
+            spin_loop();
+        }
+        Ok(())
+    };
     let (base_trait, dev_trait) = paired(plan.reps, |devipc| {
         if devipc {
-            timed(&mut || {
-                // SAFETY: as above; the event completes within this call.
-                unsafe { backend.copy_async(DEV, stream.raw(), &[desc])? };
-                backend.record_event(&event, stream.raw())?;
-                while !backend.query_event(&event)? {
-                    spin_loop();
-                }
-                Ok(())
-            })
+            timed(&mut || trait_path())
         } else {
             timed(&mut || raw_copy())
+        }
+    })?;
+    // The facade alone: the request against the trait calls it makes.
+    let (trait_only, facade) = paired(plan.reps, |devipc| {
+        if devipc {
+            timed(&mut || poll(stream.copy(&dst, &src)?))
+        } else {
+            timed(&mut || trait_path())
         }
     })?;
 
@@ -180,6 +190,13 @@ pub fn run(
             "raw copy+record+query",
             base_trait,
             dev_trait,
+            false,
+        ),
+        (
+            "  the facade alone: the request vs the same trait calls (control above)",
+            "trait calls",
+            trait_only,
+            facade,
             false,
         ),
     ];
