@@ -10,6 +10,9 @@
 //! | P3 | `Signal` ping-pong between two processes | `BinarySemaphore` (futex) ping-pong on a shared file | at most 1.5x |
 //! | P4 | `ImportedBuffer::read` of a peer's buffer | local `memcpy` of the same size | at least 0.95x the throughput |
 //! | P5 | per-op cost (cold import + close; cached import) with 10,000 live imports | the same with 10 | at most 1.2x |
+//! | P8 | `Stream::copy` out of an import + `Request::wait` (64 KiB, 1 MiB, 16 MiB; issue 25) | raw async copy + stream sync | at least 0.95x the throughput |
+//! | P9 | 1,000 4 KiB copies as one `copy_batch` request + wait (issue 25) | 1,000 raw async copies + one sync | at least 0.9x |
+//! | P10 | post one request (one 4 KiB copy) and poll it complete (issue 25) | raw copy + event record + query | at most 1.1x |
 //!
 //! ```sh
 //! cargo bench --bench ipc             # full run (about two minutes), prints the table
@@ -31,15 +34,20 @@
 //!
 //! Layout: this file runs the selected measurements and prints the table; [`stats`] holds
 //! the series, ratios and table rows, [`peer`] the child processes (both sides), `p1` to
-//! `p5` one measurement each, and [`raw`] the baselines' vendor calls.
+//! `p5` and `p8` to `p10` one measurement each, [`raw`] the baselines' vendor calls and
+//! [`raw_stream`] the raw stream and event of the P8-P10 baselines.
 
 mod p1;
+mod p10;
 mod p2;
 mod p3;
 mod p4;
 mod p5;
+mod p8;
+mod p9;
 mod peer;
 mod raw;
+mod raw_stream;
 mod stats;
 
 use std::path::Path;
@@ -153,7 +161,7 @@ usage: cargo bench --bench ipc [-- WORD...]   full run, prints the table
        cargo test --bench ipc                 smoke run: tiny sizes, checks every path
        cargo bench --bench ipc -- --help      this text
 
-Each WORD selects rows; a row runs when every word matches its id (P1..P5), its backend
+Each WORD selects rows; a row runs when every word matches its id (P1..P5, P8..P10), its backend
 (ascend, hip) or its mechanism (vmm or hip-vmm-fd: the HIP virtual-memory rows of P1 and
 P2; the other rows have none). Examples: `P3 hip`, `P1 vmm`, `ascend`.
 
@@ -286,7 +294,11 @@ fn bench_backend(
     let vmm = vmm_rows(kind, &rt, &raw, wanted)?;
     let wanted_vmm = |id: &str| vmm.is_some() && wanted(id, kind, Some(Mechanism::HipVmmFd));
     let wanted = |id: &str, kind: BackendKind| wanted(id, kind, None);
-    if ["P1", "P2", "P4", "P5"].iter().any(|id| wanted(id, kind)) || vmm.is_some() {
+    if ["P1", "P2", "P4", "P5", "P8", "P9", "P10"]
+        .iter()
+        .any(|id| wanted(id, kind))
+        || vmm.is_some()
+    {
         let mut exporter = Peer::spawn("exporter", choice)?;
         let exporter_pid: i32 = exporter.expect("pid")?.parse()?;
         exporter.send(&format!("peer {}", rt.process_id()))?;
@@ -311,6 +323,15 @@ fn bench_backend(
         }
         if wanted("P5", kind) {
             p5::run(kind, plan, &rt, &mut exporter, &mut push)?;
+        }
+        if wanted("P8", kind) {
+            p8::run(kind, plan, &rt, &raw, &mut exporter, &mut push)?;
+        }
+        if wanted("P9", kind) {
+            p9::run(kind, plan, &rt, &raw, &mut exporter, &mut push)?;
+        }
+        if wanted("P10", kind) {
+            p10::run(kind, plan, &rt, &raw, &mut exporter, &mut push)?;
         }
         exporter.finish()?;
     }
