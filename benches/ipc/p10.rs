@@ -47,6 +47,8 @@ pub fn run(
     let imported = rt.import(&token, DEV)?;
     let local = rt.allocate(DEV, BLOCK)?;
     let stream = rt.create_stream(DEV)?;
+    // SAFETY: devipc's own stream, alive (`stream` is held) for every raw call below.
+    let on_stream = unsafe { devipc::RawStream::from_raw(stream.as_raw()) };
     let raw_stream = RawStream::new(raw)?;
     let (src_ptr, dst_ptr) = (imported.ptr().0, local.ptr().0);
     let (dst, src) = (local.span(0..BLOCK)?, imported.span(0..BLOCK)?);
@@ -74,8 +76,8 @@ pub fn run(
             1 => stream.copy(&dst, &src)?.wait(None)?,
             _ => {
                 // SAFETY: as above; the devipc stream is live.
-                unsafe { backend.copy_async(DEV, stream.raw(), &[desc])? };
-                backend.record_event(&event, stream.raw())?;
+                unsafe { backend.copy_async(DEV, on_stream, &[desc])? };
+                backend.record_event(&event, on_stream)?;
                 while !backend.query_event(&event)? {
                     spin_loop();
                 }
@@ -126,8 +128,8 @@ pub fn run(
     })?;
     let trait_path = || -> BenchResult<()> {
         // SAFETY: as above; the event completes within this call.
-        unsafe { backend.copy_async(DEV, stream.raw(), &[desc])? };
-        backend.record_event(&event, stream.raw())?;
+        unsafe { backend.copy_async(DEV, on_stream, &[desc])? };
+        backend.record_event(&event, on_stream)?;
         while !backend.query_event(&event)? {
             spin_loop();
         }

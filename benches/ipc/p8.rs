@@ -133,6 +133,8 @@ fn controls(
     let iters = (plan.copy_volume / size).max(2);
     let (src_ptr, dst_ptr) = (imported.ptr().0, local.ptr().0);
     let backend = rt.backend();
+    // SAFETY: devipc's own stream, alive (`stream` is borrowed) for every raw call below.
+    let on_stream = unsafe { devipc::RawStream::from_raw(stream.as_raw()) };
     let event = backend.create_event(DEV)?;
     let desc = CopyDesc {
         dst: dst_ptr as usize,
@@ -159,8 +161,8 @@ fn controls(
             "devipc's raw trait (copy_async + record_event + synchronize_event)",
             &|| {
                 // SAFETY: as above; the devipc stream is live.
-                unsafe { backend.copy_async(DEV, stream.raw(), &[desc])? };
-                backend.record_event(&event, stream.raw())?;
+                unsafe { backend.copy_async(DEV, on_stream, &[desc])? };
+                backend.record_event(&event, on_stream)?;
                 Ok(backend.synchronize_event(&event, None)?)
             },
         ),
