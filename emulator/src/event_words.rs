@@ -16,7 +16,7 @@
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::EmuError;
 use crate::state::SharedMapping;
@@ -129,6 +129,17 @@ impl EventWords {
         let (_, completed) = self.pair()?;
         wait_until(completed, |c| reached(c, target), None)?;
         Ok(())
+    }
+
+    /// Blocks the calling thread until record `target` completed (`true`) or `timeout`
+    /// passed (`false`; `None`: no limit), on the `completed` word's futex.
+    pub fn wait_for(&self, target: u32, timeout: Option<Duration>) -> Result<bool, EmuError> {
+        let (_, completed) = self.pair()?;
+        match wait_until(completed, |c| reached(c, target), timeout) {
+            Ok(_) => Ok(true),
+            Err(EmuError::Timeout(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// A stream's wait for record `target`: as [`EventWords::wait`], but gives up when the
