@@ -39,12 +39,24 @@
 //! deadline on the host: `wait` queues the vendor wait, with its timeout rounded up to
 //! whole seconds as a backstop ([`timeout_arg`]), on a stream of devipc's own (one per
 //! signal, created on the notify's device when first needed), records an event after it,
-//! and polls the event ([`POLL_MAX`] apart at most) until it completes or the caller's
-//! deadline passes. A completed wait is told from an expired one by synchronising
-//! devipc's stream (`ACL_ERROR_RT_WAIT_TIMEOUT`, 107019, for an expiry: then the wait is
-//! queued again if time is left). So `wait(d)` returns within `d` plus [`WAIT_SLACK`]
-//! (the poll interval and scheduling), and [`Error::Timeout`] reports the time actually
-//! waited, measured.
+//! and blocks in `aclrtSynchronizeEventWithTimeout` on the event (timeout in
+//! milliseconds; hicann/runtime `src/acl/aclrt_impl/event.cpp`), in slices of at most
+//! [`SYNC_SLICE`] ([`slice_ms`]: whole milliseconds rounded up, never past the deadline
+//! by more than one), until it completes or the caller's deadline passes. Nothing polls:
+//! the thread sleeps in the runtime until the record completes (in the emulator, the
+//! host wait runs the stream's notify wait itself, one futex wait on the notify). A
+//! completed wait is told from an expired one by synchronising devipc's stream
+//! (`ACL_ERROR_RT_WAIT_TIMEOUT`, 107019, for an expiry: then the wait is queued again if
+//! time is left); an event synchronisation that reports the stream's failure (the
+//! runtime reports failed stream work at the event's synchronisation too) counts as a
+//! completion and goes the same way. So `wait(d)` returns within `d` plus [`WAIT_SLACK`]
+//! (a millisecond of rounding and scheduling), and [`Error::Timeout`] reports the time
+//! actually waited, measured.
+//!
+//! A runtime without `aclrtSynchronizeEventWithTimeout` (before CANN 8.x; Atlas A2/A3
+//! only) but with the other event functions polls the event instead
+//! (`aclrtQueryEventStatus`, [`POLL_MAX`] apart at most), with the same guarantees and
+//! a poll's latency.
 //!
 //! When the deadline passes first, the vendor wait stays queued (a record already
 //! consumed cannot be put back, so it is not cancelled): it is the signal's *pending*
@@ -64,11 +76,11 @@
 //! are all this wait's, as they would be had the `wait` been running. A runtime without
 //! the function keeps the old window.
 //!
-//! A wait without a deadline polls the same way, so that a `destroy_signal` of a clone of
-//! the handle on another thread ends it (with `UnknownHandle`, its vendor wait left
-//! pending as above and cancelled by the destroy) instead of waiting for it forever. Only
-//! the fallback below, which waits in the vendor call, holds such a destroy up until it
-//! returns.
+//! A wait without a deadline is sliced (or polls) the same way, so that a
+//! `destroy_signal` of a clone of the handle on another thread ends it within a slice
+//! (with `UnknownHandle`, its vendor wait left pending as above and cancelled by the
+//! destroy) instead of waiting for it forever. Only the fallback below, which waits in the
+//! vendor call, holds such a destroy up until it returns.
 //!
 //! The caller's `stream` is not used by the wait itself: `wait` returns only once the
 //! record was seen, so whatever the caller queues on any stream afterwards runs after the
@@ -151,8 +163,9 @@ use crate::result::optional;
 /// `aclrtWaitAndResetNotify`'s `timeout` meaning "wait forever".
 pub const WAIT_FOREVER: u32 = 0;
 
-/// How late past its deadline a wait may return (see the [module docs](self)): the poll
-/// interval ([`POLL_MAX`]) plus scheduling, generously. Waits usually end within a
+/// How late past its deadline a wait may return (see the [module docs](self)): the
+/// rounding of the event synchronisation's timeout to whole milliseconds (or the poll
+/// interval, [`POLL_MAX`]) plus scheduling, generously. Waits usually end within a
 /// millisecond or two of the deadline.
 pub const WAIT_SLACK: Duration = Duration::from_millis(50);
 

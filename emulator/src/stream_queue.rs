@@ -198,6 +198,8 @@ struct State<E> {
     held: bool,
     closed: bool,
     errors: Vec<(u64, E)>,
+    /// Threads waiting on `changed`.
+    waiters: u32,
 }
 
 struct Inner<E> {
@@ -243,8 +245,36 @@ impl<E> Inner<E> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Waits for a change of the state (at most `limit`), counted in `waiters` so that a
+    /// change with nobody waiting wakes nobody (no system call: see [`Inner::notify`]).
+    fn wait_at_most<'a>(
+        &self,
+        mut st: MutexGuard<'a, State<E>>,
+        limit: Option<Duration>,
+    ) -> MutexGuard<'a, State<E>> {
+        st.waiters += 1;
+        let mut st = match limit {
+            None => self.changed.wait(st).unwrap_or_else(|p| p.into_inner()),
+            Some(l) => {
+                self.changed
+                    .wait_timeout(st, l)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+        };
+        st.waiters -= 1;
+        st
+    }
+
     fn wait<'a>(&self, st: MutexGuard<'a, State<E>>) -> MutexGuard<'a, State<E>> {
-        self.changed.wait(st).unwrap_or_else(|p| p.into_inner())
+        self.wait_at_most(st, None)
+    }
+
+    /// Wakes the threads waiting for a change of the state, if any.
+    fn notify(&self, st: &State<E>) {
+        if st.waiters > 0 {
+            self.changed.notify_all();
+        }
     }
 
     /// Records the end of operation `seq`.
@@ -258,7 +288,7 @@ impl<E> Inner<E> {
                 st.errors.push((seq, e));
             }
         }
-        self.changed.notify_all();
+        self.notify(st);
     }
 }
 
@@ -280,6 +310,7 @@ impl<E: Send + 'static> Queue<E> {
                     held: false,
                     closed: false,
                     errors: Vec::new(),
+                    waiters: 0,
                 }),
                 changed: Condvar::new(),
                 work: Condvar::new(),
@@ -318,7 +349,7 @@ impl<E: Send + 'static> Queue<E> {
                 None => st.ops.push_front((seq, op)),
             }
             self.kick(&mut st);
-            inner.changed.notify_all();
+            inner.notify(&st);
             return Ok(seq);
         }
         st.ops.push_back((seq, op));
@@ -378,11 +409,7 @@ impl<E: Send + 'static> Queue<E> {
                     if left.is_zero() {
                         return false;
                     }
-                    st = inner
-                        .changed
-                        .wait_timeout(st, left)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
+                    st = inner.wait_at_most(st, Some(left));
                 }
             }
         }
@@ -427,20 +454,10 @@ impl<E: Send + 'static> Queue<E> {
                 return false;
             }
             let front = st.ops.front().map(|(s, _)| *s);
-            let can_run = !st.held
-                && !st.running
-                && front.is_some_and(|f| f > left_to_worker && f <= seq);
+            let can_run =
+                !st.held && !st.running && front.is_some_and(|f| f > left_to_worker && f <= seq);
             if !can_run {
-                st = match left {
-                    None => inner.wait(st),
-                    Some(l) => {
-                        inner
-                            .changed
-                            .wait_timeout(st, l)
-                            .unwrap_or_else(|p| p.into_inner())
-                            .0
-                    }
-                };
+                st = inner.wait_at_most(st, left);
                 continue;
             }
             let Some((op_seq, mut op)) = st.ops.pop_front() else {
@@ -471,7 +488,7 @@ impl<E: Send + 'static> Queue<E> {
                     }
                     // Else the caller's deadline passed: the next helper (the caller's
                     // next slice, usually) resumes it, or the worker within GRACE.
-                    inner.changed.notify_all();
+                    inner.notify(&st);
                 }
             }
         }
@@ -533,7 +550,7 @@ impl<E: Send + 'static> Queue<E> {
             } else {
                 st.done = st.last;
             }
-            self.inner.changed.notify_all();
+            self.inner.notify(&st);
             dropped
         };
         for (_, op) in dropped {
@@ -612,7 +629,7 @@ fn worker<E: Send + 'static>(inner: &Inner<E>) {
                 let since = *idle_since.get_or_insert_with(Instant::now);
                 if idle && (st.closed || st.held || since.elapsed() >= LINGER) {
                     st.worker_alive = false;
-                    inner.changed.notify_all();
+                    inner.notify(&st);
                     return;
                 }
                 if !idle {
@@ -638,160 +655,4 @@ fn worker<E: Send + 'static>(inner: &Inner<E>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicU32;
-
-    type Q = Queue<String>;
-
-    fn queue() -> Q {
-        Queue::new("test-stream", |m| m)
-    }
-
-    /// An operation that blocks until `gate` is set (or cancelled).
-    struct Gate(Arc<AtomicBool>, Arc<AtomicU32>);
-
-    impl Op<String> for Gate {
-        fn try_now(&mut self) -> Option<Result<(), String>> {
-            self.0.load(Ordering::Acquire).then(|| {
-                self.1.fetch_add(1, Ordering::AcqRel);
-                Ok(())
-            })
-        }
-
-        fn run(self: Box<Self>, cancel: &Cancel) -> Result<(), String> {
-            wait_sliced::<String>(Some(cancel), None, |slice| {
-                let open = self.0.load(Ordering::Acquire);
-                if !open {
-                    std::thread::sleep(slice.min(Duration::from_millis(5)));
-                }
-                Ok(open)
-            })
-            .map_err(|e| format!("{e:?}"))?;
-            self.1.fetch_add(1, Ordering::AcqRel);
-            Ok(())
-        }
-
-        fn abandon(self: Box<Self>) {
-            self.1.fetch_add(100, Ordering::AcqRel);
-        }
-    }
-
-    #[test]
-    fn idle_work_runs_inline_and_errors_wait_for_synchronize() {
-        let q = queue();
-        let seen = Arc::new(AtomicU32::new(0));
-        let s = seen.clone();
-        assert_eq!(
-            q.submit(quick(move || {
-                s.fetch_add(1, Ordering::AcqRel);
-                Ok(())
-            })),
-            Ok(1)
-        );
-        assert_eq!(
-            seen.load(Ordering::Acquire),
-            1,
-            "ran before submit returned"
-        );
-        q.submit(quick(|| Err("boom".to_owned()))).unwrap();
-        q.submit(quick(|| Ok(()))).unwrap();
-        assert_eq!(q.synchronize(None), Some(vec!["boom".to_owned()]));
-        assert_eq!(q.synchronize(None), Some(vec![]), "reported once");
-        assert!(q.inner.lock().worker.is_none(), "no thread for inline work");
-    }
-
-    #[test]
-    fn a_wait_blocks_only_its_queue_and_keeps_order() {
-        let q = queue();
-        let other = queue();
-        let gate = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU32::new(0));
-        let seq = q
-            .submit(Box::new(Gate(gate.clone(), count.clone())))
-            .unwrap();
-        let after = Arc::new(AtomicU32::new(0));
-        let a = after.clone();
-        let c = count.clone();
-        q.submit(quick(move || {
-            // Runs after the gate opened.
-            a.store(c.load(Ordering::Acquire) + 10, Ordering::Release);
-            Ok(())
-        }))
-        .unwrap();
-        assert!(!q.is_done(seq));
-        // Another queue is not blocked.
-        other.submit(quick(|| Ok(()))).unwrap();
-        assert_eq!(other.synchronize(None), Some(vec![]));
-        assert_eq!(
-            q.synchronize(Some(Instant::now() + Duration::from_millis(100))),
-            None,
-            "the gate is closed"
-        );
-        gate.store(true, Ordering::Release);
-        assert_eq!(q.synchronize(None), Some(vec![]));
-        assert_eq!(after.load(Ordering::Acquire), 11);
-        q.close_and_drain();
-        assert!(!q.inner.lock().worker_alive);
-        assert_eq!(q.submit(quick(|| Ok(()))), Err(Closed));
-    }
-
-    #[test]
-    fn forced_close_abandons_and_cancels() {
-        let q = queue();
-        let gate = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU32::new(0));
-        q.submit(Box::new(Gate(gate.clone(), count.clone())))
-            .unwrap();
-        q.submit(Box::new(Gate(gate.clone(), count.clone())))
-            .unwrap();
-        // Let the worker start the first wait.
-        let started = Instant::now();
-        while !q.inner.lock().running {
-            assert!(started.elapsed() < Duration::from_secs(30), "no worker");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        q.close_and_abort();
-        assert_eq!(
-            count.load(Ordering::Acquire),
-            100,
-            "one abandoned, none ran"
-        );
-        assert!(q.is_done(2));
-        assert!(!q.inner.lock().worker_alive);
-    }
-
-    #[test]
-    fn held_queues_run_on_release() {
-        let q = queue();
-        q.hold();
-        let count = Arc::new(AtomicU32::new(0));
-        let c = count.clone();
-        q.submit(quick(move || {
-            c.fetch_add(1, Ordering::AcqRel);
-            Ok(())
-        }))
-        .unwrap();
-        assert_eq!(count.load(Ordering::Acquire), 0);
-        let last = q.release();
-        assert!(q.wait_for(last, None));
-        assert_eq!(count.load(Ordering::Acquire), 1);
-    }
-
-    #[test]
-    fn sliced_waits_time_out_and_cancel() {
-        let t0 = Instant::now();
-        let r = wait_sliced::<()>(None, Some(Duration::from_millis(120)), |slice| {
-            std::thread::sleep(slice);
-            Ok(false)
-        });
-        assert!(matches!(r, Err(WaitEnd::TimedOut)));
-        assert!(t0.elapsed() >= Duration::from_millis(120));
-        let cancel = Cancel::default();
-        cancel.set();
-        assert!(matches!(
-            wait_sliced::<()>(Some(&cancel), None, |_| Ok(false)),
-            Err(WaitEnd::Cancelled)
-        ));
-    }
-}
+mod tests;

@@ -1,7 +1,8 @@
 //! Events and IPC events: `aclrtCreateEventExWithFlag`, `aclrtCreateEventWithFlag`,
 //! `aclrtDestroyEvent`,
 //! `aclrtRecordEvent`, `aclrtStreamWaitEvent`, `aclrtSynchronizeEvent`,
-//! `aclrtQueryEventStatus`, `aclrtIpcGetEventHandle`, `aclrtIpcOpenEventHandle`
+//! `aclrtSynchronizeEventWithTimeout`, `aclrtQueryEventStatus`, `aclrtIpcGetEventHandle`,
+//! `aclrtIpcOpenEventHandle`
 //! (api-facts A.9, C.7; RT-DOC 07 event management).
 //!
 //! The documented flow: process A creates an event with `ACL_EVENT_IPC`, gets its 64-byte
@@ -35,8 +36,16 @@
 //!   stream); with no record yet, or the latest complete, there is nothing to wait for, as
 //!   the runtime's IPC event answers "record finished or wait first, return success" (RT-SRC
 //!   `IpcEvent::IpcEventWait`). `aclrtSynchronizeEvent` blocks the calling thread until that
-//!   record completed; `aclrtQueryEventStatus` is `ACL_EVENT_RECORDED_STATUS_COMPLETE` once it
-//!   did (or with no record), `..._NOT_READY` before. The words of an IPC event are word 0
+//!   record completed, `aclrtSynchronizeEventWithTimeout` at most `timeout` ms (507047 at
+//!   the timeout: `ascend.event.sync-with-timeout`; 0 and values below -1 refused:
+//!   `ascend.event.sync-timeout-valid`); a record queued in this process is waited for by
+//!   running its stream up to it on the waiting thread when no other thread runs it
+//!   ([`crate::stream_queue`]), else on the event's futex word, never by polling.
+//!   `aclrtQueryEventStatus` is `ACL_EVENT_RECORDED_STATUS_COMPLETE` once it did (or with no
+//!   record), `..._NOT_READY` before. A completed record after failed work of its stream
+//!   (an expired notify wait, a copy whose memory went away) makes the synchronisations and
+//!   the query return that failure, without collecting it from the stream
+//!   (`ascend.event.sync-reports-stream-failure`). The words of an IPC event are word 0
 //!   (records submitted) and word 1 (latest record completed) of its shared page, whichever
 //!   process records. An event exported after records keeps their state, and a record
 //!   still pending at the export completes the shared words too, so the processes that open

@@ -333,9 +333,9 @@ impl Wait {
     /// switched off) until a record arrives, the limit passes or the stream is destroyed.
     fn wait(&self, cancel: Option<&Cancel>) -> AclResult<()> {
         // What is left of the limit, when a helper already began the wait.
-        let limit = self.limit.map(|l| {
-            l.saturating_sub(self.started.map_or(Duration::ZERO, |s| s.elapsed()))
-        });
+        let limit = self
+            .limit
+            .map(|l| l.saturating_sub(self.started.map_or(Duration::ZERO, |s| s.elapsed())));
         match wait_sliced(cancel, limit, |slice| self.wait_slice(slice)) {
             // A stream destroyed by force drops its wait: nothing to report.
             Ok(()) | Err(WaitEnd::Cancelled) => Ok(()),

@@ -16,6 +16,7 @@
 //! [`super::ascend_args`]) are here.
 
 mod device;
+mod event_sync;
 mod fidelity;
 mod identity;
 mod ipc_key;
@@ -52,6 +53,7 @@ pub static TABLES: &[&[Rule]] = &[
     device::RULES,
     identity::RULES,
     notify::RULES,
+    event_sync::RULES,
     fidelity::RULES,
 ];
 
