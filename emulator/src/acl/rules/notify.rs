@@ -243,7 +243,7 @@ pub(super) const RULES: &[RuleInfo] = &[
                   completed, at most timeout milliseconds (-1: forever, as \
                   aclrtSynchronizeEvent); at the timeout it fails with \
                   ACL_ERROR_RT_EVENT_SYNC_TIMEOUT (507047)",
-        when_broken: Some("the expiry returns success, as if the record had completed"),
+        when_broken: None,
         source: "RT-DOC aclrtSynchronizeEventWithTimeout (hicann/runtime \
                  docs/api_docs/aclrtSynchronizeEventWithTimeout.md: -1 forever, > 0 ms); \
                  hicann/runtime src/acl/aclrt_impl/event.cpp \
@@ -259,7 +259,7 @@ pub(super) const RULES: &[RuleInfo] = &[
         breakable: true,
         summary: "aclrtSynchronizeEventWithTimeout refuses timeout 0 and timeouts below -1 with \
                   ACL_ERROR_RT_PARAM_INVALID",
-        when_broken: Some("0 is a zero-length wait and values below -1 wait forever"),
+        when_broken: None,
         source: "hicann/runtime src/acl/aclrt_impl/event.cpp \
                  aclrtSynchronizeEventWithTimeoutImpl (timeout >= -1, else \
                  ACL_ERROR_RT_PARAM_INVALID) and src/runtime/core/src/api_impl/api_error.cc \
@@ -279,7 +279,7 @@ pub(super) const RULES: &[RuleInfo] = &[
                   stream's next aclrtSynchronizeStream still reports it (the emulator keeps \
                   the failure per stream until a synchronisation of the stream collects it; \
                   the runtime keeps it per context)",
-        when_broken: Some("the event's synchronisation and query succeed after failed work"),
+        when_broken: None,
         source: "hicann/runtime src/runtime/core/src/api_impl/api_impl.cc \
                  ApiImpl::EventSynchronize and ApiImpl::EventQueryStatus (both return \
                  Context::CheckStatus() first: the context's failureError_ in \
