@@ -39,12 +39,24 @@
 //! deadline on the host: `wait` queues the vendor wait, with its timeout rounded up to
 //! whole seconds as a backstop ([`timeout_arg`]), on a stream of devipc's own (one per
 //! signal, created on the notify's device when first needed), records an event after it,
-//! and polls the event ([`POLL_MAX`] apart at most) until it completes or the caller's
-//! deadline passes. A completed wait is told from an expired one by synchronising
-//! devipc's stream (`ACL_ERROR_RT_WAIT_TIMEOUT`, 107019, for an expiry: then the wait is
-//! queued again if time is left). So `wait(d)` returns within `d` plus [`WAIT_SLACK`]
-//! (the poll interval and scheduling), and [`Error::Timeout`] reports the time actually
-//! waited, measured.
+//! and blocks in `aclrtSynchronizeEventWithTimeout` on the event (timeout in
+//! milliseconds; hicann/runtime `src/acl/aclrt_impl/event.cpp`), in slices of at most
+//! [`SYNC_SLICE`] ([`slice_ms`]: whole milliseconds rounded up, never past the deadline
+//! by more than one), until it completes or the caller's deadline passes. Nothing polls:
+//! the thread sleeps in the runtime until the record completes (in the emulator, the
+//! host wait runs the stream's notify wait itself, one futex wait on the notify). A
+//! completed wait is told from an expired one by synchronising devipc's stream
+//! (`ACL_ERROR_RT_WAIT_TIMEOUT`, 107019, for an expiry: then the wait is queued again if
+//! time is left); an event synchronisation that reports the stream's failure (the
+//! runtime reports failed stream work at the event's synchronisation too) counts as a
+//! completion and goes the same way. So `wait(d)` returns within `d` plus [`WAIT_SLACK`]
+//! (a millisecond of rounding and scheduling), and [`Error::Timeout`] reports the time
+//! actually waited, measured.
+//!
+//! A runtime without `aclrtSynchronizeEventWithTimeout` (before CANN 8.x; Atlas A2/A3
+//! only) but with the other event functions polls the event instead
+//! (`aclrtQueryEventStatus`, [`POLL_MAX`] apart at most), with the same guarantees and
+//! a poll's latency.
 //!
 //! When the deadline passes first, the vendor wait stays queued (a record already
 //! consumed cannot be put back, so it is not cancelled): it is the signal's *pending*
@@ -64,11 +76,11 @@
 //! are all this wait's, as they would be had the `wait` been running. A runtime without
 //! the function keeps the old window.
 //!
-//! A wait without a deadline polls the same way, so that a `destroy_signal` of a clone of
-//! the handle on another thread ends it (with `UnknownHandle`, its vendor wait left
-//! pending as above and cancelled by the destroy) instead of waiting for it forever. Only
-//! the fallback below, which waits in the vendor call, holds such a destroy up until it
-//! returns.
+//! A wait without a deadline is sliced (or polls) the same way, so that a
+//! `destroy_signal` of a clone of the handle on another thread ends it within a slice
+//! (with `UnknownHandle`, its vendor wait left pending as above and cancelled by the
+//! destroy) instead of waiting for it forever. Only the fallback below, which waits in the
+//! vendor call, holds such a destroy up until it returns.
 //!
 //! The caller's `stream` is not used by the wait itself: `wait` returns only once the
 //! record was seen, so whatever the caller queues on any stream afterwards runs after the
@@ -151,13 +163,30 @@ use crate::result::optional;
 /// `aclrtWaitAndResetNotify`'s `timeout` meaning "wait forever".
 pub const WAIT_FOREVER: u32 = 0;
 
-/// How late past its deadline a wait may return (see the [module docs](self)): the poll
-/// interval ([`POLL_MAX`]) plus scheduling, generously. Waits usually end within a
+/// How late past its deadline a wait may return (see the [module docs](self)): the
+/// rounding of the event synchronisation's timeout to whole milliseconds (or the poll
+/// interval, [`POLL_MAX`]) plus scheduling, generously. Waits usually end within a
 /// millisecond or two of the deadline.
 pub const WAIT_SLACK: Duration = Duration::from_millis(50);
 
-/// The longest pause between two polls of the wait's event; the first polls come sooner.
+/// The longest pause between two polls of the wait's event, on a runtime without
+/// `aclrtSynchronizeEventWithTimeout`; the first polls come sooner.
 pub const POLL_MAX: Duration = Duration::from_millis(1);
+
+/// The longest one `aclrtSynchronizeEventWithTimeout` of a wait blocks: a `destroy_signal`
+/// of a clone of the handle on another thread ends the wait within it.
+pub const SYNC_SLICE: Duration = Duration::from_millis(50);
+
+/// The `timeout` argument (ms) of `aclrtSynchronizeEventWithTimeout` for the next slice
+/// of a wait with `left` to go: [`SYNC_SLICE`] at most, whole milliseconds rounded up (a
+/// slice never ends before the deadline), at least 1 (0 is refused, -1 would be forever).
+pub fn slice_ms(left: Duration) -> i32 {
+    let slice = left.min(SYNC_SLICE);
+    let ms = slice
+        .as_millis()
+        .saturating_add(u128::from(slice.subsec_nanos() % 1_000_000 > 0));
+    i32::try_from(ms.max(1)).unwrap_or(i32::MAX)
+}
 
 /// The `timeout` argument of `aclrtWaitAndResetNotify` for a wait of at most `timeout`:
 /// whole seconds, rounded up (a wait never ends earlier than asked), at least 1 (0 would
@@ -556,7 +585,7 @@ impl AscendBackend {
                 unsafe { result::record_event(&self.api, event, stream) }?;
                 waiter.pending = true;
             }
-            match self.poll_event(waiter, deadline, released)? {
+            match self.await_event(waiter, deadline, released)? {
                 Polled::Complete => {}
                 Polled::Deadline => return Err(timed_out()),
                 Polled::Released(e) => return Err(e),
@@ -604,8 +633,49 @@ impl AscendBackend {
         }
     }
 
+    /// Waits until the waiter's latest record completed, `deadline` passed or `released`
+    /// gives an error: blocked in `aclrtSynchronizeEventWithTimeout`, in slices of at most
+    /// [`SYNC_SLICE`] (so that `released` is looked at), or, on a runtime without the
+    /// function, by [`AscendBackend::poll_event`].
+    ///
+    /// A failure the synchronisation reports for the stream's work (the vendor wait's
+    /// backstop expired: `ACL_ERROR_RT_WAIT_TIMEOUT`) ends the wait like a completion:
+    /// the synchronisation of devipc's stream that follows tells the outcome.
+    fn await_event(
+        &self,
+        waiter: &Waiter,
+        deadline: Option<Instant>,
+        released: &dyn Fn() -> Option<Error>,
+    ) -> Result<Polled> {
+        if self.api.aclrtSynchronizeEventWithTimeout.is_none() {
+            return self.poll_event(waiter, deadline, released);
+        }
+        loop {
+            let left = until(deadline);
+            if left.is_zero() {
+                return Ok(Polled::Deadline);
+            }
+            // SAFETY: devipc's own live event (a `Waiter`'s).
+            let synced = unsafe {
+                result::synchronize_event_with_timeout(&self.api, waiter.event, slice_ms(left))
+            };
+            match synced {
+                Ok(true) => return Ok(Polled::Complete),
+                Ok(false) => {}
+                Err(e) if e.vendor_code().is_some_and(is_wait_timeout) => {
+                    return Ok(Polled::Complete);
+                }
+                Err(e) => return Err(e),
+            }
+            if let Some(e) = released() {
+                return Ok(Polled::Released(e));
+            }
+        }
+    }
+
     /// Polls the waiter's event until its latest record completed, `deadline` passed or
-    /// `released` gives an error, at most [`POLL_MAX`] apart.
+    /// `released` gives an error, at most [`POLL_MAX`] apart: for runtimes without
+    /// `aclrtSynchronizeEventWithTimeout`.
     fn poll_event(
         &self,
         waiter: &Waiter,
@@ -703,6 +773,16 @@ mod tests {
         assert_eq!(timeout_arg(Duration::from_secs(30)), 30);
         assert_eq!(timeout_arg(Duration::MAX), u32::MAX);
         assert_ne!(timeout_arg(Duration::from_nanos(1)), WAIT_FOREVER);
+    }
+
+    #[test]
+    fn event_sync_slices_are_whole_ms_at_most_the_slice_and_never_0() {
+        assert_eq!(slice_ms(Duration::ZERO), 1);
+        assert_eq!(slice_ms(Duration::from_micros(300)), 1);
+        assert_eq!(slice_ms(Duration::from_micros(1500)), 2);
+        assert_eq!(slice_ms(Duration::from_millis(7)), 7);
+        assert_eq!(slice_ms(Duration::from_secs(10)), 50);
+        assert_eq!(slice_ms(Duration::MAX), 50);
     }
 
     #[test]

@@ -647,7 +647,7 @@ mod notify;
 pub(crate) use notify::{
     create_event_ex_with_flag, create_notify, destroy_event, destroy_notify, notify_get_export_key,
     notify_import_by_key, notify_set_import_pid, query_event_status, record_event, record_notify,
-    reset_notify, try_notify_import_by_key, wait_and_reset_notify,
+    reset_notify, synchronize_event_with_timeout, try_notify_import_by_key, wait_and_reset_notify,
 };
 
 // ---------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@
 //! in another and waiters sleep on `completed` with a cross-process futex.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
+use std::time::{Duration, Instant};
 
 use crate::error::EmuError;
 use crate::state::SharedMapping;
@@ -34,10 +34,12 @@ pub fn reached(completed: u32, target: u32) -> bool {
 }
 
 /// Where an event's two words live. A process-local event also keeps the time its latest
-/// completed record completed (nanoseconds since [`epoch`]), for `hipEventElapsedTime`.
+/// completed record completed (nanoseconds since [`epoch`]), for `hipEventElapsedTime`,
+/// and how many threads wait on it, so that a completion nobody waits for makes no
+/// system call (a shared event's waiters may be in other processes: it always wakes).
 #[derive(Debug)]
 enum Words {
-    Local([AtomicU32; 2], AtomicU64),
+    Local([AtomicU32; 2], AtomicU64, AtomicU32),
     Shared(SharedMapping),
 }
 
@@ -62,6 +64,7 @@ impl EventWords {
         EventWords(Words::Local(
             [AtomicU32::new(0), AtomicU32::new(0)],
             AtomicU64::new(0),
+            AtomicU32::new(0),
         ))
     }
 
@@ -72,7 +75,7 @@ impl EventWords {
 
     fn pair(&self) -> Result<(&AtomicU32, &AtomicU32), EmuError> {
         Ok(match &self.0 {
-            Words::Local([r, c], _) => (r, c),
+            Words::Local([r, c], _, _) => (r, c),
             Words::Shared(m) => (m.word(RECORDED)?, m.word(COMPLETED)?),
         })
     }
@@ -91,7 +94,7 @@ impl EventWords {
             match completed.compare_exchange_weak(seen, index, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => {
-                    if let Words::Local(_, time) = &self.0 {
+                    if let Words::Local(_, time, _) = &self.0 {
                         time.store(now_ns(), Ordering::Release);
                     }
                     break;
@@ -99,14 +102,36 @@ impl EventWords {
                 Err(now) => seen = now,
             }
         }
+        if let Words::Local(_, _, waiters) = &self.0 {
+            // Pairs with the fence in `waiting`: a waiter that registered after this load
+            // sees the completion before it sleeps.
+            fence(Ordering::SeqCst);
+            if waiters.load(Ordering::Relaxed) == 0 {
+                return Ok(());
+            }
+        }
         wake_all(completed)?;
         Ok(())
+    }
+
+    /// Runs `wait` counted as a waiter of local words (see [`Words`]).
+    fn waiting<T>(&self, wait: impl FnOnce() -> T) -> T {
+        match &self.0 {
+            Words::Local(_, _, waiters) => {
+                waiters.fetch_add(1, Ordering::Relaxed);
+                fence(Ordering::SeqCst);
+                let out = wait();
+                waiters.fetch_sub(1, Ordering::Relaxed);
+                out
+            }
+            Words::Shared(_) => wait(),
+        }
     }
 
     /// When the latest completed record completed (process-local events only).
     pub fn completed_at(&self) -> Option<u64> {
         match &self.0 {
-            Words::Local(_, time) => Some(time.load(Ordering::Acquire)),
+            Words::Local(_, time, _) => Some(time.load(Ordering::Acquire)),
             Words::Shared(_) => None,
         }
     }
@@ -127,20 +152,33 @@ impl EventWords {
     /// host-side synchronize calls).
     pub fn wait(&self, target: u32) -> Result<(), EmuError> {
         let (_, completed) = self.pair()?;
-        wait_until(completed, |c| reached(c, target), None)?;
+        self.waiting(|| wait_until(completed, |c| reached(c, target), None))?;
         Ok(())
+    }
+
+    /// Blocks the calling thread until record `target` completed (`true`) or `timeout`
+    /// passed (`false`; `None`: no limit), on the `completed` word's futex.
+    pub fn wait_for(&self, target: u32, timeout: Option<Duration>) -> Result<bool, EmuError> {
+        let (_, completed) = self.pair()?;
+        match self.waiting(|| wait_until(completed, |c| reached(c, target), timeout)) {
+            Ok(_) => Ok(true),
+            Err(EmuError::Timeout(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// A stream's wait for record `target`: as [`EventWords::wait`], but gives up when the
     /// stream is destroyed by force (`cancel`).
     pub fn wait_on_stream(&self, target: u32, cancel: &Cancel) -> Result<(), WaitEnd<EmuError>> {
         let (_, completed) = self.pair().map_err(WaitEnd::Failed)?;
-        wait_sliced(Some(cancel), None, |slice| {
-            match wait_until(completed, |c| reached(c, target), Some(slice)) {
-                Ok(_) => Ok(true),
-                Err(EmuError::Timeout(_)) => Ok(false),
-                Err(e) => Err(e),
-            }
+        self.waiting(|| {
+            wait_sliced(Some(cancel), None, |slice| {
+                match wait_until(completed, |c| reached(c, target), Some(slice)) {
+                    Ok(_) => Ok(true),
+                    Err(EmuError::Timeout(_)) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
         })
     }
 
@@ -148,25 +186,6 @@ impl EventWords {
     pub fn snapshot(&self) -> Result<(u32, u32), EmuError> {
         let (r, c) = self.pair()?;
         Ok((r.load(Ordering::Acquire), c.load(Ordering::Acquire)))
-    }
-}
-
-/// A record of an event as a stream task: completes its index when the stream reaches it
-/// (or when it is dropped unrun, so nobody waits for a record that never comes). Shared by
-/// `aclrtRecordEvent` and `hipEventRecord`.
-pub(crate) struct RecordOp(pub(crate) std::sync::Arc<EventWords>, pub(crate) u32);
-
-impl<E: From<EmuError>> Op<E> for RecordOp {
-    fn try_now(&mut self) -> Option<Result<(), E>> {
-        Some(self.0.complete(self.1).map_err(E::from))
-    }
-
-    fn run(self: Box<Self>, _cancel: &Cancel) -> Result<(), E> {
-        Ok(self.0.complete(self.1)?)
-    }
-
-    fn abandon(self: Box<Self>) {
-        let _ = self.0.complete(self.1);
     }
 }
 

@@ -12,13 +12,23 @@
 //!   already holds completes before `submit` returns, as a device starts work on an idle
 //!   stream at once. Anything that would block is queued.
 //! - Queued operations run in order on the stream's **worker**, a thread started when
-//!   work is queued and ending as soon as the queue is empty; so a stream has a thread
-//!   only while it has pending work, and an idle process has none. At most one operation
-//!   of a queue runs at a time (inline or on the worker), so order is kept.
+//!   work is queued. Once the queue is empty it lingers [`LINGER`] (looking for work every
+//!   [`GRACE`], without being woken by each submission), then ends; so a stream has a
+//!   thread only while it has or just had work, and an idle process has none. At most one
+//!   operation of a queue runs at a time (inline, on the worker or on a helper), so order
+//!   is kept.
+//! - A thread that synchronises with an operation ([`Queue::help_until`]: the host wait on
+//!   an event recorded on the stream) runs the queued operations up to it itself while no
+//!   other thread runs the stream, as far as they let it ([`Op::run_until`]); so a host
+//!   wait for a stream that waits for a notify is one futex wait on the notify, as on a
+//!   device, not a wait on a worker that waits. An operation it cannot finish by its
+//!   deadline goes back to the front of the queue, for the worker or the next helper.
 //! - A failed operation does not stop the stream: its error is kept (the first
 //!   [`MAX_ERRORS`]) with its sequence number until a synchronisation collects it
 //!   ([`Queue::synchronize`], [`Queue::take_errors`]), as a device reports the failure of
-//!   asynchronous work at the next synchronisation; later operations still run.
+//!   asynchronous work at the next synchronisation; later operations still run. An
+//!   operation is told where it was queued ([`Op::queued`]), so an event record can look
+//!   at the errors kept before it ([`Queue::first_error_before`]) without collecting them.
 //! - [`Queue::close_and_drain`] (stream destroy that waits) refuses new work, waits for the
 //!   queued work and joins the worker; [`Queue::close_and_abort`] (forced destroy) refuses
 //!   new work, drops the queued operations unrun ([`Op::abandon`]), interrupts the running
@@ -42,6 +52,13 @@ use crate::panic_boundary::{self, panic_text};
 /// How often a blocked operation looks at its [`Cancel`] flag (and the longest a forced
 /// destroy waits for a running wait to notice).
 pub const SLICE: Duration = Duration::from_millis(50);
+
+/// How long a worker whose queue ran empty stays for more work before it ends.
+pub const LINGER: Duration = Duration::from_millis(50);
+
+/// How often a lingering worker looks for work that no helper took: submissions do not
+/// wake it, so that a host wait about to run the work itself is not raced by it.
+pub const GRACE: Duration = Duration::from_millis(1);
 
 /// How many errors of asynchronous work a queue keeps until a synchronisation collects
 /// them; later ones are dropped (the first failure is what a synchronisation reports).
@@ -117,6 +134,20 @@ pub trait Op<E>: Send {
     /// The operation is dropped unrun (forced destroy): release whatever others could wait
     /// for (e.g. complete an event record), so nothing waits for work that never comes.
     fn abandon(self: Box<Self>) {}
+
+    /// Where the operation was queued: its stream's queue and its sequence number there.
+    /// Called by [`Queue::submit`] before the operation is first tried.
+    fn queued(&mut self, _queue: &Queue<E>, _seq: u64) {}
+
+    /// Runs the operation on a thread that synchronises with it ([`Queue::help_until`]),
+    /// waiting no later than `until` (`None`: as long as it needs) and polling `cancel`:
+    /// `None` if it has not finished by then; it stays queued and is resumed later (by
+    /// [`Op::run`] or another helper), so it must keep its own progress (e.g. when its
+    /// timeout started). The default runs nothing and returns `None`: only the worker
+    /// runs such an operation.
+    fn run_until(&mut self, _cancel: &Cancel, _until: Option<Instant>) -> Option<Result<(), E>> {
+        None
+    }
 }
 
 /// An operation that never blocks: `f` runs at once when the stream is idle, else in
@@ -167,12 +198,16 @@ struct State<E> {
     held: bool,
     closed: bool,
     errors: Vec<(u64, E)>,
+    /// Threads waiting on `changed`.
+    waiters: u32,
 }
 
 struct Inner<E> {
     label: String,
     state: Mutex<State<E>>,
     changed: Condvar,
+    /// Wakes a lingering worker (a close, a helper giving work back).
+    work: Condvar,
     cancel: Cancel,
     /// Builds the error of an operation that panicked or could not be run.
     internal: fn(String) -> E,
@@ -210,8 +245,36 @@ impl<E> Inner<E> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Waits for a change of the state (at most `limit`), counted in `waiters` so that a
+    /// change with nobody waiting wakes nobody (no system call: see [`Inner::notify`]).
+    fn wait_at_most<'a>(
+        &self,
+        mut st: MutexGuard<'a, State<E>>,
+        limit: Option<Duration>,
+    ) -> MutexGuard<'a, State<E>> {
+        st.waiters += 1;
+        let mut st = match limit {
+            None => self.changed.wait(st).unwrap_or_else(|p| p.into_inner()),
+            Some(l) => {
+                self.changed
+                    .wait_timeout(st, l)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+        };
+        st.waiters -= 1;
+        st
+    }
+
     fn wait<'a>(&self, st: MutexGuard<'a, State<E>>) -> MutexGuard<'a, State<E>> {
-        self.changed.wait(st).unwrap_or_else(|p| p.into_inner())
+        self.wait_at_most(st, None)
+    }
+
+    /// Wakes the threads waiting for a change of the state, if any.
+    fn notify(&self, st: &State<E>) {
+        if st.waiters > 0 {
+            self.changed.notify_all();
+        }
     }
 
     /// Records the end of operation `seq`.
@@ -225,7 +288,7 @@ impl<E> Inner<E> {
                 st.errors.push((seq, e));
             }
         }
-        self.changed.notify_all();
+        self.notify(st);
     }
 }
 
@@ -247,8 +310,10 @@ impl<E: Send + 'static> Queue<E> {
                     held: false,
                     closed: false,
                     errors: Vec::new(),
+                    waiters: 0,
                 }),
                 changed: Condvar::new(),
+                work: Condvar::new(),
                 cancel: Cancel::default(),
                 internal,
             }),
@@ -266,6 +331,7 @@ impl<E: Send + 'static> Queue<E> {
         }
         st.last += 1;
         let seq = st.last;
+        op.queued(self, seq);
         if !st.held && !st.running && st.ops.is_empty() {
             st.running = true;
             drop(st);
@@ -283,7 +349,7 @@ impl<E: Send + 'static> Queue<E> {
                 None => st.ops.push_front((seq, op)),
             }
             self.kick(&mut st);
-            inner.changed.notify_all();
+            inner.notify(&st);
             return Ok(seq);
         }
         st.ops.push_back((seq, op));
@@ -291,7 +357,8 @@ impl<E: Send + 'static> Queue<E> {
         Ok(seq)
     }
 
-    /// Starts the worker if work is queued, the stream not held and no worker alive.
+    /// Starts the worker if work is queued, the stream not held and no worker alive (a
+    /// lingering worker finds the work within [`GRACE`]).
     fn kick(&self, st: &mut State<E>) {
         if st.held || st.worker_alive || st.ops.is_empty() {
             return;
@@ -342,11 +409,7 @@ impl<E: Send + 'static> Queue<E> {
                     if left.is_zero() {
                         return false;
                     }
-                    st = inner
-                        .changed
-                        .wait_timeout(st, left)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
+                    st = inner.wait_at_most(st, Some(left));
                 }
             }
         }
@@ -372,6 +435,70 @@ impl<E: Send + 'static> Queue<E> {
             .then(|| self.take_errors(target))
     }
 
+    /// Runs the stream's queued operations up to `seq` on the calling thread while no other
+    /// thread runs the stream (see the module docs), else waits for them, until every
+    /// operation up to `seq` has finished (`true`) or `deadline` passed (`false`). An
+    /// operation that cannot be run here ([`Op::run_until`] gives up before the deadline)
+    /// is left to the worker, and this thread waits for it.
+    pub fn help_until(&self, seq: u64, deadline: Option<Instant>) -> bool {
+        let inner = &self.inner;
+        // The sequence number of an operation left to the worker: wait, do not retake it.
+        let mut left_to_worker = 0;
+        let mut st = inner.lock();
+        loop {
+            if st.done >= seq {
+                return true;
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left.is_some_and(|l| l.is_zero()) {
+                return false;
+            }
+            let front = st.ops.front().map(|(s, _)| *s);
+            let can_run =
+                !st.held && !st.running && front.is_some_and(|f| f > left_to_worker && f <= seq);
+            if !can_run {
+                st = inner.wait_at_most(st, left);
+                continue;
+            }
+            let Some((op_seq, mut op)) = st.ops.pop_front() else {
+                continue;
+            };
+            st.running = true;
+            drop(st);
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                op.try_now()
+                    .or_else(|| op.run_until(&inner.cancel, deadline))
+            }))
+            .unwrap_or_else(|p| Some(Err((inner.internal)(panic_text(p.as_ref())))));
+            st = inner.lock();
+            st.running = false;
+            match outcome {
+                Some(result) => inner.finished(&mut st, op_seq, result),
+                None if st.closed => {
+                    op.abandon();
+                    inner.finished(&mut st, op_seq, Ok(()));
+                }
+                None => {
+                    st.ops.push_front((op_seq, op));
+                    self.kick(&mut st);
+                    if deadline.is_none_or(|d| Instant::now() < d) {
+                        // It does not run on helpers: the worker's, at once.
+                        left_to_worker = op_seq;
+                        inner.work.notify_all();
+                    }
+                    // Else the caller's deadline passed: the next helper (the caller's
+                    // next slice, usually) resumes it, or the worker within GRACE.
+                    inner.notify(&st);
+                }
+            }
+        }
+    }
+
+    /// A handle on the queue that does not keep it alive.
+    pub fn downgrade(&self) -> WeakQueue<E> {
+        WeakQueue(Arc::downgrade(&self.inner))
+    }
+
     /// Tests only: keeps queued work from running until [`Queue::release`].
     pub fn hold(&self) {
         self.inner.lock().held = true;
@@ -383,6 +510,7 @@ impl<E: Send + 'static> Queue<E> {
         let mut st = self.inner.lock();
         st.held = false;
         self.kick(&mut st);
+        self.inner.work.notify_all();
         st.last
     }
 
@@ -399,6 +527,7 @@ impl<E: Send + 'static> Queue<E> {
             st.closed = true;
             st.held = false;
             self.kick(&mut st);
+            self.inner.work.notify_all();
             st.last
         };
         self.wait_for(target, None);
@@ -414,13 +543,14 @@ impl<E: Send + 'static> Queue<E> {
             st.closed = true;
             st.held = false;
             self.inner.cancel.set();
+            self.inner.work.notify_all();
             let dropped: Vec<_> = st.ops.drain(..).collect();
             if st.running {
                 st.abort_to = Some(st.last);
             } else {
                 st.done = st.last;
             }
-            self.inner.changed.notify_all();
+            self.inner.notify(&st);
             dropped
         };
         for (_, op) in dropped {
@@ -448,22 +578,68 @@ impl<E: Send + 'static> Queue<E> {
     }
 }
 
+impl<E: Clone> Queue<E> {
+    /// The first error kept (not yet collected by a synchronisation) of the operations
+    /// before `seq`, without collecting it.
+    pub fn first_error_before(&self, seq: u64) -> Option<E> {
+        let st = self.inner.lock();
+        st.errors
+            .iter()
+            .find(|(s, _)| *s < seq)
+            .map(|(_, e)| e.clone())
+    }
+}
+
+/// A [`Queue`] that may be gone (its stream destroyed): see [`Queue::downgrade`].
+pub struct WeakQueue<E>(std::sync::Weak<Inner<E>>);
+
+impl<E> WeakQueue<E> {
+    /// The queue, if it is still there.
+    pub fn upgrade(&self) -> Option<Queue<E>> {
+        self.0.upgrade().map(|inner| Queue { inner })
+    }
+}
+
+impl<E> Clone for WeakQueue<E> {
+    fn clone(&self) -> Self {
+        WeakQueue(self.0.clone())
+    }
+}
+
+impl<E> std::fmt::Debug for WeakQueue<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WeakQueue")
+    }
+}
+
 /// The worker of one queue: runs queued operations in order, ends when none is left (or
 /// the queue is held).
 fn worker<E: Send + 'static>(inner: &Inner<E>) {
     loop {
         let (seq, op) = {
             let mut st = inner.lock();
+            let mut idle_since: Option<Instant> = None;
             loop {
-                if st.held || st.ops.is_empty() {
-                    st.worker_alive = false;
-                    inner.changed.notify_all();
-                    return;
-                }
-                if !st.running {
+                let idle = st.held || st.ops.is_empty();
+                if !idle && !st.running {
                     break;
                 }
-                st = inner.wait(st);
+                // Nothing to run, or a helper runs the stream: linger (see the module
+                // docs), unless the queue is closed or the linger is over.
+                let since = *idle_since.get_or_insert_with(Instant::now);
+                if idle && (st.closed || st.held || since.elapsed() >= LINGER) {
+                    st.worker_alive = false;
+                    inner.notify(&st);
+                    return;
+                }
+                if !idle {
+                    idle_since = None;
+                }
+                st = inner
+                    .work
+                    .wait_timeout(st, GRACE)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
             }
             st.running = true;
             match st.ops.pop_front() {
@@ -479,160 +655,4 @@ fn worker<E: Send + 'static>(inner: &Inner<E>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicU32;
-
-    type Q = Queue<String>;
-
-    fn queue() -> Q {
-        Queue::new("test-stream", |m| m)
-    }
-
-    /// An operation that blocks until `gate` is set (or cancelled).
-    struct Gate(Arc<AtomicBool>, Arc<AtomicU32>);
-
-    impl Op<String> for Gate {
-        fn try_now(&mut self) -> Option<Result<(), String>> {
-            self.0.load(Ordering::Acquire).then(|| {
-                self.1.fetch_add(1, Ordering::AcqRel);
-                Ok(())
-            })
-        }
-
-        fn run(self: Box<Self>, cancel: &Cancel) -> Result<(), String> {
-            wait_sliced::<String>(Some(cancel), None, |slice| {
-                let open = self.0.load(Ordering::Acquire);
-                if !open {
-                    std::thread::sleep(slice.min(Duration::from_millis(5)));
-                }
-                Ok(open)
-            })
-            .map_err(|e| format!("{e:?}"))?;
-            self.1.fetch_add(1, Ordering::AcqRel);
-            Ok(())
-        }
-
-        fn abandon(self: Box<Self>) {
-            self.1.fetch_add(100, Ordering::AcqRel);
-        }
-    }
-
-    #[test]
-    fn idle_work_runs_inline_and_errors_wait_for_synchronize() {
-        let q = queue();
-        let seen = Arc::new(AtomicU32::new(0));
-        let s = seen.clone();
-        assert_eq!(
-            q.submit(quick(move || {
-                s.fetch_add(1, Ordering::AcqRel);
-                Ok(())
-            })),
-            Ok(1)
-        );
-        assert_eq!(
-            seen.load(Ordering::Acquire),
-            1,
-            "ran before submit returned"
-        );
-        q.submit(quick(|| Err("boom".to_owned()))).unwrap();
-        q.submit(quick(|| Ok(()))).unwrap();
-        assert_eq!(q.synchronize(None), Some(vec!["boom".to_owned()]));
-        assert_eq!(q.synchronize(None), Some(vec![]), "reported once");
-        assert!(q.inner.lock().worker.is_none(), "no thread for inline work");
-    }
-
-    #[test]
-    fn a_wait_blocks_only_its_queue_and_keeps_order() {
-        let q = queue();
-        let other = queue();
-        let gate = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU32::new(0));
-        let seq = q
-            .submit(Box::new(Gate(gate.clone(), count.clone())))
-            .unwrap();
-        let after = Arc::new(AtomicU32::new(0));
-        let a = after.clone();
-        let c = count.clone();
-        q.submit(quick(move || {
-            // Runs after the gate opened.
-            a.store(c.load(Ordering::Acquire) + 10, Ordering::Release);
-            Ok(())
-        }))
-        .unwrap();
-        assert!(!q.is_done(seq));
-        // Another queue is not blocked.
-        other.submit(quick(|| Ok(()))).unwrap();
-        assert_eq!(other.synchronize(None), Some(vec![]));
-        assert_eq!(
-            q.synchronize(Some(Instant::now() + Duration::from_millis(100))),
-            None,
-            "the gate is closed"
-        );
-        gate.store(true, Ordering::Release);
-        assert_eq!(q.synchronize(None), Some(vec![]));
-        assert_eq!(after.load(Ordering::Acquire), 11);
-        q.close_and_drain();
-        assert!(!q.inner.lock().worker_alive);
-        assert_eq!(q.submit(quick(|| Ok(()))), Err(Closed));
-    }
-
-    #[test]
-    fn forced_close_abandons_and_cancels() {
-        let q = queue();
-        let gate = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU32::new(0));
-        q.submit(Box::new(Gate(gate.clone(), count.clone())))
-            .unwrap();
-        q.submit(Box::new(Gate(gate.clone(), count.clone())))
-            .unwrap();
-        // Let the worker start the first wait.
-        let started = Instant::now();
-        while !q.inner.lock().running {
-            assert!(started.elapsed() < Duration::from_secs(30), "no worker");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        q.close_and_abort();
-        assert_eq!(
-            count.load(Ordering::Acquire),
-            100,
-            "one abandoned, none ran"
-        );
-        assert!(q.is_done(2));
-        assert!(!q.inner.lock().worker_alive);
-    }
-
-    #[test]
-    fn held_queues_run_on_release() {
-        let q = queue();
-        q.hold();
-        let count = Arc::new(AtomicU32::new(0));
-        let c = count.clone();
-        q.submit(quick(move || {
-            c.fetch_add(1, Ordering::AcqRel);
-            Ok(())
-        }))
-        .unwrap();
-        assert_eq!(count.load(Ordering::Acquire), 0);
-        let last = q.release();
-        assert!(q.wait_for(last, None));
-        assert_eq!(count.load(Ordering::Acquire), 1);
-    }
-
-    #[test]
-    fn sliced_waits_time_out_and_cancel() {
-        let t0 = Instant::now();
-        let r = wait_sliced::<()>(None, Some(Duration::from_millis(120)), |slice| {
-            std::thread::sleep(slice);
-            Ok(false)
-        });
-        assert!(matches!(r, Err(WaitEnd::TimedOut)));
-        assert!(t0.elapsed() >= Duration::from_millis(120));
-        let cancel = Cancel::default();
-        cancel.set();
-        assert!(matches!(
-            wait_sliced::<()>(Some(&cancel), None, |_| Ok(false)),
-            Err(WaitEnd::Cancelled)
-        ));
-    }
-}
+mod tests;

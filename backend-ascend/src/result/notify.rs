@@ -5,7 +5,9 @@
 //! each function, so callers write `result::create_notify` like any other call.
 
 use devipc_ascend_sys::AclApi;
-use devipc_ascend_sys::codes::{ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_WAIT_TIMEOUT};
+use devipc_ascend_sys::codes::{
+    ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_EVENT_SYNC_TIMEOUT, ACL_ERROR_RT_WAIT_TIMEOUT,
+};
 use devipc_ascend_sys::consts::{ACL_IPC_KEY_LEN, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT};
 use devipc_ascend_sys::types::{
     ACL_EVENT_RECORDED_STATUS_NOT_READY, aclError, aclrtEvent, aclrtEventRecordedStatus,
@@ -212,4 +214,25 @@ pub(crate) unsafe fn query_event_status(
     // SAFETY: the caller guarantees the event; `status` is a valid out-pointer.
     unsafe { acl_opt!(api, aclrtQueryEventStatus(event as aclrtEvent, &mut status)) }?;
     Ok(status)
+}
+
+/// `aclrtSynchronizeEventWithTimeout` (optional): blocks until the event's latest record
+/// completed (`true`) or `timeout_ms` passed (`false`, `ACL_ERROR_RT_EVENT_SYNC_TIMEOUT`);
+/// `timeout_ms` is -1 (forever) or positive.
+///
+/// # Safety
+/// `event` is a live event.
+pub(crate) unsafe fn synchronize_event_with_timeout(
+    api: &AclApi,
+    event: usize,
+    timeout_ms: i32,
+) -> Result<bool> {
+    let sync = optional!(api, aclrtSynchronizeEventWithTimeout)?;
+    // SAFETY: the caller guarantees the event.
+    let code = unsafe { sync(event as aclrtEvent, timeout_ms) };
+    if code == ACL_ERROR_RT_EVENT_SYNC_TIMEOUT {
+        return Ok(false);
+    }
+    check(api, "aclrtSynchronizeEventWithTimeout", code)?;
+    Ok(true)
 }

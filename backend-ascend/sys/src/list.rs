@@ -31,7 +31,8 @@
 //! The device-synchronisation, memory-info, host-memory, forced-reset and event functions
 //! at the end of the list (`aclrtSynchronizeDevice` .. `aclrtIpcOpenEventHandle`) are
 //! optional too. The backend's signal wait uses the events (create, record, query,
-//! destroy) and `aclrtDestroyStreamForce` (backend-ascend `notify.rs`); the others are
+//! destroy, `aclrtSynchronizeEventWithTimeout`) and `aclrtDestroyStreamForce`
+//! (backend-ascend `notify.rs`); the others are
 //! there because the IPC code of frameworks calls them (torch_npu synchronises the device
 //! before closing an IPC key, sizes its expandable segments with `aclrtGetMemInfo`, shares
 //! events with the IPC event API), so the emulator and the conformance suite can replay
@@ -297,6 +298,11 @@ macro_rules! for_each_acl_fn {
                 // not called by devipc yet (see the module docs)
                 /// Events: blocks the host until the event's latest record completed.
                 fn aclrtSynchronizeEvent(event: aclrtEvent) -> aclError;
+                /// Events: as `aclrtSynchronizeEvent`, bounded: `timeout` in milliseconds,
+                /// -1 = forever, 0 and below -1 refused (107000); expiry is
+                /// `ACL_ERROR_RT_EVENT_SYNC_TIMEOUT` (507047). The backend's signal wait
+                /// blocks on it. hicann/runtime `src/acl/aclrt_impl/event.cpp`.
+                fn aclrtSynchronizeEventWithTimeout(event: aclrtEvent, timeout: i32) -> aclError;
                 /// Events: whether the event's latest record completed.
                 fn aclrtQueryEventStatus(event: aclrtEvent, status: *mut aclrtEventRecordedStatus) -> aclError;
                 /// IPC events: the 64-byte handle of an event created with `ACL_EVENT_IPC`.

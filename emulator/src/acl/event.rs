@@ -1,7 +1,8 @@
 //! Events and IPC events: `aclrtCreateEventExWithFlag`, `aclrtCreateEventWithFlag`,
 //! `aclrtDestroyEvent`,
 //! `aclrtRecordEvent`, `aclrtStreamWaitEvent`, `aclrtSynchronizeEvent`,
-//! `aclrtQueryEventStatus`, `aclrtIpcGetEventHandle`, `aclrtIpcOpenEventHandle`
+//! `aclrtSynchronizeEventWithTimeout`, `aclrtQueryEventStatus`, `aclrtIpcGetEventHandle`,
+//! `aclrtIpcOpenEventHandle`
 //! (api-facts A.9, C.7; RT-DOC 07 event management).
 //!
 //! The documented flow: process A creates an event with `ACL_EVENT_IPC`, gets its 64-byte
@@ -35,8 +36,16 @@
 //!   stream); with no record yet, or the latest complete, there is nothing to wait for, as
 //!   the runtime's IPC event answers "record finished or wait first, return success" (RT-SRC
 //!   `IpcEvent::IpcEventWait`). `aclrtSynchronizeEvent` blocks the calling thread until that
-//!   record completed; `aclrtQueryEventStatus` is `ACL_EVENT_RECORDED_STATUS_COMPLETE` once it
-//!   did (or with no record), `..._NOT_READY` before. The words of an IPC event are word 0
+//!   record completed, `aclrtSynchronizeEventWithTimeout` at most `timeout` ms (507047 at
+//!   the timeout: `ascend.event.sync-with-timeout`; 0 and values below -1 refused:
+//!   `ascend.event.sync-timeout-valid`); a record queued in this process is waited for by
+//!   running its stream up to it on the waiting thread when no other thread runs it
+//!   ([`crate::stream_queue`]), else on the event's futex word, never by polling.
+//!   `aclrtQueryEventStatus` is `ACL_EVENT_RECORDED_STATUS_COMPLETE` once it did (or with no
+//!   record), `..._NOT_READY` before. A completed record after failed work of its stream
+//!   (an expired notify wait, a copy whose memory went away) makes the synchronisations and
+//!   the query return that failure, without collecting it from the stream
+//!   (`ascend.event.sync-reports-stream-failure`). The words of an IPC event are word 0
 //!   (records submitted) and word 1 (latest record completed) of its shared page, whichever
 //!   process records. An event exported after records keeps their state, and a record
 //!   still pending at the export completes the shared words too, so the processes that open
@@ -46,6 +55,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use devipc_ascend_sys::consts::{
     ACL_EVENT_CAPTURE_STREAM_PROGRESS, ACL_EVENT_DEVICE_USE_ONLY, ACL_EVENT_EXTERNAL,
@@ -61,7 +71,7 @@ use crate::event_words::{COMPLETED, EventWords, RECORDED, WaitOp};
 use crate::handle::{HANDLE64_LEN, Handle64, decode_handle64, encode_handle64};
 use crate::local::HandleTable;
 use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
-use crate::stream_queue::{Cancel, Op};
+use crate::stream_queue::{Cancel, Op, Queue, WeakQueue};
 
 use super::errors::{AclFailure, AclResult, check};
 use super::{device, process_state, rules, stream};
@@ -95,17 +105,66 @@ struct Words {
     shared: Option<ObjectId>,
 }
 
+/// The latest record of an event made in this process: where it was queued.
+#[derive(Debug, Clone)]
+struct Queued {
+    /// The record's index in the event's words.
+    index: u32,
+    queue: WeakQueue<AclFailure>,
+    seq: u64,
+}
+
 /// One event handle of this process.
 #[derive(Debug)]
 struct EventLocal {
     /// The creation flag (`ACL_EVENT_IPC` for opened events).
     flag: u32,
     state: Mutex<Words>,
+    /// The latest record made here, for a host wait to run its stream up to it.
+    queued: Mutex<Option<Queued>>,
+    /// The failure of the stream work before a record, by the record's index
+    /// ([`rules::EVENT_SYNC_REPORTS_STREAM_FAILURE`]).
+    failed: Mutex<Option<(u32, AclFailure)>>,
+}
+
+/// Locks `m`, whatever a panicking holder left.
+fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl EventLocal {
+    fn new(flag: u32, words: Words) -> EventLocal {
+        EventLocal {
+            flag,
+            state: Mutex::new(words),
+            queued: Mutex::new(None),
+            failed: Mutex::new(None),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Words> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        guard(&self.state)
+    }
+
+    /// The queue and sequence number of record `index`, if it was made here and its
+    /// stream still exists.
+    fn queue_of(&self, index: u32) -> Option<(Queue<AclFailure>, u64)> {
+        let queued = guard(&self.queued).clone()?;
+        if queued.index != index {
+            return None;
+        }
+        Some((queued.queue.upgrade()?, queued.seq))
+    }
+
+    /// The failure of the work before record `index` (a record made here), if any.
+    fn failure_of(&self, index: u32) -> AclResult<()> {
+        if !rules::enforced(rules::EVENT_SYNC_REPORTS_STREAM_FAILURE) {
+            return Ok(());
+        }
+        match &*guard(&self.failed) {
+            Some((i, failure)) if *i == index => Err(failure.clone()),
+            _ => Ok(()),
+        }
     }
 
     fn words(&self) -> Arc<EventWords> {
@@ -156,13 +215,13 @@ fn new_event(flag: u32, function: &str) -> AclResult<usize> {
         ));
     }
     device::require_current(function)?;
-    Ok(EVENTS.insert(Arc::new(EventLocal {
+    Ok(EVENTS.insert(Arc::new(EventLocal::new(
         flag,
-        state: Mutex::new(Words {
+        Words {
             words: Arc::new(EventWords::local()),
             shared: None,
-        }),
-    }))?)
+        },
+    )))?)
 }
 
 /// `aclrtDestroyEvent`: this process's use of the event ends.
@@ -274,13 +333,13 @@ pub fn open(bytes: &[u8; HANDLE64_LEN]) -> AclResult<usize> {
         .map_err(AclFailure::from)
         .and_then(|words| {
             words.word(COMPLETED)?;
-            Ok(EVENTS.insert(Arc::new(EventLocal {
-                flag: ACL_EVENT_IPC,
-                state: Mutex::new(Words {
+            Ok(EVENTS.insert(Arc::new(EventLocal::new(
+                ACL_EVENT_IPC,
+                Words {
                     words: Arc::new(EventWords::shared(words)),
                     shared: Some(id),
-                }),
-            }))?)
+                },
+            )))?)
         });
     opened.inspect_err(|_| {
         let _ = reg.release(id, me);
@@ -300,6 +359,7 @@ pub fn record(handle: usize, stream_handle: usize) -> AclResult<()> {
             event: event.clone(),
             words: words.clone(),
             index,
+            queued: None,
         }),
     );
     if submitted.is_err() {
@@ -317,9 +377,30 @@ struct Record {
     event: Arc<EventLocal>,
     words: Arc<EventWords>,
     index: u32,
+    /// Its stream's queue and its sequence number there.
+    queued: Option<(WeakQueue<AclFailure>, u64)>,
 }
 
 impl Record {
+    /// Runs the record: keeps the failure of the stream's work before it for the event
+    /// ([`rules::EVENT_SYNC_REPORTS_STREAM_FAILURE`]), then completes.
+    fn run_record(&self) -> Result<(), EmuError> {
+        if let Some((queue, seq)) = &self.queued {
+            let before = queue.upgrade().and_then(|q| q.first_error_before(*seq));
+            let mut failed = guard(&self.event.failed);
+            match before {
+                Some(failure) => *failed = Some((self.index, failure)),
+                None if failed.as_ref().is_some_and(|(i, _)| *i == self.index) => {
+                    *failed = None;
+                }
+                None => {}
+            }
+        }
+        self.finish()
+    }
+
+    /// Completes the record (also when it is dropped unrun, without looking at the queue,
+    /// whose lock may be held then).
     fn finish(&self) -> Result<(), EmuError> {
         self.words.complete(self.index)?;
         if !rules::enforced(rules::EVENT_EXPORT_PENDING_RECORD) {
@@ -337,11 +418,21 @@ impl Record {
 
 impl Op<AclFailure> for Record {
     fn try_now(&mut self) -> Option<Result<(), AclFailure>> {
-        Some(self.finish().map_err(AclFailure::from))
+        Some(self.run_record().map_err(AclFailure::from))
     }
 
     fn run(self: Box<Self>, _cancel: &Cancel) -> Result<(), AclFailure> {
-        Ok(self.finish()?)
+        Ok(self.run_record()?)
+    }
+
+    fn queued(&mut self, queue: &Queue<AclFailure>, seq: u64) {
+        let queue = queue.downgrade();
+        *guard(&self.event.queued) = Some(Queued {
+            index: self.index,
+            queue: queue.clone(),
+            seq,
+        });
+        self.queued = Some((queue, seq));
     }
 
     fn abandon(self: Box<Self>) {
@@ -365,20 +456,50 @@ pub fn stream_wait(stream_handle: usize, handle: usize) -> AclResult<()> {
     stream::submit(stream_handle, Box::new(WaitOp(words, target)))
 }
 
-/// `aclrtSynchronizeEvent`: blocks until the event's latest record completed.
-pub fn synchronize(handle: usize) -> AclResult<()> {
-    let words = EVENTS.get(handle)?.words();
+/// `aclrtSynchronizeEvent` (`timeout` `None`) and `aclrtSynchronizeEventWithTimeout`:
+/// blocks until the event's latest record completed, or `timeout` passed
+/// (`ACL_ERROR_RT_EVENT_SYNC_TIMEOUT`, [`rules::EVENT_SYNC_TIMEOUT`]). A record queued in
+/// this process is waited for by running its stream up to it on this thread while no
+/// other thread runs it ([`Queue::help_until`]), else on the event's word; no polling.
+/// The failure of the stream's work before the record is returned once it completed
+/// ([`rules::EVENT_SYNC_REPORTS_STREAM_FAILURE`]).
+pub fn synchronize(handle: usize, timeout: Option<Duration>) -> AclResult<()> {
+    let event = EVENTS.get(handle)?;
+    let words = event.words();
     let target = words.latest()?;
-    Ok(words.wait(target)?)
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    if !words.is_complete(target)? {
+        if let Some((queue, seq)) = event.queue_of(target) {
+            queue.help_until(seq, deadline);
+        }
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if !words.wait_for(target, left)? {
+            if rules::enforced(rules::EVENT_SYNC_TIMEOUT) {
+                return Err(AclFailure::rule(
+                    rules::EVENT_SYNC_TIMEOUT,
+                    format!(
+                        "the event's latest record did not complete within {:?}",
+                        timeout.unwrap_or_default()
+                    ),
+                ));
+            }
+            // Rule switched off: the expiry passes for a completion.
+            return Ok(());
+        }
+    }
+    event.failure_of(target)
 }
 
 /// `aclrtQueryEventStatus`: whether the event's latest record completed (an event never
-/// recorded is complete).
+/// recorded is complete); a completed record after failed stream work reports the failure
+/// ([`rules::EVENT_SYNC_REPORTS_STREAM_FAILURE`]).
 pub fn query(handle: usize) -> AclResult<aclrtEventRecordedStatus> {
-    let words = EVENTS.get(handle)?.words();
-    Ok(if words.is_complete(words.latest()?)? {
-        ACL_EVENT_RECORDED_STATUS_COMPLETE
-    } else {
-        ACL_EVENT_RECORDED_STATUS_NOT_READY
-    })
+    let event = EVENTS.get(handle)?;
+    let words = event.words();
+    let target = words.latest()?;
+    if !words.is_complete(target)? {
+        return Ok(ACL_EVENT_RECORDED_STATUS_NOT_READY);
+    }
+    event.failure_of(target)?;
+    Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE)
 }

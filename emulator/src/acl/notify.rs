@@ -49,7 +49,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use devipc_ascend_sys::consts::{
     ACL_IPC_KEY_LEN, ACL_NOTIFY_DEFAULT, ACL_NOTIFY_DEVICE_USE_ONLY,
@@ -286,6 +286,8 @@ struct Wait {
     notify: Arc<NotifyLocal>,
     timeout: u32,
     limit: Option<Duration>,
+    /// When the stream reached the wait (its timeout counts from there), once it did.
+    started: Option<Instant>,
 }
 
 impl Wait {
@@ -330,7 +332,11 @@ impl Wait {
     /// Waits (on the stream's worker, or on the caller with [`rules::STREAM_ASYNC_WAITS`]
     /// switched off) until a record arrives, the limit passes or the stream is destroyed.
     fn wait(&self, cancel: Option<&Cancel>) -> AclResult<()> {
-        match wait_sliced(cancel, self.limit, |slice| self.wait_slice(slice)) {
+        // What is left of the limit, when a helper already began the wait.
+        let limit = self
+            .limit
+            .map(|l| l.saturating_sub(self.started.map_or(Duration::ZERO, |s| s.elapsed())));
+        match wait_sliced(cancel, limit, |slice| self.wait_slice(slice)) {
             // A stream destroyed by force drops its wait: nothing to report.
             Ok(()) | Err(WaitEnd::Cancelled) => Ok(()),
             Err(WaitEnd::TimedOut) => Err(self.timed_out()),
@@ -350,6 +356,26 @@ impl Op<AclFailure> for Wait {
 
     fn run(self: Box<Self>, cancel: &Cancel) -> AclResult<()> {
         self.wait(Some(cancel))
+    }
+
+    /// On a host wait for an event recorded after it (see `stream_queue`): the same wait,
+    /// given up (not consumed, resumable) at `until`.
+    fn run_until(&mut self, cancel: &Cancel, until: Option<Instant>) -> Option<AclResult<()>> {
+        let started = *self.started.get_or_insert_with(Instant::now);
+        let end = self.limit.and_then(|l| started.checked_add(l));
+        let stop = match (end, until) {
+            (Some(e), Some(u)) => Some(e.min(u)),
+            (e, u) => e.or(u),
+        };
+        let limit = stop.map(|s| s.saturating_duration_since(Instant::now()));
+        match wait_sliced(Some(cancel), limit, |slice| self.wait_slice(slice)) {
+            Ok(()) | Err(WaitEnd::Cancelled) => Some(Ok(())),
+            Err(WaitEnd::TimedOut) if end.is_some_and(|e| Instant::now() >= e) => {
+                Some(Err(self.timed_out()))
+            }
+            Err(WaitEnd::TimedOut) => None,
+            Err(WaitEnd::Failed(e)) => Some(Err(e.into())),
+        }
     }
 }
 
@@ -387,6 +413,7 @@ pub fn wait_and_reset(handle: usize, stream_handle: usize, timeout: u32) -> AclR
         notify: local,
         timeout,
         limit,
+        started: None,
     };
     if !stream::async_waits() {
         // Rule switched off: the old synchronous streams, the caller waits.

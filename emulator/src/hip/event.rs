@@ -24,9 +24,19 @@
 //! object id and payload `[flags, device, exporter pid, 0]`.
 //!
 //! Other events keep their words in this process's memory. Events carry no timing data.
+//!
+//! A record that completes after failed work of its stream (a copy whose memory was
+//! revoked meanwhile) keeps that failure: `hipEventSynchronize` and `hipEventQuery` of the
+//! event return it while the record is the event's latest, without collecting it from the
+//! stream, whose next synchronisation still reports it. Sources: ROCm/HIP
+//! `include/hip/hip_runtime_api.h` (`hipEventSynchronize` and `hipEventQuery` list
+//! `hipErrorLaunchFailure`, an error of the asynchronous work the event follows); CLR
+//! `hipamd/src/hip_event.cpp` (`Event::synchronize`, `Event::query`) has no other error
+//! path of its own. Not yet a switchable rule: the conformance shell has no asynchronous
+//! HIP copy to make such a failure with (the emulator test `hip_streams` covers it).
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use devipc_hip_sys::*;
 
@@ -41,10 +51,11 @@ use super::runtime::{current_device, me, state};
 use super::{stream, versions};
 use crate::config::HipVersion;
 use crate::error::EmuError;
-use crate::event_words::{COMPLETED, EventWords, RECORDED, RecordOp, WaitOp};
+use crate::event_words::{COMPLETED, EventWords, RECORDED, WaitOp};
 use crate::handle::{Handle64, decode_handle64, encode_handle64};
 use crate::local::HandleTable;
 use crate::state::{NewObject, ObjectFlags, ObjectId, ObjectKind, Vendor};
+use crate::stream_queue::{Cancel, Op, Queue, WeakQueue};
 
 /// The record index a query or wait looks at: the latest record; for an event never
 /// recorded, 0 (complete) or, with [`EVENT_UNRECORDED_IS_COMPLETE`] switched off, 1
@@ -65,6 +76,62 @@ struct Event {
     words: Arc<EventWords>,
     /// The `Event` object, for interprocess events (created or opened here).
     shared: Option<ObjectId>,
+    /// The failure of the stream work before a record made here, by the record's index
+    /// (see the module docs).
+    failed: Arc<Mutex<Option<(u32, Failure)>>>,
+}
+
+impl Event {
+    /// The failure of the work before record `index`, if any.
+    fn failure_of(&self, index: u32) -> HipResult<()> {
+        match &*self.failed.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some((i, failure)) if *i == index => Err(failure.clone()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `hipEventRecord` as a stream operation: keeps the first failure of the stream's work
+/// before it for the event (without collecting it), then completes its index; dropped
+/// unrun, it completes too, so nobody waits for a record that never comes.
+struct Record {
+    words: Arc<EventWords>,
+    index: u32,
+    failed: Arc<Mutex<Option<(u32, Failure)>>>,
+    queued: Option<(WeakQueue<Failure>, u64)>,
+}
+
+impl Record {
+    fn run_record(&self) -> HipResult<()> {
+        if let Some((queue, seq)) = &self.queued {
+            let before = queue.upgrade().and_then(|q| q.first_error_before(*seq));
+            let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            match before {
+                Some(failure) => *failed = Some((self.index, failure)),
+                None if failed.as_ref().is_some_and(|(i, _)| *i == self.index) => *failed = None,
+                None => {}
+            }
+        }
+        Ok(self.words.complete(self.index)?)
+    }
+}
+
+impl Op<Failure> for Record {
+    fn try_now(&mut self) -> Option<HipResult<()>> {
+        Some(self.run_record())
+    }
+
+    fn run(self: Box<Self>, _cancel: &Cancel) -> HipResult<()> {
+        self.run_record()
+    }
+
+    fn abandon(self: Box<Self>) {
+        let _ = self.words.complete(self.index);
+    }
+
+    fn queued(&mut self, queue: &Queue<Failure>, seq: u64) {
+        self.queued = Some((queue.downgrade(), seq));
+    }
 }
 
 static EVENTS: HandleTable<Event> = HandleTable::new("event", 0x4845);
@@ -166,6 +233,7 @@ pub(crate) fn create(flags: u32) -> HipResult<usize> {
         device,
         words: Arc::new(words),
         shared,
+        failed: Arc::default(),
     });
     match inserted {
         Ok(handle) => Ok(handle),
@@ -232,7 +300,13 @@ pub(crate) fn record(handle: usize, stream_handle: usize) -> HipResult<()> {
     let e = event(handle)?;
     let stream = stream::resolve(stream_handle)?;
     let index = e.words.begin_record()?;
-    let submitted = stream::submit(&stream, Box::new(RecordOp(e.words.clone(), index)));
+    let op = Record {
+        words: e.words.clone(),
+        index,
+        failed: e.failed.clone(),
+        queued: None,
+    };
+    let submitted = stream::submit(&stream, Box::new(op));
     if submitted.is_err() {
         // The stream was destroyed under us: do not leave the record pending forever.
         let _ = e.words.complete(index);
@@ -245,7 +319,7 @@ pub(crate) fn query(handle: usize) -> HipResult<()> {
     let e = event(handle)?;
     let target = target(&e.words)?;
     if e.words.is_complete(target)? {
-        Ok(())
+        e.failure_of(target)
     } else {
         Err(Failure::status(hipErrorNotReady))
     }
@@ -255,7 +329,8 @@ pub(crate) fn query(handle: usize) -> HipResult<()> {
 pub(crate) fn synchronize(handle: usize) -> HipResult<()> {
     let e = event(handle)?;
     let target = target(&e.words)?;
-    Ok(e.words.wait(target)?)
+    e.words.wait(target)?;
+    e.failure_of(target)
 }
 
 /// `hipStreamWaitEvent(stream, event, flags)`.
@@ -381,6 +456,7 @@ pub(crate) fn open(handle: &[u8; 64]) -> HipResult<usize> {
                 device,
                 words: Arc::new(EventWords::shared(mapping)),
                 shared: Some(h.id),
+                failed: Arc::default(),
             })?)
         });
     if opened.is_err() {

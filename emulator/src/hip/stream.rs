@@ -181,6 +181,10 @@ impl Op<Failure> for After {
     fn abandon(self: Box<Self>) {
         self.op.abandon();
     }
+
+    fn queued(&mut self, queue: &Queue<Failure>, seq: u64) {
+        self.op.queued(queue, seq);
+    }
 }
 
 fn destroyed() -> Failure {

@@ -199,8 +199,18 @@ fn a_timeout_fails_the_stream_at_synchronize() {
     );
     assert!(f.message.contains("1 s"), "{}", f.message);
     a.ok(&format!("stream-sync {s}"));
-    // The stream went on after the failed wait.
-    assert_eq!(a.val(&format!("event-query {e}")), COMPLETE);
+    // The stream went on after the failed wait; the event recorded after it reports the
+    // wait's failure (rules::EVENT_SYNC_REPORTS_STREAM_FAILURE), collected or not.
+    a.fails(
+        &format!("event-query {e}"),
+        107019,
+        rules::NOTIFY_WAIT_TIMEOUT,
+    );
+    a.fails(
+        &format!("event-sync {e}"),
+        107019,
+        rules::NOTIFY_WAIT_TIMEOUT,
+    );
     // The expired wait consumed nothing: a later record is seen.
     a.ok(&format!("notify-record {n} {s}"));
     a.ok(&format!("notify-wait {n} 5 {s}"));
@@ -297,5 +307,62 @@ fn destroy_waits_force_destroy_drops_and_reset_waits() {
     a.ok(&format!("notify-destroy {n}"));
     a.exit();
     b.exit();
+    root.assert_clean();
+}
+
+/// `aclrtSynchronizeEventWithTimeout`: a pending record makes it expire with 507047
+/// (rules::EVENT_SYNC_TIMEOUT), not before its timeout; 0 is refused
+/// (rules::EVENT_SYNC_TIMEOUT_VALID); once the notify the stream waits for is recorded the
+/// host wait completes; an event recorded after an expired wait reports the wait's failure
+/// without collecting it from the stream (rules::EVENT_SYNC_REPORTS_STREAM_FAILURE).
+#[test]
+fn event_sync_with_timeout_expires_completes_and_reports_the_stream_failure() {
+    let root = TestRoot::new("event-sync-timeout");
+    let mut a = root.spawn("a", &[]);
+    a.ok("set-device 0");
+    let n = a.val("notify-create");
+    let s = a.val("stream-create");
+    let e = a.val("event-create 1");
+    a.fails(
+        &format!("event-sync-timeout {e} 0"),
+        107000,
+        rules::EVENT_SYNC_TIMEOUT_VALID,
+    );
+    a.fails(
+        &format!("event-sync-timeout {e} -2"),
+        107000,
+        rules::EVENT_SYNC_TIMEOUT_VALID,
+    );
+    a.ok(&format!("notify-wait-async {n} 0 {s}"));
+    a.ok(&format!("event-record {e} {s}"));
+    let started = std::time::Instant::now();
+    a.fails(
+        &format!("event-sync-timeout {e} 100"),
+        507047,
+        rules::EVENT_SYNC_TIMEOUT,
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(100));
+    // The wait went back to the stream unconsumed: a record releases it.
+    a.ok(&format!("notify-record {n}"));
+    a.ok(&format!("event-sync-timeout {e} -1"));
+    a.ok(&format!("stream-sync {s}"));
+    // A wait that expires fails the stream; the record after it carries the failure.
+    a.ok(&format!("notify-wait-async {n} 1 {s}"));
+    a.ok(&format!("event-record {e} {s}"));
+    a.fails(
+        &format!("event-sync-timeout {e} 30000"),
+        107019,
+        rules::NOTIFY_WAIT_TIMEOUT,
+    );
+    a.fails(
+        &format!("stream-sync {s}"),
+        107019,
+        rules::NOTIFY_WAIT_TIMEOUT,
+    );
+    a.ok(&format!("stream-sync {s}"));
+    a.ok(&format!("stream-destroy {s}"));
+    a.ok(&format!("event-destroy {e}"));
+    a.ok(&format!("notify-destroy {n}"));
+    a.exit();
     root.assert_clean();
 }

@@ -220,7 +220,8 @@ fn destroy_waits_for_the_pending_work() {
 }
 
 /// An asynchronous copy whose memory is revoked before its stream reaches it fails when
-/// it runs; the failure is the stream's, reported once by the next synchronisation.
+/// it runs; the failure is the stream's, reported once by the next synchronisation, and
+/// by the synchronisation and query of an event recorded after it.
 #[test]
 fn a_failed_async_copy_surfaces_at_synchronize() {
     let version = "6.2";
@@ -244,9 +245,15 @@ fn a_failed_async_copy_surfaces_at_synchronize() {
         hexptr(m),
         hexptr(q)
     ));
+    // An event recorded after the copy reports its failure (hip.event.sync-reports-...).
+    let after = b.ok("event_create 0").val(0).to_owned();
+    b.ok(&format!("record {after} {s}"));
     // The exporter frees it first (undefined in HIP: the emulator revokes the pages).
     a.ok(&format!("free {}", hexptr(p)));
     b.ok(&format!("release {h}"));
+    b.expect_code(&format!("event_sync {after}"), hipErrorIllegalAddress);
+    b.expect_code(&format!("query {after}"), hipErrorIllegalAddress);
+    // Not collected by the event: the stream's synchronisation still reports it, once.
     b.expect_code(&format!("stream_sync {s}"), hipErrorIllegalAddress);
     b.ok(&format!("stream_sync {s}"));
     b.ok("devsync");
@@ -254,6 +261,7 @@ fn a_failed_async_copy_surfaces_at_synchronize() {
         b.ok(&format!("stream_destroy {x}"));
     }
     b.ok(&format!("event_destroy {e}"));
+    b.ok(&format!("event_destroy {after}"));
     b.ok(&format!("close {}", hexptr(q)));
     b.ok(&format!("free {}", hexptr(m)));
     a.exit();

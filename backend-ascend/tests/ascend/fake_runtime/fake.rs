@@ -684,6 +684,14 @@ pub unsafe extern "C" fn aclrtSynchronizeEvent(_event: aclrtEvent) -> aclError {
     forced!("aclrtSynchronizeEvent");
     0
 }
+pub unsafe extern "C" fn aclrtSynchronizeEventWithTimeout(
+    _event: aclrtEvent,
+    timeout: i32,
+) -> aclError {
+    forced!("aclrtSynchronizeEventWithTimeout", timeout.to_string());
+    // The fake's stream tasks complete at once.
+    0
+}
 pub unsafe extern "C" fn aclrtQueryEventStatus(
     _event: aclrtEvent,
     status: *mut aclrtEventRecordedStatus,

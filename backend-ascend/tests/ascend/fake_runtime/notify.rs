@@ -58,15 +58,21 @@ fn notify_export_grant_import_and_wait_use_the_notify_flags_and_seconds() {
     );
     assert_eq!(count(&c, "aclrtSynchronizeStream"), 2, "{c:?}");
     // Both waits ran on one stream of devipc's own, created once with its event, with the
-    // event recorded after each vendor wait and polled (notify.rs, the wait's deadline;
-    // the wait without a deadline polls too, so that a destroy on another thread ends it).
+    // event recorded after each vendor wait and synchronised in slices of at most 50 ms
+    // (notify.rs, the wait's deadline; the wait without a deadline is sliced too, so that
+    // a destroy on another thread ends it); nothing polls.
     assert_eq!(count(&c, "aclrtCreateStream"), 1, "{c:?}");
     assert!(
         c.contains(&"aclrtCreateEventExWithFlag(1)".to_owned()),
         "{c:?}"
     );
     assert_eq!(count(&c, "aclrtRecordEvent"), 2, "{c:?}");
-    assert_eq!(count(&c, "aclrtQueryEventStatus"), 2, "{c:?}");
+    assert_eq!(count(&c, "aclrtSynchronizeEventWithTimeout"), 2, "{c:?}");
+    assert!(
+        c.contains(&"aclrtSynchronizeEventWithTimeout(50)".to_owned()),
+        "{c:?}"
+    );
+    assert_eq!(count(&c, "aclrtQueryEventStatus"), 0, "{c:?}");
 
     fail("aclrtWaitAndResetNotify", 107019);
     let err = b
@@ -184,5 +190,22 @@ fn without_the_event_functions_a_timeout_rounds_up_to_whole_seconds_and_says_so(
     unfail("aclrtWaitAndResetNotify");
     b.wait(&s, RawStream::DEFAULT, Some(Duration::from_millis(10)))
         .unwrap();
+    b.destroy_signal(s).unwrap();
+}
+
+#[test]
+#[serial]
+fn a_runtime_without_the_bounded_event_sync_polls_the_event() {
+    let mut api = fake_api();
+    api.aclrtSynchronizeEventWithTimeout = None;
+    let b = backend(api);
+    let s = b.create_signal(DeviceId(0)).unwrap();
+    calls();
+    b.notify(&s, RawStream::DEFAULT).unwrap();
+    b.wait(&s, RawStream::DEFAULT, Some(Duration::from_secs(1)))
+        .unwrap();
+    let c = calls();
+    assert_eq!(count(&c, "aclrtQueryEventStatus"), 1, "{c:?}");
+    assert_eq!(count(&c, "aclrtSynchronizeEventWithTimeout"), 0, "{c:?}");
     b.destroy_signal(s).unwrap();
 }

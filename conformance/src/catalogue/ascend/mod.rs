@@ -17,6 +17,7 @@
 
 mod batch;
 mod device;
+mod event_sync;
 mod fidelity;
 mod identity;
 mod ipc_key;
@@ -53,6 +54,7 @@ pub static TABLES: &[&[Rule]] = &[
     device::RULES,
     identity::RULES,
     notify::RULES,
+    event_sync::RULES,
     fidelity::RULES,
     batch::RULES,
 ];

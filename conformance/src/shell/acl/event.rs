@@ -69,6 +69,13 @@ pub enum EventCommand {
         /// The longest the polling goes on, in milliseconds.
         limit_ms: u64,
     },
+    /// `aclrtSynchronizeEvent` (`timeout` `None`) or `aclrtSynchronizeEventWithTimeout`.
+    Sync {
+        /// The event.
+        event: u64,
+        /// The timeout in milliseconds (-1: forever).
+        timeout: Option<i32>,
+    },
     /// `aclrtDestroyEvent`.
     Destroy {
         /// The event.
@@ -167,6 +174,22 @@ impl AclShell {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                 }
+                EventCommand::Sync {
+                    event,
+                    timeout: None,
+                } => {
+                    let f = opt!(api, aclrtSynchronizeEvent);
+                    self.check("aclrtSynchronizeEvent", f(ptr(event)))
+                        .and_then(|()| done())
+                }
+                EventCommand::Sync {
+                    event,
+                    timeout: Some(ms),
+                } => {
+                    let f = opt!(api, aclrtSynchronizeEventWithTimeout);
+                    self.check("aclrtSynchronizeEventWithTimeout", f(ptr(event), ms))
+                        .and_then(|()| done())
+                }
                 EventCommand::Destroy { event } => {
                     let f = opt!(api, aclrtDestroyEvent);
                     self.check("aclrtDestroyEvent", f(ptr(event)))
@@ -225,6 +248,15 @@ impl<E: Exec<AclCommand>> Acl<E> {
     pub fn event_query_until(&mut self, event: u64, limit: Duration) -> Result<bool, Failure> {
         let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
         self.0.ask(EventCommand::QueryUntil { event, limit_ms })
+    }
+
+    /// `aclrtSynchronizeEvent` (`timeout_ms` `None`) or
+    /// `aclrtSynchronizeEventWithTimeout(timeout_ms)`.
+    pub fn event_sync(&mut self, event: u64, timeout_ms: Option<i32>) -> Result<(), Failure> {
+        self.0.ask(EventCommand::Sync {
+            event,
+            timeout: timeout_ms,
+        })
     }
 
     /// `aclrtDestroyEvent`.

@@ -8,7 +8,10 @@
 )]
 use devipc_ascend_sys::types::*;
 
-use crate::acl::event;
+use std::time::Duration;
+
+use crate::acl::errors::check;
+use crate::acl::{event, rules};
 
 use super::{handle_out, non_null, run};
 
@@ -92,7 +95,30 @@ pub unsafe extern "C" fn aclrtStreamWaitEvent(stream: aclrtStream, event: aclrtE
 pub unsafe extern "C" fn aclrtSynchronizeEvent(event: aclrtEvent) -> aclError {
     run("aclrtSynchronizeEvent", || {
         non_null(event, "event")?;
-        event::synchronize(event.addr())
+        event::synchronize(event.addr(), None)
+    })
+}
+
+/// `aclrtSynchronizeEventWithTimeout`: as `aclrtSynchronizeEvent`, for at most `timeout`
+/// ms (-1: forever; 0 and values below -1 are refused, as the runtime's
+/// `ApiErrorDecorator::EventSynchronize` does).
+///
+/// # Safety
+///
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn aclrtSynchronizeEventWithTimeout(
+    event: aclrtEvent,
+    timeout: i32,
+) -> aclError {
+    run("aclrtSynchronizeEventWithTimeout", || {
+        check(
+            timeout == 0 || timeout < -1,
+            rules::EVENT_SYNC_TIMEOUT_VALID,
+            || format!("timeout {timeout}: -1 (forever) or a positive number of ms"),
+        )?;
+        non_null(event, "event")?;
+        let limit = u64::try_from(timeout).ok().map(Duration::from_millis);
+        event::synchronize(event.addr(), limit)
     })
 }
 

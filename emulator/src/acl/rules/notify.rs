@@ -2,8 +2,8 @@
 //! stream waits on them.
 
 use devipc_ascend_sys::codes::{
-    ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_WAIT_TIMEOUT,
-    ACL_SUCCESS,
+    ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_EVENT_SYNC_TIMEOUT, ACL_ERROR_RT_PARAM_INVALID,
+    ACL_ERROR_RT_WAIT_TIMEOUT, ACL_SUCCESS,
 };
 
 use super::{Basis, RuleInfo, WHY_DRIVER, WHY_RT_PARAM};
@@ -41,6 +41,13 @@ pub const EVENT_CREATE_EX_FLAGS: &str = "ascend.event.create-ex-flags-valid";
 pub const EVENT_CREATE_FLAGS: &str = "ascend.event.create-flags-valid";
 /// A record pending when its IPC event is exported completes for the event's openers.
 pub const EVENT_EXPORT_PENDING_RECORD: &str = "ascend.event.export-keeps-pending-record";
+/// aclrtSynchronizeEventWithTimeout gives up at its timeout (ms) with 507047.
+pub const EVENT_SYNC_TIMEOUT: &str = "ascend.event.sync-with-timeout";
+/// aclrtSynchronizeEventWithTimeout's timeout is -1 or positive.
+pub const EVENT_SYNC_TIMEOUT_VALID: &str = "ascend.event.sync-timeout-valid";
+/// An event recorded after stream work that failed reports the failure when synchronised
+/// or queried.
+pub const EVENT_SYNC_REPORTS_STREAM_FAILURE: &str = "ascend.event.sync-reports-stream-failure";
 
 // ---- streams --------------------------------------------------------------------
 
@@ -225,6 +232,60 @@ pub(super) const RULES: &[RuleInfo] = &[
         source: "RT-DOC 07 aclrtIpcGetEventHandle (one event shared by the processes that open \
                  it); torch_npu NPUIPCTypes.cpp (records the ACL_EVENT_IPC event on the current \
                  stream, then sends its handle: field-notes-2026-11-28 section 0)",
+        since: None,
+    },
+    RuleInfo {
+        id: EVENT_SYNC_TIMEOUT,
+        code: ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
+        basis: Basis::Documented,
+        breakable: true,
+        summary: "aclrtSynchronizeEventWithTimeout blocks until the event's latest record \
+                  completed, at most timeout milliseconds (-1: forever, as \
+                  aclrtSynchronizeEvent); at the timeout it fails with \
+                  ACL_ERROR_RT_EVENT_SYNC_TIMEOUT (507047)",
+        when_broken: None,
+        source: "RT-DOC aclrtSynchronizeEventWithTimeout (hicann/runtime \
+                 docs/api_docs/aclrtSynchronizeEventWithTimeout.md: -1 forever, > 0 ms); \
+                 hicann/runtime src/acl/aclrt_impl/event.cpp \
+                 aclrtSynchronizeEventWithTimeoutImpl (passes ACL_ERROR_RT_EVENT_SYNC_TIMEOUT \
+                 through) and src/runtime event.cc Event::Synchronize (RT_ERROR_EVENT_SYNC_TIMEOUT \
+                 once the time spent reaches timeout)",
+        since: None,
+    },
+    RuleInfo {
+        id: EVENT_SYNC_TIMEOUT_VALID,
+        code: ACL_ERROR_RT_PARAM_INVALID,
+        basis: Basis::Documented,
+        breakable: true,
+        summary: "aclrtSynchronizeEventWithTimeout refuses timeout 0 and timeouts below -1 with \
+                  ACL_ERROR_RT_PARAM_INVALID",
+        when_broken: None,
+        source: "hicann/runtime src/acl/aclrt_impl/event.cpp \
+                 aclrtSynchronizeEventWithTimeoutImpl (timeout >= -1, else \
+                 ACL_ERROR_RT_PARAM_INVALID) and src/runtime/core/src/api_impl/api_error.cc \
+                 ApiErrorDecorator::EventSynchronize ((timeout < -1) || (timeout == 0) -> \
+                 RT_ERROR_INVALID_VALUE)",
+        since: None,
+    },
+    RuleInfo {
+        id: EVENT_SYNC_REPORTS_STREAM_FAILURE,
+        code: ACL_SUCCESS,
+        basis: Basis::Behaviour,
+        breakable: true,
+        summary: "an event recorded on a stream after work that failed (a notify wait that \
+                  expired, a copy whose memory went away) reports that failure's code from \
+                  aclrtSynchronizeEvent, aclrtSynchronizeEventWithTimeout and \
+                  aclrtQueryEventStatus once the record completed, without collecting it: the \
+                  stream's next aclrtSynchronizeStream still reports it (the emulator keeps \
+                  the failure per stream until a synchronisation of the stream collects it; \
+                  the runtime keeps it per context)",
+        when_broken: None,
+        source: "hicann/runtime src/runtime/core/src/api_impl/api_impl.cc \
+                 ApiImpl::EventSynchronize and ApiImpl::EventQueryStatus (both return \
+                 Context::CheckStatus() first: the context's failureError_ in \
+                 STOP_ON_FAILURE mode, src/runtime/core/src/context/context.cc); CANN \
+                 programming guide 'Obtaining Runtime Error Codes' (an asynchronous task \
+                 error is returned by a later synchronising call)",
         since: None,
     },
     RuleInfo {

@@ -899,6 +899,11 @@ impl Shell {
                 self.status(code, vec![])
             }
             "event-sync" => self.status(opt!(api, aclrtSynchronizeEvent(vptr(n(0)?))), vec![]),
+            "event-sync-timeout" => {
+                let timeout = i32::try_from(n(1)?).map_err(|e| (-1, e.to_string()))?;
+                let code = opt!(api, aclrtSynchronizeEventWithTimeout(vptr(n(0)?), timeout));
+                self.status(code, vec![])
+            }
             "event-query" => {
                 let mut status = -1;
                 let code = opt!(api, aclrtQueryEventStatus(vptr(n(0)?), &mut status));
