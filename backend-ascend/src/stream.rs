@@ -1,6 +1,7 @@
 //! The data plane on ACL: devipc's streams, local events and stream-ordered copies
 //! (`aclrtCreateStream`, `aclrtCreateEventExWithFlag(ACL_EVENT_SYNC)`,
-//! `aclrtMemcpyAsync`).
+//! `aclrtMemcpyBatchAsync` for batches of host copies where the runtime has it,
+//! `aclrtMemcpyAsync` otherwise: the vendor batch takes no device-to-device copy).
 //!
 //! Streams and events are kept in the backend's tables until their release, so a stale
 //! or foreign handle is `UnknownHandle`, and a release waits for the calls using the
@@ -23,10 +24,7 @@
 use std::time::Duration;
 
 use devipc_ascend_sys::consts::ACL_EVENT_SYNC;
-use devipc_ascend_sys::types::{
-    ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST,
-    ACL_MEMCPY_HOST_TO_DEVICE, aclrtMemcpyKind,
-};
+use devipc_ascend_sys::types::ACL_EVENT_RECORDED_STATUS_COMPLETE;
 use devipc_core::backoff::wait_by_query;
 use devipc_core::{
     BackendKind, CopyDesc, CopyKind, DeviceId, Error, EventHandle, RawStream, Result, StreamHandle,
@@ -34,7 +32,7 @@ use devipc_core::{
 
 use crate::backend::AscendBackend;
 use crate::device::{CopyRoute, DeviceScope};
-use crate::result;
+use crate::result::{self, BatchCopy, Direction};
 
 /// A stream devipc created.
 #[derive(Debug, Clone)]
@@ -69,12 +67,12 @@ impl EventRecord {
     }
 }
 
-/// The `aclrtMemcpyKind` of a copy: always explicit.
-fn memcpy_kind(kind: CopyKind) -> aclrtMemcpyKind {
+/// The direction of a copy, which gives its explicit `aclrtMemcpyKind`.
+fn direction(kind: CopyKind) -> Direction {
     match kind {
-        CopyKind::DeviceToDevice => ACL_MEMCPY_DEVICE_TO_DEVICE,
-        CopyKind::HostToDevice => ACL_MEMCPY_HOST_TO_DEVICE,
-        CopyKind::DeviceToHost => ACL_MEMCPY_DEVICE_TO_HOST,
+        CopyKind::DeviceToDevice => Direction::DeviceToDevice,
+        CopyKind::HostToDevice => Direction::HostToDevice,
+        CopyKind::DeviceToHost => Direction::DeviceToHost,
     }
 }
 
@@ -229,10 +227,8 @@ impl AscendBackend {
     ) -> Result<()> {
         let count = copies.len();
         let failed = |index, e| Error::copy_failed(index, count, e);
-        let _scope = self
-            .check_device(device)
-            .and_then(|d| DeviceScope::bind(&self.api, d))
-            .map_err(|e| failed(0, e))?;
+        let dev = self.check_device(device).map_err(|e| failed(0, e))?;
+        let _scope = DeviceScope::bind(&self.api, dev).map_err(|e| failed(0, e))?;
         // Every descriptor first: a refused one leaves nothing enqueued.
         for (index, copy) in copies.iter().enumerate() {
             if copy.len > 0 {
@@ -240,26 +236,20 @@ impl AscendBackend {
                     .map_err(|e| failed(index, e))?;
             }
         }
-        for (index, copy) in copies.iter().enumerate() {
-            if copy.len == 0 {
-                continue;
-            }
-            // SAFETY: the caller's contract for every descriptor and the stream; the
-            // destination's capacity is the copy's length (the caller's span).
-            unsafe {
-                result::memcpy_async(
-                    &self.api,
-                    copy.dst as u64,
-                    copy.len,
-                    copy.src as u64,
-                    copy.len,
-                    memcpy_kind(copy.kind),
-                    stream.as_raw(),
-                )
-            }
-            .map_err(|e| failed(index, e))?;
-        }
-        Ok(())
+        let batch: Vec<BatchCopy> = copies
+            .iter()
+            .map(|c| BatchCopy {
+                dst: c.dst as u64,
+                // The destination's capacity is the copy's length (the caller's span).
+                dst_max: c.len,
+                src: c.src as u64,
+                len: c.len,
+                direction: direction(c.kind),
+            })
+            .collect();
+        // SAFETY: the caller's contract for every descriptor and the stream.
+        unsafe { result::memcpy_batch_async(&self.api, &batch, dev, stream.as_raw()) }
+            .map_err(|(index, e)| failed(index, e))
     }
 }
 

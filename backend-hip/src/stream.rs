@@ -1,6 +1,6 @@
 //! The data plane on HIP: devipc's streams, local events and stream-ordered copies
 //! (`hipStreamCreate`, `hipEventCreateWithFlags(hipEventDisableTiming)`,
-//! `hipMemcpyAsync`).
+//! `hipMemcpyBatchAsync` or `hipMemcpyAsync`).
 //!
 //! Streams and events are kept in the backend's tables until their release, so a stale
 //! or foreign handle is `UnknownHandle`, and a release waits for the calls using the
@@ -20,7 +20,7 @@ use devipc_hip_sys::{hipEvent_t, hipStream_t};
 
 use crate::backend::HipBackend;
 use crate::device::DeviceScope;
-use crate::result;
+use crate::result::{self, BatchCopy};
 
 /// A stream devipc created.
 #[derive(Debug, Clone)]
@@ -151,8 +151,8 @@ impl HipBackend {
         }
     }
 
-    /// `copy_async`: one `hipMemcpyAsync` per descriptor, in order, on `stream` of
-    /// `device`.
+    /// `copy_async`: one `hipMemcpyBatchAsync` where the runtime has it (HIP 7.1), else
+    /// one `hipMemcpyAsync` per descriptor, in order, on `stream` of `device`.
     ///
     /// # Safety
     /// As [`DeviceIpc::copy_async`](devipc_core::DeviceIpc::copy_async).
@@ -165,24 +165,17 @@ impl HipBackend {
         let count = copies.len();
         let _scope = DeviceScope::bind(&self.api, self.check_device(device)?)
             .map_err(|e| Error::copy_failed(0, count, e))?;
-        for (index, copy) in copies.iter().enumerate() {
-            if copy.len == 0 {
-                continue;
-            }
-            // SAFETY: the caller's contract for every descriptor and the stream.
-            unsafe {
-                result::memcpy_async(
-                    &self.api,
-                    copy.dst,
-                    copy.src,
-                    copy.len,
-                    copy.kind,
-                    stream.as_ptr(),
-                )
-            }
-            .map_err(|e| Error::copy_failed(index, count, e))?;
-        }
-        Ok(())
+        let batch: Vec<BatchCopy> = copies
+            .iter()
+            .map(|c| BatchCopy {
+                dst: c.dst as u64,
+                src: c.src as u64,
+                len: c.len,
+            })
+            .collect();
+        // SAFETY: the caller's contract for every descriptor and the stream.
+        unsafe { result::memcpy_batch_async(&self.api, &batch, stream.as_ptr()) }
+            .map_err(|(index, e)| Error::copy_failed(index, count, e))
     }
 }
 

@@ -2,8 +2,8 @@
 //! and the batch is all host-to-device / device-to-host (the only directions it supports),
 //! a loop of `aclrtMemcpyAsync` otherwise (device-to-device copies, which memory imported
 //! by key from another device allows as the only copy, api-facts C.4). Part of the
-//! `result` layer (see [`result`](crate::result) for the checked call); not wired into
-//! the backend yet.
+//! `result` layer (see [`result`](crate::result) for the checked call); the backend's
+//! `copy_async` (`stream.rs`) calls it.
 //!
 //! Both paths have the same outcome: the copies are enqueued on the stream in order, and a
 //! failure names the first copy that was not enqueued (the runtime enqueues descriptor by
@@ -11,10 +11,6 @@
 //! the batch refuses them (`ascend.batch.descriptor-valid`); the index still counts them.
 //! The vendor batch gets one `aclrtMemcpyBatchAttr` per run of copies of the same direction,
 //! naming the host and the device the copies' device memory is on.
-#![cfg_attr(
-    not(test),
-    allow(dead_code, reason = "the data plane (issue 25) is not wired to it yet")
-)]
 
 use devipc_ascend_sys::AclApi;
 use devipc_ascend_sys::codes::ACL_SUCCESS;

@@ -1,7 +1,7 @@
 //! Batched asynchronous copies (issue 25): `hipMemcpyBatchAsync` where the runtime has it
 //! (HIP 7.1), a loop of `hipMemcpyAsync` otherwise. Part of the `result` layer (see
-//! [`result`](crate::result) for the checked call and its conventions); not wired into the
-//! backend yet.
+//! [`result`](crate::result) for the checked call and its conventions); the backend's
+//! `copy_async` (`stream.rs`) calls it.
 //!
 //! Both paths have the same outcome: the copies are enqueued on the stream in order, and a
 //! failure names the first copy that was not enqueued (the ones before it were: CLR's
@@ -9,10 +9,6 @@
 //! bytes are left out, since the batch refuses them (`hip.batch.zero-size-rejected`) while
 //! `hipMemcpyAsync` treats them as no-ops; the index still counts them. Every copy is
 //! `hipMemcpyDefault`: the runtime infers each direction.
-#![cfg_attr(
-    not(test),
-    allow(dead_code, reason = "the data plane (issue 25) is not wired to it yet")
-)]
 
 use devipc_core::Error;
 use devipc_hip_sys::{HipApi, hipMemcpyDefault, hipStream_t, hipSuccess};

@@ -1,11 +1,9 @@
-//! The checked calls of the data plane: streams, local events and asynchronous copies.
+//! The checked calls of the data plane: streams and local events (the copies are
+//! `result/batch.rs`'s).
 
-use std::ffi::c_void;
-
-use devipc_core::{CopyKind, Result};
+use devipc_core::Result;
 use devipc_hip_sys::{
-    HipApi, hipErrorNotReady, hipEvent_t, hipEventDisableTiming, hipMemcpyDeviceToDevice,
-    hipMemcpyDeviceToHost, hipMemcpyHostToDevice, hipMemcpyKind, hipStream_t, hipSuccess,
+    HipApi, hipErrorNotReady, hipEvent_t, hipEventDisableTiming, hipStream_t, hipSuccess,
 };
 
 use super::check;
@@ -67,43 +65,4 @@ pub(crate) unsafe fn event_query(api: &HipApi, event: hipEvent_t) -> Result<bool
 pub(crate) unsafe fn event_synchronize(api: &HipApi, event: hipEvent_t) -> Result<()> {
     // SAFETY: the caller guarantees the event.
     unsafe { hip!(api, hipEventSynchronize(event)) }
-}
-
-/// The `hipMemcpyKind` of a copy.
-fn memcpy_kind(kind: CopyKind) -> hipMemcpyKind {
-    match kind {
-        CopyKind::DeviceToDevice => hipMemcpyDeviceToDevice,
-        CopyKind::HostToDevice => hipMemcpyHostToDevice,
-        CopyKind::DeviceToHost => hipMemcpyDeviceToHost,
-    }
-}
-
-/// `hipMemcpyAsync` of `len` bytes from `src` to `dst` on `stream`, with the explicit
-/// kind (never `hipMemcpyDefault`, which would make the runtime guess).
-///
-/// # Safety
-/// The device side(s) of `kind` are memory of this process that stays allocated or mapped
-/// until the copy completed, the host side(s) live host memory that stays so as well;
-/// `stream` is null or a live stream of the current device that outlives the copy.
-pub(crate) unsafe fn memcpy_async(
-    api: &HipApi,
-    dst: usize,
-    src: usize,
-    len: usize,
-    kind: CopyKind,
-    stream: hipStream_t,
-) -> Result<()> {
-    // SAFETY: the caller guarantees both sides and the stream for the copy's lifetime.
-    unsafe {
-        hip!(
-            api,
-            hipMemcpyAsync(
-                dst as *mut c_void,
-                src as *const c_void,
-                len,
-                memcpy_kind(kind),
-                stream
-            )
-        )
-    }
 }
