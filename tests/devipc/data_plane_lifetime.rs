@@ -34,6 +34,7 @@ fn child_role() {
             "copier" => copier(&rt, parent),
             "key-exporter" => key_exporter(&rt, parent),
             "cross-device" => cross_device(&rt, parent),
+            "batcher" => batcher(&rt, parent),
             other => Err(format!("unknown role {other}")),
         }
         .map_err(|e| format!("{role}: {e}"))
@@ -110,6 +111,38 @@ fn cross_device(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     let mut got = vec![0u8; LEN];
     local1.read(0, &mut got).map_err(text)?;
     parent.say("bytes", if got == pattern() { "ok" } else { "wrong" });
+    parent.hear_exactly("exit")
+}
+
+/// A batch of 64 copies (with a zero-length one) through the facade, on whatever HIP
+/// version the emulator answers as (`hipMemcpyBatchAsync` exists from 7.1).
+fn batcher(rt: &Runtime, parent: &Parent) -> Result<(), String> {
+    let src = rt.allocate(0, LEN).map_err(text)?;
+    let dst = rt.allocate(1, LEN).map_err(text)?;
+    src.write(0, &pattern()).map_err(text)?;
+    let stream = rt.create_stream(1).map_err(text)?;
+    let part = LEN / 64;
+    let mut pairs = Vec::new();
+    for i in 0..64 {
+        let at = i * part;
+        pairs.push((
+            dst.span(LEN - at - part..LEN - at).map_err(text)?,
+            src.span(at..at + part).map_err(text)?,
+        ));
+    }
+    pairs.push((dst.span(0..0).map_err(text)?, src.span(0..0).map_err(text)?));
+    let mut request = stream.copy_batch(&pairs).map_err(text)?;
+    request.wait(Some(Duration::from_secs(20))).map_err(text)?;
+    let mut got = vec![0u8; LEN];
+    dst.read(0, &mut got).map_err(text)?;
+    let want = pattern();
+    let exact = (0..64).all(|i| {
+        let at = i * part;
+        got[LEN - at - part..LEN - at] == want[at..at + part]
+    });
+    let version = rt.info().runtime_version.map(|v| v.to_string());
+    parent.say("version", version.as_deref().unwrap_or("unknown"));
+    parent.say("bytes", if exact { "ok" } else { "wrong" });
     parent.hear_exactly("exit")
 }
 
@@ -350,4 +383,18 @@ fn ascend_cross_device_key_imports_take_only_device_to_device_copies_on_their_de
     assert_eq!(copier.expect("d2d"), "ok");
     assert_eq!(copier.expect("bytes"), "ok");
     finish(&root, vec![copier, exporter]);
+}
+
+#[test]
+fn a_batch_is_byte_exact_with_and_without_the_vendors_batch_call() {
+    for version in ["6.2", "7.1"] {
+        let root = TestRoot::new(&format!("data-plane-batch-{version}"));
+        let mut batcher = Child::build(&child_entry(), "batcher", &root)
+            .env(KIND_ENV, BackendKind::Hip.name())
+            .env("DEVIPC_EMU_HIP_VERSION", version)
+            .spawn();
+        assert!(batcher.expect("version").starts_with(version), "{version}");
+        assert_eq!(batcher.expect("bytes"), "ok", "HIP {version}");
+        finish(&root, vec![batcher]);
+    }
 }
