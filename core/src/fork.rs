@@ -19,11 +19,61 @@
 //! Python's `multiprocessing` used `fork` by default on Linux before 3.14; the `spawn`
 //! and `forkserver` start methods never inherit a runtime.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Once};
 
 use arc_swap::ArcSwapOption;
 
 use crate::error::{Error, Result};
+
+/// The pid [`current_pid`] answers: 0 until its first call.
+static PID: AtomicU32 = AtomicU32::new(0);
+
+/// The calling process's pid, without a system call after the first: every fork check
+/// (each [`Birth::check`], each [`PerProcess::lock`]) reads it, several times per vendor
+/// call, where a `getpid` costs a few hundred nanoseconds on a VM.
+///
+/// The value is cached, and a `pthread_atfork` child handler, registered before the cache
+/// is first filled, refreshes it in every child made by `fork(2)` (the libc call, which
+/// runs the handlers: Rust's `libc::fork`, Python's `os.fork` and `multiprocessing`'s fork
+/// start method). A child made by a raw `clone` system call without the handlers that then
+/// runs Rust code would see its parent's pid: no supported path does that.
+pub fn current_pid() -> u32 {
+    let pid = PID.load(Ordering::Relaxed);
+    if pid != 0 {
+        return pid;
+    }
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        #[allow(
+            unsafe_code,
+            reason = "the one FFI call of this crate: see the module docs"
+        )]
+        // SAFETY: `pthread_atfork` with only a child handler; the handler is an
+        // `extern "C"` fn that stores one atomic (async-signal-safe, as a handler run in
+        // the child of a multi-threaded process must be) and is never unregistered.
+        let failed = unsafe { libc::pthread_atfork(None, None, Some(refresh_after_fork)) };
+        if failed != 0 {
+            // Without the handler a cached pid could be stale in a child: never cache.
+            PID.store(u32::MAX, Ordering::Relaxed);
+        }
+    });
+    let pid = std::process::id();
+    if PID.load(Ordering::Relaxed) == u32::MAX {
+        return pid;
+    }
+    // A fork between the registration and this store runs the handler in the child,
+    // whose copy of this thread does not exist; the parent stores its own pid.
+    let _ = PID.compare_exchange(0, pid, Ordering::Relaxed, Ordering::Relaxed);
+    PID.load(Ordering::Relaxed)
+}
+
+/// The `pthread_atfork` child handler: the child's own pid.
+extern "C" fn refresh_after_fork() {
+    if PID.load(Ordering::Relaxed) != u32::MAX {
+        PID.store(std::process::id(), Ordering::Relaxed);
+    }
+}
 
 /// The process an object was made in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,9 +84,7 @@ pub struct Birth {
 impl Birth {
     /// The calling process.
     pub fn here() -> Birth {
-        Birth {
-            pid: std::process::id(),
-        }
+        Birth { pid: current_pid() }
     }
 
     /// The pid of the process that made the object.
@@ -47,13 +95,13 @@ impl Birth {
     /// Whether the calling process is not the one that made the object: a child forked
     /// after it was made (one `getpid`).
     pub fn is_inherited(&self) -> bool {
-        std::process::id() != self.pid
+        current_pid() != self.pid
     }
 
     /// Refuses the use of `what` (e.g. `"this Runtime"`) in a process that inherited it
     /// across `fork`.
     pub fn check(&self, what: &'static str) -> Result<()> {
-        let current = std::process::id();
+        let current = current_pid();
         if current == self.pid {
             Ok(())
         } else {
@@ -141,7 +189,7 @@ impl<T: 'static> PerProcess<T> {
     /// The calling process's state, locked (made at the process's first use). Poisoning
     /// is ignored: every user keeps the state consistent between its own statements.
     pub fn lock(&self) -> PerProcessGuard<'static, T> {
-        let me = std::process::id();
+        let me = current_pid();
         loop {
             let seen = self.current.load();
             let inherited = match seen.as_deref() {
@@ -170,7 +218,7 @@ impl<T: 'static> PerProcess<T> {
     pub fn try_lock(&self) -> Option<PerProcessGuard<'static, T>> {
         let seen = self.current.load();
         let instance: &'static Instance<T> = seen.as_deref().copied()?;
-        if instance.pid != std::process::id() {
+        if instance.pid != current_pid() {
             return None;
         }
         match instance.value.try_lock() {

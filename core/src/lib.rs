@@ -4,9 +4,10 @@
 //! (`devipc-ascend`, `devipc-hip`) below. It holds the object-safe [`DeviceIpc`] trait, the
 //! plain-data ids and handles that cross it, the versioned token wire format that crosses
 //! the process boundary, the [`Error`] type and the [`Capabilities`] a backend reports.
-//! It contains no FFI and no `unsafe` blocks: the only `unsafe` items are contracts
-//! (`DeviceIpc::read`/`write`, the [`RawStream`] constructors) whose callers vouch for a
-//! raw device pointer or stream.
+//! Its only FFI is one `pthread_atfork` registration ([`fork::current_pid`], the pid
+//! cache every fork check reads); otherwise the only `unsafe` items are contracts
+//! (`DeviceIpc::read`/`write`/`copy_async`, the [`RawStream`] constructors) whose callers
+//! vouch for raw device pointers or a stream.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 

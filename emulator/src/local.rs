@@ -39,9 +39,10 @@ use std::ffi::{CString, c_char};
 
 use crate::error::EmuError;
 
-/// This process's pid (a system call: it changes with `fork`).
+/// This process's pid: devipc-core's cache, refreshed in a `fork`ed child
+/// ([`devipc_core::fork::current_pid`]), so no system call per use.
 pub fn pid() -> u32 {
-    std::process::id()
+    devipc_core::fork::current_pid()
 }
 
 /// Process-local state that a `fork`ed child does not inherit (see the [module
