@@ -54,6 +54,9 @@ fn _devipc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::_dlpack_handshake, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_framework_malloc, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_framework_free, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_hold_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_release_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_wait_for_drained, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -233,14 +233,10 @@ def _copier(kind, inbox, outbox):
     imported = rt.import_buffer(token)
     local = rt.allocate(n)
     stream = rt.create_stream()
-    for _ in range(6):
-        # On a loaded machine a gate can end before the copy is enqueued: try again.
-        gate = Gate(rt, stream)
-        copy = stream.copy(local, imported.span(0, n))
-        read = stream.read(imported.span(0, 4096))
-        if not copy.is_complete():
-            break
-        gate.close()
+    # The gate holds the stream: the copies stay queued until it closes.
+    gate = Gate(rt, stream)
+    copy = stream.copy(local, imported.span(0, n))
+    read = stream.read(imported.span(0, 4096))
     # This process closes its import with the copies in flight (the close does not wait
     # for them; they keep the mapping until they ran), then the exporter drops its buffer.
     started = time.perf_counter()

@@ -250,16 +250,27 @@ def test_a_signal_orders_streams(kind):
     first, second = rt.create_stream(), rt.create_stream()
     signal = rt.create_signal()
 
-    # The host wait may last until the notifier's stream reached the notify (Ascend's
-    # notify record runs in stream order; HIP before 7.0 blocks the host in the stream
-    # wait), so the second stream's copy is not observed in flight: its bytes are the
-    # check.
+    # The host wait lasts until the notifier's stream reached the notify (Ascend's notify
+    # record runs in stream order; HIP before 7.0 blocks the host in the stream wait), so
+    # it runs on a thread while the notifier's stream is held, and must not return
+    # before the gate opens.
     a.write(pattern(n, 11))
-    with Gate(rt, first):
-        ab = first.copy(b, a)
-        signal.notify(stream=first)
+    gate = Gate(rt, first)
+    ab = first.copy(b, a)
+    signal.notify(stream=first)
+    waited = threading.Event()
+
+    def waiter():
         signal.wait(timeout=30, stream=second)
-        bc = second.copy(c, b)
+        waited.set()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    assert not waited.wait(0.2), "the wait returned before the notifier's stream ran"
+    gate.close()
+    thread.join(60)
+    assert waited.is_set()
+    bc = second.copy(c, b)
     bc.wait(timeout=60)
     ab.wait(timeout=60)
     assert c.read() == pattern(n, 11), "the waiting stream ran after the notifier's copy"
@@ -315,15 +326,21 @@ def test_dlpack_orders_pending_copies_before_the_host_consumer(kind):
     def attempt() -> bool:
         seed = random.randrange(256)
         staged.write(pattern(n, seed))
-        with Gate(rt, stream):
-            copy = stream.copy(buf, staged)
-            held = not copy.is_complete()
-            # numpy passes no stream: the producer waits for its copies before exporting.
-            seen = np.from_dlpack(buf)
-            assert copy.is_complete()
-            assert bytes(seen) == pattern(n, seed)
-            del seen
-        return held
+        gate = Gate(rt, stream)
+        copy = stream.copy(buf, staged)
+        held = not copy.is_complete()
+        # numpy passes no stream: the producer waits for its copies before exporting,
+        # so the export waits for the gate.
+        seen: list[bytes] = []
+        exporter = threading.Thread(target=lambda: seen.append(bytes(np.from_dlpack(buf))))
+        exporter.start()
+        exporter.join(0.2)
+        waited = exporter.is_alive()
+        gate.close()
+        exporter.join(60)
+        assert copy.is_complete()
+        assert seen == [pattern(n, seed)]
+        return held and waited
 
     until_in_flight(attempt)
     buf.close()

@@ -29,13 +29,14 @@ def test_an_importers_copies_survive_the_exporters_drop_and_its_own_close(kind, 
         _, in_flight_at_close, closed_in = got
         assert in_flight_at_close, "the gate held the copies in flight through the close"
         assert closed_in < 0.05, f"closing the import waited {closed_in:.3f}s for the copies"
-        # The exporter drops its buffer while the peer's copies from it may still run (the
-        # child reports whether they did): close() returns, and the memory stays until
-        # the importer's copies and mapping are gone.
+        # The exporter drops its buffer while the peer's copies from it are still queued:
+        # close() returns, and the memory stays until the importer's copies and mapping
+        # are gone.
         buf.close()
         inbox.put("dropped")
         done = outbox.get(timeout=120)
         assert done[0] == "done", done
+        assert done[1], "the copies were still queued when the exporter dropped its buffer"
         assert done[3], "the copies through the closed import delivered the exporter's bytes"
         child.join(60)
         assert child.exitcode == 0
