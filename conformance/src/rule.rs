@@ -304,7 +304,7 @@ mod tests {
                 r.id
             );
         }
-        assert_eq!(on(Target::EmulatedHipVmm), 11);
+        assert_eq!(on(Target::EmulatedHipVmm), 12);
         assert!(on(Target::EmulatedHip) > on(Target::EmulatedHipVmm) + 40);
     }
 }
