@@ -44,20 +44,21 @@
 //! notes their absence in the older one.
 //!
 //! One optional function is not newer: `aclrtMemcpyAsync` is in every header, but devipc
-//! calls it on one path only (`read`/`write` of memory imported by IPC key onto another
-//! device than the exporter's, where the vendor allows no other copy), so a table
-//! without it (a partial shim, an older emulator) still loads and only that path fails
-//! with `Error::Unsupported`.
+//! calls it only on the paths that need it (the stream-ordered copies of the data plane,
+//! and `read`/`write` of memory imported by IPC key onto another device than the
+//! exporter's, where the vendor allows no other copy), so a table without it (a partial
+//! shim, an older emulator) still loads and only those paths fail with
+//! `Error::Unsupported`.
 //!
 //! # Not called by devipc yet
 //!
-//! Eight entries are called by no devipc code, only by the emulator's own tests (each is
+//! Seven entries are called by no devipc code, only by the emulator's own tests (each is
 //! marked with a `// not called by devipc` comment in the list). They stay in the list, so
 //! that the emulator implements them with the vendor's rules, and because devipc's
-//! data-plane work will call some of them:
+//! data-plane work may call some of them:
 //! - `aclrtMemset` (required), `aclrtMallocHost`, `aclrtFreeHost`,
-//!   `aclrtSynchronizeDevice`, `aclrtSynchronizeEvent`: memory and synchronisation calls
-//!   of the data plane;
+//!   `aclrtSynchronizeDevice`: memory and synchronisation calls of the data plane
+//!   (`aclrtSynchronizeEvent` is now the data plane's untimed event wait);
 //! - `aclrtResetDeviceForce`, and `aclrtResetDevice` (required), which devipc avoids on
 //!   purpose: resetting a device releases what the framework made on it (backend-ascend
 //!   `device.rs`);
@@ -295,7 +296,6 @@ macro_rules! for_each_acl_fn {
                 /// Events: makes a stream wait until the event's latest record completed (at
                 /// once if it never was recorded).
                 fn aclrtStreamWaitEvent(stream: aclrtStream, event: aclrtEvent) -> aclError;
-                // not called by devipc yet (see the module docs)
                 /// Events: blocks the host until the event's latest record completed.
                 fn aclrtSynchronizeEvent(event: aclrtEvent) -> aclError;
                 /// Events: as `aclrtSynchronizeEvent`, bounded: `timeout` in milliseconds,

@@ -1,7 +1,6 @@
 //! The one list of the HIP functions devipc uses: [`for_each_hip_fn!`](crate::for_each_hip_fn).
-//! Most are called by devipc; sixteen are not called by devipc yet and are there for
-//! emulator fidelity and the coming data plane (see the macro's "Not called by devipc
-//! yet").
+//! Most are called by devipc; twelve are not called by devipc yet and are there for
+//! emulator fidelity (see the macro's "Not called by devipc yet").
 //!
 //! The list is a callback macro so that every consumer is generated from the same
 //! prototypes:
@@ -71,14 +70,14 @@
 ///
 /// # Not called by devipc yet
 ///
-/// Sixteen entries are called by no devipc crate today, only by the emulator (which
+/// Twelve entries are called by no devipc crate today, only by the emulator (which
 /// implements every entry) and its tests: `hipDeviceSynchronize`, `hipMemset`,
-/// `hipStreamCreate`, `hipStreamDestroy`, `hipStreamSynchronize`, `hipEventCreate`,
-/// `hipEventElapsedTime`, `hipMemcpyAsync`, `hipCtxCreate`, `hipHostMalloc`,
+/// `hipEventCreate`, `hipEventElapsedTime`, `hipCtxCreate`, `hipHostMalloc`,
 /// `hipHostFree` (required) and `hipGetProcAddress`, `hipDeviceGet`,
-/// `hipDeviceGetAttribute`, `hipMemcpyHtoD`, `hipMemcpyDtoH` (optional). They stay for emulator
-/// fidelity and for the data plane (streams, asynchronous copies, events), which will
-/// call several of them. Each one's docs end with "Not called by devipc yet". They are
+/// `hipDeviceGetAttribute`, `hipMemcpyHtoD`, `hipMemcpyDtoH` (optional). They stay for
+/// emulator fidelity (AMD's tests and frameworks call them). The data plane (issue 25)
+/// calls the stream functions and `hipMemcpyAsync` (backend-hip `stream.rs`, the batch
+/// fallback in `result/batch.rs`). Each one's docs end with "Not called by devipc yet". They are
 /// not moved into a group of their own: the order of the list is the order of the
 /// generated table's fields and of `REQUIRED_SYMBOLS` / `OPTIONAL_SYMBOLS`.
 #[macro_export]
@@ -140,15 +139,15 @@ macro_rules! for_each_hip_fn {
                 ) -> hipError_t;
                 /// `hipError_t hipStreamCreate(hipStream_t* stream)`.
                 ///
-                /// Not called by devipc yet (emulator fidelity, the data plane).
+                /// Called by the data plane (backend-hip `stream.rs`).
                 fn hipStreamCreate(stream: *mut hipStream_t) -> hipError_t;
                 /// `hipError_t hipStreamDestroy(hipStream_t stream)`.
                 ///
-                /// Not called by devipc yet (emulator fidelity, the data plane).
+                /// Called by the data plane (backend-hip `stream.rs`).
                 fn hipStreamDestroy(stream: hipStream_t) -> hipError_t;
                 /// `hipError_t hipStreamSynchronize(hipStream_t stream)`.
                 ///
-                /// Not called by devipc yet (emulator fidelity, the data plane).
+                /// Called by the data plane (backend-hip `stream.rs`).
                 fn hipStreamSynchronize(stream: hipStream_t) -> hipError_t;
                 /// `hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t* handle, void* devPtr)`:
                 /// the handle names the whole allocation even for an interior pointer
@@ -228,7 +227,7 @@ macro_rules! for_each_hip_fn {
                 /// hipMemcpyKind kind, hipStream_t stream)`: ordered on `stream`; host
                 /// buffers must stay valid until the stream reaches the copy.
                 ///
-                /// Not called by devipc yet (emulator fidelity, the data plane).
+                /// Called by the data plane (backend-hip `stream.rs`).
                 fn hipMemcpyAsync(
                     dst: *mut c_void,
                     src: *const c_void,
