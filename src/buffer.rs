@@ -171,15 +171,21 @@ impl SharedBuffer {
 
 /// What keeps the memory of an [`ImportedBuffer`] mapped.
 #[derive(Debug, Clone)]
-#[expect(
-    dead_code,
-    reason = "the fields are never read: holding them keeps the memory mapped"
-)]
 pub(crate) enum Source {
     /// A vendor import, shared with other imports of the same handle.
     Mapped(Arc<Mapped>),
     /// This process's own export of a shared buffer (no vendor call), kept alive.
     Local(Arc<Owned>),
+}
+
+impl Source {
+    /// The address of what keeps the memory mapped: equal for two views of one import.
+    pub(crate) fn identity(&self) -> usize {
+        match self {
+            Source::Mapped(m) => Arc::as_ptr(m) as usize,
+            Source::Local(o) => Arc::as_ptr(o) as usize,
+        }
+    }
 }
 
 /// A view of memory another process (or this one) exported. Dropping it closes the

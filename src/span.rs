@@ -22,10 +22,6 @@ use crate::runtime::Runtime;
 
 /// What keeps a span's memory allocated or mapped.
 #[derive(Debug, Clone)]
-#[expect(
-    dead_code,
-    reason = "the fields are never read: holding them keeps the memory alive"
-)]
 pub(crate) enum Keep {
     /// Memory this process allocated.
     Owned(Arc<Owned>),
@@ -33,6 +29,18 @@ pub(crate) enum Keep {
     Imported(Source),
     /// Framework memory: the caller of [`DeviceSpan::external`] keeps it.
     External,
+}
+
+impl Keep {
+    /// The address of the object kept alive (0 for framework memory, which keeps nothing):
+    /// two spans with the same identity keep the same memory.
+    pub(crate) fn identity(&self) -> usize {
+        match self {
+            Keep::Owned(o) => Arc::as_ptr(o) as usize,
+            Keep::Imported(source) => source.identity(),
+            Keep::External => 0,
+        }
+    }
 }
 
 /// A bounds-checked span of device memory for stream-ordered copies
@@ -127,5 +135,10 @@ impl DeviceSpan {
     /// The runtime whose memory it is.
     pub(crate) fn runtime(&self) -> &Runtime {
         &self.rt
+    }
+
+    /// What keeps its memory alive, as an address (see [`Keep::identity`]).
+    pub(crate) fn keep_identity(&self) -> usize {
+        self.keep.identity()
     }
 }

@@ -173,7 +173,7 @@ impl Stream {
     pub fn copy_batch(&self, copies: &[(DeviceSpan, DeviceSpan)]) -> Result<Request> {
         let count = copies.len();
         let mut descs = Vec::with_capacity(count);
-        let mut keep = Vec::with_capacity(2 * count);
+        let mut keep = KeepOnce::default();
         for (index, (dst, src)) in copies.iter().enumerate() {
             self.check_pair(dst, src)
                 .map_err(|e| Error::copy_failed(index, count, e))?;
@@ -183,10 +183,10 @@ impl Stream {
                 len: src.len(),
                 kind: CopyKind::DeviceToDevice,
             });
-            keep.push(dst.clone());
-            keep.push(src.clone());
+            keep.add(dst);
+            keep.add(src);
         }
-        self.submit(&descs, Work::new(self.clone(), keep, None))
+        self.submit(&descs, Work::new(self.clone(), keep.spans, None))
     }
 
     /// Enqueues a host-to-device copy of `data` into `dst` (of `data.len()` bytes). The
@@ -309,6 +309,39 @@ impl Stream {
                 request::drain_later(work);
                 Err(e)
             }
+        }
+    }
+}
+
+/// The spans a request keeps, one per object kept alive: a batch of a thousand pairs out
+/// of two buffers keeps two spans, not two thousand (each clone is two atomic counts).
+#[derive(Default)]
+struct KeepOnce {
+    spans: Vec<DeviceSpan>,
+    /// The identities kept, once there are too many to scan.
+    seen: Option<std::collections::HashSet<usize>>,
+}
+
+impl KeepOnce {
+    /// How many spans are compared by a scan before a set takes over.
+    const SCAN: usize = 16;
+
+    fn add(&mut self, span: &DeviceSpan) {
+        let id = span.keep_identity();
+        if id == 0 {
+            // Framework memory: its caller keeps it; the stream keeps the runtime.
+            return;
+        }
+        let known = match &mut self.seen {
+            Some(seen) => !seen.insert(id),
+            None => self.spans.iter().any(|s| s.keep_identity() == id),
+        };
+        if known {
+            return;
+        }
+        self.spans.push(span.clone());
+        if self.seen.is_none() && self.spans.len() > Self::SCAN {
+            self.seen = Some(self.spans.iter().map(DeviceSpan::keep_identity).collect());
         }
     }
 }

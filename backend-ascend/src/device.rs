@@ -185,6 +185,18 @@ fn no_async_copy() -> Error {
 /// through one may be copied on another's stream); per process across `fork`.
 static RANGES: PerProcess<BTreeMap<u64, DeviceRange>> = PerProcess::new(forget_inherited);
 
+/// The range of `ranges` containing `ptr`, if any.
+pub(crate) fn range_containing(
+    ranges: &BTreeMap<u64, DeviceRange>,
+    ptr: u64,
+) -> Option<DeviceRange> {
+    ranges
+        .range(..=ptr)
+        .next_back()
+        .filter(|(_, r)| ptr < r.end)
+        .map(|(_, r)| *r)
+}
+
 impl AscendBackend {
     /// `read` and `write`: copies between the host side of `transfer` and as many bytes of
     /// device memory at `remote`. The device bound is the one of the devipc allocation or
@@ -239,12 +251,13 @@ impl AscendBackend {
     /// The devipc range containing `ptr`, if any (mapped by any Ascend backend of this
     /// process: a copy on one runtime's stream may name another's import).
     pub(crate) fn range_of(&self, ptr: u64) -> Option<DeviceRange> {
-        RANGES
-            .lock()
-            .range(..=ptr)
-            .next_back()
-            .filter(|(_, r)| ptr < r.end)
-            .map(|(_, r)| *r)
+        range_containing(&RANGES.lock(), ptr)
+    }
+
+    /// Runs `f` over the ranges devipc mapped, under one lock: for checks of many
+    /// addresses (a batch's descriptors), with [`range_containing`].
+    pub(crate) fn with_ranges<R>(&self, f: impl FnOnce(&BTreeMap<u64, DeviceRange>) -> R) -> R {
+        f(&RANGES.lock())
     }
 
     /// Copies between the host and `len` bytes of device memory at `remote`, a

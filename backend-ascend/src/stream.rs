@@ -21,6 +21,7 @@
 //! [`Error::Unsupported`] before anything reaches the runtime, and so is one enqueued on
 //! a stream of another device than the one the memory was imported on.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use devipc_ascend_sys::consts::ACL_EVENT_SYNC;
@@ -31,7 +32,7 @@ use devipc_core::{
 };
 
 use crate::backend::AscendBackend;
-use crate::device::{CopyRoute, DeviceScope};
+use crate::device::{CopyRoute, DeviceRange, DeviceScope, range_containing};
 use crate::result::{self, BatchCopy, Direction};
 
 /// A stream devipc created.
@@ -170,8 +171,13 @@ impl AscendBackend {
         unsafe { result::stream_wait_event(&self.api, stream.as_raw(), record.event) }
     }
 
-    /// Refuses a descriptor the vendor would refuse or mis-copy (see the module docs).
-    fn check_copy(&self, device: DeviceId, copy: &CopyDesc) -> Result<()> {
+    /// Refuses a descriptor the vendor would refuse or mis-copy (see the module docs);
+    /// `ranges` are the ranges devipc mapped ([`AscendBackend::with_ranges`]).
+    fn check_copy(
+        ranges: &BTreeMap<u64, DeviceRange>,
+        device: DeviceId,
+        copy: &CopyDesc,
+    ) -> Result<()> {
         let sides = [
             (copy.kind.device_dst(), copy.dst, "destination"),
             (copy.kind.device_src(), copy.src, "source"),
@@ -180,7 +186,7 @@ impl AscendBackend {
             if !on_device {
                 continue;
             }
-            let Some(range) = self.range_of(addr as u64) else {
+            let Some(range) = range_containing(ranges, addr as u64) else {
                 continue;
             };
             if range.route != CopyRoute::Staged {
@@ -229,13 +235,16 @@ impl AscendBackend {
         let failed = |index, e| Error::copy_failed(index, count, e);
         let dev = self.check_device(device).map_err(|e| failed(0, e))?;
         let _scope = DeviceScope::bind(&self.api, dev).map_err(|e| failed(0, e))?;
-        // Every descriptor first: a refused one leaves nothing enqueued.
-        for (index, copy) in copies.iter().enumerate() {
-            if copy.len > 0 {
-                self.check_copy(device, copy)
-                    .map_err(|e| failed(index, e))?;
+        // Every descriptor first, under one lock of the ranges: a refused one leaves
+        // nothing enqueued.
+        self.with_ranges(|ranges| {
+            for (index, copy) in copies.iter().enumerate() {
+                if copy.len > 0 {
+                    Self::check_copy(ranges, device, copy).map_err(|e| failed(index, e))?;
+                }
             }
-        }
+            Ok(())
+        })?;
         let batch: Vec<BatchCopy> = copies
             .iter()
             .map(|c| BatchCopy {

@@ -245,3 +245,44 @@ fn signals_take_streams_of_their_vendor_runtime_and_device() {
         );
     });
 }
+
+#[test]
+fn a_batch_keeps_every_source_it_names_until_it_ran() {
+    each_backend(|rt| {
+        let kind = rt.info().kind;
+        // More sources than the request's scan of kept objects (it switches to a set).
+        let sources: Vec<_> = (0..40u8)
+            .map(|i| {
+                let b = rt.allocate(0, 4096).unwrap();
+                b.write(0, &[i; 4096]).unwrap();
+                b
+            })
+            .collect();
+        let dst = rt.allocate(0, 40 * 4096).unwrap();
+        let stream = rt.create_stream(0).unwrap();
+        devipc::testing::hold_stream(&stream).unwrap();
+        let pairs: Vec<_> = sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                (
+                    dst.span(i * 4096..(i + 1) * 4096).unwrap(),
+                    s.span(0..4096).unwrap(),
+                )
+            })
+            .collect();
+        let mut batch = stream.copy_batch(&pairs).unwrap();
+        drop(pairs);
+        drop(sources); // every source buffer dropped while the copies are queued
+        devipc::testing::release_stream(&stream).unwrap();
+        batch.wait(Some(Duration::from_secs(20))).unwrap();
+        let mut got = vec![0u8; 40 * 4096];
+        dst.read(0, &mut got).unwrap();
+        for i in 0..40 {
+            assert!(
+                got[i * 4096..(i + 1) * 4096].iter().all(|&b| b == i as u8),
+                "{kind}: source {i}"
+            );
+        }
+    });
+}
