@@ -35,6 +35,7 @@ fn child_role() {
             "key-exporter" => key_exporter(&rt, parent),
             "cross-device" => cross_device(&rt, parent),
             "batcher" => batcher(&rt, parent),
+            "unprotected" => unprotected(&rt, parent),
             other => Err(format!("unknown role {other}")),
         }
         .map_err(|e| format!("{role}: {e}"))
@@ -143,6 +144,31 @@ fn batcher(rt: &Runtime, parent: &Parent) -> Result<(), String> {
     let version = rt.info().runtime_version.map(|v| v.to_string());
     parent.say("version", version.as_deref().unwrap_or("unknown"));
     parent.say("bytes", if exact { "ok" } else { "wrong" });
+    parent.hear_exactly("exit")
+}
+
+/// With the request's hold on its memory switched off (`request-keeps-memory`, the
+/// parent sets it): a source freed while its copy is queued makes the copy fail, and the
+/// request reports it as its own typed error.
+fn unprotected(rt: &Runtime, parent: &Parent) -> Result<(), String> {
+    let src = rt.allocate(0, LEN).map_err(text)?;
+    let dst = rt.allocate(0, LEN).map_err(text)?;
+    src.write(0, &pattern()).map_err(text)?;
+    let stream = rt.create_stream(0).map_err(text)?;
+    hold(&stream, true)?;
+    let mut request = stream
+        .copy(
+            &dst.span(0..LEN).map_err(text)?,
+            &src.span(0..LEN).map_err(text)?,
+        )
+        .map_err(text)?;
+    drop(src);
+    hold(&stream, false)?;
+    let outcome = match request.wait(Some(Duration::from_secs(20))) {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => format!("{} {}", e.kind(), e.vendor_name().unwrap_or("-")),
+    };
+    parent.say("waited", &outcome);
     parent.hear_exactly("exit")
 }
 
@@ -397,4 +423,26 @@ fn a_batch_is_byte_exact_with_and_without_the_vendors_batch_call() {
         assert_eq!(batcher.expect("bytes"), "ok", "HIP {version}");
         finish(&root, vec![batcher]);
     }
+}
+
+/// A copy that fails while it runs is its request's typed error (Ascend: the event's
+/// synchronisation reports the stream's failed work, `ascend.event.sync-reports-stream-failure`).
+/// Provoked by switching the request's hold off and freeing the source under the copy; the
+/// emulator records the violation, which the test clears.
+#[test]
+fn a_copy_that_fails_while_it_runs_is_its_requests_error() {
+    let root = TestRoot::new("data-plane-failed-copy");
+    let mut child = Child::build(&child_entry(), "unprotected", &root)
+        .env(KIND_ENV, BackendKind::Ascend.name())
+        .env(
+            devipc_core::protection::BREAK_ENV,
+            devipc_core::protection::Protection::RequestKeepsMemory.name(),
+        )
+        .spawn();
+    let waited = child.expect("waited");
+    assert!(waited.starts_with("vendor ACL_ERROR"), "{waited}");
+    child.send("exit");
+    child.wait_success();
+    root.clear_violations();
+    root.assert_emulator_clean();
 }
