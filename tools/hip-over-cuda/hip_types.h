@@ -200,7 +200,9 @@ enum {
     hipMemoryTypeArray = 10,
     hipMemoryTypeUnified = 11,
 };
-enum { hipInvalidDeviceId = -1 };
+enum {
+    hipInvalidDeviceId = -1,
+};
 
 enum {
     hipHostMallocDefault = 0x0,
@@ -260,7 +262,9 @@ enum {
     HIP_POINTER_ATTRIBUTE_MAPPED = 13,
 };
 
-enum { hipDeviceAttributeVirtualMemoryManagementSupported = 89 };
+enum {
+    hipDeviceAttributeVirtualMemoryManagementSupported = 89,
+};
 
 enum {
     hipMemcpyHostToHost = 0,
