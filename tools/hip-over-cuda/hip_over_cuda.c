@@ -1064,7 +1064,9 @@ HOC_EXPORT hipError_t hipMemImportFromShareableHandle(hipMemGenericAllocationHan
                                                       void *osHandle,
                                                       hipMemAllocationHandleType shHandleType)
 {
-    HOC_GUARD(handle == NULL || osHandle == NULL);
+    /* Also a guard: an fd passed by value (the 7.1 convention) is a small integer, which
+     * ROCm 6.2 .. 7.0 would dereference; the shim refuses it instead. */
+    HOC_GUARD(handle == NULL || (uintptr_t)osHandle < 4096);
     CUmemAllocationHandleType t;
     HOC_GUARD(!cu_handle_type(shHandleType, &t));
     void *arg = osHandle;
