@@ -86,6 +86,11 @@ def main() -> int:
     manifest = read_json(out / "manifest.json") if (out / "manifest.json").exists() else {}
     shim = (out / "shim-version.txt").read_text().strip() if (out / "shim-version.txt").exists() else None
     failed_steps = [s["step"] for s in steps if s["status"] == "fail"]
+    # A conformance run whose backend did not start checked nothing: a failure here.
+    not_started = [f"{b.get('backend')}: {b.get('start_error') or b.get('library_error')}"
+                   for c in conformance.values() for b in c.get("backends", [])
+                   if not b.get("started")]
+    failed_steps += [f"conformance backend did not start ({n})" for n in not_started]
     conf_failed = sum(c.get("shim_summary", {}).get("failed", 0) for c in conformance.values())
     verdict = "PASS" if not failed_steps and conf_failed == 0 and steps else "FAIL"
     report = {
@@ -96,6 +101,7 @@ def main() -> int:
         "shim": shim,
         "machine": probe,
         "bundle": manifest,
+        "failed": failed_steps,
         "steps": steps,
         "conformance": conformance,
         "platform_differences_list": {k: {"kind": v[0], "reason": v[1]} for k, v in diffs.items()},
@@ -104,6 +110,8 @@ def main() -> int:
 
     lines = [report["title"], "=" * len(report["title"]), "", WORDING, ""]
     lines.append(f"verdict: {verdict}")
+    for f in failed_steps:
+        lines.append(f"  failed: {f}")
     lines.append(f"shim: {shim or '(not built)'}")
     for key in ("gpus", "driver", "cuda", "python", "torch", "kernel", "glibc"):
         if probe.get(key):
