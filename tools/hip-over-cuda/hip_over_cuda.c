@@ -234,6 +234,7 @@ static hipError_t shim_error(hipError_t h)
  * query asks for that header's CUDA_VERSION, so the ABI matches. */
 #define HOC_DRIVER_FNS(X)                                                              \
     X(cuInit)                                                                          \
+    X(cuGetErrorName)                                                                  \
     X(cuDeviceGet)                                                                     \
     X(cuDeviceGetAttribute)                                                            \
     X(cuDeviceGetUuid)                                                                 \
@@ -751,7 +752,13 @@ HOC_EXPORT const char *hipGetErrorString(hipError_t hip_error)
         snprintf(text, sizeof text, "%s [hip-over-cuda: %s, %s]", name, cudaGetErrorName(e),
                  cudaGetErrorString(e));
     } else if (last_failure.hip == hip_error && last_failure.driver == 1) {
-        snprintf(text, sizeof text, "%s [hip-over-cuda: CUresult %d]", name, last_failure.code);
+        int code = last_failure.code;
+        const char *cu_name = NULL;
+        pthread_once(&drv_once, drv_load);
+        if (drv_status != cudaSuccess || drv.cuGetErrorName((CUresult)code, &cu_name) != CUDA_SUCCESS)
+            cu_name = NULL;
+        snprintf(text, sizeof text, "%s [hip-over-cuda: %s (CUresult %d)]", name,
+                 cu_name ? cu_name : "an unknown CUresult", code);
     } else if (last_failure.hip == hip_error && last_failure.driver == -1) {
         snprintf(text, sizeof text, "%s [hip-over-cuda: refused by the shim's HIP checks]", name);
     } else {
