@@ -14,3 +14,5 @@ mod macros;
 #[cfg(not(feature = "link"))]
 mod headers;
 mod real_runtime;
+// The hip-over-cuda shim's coverage of the function list (tools/hip-over-cuda, issue 28).
+mod shim_coverage;
