@@ -12,7 +12,7 @@ use devipc_core::{
 };
 
 use crate::runtime::Runtime;
-use crate::stream::Stream;
+use crate::stream::{Stream, same_vendor_runtime};
 
 /// A signal: `notify` once, and one `wait` (here or in a peer) returns and resets it.
 /// Dropping it destroys this process's handle (once the last same-process import of it
@@ -154,9 +154,7 @@ impl Signal {
     /// A stream this signal's calls may use: of the same vendor runtime and device.
     fn check_stream(&self, stream: &Stream) -> Result<()> {
         let (mine, theirs) = (self.rt(), stream.runtime());
-        if !std::sync::Arc::ptr_eq(&mine.inner, &theirs.inner)
-            && mine.backend().cache_domain() != theirs.backend().cache_domain()
-        {
+        if !same_vendor_runtime(mine, theirs) {
             return Err(Error::invalid_argument(format!(
                 "a stream of {} used with a signal of {}: both must be of the same vendor \
                  runtime",

@@ -263,9 +263,7 @@ impl Stream {
     fn check_span(&self, span: &DeviceSpan) -> Result<()> {
         let mine = &self.inner.rt;
         let theirs = span.runtime();
-        if Arc::ptr_eq(&mine.inner, &theirs.inner)
-            || mine.backend().cache_domain() == theirs.backend().cache_domain()
-        {
+        if same_vendor_runtime(mine, theirs) {
             Ok(())
         } else {
             Err(Error::invalid_argument(format!(
@@ -344,6 +342,12 @@ impl KeepOnce {
             self.seen = Some(self.spans.iter().map(DeviceSpan::keep_identity).collect());
         }
     }
+}
+
+/// Whether `a` and `b` drive the same vendor runtime of this process (the same `Runtime`,
+/// or two of one library), whose streams, events and memory they can share.
+pub(crate) fn same_vendor_runtime(a: &Runtime, b: &Runtime) -> bool {
+    Arc::ptr_eq(&a.inner, &b.inner) || a.backend().cache_domain() == b.backend().cache_domain()
 }
 
 fn same_len(dst: usize, src: usize) -> Result<()> {

@@ -4,7 +4,7 @@
 use devipc::raw::Mechanism;
 use devipc::{BackendKind, DeviceId, ExportOptions};
 
-use super::{CHECK, SIZE};
+use super::{CHECK, SIZE, peer_export};
 use crate::catalogue::{Import, Step, ensure, pattern, portable, same_bytes};
 use crate::counting;
 use crate::ctx::Ctx;
@@ -287,14 +287,7 @@ fn sub_range(ctx: &mut Ctx) -> Verdict {
 
 fn free_waits_for_importers(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.runtime()?;
-    let mut peer = ctx.facade_peer("exporter", false)?;
-    let id = peer.alloc(0, SIZE).step("peer allocate")?;
-    peer.write(id, 0, &pattern(3, CHECK)).step("peer write")?;
-    let token = peer
-        .export(id, 0, SIZE, ExportOptions::default())
-        .step("peer export")?;
-    ctx.shares(&token)?;
-    peer.grant(&token, rt.process_id()).step("peer grant")?;
+    let (mut peer, id, token) = peer_export(ctx, &rt, 3, CHECK)?;
     let view = rt.import(&token, DeviceId(0)).imported("import")?;
     peer.drop_obj(id)
         .step("peer frees its buffer while imported")?;
@@ -315,14 +308,7 @@ fn free_waits_for_importers(ctx: &mut Ctx) -> Verdict {
 
 fn cross_device(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.runtime()?;
-    let mut peer = ctx.facade_peer("exporter", false)?;
-    let id = peer.alloc(0, SIZE).step("peer allocate on device 0")?;
-    peer.write(id, 0, &pattern(1, CHECK)).step("peer write")?;
-    let token = peer
-        .export(id, 0, SIZE, ExportOptions::default())
-        .step("peer export")?;
-    ctx.shares(&token)?;
-    peer.grant(&token, rt.process_id()).step("peer grant")?;
+    let (mut peer, id, token) = peer_export(ctx, &rt, 1, CHECK)?;
     ensure(token.device() == DeviceId(0), || {
         format!(
             "the token says the memory is on {:?}, not device 0",

@@ -31,9 +31,12 @@ mod memory;
 mod signal;
 mod transfer;
 
-use devipc::Error;
+use devipc::{Error, ExportOptions, MemToken, Runtime};
 
+use crate::catalogue::{Step, pattern};
+use crate::ctx::Ctx;
 use crate::rule::{Rule, Stop};
+use crate::shell::facade::FacadePeer;
 use crate::shell::facade::error_kind;
 
 const SIZE: usize = 1 << 20;
@@ -60,6 +63,26 @@ pub static RULES: &[Rule] = &[
     error::BAD_DEVICE,
     error::DOUBLE_CLOSE,
 ];
+
+/// A facade peer (`exporter`) that allocated [`SIZE`] bytes on device 0, wrote
+/// `pattern(seed, fill)` at its start, exported the whole buffer with the default options
+/// and granted `rt`'s process: the peer, its buffer's id and the token (shown to `ctx`).
+fn peer_export(
+    ctx: &mut Ctx,
+    rt: &Runtime,
+    seed: u8,
+    fill: usize,
+) -> Result<(FacadePeer, u64, MemToken), Stop> {
+    let mut peer = ctx.facade_peer("exporter", false)?;
+    let id = peer.alloc(0, SIZE).step("peer allocate on device 0")?;
+    peer.write(id, 0, &pattern(seed, fill)).step("peer write")?;
+    let token = peer
+        .export(id, 0, SIZE, ExportOptions::default())
+        .step("peer export")?;
+    ctx.shares(&token)?;
+    peer.grant(&token, rt.process_id()).step("peer grant")?;
+    Ok((peer, id, token))
+}
 
 /// Fails unless `result` is an error of variant `kind`; returns its message.
 fn expect_error<T: std::fmt::Debug>(

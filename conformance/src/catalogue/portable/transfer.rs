@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use devipc::{DeviceId, ExportOptions, Stream};
+use devipc::{DeviceId, Stream};
 
-use super::SIZE;
+use super::{SIZE, peer_export};
 use crate::catalogue::{Import, Step, pattern, portable, same_bytes};
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Rule, Stop, Verdict};
@@ -49,14 +49,7 @@ fn hold(ctx: &Ctx, stream: &Stream, on: bool) -> Result<bool, Stop> {
 
 fn close_waits_for_copies(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.runtime()?;
-    let mut peer = ctx.facade_peer("exporter", false)?;
-    let id = peer.alloc(0, SIZE).step("peer allocate")?;
-    peer.write(id, 0, &pattern(5, SIZE)).step("peer write")?;
-    let token = peer
-        .export(id, 0, SIZE, ExportOptions::default())
-        .step("peer export")?;
-    ctx.shares(&token)?;
-    peer.grant(&token, rt.process_id()).step("peer grant")?;
+    let (mut peer, id, token) = peer_export(ctx, &rt, 5, SIZE)?;
     let view = rt.import(&token, DeviceId(0)).imported("import")?;
     let local = rt.allocate(0, SIZE).step("allocate the destination")?;
     let stream = rt.create_stream(0).step("create a stream")?;
