@@ -76,6 +76,7 @@ compile_error!(
 struct ReadmeDoctests;
 
 mod buffer;
+mod dispatch;
 mod event;
 pub mod info;
 pub mod raw;
@@ -94,7 +95,7 @@ pub mod testing;
 pub use buffer::{DeviceBuffer, ImportedBuffer, SharedBuffer};
 pub use devipc_core::{
     AllocateOptions, BackendInfo, BackendKind, Capabilities, DeviceId, DevicePtr, Error, ErrorKind,
-    ExportOptions, MemToken, ProcessId, RawStream, Result, SignalToken,
+    ExportOptions, MemToken, ProcessId, RawStream, Result, SignalGenerations, SignalToken,
 };
 pub use event::Event;
 pub use request::Request;

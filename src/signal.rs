@@ -7,8 +7,8 @@ use devipc_core::fork::{PerProcess, PerProcessGuard, forget_inherited};
 use std::time::Duration;
 
 use devipc_core::{
-    DeviceId, DeviceIpc, Error, ExportOptions, ProcessId, RawStream, Result, SignalHandle,
-    SignalToken, TokenIdentity,
+    DeviceId, DeviceIpc, Error, ExportOptions, ProcessId, RawStream, Result, SignalGenerations,
+    SignalHandle, SignalToken, TokenIdentity,
 };
 
 use crate::runtime::Runtime;
@@ -149,6 +149,57 @@ impl Signal {
     pub fn wait_on_stream(&self, stream: &Stream, timeout: Option<Duration>) -> Result<()> {
         self.check_stream(stream)?;
         self.wait_on(stream.raw(), timeout)
+    }
+
+    /// Posts the signal's next generation on `stream` (a devipc [`Stream`] of the signal's
+    /// device and vendor runtime) and returns it: 1, 2, ... in post order, the same in
+    /// every process that holds the signal. A peer's [`Signal::wait_for`] of that
+    /// generation orders its stream's later work after the work queued on `stream` before
+    /// this call, on the device: no host synchronisation on either side.
+    ///
+    /// A later post never satisfies a wait meant for an earlier generation's successor: a
+    /// signal keeps a small ring of interprocess events, and a post that would reuse the
+    /// slot of a generation whose wait has not been issued yet waits for it first, up to
+    /// `timeout` ([`Error::Timeout`]; `None` waits as long as it takes). So a producer may
+    /// run a ring's length ahead of its consumer (four posts), no further.
+    ///
+    /// Posts from several threads or processes are numbered in the order they are made.
+    pub fn post(&self, stream: &Stream, timeout: Option<Duration>) -> Result<u64> {
+        self.check_stream(stream)?;
+        self.rt()
+            .inner
+            .backend()?
+            .post_signal(self.handle(), stream.raw(), timeout)
+    }
+
+    /// Makes `stream`'s later work wait, on the device, for the work queued before the
+    /// post of `generation` (see [`Signal::post`]). The calling thread blocks only until
+    /// that post was made, up to `timeout` ([`Error::Timeout`]): once the producer's host
+    /// is ahead, this returns at once and the wait happens on the device. Generation 0
+    /// is before every post: no wait.
+    ///
+    /// A wait for a generation whose successors' waits were already issued may wait for
+    /// a later post's work (never for less). A generation whose post failed in the posting
+    /// process is an error here, not a wait for nothing.
+    pub fn wait_for(
+        &self,
+        stream: &Stream,
+        generation: u64,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        self.check_stream(stream)?;
+        self.rt().inner.backend()?.wait_signal_generation(
+            self.handle(),
+            stream.raw(),
+            generation,
+            timeout,
+        )
+    }
+
+    /// The latest generation posted and the latest one a wait was issued for, as every
+    /// process holding the signal sees them.
+    pub fn generations(&self) -> Result<SignalGenerations> {
+        self.rt().inner.backend()?.signal_generations(self.handle())
     }
 
     /// A stream this signal's calls may use: of the same vendor runtime and device.

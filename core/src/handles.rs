@@ -107,6 +107,18 @@ pub struct SignalHandle {
     pub device: DeviceId,
 }
 
+/// Where a signal's generations stand ([`DeviceIpc::signal_generations`]), as every
+/// process holding the signal sees them.
+///
+/// [`DeviceIpc::signal_generations`]: crate::DeviceIpc::signal_generations
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SignalGenerations {
+    /// The latest generation posted (its record queued); 0 before the first post.
+    pub posted: u64,
+    /// The latest generation a wait was issued for; 0 before the first wait.
+    pub waited: u64,
+}
+
 /// A stream devipc created (from [`DeviceIpc::create_stream`]): its device and the
 /// vendor stream, which the backend destroys at [`DeviceIpc::destroy_stream`].
 ///

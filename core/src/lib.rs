@@ -35,7 +35,9 @@ pub use copy::{CopyDesc, CopyKind};
 pub use error::{BackendAttempt, Error, ErrorKind, LoadAttempt, Result};
 pub use fork::{Birth, PerProcess, PerProcessGuard};
 pub use handle_table::{HandleTable, Pinned};
-pub use handles::{Allocation, EventHandle, Mapping, SignalHandle, StreamHandle};
+pub use handles::{
+    Allocation, EventHandle, Mapping, SignalGenerations, SignalHandle, StreamHandle,
+};
 pub use identity::HostIdentity;
 pub use ids::{DeviceId, DevicePtr, HandleId, ProcessId};
 pub use info::{BackendInfo, Capabilities, LibrarySource, RuntimeVersion};

@@ -41,7 +41,9 @@ use std::time::Duration;
 
 use crate::copy::CopyDesc;
 use crate::error::{Error, Result};
-use crate::handles::{Allocation, EventHandle, Mapping, SignalHandle, StreamHandle};
+use crate::handles::{
+    Allocation, EventHandle, Mapping, SignalGenerations, SignalHandle, StreamHandle,
+};
 use crate::ids::{DeviceId, DevicePtr, ProcessId};
 use crate::info::BackendInfo;
 use crate::options::{AllocateOptions, ExportOptions};
@@ -261,6 +263,51 @@ pub trait DeviceIpc: Send + Sync {
 
     /// Destroys a created or imported signal.
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()>;
+
+    /// Posts the signal's next generation on `stream`: records it after the work queued so
+    /// far on `stream` and returns the generation (1, 2, ...), the same in every process.
+    /// A signal keeps a ring of interprocess events: when the waiting side has not yet
+    /// issued the wait for the generation a ring's length back, the post waits for it, up
+    /// to `timeout` ([`Error::Timeout`]; `None` waits as long as it takes), so a later post
+    /// never takes the place of a record an earlier wait still needs.
+    fn post_signal(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<u64> {
+        let _ = (signal, stream, timeout);
+        Err(Error::unsupported(
+            self.info().kind,
+            "signals with generations",
+        ))
+    }
+
+    /// Makes `stream`'s later work wait, on the device, for the work queued before
+    /// generation `generation`'s post. The calling thread waits only until that post was
+    /// made (its record queued), up to `timeout`; generation 0 is no wait.
+    fn wait_signal_generation(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        generation: u64,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let _ = (signal, stream, generation, timeout);
+        Err(Error::unsupported(
+            self.info().kind,
+            "signals with generations",
+        ))
+    }
+
+    /// The latest generations posted and waited for.
+    fn signal_generations(&self, signal: &SignalHandle) -> Result<SignalGenerations> {
+        let _ = signal;
+        Err(Error::unsupported(
+            self.info().kind,
+            "signals with generations",
+        ))
+    }
 
     // -----------------------------------------------------------------------------------
     // The data plane: streams, local events and stream-ordered copies. Every call binds

@@ -19,6 +19,7 @@
 #![deny(unsafe_code)]
 
 pub mod futex;
+pub mod generation;
 pub mod lease;
 pub mod liveness;
 pub mod os;

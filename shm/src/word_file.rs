@@ -15,7 +15,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::os::{self, MappedRegion};
 use crate::process::ProcessIdentity;
@@ -129,6 +129,38 @@ impl WordFile {
             return None;
         }
         self.region.atomic_u32(index.checked_mul(4)?)
+    }
+
+    /// The 64-bit word at byte `offset` (8-byte aligned), for counters that must not wrap;
+    /// `None` past the words handed out (see [`WordFile::word`]).
+    pub fn word64(&self, offset: usize) -> Option<&AtomicU64> {
+        if offset.checked_add(8)? > self.usable_bytes() {
+            return None;
+        }
+        self.region.atomic_u64(offset)
+    }
+
+    /// Copies `dst.len()` bytes at byte `offset` out of the words handed out; `false` (and
+    /// no copy) past them.
+    pub fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> bool {
+        offset
+            .checked_add(dst.len())
+            .is_some_and(|end| end <= self.usable_bytes())
+            && self.region.read_at(offset, dst)
+    }
+
+    /// Copies `src` into the words handed out at byte `offset`; `false` (and no copy) past
+    /// them.
+    pub fn write_bytes(&self, offset: usize, src: &[u8]) -> bool {
+        offset
+            .checked_add(src.len())
+            .is_some_and(|end| end <= self.usable_bytes())
+            && self.region.write_at(offset, src)
+    }
+
+    /// The bytes before the creator words.
+    fn usable_bytes(&self) -> usize {
+        os::page_size() - 4 * CREATOR_WORDS
     }
 
     /// Removes the file so no new process can open it; existing mappings stay valid.

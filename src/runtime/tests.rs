@@ -2,6 +2,8 @@
 //! [`Backend`], the release errors a runtime keeps, and clones sharing one backend (on the
 //! recording backend, no device).
 
+use std::time::Duration;
+
 use super::*;
 use crate::recording_backend::RecordingBackend;
 

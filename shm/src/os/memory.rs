@@ -139,6 +139,18 @@ impl MappedRegion {
         // every process touches it only through atomic operations.
         Some(unsafe { AtomicU32::from_ptr(self.addr.as_ptr().add(offset).cast::<u32>()) })
     }
+
+    /// The 64-bit word at `offset` as an atomic (a counter that must not wrap). `None`
+    /// when `offset` is not 8-byte aligned or out of range.
+    pub fn atomic_u64(&self, offset: usize) -> Option<&AtomicU64> {
+        if offset % 8 != 0 || !self.contains(offset, 8) {
+            return None;
+        }
+        // SAFETY: the word is inside the live mapping, 8-byte aligned (the mapping is
+        // page aligned), lives as long as `&self`, and AtomicU64 has the layout of u64;
+        // every process touches it only through atomic operations.
+        Some(unsafe { AtomicU64::from_ptr(self.addr.as_ptr().add(offset).cast::<u64>()) })
+    }
 }
 
 /// Copies `dst.len()` bytes of shared memory at `shared` into `dst`, reading the shared

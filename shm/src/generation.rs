@@ -1,0 +1,465 @@
+//! [`Generations`]: the host half of a signal with generations, in its word file.
+//!
+//! A stream-ordered signal is a ring of K interprocess events (HIP IPC events, Ascend
+//! `ACL_EVENT_IPC` events) plus these words. `post(stream)` takes the next generation `g`,
+//! records event `g % K` on the stream and publishes `g`; `wait(stream, g)` waits on the host
+//! only until `g` is *published* (its record is queued, which is at once in a pipeline that
+//! runs ahead), then makes the stream wait for event `g % K` on the device. A vendor stream
+//! wait takes the record that is the latest when it is called, so the two rules that make
+//! the ring exact are:
+//!
+//! - **publish after record**: a waiter never issues its stream wait before the record of
+//!   its generation was queued (else it would wait for an older record);
+//! - **back-pressure**: generation `g` reuses slot `g % K` only once a wait for `g - K` (or
+//!   later) was issued, so a later post never replaces the record an earlier wait needs
+//!   (else the waiter would wait for a *later* generation: safe, but a producer that waits
+//!   for its consumer's ack before posting again would deadlock).
+//!
+//! So a later post never satisfies an earlier wait's successor, and a wait for `g` takes
+//! exactly `g`'s record unless a wait for `g` or later was already issued (then it may take a
+//! later one: an over-wait, never an under-wait).
+//!
+//! Several posters (threads, processes) are ordered by a claim word: a poster claims `g`
+//! with a compare-and-swap, records, and publishes after `g - 1` was published. A post whose
+//! record failed gives its claim back when nobody claimed after it, else publishes `g` as
+//! *poisoned*: a wait for it reports that instead of ordering nothing silently.
+//!
+//! # Layout (byte offsets in the word file's page)
+//!
+//! | offset | what |
+//! | --- | --- |
+//! | 0..8 | not used here (the HIP binary semaphore is word 0) |
+//! | 8 | `claimed`: u64, the latest generation a poster claimed |
+//! | 16 | `posted`: u64, the latest generation published |
+//! | 24 | `waited`: u64, the latest generation a wait was issued for |
+//! | 32 | `posted_seq`: u32 futex word, bumped at each publish |
+//! | 36 | `waited_seq`: u32 futex word, bumped when `waited` grows |
+//! | 40 | ring state: 0 none yet, 1 ready, 2 unsupported |
+//! | 44 | ring length K (1..=[`MAX_RING`]) |
+//! | 48 + 8 s | the generation recorded in slot `s` (u64; [`POISONED`] for a failed post) |
+//! | 256 + 64 s | slot `s`'s interprocess event handle ([`HANDLE_LEN`] bytes) |
+//!
+//! Everything here is a host word: a process that can open the word file (devipc's private
+//! runtime directory, mode 0700) can make the signal's waits wrong, but not reach memory.
+//! Values read back are validated (a ring length out of range, a slot older than its
+//! generation) and reported as [`GenerationError::Corrupt`].
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::futex::WaitError;
+use crate::os;
+use crate::word_file::WordFile;
+
+/// The bytes of one interprocess event handle (HIP and ACL: 64).
+pub const HANDLE_LEN: usize = 64;
+
+/// The most events a ring may have.
+pub const MAX_RING: usize = 16;
+
+/// The slot generation of a post whose record failed.
+pub const POISONED: u64 = u64::MAX;
+
+const CLAIMED: usize = 8;
+const POSTED: usize = 16;
+const WAITED: usize = 24;
+const POSTED_SEQ: usize = 32;
+const WAITED_SEQ: usize = 36;
+const RING_STATE: usize = 40;
+const RING_LEN: usize = 44;
+const SLOTS: usize = 48;
+const HANDLES: usize = 256;
+
+const STATE_READY: u32 = 1;
+const STATE_UNSUPPORTED: u32 = 2;
+
+/// Why a generation call failed.
+#[derive(Debug)]
+pub enum GenerationError {
+    /// A futex wait timed out or failed.
+    Wait(WaitError),
+    /// The words hold values no devipc process writes.
+    Corrupt(&'static str),
+    /// The post of this generation failed in the posting process: its record was never
+    /// queued, so it orders nothing.
+    Poisoned(u64),
+}
+
+impl std::fmt::Display for GenerationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GenerationError::Wait(e) => e.fmt(f),
+            GenerationError::Corrupt(what) => {
+                write!(f, "the signal's generation words are corrupt: {what}")
+            }
+            GenerationError::Poisoned(g) => write!(
+                f,
+                "the post of generation {g} failed in the posting process, so it orders nothing"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for GenerationError {}
+
+impl From<WaitError> for GenerationError {
+    fn from(e: WaitError) -> Self {
+        GenerationError::Wait(e)
+    }
+}
+
+/// What the ring holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ring {
+    /// Not published yet.
+    Absent,
+    /// The creator could not make interprocess events (the vendor runtime has none).
+    Unsupported,
+    /// The slots' event handles, in slot order.
+    Ready(Vec<[u8; HANDLE_LEN]>),
+}
+
+/// A generation claimed by [`Generations::claim`], to publish or give back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a claim is published or given back, else later posts wait for it"]
+pub struct Claim {
+    /// The generation.
+    pub generation: u64,
+    /// Its slot in the ring.
+    pub slot: usize,
+}
+
+/// The generation words of one word file.
+#[derive(Debug, Clone, Copy)]
+pub struct Generations<'a> {
+    file: &'a WordFile,
+}
+
+fn word64(file: &WordFile, offset: usize) -> &AtomicU64 {
+    file.word64(offset)
+        .expect("the layout fits a page (checked in Generations::of)")
+}
+
+fn word32(file: &WordFile, offset: usize) -> &AtomicU32 {
+    file.word(offset / 4)
+        .expect("the layout fits a page (checked in Generations::of)")
+}
+
+impl<'a> Generations<'a> {
+    /// The generation words of `file`; `None` when the page is too small for the layout
+    /// (never on Linux's 4 KiB and larger pages).
+    pub fn of(file: &'a WordFile) -> Option<Generations<'a>> {
+        // The last 8 bytes of the handles end the layout.
+        let last = HANDLES + HANDLE_LEN * MAX_RING - 8;
+        file.word64(last).map(|_| Generations { file })
+    }
+
+    /// Publishes the ring's event handles (the creator, once, before exporting).
+    /// `false` when `handles` is empty or longer than [`MAX_RING`].
+    pub fn publish_ring(&self, handles: &[[u8; HANDLE_LEN]]) -> bool {
+        if handles.is_empty() || handles.len() > MAX_RING {
+            return false;
+        }
+        for (s, h) in handles.iter().enumerate() {
+            if !self.file.write_bytes(HANDLES + HANDLE_LEN * s, h) {
+                return false;
+            }
+        }
+        word32(self.file, RING_LEN).store(handles.len() as u32, Ordering::Release);
+        word32(self.file, RING_STATE).store(STATE_READY, Ordering::Release);
+        true
+    }
+
+    /// Records that the creator could make no ring.
+    pub fn mark_unsupported(&self) {
+        word32(self.file, RING_STATE).store(STATE_UNSUPPORTED, Ordering::Release);
+    }
+
+    /// The ring as published.
+    pub fn ring(&self) -> Result<Ring, GenerationError> {
+        match word32(self.file, RING_STATE).load(Ordering::Acquire) {
+            0 => Ok(Ring::Absent),
+            STATE_UNSUPPORTED => Ok(Ring::Unsupported),
+            STATE_READY => {
+                let len = self.ring_len()?;
+                let mut handles = vec![[0u8; HANDLE_LEN]; len];
+                for (s, h) in handles.iter_mut().enumerate() {
+                    if !self.file.read_bytes(HANDLES + HANDLE_LEN * s, h) {
+                        return Err(GenerationError::Corrupt("a ring handle is out of the page"));
+                    }
+                }
+                Ok(Ring::Ready(handles))
+            }
+            _ => Err(GenerationError::Corrupt("unknown ring state")),
+        }
+    }
+
+    fn ring_len(&self) -> Result<usize, GenerationError> {
+        let len = word32(self.file, RING_LEN).load(Ordering::Acquire) as usize;
+        if (1..=MAX_RING).contains(&len) {
+            Ok(len)
+        } else {
+            Err(GenerationError::Corrupt("the ring length is out of range"))
+        }
+    }
+
+    /// The latest generation published.
+    pub fn posted(&self) -> u64 {
+        word64(self.file, POSTED).load(Ordering::Acquire)
+    }
+
+    /// The latest generation a wait was issued for.
+    pub fn waited(&self) -> u64 {
+        word64(self.file, WAITED).load(Ordering::Acquire)
+    }
+
+    /// Claims the next generation once its slot is free (a wait for the generation
+    /// [`ring length`](Generations::ring) before it was issued), waiting until `until` at
+    /// most (`None`: no limit) for the waiting side.
+    pub fn claim(&self, until: Option<Instant>) -> Result<Claim, GenerationError> {
+        let k = self.ring_len()? as u64;
+        let (claimed, waited) = (word64(self.file, CLAIMED), word64(self.file, WAITED));
+        let waited_seq = word32(self.file, WAITED_SEQ);
+        loop {
+            let seq = waited_seq.load(Ordering::Acquire);
+            let c = claimed.load(Ordering::Acquire);
+            let g = c
+                .checked_add(1)
+                .filter(|g| *g != POISONED)
+                .ok_or(GenerationError::Corrupt(
+                    "the generation counter is exhausted",
+                ))?;
+            if g > k && waited.load(Ordering::Acquire) < g - k {
+                wait_changed(waited_seq, seq, until)?;
+                continue;
+            }
+            if claimed
+                .compare_exchange(c, g, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Ok(Claim {
+                    generation: g,
+                    slot: (g % k) as usize,
+                });
+            }
+        }
+    }
+
+    /// Gives back a claim whose record failed, when no later claim was made; `false`
+    /// when one was (then [`Generations::publish`] it poisoned).
+    pub fn give_back(&self, claim: Claim) -> bool {
+        word64(self.file, CLAIMED)
+            .compare_exchange(
+                claim.generation,
+                claim.generation - 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// Publishes a claimed generation after its record was queued (`recorded`), or as
+    /// poisoned (its record failed and it could not be given back), once the generation
+    /// before it is published: waiting until `until` at most for a concurrent poster.
+    pub fn publish(
+        &self,
+        claim: Claim,
+        recorded: bool,
+        until: Option<Instant>,
+    ) -> Result<(), GenerationError> {
+        let slot = word64(self.file, SLOTS + 8 * claim.slot);
+        slot.store(
+            if recorded { claim.generation } else { POISONED },
+            Ordering::Release,
+        );
+        let (posted, posted_seq) = (word64(self.file, POSTED), word32(self.file, POSTED_SEQ));
+        loop {
+            let seq = posted_seq.load(Ordering::Acquire);
+            let p = posted.load(Ordering::Acquire);
+            if p >= claim.generation {
+                return Err(GenerationError::Corrupt("a generation was published twice"));
+            }
+            if p == claim.generation - 1 {
+                break;
+            }
+            wait_changed(posted_seq, seq, until)?;
+        }
+        posted.store(claim.generation, Ordering::Release);
+        posted_seq.fetch_add(1, Ordering::AcqRel);
+        crate::futex::wake_all(posted_seq)?;
+        Ok(())
+    }
+
+    /// Waits until generation `g` (≥ 1) is published, until `until` at most, and returns
+    /// the ring slot that holds its record, or a later one's (see the module docs).
+    pub fn wait_published(&self, g: u64, until: Option<Instant>) -> Result<usize, GenerationError> {
+        let k = self.ring_len()? as u64;
+        let (posted, posted_seq) = (word64(self.file, POSTED), word32(self.file, POSTED_SEQ));
+        loop {
+            let seq = posted_seq.load(Ordering::Acquire);
+            if posted.load(Ordering::Acquire) >= g {
+                break;
+            }
+            wait_changed(posted_seq, seq, until)?;
+        }
+        let slot = (g % k) as usize;
+        match word64(self.file, SLOTS + 8 * slot).load(Ordering::Acquire) {
+            h if h == g || (h > g && h != POISONED) => Ok(slot),
+            POISONED => Err(GenerationError::Poisoned(g)),
+            _ => Err(GenerationError::Corrupt(
+                "a published generation's slot holds an older one",
+            )),
+        }
+    }
+
+    /// Records that a wait for `g` was issued (the slot of `g` may be reused), waking
+    /// posters held back by it.
+    pub fn mark_waited(&self, g: u64) -> Result<(), GenerationError> {
+        if word64(self.file, WAITED).fetch_max(g, Ordering::AcqRel) < g {
+            let seq = word32(self.file, WAITED_SEQ);
+            seq.fetch_add(1, Ordering::AcqRel);
+            crate::futex::wake_all(seq)?;
+        }
+        Ok(())
+    }
+}
+
+/// Sleeps until `word` moves from `seen` (or a spurious wake), or `until` passed.
+fn wait_changed(word: &AtomicU32, seen: u32, until: Option<Instant>) -> Result<(), WaitError> {
+    let left = match until {
+        None => None,
+        Some(d) => {
+            let now = Instant::now();
+            if now >= d {
+                return Err(WaitError::Timeout(std::time::Duration::ZERO));
+            }
+            Some(d - now)
+        }
+    };
+    if word.load(Ordering::Acquire) != seen {
+        return Ok(());
+    }
+    os::futex_wait(word, seen, left).map_err(|source| WaitError::Sys {
+        op: "futex wait",
+        source,
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A fresh word file (unlinked at once: its mapping stays valid).
+    fn file() -> WordFile {
+        let p = std::env::temp_dir().join(format!("devipc-generation-{}", std::process::id()));
+        let dir = crate::private_dir::open_private_dir(&p).unwrap();
+        let f = WordFile::create(&dir).unwrap();
+        f.unlink().unwrap();
+        f
+    }
+
+    fn soon() -> Option<Instant> {
+        Some(Instant::now() + Duration::from_millis(30))
+    }
+
+    #[test]
+    fn the_ring_round_trips_and_is_validated() {
+        let f = file();
+        let g = Generations::of(&f).unwrap();
+        assert_eq!(g.ring().unwrap(), Ring::Absent);
+        assert!(!g.publish_ring(&[]));
+        assert!(!g.publish_ring(&[[1; HANDLE_LEN]; MAX_RING + 1]));
+        let handles = vec![[7u8; HANDLE_LEN], [9u8; HANDLE_LEN]];
+        assert!(g.publish_ring(&handles));
+        assert_eq!(g.ring().unwrap(), Ring::Ready(handles));
+        word32(&f, RING_LEN).store(99, Ordering::Release);
+        assert!(matches!(g.ring(), Err(GenerationError::Corrupt(_))));
+    }
+
+    #[test]
+    fn a_post_waits_for_the_wait_k_generations_back() {
+        let f = file();
+        let g = Generations::of(&f).unwrap();
+        g.publish_ring(&[[0; HANDLE_LEN]; 2]);
+        for want in 1..=2 {
+            let c = g.claim(soon()).unwrap();
+            assert_eq!((c.generation, c.slot), (want, (want % 2) as usize));
+            g.publish(c, true, soon()).unwrap();
+        }
+        // Slot of 3 is 1's: no wait for 1 was issued yet.
+        assert!(matches!(
+            g.claim(soon()),
+            Err(GenerationError::Wait(WaitError::Timeout(_)))
+        ));
+        assert_eq!(g.wait_published(1, soon()).unwrap(), 1);
+        g.mark_waited(1).unwrap();
+        let c = g.claim(soon()).unwrap();
+        assert_eq!(c.generation, 3);
+        // 3 is not published yet: a wait for it times out; 2's slot still holds 2.
+        assert!(g.wait_published(3, soon()).is_err());
+        assert_eq!(g.wait_published(2, soon()).unwrap(), 0);
+        g.publish(c, true, soon()).unwrap();
+        assert_eq!(g.wait_published(3, soon()).unwrap(), 1);
+        assert_eq!(g.posted(), 3);
+        assert_eq!(g.waited(), 1);
+    }
+
+    #[test]
+    fn a_failed_post_is_given_back_or_poisoned() {
+        let f = file();
+        let g = Generations::of(&f).unwrap();
+        g.publish_ring(&[[0; HANDLE_LEN]; 4]);
+        let c = g.claim(soon()).unwrap();
+        assert!(g.give_back(c));
+        let c1 = g.claim(soon()).unwrap();
+        assert_eq!(
+            c1.generation, 1,
+            "the given-back generation is claimed again"
+        );
+        let c2 = g.claim(soon()).unwrap();
+        assert!(!g.give_back(c1), "a later claim exists");
+        g.publish(c1, false, soon()).unwrap();
+        g.publish(c2, true, soon()).unwrap();
+        assert!(matches!(
+            g.wait_published(1, soon()),
+            Err(GenerationError::Poisoned(1))
+        ));
+        assert_eq!(g.wait_published(2, soon()).unwrap(), 2);
+    }
+
+    #[test]
+    fn posts_publish_in_generation_order_across_threads() {
+        let f = file();
+        let f = Arc::new(f);
+        Generations::of(&f)
+            .unwrap()
+            .publish_ring(&[[0; HANDLE_LEN]; MAX_RING]);
+        let posters: Vec<_> = (0..4)
+            .map(|_| {
+                let f = Arc::clone(&f);
+                std::thread::spawn(move || {
+                    let g = Generations::of(&f).unwrap();
+                    for _ in 0..200 {
+                        let c = g.claim(None).unwrap();
+                        std::thread::yield_now();
+                        g.publish(c, true, None).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let g = Generations::of(&f).unwrap();
+        for want in 1..=800u64 {
+            g.wait_published(want, Some(Instant::now() + Duration::from_secs(20)))
+                .unwrap();
+            g.mark_waited(want).unwrap();
+        }
+        for p in posters {
+            p.join().unwrap();
+        }
+        assert_eq!((g.posted(), g.waited()), (800, 800));
+    }
+}
