@@ -34,7 +34,7 @@ use devipc_core::{
     AllocateOptions, Allocation, BackendInfo, BackendKind, Capabilities, CopyDesc, DeviceId,
     DeviceIpc, DevicePtr, Error, EventHandle, ExportOptions, HandleTable, Mapping, Mechanism,
     MemToken, PhysicalDevice, PhysicalDeviceCache, Pinned, ProcessId, RawStream, Result,
-    RuntimeVersion, SignalHandle, SignalToken, StreamHandle, TokenOrigin,
+    RuntimeVersion, SignalGenerations, SignalHandle, SignalToken, StreamHandle, TokenOrigin,
 };
 use devipc_hip_sys::{HipApi, hipErrorNoDevice, ipc_mem_lazy_enable_peer_access};
 use devipc_shm::lease::{Lease, held};
@@ -567,6 +567,29 @@ impl DeviceIpc for HipBackend {
 
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
         self.destroy_event(signal)
+    }
+
+    fn post_signal(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<u64> {
+        self.post_generation(signal, stream, timeout)
+    }
+
+    fn wait_signal_generation(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        generation: u64,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        self.wait_generation(signal, stream, generation, timeout)
+    }
+
+    fn signal_generations(&self, signal: &SignalHandle) -> Result<SignalGenerations> {
+        self.generations_of(signal)
     }
 }
 

@@ -41,6 +41,7 @@ use devipc_shm::word_file::{NAME_LEN, WordFile};
 
 use crate::backend::HipBackend;
 use crate::device::DeviceScope;
+use crate::generation::RingEvents;
 use crate::result;
 
 /// What the backend keeps for a [`SignalHandle`].
@@ -52,6 +53,8 @@ pub(crate) struct SignalRecord {
     pub(crate) word: Arc<WordFile>,
     /// Created here (unlinks the word file on destroy) rather than imported.
     pub(crate) created: bool,
+    /// The ring of events for generations ([`crate::generation`]).
+    pub(crate) ring: Arc<RingEvents>,
 }
 
 pub(crate) fn event_ptr(record_event: usize) -> hipEvent_t {
@@ -92,11 +95,22 @@ impl HipBackend {
                 ));
             }
         };
+        let ring = match self.create_ring(&word) {
+            Ok(ring) => ring,
+            Err(e) => {
+                let _ = word.unlink();
+                // SAFETY: the event was created above, never handed out, and is destroyed
+                // once, here.
+                let _ = unsafe { result::event_destroy(&self.api, event) };
+                return Err(e);
+            }
+        };
         let id = self.signals.insert(SignalRecord {
             device,
             event: event as usize,
             word: Arc::new(word),
             created: true,
+            ring: Arc::new(ring),
         });
         Ok(SignalHandle { id, device })
     }
@@ -166,6 +180,7 @@ impl HipBackend {
             event: event as usize,
             word: Arc::new(word),
             created: false,
+            ring: Arc::default(),
         });
         Ok(SignalHandle { id, device })
     }
@@ -242,6 +257,7 @@ impl HipBackend {
             Ok(())
         };
         let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+        self.release_ring(&record.ring);
         // SAFETY: the event came from create or open and is destroyed once: its record was
         // taken out of the table by the caller.
         unsafe { result::event_destroy(&self.api, event_ptr(record.event)) }?;

@@ -31,6 +31,7 @@ mod backend;
 mod device;
 pub mod event;
 mod external;
+mod generation;
 mod ipc_mem;
 mod result;
 mod stream;

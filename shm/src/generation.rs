@@ -324,6 +324,47 @@ impl<'a> Generations<'a> {
     }
 }
 
+/// How [`in_slices`] ended without a result.
+#[derive(Debug)]
+pub enum Sliced {
+    /// The caller's deadline passed.
+    Expired,
+    /// `released()` held: the object is being destroyed on another thread.
+    Released,
+    /// A step failed otherwise.
+    Failed(GenerationError),
+}
+
+/// Runs `step` with deadlines at most `slice` apart until it returns something other
+/// than a timeout, `until` passes ([`Sliced::Expired`]) or `released()` holds
+/// ([`Sliced::Released`], checked before every slice): a wait that a destroy on another
+/// thread ends within a slice.
+pub fn in_slices<T>(
+    until: Option<Instant>,
+    slice: std::time::Duration,
+    released: impl Fn() -> bool,
+    mut step: impl FnMut(Option<Instant>) -> Result<T, GenerationError>,
+) -> Result<T, Sliced> {
+    loop {
+        if released() {
+            return Err(Sliced::Released);
+        }
+        let now = Instant::now();
+        let end = now
+            .checked_add(slice)
+            .map(|e| until.map_or(e, |u| u.min(e)));
+        match step(end) {
+            Err(GenerationError::Wait(WaitError::Timeout(_))) => {
+                if until.is_some_and(|u| Instant::now() >= u) {
+                    return Err(Sliced::Expired);
+                }
+            }
+            Err(other) => return Err(Sliced::Failed(other)),
+            Ok(v) => return Ok(v),
+        }
+    }
+}
+
 /// Sleeps until `word` moves from `seen` (or a spurious wake), or `until` passed.
 fn wait_changed(word: &AtomicU32, seen: u32, until: Option<Instant>) -> Result<(), WaitError> {
     let left = match until {

@@ -54,6 +54,8 @@ mod rendezvous;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod signal_deadline;
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
+mod signal_generations;
+#[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]
 mod signal_semaphore;
 // Both emulated backends, so every backend and the emulator.
 #[cfg(all(feature = "emulator", feature = "ascend", feature = "hip"))]

@@ -1,0 +1,256 @@
+//! Signals with generations on HIP: a ring of interprocess events whose handles and
+//! generation words live in the signal's word file ([`devipc_shm::generation`] has the
+//! protocol and why it is exact).
+//!
+//! The creator makes [`RING_LEN`] events (`hipEventInterprocess | hipEventDisableTiming`)
+//! with the signal and publishes their `hipIpcGetEventHandle` handles in the word file; a
+//! process that imported the signal opens them (`hipIpcOpenEventHandle`) at its first post
+//! or wait, so a signal used only as a binary semaphore never opens them. `post` records
+//! the slot's event on the caller's stream (`hipEventRecord`); `wait_for` makes the
+//! caller's stream wait for it (`hipStreamWaitEvent`): on the device from ROCm 7.0, on the
+//! host before (the runtime's IPC-event stream wait blocks the calling thread until the
+//! record completed there; devipc's call returns after it).
+//!
+//! Both vendor facts used are the ones the binary signal already relies on: a stream wait
+//! takes the record that is the latest when it is issued, and any process holding an IPC
+//! event may record it.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use devipc_core::{DeviceId, Error, Pinned, RawStream, Result, SignalGenerations, SignalHandle};
+use devipc_hip_sys::{
+    HIP_IPC_HANDLE_SIZE, hipEventDisableTiming, hipEventInterprocess, hipIpcEventHandle_t,
+};
+use devipc_shm::generation::{self, GenerationError, Generations, Ring, Sliced};
+use devipc_shm::word_file::WordFile;
+
+use crate::backend::HipBackend;
+use crate::device::DeviceScope;
+use crate::event::{RELEASE_POLL, SignalRecord, event_ptr, wait_error};
+use crate::result;
+
+/// Events per signal: how many posts a producer may run ahead of its consumer's waits.
+pub(crate) const RING_LEN: usize = 4;
+
+/// A signal's ring events in this process: made with the signal by its creator, opened
+/// at first use by an importer. Destroyed with the signal's record.
+#[derive(Debug, Default)]
+pub(crate) struct RingEvents {
+    /// The `hipEvent_t`s, as addresses, in slot order.
+    events: Mutex<Option<Vec<usize>>>,
+}
+
+impl RingEvents {
+    fn lock(&self) -> MutexGuard<'_, Option<Vec<usize>>> {
+        self.events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn words(word: &WordFile) -> Result<Generations<'_>> {
+    Generations::of(word).ok_or_else(|| {
+        Error::invalid_argument("the signal's word file is too small for generations")
+    })
+}
+
+/// The error of a generation call that did not complete.
+fn sliced_error(e: Sliced, signal: &SignalHandle, what: String, started: Instant) -> Error {
+    match e {
+        Sliced::Expired => Error::timed_out(what, started),
+        Sliced::Released => Error::UnknownHandle {
+            kind: "signal",
+            id: signal.id.get(),
+        },
+        Sliced::Failed(e) => generation_error(e, &what),
+    }
+}
+
+/// A generation protocol error as devipc's.
+pub(crate) fn generation_error(e: GenerationError, what: &str) -> Error {
+    match e {
+        GenerationError::Wait(w) => wait_error(w, what),
+        other => Error::invalid_argument(format!("{what}: {other}")),
+    }
+}
+
+impl HipBackend {
+    /// Makes the ring of a new signal on the current device (bound by the caller) and
+    /// publishes its handles in `word`. Destroys what it made on failure.
+    pub(crate) fn create_ring(&self, word: &WordFile) -> Result<RingEvents> {
+        let mut events = Vec::with_capacity(RING_LEN);
+        let mut handles = Vec::with_capacity(RING_LEN);
+        let made = (0..RING_LEN).try_for_each(|_| {
+            let event = result::event_create_with_flags(
+                &self.api,
+                hipEventInterprocess | hipEventDisableTiming,
+            )?;
+            events.push(event as usize);
+            // SAFETY: the event was just created here and is live.
+            let handle = unsafe { result::ipc_get_event_handle(&self.api, event) }?;
+            let mut bytes = [0u8; generation::HANDLE_LEN];
+            bytes[..HIP_IPC_HANDLE_SIZE].copy_from_slice(&handle.to_bytes());
+            handles.push(bytes);
+            Ok::<(), Error>(())
+        });
+        let published = made.and_then(|()| {
+            words(word)?
+                .publish_ring(&handles)
+                .then_some(())
+                .ok_or_else(|| {
+                    Error::invalid_argument("the signal's ring does not fit its word file")
+                })
+        });
+        if let Err(e) = published {
+            self.destroy_ring_events(&events);
+            return Err(e);
+        }
+        Ok(RingEvents {
+            events: Mutex::new(Some(events)),
+        })
+    }
+
+    /// Destroys ring events (the device bound by the caller); failures are logged, as the
+    /// signal is going away.
+    fn destroy_ring_events(&self, events: &[usize]) {
+        for &event in events {
+            // SAFETY: each event came from create or open, and is destroyed once: the ring
+            // is being released or was never handed out.
+            if let Err(e) = unsafe { result::event_destroy(&self.api, event_ptr(event)) } {
+                log::error!("devipc: destroying a signal's ring event failed: {e}");
+            }
+        }
+    }
+
+    /// Releases `ring` with its signal (the device bound by the caller).
+    pub(crate) fn release_ring(&self, ring: &RingEvents) {
+        if let Some(events) = ring.lock().take() {
+            self.destroy_ring_events(&events);
+        }
+    }
+
+    /// The ring's events in this process, opening an imported signal's on first use (on
+    /// the device it was imported on).
+    fn ring_events(&self, record: &SignalRecord, ring: &Arc<RingEvents>) -> Result<Vec<usize>> {
+        let mut events = ring.lock();
+        if let Some(events) = events.as_ref() {
+            return Ok(events.clone());
+        }
+        let handles = match words(&record.word)?
+            .ring()
+            .map_err(|e| generation_error(e, "reading the signal's ring"))?
+        {
+            Ring::Ready(handles) => handles,
+            Ring::Absent | Ring::Unsupported => {
+                return Err(Error::invalid_argument(
+                    "the signal's creator made no ring of events: it was created by an older \
+                     devipc, without generations",
+                ));
+            }
+        };
+        let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+        let mut opened = Vec::with_capacity(handles.len());
+        for bytes in &handles {
+            let mut handle = [0u8; HIP_IPC_HANDLE_SIZE];
+            handle.copy_from_slice(&bytes[..HIP_IPC_HANDLE_SIZE]);
+            match result::ipc_open_event_handle(&self.api, hipIpcEventHandle_t::from_bytes(handle))
+            {
+                Ok(event) => opened.push(event as usize),
+                Err(e) => {
+                    self.destroy_ring_events(&opened);
+                    return Err(e);
+                }
+            }
+        }
+        *events = Some(opened.clone());
+        Ok(opened)
+    }
+
+    fn ring_of(&self, record: &Pinned<'_, SignalRecord>) -> Result<Vec<usize>> {
+        self.ring_events(record, &record.ring)
+    }
+
+    /// `post_signal`.
+    pub(crate) fn post_generation(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<u64> {
+        let started = Instant::now();
+        let until = timeout.and_then(|t| started.checked_add(t));
+        let record = self.signal(signal)?;
+        let events = self.ring_of(&record)?;
+        let gens = words(&record.word)?;
+        let what = || format!("posting signal {} (waiting for its consumer)", signal.id);
+        let released = || record.release_requested();
+        let claim = generation::in_slices(until, RELEASE_POLL, released, |end| gens.claim(end))
+            .map_err(|e| sliced_error(e, signal, what(), started))?;
+        let recorded = self.record_slot(record.device, events[claim.slot], stream);
+        if recorded.is_err() && gens.give_back(claim) {
+            return recorded.map(|()| 0);
+        }
+        generation::in_slices(until, RELEASE_POLL, released, |end| {
+            gens.publish(claim, recorded.is_ok(), end)
+        })
+        .map_err(|e| sliced_error(e, signal, what(), started))?;
+        recorded.map(|()| claim.generation)
+    }
+
+    fn record_slot(&self, device: DeviceId, event: usize, stream: RawStream) -> Result<()> {
+        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
+        // SAFETY: the event is the signal's ring event (live while the record is pinned);
+        // the stream is the caller's, live by `RawStream`'s constructor contract.
+        unsafe { result::event_record(&self.api, event_ptr(event), stream.as_ptr()) }
+    }
+
+    /// `wait_signal_generation`.
+    pub(crate) fn wait_generation(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        generation: u64,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let record = self.signal(signal)?;
+        if generation == 0 {
+            return Ok(());
+        }
+        let until = timeout.and_then(|t| started.checked_add(t));
+        let events = self.ring_of(&record)?;
+        let gens = words(&record.word)?;
+        let what = || {
+            format!(
+                "waiting for generation {generation} of signal {}",
+                signal.id
+            )
+        };
+        let slot = generation::in_slices(
+            until,
+            RELEASE_POLL,
+            || record.release_requested(),
+            |end| gens.wait_published(generation, end),
+        )
+        .map_err(|e| sliced_error(e, signal, what(), started))?;
+        {
+            let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+            // SAFETY: the event is the signal's ring event (live while the record is
+            // pinned); the stream is the caller's, live by `RawStream`'s contract; flags 0.
+            unsafe {
+                result::stream_wait_event(&self.api, stream.as_ptr(), event_ptr(events[slot]), 0)
+            }?;
+        }
+        gens.mark_waited(generation)
+            .map_err(|e| generation_error(e, &what()))
+    }
+
+    /// `signal_generations`.
+    pub(crate) fn generations_of(&self, signal: &SignalHandle) -> Result<SignalGenerations> {
+        let record = self.signal(signal)?;
+        let gens = words(&record.word)?;
+        Ok(SignalGenerations {
+            posted: gens.posted(),
+            waited: gens.waited(),
+        })
+    }
+}
