@@ -21,8 +21,10 @@
 //! | the data plane | `stream.rs` | streams, local events, asynchronous copies |
 //!
 //! and the support files: device binding, peer access and host copies (`read`/`write`)
-//! in `device.rs`, export records in `record.rs`, and the checked ACL calls (with the
-//! `Rollback` of a failed multi-step acquire) in `result.rs`.
+//! in `device.rs`, export records in `record.rs`, the checked ACL calls (with the
+//! `Rollback` of a failed multi-step acquire) in `result.rs`, and ACL's process-wide
+//! initialisation in `init.rs`. Signals with generations add a ring of IPC events to a
+//! notify (`generation.rs`: post_signal, wait_signal_generation, signal_generations).
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -31,16 +33,16 @@ use std::time::Duration;
 use devipc_ascend_sys::codes::{ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_NO_DEVICE};
 use devipc_ascend_sys::{AclApi, error_name};
 use devipc_core::external_exports::{RuntimeDomain, SharedExports};
-use devipc_core::fork::{PerProcess, forget_inherited};
 use devipc_core::{
-    Allocation, BackendInfo, BackendKind, Birth, Capabilities, CopyDesc, DeviceId, DeviceIpc,
-    DevicePtr, DeviceUuid, Error, EventHandle, ExportOptions, HandleTable, HostIdentity, Mapping,
-    Mechanism, MemToken, PhysicalDevice, PhysicalDeviceCache, ProcessId, RawStream, Result,
-    RuntimeVersion, SignalHandle, SignalToken, StreamHandle, TokenOrigin,
+    Allocation, BackendInfo, BackendKind, Capabilities, CopyDesc, DeviceId, DeviceIpc, DevicePtr,
+    DeviceUuid, Error, EventHandle, ExportOptions, HandleTable, HostIdentity, Mapping, Mechanism,
+    MemToken, PhysicalDevice, PhysicalDeviceCache, ProcessId, RawStream, Result, RuntimeVersion,
+    SignalGenerations, SignalHandle, SignalToken, StreamHandle, TokenOrigin,
 };
 
 use crate::device::DeviceScope;
 use crate::device::Transfer;
+use crate::init::AclInit;
 use crate::ipc_key::{EXTERNAL, ExternalExport, KeyMapping};
 use crate::notify::SignalRecord;
 use crate::result;
@@ -103,6 +105,8 @@ pub struct AscendBackend {
     /// Serialises the exports that create a vendor handle once and cache it (VMM
     /// shareable handles, notify keys), so two threads never create two.
     pub(crate) export_lock: Mutex<()>,
+    /// The rings of signals with generations, by signal id (`generation.rs`).
+    pub(crate) rings: crate::generation::Rings,
     /// Device pairs (device, peer) devipc already enabled peer access for.
     pub(crate) peers_enabled: Mutex<Vec<(DeviceId, DeviceId)>>,
     /// The process-wide ACL initialisation this backend holds; dropped last.
@@ -182,6 +186,7 @@ impl AscendBackend {
             events: HandleTable::new("event"),
             external,
             export_lock: Mutex::new(()),
+            rings: Default::default(),
             peers_enabled: Mutex::new(Vec::new()),
             init,
             api,
@@ -557,6 +562,29 @@ impl DeviceIpc for AscendBackend {
     fn destroy_signal(&self, signal: SignalHandle) -> Result<()> {
         self.destroy_notify(signal)
     }
+
+    fn post_signal(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        timeout: Option<Duration>,
+    ) -> Result<u64> {
+        self.post_generation(signal, stream, timeout)
+    }
+
+    fn wait_signal_generation(
+        &self,
+        signal: &SignalHandle,
+        stream: RawStream,
+        generation: u64,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        self.wait_generation(signal, stream, generation, timeout)
+    }
+
+    fn signal_generations(&self, signal: &SignalHandle) -> Result<SignalGenerations> {
+        self.generations_of(signal)
+    }
 }
 
 /// The `int32_t` pid list the trustlist functions take; an empty list stays empty.
@@ -634,108 +662,6 @@ fn capabilities(api: &AclApi, device_count: u32) -> Capabilities {
     caps
 }
 
-/// Live devipc backends per loaded runtime (keyed by the address of its `aclFinalize`)
-/// and process, and whether devipc's `aclInit` initialised ACL there. See
-/// [`AscendBackend`]. A child `fork`ed from a process with a live backend inherits its
-/// entries, which are not its own: it initialises ACL afresh and never finalizes for the
-/// parent.
-static ACL_INITS: PerProcess<Vec<InitEntry>> = PerProcess::new(forget_inherited);
-
-#[derive(Debug)]
-struct InitEntry {
-    runtime: usize,
-    live: usize,
-    devipc_initialized: bool,
-    /// A backend left something open that `aclFinalize` could tear down (see
-    /// [`AclInit::keep_initialized`]): the last backend does not finalize.
-    pinned: bool,
-}
-
-/// One backend's hold on the process-wide ACL initialisation; released on drop (in the
-/// process that took it).
-#[derive(Debug)]
-struct AclInit {
-    api: Arc<AclApi>,
-    runtime: usize,
-    birth: Birth,
-}
-
-impl AclInit {
-    /// Calls `aclInit(NULL)` unless another live backend on the same runtime already did,
-    /// accepting `ACL_ERROR_REPEAT_INITIALIZE`.
-    fn acquire(api: &Arc<AclApi>) -> Result<AclInit> {
-        let runtime = api.aclFinalize as usize;
-        let birth = Birth::here();
-        let mut inits = ACL_INITS.lock();
-        if let Some(entry) = inits.iter_mut().find(|e| e.runtime == runtime) {
-            entry.live += 1;
-        } else {
-            // false: ACL_ERROR_REPEAT_INITIALIZE, the framework initialised ACL.
-            let devipc_initialized = result::init(api)?;
-            inits.push(InitEntry {
-                runtime,
-                live: 1,
-                devipc_initialized,
-                pinned: false,
-            });
-        }
-        Ok(AclInit {
-            api: Arc::clone(api),
-            runtime,
-            birth,
-        })
-    }
-
-    /// Never finalize ACL for this runtime from now on: something devipc shared (a key
-    /// left open for a live importer) must outlive the backends. The framework or the
-    /// process exit tears ACL down instead.
-    fn keep_initialized(&self) {
-        if let Some(entry) = ACL_INITS
-            .lock()
-            .iter_mut()
-            .find(|e| e.runtime == self.runtime)
-        {
-            entry.pinned = true;
-        }
-    }
-
-    fn devipc_initialized(&self) -> bool {
-        ACL_INITS
-            .lock()
-            .iter()
-            .any(|e| e.runtime == self.runtime && e.devipc_initialized)
-    }
-}
-
-impl Drop for AclInit {
-    /// The last backend on the runtime finalizes ACL, if devipc initialised it. The lock
-    /// is held across `aclFinalize` so that a backend starting meanwhile initialises
-    /// afresh rather than racing the teardown.
-    fn drop(&mut self) {
-        if self.birth.is_inherited() {
-            // The parent's initialisation, copied by fork: the parent finalizes it.
-            return;
-        }
-        let mut inits = ACL_INITS.lock();
-        let Some(index) = inits.iter().position(|e| e.runtime == self.runtime) else {
-            return;
-        };
-        inits[index].live -= 1;
-        if inits[index].live > 0 {
-            return;
-        }
-        let entry = inits.swap_remove(index);
-        if entry.devipc_initialized && !entry.pinned {
-            // devipc's own aclInit is being balanced, and no other devipc backend on this
-            // runtime is alive. REPEAT_FINALIZE (the framework finalized ACL already) is
-            // no error: nothing is left to do.
-            if let Err(e) = result::finalize(&self.api) {
-                log::error!("devipc-ascend: {e}");
-            }
-        }
-    }
-}
-
 impl Drop for AscendBackend {
     /// Releases what the caller never released: signals, then mappings, then keys
     /// exported for framework memory, then allocations (a mapping may view one of our own
@@ -748,7 +674,8 @@ impl Drop for AscendBackend {
         if self.init.birth.is_inherited() {
             return;
         }
-        for (_, record) in self.signals.drain() {
+        for (id, record) in self.signals.drain() {
+            self.release_ring(id.get(), record.device);
             if let Err(e) = self.release_signal(record) {
                 log::error!("devipc-ascend: destroying a leftover notify failed: {e}");
             }

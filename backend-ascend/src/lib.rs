@@ -42,6 +42,8 @@
 
 mod backend;
 mod device;
+mod generation;
+mod init;
 pub mod ipc_key;
 pub mod notify;
 mod record;

@@ -155,7 +155,8 @@ use devipc_core::{
 
 use crate::backend::{AscendBackend, lock, pid_args};
 use crate::device::DeviceScope;
-use crate::ipc_key::{Key, key_payload};
+use crate::generation::notify_payload;
+use crate::ipc_key::Key;
 use crate::result;
 use crate::result::Undo;
 use crate::result::optional;
@@ -278,6 +279,9 @@ impl AscendBackend {
         let _scope = DeviceScope::bind(&self.api, dev)?;
         // ACL_NOTIFY_DEFAULT: the documented host-usable flag (0).
         let notify = result::create_notify(&self.api, u64::from(ACL_NOTIFY_DEFAULT))?;
+        let ring = self
+            .create_ring()
+            .inspect_err(|_| drop(Undo::DestroyNotify(notify).run(&self.api)))?;
         let id = self.signals.insert(SignalRecord {
             device,
             home: device,
@@ -287,6 +291,7 @@ impl AscendBackend {
             waiter: None,
             busy: false,
         });
+        self.attach_ring(id.get(), ring);
         Ok(SignalHandle { id, device })
     }
 
@@ -337,7 +342,10 @@ impl AscendBackend {
             physical: self.token_physical(record.device),
             origin: self.origin()?,
             generation: signal.id.get(),
-            payload: key.to_vec(),
+            payload: match self.ring_name(signal.id.get()) {
+                Some(ring) => [&key[..], &ring].concat(),
+                None => key.to_vec(),
+            },
         })
     }
 
@@ -347,7 +355,7 @@ impl AscendBackend {
     /// the signal's handle id, and the key must match the one exported.
     pub(crate) fn grant_notify(&self, token: &SignalToken, peers: &[ProcessId]) -> Result<()> {
         self.check_device(token.device())?;
-        let key = key_payload(token.payload(), token.mechanism())?;
+        let (key, _) = notify_payload(token.payload(), token.mechanism())?;
         let not_ours = || {
             Error::invalid_argument(
                 "only the process that exported a signal can grant it, and this backend did \
@@ -388,7 +396,8 @@ impl AscendBackend {
         // The exporter's device as this process numbers it (a mask may renumber it); a
         // device this process does not see is another device than `device`.
         let home = self.home_device(token.device(), token.physical_device())?;
-        let key = key_payload(token.payload(), token.mechanism())?;
+        let (key, ring) = notify_payload(token.payload(), token.mechanism())?;
+        let ring = ring.map(|name| self.open_ring(&name)).transpose()?;
         optional!(self.api, aclrtNotifyImportByKey)?;
         let flags = if home != Some(device) {
             ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS
@@ -421,6 +430,9 @@ impl AscendBackend {
             waiter: None,
             busy: false,
         });
+        if let Some(ring) = ring {
+            self.attach_ring(id.get(), ring);
+        }
         Ok(SignalHandle { id, device })
     }
 
@@ -484,7 +496,9 @@ impl AscendBackend {
     pub(crate) fn destroy_notify(&self, signal: SignalHandle) -> Result<()> {
         let record = self.signals.remove(signal.id)?;
         self.release_signal(record)
-            .inspect_err(|_| self.signals.restore(signal.id, record))
+            .inspect_err(|_| self.signals.restore(signal.id, record))?;
+        self.release_ring(signal.id.get(), record.device);
+        Ok(())
     }
 
     /// The record behind `signal`, pinned: `destroy_signal` of a clone of the handle on
@@ -761,34 +775,4 @@ impl AscendBackend {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timeouts_round_up_to_whole_seconds_and_never_mean_forever() {
-        assert_eq!(timeout_arg(Duration::ZERO), 1);
-        assert_eq!(timeout_arg(Duration::from_millis(1)), 1);
-        assert_eq!(timeout_arg(Duration::from_secs(1)), 1);
-        assert_eq!(timeout_arg(Duration::from_millis(1500)), 2);
-        assert_eq!(timeout_arg(Duration::from_secs(30)), 30);
-        assert_eq!(timeout_arg(Duration::MAX), u32::MAX);
-        assert_ne!(timeout_arg(Duration::from_nanos(1)), WAIT_FOREVER);
-    }
-
-    #[test]
-    fn event_sync_slices_are_whole_ms_at_most_the_slice_and_never_0() {
-        assert_eq!(slice_ms(Duration::ZERO), 1);
-        assert_eq!(slice_ms(Duration::from_micros(300)), 1);
-        assert_eq!(slice_ms(Duration::from_micros(1500)), 2);
-        assert_eq!(slice_ms(Duration::from_millis(7)), 7);
-        assert_eq!(slice_ms(Duration::from_secs(10)), 50);
-        assert_eq!(slice_ms(Duration::MAX), 50);
-    }
-
-    #[test]
-    fn only_the_wait_timeout_code_is_a_timeout() {
-        assert!(is_wait_timeout(107019));
-        assert!(!is_wait_timeout(0));
-        assert!(!is_wait_timeout(507899));
-    }
-}
+mod tests;

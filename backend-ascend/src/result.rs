@@ -650,6 +650,10 @@ pub(crate) use notify::{
     reset_notify, synchronize_event_with_timeout, try_notify_import_by_key, wait_and_reset_notify,
 };
 
+mod ipc_event;
+
+pub(crate) use ipc_event::{IPC_EVENT_HANDLE_LEN, ipc_get_event_handle, ipc_open_event_handle};
+
 // ---------------------------------------------------------------------------------------
 // Streams: in `result/stream.rs`
 // ---------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 //! | `vmm.rs` (+ `vmm/`) | `hip-vmm-fd`: VMM memory shared as a dma-buf fd | allocate_with, export, import, export_fd, import_fd, free, close |
 //! | `external.rs` | framework memory of either kind | export_external, close_external |
 //! | `event.rs` | `hip-ipc-event`: signals | create_signal ... destroy_signal |
+//! | `generation.rs` | signals with generations: a ring of IPC events | post_signal, wait_signal_generation, signal_generations |
 //! | `stream.rs` | the data plane: streams, local events, asynchronous copies | create_stream ... copy_async |
 //! | `device.rs` | the device a call binds, its identity, peer access, host copies of any memory | physical_device, enable_peer_access, write, read |
 //!

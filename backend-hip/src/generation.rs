@@ -16,18 +16,18 @@
 //! event may record it.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use devipc_core::{DeviceId, Error, Pinned, RawStream, Result, SignalGenerations, SignalHandle};
+use devipc_core::{Error, Pinned, RawStream, Result, SignalGenerations, SignalHandle};
 use devipc_hip_sys::{
     HIP_IPC_HANDLE_SIZE, hipEventDisableTiming, hipEventInterprocess, hipIpcEventHandle_t,
 };
-use devipc_shm::generation::{self, GenerationError, Generations, Ring, Sliced};
+use devipc_shm::generation::{self, GenerationError, Generations, Ring};
 use devipc_shm::word_file::WordFile;
 
 use crate::backend::HipBackend;
 use crate::device::DeviceScope;
-use crate::event::{RELEASE_POLL, SignalRecord, event_ptr, wait_error};
+use crate::event::{SignalRecord, event_ptr};
 use crate::result;
 
 /// Events per signal: how many posts a producer may run ahead of its consumer's waits.
@@ -53,24 +53,8 @@ fn words(word: &WordFile) -> Result<Generations<'_>> {
     })
 }
 
-/// The error of a generation call that did not complete.
-fn sliced_error(e: Sliced, signal: &SignalHandle, what: String, started: Instant) -> Error {
-    match e {
-        Sliced::Expired => Error::timed_out(what, started),
-        Sliced::Released => Error::UnknownHandle {
-            kind: "signal",
-            id: signal.id.get(),
-        },
-        Sliced::Failed(e) => generation_error(e, &what),
-    }
-}
-
-/// A generation protocol error as devipc's.
-pub(crate) fn generation_error(e: GenerationError, what: &str) -> Error {
-    match e {
-        GenerationError::Wait(w) => wait_error(w, what),
-        other => Error::invalid_argument(format!("{what}: {other}")),
-    }
+fn ring_error(e: GenerationError) -> Error {
+    Error::invalid_argument(format!("reading the signal's ring: {e}"))
 }
 
 impl HipBackend {
@@ -135,10 +119,7 @@ impl HipBackend {
         if let Some(events) = events.as_ref() {
             return Ok(events.clone());
         }
-        let handles = match words(&record.word)?
-            .ring()
-            .map_err(|e| generation_error(e, "reading the signal's ring"))?
-        {
+        let handles = match words(&record.word)?.ring().map_err(ring_error)? {
             Ring::Ready(handles) => handles,
             Ring::Absent | Ring::Unsupported => {
                 return Err(Error::invalid_argument(
@@ -176,31 +157,21 @@ impl HipBackend {
         stream: RawStream,
         timeout: Option<Duration>,
     ) -> Result<u64> {
-        let started = Instant::now();
-        let until = timeout.and_then(|t| started.checked_add(t));
         let record = self.signal(signal)?;
         let events = self.ring_of(&record)?;
-        let gens = words(&record.word)?;
-        let what = || format!("posting signal {} (waiting for its consumer)", signal.id);
         let released = || record.release_requested();
-        let claim = generation::in_slices(until, RELEASE_POLL, released, |end| gens.claim(end))
-            .map_err(|e| sliced_error(e, signal, what(), started))?;
-        let recorded = self.record_slot(record.device, events[claim.slot], stream);
-        if recorded.is_err() && gens.give_back(claim) {
-            return recorded.map(|()| 0);
-        }
-        generation::in_slices(until, RELEASE_POLL, released, |end| {
-            gens.publish(claim, recorded.is_ok(), end)
-        })
-        .map_err(|e| sliced_error(e, signal, what(), started))?;
-        recorded.map(|()| claim.generation)
-    }
-
-    fn record_slot(&self, device: DeviceId, event: usize, stream: RawStream) -> Result<()> {
-        let _scope = DeviceScope::bind(&self.api, device.as_c_int()?)?;
-        // SAFETY: the event is the signal's ring event (live while the record is pinned);
-        // the stream is the caller's, live by `RawStream`'s constructor contract.
-        unsafe { result::event_record(&self.api, event_ptr(event), stream.as_ptr()) }
+        generation::post(
+            &words(&record.word)?,
+            signal.id.get(),
+            timeout,
+            released,
+            |slot| {
+                let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+                // SAFETY: the event is the signal's ring event (live while the record is
+                // pinned); the stream is the caller's, live by `RawStream`'s contract.
+                unsafe { result::event_record(&self.api, event_ptr(events[slot]), stream.as_ptr()) }
+            },
+        )
     }
 
     /// `wait_signal_generation`.
@@ -211,37 +182,33 @@ impl HipBackend {
         generation: u64,
         timeout: Option<Duration>,
     ) -> Result<()> {
-        let started = Instant::now();
         let record = self.signal(signal)?;
         if generation == 0 {
             return Ok(());
         }
-        let until = timeout.and_then(|t| started.checked_add(t));
         let events = self.ring_of(&record)?;
         let gens = words(&record.word)?;
-        let what = || {
-            format!(
-                "waiting for generation {generation} of signal {}",
-                signal.id
-            )
-        };
-        let slot = generation::in_slices(
-            until,
-            RELEASE_POLL,
-            || record.release_requested(),
-            |end| gens.wait_published(generation, end),
+        let released = || record.release_requested();
+        generation::wait(
+            &gens,
+            signal.id.get(),
+            generation,
+            timeout,
+            released,
+            |slot| {
+                let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
+                // SAFETY: the event is the signal's ring event (live while the record is
+                // pinned); the stream is the caller's, live by `RawStream`'s contract; flags 0.
+                unsafe {
+                    result::stream_wait_event(
+                        &self.api,
+                        stream.as_ptr(),
+                        event_ptr(events[slot]),
+                        0,
+                    )
+                }
+            },
         )
-        .map_err(|e| sliced_error(e, signal, what(), started))?;
-        {
-            let _scope = DeviceScope::bind(&self.api, record.device.as_c_int()?)?;
-            // SAFETY: the event is the signal's ring event (live while the record is
-            // pinned); the stream is the caller's, live by `RawStream`'s contract; flags 0.
-            unsafe {
-                result::stream_wait_event(&self.api, stream.as_ptr(), event_ptr(events[slot]), 0)
-            }?;
-        }
-        gens.mark_waited(generation)
-            .map_err(|e| generation_error(e, &what()))
     }
 
     /// `signal_generations`.

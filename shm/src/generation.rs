@@ -51,6 +51,10 @@ use crate::futex::WaitError;
 use crate::os;
 use crate::word_file::WordFile;
 
+mod drive;
+
+pub use drive::{RELEASE_POLL, post, wait};
+
 /// The bytes of one interprocess event handle (HIP and ACL: 64).
 pub const HANDLE_LEN: usize = 64;
 
@@ -321,47 +325,6 @@ impl<'a> Generations<'a> {
             crate::futex::wake_all(seq)?;
         }
         Ok(())
-    }
-}
-
-/// How [`in_slices`] ended without a result.
-#[derive(Debug)]
-pub enum Sliced {
-    /// The caller's deadline passed.
-    Expired,
-    /// `released()` held: the object is being destroyed on another thread.
-    Released,
-    /// A step failed otherwise.
-    Failed(GenerationError),
-}
-
-/// Runs `step` with deadlines at most `slice` apart until it returns something other
-/// than a timeout, `until` passes ([`Sliced::Expired`]) or `released()` holds
-/// ([`Sliced::Released`], checked before every slice): a wait that a destroy on another
-/// thread ends within a slice.
-pub fn in_slices<T>(
-    until: Option<Instant>,
-    slice: std::time::Duration,
-    released: impl Fn() -> bool,
-    mut step: impl FnMut(Option<Instant>) -> Result<T, GenerationError>,
-) -> Result<T, Sliced> {
-    loop {
-        if released() {
-            return Err(Sliced::Released);
-        }
-        let now = Instant::now();
-        let end = now
-            .checked_add(slice)
-            .map(|e| until.map_or(e, |u| u.min(e)));
-        match step(end) {
-            Err(GenerationError::Wait(WaitError::Timeout(_))) => {
-                if until.is_some_and(|u| Instant::now() >= u) {
-                    return Err(Sliced::Expired);
-                }
-            }
-            Err(other) => return Err(Sliced::Failed(other)),
-            Ok(v) => return Ok(v),
-        }
     }
 }
 

@@ -177,8 +177,8 @@ fn consumer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
 
 /// The emulated runtimes: Ascend, HIP 7.1 (stream waits on the device), HIP 6.2 (stream
 /// waits on IPC events block the host).
-const TARGETS: [(BackendKind, &str); 2] = [
-    //TMP(BackendKind::Ascend, ""),
+const TARGETS: [(BackendKind, &str); 3] = [
+    (BackendKind::Ascend, ""),
     (BackendKind::Hip, "7.1"),
     (BackendKind::Hip, "6.2"),
 ];

@@ -1,0 +1,128 @@
+//! The calls of a signal with generations, over a backend's two vendor calls: `post`
+//! (claim, record, publish) and `wait` (wait for the publish, stream wait, mark waited),
+//! with the caller's deadline, waits sliced so that a destroy of the signal on another
+//! thread ends them, and devipc's errors.
+
+use std::time::{Duration, Instant};
+
+use devipc_core::{Error, Result};
+
+use super::{GenerationError, Generations};
+use crate::futex::WaitError;
+
+/// How often a sliced wait looks whether its signal is being destroyed.
+pub const RELEASE_POLL: Duration = Duration::from_millis(50);
+
+/// Posts the next generation: claims it (waiting for the consumer's waits a ring back),
+/// calls `record(slot)` (the vendor record of the slot's event on the caller's stream),
+/// and publishes it. `signal` names the signal in errors; `released()` says a destroy of
+/// it began on another thread. A failed record is its error; its generation is given back
+/// or, when a later post was claimed meanwhile, published as poisoned.
+pub fn post(
+    gens: &Generations<'_>,
+    signal: u64,
+    timeout: Option<Duration>,
+    released: impl Fn() -> bool,
+    record: impl FnOnce(usize) -> Result<()>,
+) -> Result<u64> {
+    let started = Instant::now();
+    let until = timeout.and_then(|t| started.checked_add(t));
+    let what = || format!("posting signal {signal} (waiting for its consumer's waits)");
+    let claim = in_slices(until, &released, |end| gens.claim(end))
+        .map_err(|e| sliced_error(e, signal, what(), started))?;
+    let recorded = record(claim.slot);
+    if recorded.is_err() && gens.give_back(claim) {
+        return recorded.map(|()| 0);
+    }
+    in_slices(until, &released, |end| {
+        gens.publish(claim, recorded.is_ok(), end)
+    })
+    .map_err(|e| sliced_error(e, signal, what(), started))?;
+    recorded.map(|()| claim.generation)
+}
+
+/// Waits for generation `generation`: until it is published (the calling thread, up to
+/// `timeout`), then `stream_wait(slot)` (the vendor stream wait on the slot's event), then
+/// marks it waited. Generation 0 is no wait.
+pub fn wait(
+    gens: &Generations<'_>,
+    signal: u64,
+    generation: u64,
+    timeout: Option<Duration>,
+    released: impl Fn() -> bool,
+    stream_wait: impl FnOnce(usize) -> Result<()>,
+) -> Result<()> {
+    if generation == 0 {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let until = timeout.and_then(|t| started.checked_add(t));
+    let what = || format!("waiting for generation {generation} of signal {signal}");
+    let slot = in_slices(until, &released, |end| gens.wait_published(generation, end))
+        .map_err(|e| sliced_error(e, signal, what(), started))?;
+    stream_wait(slot)?;
+    gens.mark_waited(generation)
+        .map_err(|e| generation_error(e, &what()))
+}
+
+/// How [`in_slices`] ended without a result.
+enum Sliced {
+    /// The caller's deadline passed.
+    Expired,
+    /// `released()` held: the signal is being destroyed on another thread.
+    Released,
+    /// A step failed otherwise.
+    Failed(GenerationError),
+}
+
+/// Runs `step` with deadlines at most [`RELEASE_POLL`] apart until it returns something
+/// other than a timeout, `until` passes or `released()` holds (checked before every
+/// slice).
+fn in_slices<T>(
+    until: Option<Instant>,
+    released: &impl Fn() -> bool,
+    mut step: impl FnMut(Option<Instant>) -> Result<T, GenerationError>,
+) -> Result<T, Sliced> {
+    loop {
+        if released() {
+            return Err(Sliced::Released);
+        }
+        let now = Instant::now();
+        let end = now
+            .checked_add(RELEASE_POLL)
+            .map(|e| until.map_or(e, |u| u.min(e)));
+        match step(end) {
+            Err(GenerationError::Wait(WaitError::Timeout(_))) => {
+                if until.is_some_and(|u| Instant::now() >= u) {
+                    return Err(Sliced::Expired);
+                }
+            }
+            Err(other) => return Err(Sliced::Failed(other)),
+            Ok(v) => return Ok(v),
+        }
+    }
+}
+
+fn sliced_error(e: Sliced, signal: u64, what: String, started: Instant) -> Error {
+    match e {
+        Sliced::Expired => Error::timed_out(what, started),
+        Sliced::Released => Error::UnknownHandle {
+            kind: "signal",
+            id: signal,
+        },
+        Sliced::Failed(e) => generation_error(e, &what),
+    }
+}
+
+fn generation_error(e: GenerationError, what: &str) -> Error {
+    match e {
+        GenerationError::Wait(WaitError::Timeout(after)) => Error::Timeout {
+            what: what.to_owned(),
+            after,
+        },
+        GenerationError::Wait(WaitError::Sys { op, source }) => {
+            Error::io(format!("{what}: {op}"), source)
+        }
+        other => Error::invalid_argument(format!("{what}: {other}")),
+    }
+}
