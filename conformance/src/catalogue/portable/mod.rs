@@ -16,7 +16,8 @@
 //! One file per topic, each with its rules and scenarios: `memory.rs` (memory devipc
 //! allocates: sharing, the same-process shortcut, the import cache, sub-ranges, lifetime,
 //! other devices), `grant.rs` (who may import), `external.rs` (framework memory,
-//! `export_external`), `signal.rs` (signals), `transfer.rs` (copies through imports), `error.rs` (typed
+//! `export_external`), `signal.rs` (signals), `generation.rs` (signals with
+//! generations), `transfer.rs` (copies through imports), `error.rs` (typed
 //! errors). [`RULES`] lists
 //! them in report order.
 //!
@@ -26,6 +27,7 @@
 
 mod error;
 mod external;
+mod generation;
 mod grant;
 mod memory;
 mod signal;
@@ -58,6 +60,9 @@ pub static RULES: &[Rule] = &[
     memory::CROSS_DEVICE,
     signal::BINARY_SEMAPHORE,
     signal::WAIT_TIMEOUT,
+    generation::ORDERS_STREAMS,
+    generation::EACH_OWN,
+    generation::BACK_PRESSURE,
     error::WRONG_BACKEND,
     error::CORRUPT_TOKEN,
     error::BAD_DEVICE,
