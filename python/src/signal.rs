@@ -190,6 +190,65 @@ impl Signal {
         }
     }
 
+    /// Posts the signal's next generation on `stream` (a `Stream` of the signal's runtime
+    /// and device) and returns it (1, 2, ...): a peer's `wait_for(stream, generation)`
+    /// orders its stream's later work after the work enqueued on `stream` before this
+    /// call, on the device. A post that would run more than four generations ahead of the
+    /// waits issued so far waits for them, up to `timeout` seconds (`None`: as long as it
+    /// takes; `TimedOutError`), GIL released, Ctrl-C noticed within 50 ms.
+    #[pyo3(signature = (stream, timeout=None))]
+    fn post(
+        &self,
+        py: Python<'_>,
+        stream: PyRef<'_, Stream>,
+        timeout: Option<f64>,
+    ) -> PyResult<u64> {
+        let stream = self
+            .devipc_stream(Some(&stream))?
+            .ok_or_else(|| errors::invalid_argument("post takes a stream"))?;
+        let mut posted = 0;
+        let closed = std::sync::atomic::AtomicBool::new(false);
+        let result = crate::wait::sliced(py, timeout, "posting the signal", |slice| {
+            let signal = self.op().map_err(|_| closed_meanwhile(&closed))?;
+            posted = signal.post(&stream, Some(slice))?;
+            Ok(())
+        });
+        check_closed(result, &closed)?;
+        Ok(posted)
+    }
+
+    /// Makes `stream`'s later work wait, on the device, for the work enqueued before the
+    /// post of `generation` (see `post`). Blocks only until that post was made, up to
+    /// `timeout` seconds (`TimedOutError`), GIL released; generation 0 is no wait.
+    #[pyo3(signature = (stream, generation, timeout=None))]
+    fn wait_for(
+        &self,
+        py: Python<'_>,
+        stream: PyRef<'_, Stream>,
+        generation: u64,
+        timeout: Option<f64>,
+    ) -> PyResult<()> {
+        let stream = self
+            .devipc_stream(Some(&stream))?
+            .ok_or_else(|| errors::invalid_argument("wait_for takes a stream"))?;
+        let what = format!("waiting for generation {generation} of the signal");
+        let closed = std::sync::atomic::AtomicBool::new(false);
+        let result = crate::wait::sliced(py, timeout, &what, |slice| {
+            let signal = self.op().map_err(|_| closed_meanwhile(&closed))?;
+            signal.wait_for(&stream, generation, Some(slice))
+        });
+        check_closed(result, &closed)
+    }
+
+    /// `(posted, waited)`: the latest generation posted and the latest one a wait was
+    /// issued for, as every process holding the signal sees them.
+    #[getter]
+    fn generations(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        let signal = self.op()?;
+        let g = py.detach(|| signal.generations()).map_err(to_py)?;
+        Ok((g.posted, g.waited))
+    }
+
     /// Destroys this process's handle now (once same-process imports of it are gone too).
     /// A `wait()` on another thread ends with `ClosedError` (after its current slice);
     /// a second `close()` does nothing. Releases the GIL.
@@ -217,4 +276,19 @@ impl Signal {
         self.close(py);
         false
     }
+}
+
+/// Notes that the signal was closed between two slices of a call (the call then raises
+/// `ClosedError`, see [`check_closed`]).
+fn closed_meanwhile(flag: &std::sync::atomic::AtomicBool) -> Error {
+    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    Error::invalid_argument("the signal was closed")
+}
+
+/// `result`, or `ClosedError` when the signal was closed between its slices.
+fn check_closed<T>(result: PyResult<T>, flag: &std::sync::atomic::AtomicBool) -> PyResult<T> {
+    if flag.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(errors::closed("the signal"));
+    }
+    result
 }

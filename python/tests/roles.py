@@ -250,3 +250,31 @@ def _copier(kind, inbox, outbox):
     exact = local.read() == pattern(n, seed) and read.result(timeout=60) == pattern(n, seed)[:4096]
     outbox.put(("done", still, closed_in, exact))
     local.close()
+
+
+def generation_consumer(kind, inbox, outbox):
+    """Imports a signal with generations and a buffer; waits for generations 1 and 2 on
+    its stream, tries 3 with a short timeout, copies the buffer after 2 and reports
+    ``("waited", error class of the wait for 3, the bytes)``; then waits to be killed."""
+    _report(outbox, _generation_consumer, kind, inbox, outbox)
+
+
+def _generation_consumer(kind, inbox, outbox):
+    rt = devipc.Runtime.emulated(kind)
+    outbox.put(rt.process_id)
+    sig_token, buf_token, n = inbox.get()
+    sig = rt.import_signal(sig_token)
+    buf = rt.import_buffer(buf_token)
+    stream = rt.create_stream()
+    local = rt.allocate(n)
+    sig.wait_for(stream, 1, timeout=20)
+    sig.wait_for(stream, 2, timeout=20)
+    copy = stream.copy(local.span(0, n), buf.span(0, n))
+    try:
+        sig.wait_for(stream, 3, timeout=0.2)
+        early = "none"
+    except devipc.errors.TimedOutError as e:
+        early = type(e).__name__
+    copy.wait(20)
+    outbox.put(("waited", early, local.read(0, n)))
+    time.sleep(600)

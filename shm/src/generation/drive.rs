@@ -13,6 +13,12 @@ use crate::futex::WaitError;
 /// How often a sliced wait looks whether its signal is being destroyed.
 pub const RELEASE_POLL: Duration = Duration::from_millis(50);
 
+/// How long a post waits, after its record, for a concurrent poster's earlier generation
+/// to be published (microseconds, unless that poster died mid-post). A caller's timeout
+/// bounds only the wait for the consumer: a timeout is always before the claim, so a post
+/// that timed out can be retried.
+pub const PUBLISH_LIMIT: Duration = Duration::from_secs(10);
+
 /// Posts the next generation: claims it (waiting for the consumer's waits a ring back),
 /// calls `record(slot)` (the vendor record of the slot's event on the caller's stream),
 /// and publishes it. `signal` names the signal in errors; `released()` says a destroy of
@@ -34,7 +40,11 @@ pub fn post(
     if recorded.is_err() && gens.give_back(claim) {
         return recorded.map(|()| 0);
     }
-    in_slices(until, &released, |end| {
+    // Not the caller's deadline: a claim given up after its record would wedge every
+    // later generation. Only a concurrent poster that died between its claim and its
+    // publish holds this up, and then the signal is lost anyway.
+    let publish_until = Instant::now().checked_add(PUBLISH_LIMIT);
+    in_slices(publish_until, &released, |end| {
         gens.publish(claim, recorded.is_ok(), end)
     })
     .map_err(|e| sliced_error(e, signal, what(), started))?;
