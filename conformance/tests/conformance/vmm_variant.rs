@@ -100,8 +100,9 @@ fn the_default_runs_are_unchanged() {
         let rs = portable(backend);
         assert_eq!(
             rs.len(),
-            19,
-            "{backend}: the portable rules (17 + issue 16 placement + issue 25 transfer)"
+            22,
+            "{backend}: the portable rules (17 + issue 16 placement + issue 25 transfer and \
+             three signal-generation rules)"
         );
         for r in rs {
             assert_eq!(r["result"], "pass", "{backend}: {r}");
