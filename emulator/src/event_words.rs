@@ -27,6 +27,9 @@ use crate::stream_queue::{Cancel, Op, WaitEnd, wait_sliced};
 pub const RECORDED: usize = 0;
 /// Offset of the `completed` word in an event's shared page.
 pub const COMPLETED: usize = 4;
+/// Offset of the word counting the threads (of every process) waiting on a shared event,
+/// so that a completion nobody waits for makes no system call.
+pub const WAITERS: usize = 8;
 
 /// Whether `completed` has reached `target` (indices wrap around).
 pub fn reached(completed: u32, target: u32) -> bool {
@@ -36,7 +39,9 @@ pub fn reached(completed: u32, target: u32) -> bool {
 /// Where an event's two words live. A process-local event also keeps the time its latest
 /// completed record completed (nanoseconds since [`epoch`]), for `hipEventElapsedTime`,
 /// and how many threads wait on it, so that a completion nobody waits for makes no
-/// system call (a shared event's waiters may be in other processes: it always wakes).
+/// system call (a shared event counts its waiters, of every process, in its page's
+/// [`WAITERS`] word; one killed while waiting leaves the count high, which only costs a
+/// wake).
 #[derive(Debug)]
 enum Words {
     Local([AtomicU32; 2], AtomicU64, AtomicU32),
@@ -102,30 +107,36 @@ impl EventWords {
                 Err(now) => seen = now,
             }
         }
-        if let Words::Local(_, _, waiters) = &self.0 {
-            // Pairs with the fence in `waiting`: a waiter that registered after this load
-            // sees the completion before it sleeps.
-            fence(Ordering::SeqCst);
-            if waiters.load(Ordering::Relaxed) == 0 {
-                return Ok(());
-            }
+        // Pairs with the fence in `waiting`: a waiter that registered after this load
+        // sees the completion before it sleeps.
+        fence(Ordering::SeqCst);
+        if self.waiters()?.load(Ordering::Relaxed) == 0 {
+            return Ok(());
         }
         wake_all(completed)?;
         Ok(())
     }
 
-    /// Runs `wait` counted as a waiter of local words (see [`Words`]).
-    fn waiting<T>(&self, wait: impl FnOnce() -> T) -> T {
+    /// The count of threads waiting on the words (see [`Words`]).
+    fn waiters(&self) -> Result<&AtomicU32, EmuError> {
         match &self.0 {
-            Words::Local(_, _, waiters) => {
-                waiters.fetch_add(1, Ordering::Relaxed);
-                fence(Ordering::SeqCst);
-                let out = wait();
-                waiters.fetch_sub(1, Ordering::Relaxed);
-                out
-            }
-            Words::Shared(_) => wait(),
+            Words::Local(_, _, waiters) => Ok(waiters),
+            Words::Shared(m) => m.word(WAITERS),
         }
+    }
+
+    /// Runs `wait` counted as a waiter (see [`Words`]); `fail` makes the error of a
+    /// missing word.
+    fn waiting<T>(&self, fail: impl FnOnce(EmuError) -> T, wait: impl FnOnce() -> T) -> T {
+        let waiters = match self.waiters() {
+            Ok(w) => w,
+            Err(e) => return fail(e),
+        };
+        waiters.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let out = wait();
+        waiters.fetch_sub(1, Ordering::Relaxed);
+        out
     }
 
     /// When the latest completed record completed (process-local events only).
@@ -152,7 +163,7 @@ impl EventWords {
     /// host-side synchronize calls).
     pub fn wait(&self, target: u32) -> Result<(), EmuError> {
         let (_, completed) = self.pair()?;
-        self.waiting(|| wait_until(completed, |c| reached(c, target), None))?;
+        self.waiting(Err, || wait_until(completed, |c| reached(c, target), None))?;
         Ok(())
     }
 
@@ -160,7 +171,7 @@ impl EventWords {
     /// passed (`false`; `None`: no limit), on the `completed` word's futex.
     pub fn wait_for(&self, target: u32, timeout: Option<Duration>) -> Result<bool, EmuError> {
         let (_, completed) = self.pair()?;
-        match self.waiting(|| wait_until(completed, |c| reached(c, target), timeout)) {
+        match self.waiting(Err, || wait_until(completed, |c| reached(c, target), timeout)) {
             Ok(_) => Ok(true),
             Err(EmuError::Timeout(_)) => Ok(false),
             Err(e) => Err(e),
@@ -171,7 +182,7 @@ impl EventWords {
     /// stream is destroyed by force (`cancel`).
     pub fn wait_on_stream(&self, target: u32, cancel: &Cancel) -> Result<(), WaitEnd<EmuError>> {
         let (_, completed) = self.pair().map_err(WaitEnd::Failed)?;
-        self.waiting(|| {
+        self.waiting(|e| Err(WaitEnd::Failed(e)), || {
             wait_sliced(Some(cancel), None, |slice| {
                 match wait_until(completed, |c| reached(c, target), Some(slice)) {
                     Ok(_) => Ok(true),
