@@ -278,3 +278,51 @@ def _generation_consumer(kind, inbox, outbox):
     copy.wait(20)
     outbox.put(("waited", early, local.read(0, n)))
     time.sleep(600)
+
+
+def held_copier(kind, inbox, outbox):
+    """Imports a buffer, holds its stream, queues a copy out of the import and reports
+    ``("in-flight", complete?)``; then waits to be killed."""
+    _report(outbox, _held_copier, kind, inbox, outbox)
+
+
+def _held_copier(kind, inbox, outbox):
+    import devipc.testing
+
+    rt = devipc.Runtime.emulated(kind)
+    outbox.put(rt.process_id)
+    token, n = inbox.get()
+    imp = rt.import_buffer(token)
+    local = rt.allocate(n)
+    stream = rt.create_stream()
+    devipc.testing.hold_stream(stream)
+    copy = stream.copy(local.span(0, n), imp.span(0, n))
+    outbox.put(("in-flight", copy.is_complete()))
+    time.sleep(600)
+
+
+def exporter_until_killed(kind, n, outbox):
+    """Allocates `n` bytes of pattern seed 9, exports them to any process, sends the token
+    and waits to be killed."""
+    _report(outbox, _exporter_until_killed, kind, n, outbox)
+
+
+def _exporter_until_killed(kind, n, outbox):
+    from dataplane import pattern
+
+    rt = devipc.Runtime.emulated(kind)
+    buf = rt.allocate(n)
+    buf.write(pattern(n, 9))
+    outbox.put(buf.export(any_process=True))
+    time.sleep(600)
+
+
+def exporting_sweeper(kind, outbox):
+    """Starts the emulator and exports once (the first export of a process sweeps the
+    export records of dead exporters), then exits."""
+    rt = devipc.Runtime.emulated(kind)
+    buf = rt.allocate(4096)
+    buf.export(any_process=True)
+    buf.close()
+    rt.close()
+    outbox.put("swept")
