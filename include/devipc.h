@@ -19,16 +19,17 @@
  * Panics. A panic inside devipc returns DEVIPC_ERR_PANIC; it never unwinds into C or
  * aborts the process.
  *
- * Handles. devipc_runtime, devipc_buffer, devipc_import, devipc_signal, devipc_mem_token
- * and devipc_signal_token are opaque handles owned by the caller, who releases each
- * exactly once with its own call (devipc_runtime_free, devipc_buffer_free,
- * devipc_import_close, devipc_signal_free, devipc_mem_token_free,
- * devipc_signal_token_free). Those calls take the address of the caller's variable and
+ * Handles. devipc_runtime, devipc_buffer, devipc_import, devipc_signal, devipc_mem_token,
+ * devipc_signal_token, devipc_span, devipc_stream, devipc_request and devipc_event are
+ * opaque handles owned by the caller, who releases each exactly once with its own call
+ * (devipc_import_close for an import, devipc_<type>_free for the others). Those calls take the address of the caller's variable and
  * set it to NULL: a second call through the same variable, or a NULL handle, does nothing
  * and returns DEVIPC_OK. A handle is a key into devipc's table of live objects, never
  * dereferenced: a freed or foreign handle, or a handle of another type, is
  * DEVIPC_ERR_UNKNOWN_HANDLE. Objects keep what they need alive (a buffer its runtime), so
- * handles may be freed in any order. Handles may be used from any thread.
+ * handles may be freed in any order (a request keeps the memory and stream it copies
+ * through until its copies completed; freeing it never blocks). Handles may be used from
+ * any thread.
  *
  * Pointers. A pointer argument that must not be NULL and is NULL is
  * DEVIPC_ERR_NULL_ARGUMENT. Every other pointer must be valid for the access the function
@@ -73,12 +74,19 @@
 // runtime alive.
 typedef struct devipc_buffer devipc_buffer;
 
+// A local, queryable event (the safe API's `Event`).
+typedef struct devipc_event devipc_event;
+
 // An export mapped into this process (the safe API's `ImportedBuffer`). It keeps the
 // mapping (and its runtime) alive until closed.
 typedef struct devipc_import devipc_import;
 
 // A memory token (the safe API's `MemToken`): an export of device memory, for a peer.
 typedef struct devipc_mem_token devipc_mem_token;
+
+// The completion of copies enqueued on a stream (the safe API's `Request`). Calls on one
+// request from several threads take turns.
+typedef struct devipc_request devipc_request;
 
 // A started backend (the safe API's `Runtime`). Buffers, imports and signals made from
 // it keep it alive, so its handle may be freed before theirs.
@@ -89,6 +97,15 @@ typedef struct devipc_signal devipc_signal;
 
 // A signal token (the safe API's `SignalToken`): an exported signal, for a peer.
 typedef struct devipc_signal_token devipc_signal_token;
+
+// A bounds-checked span of device memory for stream-ordered copies (the safe API's
+// `DeviceSpan`). It keeps its memory alive.
+typedef struct devipc_span devipc_span;
+
+// An ordered queue of device work on one device (the safe API's `Stream`). A stream
+// devipc created is destroyed, in the background, once its handle and every request on
+// it are gone.
+typedef struct devipc_stream devipc_stream;
 
 // What every function returns: `DEVIPC_OK` (0), a kind of devipc's error table (positive)
 // or a failure of the C ABI itself (negative). Details of a failure:
@@ -222,6 +239,10 @@ typedef struct devipc_capabilities {
 extern "C" {
 #endif // __cplusplus
 
+// Test aid: panics inside devipc, as a bug would, to show that the caller gets
+// `DEVIPC_ERR_PANIC` (and the panic's message as the last error), never an abort.
+devipc_status devipc_testing_panic(void);
+
 // Allocates `size` bytes of exportable memory on `device` and stores its handle in `*out`.
 //
 // # Safety
@@ -300,6 +321,33 @@ devipc_status devipc_buffer_export_range(const struct devipc_buffer *buf,
                                          size_t len,
                                          const struct devipc_export_options *opts,
                                          struct devipc_mem_token **out);
+
+// Creates an event on `device` and stores its handle in `*out`.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_runtime_create_event(const struct devipc_runtime *rt,
+                                          uint32_t device,
+                                          struct devipc_event **out);
+
+// Stores in `*out` whether the work before the event's latest record is done (true for
+// an event never recorded), without waiting.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_event_is_complete(const struct devipc_event *ev,
+                                       bool *out);
+
+// Waits until the event completed; `timeout_ms` negative waits forever, past it the call
+// returns `DEVIPC_ERR_TIMEOUT`.
+devipc_status devipc_event_wait(const struct devipc_event *ev,
+                                int64_t timeout_ms);
+
+// Frees the event handle in `*ev` and sets `*ev` to NULL (NULL: nothing to do).
+//
+// # Safety
+// `ev` is valid for a read and a write.
+devipc_status devipc_event_free(struct devipc_event **ev);
 
 // Exports `len` bytes at the device address `ptr` on `device`, memory the framework
 // allocated itself, and stores the token's handle in `*out`. The memory must stay
@@ -467,6 +515,14 @@ const char *devipc_last_error_kind(void);
 // `code` is NULL (then only the answer is given) or valid for a write.
 bool devipc_last_error_vendor_code(int32_t *code);
 
+// When the thread's last failure is a refused copy of a batch (`DEVIPC_ERR_COPY`),
+// stores the index of the first refused pair in `*index` and returns true; otherwise
+// returns false and leaves `*index` alone.
+//
+// # Safety
+// `index` is NULL (then only the answer is given) or valid for a write.
+bool devipc_last_error_copy_index(size_t *index);
+
 // Forgets the thread's last failure: the readers answer as if no call had failed.
 void devipc_last_error_clear(void);
 
@@ -476,6 +532,46 @@ void devipc_last_error_clear(void);
 // # Safety
 // `opts` is NULL or valid for a write of a `devipc_export_options`.
 devipc_status devipc_export_options_init(struct devipc_export_options *opts);
+
+// Stores in `*out` whether the request's copies completed, without waiting. A copy that
+// failed is its status (and `*out` is left alone).
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_request_is_complete(const struct devipc_request *req,
+                                         bool *out);
+
+// Waits until the request's copies completed; `timeout_ms` negative waits forever, past
+// it the call returns `DEVIPC_ERR_TIMEOUT` and the request is still pending.
+devipc_status devipc_request_wait(const struct devipc_request *req,
+                                  int64_t timeout_ms);
+
+// Waits for the request, then copies its host bytes into `dst` (`len` bytes) and their
+// count into `*needed` (may be NULL): the bytes a `devipc_stream_read` read, or the
+// source a `devipc_stream_write` copied. Too small: nothing copied,
+// `DEVIPC_ERR_BUFFER_TOO_SMALL` (call again). A device-to-device request has none
+// (`DEVIPC_ERR_INVALID_ARGUMENT`).
+//
+// # Safety
+// `dst` is NULL or valid for writes of `len` bytes; `needed` is NULL or writable.
+devipc_status devipc_request_take_host(const struct devipc_request *req,
+                                       void *dst,
+                                       size_t len,
+                                       size_t *needed);
+
+// Frees the request handle in `*req` and sets `*req` to NULL (NULL: nothing to do).
+// Never blocks: an unfinished request is finished in the background, which keeps the
+// memory it copies through until then.
+//
+// # Safety
+// `req` is valid for a read and a write.
+devipc_status devipc_request_free(struct devipc_request **req);
+
+// Waits until the background work released every request (and stream) freed before it
+// completed, at most `timeout_ms` (negative: forever); `DEVIPC_ERR_TIMEOUT` when some
+// remain. For orderly shutdowns that must not exit with memory still held for copies in
+// flight.
+devipc_status devipc_drain(int64_t timeout_ms);
 
 // Starts the backend `DEVIPC_BACKEND` names (`ascend`, `hip`, `emulated-ascend`,
 // `emulated-hip`, `auto`; unset: `auto`, the first vendor runtime that starts) and stores
@@ -643,10 +739,179 @@ devipc_status devipc_signal_device(const struct devipc_signal *sig,
 // `sig` is valid for a read and a write.
 devipc_status devipc_signal_free(struct devipc_signal **sig);
 
+// The `len` bytes at `offset` of a buffer, as a new span handle in `*out`. A range
+// outside the buffer is `DEVIPC_ERR_INVALID_ARGUMENT`.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_buffer_span(const struct devipc_buffer *buf,
+                                 size_t offset,
+                                 size_t len,
+                                 struct devipc_span **out);
+
+// The `len` bytes at `offset` of an import, as a new span handle in `*out` (bounded by
+// the size the vendor reports for the mapped object).
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_import_span(const struct devipc_import *imp,
+                                 size_t offset,
+                                 size_t len,
+                                 struct devipc_span **out);
+
+// A span of framework memory devipc did not allocate or import (a block of the
+// framework's allocator): `len` bytes at the device address `ptr` on `device` of the
+// runtime's vendor runtime, as a new span handle in `*out`.
+//
+// # Safety
+// `ptr .. ptr + len` is device memory of the runtime's vendor runtime on `device` in this
+// process, and stays allocated (not freed or reused) until every request copying through
+// the span (or a slice of it) completed; devipc cannot check either. `out` is valid for
+// a write.
+devipc_status devipc_span_external(const struct devipc_runtime *rt,
+                                   uint32_t device,
+                                   uint64_t ptr,
+                                   size_t len,
+                                   struct devipc_span **out);
+
+// The `len` bytes at `offset` of a span, as a new span handle in `*out`, checked again.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_span_slice(const struct devipc_span *spn,
+                                size_t offset,
+                                size_t len,
+                                struct devipc_span **out);
+
+// Stores the span's length in bytes in `*out`.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_span_len(const struct devipc_span *spn,
+                              size_t *out);
+
+// Frees the span handle in `*spn` and sets `*spn` to NULL (NULL: nothing to do). Requests
+// that copy through the span keep its memory until they completed.
+//
+// # Safety
+// `spn` is valid for a read and a write.
+devipc_status devipc_span_free(struct devipc_span **spn);
+
 // The stable name of a status code, e.g. `"invalid_token"` (the kind's name in devipc's
 // error table), `"ok"`, `"null_argument"`, `"panic"`, `"buffer_too_small"`, or
 // `"unknown"` for a code this library does not know. A static string: never freed.
 const char *devipc_status_name(devipc_status status);
+
+// Creates a stream on `device` (devipc's own) and stores its handle in `*out`.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_runtime_create_stream(const struct devipc_runtime *rt,
+                                           uint32_t device,
+                                           struct devipc_stream **out);
+
+// Wraps a framework's stream (`hipStream_t` / `aclrtStream` as an integer; 0: the
+// default stream) on `device`, which devipc uses but never destroys, and stores its
+// handle in `*out`.
+//
+// # Safety
+// `raw` is 0 or a live stream of the runtime's vendor runtime on `device`, and stays
+// alive while the handle, or a request enqueued on it, lives. `out` is valid for a write.
+devipc_status devipc_stream_wrap(const struct devipc_runtime *rt,
+                                 uint32_t device,
+                                 size_t raw,
+                                 struct devipc_stream **out);
+
+// Stores the vendor stream's address (`hipStream_t` / `aclrtStream`) in `*out`, to hand
+// to a framework; valid while the stream's handle lives.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_stream_as_raw(const struct devipc_stream *s,
+                                   size_t *out);
+
+// Stores the device the stream belongs to in `*out`.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_stream_device(const struct devipc_stream *s,
+                                   uint32_t *out);
+
+// Enqueues a device-to-device copy of `src` into `dst` (spans of equal length, from any
+// buffer, import or framework block) and stores the request in `*out`.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_stream_copy(const struct devipc_stream *s,
+                                 const struct devipc_span *dst,
+                                 const struct devipc_span *src,
+                                 struct devipc_request **out);
+
+// Enqueues the `count` device-to-device copies `src[i]` into `dst[i]` in one call, in
+// order, and stores the one request that completes when all did in `*out`. A refused pair
+// is `DEVIPC_ERR_COPY` (`devipc_last_error_copy_index` names it): devipc's own checks run
+// over every pair before anything is enqueued; a pair the vendor refuses at enqueue stops
+// the batch there (the copies before it run: synchronize before reusing them).
+//
+// # Safety
+// `dst` and `src` are valid for reads of `count` span handles each; `out` is valid for a
+// write.
+devipc_status devipc_stream_copy_batch(const struct devipc_stream *s,
+                                       const struct devipc_span *const *dst,
+                                       const struct devipc_span *const *src,
+                                       size_t count,
+                                       struct devipc_request **out);
+
+// Enqueues a host-to-device copy of the `len` bytes at `data` into `dst` (of `len`
+// bytes) and stores the request in `*out`. The bytes are copied before the call returns:
+// `data` may be reused at once.
+//
+// # Safety
+// `data` is valid for reads of `len` bytes; `out` is valid for a write.
+devipc_status devipc_stream_write(const struct devipc_stream *s,
+                                  const struct devipc_span *dst,
+                                  const void *data,
+                                  size_t len,
+                                  struct devipc_request **out);
+
+// Enqueues a device-to-host copy of `src` into a host buffer the request owns, and stores
+// the request in `*out`; `devipc_request_take_host` gives the bytes once it completed.
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_stream_read(const struct devipc_stream *s,
+                                 const struct devipc_span *src,
+                                 struct devipc_request **out);
+
+// Records `ev` on the stream (the event must be of the stream's device): it completes
+// when the work enqueued so far did.
+devipc_status devipc_stream_record(const struct devipc_stream *s,
+                                   const struct devipc_event *ev);
+
+// Makes the work enqueued on the stream from now on wait for `ev`'s latest record,
+// without blocking the host.
+devipc_status devipc_stream_wait_event(const struct devipc_stream *s,
+                                       const struct devipc_event *ev);
+
+// Blocks until the work enqueued on the stream so far is done; the first failure of that
+// work is the status.
+devipc_status devipc_stream_synchronize(const struct devipc_stream *s);
+
+// Frees the stream handle in `*s` and sets `*s` to NULL (NULL: nothing to do). Never
+// blocks: a stream devipc created is destroyed once the requests on it completed.
+//
+// # Safety
+// `s` is valid for a read and a write.
+devipc_status devipc_stream_free(struct devipc_stream **s);
+
+// Test aid, emulator only: holds the stream as if a long kernel occupied it, so the work
+// enqueued from now on stays queued (a request is provably in flight) until
+// `devipc_testing_release_stream`. `DEVIPC_ERR_UNSUPPORTED` on a real runtime.
+devipc_status devipc_testing_hold_stream(const struct devipc_stream *s);
+
+// Test aid, emulator only: releases a stream `devipc_testing_hold_stream` held; returns
+// once the work queued meanwhile ran.
+devipc_status devipc_testing_release_stream(const struct devipc_stream *s);
 
 // Writes the token's text form (`devipc3:` + URL-safe base64, NUL-terminated) into `buf`
 // (`len` bytes) and its size with the NUL into `*needed` (may be NULL). `buf` NULL with

@@ -115,6 +115,13 @@ pub(crate) fn catch_static(
     catch_value(c"".as_ptr(), body)
 }
 
+/// Test aid: panics inside devipc, as a bug would, to show that the caller gets
+/// `DEVIPC_ERR_PANIC` (and the panic's message as the last error), never an abort.
+#[unsafe(no_mangle)]
+pub extern "C" fn devipc_testing_panic() -> devipc_status {
+    call(|| panic!("devipc_testing_panic was called"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,11 +44,8 @@ pub unsafe extern "C" fn devipc_runtime_allocate(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                Ok(runtime(rt)?.allocate(DeviceId(device), size)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        out.set(runtime(rt)?.allocate(DeviceId(device), size)?)
     })
 }
 
@@ -166,14 +163,11 @@ pub unsafe extern "C" fn devipc_buffer_export(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                let buf = buffer(buf)?;
-                // SAFETY: the caller's guarantee for `opts`.
-                let opts = export_options(opts)?;
-                Ok(buf.export(opts)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        let buf = buffer(buf)?;
+        // SAFETY: the caller's guarantee for `opts`.
+        let opts = unsafe { export_options(opts) }?;
+        out.set(buf.export(opts)?)
     })
 }
 
@@ -192,16 +186,13 @@ pub unsafe extern "C" fn devipc_buffer_export_range(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                let buf = buffer(buf)?;
-                // SAFETY: the caller's guarantee for `opts`.
-                let opts = export_options(opts)?;
-                let end = offset.checked_add(len).ok_or_else(|| {
-                    crate::boundary::Failure::invalid(format!("range {offset} + {len} overflows"))
-                })?;
-                Ok(buf.export_range(offset..end, opts)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        let buf = buffer(buf)?;
+        // SAFETY: the caller's guarantee for `opts`.
+        let opts = unsafe { export_options(opts) }?;
+        let end = offset.checked_add(len).ok_or_else(|| {
+            crate::boundary::Failure::invalid(format!("range {offset} + {len} overflows"))
+        })?;
+        out.set(buf.export_range(offset..end, opts)?)
     })
 }

@@ -30,14 +30,11 @@ pub unsafe extern "C" fn devipc_runtime_export_external(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                let rt = runtime(rt)?;
-                // SAFETY: the caller's guarantee for `opts`.
-                let opts = export_options(opts)?;
-                Ok(rt.export_external(DeviceId(device), DevicePtr(ptr), len, opts)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        let rt = runtime(rt)?;
+        // SAFETY: the caller's guarantee for `opts`.
+        let opts = unsafe { export_options(opts) }?;
+        out.set(rt.export_external(DeviceId(device), DevicePtr(ptr), len, opts)?)
     })
 }
 

@@ -103,25 +103,34 @@ pub(crate) unsafe fn free<H: Handle>(handle: *mut *mut H, what: &'static str) ->
     Ok(())
 }
 
-/// Stores a new handle for the object `make` returns in `*out`; `*out` is NULL when it
-/// fails (`out` NULL fails before `make` runs).
-///
-/// # Safety
-/// `out` is NULL or valid for a write of a pointer.
-pub(crate) unsafe fn make<H: Handle>(
-    out: *mut *mut H,
-    what: &'static str,
-    make: impl FnOnce() -> Outcome<H::Target>,
-) -> Outcome {
-    if out.is_null() {
-        return Err(Failure::Null(what));
+/// Where a call stores the handle it makes: the caller's `devipc_x **out`, set to NULL
+/// as soon as the call starts (so it is NULL after any failure) and to the new handle by
+/// [`Out::set`].
+pub(crate) struct Out<H> {
+    ptr: *mut *mut H,
+}
+
+impl<H: Handle> Out<H> {
+    /// Checks `out` (NULL is [`Failure::Null`]) and sets `*out` to NULL.
+    ///
+    /// # Safety
+    /// `out` is NULL or valid for writes of a pointer while the `Out` lives.
+    pub(crate) unsafe fn new(out: *mut *mut H, what: &'static str) -> Outcome<Out<H>> {
+        if out.is_null() {
+            return Err(Failure::Null(what));
+        }
+        // SAFETY: not NULL; the caller's guarantee that it is writable.
+        unsafe { out.write(std::ptr::null_mut()) };
+        Ok(Out { ptr: out })
     }
-    // SAFETY: not NULL; the caller's guarantee that it is writable.
-    unsafe { out.write(std::ptr::null_mut()) };
-    let handle = new::<H>(make()?);
-    // SAFETY: as above.
-    unsafe { out.write(handle) };
-    Ok(())
+
+    /// Registers `value` and stores its new handle.
+    pub(crate) fn set(self, value: H::Target) -> Outcome {
+        let handle = new::<H>(value);
+        // SAFETY: checked not NULL and writable (the guarantee `Out::new` was given).
+        unsafe { self.ptr.write(handle) };
+        Ok(())
+    }
 }
 
 /// How many handles are live in this process (for the tests' leak checks).

@@ -45,11 +45,8 @@ pub unsafe extern "C" fn devipc_runtime_import(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                Ok(runtime(rt)?.import(&*mem_token(token)?, DeviceId(device))?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        out.set(runtime(rt)?.import(&*mem_token(token)?, DeviceId(device))?)
     })
 }
 
@@ -68,11 +65,8 @@ pub unsafe extern "C" fn devipc_runtime_import_on_exporter_device(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                Ok(runtime(rt)?.import_on_exporter_device(&*mem_token(token)?)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        out.set(runtime(rt)?.import_on_exporter_device(&*mem_token(token)?)?)
     })
 }
 

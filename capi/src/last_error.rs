@@ -23,6 +23,8 @@ pub(crate) struct LastError {
     pub(crate) message: String,
     /// The vendor's status code, for a vendor failure.
     pub(crate) vendor_code: Option<i32>,
+    /// The index of the refused pair, for a refused copy (`DEVIPC_ERR_COPY`).
+    pub(crate) copy_index: Option<usize>,
 }
 
 thread_local! {
@@ -37,6 +39,10 @@ pub(crate) fn set(failure: &Failure) {
         message: failure.message(),
         vendor_code: match failure {
             Failure::Devipc(e) => e.vendor_code(),
+            _ => None,
+        },
+        copy_index: match failure {
+            Failure::Devipc(safe::Error::Copy { index, .. }) => Some(*index),
             _ => None,
         },
     };
@@ -104,6 +110,24 @@ pub unsafe extern "C" fn devipc_last_error_vendor_code(code: *mut i32) -> bool {
                 // SAFETY: not NULL, and the caller's guarantee that it is writable.
                 unsafe { code.write(vendor) };
             }
+            true
+        }
+        None => false,
+    })
+}
+
+/// When the thread's last failure is a refused copy of a batch (`DEVIPC_ERR_COPY`),
+/// stores the index of the first refused pair in `*index` and returns true; otherwise
+/// returns false and leaves `*index` alone.
+///
+/// # Safety
+/// `index` is NULL (then only the answer is given) or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn devipc_last_error_copy_index(index: *mut usize) -> bool {
+    catch_value(false, || match get().and_then(|e| e.copy_index) {
+        Some(i) => {
+            // SAFETY: the caller's guarantee for `index`.
+            unsafe { ffi::put_optional(index, i) };
             true
         }
         None => false,

@@ -23,7 +23,8 @@
 //!
 //! The functions, by group: [`version`], [`status`] / [`last_error`], [`runtime`],
 //! [`buffer`] (memory this process allocated), [`import`] (a peer's export mapped here),
-//! [`external`] (framework memory), [`token`], [`signal`], [`options`].
+//! [`external`] (framework memory), [`token`], [`signal`], [`options`], and the data
+//! plane: [`span`], [`stream`], [`request`], [`event`].
 
 #![allow(
     non_camel_case_types,
@@ -32,14 +33,18 @@
 
 pub mod boundary;
 pub mod buffer;
+pub mod event;
 pub mod external;
 pub mod ffi;
 pub mod handle;
 pub mod import;
 pub mod last_error;
 pub mod options;
+pub mod request;
 pub mod runtime;
 pub mod signal;
+pub mod span;
 pub mod status;
+pub mod stream;
 pub mod token;
 pub mod version;

@@ -38,8 +38,11 @@ pub(crate) fn runtime(rt: *const devipc_runtime) -> Outcome<std::sync::Arc<Runti
 pub unsafe extern "C" fn devipc_runtime_open_from_env(
     out: *mut *mut devipc_runtime,
 ) -> devipc_status {
-    // SAFETY: the caller's guarantee for `out`.
-    call(|| unsafe { handle::make(out, "out", || Ok(Runtime::from_env()?)) })
+    call(|| {
+        // SAFETY: the caller's guarantee for `out`.
+        let out = unsafe { handle::Out::new(out, "out")? };
+        out.set(Runtime::from_env()?)
+    })
 }
 
 /// Starts the backend `choice` names, spelled as `DEVIPC_BACKEND` is (`"emulated-hip"`,
@@ -54,14 +57,11 @@ pub unsafe extern "C" fn devipc_runtime_open_choice(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                // SAFETY: the caller's guarantee for `choice`.
-                let text = ffi::text(choice, "choice", safe::Error::invalid_argument)?;
-                let choice: BackendChoice = text.parse()?;
-                Ok(Runtime::from_choice(choice)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        // SAFETY: the caller's guarantee for `choice`.
+        let text = unsafe { ffi::text(choice, "choice", safe::Error::invalid_argument) }?;
+        let choice: BackendChoice = text.parse()?;
+        out.set(Runtime::from_choice(choice)?)
     })
 }
 
@@ -75,8 +75,11 @@ pub unsafe extern "C" fn devipc_runtime_open(
     kind: devipc_backend_kind,
     out: *mut *mut devipc_runtime,
 ) -> devipc_status {
-    // SAFETY: the caller's guarantee for `out`.
-    call(|| unsafe { handle::make(out, "out", || Ok(Runtime::open(backend_kind(kind)?)?)) })
+    call(|| {
+        // SAFETY: the caller's guarantee for `out`.
+        let out = unsafe { handle::Out::new(out, "out")? };
+        out.set(Runtime::open(backend_kind(kind)?)?)
+    })
 }
 
 /// Starts the devipc emulator speaking `kind`'s ABI (host shared memory, no device; see
@@ -89,8 +92,11 @@ pub unsafe extern "C" fn devipc_runtime_open_emulated(
     kind: devipc_backend_kind,
     out: *mut *mut devipc_runtime,
 ) -> devipc_status {
-    // SAFETY: the caller's guarantee for `out`.
-    call(|| unsafe { handle::make(out, "out", || Ok(Runtime::emulated(backend_kind(kind)?)?)) })
+    call(|| {
+        // SAFETY: the caller's guarantee for `out`.
+        let out = unsafe { handle::Out::new(out, "out")? };
+        out.set(Runtime::emulated(backend_kind(kind)?)?)
+    })
 }
 
 /// Frees the runtime handle in `*rt` and sets `*rt` to NULL (NULL: nothing to do). The

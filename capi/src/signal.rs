@@ -43,11 +43,8 @@ pub unsafe extern "C" fn devipc_runtime_create_signal(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                Ok(runtime(rt)?.create_signal(DeviceId(device))?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        out.set(runtime(rt)?.create_signal(DeviceId(device))?)
     })
 }
 
@@ -65,11 +62,8 @@ pub unsafe extern "C" fn devipc_runtime_import_signal(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                Ok(runtime(rt)?.import_signal(&*signal_token(token)?, DeviceId(device))?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        out.set(runtime(rt)?.import_signal(&*signal_token(token)?, DeviceId(device))?)
     })
 }
 
@@ -87,14 +81,11 @@ pub unsafe extern "C" fn devipc_signal_export(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                let sig = signal(sig)?;
-                // SAFETY: the caller's guarantee for `opts`.
-                let opts = export_options(opts)?;
-                Ok(sig.export(opts)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        let sig = signal(sig)?;
+        // SAFETY: the caller's guarantee for `opts`.
+        let opts = unsafe { export_options(opts) }?;
+        out.set(sig.export(opts)?)
     })
 }
 

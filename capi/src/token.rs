@@ -77,13 +77,10 @@ pub unsafe extern "C" fn devipc_mem_token_from_text(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                // SAFETY: the caller's guarantee for `text`.
-                let text = ffi::text(text, "text", Error::invalid_token)?;
-                Ok(MemToken::from_text(text)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        // SAFETY: the caller's guarantee for `text`.
+        let text = unsafe { ffi::text(text, "text", Error::invalid_token) }?;
+        out.set(MemToken::from_text(text)?)
     })
 }
 
@@ -119,13 +116,10 @@ pub unsafe extern "C" fn devipc_mem_token_from_bytes(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                // SAFETY: the caller's guarantee for `bytes` and `len`.
-                let bytes = ffi::slice(bytes, len, "bytes")?;
-                Ok(MemToken::from_bytes(bytes)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        // SAFETY: the caller's guarantee for `bytes` and `len`.
+        let bytes = unsafe { ffi::slice(bytes, len, "bytes") }?;
+        out.set(MemToken::from_bytes(bytes)?)
     })
 }
 
@@ -219,13 +213,10 @@ pub unsafe extern "C" fn devipc_signal_token_from_text(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                // SAFETY: the caller's guarantee for `text`.
-                let text = ffi::text(text, "text", Error::invalid_token)?;
-                Ok(SignalToken::from_text(text)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        // SAFETY: the caller's guarantee for `text`.
+        let text = unsafe { ffi::text(text, "text", Error::invalid_token) }?;
+        out.set(SignalToken::from_text(text)?)
     })
 }
 
@@ -259,13 +250,10 @@ pub unsafe extern "C" fn devipc_signal_token_from_bytes(
 ) -> devipc_status {
     call(|| {
         // SAFETY: the caller's guarantee for `out`.
-        unsafe {
-            handle::make(out, "out", || {
-                // SAFETY: the caller's guarantee for `bytes` and `len`.
-                let bytes = ffi::slice(bytes, len, "bytes")?;
-                Ok(SignalToken::from_bytes(bytes)?)
-            })
-        }
+        let out = unsafe { handle::Out::new(out, "out")? };
+        // SAFETY: the caller's guarantee for `bytes` and `len`.
+        let bytes = unsafe { ffi::slice(bytes, len, "bytes") }?;
+        out.set(SignalToken::from_bytes(bytes)?)
     })
 }
 

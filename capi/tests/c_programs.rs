@@ -293,6 +293,16 @@ fn several_threads_on_emulated_ascend() {
 }
 
 #[test]
+fn the_data_plane_on_emulated_hip() {
+    run_c("dataplane", "hip");
+}
+
+#[test]
+fn the_data_plane_on_emulated_ascend() {
+    run_c("dataplane", "ascend");
+}
+
+#[test]
 fn a_cxx17_program_holds_the_handles_in_raii_types() {
     let Some(build) = Build::new("raii", "g++") else {
         return;

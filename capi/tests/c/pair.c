@@ -1,10 +1,12 @@
 /* Two processes on one emulated backend: the producer (this program) starts the consumer
  * (this program again, fork + exec) and hands it, over a pipe, a memory token as text, the
  * same token as bytes, a framework block's external export and a signal token. The
- * consumer checks the bytes, writes its reply, closes its imports and notifies; the
+ * consumer checks the bytes, copies them on a stream into its own memory (a request
+ * polled to completion), writes its reply, closes its imports and notifies; the
  * producer waits for the signal, checks the reply and releases everything.
  *
  * usage: pair hip|ascend   (the consumer role is `pair --consumer KIND RFD WFD`) */
+#define _DEFAULT_SOURCE /* usleep */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdint.h>
@@ -104,6 +106,33 @@ static int consumer(const char *kind, int rfd, int wfd) {
     ASSERT(buf[0] == pattern(SIZE - 4));
     CHECK(devipc_import_write(imp, 100, "reply", 5));
 
+    /* The data plane: a stream-ordered copy out of the import into local memory, its
+     * request polled to completion. */
+    devipc_stream *stream = NULL;
+    CHECK(devipc_runtime_create_stream(rt, 0, &stream));
+    devipc_buffer *local_buf = NULL;
+    CHECK(devipc_runtime_allocate(rt, 0, SIZE, &local_buf));
+    devipc_span *from = NULL, *to = NULL;
+    CHECK(devipc_import_span(imp, 0, SIZE, &from));
+    CHECK(devipc_buffer_span(local_buf, 0, SIZE, &to));
+    devipc_request *req = NULL;
+    CHECK(devipc_stream_copy(stream, to, from, &req));
+    bool done = false;
+    for (int tries = 0; !done; tries++) {
+        ASSERT(tries < 60000);
+        CHECK(devipc_request_is_complete(req, &done));
+        if (!done) usleep(1000);
+    }
+    CHECK(devipc_request_free(&req));
+    memset(buf, 0, SIZE);
+    CHECK(devipc_buffer_read(local_buf, 0, buf, SIZE));
+    ASSERT(buf[0] == pattern(0) && buf[SIZE - 1] == pattern(SIZE - 1));
+    ASSERT(memcmp(buf + 100, "reply", 5) == 0);
+    CHECK(devipc_span_free(&from));
+    CHECK(devipc_span_free(&to));
+    CHECK(devipc_buffer_free(&local_buf));
+    CHECK(devipc_stream_free(&stream));
+
     /* The framework block, exported externally. */
     devipc_mem_token *ext_tok = NULL;
     get_line(in, "ext", value);
@@ -136,6 +165,7 @@ static int consumer(const char *kind, int rfd, int wfd) {
     CHECK(devipc_mem_token_free(&tok));
     CHECK(devipc_mem_token_free(&tok2));
     CHECK(devipc_runtime_free(&rt));
+    CHECK(devipc_drain(60000));
     ASSERT(devipc_live_handles() == 0);
     free(buf);
     fclose(in);
