@@ -91,8 +91,11 @@ pub(crate) fn call(body: impl FnOnce() -> Outcome) -> devipc_status {
         Ok(Err(failure)) => failure,
         Err(payload) => {
             let text = panic_text(payload.as_ref());
-            // Dropping a payload can panic in turn; forget it instead.
-            std::mem::forget(payload);
+            // Dropping a payload can panic in turn: that panic is caught too, and its own
+            // payload forgotten (a leak, only if a payload's destructor panics).
+            if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+                std::mem::forget(again);
+            }
             Failure::Panic(text)
         }
     };
