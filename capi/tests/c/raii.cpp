@@ -44,6 +44,10 @@ using MemToken =
 using Signal = std::unique_ptr<devipc_signal, Deleter<devipc_signal, devipc_signal_free>>;
 using SignalToken = std::unique_ptr<devipc_signal_token,
                                     Deleter<devipc_signal_token, devipc_signal_token_free>>;
+using Stream = std::unique_ptr<devipc_stream, Deleter<devipc_stream, devipc_stream_free>>;
+using Span = std::unique_ptr<devipc_span, Deleter<devipc_span, devipc_span_free>>;
+using Request = std::unique_ptr<devipc_request, Deleter<devipc_request, devipc_request_free>>;
+using Event = std::unique_ptr<devipc_event, Deleter<devipc_event, devipc_event_free>>;
 
 // Calls `make(&raw)` and wraps the new handle.
 template <typename Owner, typename Make>
@@ -98,6 +102,31 @@ int main(int argc, char **argv) {
         std::vector<char> back(hello.size());
         check(devipc_import_read(imp.get(), 0, back.data(), back.size()), "read");
         if (std::string(back.begin(), back.end()) != hello) throw std::runtime_error("bytes differ");
+
+        // The data plane: a stream-ordered read of the import, through RAII handles.
+        auto rt3 = make<Runtime>(
+            [&](devipc_runtime **out) { return devipc_runtime_open_emulated(kind, out); },
+            "open");
+        auto stream = make<Stream>(
+            [&](devipc_stream **out) { return devipc_runtime_create_stream(rt3.get(), 0, out); },
+            "stream");
+        auto span = make<Span>(
+            [&](devipc_span **out) {
+                return devipc_import_span(imp.get(), 0, hello.size(), out);
+            },
+            "span");
+        auto read = make<Request>(
+            [&](devipc_request **out) { return devipc_stream_read(stream.get(), span.get(), out); },
+            "stream read");
+        auto event = make<Event>(
+            [&](devipc_event **out) { return devipc_runtime_create_event(rt3.get(), 0, out); },
+            "event");
+        check(devipc_stream_record(stream.get(), event.get()), "record");
+        span.reset();  // the request keeps the memory
+        std::vector<char> host(hello.size());
+        check(devipc_request_take_host(read.get(), host.data(), host.size(), nullptr), "take");
+        if (std::string(host.begin(), host.end()) != hello) throw std::runtime_error("read differs");
+        check(devipc_event_wait(event.get(), 10000), "event wait");
 
         // An exception carries the status and the whole message.
         try {
