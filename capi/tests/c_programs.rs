@@ -85,20 +85,22 @@ impl Build {
             );
             return None;
         }
+        let built = profile_dir().join("libdevipc.so");
+        assert!(
+            built.is_file(),
+            "{} is missing after cargo build -p devipc-capi",
+            built.display()
+        );
         let dir = std::env::temp_dir().join(format!("devipc-capi-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let lib = dir.join("lib");
         std::fs::create_dir_all(&lib).expect("make the build directory");
-        let built = profile_dir().join("libdevipc.so");
-        assert!(
-            built.is_file(),
-            "{} is missing: cargo builds it for this test (cargo test -p devipc-capi)",
-            built.display()
-        );
+        // From here on the directory is removed on drop, also when a test fails.
+        let build = Build { dir, lib };
         for name in ["libdevipc.so", "libdevipc.so.0"] {
-            std::os::unix::fs::symlink(&built, lib.join(name)).expect("link the library");
+            std::os::unix::fs::symlink(&built, build.lib.join(name)).expect("link the library");
         }
-        Some(Build { dir, lib })
+        Some(build)
     }
 
     /// Compiles `sources` (paths under `capi/tests/c/`, or absolute) with `tool` in
