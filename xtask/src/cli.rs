@@ -9,6 +9,8 @@
 //!     against a local CANN `include` directory holding acl/acl_rt.h
 //! cargo xtask acl-headers list
 //!     print the C prototype of every function of for_each_acl_fn!, required or optional
+//! cargo xtask header [--check]
+//!     write include/devipc.h from capi/ (cbindgen), or check that it is up to date
 //! cargo xtask help
 //! ```
 //!
@@ -43,12 +45,18 @@ pub enum Command {
     },
     /// `acl-headers list`: print the crate's functions as C prototypes.
     List,
+    /// `header [--check]`: write (or check) the C ABI's header.
+    Header {
+        /// Check instead of writing.
+        check: bool,
+    },
 }
 
 /// The usage text.
 pub const USAGE: &str = "usage: cargo xtask acl-headers fetch [--wheel VERSION]...
        cargo xtask acl-headers check [--wheel VERSION]... [--include DIR]...
        cargo xtask acl-headers list
+       cargo xtask header [--check]
        cargo xtask help";
 
 /// Exit code: everything ran and passed.
@@ -80,6 +88,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (sub, rest) = match args.as_slice() {
         [] | ["help" | "--help" | "-h", ..] => return Ok(Command::Help),
+        ["header"] => return Ok(Command::Header { check: false }),
+        ["header", "--check"] => return Ok(Command::Header { check: true }),
+        ["header", ..] => return Err(format!("header takes only --check\n{USAGE}")),
         ["acl-headers", sub, rest @ ..] => (*sub, rest),
         ["acl-headers"] => return Err(format!("acl-headers needs a subcommand\n{USAGE}")),
         [other, ..] => return Err(format!("unknown command `{other}`\n{USAGE}")),
@@ -197,6 +208,7 @@ pub fn run(command: &Command) -> i32 {
             println!("{USAGE}");
             EXIT_OK
         }
+        Command::Header { check } => crate::header::run(*check),
         Command::List => {
             for f in abi::FUNCTIONS {
                 match f.c_prototype() {
@@ -289,6 +301,12 @@ mod tests {
         assert_eq!(parse_str(""), Ok(Command::Help));
         assert_eq!(parse_str("help"), Ok(Command::Help));
         assert_eq!(parse_str("acl-headers list"), Ok(Command::List));
+        assert_eq!(parse_str("header"), Ok(Command::Header { check: false }));
+        assert_eq!(
+            parse_str("header --check"),
+            Ok(Command::Header { check: true })
+        );
+        assert!(parse_str("header --frob").is_err());
         assert_eq!(
             parse_str("acl-headers fetch"),
             Ok(Command::Fetch {
