@@ -32,7 +32,7 @@ use devipc_core::{
     BackendKind, DeviceId, Error, Mechanism, Pinned, RawStream, Result, SignalGenerations,
     SignalHandle,
 };
-use devipc_shm::generation::{self, Generations, HANDLE_LEN, Ring};
+use devipc_shm::generation::{self, HANDLE_LEN, Ring};
 use devipc_shm::word_file::{NAME_LEN, WordFile};
 
 use crate::backend::AscendBackend;
@@ -60,12 +60,6 @@ pub(crate) type Rings = Mutex<HashMap<u64, Arc<AscendRing>>>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn words(word: &WordFile) -> Result<Generations<'_>> {
-    Generations::of(word).ok_or_else(|| {
-        Error::invalid_argument("the signal's word file is too small for generations")
-    })
 }
 
 /// The key and ring name of an `ascend-notify` token: the 65-byte key, then (from signals
@@ -116,7 +110,7 @@ impl AscendBackend {
             handles.push(bytes);
             Ok::<(), Error>(())
         });
-        let gens = words(&ring.word);
+        let gens = generation::words(&ring.word);
         match made {
             Ok(()) => {
                 if !gens?.publish_ring(&handles) {
@@ -218,7 +212,7 @@ impl AscendBackend {
         if let Some(events) = events.as_ref() {
             return Ok(events.clone());
         }
-        let handles = match words(&ring.word)?
+        let handles = match generation::words(&ring.word)?
             .ring()
             .map_err(|e| Error::invalid_argument(format!("reading the signal's ring: {e}")))?
         {
@@ -262,7 +256,7 @@ impl AscendBackend {
         let events = self.ring_events(&record, &ring)?;
         let released = || record.release_requested();
         generation::post(
-            &words(&ring.word)?,
+            &generation::words(&ring.word)?,
             signal.id.get(),
             timeout,
             released,
@@ -286,12 +280,9 @@ impl AscendBackend {
         timeout: Option<Duration>,
     ) -> Result<()> {
         let record = self.signal(signal)?;
-        if generation == 0 {
-            return Ok(());
-        }
         let ring = self.ring_of(signal.id.get())?;
         let events = self.ring_events(&record, &ring)?;
-        let gens = words(&ring.word)?;
+        let gens = generation::words(&ring.word)?;
         let released = || record.release_requested();
         generation::wait(
             &gens,
@@ -311,12 +302,7 @@ impl AscendBackend {
     /// `signal_generations`.
     pub(crate) fn generations_of(&self, signal: &SignalHandle) -> Result<SignalGenerations> {
         let _record = self.signal(signal)?;
-        let ring = self.ring_of(signal.id.get())?;
-        let gens = words(&ring.word)?;
-        Ok(SignalGenerations {
-            posted: gens.posted(),
-            waited: gens.waited(),
-        })
+        generation::generations(&self.ring_of(signal.id.get())?.word)
     }
 
     fn on_device<T>(&self, device: DeviceId, f: impl FnOnce() -> Result<T>) -> Result<T> {

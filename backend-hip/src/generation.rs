@@ -22,7 +22,7 @@ use devipc_core::{Error, Pinned, RawStream, Result, SignalGenerations, SignalHan
 use devipc_hip_sys::{
     HIP_IPC_HANDLE_SIZE, hipEventDisableTiming, hipEventInterprocess, hipIpcEventHandle_t,
 };
-use devipc_shm::generation::{self, GenerationError, Generations, Ring};
+use devipc_shm::generation::{self, GenerationError, Ring};
 use devipc_shm::word_file::WordFile;
 
 use crate::backend::HipBackend;
@@ -45,12 +45,6 @@ impl RingEvents {
     fn lock(&self) -> MutexGuard<'_, Option<Vec<usize>>> {
         self.events.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-fn words(word: &WordFile) -> Result<Generations<'_>> {
-    Generations::of(word).ok_or_else(|| {
-        Error::invalid_argument("the signal's word file is too small for generations")
-    })
 }
 
 fn ring_error(e: GenerationError) -> Error {
@@ -77,7 +71,7 @@ impl HipBackend {
             Ok::<(), Error>(())
         });
         let published = made.and_then(|()| {
-            words(word)?
+            generation::words(word)?
                 .publish_ring(&handles)
                 .then_some(())
                 .ok_or_else(|| {
@@ -119,7 +113,10 @@ impl HipBackend {
         if let Some(events) = events.as_ref() {
             return Ok(events.clone());
         }
-        let handles = match words(&record.word)?.ring().map_err(ring_error)? {
+        let handles = match generation::words(&record.word)?
+            .ring()
+            .map_err(ring_error)?
+        {
             Ring::Ready(handles) => handles,
             Ring::Absent | Ring::Unsupported => {
                 return Err(Error::invalid_argument(
@@ -161,7 +158,7 @@ impl HipBackend {
         let events = self.ring_of(&record)?;
         let released = || record.release_requested();
         generation::post(
-            &words(&record.word)?,
+            &generation::words(&record.word)?,
             signal.id.get(),
             timeout,
             released,
@@ -183,11 +180,8 @@ impl HipBackend {
         timeout: Option<Duration>,
     ) -> Result<()> {
         let record = self.signal(signal)?;
-        if generation == 0 {
-            return Ok(());
-        }
         let events = self.ring_of(&record)?;
-        let gens = words(&record.word)?;
+        let gens = generation::words(&record.word)?;
         let released = || record.release_requested();
         generation::wait(
             &gens,
@@ -213,11 +207,6 @@ impl HipBackend {
 
     /// `signal_generations`.
     pub(crate) fn generations_of(&self, signal: &SignalHandle) -> Result<SignalGenerations> {
-        let record = self.signal(signal)?;
-        let gens = words(&record.word)?;
-        Ok(SignalGenerations {
-            posted: gens.posted(),
-            waited: gens.waited(),
-        })
+        generation::generations(&self.signal(signal)?.word)
     }
 }

@@ -171,7 +171,9 @@ impl EventWords {
     /// passed (`false`; `None`: no limit), on the `completed` word's futex.
     pub fn wait_for(&self, target: u32, timeout: Option<Duration>) -> Result<bool, EmuError> {
         let (_, completed) = self.pair()?;
-        match self.waiting(Err, || wait_until(completed, |c| reached(c, target), timeout)) {
+        match self.waiting(Err, || {
+            wait_until(completed, |c| reached(c, target), timeout)
+        }) {
             Ok(_) => Ok(true),
             Err(EmuError::Timeout(_)) => Ok(false),
             Err(e) => Err(e),
@@ -182,15 +184,18 @@ impl EventWords {
     /// stream is destroyed by force (`cancel`).
     pub fn wait_on_stream(&self, target: u32, cancel: &Cancel) -> Result<(), WaitEnd<EmuError>> {
         let (_, completed) = self.pair().map_err(WaitEnd::Failed)?;
-        self.waiting(|e| Err(WaitEnd::Failed(e)), || {
-            wait_sliced(Some(cancel), None, |slice| {
-                match wait_until(completed, |c| reached(c, target), Some(slice)) {
-                    Ok(_) => Ok(true),
-                    Err(EmuError::Timeout(_)) => Ok(false),
-                    Err(e) => Err(e),
-                }
-            })
-        })
+        self.waiting(
+            |e| Err(WaitEnd::Failed(e)),
+            || {
+                wait_sliced(Some(cancel), None, |slice| {
+                    match wait_until(completed, |c| reached(c, target), Some(slice)) {
+                        Ok(_) => Ok(true),
+                        Err(EmuError::Timeout(_)) => Ok(false),
+                        Err(e) => Err(e),
+                    }
+                })
+            },
+        )
     }
 
     /// `(recorded, completed)`.

@@ -8,6 +8,8 @@ queued, and runs in order once the gate closes.
 
 from __future__ import annotations
 
+import time
+
 import devipc
 import devipc.testing
 
@@ -45,3 +47,20 @@ def until_in_flight(attempt) -> None:
     still in flight behind its gate; fails if it was not (the gate holds the stream, so it
     always is)."""
     assert attempt(), "the gate did not hold the work in flight"
+
+
+def reclaim_dead(kind: str, ctx) -> None:
+    """After a test killed a process: starts the emulator in a new process that exports
+    once (the emulator reclaims what dead processes held; a process's first export sweeps
+    dead exporters' records), then waits for the files to go."""
+    import roles
+    from conftest import leftovers
+
+    swept = ctx.Queue()
+    sweeper = ctx.Process(target=roles.exporting_sweeper, args=(kind, swept))
+    sweeper.start()
+    assert swept.get(timeout=60) == "swept"
+    sweeper.join(30)
+    deadline = time.monotonic() + 10
+    while leftovers() and time.monotonic() < deadline:
+        time.sleep(0.05)

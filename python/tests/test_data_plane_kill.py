@@ -9,28 +9,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import devipc
 import devipc.testing
 import roles
-from conftest import leftovers
-from dataplane import pattern
+from dataplane import pattern, reclaim_dead
 
 N = 1 << 20
-
-
-def _sweep(kind, ctx) -> None:
-    """Starts the emulator in a new process that exports once: the emulator reclaims what
-    dead processes held, the first export sweeps dead exporters' records."""
-    swept = ctx.Queue()
-    sweeper = ctx.Process(target=roles.exporting_sweeper, args=(kind, swept))
-    sweeper.start()
-    assert swept.get(timeout=60) == "swept"
-    sweeper.join(30)
-    deadline = time.monotonic() + 10
-    while leftovers() and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 def test_killing_the_importer_with_a_copy_in_flight_is_reclaimed(kind, ctx):
@@ -51,7 +36,7 @@ def test_killing_the_importer_with_a_copy_in_flight_is_reclaimed(kind, ctx):
         # The exporter frees at once: the dead importer's hold is the driver's to reclaim.
         buf.close()
         rt.close()
-        _sweep(kind, ctx)
+        reclaim_dead(kind, ctx)
     finally:
         if child.is_alive():
             child.kill()
@@ -82,7 +67,7 @@ def test_killing_the_exporter_while_a_copy_from_it_is_in_flight(kind, ctx):
         del copy, stream
         assert devipc.testing.wait_for_drained(10)
         rt.close()
-        _sweep(kind, ctx)
+        reclaim_dead(kind, ctx)
     finally:
         if child.is_alive():
             child.kill()

@@ -16,8 +16,7 @@ import pytest
 import devipc
 import devipc.testing
 import roles
-from conftest import leftovers
-from dataplane import pattern
+from dataplane import pattern, reclaim_dead
 
 N = 256 << 10
 
@@ -90,15 +89,7 @@ def test_each_generation_is_its_own_across_processes_and_posts_wait_a_ring_back(
         assert time.monotonic() - started < 5
         sig.close()
         shared.close()
-        # The next process to start the emulator reclaims what the dead one held.
-        swept = ctx.Queue()
-        sweeper = ctx.Process(target=roles.sweeper, args=(kind, swept))
-        sweeper.start()
-        assert swept.get(timeout=60) == "swept"
-        sweeper.join(30)
-        deadline = time.monotonic() + 10
-        while leftovers() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        reclaim_dead(kind, ctx)
     finally:
         if child.is_alive():
             child.kill()

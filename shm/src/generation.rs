@@ -53,7 +53,7 @@ use crate::word_file::WordFile;
 
 mod drive;
 
-pub use drive::{RELEASE_POLL, post, wait};
+pub use drive::{PUBLISH_LIMIT, RELEASE_POLL, generations, post, wait, words};
 
 /// The bytes of one interprocess event handle (HIP and ACL: 64).
 pub const HANDLE_LEN: usize = 64;

@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use devipc_core::{Error, Result};
+use devipc_core::{Error, Result, SignalGenerations};
+
+use crate::word_file::WordFile;
 
 use super::{GenerationError, Generations};
 use crate::futex::WaitError;
@@ -18,6 +20,23 @@ pub const RELEASE_POLL: Duration = Duration::from_millis(50);
 /// bounds only the wait for the consumer: a timeout is always before the claim, so a post
 /// that timed out can be retried.
 pub const PUBLISH_LIMIT: Duration = Duration::from_secs(10);
+
+/// The generation words of a signal's word file, as devipc's error when the page is too
+/// small for them.
+pub fn words(word: &WordFile) -> Result<Generations<'_>> {
+    Generations::of(word).ok_or_else(|| {
+        Error::invalid_argument("the signal's word file is too small for generations")
+    })
+}
+
+/// Where the generations of `word`'s signal stand.
+pub fn generations(word: &WordFile) -> Result<SignalGenerations> {
+    let gens = words(word)?;
+    Ok(SignalGenerations {
+        posted: gens.posted(),
+        waited: gens.waited(),
+    })
+}
 
 /// Posts the next generation: claims it (waiting for the consumer's waits a ring back),
 /// calls `record(slot)` (the vendor record of the slot's event on the caller's stream),

@@ -12,9 +12,9 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use devipc::{DeviceId, ExportOptions, Runtime, Signal, Stream};
+use devipc::{DeviceId, ExportOptions, Runtime, Signal};
 
-use super::expect_error;
+use super::{expect_error, hold};
 use crate::catalogue::{Step, ensure, pattern, portable, same_bytes};
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Rule, Stop, Verdict};
@@ -68,19 +68,6 @@ fn signal_pair(rt: &Runtime) -> Result<(Signal, Signal), Stop> {
         .import_signal(&token, DeviceId(0))
         .step("import the signal")?;
     Ok((signal, import))
-}
-
-fn hold(ctx: &Ctx, stream: &Stream, on: bool) -> Result<bool, Stop> {
-    if !ctx.target.emulated() {
-        return Ok(false);
-    }
-    if on {
-        devipc::testing::hold_stream(stream)
-    } else {
-        devipc::testing::release_stream(stream)
-    }
-    .map(|()| true)
-    .step("holding the stream")
 }
 
 fn orders_streams(ctx: &mut Ctx) -> Verdict {

@@ -33,7 +33,7 @@ mod memory;
 mod signal;
 mod transfer;
 
-use devipc::{Error, ExportOptions, MemToken, Runtime};
+use devipc::{Error, ExportOptions, MemToken, Runtime, Stream};
 
 use crate::catalogue::{Step, pattern};
 use crate::ctx::Ctx;
@@ -105,4 +105,19 @@ fn expect_error<T: std::fmt::Debug>(
             "{what}: succeeded ({v:?}), expected Error::{kind}"
         ))),
     }
+}
+
+/// Holds (or releases) `stream` on the emulator (`devipc::testing`); `false` on a real
+/// runtime (no hook).
+fn hold(ctx: &Ctx, stream: &Stream, on: bool) -> Result<bool, Stop> {
+    if !ctx.target.emulated() {
+        return Ok(false);
+    }
+    if on {
+        devipc::testing::hold_stream(stream)
+    } else {
+        devipc::testing::release_stream(stream)
+    }
+    .map(|()| true)
+    .step("holding the stream")
 }

@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use devipc::{DeviceId, Stream};
+use devipc::DeviceId;
 
-use super::{SIZE, peer_export};
+use super::{SIZE, hold, peer_export};
 use crate::catalogue::{Import, Step, pattern, portable, same_bytes};
 use crate::ctx::Ctx;
 use crate::rule::{Expect, Rule, Stop, Verdict};
@@ -31,21 +31,6 @@ pub(super) const CLOSE_WAITS_FOR_COPIES: Rule = portable(
     close_waits_for_copies,
 )
 .memory_rule();
-
-/// Holds (or releases) `stream` on the emulator (`devipc::testing`); `false` on a real
-/// runtime (no hook).
-fn hold(ctx: &Ctx, stream: &Stream, on: bool) -> Result<bool, Stop> {
-    if !ctx.target.emulated() {
-        return Ok(false);
-    }
-    if on {
-        devipc::testing::hold_stream(stream)
-    } else {
-        devipc::testing::release_stream(stream)
-    }
-    .map(|()| true)
-    .step("holding the stream")
-}
 
 fn close_waits_for_copies(ctx: &mut Ctx) -> Verdict {
     let rt = ctx.runtime()?;
