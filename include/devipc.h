@@ -725,6 +725,39 @@ devipc_status devipc_signal_notify(const struct devipc_signal *sig);
 devipc_status devipc_signal_wait(const struct devipc_signal *sig,
                                  int64_t timeout_ms);
 
+// Posts the signal's next generation on `stream` (of the signal's runtime and device)
+// and stores it in `*generation` (1, 2, ...: the same in every process). A peer's
+// `devipc_signal_wait_for` of that generation orders its stream's later work after the
+// work queued on `stream` before this call, on the device. A post more than four
+// generations ahead of the waits issued so far waits for them, up to `timeout_ms`
+// (`DEVIPC_WAIT_FOREVER`: as long as it takes), then `DEVIPC_ERR_TIMEOUT`; a post that
+// timed out posted nothing and may be retried.
+//
+// # Safety
+// `generation` is valid for a write.
+devipc_status devipc_signal_post(const struct devipc_signal *sig,
+                                 const struct devipc_stream *stream,
+                                 int64_t timeout_ms,
+                                 uint64_t *generation);
+
+// Makes `stream`'s later work wait, on the device, for the work queued before the post
+// of `generation`. Blocks only until that post was made, up to `timeout_ms`
+// (`DEVIPC_ERR_TIMEOUT`); generation 0 is no wait. (HIP before ROCm 7.0: the runtime's
+// stream wait blocks the calling thread until the posted work ran.)
+devipc_status devipc_signal_wait_for(const struct devipc_signal *sig,
+                                     const struct devipc_stream *stream,
+                                     uint64_t generation,
+                                     int64_t timeout_ms);
+
+// Stores the latest generation posted in `*posted` and the latest one a wait was issued
+// for in `*waited`, as every process holding the signal sees them.
+//
+// # Safety
+// `posted` and `waited` are valid for writes.
+devipc_status devipc_signal_generations(const struct devipc_signal *sig,
+                                        uint64_t *posted,
+                                        uint64_t *waited);
+
 // Stores the device the signal belongs to in `*out`.
 //
 // # Safety

@@ -1,6 +1,7 @@
 //! Signals: a cross-process binary semaphore (the safe API's `Signal`): notify once, and
 //! one wait (here or in a peer) returns and resets it. Create, export (a signal token),
-//! grant, import, notify, wait with a timeout, free.
+//! grant, import, notify, wait with a timeout, free. And stream-ordered generations:
+//! `devipc_signal_post` on a stream, a peer's `devipc_signal_wait_for` on its stream.
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use crate::handle::{self, Handle};
 use crate::options::{devipc_export_options, export_options};
 use crate::runtime::{devipc_runtime, pid_list, runtime};
 use crate::status::devipc_status;
+use crate::stream::devipc_stream;
 use crate::token::{devipc_signal_token, signal_token};
 
 /// A signal (the safe API's `Signal`). It keeps its runtime alive.
@@ -121,6 +123,69 @@ pub extern "C" fn devipc_signal_notify(sig: *const devipc_signal) -> devipc_stat
 #[unsafe(no_mangle)]
 pub extern "C" fn devipc_signal_wait(sig: *const devipc_signal, timeout_ms: i64) -> devipc_status {
     call(|| Ok(signal(sig)?.wait(ffi::timeout(timeout_ms))?))
+}
+
+/// Posts the signal's next generation on `stream` (of the signal's runtime and device)
+/// and stores it in `*generation` (1, 2, ...: the same in every process). A peer's
+/// `devipc_signal_wait_for` of that generation orders its stream's later work after the
+/// work queued on `stream` before this call, on the device. A post more than four
+/// generations ahead of the waits issued so far waits for them, up to `timeout_ms`
+/// (`DEVIPC_WAIT_FOREVER`: as long as it takes), then `DEVIPC_ERR_TIMEOUT`; a post that
+/// timed out posted nothing and may be retried.
+///
+/// # Safety
+/// `generation` is valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn devipc_signal_post(
+    sig: *const devipc_signal,
+    stream: *const devipc_stream,
+    timeout_ms: i64,
+    generation: *mut u64,
+) -> devipc_status {
+    call(|| {
+        let posted =
+            signal(sig)?.post(&*crate::stream::stream(stream)?, ffi::timeout(timeout_ms))?;
+        // SAFETY: the caller's guarantee for `generation`.
+        unsafe { ffi::put(generation, "generation", posted) }
+    })
+}
+
+/// Makes `stream`'s later work wait, on the device, for the work queued before the post
+/// of `generation`. Blocks only until that post was made, up to `timeout_ms`
+/// (`DEVIPC_ERR_TIMEOUT`); generation 0 is no wait. (HIP before ROCm 7.0: the runtime's
+/// stream wait blocks the calling thread until the posted work ran.)
+#[unsafe(no_mangle)]
+pub extern "C" fn devipc_signal_wait_for(
+    sig: *const devipc_signal,
+    stream: *const devipc_stream,
+    generation: u64,
+    timeout_ms: i64,
+) -> devipc_status {
+    call(|| {
+        let stream = crate::stream::stream(stream)?;
+        Ok(signal(sig)?.wait_for(&stream, generation, ffi::timeout(timeout_ms))?)
+    })
+}
+
+/// Stores the latest generation posted in `*posted` and the latest one a wait was issued
+/// for in `*waited`, as every process holding the signal sees them.
+///
+/// # Safety
+/// `posted` and `waited` are valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn devipc_signal_generations(
+    sig: *const devipc_signal,
+    posted: *mut u64,
+    waited: *mut u64,
+) -> devipc_status {
+    call(|| {
+        let g = signal(sig)?.generations()?;
+        // SAFETY: the caller's guarantee for `posted` and `waited`.
+        unsafe {
+            ffi::put(posted, "posted", g.posted)?;
+            ffi::put(waited, "waited", g.waited)
+        }
+    })
 }
 
 /// Stores the device the signal belongs to in `*out`.

@@ -158,6 +158,33 @@ int main(int argc, char **argv) {
     CHECK(devipc_buffer_read(b, 0, back, SIZE));
     ASSERT(memcmp(back, pattern, SIZE) == 0);
 
+    /* Signals with generations: two posts are two generations; a wait for each orders
+     * the other stream; a generation not posted yet times out. (The same-process import
+     * shares the signal, as a peer's would share its words.) */
+    devipc_signal *sig = NULL, *peer_sig = NULL;
+    devipc_signal_token *stok = NULL;
+    devipc_export_options eo;
+    devipc_export_options_init(&eo);
+    eo.flags = DEVIPC_EXPORT_ANY_PROCESS;
+    CHECK(devipc_runtime_create_signal(rt, 0, &sig));
+    CHECK(devipc_signal_export(sig, &eo, &stok));
+    CHECK(devipc_runtime_import_signal(rt, stok, 0, &peer_sig));
+    uint64_t g1 = 0, g2 = 0, posted = 0, waited = 0;
+    CHECK(devipc_signal_post(sig, stream, 10000, &g1));
+    CHECK(devipc_signal_post(sig, stream, 10000, &g2));
+    ASSERT(g1 == 1 && g2 == 2);
+    CHECK(devipc_signal_wait_for(peer_sig, other, g1, 10000));
+    CHECK(devipc_signal_wait_for(peer_sig, other, g2, 10000));
+    EXPECT(DEVIPC_ERR_TIMEOUT, devipc_signal_wait_for(peer_sig, other, 3, 50));
+    CHECK(devipc_signal_generations(sig, &posted, &waited));
+    ASSERT(posted == 2 && waited == 2);
+    CHECK(devipc_stream_synchronize(other));
+    EXPECT(DEVIPC_ERR_NULL_ARGUMENT, devipc_signal_post(sig, NULL, 0, &g1));
+    EXPECT(DEVIPC_ERR_NULL_ARGUMENT, devipc_signal_generations(sig, NULL, &waited));
+    CHECK(devipc_signal_free(&peer_sig));
+    CHECK(devipc_signal_token_free(&stok));
+    CHECK(devipc_signal_free(&sig));
+
     EXPECT(DEVIPC_ERR_NULL_ARGUMENT, devipc_stream_copy(stream, NULL, sb, &req));
     EXPECT(DEVIPC_ERR_NULL_ARGUMENT, devipc_request_wait(NULL, 0));
     EXPECT(DEVIPC_ERR_UNKNOWN_HANDLE, devipc_stream_copy((devipc_stream *)ev, sb, sb, &req));
