@@ -37,14 +37,19 @@
 //! | 40 | ring state: 0 none yet, 1 ready, 2 unsupported |
 //! | 44 | ring length K (1..=[`MAX_RING`]) |
 //! | 48 + 8 s | the generation recorded in slot `s` (u64; [`POISONED`] for a failed post) |
+//! | 176, 180 | how many threads (of every process) sleep on `posted_seq`, `waited_seq` |
 //! | 256 + 64 s | slot `s`'s interprocess event handle ([`HANDLE_LEN`] bytes) |
+//!
+//! A publish or a waited mark wakes only when a thread sleeps on its sequence word (the
+//! count is raised before the sleep and a fence pairs it with the waker's, so no wake is
+//! lost; a sleeper killed leaves it high, which only costs wakes).
 //!
 //! Everything here is a host word: a process that can open the word file (devipc's private
 //! runtime directory, mode 0700) can make the signal's waits wrong, but not reach memory.
 //! Values read back are validated (a ring length out of range, a slot older than its
 //! generation) and reported as [`GenerationError::Corrupt`].
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use std::time::Instant;
 
 use crate::futex::WaitError;
@@ -72,6 +77,8 @@ const WAITED_SEQ: usize = 36;
 const RING_STATE: usize = 40;
 const RING_LEN: usize = 44;
 const SLOTS: usize = 48;
+const POSTED_WAITERS: usize = 176;
+const WAITED_WAITERS: usize = 180;
 const HANDLES: usize = 256;
 
 const STATE_READY: u32 = 1;
@@ -234,7 +241,7 @@ impl<'a> Generations<'a> {
                     "the generation counter is exhausted",
                 ))?;
             if g > k && waited.load(Ordering::Acquire) < g - k {
-                wait_changed(waited_seq, seq, until)?;
+                wait_changed(waited_seq, word32(self.file, WAITED_WAITERS), seq, until)?;
                 continue;
             }
             if claimed
@@ -286,11 +293,11 @@ impl<'a> Generations<'a> {
             if p == claim.generation - 1 {
                 break;
             }
-            wait_changed(posted_seq, seq, until)?;
+            wait_changed(posted_seq, word32(self.file, POSTED_WAITERS), seq, until)?;
         }
         posted.store(claim.generation, Ordering::Release);
         posted_seq.fetch_add(1, Ordering::AcqRel);
-        crate::futex::wake_all(posted_seq)?;
+        wake_sleepers(posted_seq, word32(self.file, POSTED_WAITERS))?;
         Ok(())
     }
 
@@ -304,7 +311,7 @@ impl<'a> Generations<'a> {
             if posted.load(Ordering::Acquire) >= g {
                 break;
             }
-            wait_changed(posted_seq, seq, until)?;
+            wait_changed(posted_seq, word32(self.file, POSTED_WAITERS), seq, until)?;
         }
         let slot = (g % k) as usize;
         match word64(self.file, SLOTS + 8 * slot).load(Ordering::Acquire) {
@@ -322,14 +329,31 @@ impl<'a> Generations<'a> {
         if word64(self.file, WAITED).fetch_max(g, Ordering::AcqRel) < g {
             let seq = word32(self.file, WAITED_SEQ);
             seq.fetch_add(1, Ordering::AcqRel);
-            crate::futex::wake_all(seq)?;
+            wake_sleepers(seq, word32(self.file, WAITED_WAITERS))?;
         }
         Ok(())
     }
 }
 
-/// Sleeps until `word` moves from `seen` (or a spurious wake), or `until` passed.
-fn wait_changed(word: &AtomicU32, seen: u32, until: Option<Instant>) -> Result<(), WaitError> {
+/// Wakes the threads sleeping on `seq` after it moved, if `sleepers` counts any.
+fn wake_sleepers(seq: &AtomicU32, sleepers: &AtomicU32) -> Result<(), WaitError> {
+    // Pairs with the fence in `wait_changed`: a sleeper counted after this load sees the
+    // moved sequence before it sleeps.
+    fence(Ordering::SeqCst);
+    if sleepers.load(Ordering::Relaxed) != 0 {
+        crate::futex::wake_all(seq)?;
+    }
+    Ok(())
+}
+
+/// Sleeps until `word` moves from `seen` (or a spurious wake), or `until` passed, counted
+/// in `sleepers` meanwhile.
+fn wait_changed(
+    word: &AtomicU32,
+    sleepers: &AtomicU32,
+    seen: u32,
+    until: Option<Instant>,
+) -> Result<(), WaitError> {
     let left = match until {
         None => None,
         Some(d) => {
@@ -340,14 +364,18 @@ fn wait_changed(word: &AtomicU32, seen: u32, until: Option<Instant>) -> Result<(
             Some(d - now)
         }
     };
-    if word.load(Ordering::Acquire) != seen {
-        return Ok(());
-    }
-    os::futex_wait(word, seen, left).map_err(|source| WaitError::Sys {
+    sleepers.fetch_add(1, Ordering::Relaxed);
+    fence(Ordering::SeqCst);
+    let slept = if word.load(Ordering::Acquire) != seen {
+        Ok(())
+    } else {
+        os::futex_wait(word, seen, left).map(|_| ())
+    };
+    sleepers.fetch_sub(1, Ordering::Relaxed);
+    slept.map_err(|source| WaitError::Sys {
         op: "futex wait",
         source,
-    })?;
-    Ok(())
+    })
 }
 
 #[cfg(test)]
