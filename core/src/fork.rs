@@ -19,10 +19,12 @@
 //! Python's `multiprocessing` used `fork` by default on Linux before 3.14; the `spawn`
 //! and `forkserver` start methods never inherit a runtime.
 
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Once};
 
 use arc_swap::ArcSwapOption;
+use parking_lot::{ArcMutexGuard, Mutex, RawMutex};
 
 use crate::error::{Error, Result};
 
@@ -125,9 +127,12 @@ impl Birth {
 /// that finds the instance of another pid makes a new one, and never locks the inherited
 /// mutex to do so (it only *tries*, to hand what it finds to `fresh`). Inherited instances
 /// are leaked, never dropped: their contents are the parent's (dropping them could
-/// release the parent's objects), and the copies vanish with the child.
+/// release the parent's objects), and the copies vanish with the child. A process's own
+/// instance is reference counted: a `PerProcess` that is a field (not a `static`) frees it
+/// when it is dropped and the last guard is gone, and an instance a thread made but lost
+/// to another thread's is dropped at once (what `fresh` returns is the process's own).
 pub struct PerProcess<T: 'static> {
-    current: ArcSwapOption<&'static Instance<T>>,
+    current: ArcSwapOption<Instance<T>>,
     /// Makes the state of a process: `None` at the first use, or what a forked child
     /// found in its parent's (when no thread of the parent held it at the fork).
     fresh: fn(Option<T>) -> T,
@@ -135,11 +140,12 @@ pub struct PerProcess<T: 'static> {
 
 struct Instance<T> {
     pid: u32,
-    value: Mutex<Option<T>>,
+    value: Arc<Mutex<Option<T>>>,
 }
 
-/// The state of a [`PerProcess`], locked.
-pub struct PerProcessGuard<'a, T>(MutexGuard<'a, Option<T>>);
+/// The state of a [`PerProcess`], locked. It holds the instance it locked, so the state
+/// outlives a `PerProcess` dropped meanwhile.
+pub struct PerProcessGuard<'a, T>(ArcMutexGuard<RawMutex, Option<T>>, PhantomData<&'a ()>);
 
 impl<T> std::ops::Deref for PerProcessGuard<'_, T> {
     type Target = T;
@@ -186,30 +192,42 @@ impl<T: 'static> PerProcess<T> {
         }
     }
 
-    /// The calling process's state, locked (made at the process's first use). Poisoning
-    /// is ignored: every user keeps the state consistent between its own statements.
+    /// The calling process's state, locked (made at the process's first use). There is no
+    /// poisoning: every user keeps the state consistent between its own statements.
     pub fn lock(&self) -> PerProcessGuard<'static, T> {
         let me = current_pid();
         loop {
             let seen = self.current.load();
             let inherited = match seen.as_deref() {
                 Some(instance) if instance.pid == me => {
-                    let instance: &'static Instance<T> = instance;
-                    return PerProcessGuard(
-                        instance.value.lock().unwrap_or_else(|p| p.into_inner()),
-                    );
+                    return PerProcessGuard(instance.value.lock_arc(), PhantomData);
                 }
                 // Another process's: only tried, never waited for.
-                Some(instance) => instance.value.try_lock().ok().and_then(|mut v| v.take()),
+                Some(instance) => instance.value.try_lock().and_then(|mut v| v.take()),
                 None => None,
             };
-            let made: &'static Instance<T> = Box::leak(Box::new(Instance {
+            let made = Arc::new(Instance {
                 pid: me,
-                value: Mutex::new(Some((self.fresh)(inherited))),
-            }));
-            // Another thread of this process may have made one first: then it is used
-            // (the loop loads it), and ours is leaked unused.
-            self.current.compare_and_swap(&*seen, Some(Arc::new(made)));
+                value: Arc::new(Mutex::new(Some((self.fresh)(inherited)))),
+            });
+            let before = self
+                .current
+                .compare_and_swap(&*seen, Some(Arc::clone(&made)));
+            let replaced = arc_swap::Guard::into_inner(before);
+            let won = match (&replaced, &*seen) {
+                (Some(now), Some(was)) => Arc::ptr_eq(now, was),
+                (None, None) => true,
+                _ => false,
+            };
+            if won {
+                // The parent's instance is leaked, never dropped (see the type's docs).
+                if let Some(parents) = replaced.filter(|i| i.pid != me) {
+                    std::mem::forget(parents);
+                }
+            }
+            // Else another thread of this process made one first: the loop uses it, and
+            // ours is dropped here.
+            drop(made);
         }
     }
 
@@ -217,14 +235,24 @@ impl<T: 'static> PerProcess<T> {
     /// that must never block (an `atexit` handler).
     pub fn try_lock(&self) -> Option<PerProcessGuard<'static, T>> {
         let seen = self.current.load();
-        let instance: &'static Instance<T> = seen.as_deref().copied()?;
+        let instance = seen.as_deref()?;
         if instance.pid != current_pid() {
             return None;
         }
-        match instance.value.try_lock() {
-            Ok(guard) => Some(PerProcessGuard(guard)),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(PerProcessGuard(p.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock) => None,
+        instance
+            .value
+            .try_lock_arc()
+            .map(|guard| PerProcessGuard(guard, PhantomData))
+    }
+}
+
+impl<T: 'static> Drop for PerProcess<T> {
+    fn drop(&mut self) {
+        // An instance inherited across `fork` is the parent's: leaked, never dropped.
+        if let Some(instance) = self.current.swap(None)
+            && instance.pid != current_pid()
+        {
+            std::mem::forget(instance);
         }
     }
 }
@@ -245,6 +273,23 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(*COUNTER.lock(), 5);
+    }
+
+    #[test]
+    fn a_per_process_field_frees_its_state_once_dropped_and_unlocked() {
+        static DROPS: AtomicU32 = AtomicU32::new(0);
+        struct Counted;
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let field: PerProcess<Counted> = PerProcess::new(|_| Counted);
+        let guard = field.lock();
+        drop(field);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 0, "the guard keeps the state");
+        drop(guard);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 1, "freed, not leaked");
     }
 
     #[test]
