@@ -16,8 +16,10 @@
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, RwLock};
+
+use devipc_core::fork::{PerProcess, PerProcessGuard};
 
 use crate::boundary::{Failure, Outcome};
 
@@ -32,19 +34,19 @@ pub(crate) trait Handle {
 /// The live objects by key.
 type Table = HashMap<usize, Arc<dyn Any + Send + Sync>>;
 
-static LIVE: LazyLock<RwLock<Table>> = LazyLock::new(RwLock::default);
+/// Per process: a child `fork`ed while another thread of the parent held the table gets
+/// an empty one instead of a lock nobody will release (its inherited handles are then
+/// unknown); otherwise it keeps the parent's handles, whose objects refuse the child
+/// (`DEVIPC_ERR_INHERITED_ACROSS_FORK`).
+static LIVE: PerProcess<Table> = PerProcess::new(|inherited| inherited.unwrap_or_default());
 
 /// The next key. Keys step by 16 so they look like (aligned) pointers to debuggers and
 /// never collide with NULL; a 64-bit counter does not wrap.
 static NEXT: AtomicUsize = AtomicUsize::new(16);
 
-fn read() -> std::sync::RwLockReadGuard<'static, Table> {
-    // Each critical section is one lookup, insert or remove: a poisoned lock is consistent.
-    LIVE.read().unwrap_or_else(|p| p.into_inner())
-}
-
-fn write() -> std::sync::RwLockWriteGuard<'static, Table> {
-    LIVE.write().unwrap_or_else(|p| p.into_inner())
+/// The table, locked for one lookup, insert or remove.
+fn live() -> PerProcessGuard<'static, Table> {
+    LIVE.lock()
 }
 
 /// The error for a handle that names no live object of type `H`.
@@ -58,7 +60,7 @@ fn unknown<H: Handle>(key: usize) -> Failure {
 /// Registers `value` and returns its new handle.
 pub(crate) fn new<H: Handle>(value: H::Target) -> *mut H {
     let key = NEXT.fetch_add(16, Ordering::Relaxed);
-    write().insert(key, Arc::new(value));
+    live().insert(key, Arc::new(value));
     std::ptr::without_provenance_mut(key)
 }
 
@@ -68,7 +70,7 @@ pub(crate) fn get<H: Handle>(handle: *const H, what: &'static str) -> Outcome<Ar
         return Err(Failure::Null(what));
     }
     let key = handle.addr();
-    let object = read().get(&key).cloned().ok_or_else(|| unknown::<H>(key))?;
+    let object = live().get(&key).cloned().ok_or_else(|| unknown::<H>(key))?;
     object
         .downcast::<H::Target>()
         .map_err(|_| unknown::<H>(key))
@@ -90,7 +92,7 @@ pub(crate) unsafe fn free<H: Handle>(handle: *mut *mut H, what: &'static str) ->
     }
     let key = h.addr();
     let object = {
-        let mut live = write();
+        let mut live = live();
         match live.get(&key) {
             Some(o) if o.is::<H::Target>() => live.remove(&key),
             _ => return Err(unknown::<H>(key)),
@@ -135,7 +137,7 @@ impl<H: Handle> Out<H> {
 
 /// How many handles are live in this process (for the tests' leak checks).
 pub(crate) fn live_count() -> usize {
-    read().len()
+    live().len()
 }
 
 /// The number of handles of any type this process holds: every handle made and not yet

@@ -295,6 +295,16 @@ fn several_threads_on_emulated_ascend() {
 }
 
 #[test]
+fn fork_while_another_thread_uses_the_handles_on_emulated_hip() {
+    run_c("fork", "hip");
+}
+
+#[test]
+fn fork_while_another_thread_uses_the_handles_on_emulated_ascend() {
+    run_c("fork", "ascend");
+}
+
+#[test]
 fn the_data_plane_on_emulated_hip() {
     run_c("dataplane", "hip");
 }
