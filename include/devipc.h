@@ -742,8 +742,8 @@ devipc_status devipc_signal_post(const struct devipc_signal *sig,
 
 // Makes `stream`'s later work wait, on the device, for the work queued before the post
 // of `generation`. Blocks only until that post was made, up to `timeout_ms`
-// (`DEVIPC_ERR_TIMEOUT`); generation 0 is no wait. (HIP before ROCm 7.0: the runtime's
-// stream wait blocks the calling thread until the posted work ran.)
+// (`DEVIPC_ERR_TIMEOUT`); generation 0 is no wait. (HIP before ROCm 7.0, whose stream
+// wait blocks the calling thread until the posted work ran: within the timeout too.)
 devipc_status devipc_signal_wait_for(const struct devipc_signal *sig,
                                      const struct devipc_stream *stream,
                                      uint64_t generation,

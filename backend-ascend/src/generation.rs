@@ -135,8 +135,9 @@ impl AscendBackend {
         Ok(ring)
     }
 
-    /// The ring named in an imported signal's token (its events are opened at first use).
-    pub(crate) fn open_ring(&self, name: &[u8; NAME_LEN]) -> Result<AscendRing> {
+    /// The ring named in an imported signal's token, whose owner must be the token's
+    /// notify `key` (its events are opened at first use).
+    pub(crate) fn open_ring(&self, name: &[u8; NAME_LEN], key: &Key) -> Result<AscendRing> {
         let word = WordFile::open(&runtime_dir()?, name).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Error::invalid_argument(
                 "the signal's ring is gone: its creator destroyed the signal or runs with \
@@ -145,6 +146,11 @@ impl AscendBackend {
             std::io::ErrorKind::InvalidInput => Error::invalid_token("the ring name is malformed"),
             _ => Error::io("opening a signal's ring", e),
         })?;
+        if !generation::words(&word)?.owned_by(key) {
+            return Err(Error::invalid_token(
+                "the signal token's ring belongs to another signal than its notify key",
+            ));
+        }
         Ok(AscendRing {
             word,
             created: false,
@@ -160,6 +166,21 @@ impl AscendBackend {
     /// The name to put in signal `id`'s token, if it has a ring.
     pub(crate) fn ring_name(&self, id: u64) -> Option<[u8; NAME_LEN]> {
         lock(&self.rings).get(&id).map(|r| *r.word.name())
+    }
+
+    /// Writes `key` (the notify's export key) as the owner of signal `id`'s ring, so an
+    /// import checks that a token's key and ring belong together.
+    pub(crate) fn own_ring(&self, id: u64, key: &Key) -> Result<()> {
+        let Some(ring) = lock(&self.rings).get(&id).cloned() else {
+            return Ok(());
+        };
+        if generation::words(&ring.word)?.set_owner(key) {
+            Ok(())
+        } else {
+            Err(Error::invalid_argument(
+                "the notify key does not fit the ring's word file",
+            ))
+        }
     }
 
     /// Releases signal `id`'s ring, of `device`, with the signal.
@@ -255,17 +276,20 @@ impl AscendBackend {
         let ring = self.ring_of(signal.id.get())?;
         let events = self.ring_events(&record, &ring)?;
         let released = || record.release_requested();
+        let gens = generation::words(&ring.word)?;
         generation::post(
-            &generation::words(&ring.word)?,
+            &gens,
+            events.len(),
             signal.id.get(),
             timeout,
             released,
             |slot| {
+                let event = ring_event(&events, slot)?;
                 self.on_device(record.device, || {
                     // SAFETY: the event is the signal's ring event (live while the record is
-                    // pinned: the ring is released with it); the stream is the caller's, live by
-                    // `RawStream`'s contract.
-                    unsafe { result::record_event(&self.api, events[slot], stream.as_raw()) }
+                    // pinned: the ring is released with it); the stream is the caller's, live
+                    // by `RawStream`'s contract.
+                    unsafe { result::record_event(&self.api, event, stream.as_raw()) }
                 })
             },
         )
@@ -284,16 +308,20 @@ impl AscendBackend {
         let events = self.ring_events(&record, &ring)?;
         let gens = generation::words(&ring.word)?;
         let released = || record.release_requested();
+        let k = events.len();
         generation::wait(
             &gens,
+            k,
             signal.id.get(),
             generation,
             timeout,
             released,
-            |slot| {
+            |slot, _| {
+                let event = ring_event(&events, slot)?;
                 self.on_device(record.device, || {
-                    // SAFETY: as in `post_generation`.
-                    unsafe { result::stream_wait_event(&self.api, stream.as_raw(), events[slot]) }
+                    // SAFETY: as in `post_generation`. The runtime's stream wait on an IPC
+                    // event is a stream task: it never blocks this thread.
+                    unsafe { result::stream_wait_event(&self.api, stream.as_raw(), event) }
                 })
             },
         )
@@ -315,4 +343,12 @@ impl AscendBackend {
 fn no_ipc_events(e: &Error) -> bool {
     matches!(e, Error::Unsupported { .. })
         || e.vendor_code() == Some(ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
+}
+
+/// The event of ring slot `slot` (a slot past the events opened is corrupt words, never an
+/// index out of range).
+fn ring_event(events: &[usize], slot: usize) -> Result<usize> {
+    events.get(slot).copied().ok_or_else(|| {
+        Error::invalid_argument("the signal's generation words name a slot past its ring")
+    })
 }

@@ -330,6 +330,7 @@ impl AscendBackend {
                 // was created here.
                 let key: Key =
                     unsafe { result::notify_get_export_key(&self.api, record.notify, flags) }?;
+                self.own_ring(signal.id.get(), &key)?;
                 self.signals
                     .with(signal.id, |r| r.exported = Some((key, opts.validation)))?;
                 key
@@ -397,7 +398,7 @@ impl AscendBackend {
         // device this process does not see is another device than `device`.
         let home = self.home_device(token.device(), token.physical_device())?;
         let (key, ring) = notify_payload(token.payload(), token.mechanism())?;
-        let ring = ring.map(|name| self.open_ring(&name)).transpose()?;
+        let ring = ring.map(|name| self.open_ring(&name, &key)).transpose()?;
         optional!(self.api, aclrtNotifyImportByKey)?;
         let flags = if home != Some(device) {
             ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS

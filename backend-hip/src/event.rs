@@ -95,7 +95,7 @@ impl HipBackend {
                 ));
             }
         };
-        let ring = match self.create_ring(&word) {
+        let ring = match self.create_ring(&word, event) {
             Ok(ring) => ring,
             Err(e) => {
                 let _ = word.unlink();
@@ -170,6 +170,11 @@ impl HipBackend {
         let (handle_bytes, name) = payload.split_at(HIP_IPC_HANDLE_SIZE);
         let dir = devipc_shm::private_dir::runtime_dir_for_devipc()?;
         let word = open_word(&dir, name)?;
+        if !devipc_shm::generation::words(&word)?.owned_by(handle_bytes) {
+            return Err(Error::invalid_token(
+                "the signal token's word file belongs to another signal than its event",
+            ));
+        }
         let mut handle = [0u8; HIP_IPC_HANDLE_SIZE];
         handle.copy_from_slice(handle_bytes);
         let _scope = DeviceScope::bind(&self.api, dev)?;

@@ -152,8 +152,8 @@ pub unsafe extern "C" fn devipc_signal_post(
 
 /// Makes `stream`'s later work wait, on the device, for the work queued before the post
 /// of `generation`. Blocks only until that post was made, up to `timeout_ms`
-/// (`DEVIPC_ERR_TIMEOUT`); generation 0 is no wait. (HIP before ROCm 7.0: the runtime's
-/// stream wait blocks the calling thread until the posted work ran.)
+/// (`DEVIPC_ERR_TIMEOUT`); generation 0 is no wait. (HIP before ROCm 7.0, whose stream
+/// wait blocks the calling thread until the posted work ran: within the timeout too.)
 #[unsafe(no_mangle)]
 pub extern "C" fn devipc_signal_wait_for(
     sig: *const devipc_signal,

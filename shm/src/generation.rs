@@ -10,19 +10,31 @@
 //!
 //! - **publish after record**: a waiter never issues its stream wait before the record of
 //!   its generation was queued (else it would wait for an older record);
-//! - **back-pressure**: generation `g` reuses slot `g % K` only once a wait for `g - K` (or
-//!   later) was issued, so a later post never replaces the record an earlier wait needs
-//!   (else the waiter would wait for a *later* generation: safe, but a producer that waits
-//!   for its consumer's ack before posting again would deadlock).
+//! - **back-pressure**: generation `g` reuses slot `g % K` only once generation `g - K` was
+//!   published there and a wait for it (or a later one) was issued, so a later post never
+//!   replaces the record an earlier wait needs (else the waiter would wait for a *later*
+//!   generation: safe, but a producer that waits for its consumer's ack before posting
+//!   again would deadlock), and never records on a slot whose previous claimant has not
+//!   recorded yet.
 //!
 //! So a later post never satisfies an earlier wait's successor, and a wait for `g` takes
 //! exactly `g`'s record unless a wait for `g` or later was already issued (then it may take a
 //! later one: an over-wait, never an under-wait).
 //!
-//! Several posters (threads, processes) are ordered by a claim word: a poster claims `g`
-//! with a compare-and-swap, records, and publishes after `g - 1` was published. A post whose
-//! record failed gives its claim back when nobody claimed after it, else publishes `g` as
-//! *poisoned*: a wait for it reports that instead of ordering nothing silently.
+//! Several posters (threads, processes) claim generations with a compare-and-swap and
+//! publish each in its own slot, in any order: no poster ever waits for another, so one
+//! that stalls or dies between its claim and its publish delays only the waits for its own
+//! generation and, a ring later, the claim that would reuse its slot (both end at their
+//! timeouts). A waiter looks at its generation's slot, not at a global counter; `posted`
+//! (what [`Generations::posted`] reports) moves over every generation published without a
+//! gap. A post whose record failed gives its claim back when nobody claimed after it, else
+//! publishes its generation with [`POISON_BIT`] set: a wait for it reports that instead of
+//! ordering nothing silently.
+//!
+//! Values read back are checked where honest writers keep an invariant (claims at most a
+//! ring ahead of the waits, no wait for a generation never claimed, the ring length the
+//! events were opened with, a slot holding a generation of its own residue) and reported as
+//! [`GenerationError::Corrupt`], never a panic or a wait without end.
 //!
 //! # Layout (byte offsets in the word file's page)
 //!
@@ -36,9 +48,10 @@
 //! | 36 | `waited_seq`: u32 futex word, bumped when `waited` grows |
 //! | 40 | ring state: 0 none yet, 1 ready, 2 unsupported |
 //! | 44 | ring length K (1..=[`MAX_RING`]) |
-//! | 48 + 8 s | the generation recorded in slot `s` (u64; [`POISONED`] for a failed post) |
+//! | 48 + 8 s | the latest generation published in slot `s` (u64; [`POISON_BIT`] set for a failed post) |
 //! | 176, 180 | how many threads (of every process) sleep on `posted_seq`, `waited_seq` |
 //! | 256 + 64 s | slot `s`'s interprocess event handle ([`HANDLE_LEN`] bytes) |
+//! | 1280 | the owner's length (u32), then the owner ([`MAX_OWNER`] bytes at most): what the signal's token names besides the word file (HIP: its event's handle; Ascend: its notify's key), so that a token naming one signal's object and another's words is refused |
 //!
 //! A publish or a waited mark wakes only when a thread sleeps on its sequence word (the
 //! count is raised before the sleep and a fence pairs it with the waker's, so no wake is
@@ -58,7 +71,7 @@ use crate::word_file::WordFile;
 
 mod drive;
 
-pub use drive::{PUBLISH_LIMIT, RELEASE_POLL, generations, post, wait, words};
+pub use drive::{RELEASE_POLL, generations, post, wait, words};
 
 /// The bytes of one interprocess event handle (HIP and ACL: 64).
 pub const HANDLE_LEN: usize = 64;
@@ -66,8 +79,11 @@ pub const HANDLE_LEN: usize = 64;
 /// The most events a ring may have.
 pub const MAX_RING: usize = 16;
 
-/// The slot generation of a post whose record failed.
-pub const POISONED: u64 = u64::MAX;
+/// The bit a slot's generation carries when its post failed (its record was never queued).
+pub const POISON_BIT: u64 = 1 << 63;
+
+/// The largest generation (below [`POISON_BIT`]).
+pub const MAX_GENERATION: u64 = POISON_BIT - 1;
 
 const CLAIMED: usize = 8;
 const POSTED: usize = 16;
@@ -80,6 +96,11 @@ const SLOTS: usize = 48;
 const POSTED_WAITERS: usize = 176;
 const WAITED_WAITERS: usize = 180;
 const HANDLES: usize = 256;
+const OWNER_LEN: usize = HANDLES + HANDLE_LEN * MAX_RING;
+const OWNER: usize = OWNER_LEN + 4;
+
+/// The most bytes [`Generations::set_owner`] keeps.
+pub const MAX_OWNER: usize = 80;
 
 const STATE_READY: u32 = 1;
 const STATE_UNSUPPORTED: u32 = 2;
@@ -160,9 +181,9 @@ impl<'a> Generations<'a> {
     /// The generation words of `file`; `None` when the page is too small for the layout
     /// (never on Linux's 4 KiB and larger pages).
     pub fn of(file: &'a WordFile) -> Option<Generations<'a>> {
-        // The last 8 bytes of the handles end the layout.
-        let last = HANDLES + HANDLE_LEN * MAX_RING - 8;
-        file.word64(last).map(|_| Generations { file })
+        // The owner's last word ends the layout.
+        file.word((OWNER + MAX_OWNER) / 4 - 1)
+            .map(|_| Generations { file })
     }
 
     /// Publishes the ring's event handles (the creator, once, before exporting).
@@ -179,6 +200,26 @@ impl<'a> Generations<'a> {
         word32(self.file, RING_LEN).store(handles.len() as u32, Ordering::Release);
         word32(self.file, RING_STATE).store(STATE_READY, Ordering::Release);
         true
+    }
+
+    /// Writes the signal's owner: the vendor name its tokens carry besides this file's
+    /// name. `false` when it is empty or longer than [`MAX_OWNER`].
+    pub fn set_owner(&self, owner: &[u8]) -> bool {
+        if owner.is_empty() || owner.len() > MAX_OWNER || !self.file.write_bytes(OWNER, owner) {
+            return false;
+        }
+        word32(self.file, OWNER_LEN).store(owner.len() as u32, Ordering::Release);
+        true
+    }
+
+    /// Whether `owner` is the owner written (`false` when none was).
+    pub fn owned_by(&self, owner: &[u8]) -> bool {
+        let len = word32(self.file, OWNER_LEN).load(Ordering::Acquire) as usize;
+        if len != owner.len() || len == 0 || len > MAX_OWNER {
+            return false;
+        }
+        let mut have = vec![0u8; len];
+        self.file.read_bytes(OWNER, &mut have) && have == owner
     }
 
     /// Records that the creator could make no ring.
@@ -214,7 +255,7 @@ impl<'a> Generations<'a> {
         }
     }
 
-    /// The latest generation published.
+    /// The latest generation published with every one before it.
     pub fn posted(&self) -> u64 {
         word64(self.file, POSTED).load(Ordering::Acquire)
     }
@@ -224,25 +265,69 @@ impl<'a> Generations<'a> {
         word64(self.file, WAITED).load(Ordering::Acquire)
     }
 
-    /// Claims the next generation once its slot is free (a wait for the generation
-    /// [`ring length`](Generations::ring) before it was issued), waiting until `until` at
-    /// most (`None`: no limit) for the waiting side.
-    pub fn claim(&self, until: Option<Instant>) -> Result<Claim, GenerationError> {
-        let k = self.ring_len()? as u64;
+    /// The ring length, checked against the `k` events the caller opened (a length that
+    /// changed since is [`GenerationError::Corrupt`], never an index out of range).
+    fn checked_len(&self, k: usize) -> Result<u64, GenerationError> {
+        if self.ring_len()? != k {
+            return Err(GenerationError::Corrupt(
+                "the ring length changed after its events were opened",
+            ));
+        }
+        Ok(k as u64)
+    }
+
+    /// The generation slot `slot` holds and whether its post failed.
+    fn slot(&self, slot: usize) -> (u64, bool) {
+        let v = word64(self.file, SLOTS + 8 * slot).load(Ordering::Acquire);
+        (v & !POISON_BIT, v & POISON_BIT != 0)
+    }
+
+    /// Claims the next generation once its slot is free: the generation a ring's length
+    /// (`k`, the caller's events) before it was published and a wait for it (or a later
+    /// one) was issued. Waits until `until` at most (`None`: no limit); a claim that timed
+    /// out claimed nothing.
+    pub fn claim(&self, k: usize, until: Option<Instant>) -> Result<Claim, GenerationError> {
+        let k = self.checked_len(k)?;
         let (claimed, waited) = (word64(self.file, CLAIMED), word64(self.file, WAITED));
         let waited_seq = word32(self.file, WAITED_SEQ);
+        let posted_seq = word32(self.file, POSTED_SEQ);
         loop {
-            let seq = waited_seq.load(Ordering::Acquire);
+            let (seq, pseq) = (
+                waited_seq.load(Ordering::Acquire),
+                posted_seq.load(Ordering::Acquire),
+            );
+            // In this order, honest words keep `c <= w + k` and `w <= c2`.
             let c = claimed.load(Ordering::Acquire);
-            let g = c
-                .checked_add(1)
-                .filter(|g| *g != POISONED)
-                .ok_or(GenerationError::Corrupt(
+            let w = waited.load(Ordering::Acquire);
+            let c2 = claimed.load(Ordering::Acquire);
+            if w > c2 {
+                return Err(GenerationError::Corrupt(
+                    "a wait was issued for a generation never claimed",
+                ));
+            }
+            if c > w.saturating_add(k) {
+                return Err(GenerationError::Corrupt(
+                    "the claims run more than the ring ahead of the waits",
+                ));
+            }
+            let g = c + 1;
+            if g > MAX_GENERATION {
+                return Err(GenerationError::Corrupt(
                     "the generation counter is exhausted",
-                ))?;
-            if g > k && waited.load(Ordering::Acquire) < g - k {
-                wait_changed(waited_seq, word32(self.file, WAITED_WAITERS), seq, until)?;
-                continue;
+                ));
+            }
+            let slot = (g % k) as usize;
+            if g > k {
+                if w < g - k {
+                    wait_changed(waited_seq, word32(self.file, WAITED_WAITERS), seq, until)?;
+                    continue;
+                }
+                if self.slot(slot).0 < g - k {
+                    // Claimed a ring back but not published yet: its poster records on this
+                    // slot's event still (stalled or dead: the claim times out).
+                    wait_changed(posted_seq, word32(self.file, POSTED_WAITERS), pseq, until)?;
+                    continue;
+                }
             }
             if claimed
                 .compare_exchange(c, g, Ordering::AcqRel, Ordering::Acquire)
@@ -250,7 +335,7 @@ impl<'a> Generations<'a> {
             {
                 return Ok(Claim {
                     generation: g,
-                    slot: (g % k) as usize,
+                    slot,
                 });
             }
         }
@@ -270,56 +355,66 @@ impl<'a> Generations<'a> {
     }
 
     /// Publishes a claimed generation after its record was queued (`recorded`), or as
-    /// poisoned (its record failed and it could not be given back), once the generation
-    /// before it is published: waiting until `until` at most for a concurrent poster.
-    pub fn publish(
-        &self,
-        claim: Claim,
-        recorded: bool,
-        until: Option<Instant>,
-    ) -> Result<(), GenerationError> {
-        let slot = word64(self.file, SLOTS + 8 * claim.slot);
-        slot.store(
-            if recorded { claim.generation } else { POISONED },
-            Ordering::Release,
-        );
-        let (posted, posted_seq) = (word64(self.file, POSTED), word32(self.file, POSTED_SEQ));
-        loop {
-            let seq = posted_seq.load(Ordering::Acquire);
-            let p = posted.load(Ordering::Acquire);
-            if p >= claim.generation {
-                return Err(GenerationError::Corrupt("a generation was published twice"));
-            }
-            if p == claim.generation - 1 {
-                break;
-            }
-            wait_changed(posted_seq, word32(self.file, POSTED_WAITERS), seq, until)?;
-        }
-        posted.store(claim.generation, Ordering::Release);
+    /// poisoned (its record failed and it could not be given back). Never waits: posters
+    /// publish in any order, each in its own slot, and `posted` moves over every
+    /// generation published without a gap.
+    pub fn publish(&self, claim: Claim, recorded: bool) -> Result<(), GenerationError> {
+        let value = if recorded {
+            claim.generation
+        } else {
+            claim.generation | POISON_BIT
+        };
+        word64(self.file, SLOTS + 8 * claim.slot).store(value, Ordering::Release);
+        self.advance_posted()?;
+        let posted_seq = word32(self.file, POSTED_SEQ);
         posted_seq.fetch_add(1, Ordering::AcqRel);
         wake_sleepers(posted_seq, word32(self.file, POSTED_WAITERS))?;
         Ok(())
     }
 
-    /// Waits until generation `g` (≥ 1) is published, until `until` at most, and returns
-    /// the ring slot that holds its record, or a later one's (see the module docs).
-    pub fn wait_published(&self, g: u64, until: Option<Instant>) -> Result<usize, GenerationError> {
+    /// Moves `posted` over the generations published since.
+    fn advance_posted(&self) -> Result<(), GenerationError> {
         let k = self.ring_len()? as u64;
-        let (posted, posted_seq) = (word64(self.file, POSTED), word32(self.file, POSTED_SEQ));
+        let posted = word64(self.file, POSTED);
+        loop {
+            let p = posted.load(Ordering::Acquire);
+            let next = p + 1;
+            if self.slot((next % k) as usize).0 < next {
+                return Ok(());
+            }
+            let _ = posted.compare_exchange(p, next, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+
+    /// Waits until generation `g` (1 to [`MAX_GENERATION`]) is published, until `until`
+    /// at most, and returns the ring slot (of `k`, the caller's events) that holds its
+    /// record, or a later one's (see the module docs).
+    pub fn wait_published(
+        &self,
+        g: u64,
+        k: usize,
+        until: Option<Instant>,
+    ) -> Result<usize, GenerationError> {
+        let k = self.checked_len(k)?;
+        let slot = (g % k) as usize;
+        let posted_seq = word32(self.file, POSTED_SEQ);
         loop {
             let seq = posted_seq.load(Ordering::Acquire);
-            if posted.load(Ordering::Acquire) >= g {
-                break;
+            let (h, poisoned) = self.slot(slot);
+            // 0: never published in.
+            if h != 0 && h % k != g % k {
+                return Err(GenerationError::Corrupt(
+                    "a slot holds a generation of another slot",
+                ));
+            }
+            if h >= g {
+                return if h == g && poisoned {
+                    Err(GenerationError::Poisoned(g))
+                } else {
+                    Ok(slot)
+                };
             }
             wait_changed(posted_seq, word32(self.file, POSTED_WAITERS), seq, until)?;
-        }
-        let slot = (g % k) as usize;
-        match word64(self.file, SLOTS + 8 * slot).load(Ordering::Acquire) {
-            h if h == g || (h > g && h != POISONED) => Ok(slot),
-            POISONED => Err(GenerationError::Poisoned(g)),
-            _ => Err(GenerationError::Corrupt(
-                "a published generation's slot holds an older one",
-            )),
         }
     }
 
@@ -412,32 +507,70 @@ mod tests {
         assert!(matches!(g.ring(), Err(GenerationError::Corrupt(_))));
     }
 
+    fn timed_out<T: std::fmt::Debug>(r: Result<T, GenerationError>) -> bool {
+        matches!(r, Err(GenerationError::Wait(WaitError::Timeout(_))))
+    }
+
+    #[test]
+    fn the_owner_is_written_once_and_compared() {
+        let f = file();
+        let g = Generations::of(&f).unwrap();
+        assert!(!g.owned_by(b"key"), "no owner yet");
+        assert!(!g.set_owner(&[]));
+        assert!(!g.set_owner(&[1; MAX_OWNER + 1]));
+        assert!(g.set_owner(&[7; 65]));
+        assert!(g.owned_by(&[7; 65]));
+        assert!(!g.owned_by(&[7; 64]));
+        assert!(!g.owned_by(&[8; 65]));
+    }
+
     #[test]
     fn a_post_waits_for_the_wait_k_generations_back() {
         let f = file();
         let g = Generations::of(&f).unwrap();
         g.publish_ring(&[[0; HANDLE_LEN]; 2]);
         for want in 1..=2 {
-            let c = g.claim(soon()).unwrap();
+            let c = g.claim(2, soon()).unwrap();
             assert_eq!((c.generation, c.slot), (want, (want % 2) as usize));
-            g.publish(c, true, soon()).unwrap();
+            g.publish(c, true).unwrap();
         }
         // Slot of 3 is 1's: no wait for 1 was issued yet.
-        assert!(matches!(
-            g.claim(soon()),
-            Err(GenerationError::Wait(WaitError::Timeout(_)))
-        ));
-        assert_eq!(g.wait_published(1, soon()).unwrap(), 1);
+        assert!(timed_out(g.claim(2, soon())));
+        assert_eq!(g.wait_published(1, 2, soon()).unwrap(), 1);
         g.mark_waited(1).unwrap();
-        let c = g.claim(soon()).unwrap();
+        let c = g.claim(2, soon()).unwrap();
         assert_eq!(c.generation, 3);
         // 3 is not published yet: a wait for it times out; 2's slot still holds 2.
-        assert!(g.wait_published(3, soon()).is_err());
-        assert_eq!(g.wait_published(2, soon()).unwrap(), 0);
-        g.publish(c, true, soon()).unwrap();
-        assert_eq!(g.wait_published(3, soon()).unwrap(), 1);
+        assert!(timed_out(g.wait_published(3, 2, soon())));
+        assert_eq!(g.wait_published(2, 2, soon()).unwrap(), 0);
+        g.publish(c, true).unwrap();
+        assert_eq!(g.wait_published(3, 2, soon()).unwrap(), 1);
         assert_eq!(g.posted(), 3);
         assert_eq!(g.waited(), 1);
+    }
+
+    #[test]
+    fn a_stalled_poster_delays_only_its_own_generation_and_its_slot() {
+        let f = file();
+        let g = Generations::of(&f).unwrap();
+        g.publish_ring(&[[0; HANDLE_LEN]; 4]);
+        let stalled = g.claim(4, soon()).unwrap();
+        let c2 = g.claim(4, soon()).unwrap();
+        g.publish(c2, true).unwrap();
+        assert_eq!(g.posted(), 0, "1 is not published: posted stays before it");
+        assert_eq!(g.wait_published(2, 4, soon()).unwrap(), 2, "2 is waitable");
+        assert!(timed_out(g.wait_published(1, 4, soon())));
+        g.mark_waited(2).unwrap();
+        for want in 3..=4 {
+            let c = g.claim(4, soon()).unwrap();
+            assert_eq!(c.generation, want);
+            g.publish(c, true).unwrap();
+        }
+        // 5 reuses 1's slot, whose claimant has not recorded yet.
+        assert!(timed_out(g.claim(4, soon())));
+        g.publish(stalled, true).unwrap();
+        assert_eq!(g.posted(), 4, "posted moves over 1 to 4 at once");
+        assert_eq!(g.claim(4, soon()).unwrap().generation, 5);
     }
 
     #[test]
@@ -445,22 +578,59 @@ mod tests {
         let f = file();
         let g = Generations::of(&f).unwrap();
         g.publish_ring(&[[0; HANDLE_LEN]; 4]);
-        let c = g.claim(soon()).unwrap();
+        let c = g.claim(4, soon()).unwrap();
         assert!(g.give_back(c));
-        let c1 = g.claim(soon()).unwrap();
+        let c1 = g.claim(4, soon()).unwrap();
         assert_eq!(
             c1.generation, 1,
             "the given-back generation is claimed again"
         );
-        let c2 = g.claim(soon()).unwrap();
+        let c2 = g.claim(4, soon()).unwrap();
         assert!(!g.give_back(c1), "a later claim exists");
-        g.publish(c1, false, soon()).unwrap();
-        g.publish(c2, true, soon()).unwrap();
+        g.publish(c1, false).unwrap();
+        g.publish(c2, true).unwrap();
         assert!(matches!(
-            g.wait_published(1, soon()),
+            g.wait_published(1, 4, soon()),
             Err(GenerationError::Poisoned(1))
         ));
-        assert_eq!(g.wait_published(2, soon()).unwrap(), 2);
+        assert_eq!(g.wait_published(2, 4, soon()).unwrap(), 2);
+    }
+
+    #[test]
+    fn words_no_honest_writer_leaves_are_corrupt_not_a_hang() {
+        let f = file();
+        let g = Generations::of(&f).unwrap();
+        g.publish_ring(&[[0; HANDLE_LEN]; 4]);
+        let c = g.claim(4, soon()).unwrap();
+        g.publish(c, true).unwrap();
+        assert!(
+            matches!(g.claim(3, None), Err(GenerationError::Corrupt(_))),
+            "ring length"
+        );
+        assert!(matches!(
+            g.wait_published(1, 5, None),
+            Err(GenerationError::Corrupt(_))
+        ));
+        word64(&f, CLAIMED).store(1000, Ordering::Release);
+        assert!(
+            matches!(g.claim(4, None), Err(GenerationError::Corrupt(_))),
+            "claims ahead"
+        );
+        word64(&f, CLAIMED).store(1, Ordering::Release);
+        word64(&f, WAITED).store(100, Ordering::Release);
+        assert!(
+            matches!(g.claim(4, None), Err(GenerationError::Corrupt(_))),
+            "waits ahead"
+        );
+        word64(&f, WAITED).store(0, Ordering::Release);
+        word64(&f, SLOTS + 8).store(2, Ordering::Release);
+        assert!(
+            matches!(
+                g.wait_published(1, 4, None),
+                Err(GenerationError::Corrupt(_))
+            ),
+            "a slot holding another slot's generation"
+        );
     }
 
     #[test]
@@ -476,17 +646,21 @@ mod tests {
                 std::thread::spawn(move || {
                     let g = Generations::of(&f).unwrap();
                     for _ in 0..200 {
-                        let c = g.claim(None).unwrap();
+                        let c = g.claim(MAX_RING, None).unwrap();
                         std::thread::yield_now();
-                        g.publish(c, true, None).unwrap();
+                        g.publish(c, true).unwrap();
                     }
                 })
             })
             .collect();
         let g = Generations::of(&f).unwrap();
         for want in 1..=800u64 {
-            g.wait_published(want, Some(Instant::now() + Duration::from_secs(20)))
-                .unwrap();
+            g.wait_published(
+                want,
+                MAX_RING,
+                Some(Instant::now() + Duration::from_secs(20)),
+            )
+            .unwrap();
             g.mark_waited(want).unwrap();
         }
         for p in posters {

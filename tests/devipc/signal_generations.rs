@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use devipc::{BackendKind, Error, ExportOptions, Request, Runtime, Signal, Stream};
+use devipc::{BackendKind, Error, ExportOptions, Request, Runtime, Signal, SignalToken, Stream};
+use devipc_core::token::SignalTokenParts;
 use devipc_testkit::{Child, Parent, TestRoot, child_entry};
 
 const KIND_ENV: &str = "GENERATIONS_TEST_KIND";
@@ -69,6 +70,15 @@ fn producer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
             .map_err(text)?
             .to_text(),
     );
+    // A second signal, whose token the consumer mixes with the first's.
+    let other = rt.create_signal(0).map_err(text)?;
+    parent.say(
+        "other",
+        &other
+            .export(ExportOptions::any_process())
+            .map_err(text)?
+            .to_text(),
+    );
     let mut writes: Vec<Request> = Vec::new();
     loop {
         let line = parent.hear();
@@ -118,9 +128,8 @@ fn gens(signal: &Signal, parent: &Parent) -> Result<(), String> {
 /// local buffer as a request), `pending G` (whether that copy is still running), `check
 /// G SEED` (waits for the copy; its bytes against the seed's pattern), `gens`.
 fn consumer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
-    let signal = rt
-        .import_signal(&parent.hear().parse().map_err(|e: Error| e.to_string())?, 0)
-        .map_err(text)?;
+    let token: SignalToken = parent.hear().parse().map_err(|e: Error| e.to_string())?;
+    let signal = rt.import_signal(&token, 0).map_err(text)?;
     let import = rt
         .import(&parent.hear().parse().map_err(|e: Error| e.to_string())?, 0)
         .map_err(text)?;
@@ -169,6 +178,25 @@ fn consumer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
                 parent.say("bytes", if got == want { "ok" } else { "wrong" });
             }
             ["gens"] => gens(&signal, parent)?,
+            ["mix", other] => {
+                // This signal's vendor object with the other signal's word file.
+                let other: SignalToken = other.parse().map_err(|e: Error| e.to_string())?;
+                let name_at = other.payload().len() - 32;
+                let mut payload = token.payload()[..name_at].to_vec();
+                payload.extend_from_slice(&other.payload()[name_at..]);
+                let mixed = SignalToken::new(SignalTokenParts {
+                    mechanism: token.mechanism(),
+                    emulated: token.emulated(),
+                    device: token.device(),
+                    physical: *token.physical_device(),
+                    origin: token.origin(),
+                    generation: token.generation(),
+                    payload,
+                })
+                .map_err(text)?;
+                let got = rt.import_signal(&mixed, 0).map(|_| ());
+                parent.say("mixed", &outcome(got));
+            }
             ["exit"] => return Ok(()),
             _ => return Err(format!("unknown command {line}")),
         }
@@ -196,6 +224,7 @@ fn start(root: &TestRoot, kind: BackendKind, version: &str) -> (Child, Child) {
     let mut consumer = spawn(root, "consumer", kind, version);
     consumer.send(&producer.expect("signal"));
     consumer.send(&producer.expect("buffer"));
+    producer.expect("other");
     (producer, consumer)
 }
 
@@ -224,12 +253,13 @@ fn a_wait_orders_the_consumers_copy_after_the_producers_write() {
         producer.send("post 1 5000");
         assert_eq!(producer.expect("posted"), "1", "{label}");
         if host_blocking(kind, version) {
-            // The vendor's stream wait blocks the consumer's thread until the held write
-            // ran (past the wait's timeout, which bounds only the wait for the post).
+            // The vendor's stream wait would block the consumer's thread until the held
+            // write ran: devipc waits for the record itself first, within the timeout.
             consumer.send("wait 1 100");
-            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(consumer.expect("waited"), "timeout", "{label}");
             producer.send("release");
             producer.expect("released");
+            consumer.send("wait 1 10000");
             assert_eq!(consumer.expect("waited"), "ok", "{label}");
         } else {
             consumer.send("wait 1 10000");
@@ -342,5 +372,62 @@ fn kill_9_of_either_side_ends_the_others_waits_with_a_timeout() {
         assert_eq!(producer.expect("posted"), "timeout", "{label}");
         producer.send("exit");
         producer.wait_success();
+    }
+}
+
+#[test]
+fn a_wait_for_a_dead_producers_pending_record_ends_at_its_timeout() {
+    for (kind, version) in TARGETS {
+        let label = format!("{kind} {version}");
+        let root = TestRoot::new(&format!("generations-dead-record-{kind}{version}"));
+        let (mut producer, mut consumer) = start(&root, kind, version);
+        // A first generation, so the consumer has opened the ring's events.
+        producer.send("post 1 5000");
+        assert_eq!(producer.expect("posted"), "1", "{label}");
+        consumer.send("wait 1 10000");
+        assert_eq!(consumer.expect("waited"), "ok", "{label}");
+        producer.send("hold");
+        producer.expect("held");
+        producer.send("post 2 5000");
+        assert_eq!(producer.expect("posted"), "2", "{label}");
+        // The record of generation 2 never completes: its stream died with the producer.
+        producer.kill();
+        let started = std::time::Instant::now();
+        consumer.send("wait 2 500");
+        let waited = consumer.expect("waited");
+        let took = started.elapsed();
+        if host_blocking(kind, version) {
+            // The vendor's stream wait would block for good: devipc waits for the record
+            // itself, within the timeout.
+            assert_eq!(waited, "timeout", "{label}");
+        } else {
+            assert_eq!(waited, "ok", "{label}: the wait is on the device");
+            std::thread::sleep(Duration::from_millis(200));
+            consumer.send("pending 2");
+            assert_eq!(
+                consumer.expect("pending"),
+                "yes",
+                "{label}: the copy waits on"
+            );
+        }
+        assert!(took < Duration::from_secs(5), "{label}: {took:?}");
+        consumer.send("exit");
+        consumer.wait_success();
+    }
+}
+
+#[test]
+fn a_token_mixing_two_signals_is_refused() {
+    for (kind, version) in TARGETS {
+        let label = format!("{kind} {version}");
+        let root = TestRoot::new(&format!("generations-mixed-{kind}{version}"));
+        let mut producer = spawn(&root, "producer", kind, version);
+        let mut consumer = spawn(&root, "consumer", kind, version);
+        consumer.send(&producer.expect("signal"));
+        consumer.send(&producer.expect("buffer"));
+        let other = producer.expect("other");
+        consumer.send(&format!("mix {other}"));
+        assert_eq!(consumer.expect("mixed"), "invalid_token", "{label}");
+        finish(&root, vec![consumer, producer]);
     }
 }

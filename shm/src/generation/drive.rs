@@ -9,17 +9,11 @@ use devipc_core::{Error, Result, SignalGenerations};
 
 use crate::word_file::WordFile;
 
-use super::{GenerationError, Generations};
+use super::{GenerationError, Generations, MAX_GENERATION};
 use crate::futex::WaitError;
 
 /// How often a sliced wait looks whether its signal is being destroyed.
 pub const RELEASE_POLL: Duration = Duration::from_millis(50);
-
-/// How long a post waits, after its record, for a concurrent poster's earlier generation
-/// to be published (microseconds, unless that poster died mid-post). A caller's timeout
-/// bounds only the wait for the consumer: a timeout is always before the claim, so a post
-/// that timed out can be retried.
-pub const PUBLISH_LIMIT: Duration = Duration::from_secs(10);
 
 /// The generation words of a signal's word file, as devipc's error when the page is too
 /// small for them.
@@ -38,13 +32,16 @@ pub fn generations(word: &WordFile) -> Result<SignalGenerations> {
     })
 }
 
-/// Posts the next generation: claims it (waiting for the consumer's waits a ring back),
-/// calls `record(slot)` (the vendor record of the slot's event on the caller's stream),
-/// and publishes it. `signal` names the signal in errors; `released()` says a destroy of
-/// it began on another thread. A failed record is its error; its generation is given back
-/// or, when a later post was claimed meanwhile, published as poisoned.
+/// Posts the next generation: claims it (waiting, up to `timeout`, for the consumer's
+/// waits a ring back), calls `record(slot)` (the vendor record of the slot's event on the
+/// caller's stream), and publishes it. `k` is the number of ring events the caller holds;
+/// `signal` names the signal in errors; `released()` says a destroy of it began on another
+/// thread. A post that timed out claimed nothing and may be retried. A failed record is
+/// its error; its generation is given back or, when a later post was claimed meanwhile,
+/// published as poisoned.
 pub fn post(
     gens: &Generations<'_>,
+    k: usize,
     signal: u64,
     timeout: Option<Duration>,
     released: impl Fn() -> bool,
@@ -52,44 +49,51 @@ pub fn post(
 ) -> Result<u64> {
     let started = Instant::now();
     let until = timeout.and_then(|t| started.checked_add(t));
-    let what = || format!("posting signal {signal} (waiting for its consumer's waits)");
-    let claim = in_slices(until, &released, |end| gens.claim(end))
+    let what = || {
+        format!(
+            "posting signal {signal} (waiting for the generation a ring back to be posted \
+             and waited for)"
+        )
+    };
+    let claim = in_slices(until, &released, |end| gens.claim(k, end))
         .map_err(|e| sliced_error(e, signal, what(), started))?;
     let recorded = record(claim.slot);
     if recorded.is_err() && gens.give_back(claim) {
         return recorded.map(|()| 0);
     }
-    // Not the caller's deadline: a claim given up after its record would wedge every
-    // later generation. Only a concurrent poster that died between its claim and its
-    // publish holds this up, and then the signal is lost anyway.
-    let publish_until = Instant::now().checked_add(PUBLISH_LIMIT);
-    in_slices(publish_until, &released, |end| {
-        gens.publish(claim, recorded.is_ok(), end)
-    })
-    .map_err(|e| sliced_error(e, signal, what(), started))?;
+    gens.publish(claim, recorded.is_ok())
+        .map_err(|e| generation_error(e, &what()))?;
     recorded.map(|()| claim.generation)
 }
 
 /// Waits for generation `generation`: until it is published (the calling thread, up to
 /// `timeout`), then `stream_wait(slot)` (the vendor stream wait on the slot's event), then
-/// marks it waited. Generation 0 is no wait.
+/// marks it waited. Generation 0 is no wait; one past [`MAX_GENERATION`] is an error.
 pub fn wait(
     gens: &Generations<'_>,
+    k: usize,
     signal: u64,
     generation: u64,
     timeout: Option<Duration>,
     released: impl Fn() -> bool,
-    stream_wait: impl FnOnce(usize) -> Result<()>,
+    stream_wait: impl FnOnce(usize, Option<Instant>) -> Result<()>,
 ) -> Result<()> {
     if generation == 0 {
         return Ok(());
     }
+    if generation > MAX_GENERATION {
+        return Err(Error::invalid_argument(format!(
+            "generation {generation} is past the largest a signal posts ({MAX_GENERATION})"
+        )));
+    }
     let started = Instant::now();
     let until = timeout.and_then(|t| started.checked_add(t));
     let what = || format!("waiting for generation {generation} of signal {signal}");
-    let slot = in_slices(until, &released, |end| gens.wait_published(generation, end))
-        .map_err(|e| sliced_error(e, signal, what(), started))?;
-    stream_wait(slot)?;
+    let slot = in_slices(until, &released, |end| {
+        gens.wait_published(generation, k, end)
+    })
+    .map_err(|e| sliced_error(e, signal, what(), started))?;
+    stream_wait(slot, until)?;
     gens.mark_waited(generation)
         .map_err(|e| generation_error(e, &what()))
 }
