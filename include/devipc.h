@@ -61,6 +61,10 @@
 // granted may import (on backends with access control: Ascend).
 #define DEVIPC_EXPORT_ANY_PROCESS 1
 
+// Flag of `devipc_connect_options::flags`: keep retrying, within the timeout, while the
+// socket does not exist yet or nobody listens on it.
+#define DEVIPC_CONNECT_WAIT_FOR_SERVER 1
+
 // `devipc_signal_wait`'s timeout for "wait forever".
 #define DEVIPC_WAIT_FOREVER (-1)
 
@@ -73,6 +77,10 @@
 // Device memory this process allocated (the safe API's `SharedBuffer`). It keeps its
 // runtime alive.
 typedef struct devipc_buffer devipc_buffer;
+
+// What `devipc_runtime_connect` received: the import and the signals, each taken once as
+// a handle of its own.
+typedef struct devipc_connection devipc_connection;
 
 // A local, queryable event (the safe API's `Event`).
 typedef struct devipc_event devipc_event;
@@ -91,6 +99,10 @@ typedef struct devipc_request devipc_request;
 // A started backend (the safe API's `Runtime`). Buffers, imports and signals made from
 // it keep it alive, so its handle may be freed before theirs.
 typedef struct devipc_runtime devipc_runtime;
+
+// An exporter's server at a Unix socket (the safe API's `ShareServer`). Freeing it stops
+// serving and removes the socket.
+typedef struct devipc_share_server devipc_share_server;
 
 // A signal (the safe API's `Signal`). It keeps its runtime alive.
 typedef struct devipc_signal devipc_signal;
@@ -120,6 +132,33 @@ typedef struct devipc_export_options {
   // `DEVIPC_EXPORT_*` flags, or 0: only granted processes may import.
   uint32_t flags;
 } devipc_export_options;
+
+// Options of `devipc_buffer_share`. Start from `devipc_share_options_init`.
+typedef struct devipc_share_options {
+  // `sizeof(devipc_share_options)` as the caller compiled it.
+  uint32_t struct_size;
+  // `DEVIPC_EXPORT_*` flags of the exports (0: each importer is granted as it connects).
+  uint32_t export_flags;
+  // The time a connected importer has for the whole exchange, in milliseconds (0: the
+  // default, 10 s).
+  int64_t io_timeout_ms;
+  // Also accept importers running as this uid (-1: only this process's uid).
+  int64_t allow_uid;
+  // Permission bits of the socket file (0: the default, 0600; at most 0777).
+  uint32_t socket_mode;
+} devipc_share_options;
+
+// Options of `devipc_runtime_connect`. Start from `devipc_connect_options_init`.
+typedef struct devipc_connect_options {
+  // `sizeof(devipc_connect_options)` as the caller compiled it.
+  uint32_t struct_size;
+  // `DEVIPC_CONNECT_*` flags.
+  uint32_t flags;
+  // The time the whole rendezvous may take, in milliseconds (0: the default, 30 s).
+  int64_t timeout_ms;
+  // Also trust an exporter running as this uid (-1: only this process's uid).
+  int64_t allow_uid;
+} devipc_connect_options;
 
 // A vendor runtime: `DEVIPC_BACKEND_ASCEND` or `DEVIPC_BACKEND_HIP`.
 typedef uint32_t devipc_backend_kind;
@@ -532,6 +571,111 @@ void devipc_last_error_clear(void);
 // # Safety
 // `opts` is NULL or valid for a write of a `devipc_export_options`.
 devipc_status devipc_export_options_init(struct devipc_export_options *opts);
+
+// Fills `*opts` with the defaults and its `struct_size`.
+//
+// # Safety
+// `opts` is NULL or valid for a write of a `devipc_share_options`.
+devipc_status devipc_share_options_init(struct devipc_share_options *opts);
+
+// Fills `*opts` with the defaults and its `struct_size`.
+//
+// # Safety
+// `opts` is NULL or valid for a write of a `devipc_connect_options`.
+devipc_status devipc_connect_options_init(struct devipc_connect_options *opts);
+
+// Serves `len` bytes of the buffer from `offset` (`len` 0: to its end) at the Unix socket
+// `path` and stores the server's handle in `*out`. Importers then `devipc_runtime_connect`
+// after each `devipc_share_server_accept`.
+//
+// # Safety
+// `path` is a NUL-terminated string; `opts` is NULL or a `devipc_share_options` with its
+// `struct_size` set; `out` is valid for a write.
+devipc_status devipc_buffer_share(const struct devipc_buffer *buf,
+                                  size_t offset,
+                                  size_t len,
+                                  const char *path,
+                                  const struct devipc_share_options *opts,
+                                  struct devipc_share_server **out);
+
+// Adds `sig` to what importers receive (after the signals added before); add them before
+// accepting.
+devipc_status devipc_share_server_add_signal(const struct devipc_share_server *server,
+                                             const struct devipc_signal *sig);
+
+// Serves the next importer (checks its credentials, grants its process id, sends the
+// tokens) and stores its process id in `*peer_pid` (NULL: not wanted). `timeout_ms`
+// negative (`DEVIPC_WAIT_FOREVER`) waits without a limit; past it, `DEVIPC_ERR_TIMEOUT`
+// (an exchange in progress continues at the next call). A refused or misbehaving peer is
+// this call's error; the server stays usable. Several threads may accept at once.
+//
+// # Safety
+// `peer_pid` is NULL or valid for a write.
+devipc_status devipc_share_server_accept(const struct devipc_share_server *server,
+                                         int64_t timeout_ms,
+                                         uint32_t *peer_pid);
+
+// Stops serving (once no call on another thread uses the server), removes the socket,
+// frees the handle in `*server` and sets `*server` to NULL (NULL: nothing to do).
+// Importers keep what they imported.
+//
+// # Safety
+// `server` is valid for a read and a write.
+devipc_status devipc_share_server_free(struct devipc_share_server **server);
+
+// Connects to the exporter serving at the Unix socket `path`, imports what it shares on
+// `device` and stores the connection's handle in `*out`; take the import and the signals
+// from it. Errors: the socket's (`DEVIPC_ERR_IO`: nobody serves there, or an exporter of
+// another uid), the exporter's refusal, `DEVIPC_ERR_TIMEOUT`, then whatever importing the
+// tokens gives.
+//
+// # Safety
+// `path` is a NUL-terminated string; `opts` is NULL or a `devipc_connect_options` with
+// its `struct_size` set; `out` is valid for a write.
+devipc_status devipc_runtime_connect(const struct devipc_runtime *rt,
+                                     const char *path,
+                                     uint32_t device,
+                                     const struct devipc_connect_options *opts,
+                                     struct devipc_connection **out);
+
+// Takes the import of the connection as a handle of its own in `*out` (once: again is
+// `DEVIPC_ERR_INVALID_ARGUMENT`).
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_connection_take_import(const struct devipc_connection *conn,
+                                            struct devipc_import **out);
+
+// Stores how many signals the exporter shared in `*count`.
+//
+// # Safety
+// `count` is valid for a write.
+devipc_status devipc_connection_signal_count(const struct devipc_connection *conn,
+                                             size_t *count);
+
+// Takes signal `index` (in the order the exporter added them) as a handle of its own in
+// `*out` (once: again, or an index past the count, is `DEVIPC_ERR_INVALID_ARGUMENT`).
+//
+// # Safety
+// `out` is valid for a write.
+devipc_status devipc_connection_take_signal(const struct devipc_connection *conn,
+                                            size_t index,
+                                            struct devipc_signal **out);
+
+// Stores the exporter's process id, as the kernel reported it, in `*pid` (0 when the
+// exporter lives in a pid namespace this process cannot see).
+//
+// # Safety
+// `pid` is valid for a write.
+devipc_status devipc_connection_exporter_pid(const struct devipc_connection *conn,
+                                             uint32_t *pid);
+
+// Frees the connection in `*conn` (what was not taken from it is released) and sets
+// `*conn` to NULL (NULL: nothing to do).
+//
+// # Safety
+// `conn` is valid for a read and a write.
+devipc_status devipc_connection_free(struct devipc_connection **conn);
 
 // Stores in `*out` whether the request's copies completed, without waiting. A copy that
 // failed is its status (and `*out` is left alone).

@@ -27,7 +27,7 @@ impl Handle for devipc_buffer {
     const KIND: &'static str = "buffer";
 }
 
-fn buffer(buf: *const devipc_buffer) -> Outcome<Arc<SharedBuffer>> {
+pub(crate) fn buffer(buf: *const devipc_buffer) -> Outcome<Arc<SharedBuffer>> {
     handle::get(buf, "buf")
 }
 

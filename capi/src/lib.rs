@@ -40,6 +40,7 @@ pub mod handle;
 pub mod import;
 pub mod last_error;
 pub mod options;
+pub mod rendezvous;
 pub mod request;
 pub mod runtime;
 pub mod signal;

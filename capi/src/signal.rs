@@ -29,7 +29,7 @@ impl Handle for devipc_signal {
 /// `devipc_signal_wait`'s timeout for "wait forever".
 pub const DEVIPC_WAIT_FOREVER: i64 = -1;
 
-fn signal(sig: *const devipc_signal) -> Outcome<Arc<Signal>> {
+pub(crate) fn signal(sig: *const devipc_signal) -> Outcome<Arc<Signal>> {
     handle::get(sig, "sig")
 }
 

@@ -305,6 +305,16 @@ fn fork_while_another_thread_uses_the_handles_on_emulated_ascend() {
 }
 
 #[test]
+fn the_rendezvous_between_two_processes_on_emulated_hip() {
+    run_c("rendezvous", "hip");
+}
+
+#[test]
+fn the_rendezvous_between_two_processes_on_emulated_ascend() {
+    run_c("rendezvous", "ascend");
+}
+
+#[test]
 fn the_data_plane_on_emulated_hip() {
     run_c("dataplane", "hip");
 }
