@@ -208,7 +208,16 @@ pub fn run(command: &Command) -> i32 {
             println!("{USAGE}");
             EXIT_OK
         }
-        Command::Header { check } => crate::header::run(*check),
+        Command::Header { check } => match crate::header::run(*check) {
+            Ok(done) => {
+                println!("{done}");
+                EXIT_OK
+            }
+            Err(why) => {
+                eprintln!("FAILED: {why}");
+                EXIT_FAILED
+            }
+        },
         Command::List => {
             for f in abi::FUNCTIONS {
                 match f.c_prototype() {

@@ -93,82 +93,29 @@ pub fn compare(committed: &str, generated: &str) -> Drift {
     }
 }
 
-/// Writes the header (`check` false) or checks it (`check` true); returns the exit code
-/// (0 ok, 1 drift or failure).
-pub fn run(check: bool) -> i32 {
+/// Writes the header (`check` false) or checks it (`check` true): what was done, or why it
+/// failed (a drift included). The CLI prints either.
+pub fn run(check: bool) -> Result<String, String> {
     let root = workspace_root();
     let path = header_path(&root);
-    let generated = match generate(&root) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("FAILED: generating {}: {e}", path.display());
-            return 1;
-        }
-    };
+    let generated = generate(&root).map_err(|e| format!("generating {}: {e}", path.display()))?;
     if !check {
-        return match std::fs::write(&path, &generated) {
-            Ok(()) => {
-                println!("wrote {}", path.display());
-                0
-            }
-            Err(e) => {
-                eprintln!("FAILED: writing {}: {e}", path.display());
-                1
-            }
-        };
+        std::fs::write(&path, &generated)
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        return Ok(format!("wrote {}", path.display()));
     }
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     match compare(&committed, &generated) {
-        Drift::None => {
-            println!("ok: {} is what capi/src generates", path.display());
-            0
-        }
+        Drift::None => Ok(format!("ok: {} is what capi/src generates", path.display())),
         Drift::Differs {
             line,
             committed,
             generated,
-        } => {
-            eprintln!(
-                "FAILED: {} differs from what capi/src generates, first at line {line}:\n  \
-                 committed: {committed}\n  generated: {generated}\nrun `cargo xtask header` \
-                 and commit the result",
-                path.display()
-            );
-            1
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn negative_macros_are_parenthesized() {
-        assert_eq!(
-            parenthesize_negative_macros("#define A -1\n#define B 2\n#define C -x\nint x;"),
-            "#define A (-1)\n#define B 2\n#define C -x\nint x;"
-        );
-    }
-
-    #[test]
-    fn drift_names_the_first_differing_line() {
-        assert_eq!(compare("a\nb\n", "a\nb\n"), Drift::None);
-        assert_eq!(
-            compare("a\nb\n", "a\nc\n"),
-            Drift::Differs {
-                line: 2,
-                committed: "b".into(),
-                generated: "c".into()
-            }
-        );
-        assert_eq!(
-            compare("a\n", "a\nx\n"),
-            Drift::Differs {
-                line: 2,
-                committed: String::new(),
-                generated: "x".into()
-            }
-        );
+        } => Err(format!(
+            "{} differs from what capi/src generates, first at line {line}:\n  \
+             committed: {committed}\n  generated: {generated}\nrun `cargo xtask header` \
+             and commit the result",
+            path.display()
+        )),
     }
 }
