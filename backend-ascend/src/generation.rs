@@ -52,7 +52,7 @@ pub(crate) struct AscendRing {
     created: bool,
     /// The `aclrtEvent`s, as addresses, in slot order: made with the signal by its
     /// creator, opened at first use by an importer.
-    events: Mutex<Option<Vec<usize>>>,
+    events: Mutex<Option<Arc<[usize]>>>,
 }
 
 /// The rings of this backend's signals, by signal id.
@@ -120,7 +120,7 @@ impl AscendBackend {
                         "the ring does not fit its word file",
                     ));
                 }
-                *lock(&ring.events) = Some(events);
+                *lock(&ring.events) = Some(events.into());
             }
             Err(e) if no_ipc_events(&e) => {
                 self.destroy_ring_events(&events);
@@ -228,10 +228,10 @@ impl AscendBackend {
         &self,
         record: &Pinned<'_, SignalRecord>,
         ring: &AscendRing,
-    ) -> Result<Vec<usize>> {
+    ) -> Result<Arc<[usize]>> {
         let mut events = lock(&ring.events);
         if let Some(events) = events.as_ref() {
-            return Ok(events.clone());
+            return Ok(Arc::clone(events));
         }
         let handles = match generation::words(&ring.word)?
             .ring()
@@ -261,7 +261,8 @@ impl AscendBackend {
                 }
             }
         }
-        *events = Some(opened.clone());
+        let opened: Arc<[usize]> = opened.into();
+        *events = Some(Arc::clone(&opened));
         Ok(opened)
     }
 

@@ -42,11 +42,11 @@ pub(crate) const RING_LEN: usize = 4;
 #[derive(Debug, Default)]
 pub(crate) struct RingEvents {
     /// The `hipEvent_t`s, as addresses, in slot order.
-    events: Mutex<Option<Vec<usize>>>,
+    events: Mutex<Option<Arc<[usize]>>>,
 }
 
 impl RingEvents {
-    fn lock(&self) -> MutexGuard<'_, Option<Vec<usize>>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Arc<[usize]>>> {
         self.events.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -96,7 +96,7 @@ impl HipBackend {
             return Err(e);
         }
         Ok(RingEvents {
-            events: Mutex::new(Some(events)),
+            events: Mutex::new(Some(events.into())),
         })
     }
 
@@ -121,10 +121,10 @@ impl HipBackend {
 
     /// The ring's events in this process, opening an imported signal's on first use (on
     /// the device it was imported on).
-    fn ring_events(&self, record: &SignalRecord, ring: &Arc<RingEvents>) -> Result<Vec<usize>> {
+    fn ring_events(&self, record: &SignalRecord, ring: &Arc<RingEvents>) -> Result<Arc<[usize]>> {
         let mut events = ring.lock();
         if let Some(events) = events.as_ref() {
-            return Ok(events.clone());
+            return Ok(Arc::clone(events));
         }
         let handles = match generation::words(&record.word)?
             .ring()
@@ -152,11 +152,12 @@ impl HipBackend {
                 }
             }
         }
-        *events = Some(opened.clone());
+        let opened: Arc<[usize]> = opened.into();
+        *events = Some(Arc::clone(&opened));
         Ok(opened)
     }
 
-    fn ring_of(&self, record: &Pinned<'_, SignalRecord>) -> Result<Vec<usize>> {
+    fn ring_of(&self, record: &Pinned<'_, SignalRecord>) -> Result<Arc<[usize]>> {
         self.ring_events(record, &record.ring)
     }
 
