@@ -71,10 +71,12 @@ fn producer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
             .to_text(),
     );
     // A second signal, whose token the consumer mixes with the first's.
-    let other = rt.create_signal(0).map_err(text)?;
+    let mut other = Some(rt.create_signal(0).map_err(text)?);
     parent.say(
         "other",
         &other
+            .as_ref()
+            .ok_or("no other signal")?
             .export(ExportOptions::any_process())
             .map_err(text)?
             .to_text(),
@@ -100,6 +102,10 @@ fn producer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
                 }
             }
             ["gens"] => gens(&signal, parent)?,
+            ["drop-other"] => {
+                drop(other.take());
+                parent.say("dropped", "");
+            }
             ["exit"] => return Ok(()),
             _ => return Err(format!("unknown command {line}")),
         }
@@ -196,6 +202,11 @@ fn consumer(rt: &Runtime, parent: &Parent) -> Result<(), String> {
                 .map_err(text)?;
                 let got = rt.import_signal(&mixed, 0).map(|_| ());
                 parent.say("mixed", &outcome(got));
+            }
+            ["import", token] => {
+                let token: SignalToken = token.parse().map_err(|e: Error| e.to_string())?;
+                let got = rt.import_signal(&token, 0).map(|_| ());
+                parent.say("imported", &outcome(got));
             }
             ["exit"] => return Ok(()),
             _ => return Err(format!("unknown command {line}")),
@@ -429,5 +440,57 @@ fn a_token_mixing_two_signals_is_refused() {
         consumer.send(&format!("mix {other}"));
         assert_eq!(consumer.expect("mixed"), "invalid_token", "{label}");
         finish(&root, vec![consumer, producer]);
+    }
+}
+
+#[test]
+fn a_signal_token_replayed_after_its_signal_was_destroyed_is_refused() {
+    for (kind, version) in TARGETS {
+        let label = format!("{kind} {version}");
+        let root = TestRoot::new(&format!("generations-replay-{kind}{version}"));
+        let (producer, mut consumer) = start(&root, kind, version);
+        let gone = producer_other_token(&root, kind, version);
+        consumer.send(&format!("import {gone}"));
+        let got = consumer.expect("imported");
+        // The word file (HIP) / the ring (Ascend) went with the signal: "gone", typed.
+        assert_eq!(got, "invalid_argument", "{label}");
+        finish(&root, vec![consumer, producer]);
+    }
+}
+
+/// The `other` token of a producer that then destroyed that signal and exited.
+fn producer_other_token(root: &TestRoot, kind: BackendKind, version: &str) -> String {
+    let mut p = spawn(root, "producer", kind, version);
+    p.expect("signal");
+    p.expect("buffer");
+    let token = p.expect("other");
+    p.send("drop-other");
+    p.expect("dropped");
+    p.send("exit");
+    p.wait_success();
+    token
+}
+
+#[test]
+fn two_runtimes_of_one_process_post_and_wait_on_one_signal() {
+    for kind in [BackendKind::Ascend, BackendKind::Hip] {
+        let a = Runtime::emulated(kind).unwrap();
+        let b = Runtime::emulated(kind).unwrap();
+        let signal = a.create_signal(0).unwrap();
+        let token = signal.export(ExportOptions::any_process()).unwrap();
+        let through_b = b.import_signal(&token, 0).unwrap();
+        let (sa, sb) = (a.create_stream(0).unwrap(), b.create_stream(0).unwrap());
+        let limit = Some(Duration::from_secs(10));
+        let g = signal.post(&sa, limit).unwrap();
+        through_b.wait_for(&sb, g, limit).unwrap();
+        let g2 = through_b.post(&sb, limit).unwrap();
+        assert_eq!(g2, g + 1, "{kind}: one generation counter");
+        signal.wait_for(&sa, g2, limit).unwrap();
+        drop(signal);
+        // The import keeps the shared signal after the first runtime's handle is gone.
+        let g3 = through_b.post(&sb, limit).unwrap();
+        through_b.wait_for(&sb, g3, limit).unwrap();
+        sb.synchronize().unwrap();
+        assert_eq!(through_b.generations().unwrap().posted, 3, "{kind}");
     }
 }
