@@ -446,6 +446,7 @@ fn child_checks(kind: BackendKind, inherited_objects: &Inherited<'_>) -> Result<
     inherited("import", rt.import(token, DeviceId(0)).map(drop))?;
     inherited("create_signal", rt.create_signal(DeviceId(0)).map(drop))?;
     inherited("notify", signal.notify())?;
+    inherited("generations", signal.generations().map(drop))?;
     inherited(
         "accept",
         server.accept_timeout(Duration::from_millis(10)).map(drop),
