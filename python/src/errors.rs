@@ -79,8 +79,18 @@ pub(crate) const BUFFER_IN_USE: ClassRow = ClassRow {
     doc: "A buffer cannot be closed while DLPack views of it are alive.",
 };
 
+/// A peer process of a Python-level channel (`devipc.refit`) is gone.
+pub(crate) const PEER_LOST: ClassRow = ClassRow {
+    kind: "peer_lost",
+    code: None,
+    class: "PeerLostError",
+    parent: "DevipcError",
+    doc: "A peer process of a channel is gone (it exited, was killed, or closed its end): \
+          ``details`` names it.",
+};
+
 /// The kinds of the bindings themselves, after the table's.
-const BINDING_KINDS: [ClassRow; 2] = [CLOSED, BUFFER_IN_USE];
+const BINDING_KINDS: [ClassRow; 3] = [CLOSED, BUFFER_IN_USE, PEER_LOST];
 
 /// Every class below `DevipcError`, in creation order: the table's, then the bindings'.
 fn rows() -> impl Iterator<Item = ClassRow> {
@@ -335,6 +345,28 @@ pub(crate) fn plain(row: ClassRow, text: String) -> PyErr {
         };
         build().unwrap_or_else(|e| e)
     })
+}
+
+/// `_binding_error(kind, text, details)`: an exception of one of the bindings' own kinds
+/// (`"peer_lost"`, `"closed"`, `"buffer_in_use"`), with the same attributes as every
+/// other, for the package's Python modules (`devipc.refit` raises `PeerLostError`).
+#[pyfunction]
+#[pyo3(signature = (kind, text, details=None))]
+pub(crate) fn _binding_error(
+    py: Python<'_>,
+    kind: &str,
+    text: String,
+    details: Option<Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    let Some(row) = BINDING_KINDS.into_iter().find(|r| r.kind == kind) else {
+        return Err(invalid_argument(format!("{kind:?} is not a kind of the bindings")));
+    };
+    let err = plain(row, text);
+    let value = err.value(py);
+    if let Some(d) = details {
+        value.setattr("details", d)?;
+    }
+    Ok(value.clone().into_any().unbind())
 }
 
 /// `InvalidArgumentError` with `what`, as [`Error::InvalidArgument`] would give.

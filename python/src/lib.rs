@@ -52,6 +52,7 @@ fn _devipc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokens::token_info, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::_dlpack_device_for, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::_dlpack_handshake, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_binding_error, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_framework_malloc, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_framework_free, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_hold_stream, m)?)?;

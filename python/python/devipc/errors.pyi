@@ -46,6 +46,7 @@ class CopyError(DevipcError):
 
 class ClosedError(DevipcError): ...
 class BufferInUseError(DevipcError): ...
+class PeerLostError(DevipcError): ...
 
 __all__ = [
     "DevipcError",
@@ -67,4 +68,5 @@ __all__ = [
     "CopyError",
     "ClosedError",
     "BufferInUseError",
+    "PeerLostError",
 ]
