@@ -318,11 +318,13 @@ def _exporter_until_killed(kind, n, outbox):
 
 
 def exporting_sweeper(kind, outbox):
-    """Starts the emulator and exports once (the first export of a process sweeps the
-    export records of dead exporters), then exits."""
+    """Starts the emulator, exports once (the first export of a process sweeps the
+    export records of dead exporters) and creates a signal (the first one sweeps the
+    signal words of dead creators), then exits."""
     rt = devipc.Runtime.emulated(kind)
     buf = rt.allocate(4096)
     buf.export(any_process=True)
     buf.close()
+    rt.create_signal().close()
     rt.close()
     outbox.put("swept")

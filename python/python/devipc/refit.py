@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
 from ._devipc import Buffer, Runtime, ShareOptions, Signal, Span, Stream, _binding_error
-from .errors import DevipcError, InvalidArgumentError, TimedOutError
+from .errors import DevipcError, InvalidArgumentError, PeerLostError, TimedOutError
 
 #: Byte alignment of every entry in a bucket.
 ALIGN = 256
@@ -63,6 +63,8 @@ MAX_BUCKETS = 4
 PROTOCOL = 1
 #: How often (seconds) a waiting side looks at its peers' control connections.
 _SLICE = 0.1
+#: The longest one consumer's set-up may take in ``Producer.accept`` before it is dropped.
+_SETUP = 10.0
 #: The longest control message accepted (a bucket of many small tensors is ~100 bytes each).
 _MAX_MESSAGE = 64 << 20
 
@@ -432,8 +434,15 @@ class Producer:
             if line.uid not in self._uids:
                 sock.close()
                 continue
+            # One connection's set-up is bounded on its own: a client that left (a probe,
+            # a consumer killed while connecting) or stalls is dropped, not waited for.
+            setup = time.monotonic() + _SETUP
             try:
-                self._serve(line, deadline)
+                self._serve(line, setup if deadline is None else min(deadline, setup))
+            except (TimedOutError, PeerLostError):
+                line.close()
+                if _expired(deadline):
+                    raise
             except BaseException:
                 line.close()
                 raise
