@@ -359,7 +359,9 @@ pub(crate) fn _binding_error(
     details: Option<Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
     let Some(row) = BINDING_KINDS.into_iter().find(|r| r.kind == kind) else {
-        return Err(invalid_argument(format!("{kind:?} is not a kind of the bindings")));
+        return Err(invalid_argument(format!(
+            "{kind:?} is not a kind of the bindings"
+        )));
     };
     let err = plain(row, text);
     let value = err.value(py);

@@ -5,6 +5,8 @@ this file in its own test, `torch_tests_pass` (tests/pytest.rs)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import devipc
 from devipc.testing import framework_free, framework_malloc
 import roles
@@ -153,3 +155,80 @@ def test_close_external_ends_a_block_shared_by_several_storages_once(kind):
     del tensors, blocks
     for p in ptrs:
         framework_free(rt, p)
+
+
+def test_refit_copies_framework_and_vmm_tensors_in_stream_order(kind, tmp_path):
+    """devipc.refit reads torch tensors in the framework's device memory (on the emulator,
+    CPU tensors over ``framework_malloc`` blocks) and in VMM memory (HIP ``hip-vmm-fd``,
+    which ``reduce_tensor`` cannot share on ROCm >= 7.0.2) with stream-ordered device
+    copies, and writes the consumer's framework tensors the same way: byte-exact, bf16
+    included, a tensor larger than a bucket included."""
+    if torch is None:
+        loud_skip(f"test_refit_copies_framework_and_vmm_tensors_in_stream_order[{kind}]", TORCH_MISSING)
+    import ctypes
+    import threading
+
+    import devipc.refit
+
+    rt = devipc.Runtime.emulated(kind)
+    blocks = []
+
+    def framework_tensor(n, dtype):
+        nbytes = (n * torch.empty(0, dtype=dtype).element_size() + 4095) // 4096 * 4096
+        ptr = framework_malloc(rt, nbytes)
+        blocks.append(ptr)
+        raw = (ctypes.c_char * nbytes).from_address(ptr)
+        return torch.frombuffer(raw, dtype=torch.uint8).view(dtype)[:n]
+
+    shapes = {"embed": (3000, 4), "norm": (64,), "proj": (17, 5)}
+    src = {}
+    for i, (name, shape) in enumerate(shapes.items()):
+        t = framework_tensor(int(np.prod(shape)), torch.bfloat16).view(shape)
+        t.copy_(torch.arange(t.numel(), dtype=torch.float32).view(shape) * (i + 1) / 7)
+        src[name] = t
+    vmm = None
+    if kind == "hip":
+        vmm = rt.allocate(8192, options=devipc.AllocateOptions(mechanism="hip-vmm-fd"))
+        src["vmm"] = torch.from_dlpack(vmm.view("int32", [2048]))
+        src["vmm"].copy_(torch.arange(2048, dtype=torch.int32) * 3)
+    dst = {name: framework_tensor(t.numel(), t.dtype).view(t.shape) for name, t in src.items()}
+    for t in dst.values():
+        t.zero_()
+    path = str(tmp_path / "refit.sock")
+    with devipc.refit.Producer(rt, path, consumers=1, bucket_bytes=16384, buckets=2) as p:
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("c", devipc.refit.Consumer(rt, path, timeout=30)))
+        t.start()
+        p.accept(timeout=30)
+        t.join()
+        c = box["c"]
+        r = threading.Thread(target=lambda: box.setdefault("names", c.receive(dst, timeout=60)))
+        r.start()
+        p.send(src, timeout=60)
+        r.join()
+        assert box["names"] == list(src)
+        for name in src:
+            assert torch.equal(dst[name], src[name]), name
+        # A destination of another dtype is refused (after the step's buckets were acked).
+        wrong = dict(dst, norm=framework_tensor(64, torch.float16))
+        r = threading.Thread(target=lambda: box.setdefault("err", _raises(lambda: c.receive(wrong, timeout=60))))
+        r.start()
+        p.send(src, timeout=60)
+        r.join()
+        assert "'norm' is bfloat16, its destination float16" in str(box["err"])
+        c.close()
+        p.synchronize()
+    del src, dst, wrong, t, r
+    if vmm is not None:
+        vmm.close()
+    for ptr in blocks:
+        framework_free(rt, ptr)
+    rt.close()
+
+
+def _raises(fn):
+    try:
+        fn()
+    except devipc.DevipcError as e:
+        return e
+    return None
