@@ -161,7 +161,8 @@ def test_refit_copies_framework_and_vmm_tensors_in_stream_order(kind, tmp_path):
     """devipc.refit reads torch tensors in the framework's device memory (on the emulator,
     CPU tensors over ``framework_malloc`` blocks) and in VMM memory (HIP ``hip-vmm-fd``,
     which ``reduce_tensor`` cannot share on ROCm >= 7.0.2) with stream-ordered device
-    copies, and writes the consumer's framework tensors the same way: byte-exact, bf16
+    copies (VMM memory of devipc's on Ascend), and writes the consumer's framework tensors
+    the same way: byte-exact, bf16
     included, a tensor larger than a bucket included."""
     if torch is None:
         loud_skip(f"test_refit_copies_framework_and_vmm_tensors_in_stream_order[{kind}]", TORCH_MISSING)
@@ -186,11 +187,12 @@ def test_refit_copies_framework_and_vmm_tensors_in_stream_order(kind, tmp_path):
         t = framework_tensor(int(np.prod(shape)), torch.bfloat16).view(shape)
         t.copy_(torch.arange(t.numel(), dtype=torch.float32).view(shape) * (i + 1) / 7)
         src[name] = t
-    vmm = None
-    if kind == "hip":
-        vmm = rt.allocate(8192, options=devipc.AllocateOptions(mechanism="hip-vmm-fd"))
-        src["vmm"] = torch.from_dlpack(vmm.view("int32", [2048]))
-        src["vmm"].copy_(torch.arange(2048, dtype=torch.int32) * 3)
+    # Ascend's devipc memory is VMM memory by default (its only way); HIP's is asked for.
+    mechanism = {"hip": "hip-vmm-fd", "ascend": None}[kind]
+    vmm = rt.allocate(8192, options=devipc.AllocateOptions(mechanism=mechanism))
+    assert devipc.token_info(vmm.export())["mechanism"] == f"{kind}-vmm" + ("-fd" if kind == "hip" else "")
+    src["vmm"] = torch.from_dlpack(vmm.view("int32", [2048]))
+    src["vmm"].copy_(torch.arange(2048, dtype=torch.int32) * 3)
     dst = {name: framework_tensor(t.numel(), t.dtype).view(t.shape) for name, t in src.items()}
     for t in dst.values():
         t.zero_()
@@ -219,8 +221,7 @@ def test_refit_copies_framework_and_vmm_tensors_in_stream_order(kind, tmp_path):
         c.close()
         p.synchronize()
     del src, dst, wrong, t, r
-    if vmm is not None:
-        vmm.close()
+    vmm.close()
     for ptr in blocks:
         framework_free(rt, ptr)
     rt.close()

@@ -244,6 +244,24 @@ def _span_of(rt: Runtime, obj: Any, device: int, what: str, writable: bool = Fal
     )
 
 
+def _framework_stream(rt: Runtime, objs: Iterable[Any]) -> Stream | None:
+    """The framework's current stream of the first torch device tensor among `objs`
+    (``torch.cuda`` under HIP, ``torch.npu`` on Ascend), wrapped; None when there is
+    none (CPU tensors, arrays, devipc memory)."""
+    for obj in objs:
+        if not (type(obj).__module__.startswith("torch") and hasattr(obj, "device")):
+            continue
+        kind = obj.device.type
+        if kind not in ("cuda", "npu"):
+            return None
+        import torch
+
+        current = getattr(torch, kind).current_stream(obj.device)
+        raw = getattr(current, "cuda_stream", None) or getattr(current, "npu_stream", None)
+        return Stream.wrap(rt, int(raw), obj.device.index or 0) if raw else None
+    return None
+
+
 @dataclass(frozen=True)
 class Entry:
     """One piece of a tensor in a bucket: the tensor's ``name``, ``dtype`` and ``shape``,
@@ -497,9 +515,11 @@ class Producer:
         timeout: float | None = None,
     ) -> int:
         """Sends one step: every ``(name, tensor)`` to every live consumer, and returns the
-        step's number (1, 2, ...). Returns once the copies are enqueued on ``stream`` (the
-        framework's stream that produced the tensors; default: a stream of the channel's,
-        for memory already written); the tensors are kept alive until their copies ran.
+        step's number (1, 2, ...). Returns once the copies are enqueued on ``stream``: by
+        default torch's current stream of the tensors' device (so the copies follow the
+        work that produced them), else a stream of the channel's (memory already written:
+        CPU tensors on the emulator, arrays, devipc buffers). The tensors are kept alive
+        until their copies ran.
 
         A consumer found gone is dropped and the step finished for the others, then
         ``PeerLostError`` names the lost consumers (``details["consumers"]``); the next
@@ -519,6 +539,8 @@ class Producer:
                 raise InvalidArgumentError(f"tensor names are strings, not {type(name).__name__}")
             items.append((name, obj, _span_of(self._rt, obj, self._device, f"tensor {name!r}")))
         fills = _pack(items, self._bucket_bytes) or [[]]
+        if stream is None:
+            stream = _framework_stream(self._rt, (obj for _, obj, _ in items))
         if stream is None:
             if self._stream is None:
                 self._stream = self._rt.create_stream(self._device)
@@ -833,10 +855,14 @@ class Consumer:
     ) -> list[str]:
         """Receives one step into ``into`` (name -> destination tensor, array or span of
         the tensor's size) with stream-ordered copies, and returns the names received.
-        Without ``stream`` the copies are waited for before it returns; with one they are
-        ordered on it (keep the destinations alive until it ran them). Every bucket is
+        ``stream`` defaults to torch's current stream of the destinations' device: the
+        copies are ordered before the work enqueued on it next (keep the destinations
+        alive until it ran them). Without a device tensor there, the channel's own stream
+        is used and the copies are waited for before it returns. Every bucket is
         acked even when a name has no destination or a size differs: those are raised
         afterwards, as one ``InvalidArgumentError``."""
+        if stream is None:
+            stream = _framework_stream(self._rt, into.values())
         own = stream is None
         stream = stream or self._own_stream()
         spans: dict[str, Span | _Host | None] = {}
