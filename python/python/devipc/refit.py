@@ -446,7 +446,10 @@ class Producer:
                         f"timed out: {len(self._consumers)} of {self._n} consumers connected to {self._path}"
                     )
                 continue
-            sock, _ = self._listener.accept()
+            try:
+                sock, _ = self._listener.accept()
+            except (BlockingIOError, ConnectionAbortedError):
+                continue  # the client left between select and accept
             sock.setblocking(True)
             line = _Line(sock, f"consumer {len(self._consumers)}")
             if line.uid not in self._uids:
