@@ -88,15 +88,16 @@ def _actors():
         def pid(self):
             return os.getpid()
 
-        def make(self, name, memory, nbytes, seed, dtype="uint8"):
-            """A tensor of ``nbytes`` bytes filled with ``pattern(nbytes, seed)``."""
+        def make(self, name, memory, nbytes, seed, dtype="uint8", device=0):
+            """A tensor of ``nbytes`` bytes filled with ``pattern(nbytes, seed)`` (a devipc
+            buffer's on ``device``)."""
             import ctypes
 
             import devipc.testing
             import devipc.torch
 
             if memory == "buffer":
-                t = devipc.torch.empty(self.rt, (nbytes,), torch.uint8)
+                t = devipc.torch.empty(self.rt, (nbytes,), torch.uint8, device=device)
             else:
                 size = max((nbytes + PAGE - 1) // PAGE * PAGE, PAGE)
                 ptr = devipc.testing.framework_malloc(self.rt, size)
@@ -196,6 +197,9 @@ def _actors():
             import devipc.ray
             import devipc.torch
 
+            # This actor names the transport itself: Ray registers it here asynchronously
+            # after the actor started, so make sure it is known.
+            devipc.ray.register()
             ref = sender.send.options(tensor_transport="DEVIPC").remote(names)
             rt = devipc.ray.runtime()
             made = []
@@ -268,11 +272,11 @@ class Pair:
     """A sender and a receiver actor of ``kind``; closed gracefully (receiver first) and
     killed on leaving the ``with`` block."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, receiver_env: dict | None = None):
         Sender, Receiver = _actors()
-        env = {"runtime_env": {"env_vars": {"DEVIPC_BACKEND": f"emulated-{kind}"}}}
-        self.sender = Sender.options(**env).remote()
-        self.receiver = Receiver.options(**env).remote()
+        env = {"DEVIPC_BACKEND": f"emulated-{kind}"}
+        self.sender = Sender.options(runtime_env={"env_vars": env}).remote()
+        self.receiver = Receiver.options(runtime_env={"env_vars": {**env, **(receiver_env or {})}}).remote()
 
     def __enter__(self) -> "Pair":
         return self
@@ -420,6 +424,26 @@ def test_a_dropped_object_ref_releases_the_export(kind, cluster):
         assert pair.close() == ([], [], [])
 
 
+def test_the_receiver_finds_the_senders_device_by_its_identity(kind, cluster):
+    """A receiver that sees only physical device 1 (a visibility mask: it is the
+    receiver's device 0) receives a tensor of the sender's device 1, and gets
+    ``DeviceNotVisibleError`` for one of device 0, with nothing left imported."""
+    _need(f"test_the_receiver_finds_the_senders_device_by_its_identity[{kind}]")
+    mask = {"hip": "HIP_VISIBLE_DEVICES", "ascend": "ASCEND_RT_VISIBLE_DEVICES"}[kind]
+    with Pair(kind, receiver_env={mask: "1"}) as pair:
+        ray.get([
+            pair.sender.make.remote("one", "buffer", PAGE, 9, device=1),
+            pair.sender.make.remote("zero", "buffer", PAGE, 10, device=0),
+        ])
+        got, imports = ray.get(pair.receiver.take.remote(send(pair, "one")))
+        assert (got[0][0], imports) == (pattern(PAGE, 9), 1)
+        with pytest.raises(Exception, match="not visible in this process") as err:
+            ray.get(pair.receiver.take.remote(send(pair, "zero")))
+        assert "DeviceNotVisibleError" in str(err.value), err.value
+        assert ray.get(pair.receiver.live_imports.remote()) == 0
+        assert pair.close() == ([], [], [])
+
+
 def test_a_receiver_on_another_node_is_refused(kind, cluster, monkeypatch):
     """Metadata from another Ray node: ``UnsupportedError`` naming Ray's transports that
     cross nodes, before anything is imported."""
@@ -448,28 +472,42 @@ def test_a_receiver_on_another_node_is_refused(kind, cluster, monkeypatch):
 
 
 def test_tensors_the_runtime_cannot_share_are_refused(kind, cluster, monkeypatch):
-    """A tensor of another device type than the runtime's, or a ``cpu`` tensor outside
-    emulated device memory on the emulator: ``InvalidArgumentError`` saying what to do;
-    nothing stays exported."""
+    """A tensor of another device type than the runtime's, a ``cpu`` tensor outside
+    emulated device memory on the emulator, or tensors on two devices:
+    ``InvalidArgumentError`` saying what to do; nothing stays exported, not even the
+    framework block shared before the failing tensor."""
     _need(f"test_tensors_the_runtime_cannot_share_are_refused[{kind}]")
+    import ctypes
+
     import devipc.ray
+    import devipc.testing
+    import devipc.torch
 
     monkeypatch.setenv("DEVIPC_BACKEND", f"emulated-{kind}")
     transport = devipc.ray.DevipcTransport()
+    rt = devipc.ray.runtime()
+    ptr = devipc.testing.framework_malloc(rt, PAGE)
     try:
+        framework = torch.frombuffer((ctypes.c_char * PAGE).from_address(ptr), dtype=torch.uint8)
         with pytest.raises(devipc.errors.InvalidArgumentError, match="sends cpu tensors, but tensor 0 is on meta"):
             transport.extract_tensor_transport_metadata("meta", [torch.empty(4, device="meta")])
         with pytest.raises(devipc.errors.InvalidArgumentError, match=r"devipc\.torch\.empty"):
-            transport.extract_tensor_transport_metadata("host", [torch.ones(1024)])
+            transport.extract_tensor_transport_metadata("host", [framework, torch.ones(1024)])
+        assert rt.external_block(ptr) is None
+        with pytest.raises(devipc.errors.InvalidArgumentError, match=r"on one device; these are on devices \[0, 1\]"):
+            transport.extract_tensor_transport_metadata("two", [framework, devipc.torch.empty(rt, (8,), torch.uint8, device=1)])
+        assert rt.external_block(ptr) is None
         with pytest.raises(devipc.errors.InvalidArgumentError, match="item 1 is a str"):
             transport.extract_tensor_transport_metadata("str", [torch.ones(1), "x"])
         assert devipc.ray.live_exports() == []
+        del framework
         with pytest.raises(devipc.errors.InvalidArgumentError, match="another transport"):
             from ray.experimental.rdt.tensor_transport_manager import TensorTransportMetadata
 
             transport.recv_multiple_tensors("x", TensorTransportMetadata([((1,), torch.float32)]), None)
     finally:
         assert devipc.ray.shutdown() == []
+        devipc.testing.framework_free(rt, ptr)
 
 
 def test_an_abort_ends_a_receive_in_progress(kind, cluster):

@@ -19,7 +19,10 @@ emulated device memory (``devipc.torch.empty``). ``register`` needs ``ray`` and
 
 Each process uses one ``Runtime.from_env()`` (``DEVIPC_BACKEND``; actors inherit the
 driver's environment, or take it from ``runtime_env={"env_vars": ...}``), made on first
-use; ``runtime()`` returns it and ``shutdown()`` ends it.
+use; ``runtime()`` returns it and ``shutdown()`` ends it. Ray registers the transport in
+each actor asynchronously after the actor started: an actor that names the transport
+itself (``method.options(tensor_transport="DEVIPC")``, to own the reference and, say,
+``ray.get`` it into target buffers) calls ``register()`` first.
 
 The sender (``extract_tensor_transport_metadata``, run by Ray when the method returns)
 shares the tensors with ``devipc.torch.share``: one token per allocation, exported for
@@ -28,11 +31,16 @@ know which process will receive (Ray may hand the reference to any actor later),
 cannot grant a pid. It then posts a generation of a devipc ``Signal`` on its current
 stream (torch's current stream on a device; a devipc stream of its own on the emulator),
 and the receiver's stream waits for that generation before it touches the memory: the
-receiver never sees the tensors before the sender's work that produced them. The
-metadata (``DevipcTransportMetadata``) carries the tensor descriptor (tokens, per-tensor
-dtype, shape, strides and offset), the signal token and generation and the sender's Ray
-node; each token carries its device's physical identity, which the receiver maps to its
-own device index (``Runtime.local_device_of``).
+receiver never sees the tensors before the sender's work that produced them. Signals are
+reused: the sender posts on a signal of its pool whose ring of events has room (an
+object that is never received must not hold up later posts), and a receiver keeps its
+imports of the last ``SIGNAL_CACHE`` signals open. The metadata
+(``DevipcTransportMetadata``) carries the tensor descriptor (tokens, per-tensor dtype,
+shape, strides and offset), the signal token and generation and the sender's Ray node;
+each token carries its device's physical identity, which the receiver maps to its own
+device index (``Runtime.local_device_of``). On the emulator a ``cpu`` tensor does not
+say which emulated device holds it: a ``devipc.torch.empty`` tensor's buffer does,
+framework memory is taken as device 0's.
 
 Lifetime, the choice this module makes: a receiver's zero-copy tensor stays valid for as
 long as the receiver keeps it, also after the sender's object reference went out of
@@ -53,7 +61,8 @@ transport ends what it can at once and defers the rest, never blocking Ray's thr
 whose release is deferred.
 
 A receiver on another Ray node than the sender gets ``devipc.errors.UnsupportedError``
-naming Ray's transports that cross nodes (NIXL, collective groups). ``abort_transport``
+(the request is well formed; devipc does not cross nodes) naming Ray's transports that
+do (NIXL, collective groups). ``abort_transport``
 (Ray calls it when a transfer fails or times out) closes the receiver's imports of that
 object that a receive in progress had opened; the receive raises ``ClosedError``.
 Errors are devipc's own (``devipc.errors``).
@@ -64,6 +73,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
@@ -79,6 +89,9 @@ from .tensors import Descriptor
 
 __all__ = [
     "DEFAULT_NAME",
+    "DEVICES",
+    "SIGNAL_CACHE",
+    "WAIT_TIMEOUT",
     "DevipcCommunicatorMetadata",
     "DevipcTransport",
     "DevipcTransportMetadata",
@@ -99,6 +112,11 @@ DEVICES = ["cpu", "cuda", "npu"]
 #: the metadata existed, so in practice the wait returns at once), and a sender for a
 #: signal slot.
 WAIT_TIMEOUT = 60.0
+
+#: How many imported signals a receiver keeps open for the next objects of the same
+#: senders (a sender reuses its signals, and an import and close cost milliseconds on
+#: the emulator); the least recently used is closed first.
+SIGNAL_CACHE = 16
 
 # A signal keeps a ring of four interprocess events: a post that would reuse the slot of
 # a generation no wait was issued for blocks (devipc's Signal.post). The pool posts on a
@@ -206,6 +224,7 @@ class _State:
         self.refs: dict[tuple[int, int], int] = {}
         self.closing: dict[tuple[int, int], _Closing] = {}
         self.receiving: dict[str, list[_Receive]] = {}
+        self.imported: OrderedDict[str, Signal] = OrderedDict()
         self.reaper: Optional[threading.Thread] = None
         self.stop = threading.Event()
 
@@ -323,10 +342,18 @@ def _extract(obj_id: str, tensors: list) -> DevipcTransportMetadata:
             _replace_live(obj_id, _Export(list(tensors), {}, None))
         return meta
     with _LOCK:
+        external = _external(shared, dtorch)
         try:
             desc = dtorch.share(rt, shared, any_process=True)
-        except errors.VendorError as e:
-            if not rt.emulated_backend:
+            devices = {_token_device(tok) for tok in desc.allocations}
+            if len(devices) != 1:
+                raise _error(
+                    errors.InvalidArgumentError,
+                    f"the tensors of one DEVIPC object must be on one device; these are on devices {sorted(devices)}",
+                )
+        except errors.DevipcError as e:
+            _unexport(rt, external)
+            if not (rt.emulated_backend and isinstance(e, errors.VendorError)):
                 raise
             raise _error(
                 errors.InvalidArgumentError,
@@ -334,15 +361,9 @@ def _extract(obj_id: str, tensors: list) -> DevipcTransportMetadata:
                 "them with devipc.torch.empty(devipc.ray.runtime(), shape, dtype) (or in a "
                 f"framework block, devipc.testing.framework_malloc); this memory is not ({e})",
             ) from e
-        devices = {_token_device(tok) for tok in desc.allocations}
-        if len(devices) != 1:
-            raise _error(
-                errors.InvalidArgumentError,
-                f"the tensors of one DEVIPC object must be on one device; these are on devices {sorted(devices)}",
-            )
         (device,) = devices
         blocks: dict[tuple[int, int], list] = {}
-        for t, (dev, ptr) in _external(shared, dtorch):
+        for t, (dev, ptr) in external:
             block = rt.external_block(ptr, device=dev)
             key = (dev, block[0] if block is not None else ptr)
             blocks.setdefault(key, []).append(t)
@@ -361,6 +382,22 @@ def _extract(obj_id: str, tensors: list) -> DevipcTransportMetadata:
     meta.signal_token = signal.token
     meta.generation = generation
     return meta
+
+
+def _unexport(rt: Runtime, external: list) -> None:
+    """After a failed share (held under _LOCK): ends the exports it made, those of blocks
+    no live or closing object holds."""
+    for _, (dev, ptr) in external:
+        block = rt.external_block(ptr, device=dev)
+        if block is None:
+            continue
+        key = (dev, block[0])
+        if _STATE.refs.get(key) or key in _STATE.closing:
+            continue
+        try:
+            rt.close_external(block[0], device=dev)
+        except errors.DevipcError as e:
+            _log.warning("devipc.ray: ending the export of block 0x%x after a failed share: %s", block[0], e)
 
 
 def _token_device(token: str) -> int:
@@ -551,7 +588,7 @@ def _recv(
             device = devices[0]
             for token, local in zip(desc.allocations, devices):
                 _opened(receive, rt.import_buffer(token, local))
-            signal = rt.import_signal(meta.signal_token, devices[-1])
+            signal = _take_signal(rt, meta.signal_token, devices[-1])
             with _LOCK:
                 receive.signal = signal
                 if receive.aborted:
@@ -559,7 +596,9 @@ def _recv(
             _check_aborted(receive)
             stream = _stream(rt, device)
             signal.wait_for(stream, meta.generation, timeout=WAIT_TIMEOUT)
-            signal.close()
+            with _LOCK:
+                receive.signal = None
+            _keep_signal(meta.signal_token, signal)
             if rt.emulated_backend:
                 stream.synchronize()  # the host reads the tensors next
             _check_aborted(receive)
@@ -605,6 +644,35 @@ def _opened(receive: _Receive, imp: ImportedBuffer) -> None:
     if aborted:
         imp.close()
         _check_aborted(receive)
+
+
+def _take_signal(rt: Runtime, token: str, device: int) -> Signal:
+    """The signal of ``token``: a cached import (taken out of the cache while in use), or
+    a new one."""
+    with _LOCK:
+        signal = _STATE.imported.pop(token, None)
+    if signal is not None and not signal.closed:
+        return signal
+    return rt.import_signal(token, device)
+
+
+def _keep_signal(token: str, signal: Signal) -> None:
+    """Returns an imported signal to the cache; closes what falls out of it."""
+    out = []
+    with _LOCK:
+        if signal.closed:
+            return
+        if token in _STATE.imported:
+            out.append(signal)
+        else:
+            _STATE.imported[token] = signal
+            while len(_STATE.imported) > SIGNAL_CACHE:
+                out.append(_STATE.imported.popitem(last=False)[1])
+    for s in out:
+        try:
+            s.close()
+        except errors.DevipcError as e:
+            _log.debug("devipc.ray: closing an imported signal: %s", e)
 
 
 def _close_quietly(receive: _Receive) -> None:
@@ -783,7 +851,11 @@ def register(name: str = DEFAULT_NAME) -> str:
     ``torch.Tensor`` on ``cpu`` (the emulator), ``cuda`` (ROCm) and ``npu`` (Ascend) and
     returns the name. Call it in the driver before defining the actor classes whose
     methods name it (``@ray.method(tensor_transport="DEVIPC")`` checks the name) and
-    before creating the actors. Registering again under the same name is a no-op."""
+    before creating the actors; Ray then registers it in each actor, asynchronously,
+    after the actor started. An actor that names the transport itself (it calls
+    ``method.options(tensor_transport="DEVIPC")`` and owns the reference, e.g. to
+    ``ray.get`` it into target buffers) calls ``register()`` too, first. Registering
+    again under the same name is a no-op."""
     import torch
     from ray.experimental import register_tensor_transport
     from ray.experimental.rdt import util
@@ -816,7 +888,8 @@ def pending_exports() -> list[str]:
 def shutdown(timeout: float = 10.0) -> list[str]:
     """Ends this process's use of the transport: aborts the receives in progress, ends
     every export (live ones too: later receives of them fail), waiting at most
-    ``timeout`` seconds for importers to close, closes the signals and the runtime.
+    ``timeout`` seconds for importers to close, closes the signals (its own and the
+    imports it kept) and the runtime.
     Returns the objects whose exports could not be ended in time (their memory stays
     exported, and referenced, for the life of the process). The next transport call
     starts a new runtime."""
@@ -846,12 +919,12 @@ def shutdown(timeout: float = 10.0) -> list[str]:
             _ABANDONED.extend(c.tensors)
         if stuck:
             _log.warning("devipc.ray: shutdown left objects %s exported: importers still map them", stuck)
-        for pool in _STATE.signals.values():
-            for p in pool:
-                try:
-                    p.signal.close()
-                except errors.DevipcError as e:
-                    _log.warning("devipc.ray: closing a signal failed: %s", e)
+        signals = [p.signal for pool in _STATE.signals.values() for p in pool]
+        for signal in [*signals, *_STATE.imported.values()]:
+            try:
+                signal.close()
+            except errors.DevipcError as e:
+                _log.warning("devipc.ray: closing a signal failed: %s", e)
         rt = _STATE.rt
         _STATE.__init__()
         if rt is not None:

@@ -32,7 +32,7 @@ from .tensors import rebuild as _rebuild
 # registry never outlives a tensor's memory (the tensor's DLPack capsule holds the memory
 # itself; the entry only lets ``share`` name the buffer).
 _EMPTY_BUFFERS: dict[int, tuple[Any, SharedBuffer]] = {}
-_EMPTY_LOCK = threading.Lock()
+_EMPTY_LOCK = threading.RLock()  # re-entrant: a finalizer may run under it (a GC pass)
 
 
 def _forget(ptr: int, ref: Any) -> None:
