@@ -2,16 +2,23 @@
 when ``devipc.torch`` is imported).
 
 ``share`` groups tensors by storage: a tensor whose storage lies in a devipc buffer
-(``buffers=``) travels through that buffer's token; any other storage is memory from
+(``buffers=``, or made by ``empty``) travels through that buffer's token; any other storage is memory from
 torch's own allocator and is exported with ``Runtime.export_external`` (one token per
 storage; storages torch's caching allocator carved from one ``hipMalloc``/``aclrtMalloc``
 block share that block's export). Call ``close_external`` once the consumers are done,
 before torch frees those storages: it ends each block's export once.
 ``rebuild`` makes the tensors with ``torch.from_dlpack``: one import per allocation.
+
+``empty`` allocates a tensor in a devipc buffer (``Runtime.allocate``) and remembers that
+buffer for as long as the tensor's storage lives (no longer: the entry goes when torch
+frees the storage), so ``share`` finds it without ``buffers=``. On the emulator this is
+how a ``cpu`` tensor lives in emulated device memory.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any, Iterable, Sequence
 
 from ._devipc import Runtime, SharedBuffer
@@ -20,11 +27,67 @@ from .tensors import Descriptor, Placed, describe
 from .tensors import rebuild as _rebuild
 
 
+# The buffers ``empty`` allocated, by storage address: (a weak reference to the storage,
+# the buffer). Each entry is removed by a finalizer when torch frees its storage, so the
+# registry never outlives a tensor's memory (the tensor's DLPack capsule holds the memory
+# itself; the entry only lets ``share`` name the buffer).
+_EMPTY_BUFFERS: dict[int, tuple[Any, SharedBuffer]] = {}
+_EMPTY_LOCK = threading.RLock()  # re-entrant: a finalizer may run under it (a GC pass)
+
+
+def _forget(ptr: int, ref: Any) -> None:
+    with _EMPTY_LOCK:
+        entry = _EMPTY_BUFFERS.get(ptr)
+        if entry is not None and entry[0] is ref:
+            del _EMPTY_BUFFERS[ptr]
+
+
+def _empty_buffer(storage: Any) -> SharedBuffer | None:
+    """The buffer ``empty`` allocated for ``storage``, if it did."""
+    with _EMPTY_LOCK:
+        entry = _EMPTY_BUFFERS.get(storage.data_ptr())
+    if entry is not None and entry[0]() is storage:
+        return entry[1]
+    return None
+
+
+def empty(rt: Runtime, shape: Sequence[int], dtype: Any, device: int = 0) -> Any:
+    """An uninitialised tensor of ``shape`` and ``dtype`` (a ``torch.dtype`` or its name,
+    ``"float32"``) in a new devipc buffer on ``device`` (``rt.allocate``), made with
+    ``torch.from_dlpack``: a ``cpu`` tensor on the emulator, ``cuda`` on ROCm, ``npu`` on
+    Ascend. ``share`` finds its buffer without ``buffers=``, also for views of it, for as
+    long as torch keeps the storage; the memory is freed with the last tensor over it
+    (devipc defers the free until the importers closed). A tensor of 0 elements still
+    takes a buffer of one byte."""
+    import torch
+
+    name = str(dtype).removeprefix("torch.") if isinstance(dtype, torch.dtype) else str(dtype)
+    try:
+        itemsize = torch.empty((), dtype=getattr(torch, name)).element_size()
+    except (AttributeError, TypeError):
+        raise InvalidArgumentError(f"unsupported dtype {dtype!r} for devipc.torch.empty") from None
+    shape = [int(d) for d in shape]
+    if any(d < 0 for d in shape):
+        raise InvalidArgumentError(f"negative dimension in shape {shape}")
+    numel = 1
+    for d in shape:
+        numel *= d
+    buf = rt.allocate(max(numel * itemsize, 1), device)
+    tensor = torch.from_dlpack(buf.view(name, shape))
+    storage = tensor.untyped_storage()
+    ref = weakref.ref(storage)
+    with _EMPTY_LOCK:
+        _EMPTY_BUFFERS[storage.data_ptr()] = (ref, buf)
+    weakref.finalize(storage, _forget, storage.data_ptr(), ref)
+    return tensor
+
+
 def _device_index(t: Any) -> int:
     return t.device.index if t.device.index is not None else 0
 
 
-def _place(t: Any, buffers: Sequence[SharedBuffer]) -> Placed:
+def _place(t: Any, buffers: Sequence[SharedBuffer]) -> tuple[Placed, SharedBuffer | None]:
+    """Where ``t`` lives, and the devipc buffer holding it (``None``: framework memory)."""
     import torch
 
     if not isinstance(t, torch.Tensor):
@@ -32,11 +95,13 @@ def _place(t: Any, buffers: Sequence[SharedBuffer]) -> Placed:
     storage = t.untyped_storage()
     base, nbytes = storage.data_ptr(), storage.nbytes()
     dtype = str(t.dtype).removeprefix("torch.")
-    for i, buf in enumerate(buffers):
+    own = _empty_buffer(storage)
+    for buf in [*buffers, *([own] if own is not None else [])]:
         if buf.ptr <= base and base + nbytes <= buf.ptr + len(buf):
-            return Placed(("buffer", i), dtype, tuple(t.shape), tuple(t.stride()), t.data_ptr() - buf.ptr)
+            placed = Placed(("buffer", id(buf)), dtype, tuple(t.shape), tuple(t.stride()), t.data_ptr() - buf.ptr)
+            return placed, buf
     key = ("external", _device_index(t), base, nbytes)
-    return Placed(key, dtype, tuple(t.shape), tuple(t.stride()), t.data_ptr() - base)
+    return Placed(key, dtype, tuple(t.shape), tuple(t.stride()), t.data_ptr() - base), None
 
 
 def share(
@@ -46,12 +111,21 @@ def share(
     buffers: Sequence[SharedBuffer] = (),
     any_process: bool = False,
 ) -> Descriptor:
-    """Describes ``tensors`` (one token per allocation), granted to ``peers``."""
-    buffers = list(buffers)
+    """Describes ``tensors`` (one token per allocation), granted to ``peers`` (or to any
+    process: ``any_process=True``). A tensor over a devipc buffer needs the buffer in
+    ``buffers``, unless ``empty`` made it."""
+    by_key: dict[Any, SharedBuffer] = {}
+
+    def placed() -> Iterable[Placed]:
+        for t in tensors:
+            p, buf = _place(t, buffers)
+            if buf is not None:
+                by_key[p.key] = buf
+            yield p
 
     def export(key: Any) -> str:
         if key[0] == "buffer":
-            buf = buffers[key[1]]
+            buf = by_key[key]
             token = buf.export(any_process=any_process)
             if peers:
                 buf.grant(token, list(peers))
@@ -62,19 +136,26 @@ def share(
             rt.grant(token, list(peers))
         return token
 
-    return describe((_place(t, buffers) for t in tensors), export)
+    return describe(placed(), export)
 
 
 def close_external(rt: Runtime, tensors: Iterable[Any], buffers: Sequence[SharedBuffer] = ()) -> None:
     """Ends the ``export_external`` exports ``share`` made for ``tensors`` (call it after
     the consumers closed their imports, before torch frees the storages): each block
     once, however many of the storages it holds (see ``close_blocks``)."""
+    close_blocks(rt, external_storages(tensors, buffers))
+
+
+def external_storages(tensors: Iterable[Any], buffers: Sequence[SharedBuffer] = ()) -> list[tuple[int, int]]:
+    """``(device, storage address)`` of each of ``tensors`` whose storage is framework
+    memory (in no devipc buffer of ``buffers`` nor made by ``empty``): the storages
+    ``share`` exports with ``export_external``, and ``close_external`` ends."""
     storages = []
     for t in tensors:
-        p = _place(t, buffers)
-        if p.key[0] == "external":
+        p, buf = _place(t, buffers)
+        if buf is None:
             storages.append((p.key[1], p.key[2]))
-    close_blocks(rt, storages)
+    return storages
 
 
 def close_blocks(rt: Runtime, storages: Iterable[tuple[int, int]]) -> None:
