@@ -3,8 +3,9 @@
 //! installs `tests/requirements.txt` (and `tests/requirements-torch.txt` when
 //! `DEVIPC_PY_TORCH=1`), builds and installs the package from this checkout with pip (the
 //! README's `pip install ./python`, maturin as the build backend), and runs pytest with its
-//! output streamed: `python_tests_pass` runs everything but `test_torch.py`,
-//! `torch_tests_pass` runs that file where torch imports, and
+//! output streamed: `python_tests_pass` runs everything but `test_torch.py` and
+//! `test_ray.py`, `torch_tests_pass` runs the first where torch imports,
+//! `ray_tests_pass` the second where torch and ray import, and
 //! `pytest_runs_from_the_package_folder` runs the README's `cd python && python -m pytest`
 //! (the package's source folder must not shadow the installed package there).
 //!
@@ -26,6 +27,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use devipc_testkit::skip;
+use serial_test::serial;
 
 /// The crate's directory (`python/`): cargo's run-time `CARGO_MANIFEST_DIR` (right even
 /// when another checkout with the same sources built this binary in a shared target
@@ -212,11 +214,19 @@ fn pytest(env: &Env, args: &[&str]) {
 }
 
 #[test]
+#[serial]
 fn python_tests_pass() {
     let Some(env) = env_or_skip("devipc-python pytest") else {
         return;
     };
-    pytest(env, &["{tests}", "--ignore={tests}/test_torch.py"]);
+    pytest(
+        env,
+        &[
+            "{tests}",
+            "--ignore={tests}/test_torch.py",
+            "--ignore={tests}/test_ray.py",
+        ],
+    );
 }
 
 /// The README's commands: after `pip install ./python`, `cd python && python -m pytest`
@@ -269,6 +279,7 @@ fn pytest_runs_from_the_package_folder() {
 }
 
 #[test]
+#[serial]
 fn torch_tests_pass() {
     const TEST: &str = "devipc-python torch tests";
     let Some(env) = env_or_skip(TEST) else {
@@ -282,4 +293,21 @@ fn torch_tests_pass() {
         );
     }
     pytest(env, &["{tests}/test_torch.py"]);
+}
+
+#[test]
+#[serial]
+fn ray_tests_pass() {
+    const TEST: &str = "devipc-python Ray transport tests";
+    let Some(env) = env_or_skip(TEST) else {
+        return;
+    };
+    if output(&env.bin.join("python"), "import torch, ray").is_none() {
+        return skip(
+            TEST,
+            "torch and ray are not both installed in the test environment \
+             (DEVIPC_PY_TORCH=1 installs tests/requirements-torch.txt: torch and the pinned ray)",
+        );
+    }
+    pytest(env, &["{tests}/test_ray.py"]);
 }

@@ -322,9 +322,9 @@ def exporting_sweeper(kind, outbox):
     export records of dead exporters) and creates a signal (the first one sweeps the
     signal words of dead creators), then exits."""
     rt = devipc.Runtime.emulated(kind)
+    rt.create_signal().close()
     buf = rt.allocate(4096)
     buf.export(any_process=True)
     buf.close()
-    rt.create_signal().close()
     rt.close()
     outbox.put("swept")

@@ -5,6 +5,11 @@ this file in its own test, `torch_tests_pass` (tests/pytest.rs)."""
 
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 
 import devipc
@@ -233,3 +238,23 @@ def _raises(fn):
     except devipc.DevipcError as e:
         return e
     return None
+
+
+REFIT = pathlib.Path(__file__).resolve().parents[1] / "bench" / "refit.py"
+
+
+def test_the_refit_benchmark_runs(tmp_path):
+    """P11's script (bench/refit.py) runs on both backends and prints its ratio."""
+    if torch is None:
+        loud_skip("test_the_refit_benchmark_runs", TORCH_MISSING)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEVIPC_EMU_DIR")}
+    env.pop("DEVIPC_RUNTIME_DIR", None)
+    out = subprocess.run(
+        [sys.executable, str(REFIT), "--n", "40", "--total-mib", "4", "--bucket-mib", "1", "--steps", "1"],
+        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [l for l in out.stdout.splitlines() if l.startswith("P11 ")]
+    assert [l.split()[1] for l in lines] == ["ascend:", "hip:"], out.stdout
+    for line in lines:
+        assert "40 tokens + rebuild" in line and "ratio" in line, line
