@@ -99,3 +99,46 @@ def _producer(kind, path, lay, outbox, inbox):
     inbox.get(timeout=120)
     p.send(tensors(lay, 2), timeout=120)
     outbox.put(("sent", 2))
+
+
+def producer_held(kind, path, outbox):
+    """Serves one consumer, then sends a step whose copies (and fill) wait on a stream held
+    busy, as behind a long kernel, and waits to be killed with them queued."""
+    _report(outbox, _producer_held, kind, path, outbox)
+
+
+def _producer_held(kind, path, outbox):
+    from devipc.testing import hold_stream
+
+    rt = devipc.Runtime.emulated(kind)
+    p = devipc.refit.Producer(rt, path, consumers=1, bucket_bytes=4096, buckets=2)
+    outbox.put(("listening", os.getpid()))
+    p.accept(timeout=120)
+    stream = rt.create_stream()
+    hold_stream(stream)
+    p.send({"a": np.arange(4096, dtype=np.uint8)}, stream=stream, timeout=60)
+    outbox.put(("sent", 1))
+    signal.pause()
+
+
+def consumer_of_dead(kind, path, inbox, outbox):
+    """Connects, receives a step when told to (its producer is killed meanwhile) and
+    reports how that ended; then waits to be killed (its stream still waits for the dead
+    producer's fill, which never completes)."""
+    _report(outbox, _consumer_of_dead, kind, path, inbox, outbox)
+
+
+def _consumer_of_dead(kind, path, inbox, outbox):
+    import time
+
+    rt = devipc.Runtime.emulated(kind)
+    c = devipc.refit.Consumer(rt, path, timeout=120)
+    outbox.put(("connected", c.index))
+    inbox.get(timeout=120)
+    started = time.monotonic()
+    try:
+        c.receive({"a": np.zeros(4096, np.uint8)})  # no timeout: only the death ends it
+        outbox.put(("received",))
+    except devipc.DevipcError as e:
+        outbox.put(("ended", type(e).__name__, e.details.get("pid"), time.monotonic() - started))
+    signal.pause()

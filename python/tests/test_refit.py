@@ -257,3 +257,105 @@ def test_a_consumer_refuses_what_is_not_a_refit_producer(kind, tmp_path):
     with pytest.raises(TimedOutError):
         devipc.refit.Consumer(rt, str(tmp_path / "nobody.sock"), timeout=0.3)
     rt.close()
+
+
+def test_a_producer_killed_with_its_copies_queued_is_reported(kind, ctx, tmp_path):
+    """The consumer waits for a fill whose copies never run (the producer's stream is held,
+    then the producer is killed): PeerLostError, not a wait without end. (The consumer's
+    stream keeps waiting for the dead producer's event, as a device would: the consumer
+    runs in a process of its own, killed at the end.)"""
+    path = str(tmp_path / "refit.sock")
+    outbox, cbox, cin = ctx.Queue(), ctx.Queue(), ctx.Queue()
+    producer = ctx.Process(target=refit_roles.producer_held, args=(kind, path, outbox))
+    producer.start()
+    _expect(outbox, "listening")
+    consumer = ctx.Process(target=refit_roles.consumer_of_dead, args=(kind, path, cin, cbox))
+    consumer.start()
+    _expect(cbox, "connected")
+    _expect(outbox, "sent")
+    cin.put("receive")
+    time.sleep(0.5)
+    os.kill(producer.pid, signal.SIGKILL)
+    producer.join(30)
+    ended = _expect(cbox, "ended", timeout=30)
+    assert ended[1:3] == ("PeerLostError", producer.pid), ended
+    assert ended[3] < 30
+    os.kill(consumer.pid, signal.SIGKILL)
+    consumer.join(30)
+    reclaim_dead(kind, ctx)
+
+
+def test_a_step_the_producer_abandons_is_reported_not_delivered(kind, tmp_path):
+    """A send that fails mid-step (here: it times out on a slow consumer) tells the
+    consumers, whose iteration raises instead of ending as a whole step; the next step
+    arrives whole."""
+    rt = devipc.Runtime.emulated(kind)
+    path = str(tmp_path / "refit.sock")
+    p = devipc.refit.Producer(rt, path, consumers=1, bucket_bytes=4096, buckets=1)
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("c", devipc.refit.Consumer(rt, path, timeout=30)))
+    t.start()
+    p.accept(timeout=30)
+    t.join()
+    c = box["c"]
+
+    def slow():
+        try:
+            for _ in c.buckets(timeout=30):
+                time.sleep(1.0)
+        except devipc.DevipcError as e:
+            box["e"] = e
+
+    r = threading.Thread(target=slow)
+    r.start()
+    parts = {f"t{i}": np.full(4096, i, np.uint8) for i in range(3)}  # three fills
+    with pytest.raises(TimedOutError, match="did not acknowledge"):
+        p.send(parts, timeout=0.5)
+    r.join(30)
+    assert isinstance(box.get("e"), InvalidArgumentError), box
+    assert "abandoned step 1" in str(box["e"])
+    into = {name: np.zeros(4096, np.uint8) for name in parts}
+    r = threading.Thread(target=lambda: box.setdefault("names", c.receive(into, timeout=30)))
+    r.start()
+    assert p.send({k: v + 10 for k, v in parts.items()}, timeout=30) == 2
+    r.join(30)
+    assert box["names"] == list(parts)
+    assert all((into[k] == parts[k] + 10).all() for k in parts)
+    c.close()
+    p.close()
+    rt.close()
+
+
+def test_misuse_is_refused_before_anything_is_sent(kind, tmp_path):
+    rt = devipc.Runtime.emulated(kind)
+    path = str(tmp_path / "refit.sock")
+    with pytest.raises(InvalidArgumentError, match="device"):
+        devipc.refit.Producer(rt, path, consumers=1, bucket_bytes=4096, device="0")
+    p = devipc.refit.Producer(rt, path, consumers=1, bucket_bytes=4096)
+    for bad in (float("inf"), -1, "5", True):
+        with pytest.raises(InvalidArgumentError, match="timeout"):
+            p.accept(timeout=bad)
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("c", devipc.refit.Consumer(rt, path, timeout=30)))
+    t.start()
+    p.accept(timeout=30)
+    t.join()
+    c = box["c"]
+    with pytest.raises(InvalidArgumentError, match="named twice"):
+        p.send([("w", np.zeros(4)), ("w", np.zeros(16))], timeout=5)
+    with pytest.raises(InvalidArgumentError, match="pairs"):
+        p.send([("w", np.zeros(4), 1)], timeout=5)
+    with pytest.raises(InvalidArgumentError, match="cannot be read as bytes"):
+        p.send({"t": np.array(["2026-11-29"], dtype="datetime64[D]")}, timeout=5)
+    with pytest.raises(InvalidArgumentError, match="timeout"):
+        c.receive({}, timeout=float("nan"))
+    # Nothing was sent: the channel still works.
+    out = np.zeros(4, np.float32)
+    r = threading.Thread(target=lambda: box.setdefault("names", c.receive({"w": out}, timeout=30)))
+    r.start()
+    p.send({"w": np.ones(4, np.float32)}, timeout=30)
+    r.join(30)
+    assert box["names"] == ["w"] and (out == 1).all()
+    c.close()
+    p.close()
+    rt.close()

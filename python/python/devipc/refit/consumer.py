@@ -79,16 +79,35 @@ class _StepCopy:
         if pairs:
             self.requests.append(stream.copy_batch(pairs))
 
-    def finish(self, wait: bool) -> None:
+    def finish(self, wait: bool, line: _Line, deadline: float | None) -> None:
         """Puts the host reads in place, waits for the device copies if asked to, and
-        raises what was wrong."""
+        raises what was wrong. The waits are sliced: copies held up by a producer that
+        died with its own copies queued (the fill's event never completes) are
+        ``PeerLostError``, not a wait without end."""
         for r, host in self.reads:
+            _wait(r, line, deadline)
             host.bytes()[:] = r.result()
         if wait:
             for r in self.requests:
-                r.wait()
+                _wait(r, line, deadline)
         if self.problems:
             raise InvalidArgumentError("refit receive: " + "; ".join(self.problems[:20]))
+
+
+def _wait(request: Any, line: _Line, deadline: float | None) -> None:
+    """Waits for `request` by `deadline`, watching the producer's line."""
+    while True:
+        try:
+            request.wait(timeout=_slice(deadline))
+            return
+        except TimedOutError:
+            if line.poll_gone():
+                raise _peer_lost(
+                    f"the producer (pid {line.pid}) is gone with the copies of this step queued",
+                    pid=line.pid,
+                ) from None
+            if _expired(deadline):
+                raise
 
 
 class _Abandoned(Exception):
@@ -348,7 +367,7 @@ class Consumer:
         with self._guard:
             for bucket in self._buckets(stream, deadline):
                 step.enqueue(bucket, stream)
-        step.finish(wait=own)
+        step.finish(own, self._line, deadline)
         return step.names
 
     def close(self) -> None:
