@@ -546,3 +546,19 @@ def test_the_readme_ray_example_runs_as_written(cluster, tmp_path):
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "the consumer sums 523776.0" in out.stdout, out.stdout
+
+
+def test_the_p12_benchmark_runs(tmp_path):
+    """P12's script (bench/ray_transport.py) runs, with its own Ray instance, and prints
+    both ratios."""
+    _need("test_the_p12_benchmark_runs")
+    bench = pathlib.Path(__file__).resolve().parents[1] / "bench" / "ray_transport.py"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["DEVIPC_BACKEND"] = "emulated-hip"
+    out = subprocess.run(
+        [sys.executable, str(bench), "--mib", "8", "--rounds", "1"],
+        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "ratio (a)/(b)" in out.stdout and "ratio (a)/(c)" in out.stdout, out.stdout
+    assert "left exported" not in out.stdout, out.stdout

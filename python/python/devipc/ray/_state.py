@@ -15,7 +15,8 @@ from ray.experimental.rdt.tensor_transport_manager import (
 )
 
 from .. import errors
-from .._devipc import Runtime, Signal, Stream, _error_table
+from .._devipc import Runtime, Signal, Stream
+from .._pyerrors import error
 from ..tensors import Descriptor
 
 #: The transport's default name, as methods spell it: ``@ray.method(tensor_transport="DEVIPC")``.
@@ -41,18 +42,10 @@ _RING = 4
 
 _log = logging.getLogger("devipc.ray")
 
-_KINDS = {row["class"]: row["kind"] for row in _error_table}
-
-
 def _error(cls: type[errors.DevipcError], text: str) -> errors.DevipcError:
     """A devipc error of class ``cls`` made here, with the attributes the extension's
     errors have."""
-    e = cls(text)
-    e.kind = _KINDS.get(cls.__name__, "invalid_argument")
-    e.backend = e.api = e.code = e.name = None
-    e.message = text
-    e.details = {}
-    return e
+    return error(cls, text)
 
 
 @dataclass

@@ -13,7 +13,8 @@ import struct
 import time
 from typing import Any
 
-from .._devipc import _binding_error, _error_table
+from .._devipc import _binding_error
+from .._pyerrors import error as _error
 from ..errors import DevipcError, InheritedAcrossForkError, InvalidArgumentError, TimedOutError
 
 #: Byte alignment of every entry in a bucket.
@@ -36,18 +37,6 @@ _MAX_TIMEOUT = 1e9
 
 def _peer_lost(text: str, **details: Any) -> DevipcError:
     return _binding_error("peer_lost", text, details)
-
-
-def _error(cls: type[DevipcError], text: str, **details: Any) -> DevipcError:
-    """An exception of one of the error table's classes, made here, with the attributes
-    the extension's exceptions have."""
-    table = {row["class"]: row["kind"] for row in _error_table}
-    e = cls(text)
-    e.kind = table.get(cls.__name__, "invalid_argument")
-    e.backend = e.api = e.code = e.name = None
-    e.message = text
-    e.details = details
-    return e
 
 
 def _deadline(timeout: float | None) -> float | None:
