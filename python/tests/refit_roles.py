@@ -142,3 +142,16 @@ def _consumer_of_dead(kind, path, inbox, outbox):
     except devipc.DevipcError as e:
         outbox.put(("ended", type(e).__name__, e.details.get("pid"), time.monotonic() - started))
     signal.pause()
+
+
+def connect_one(producer, rt, path):
+    """Connects a consumer of `producer` (at `path`) in this process: the consumer's set-up
+    runs on a thread while the producer accepts it."""
+    import threading
+
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("c", devipc.refit.Consumer(rt, path, timeout=30)))
+    t.start()
+    producer.accept(timeout=30)
+    t.join()
+    return box["c"]

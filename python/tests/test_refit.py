@@ -157,11 +157,7 @@ def test_views_of_a_bucket_and_an_early_end_of_the_iteration(kind, ctx, tmp_path
     path = str(tmp_path / "refit.sock")
     p = devipc.refit.Producer(rt, path, consumers=1, bucket_bytes=4096, buckets=2)
     box = {}
-    t = threading.Thread(target=lambda: box.setdefault("c", devipc.refit.Consumer(rt, path, timeout=30)))
-    t.start()
-    p.accept(timeout=30)
-    t.join()
-    c = box["c"]
+    c = refit_roles.connect_one(p, rt, path)
     a = np.arange(100, dtype=np.float32)
     b = np.arange(3000, dtype=np.int16)  # 6000 bytes: split over two buckets
     p.send({"a": a, "b": b}, timeout=30)
@@ -207,12 +203,7 @@ def test_bad_input_is_a_typed_error(kind, tmp_path):
         p.send({"a": np.zeros(4)})
     with pytest.raises(InvalidArgumentError, match="listens"):
         devipc.refit.Producer(rt, path, consumers=1, bucket_bytes=4096)
-    box = {}
-    t = threading.Thread(target=lambda: box.setdefault("c", devipc.refit.Consumer(rt, path, timeout=30)))
-    t.start()
-    p.accept(timeout=30)
-    t.join()
-    c = box["c"]
+    c = refit_roles.connect_one(p, rt, path)
     with pytest.raises(InvalidArgumentError, match="not contiguous|C-contiguous"):
         p.send({"a": np.zeros((4, 4))[:, 1]})
     with pytest.raises(InvalidArgumentError, match="names are strings"):
@@ -293,11 +284,7 @@ def test_a_step_the_producer_abandons_is_reported_not_delivered(kind, tmp_path):
     path = str(tmp_path / "refit.sock")
     p = devipc.refit.Producer(rt, path, consumers=1, bucket_bytes=4096, buckets=1)
     box = {}
-    t = threading.Thread(target=lambda: box.setdefault("c", devipc.refit.Consumer(rt, path, timeout=30)))
-    t.start()
-    p.accept(timeout=30)
-    t.join()
-    c = box["c"]
+    c = refit_roles.connect_one(p, rt, path)
 
     def slow():
         try:
@@ -336,11 +323,7 @@ def test_misuse_is_refused_before_anything_is_sent(kind, tmp_path):
         with pytest.raises(InvalidArgumentError, match="timeout"):
             p.accept(timeout=bad)
     box = {}
-    t = threading.Thread(target=lambda: box.setdefault("c", devipc.refit.Consumer(rt, path, timeout=30)))
-    t.start()
-    p.accept(timeout=30)
-    t.join()
-    c = box["c"]
+    c = refit_roles.connect_one(p, rt, path)
     with pytest.raises(InvalidArgumentError, match="named twice"):
         p.send([("w", np.zeros(4)), ("w", np.zeros(16))], timeout=5)
     with pytest.raises(InvalidArgumentError, match="pairs"):

@@ -14,6 +14,7 @@ import numpy as np
 
 import devipc
 from devipc.testing import framework_free, framework_malloc
+import refit_roles
 import roles
 from conftest import loud_skip
 
@@ -204,11 +205,7 @@ def test_refit_copies_framework_and_vmm_tensors_in_stream_order(kind, tmp_path):
     path = str(tmp_path / "refit.sock")
     with devipc.refit.Producer(rt, path, consumers=1, bucket_bytes=16384, buckets=2) as p:
         box = {}
-        t = threading.Thread(target=lambda: box.setdefault("c", devipc.refit.Consumer(rt, path, timeout=30)))
-        t.start()
-        p.accept(timeout=30)
-        t.join()
-        c = box["c"]
+        c = refit_roles.connect_one(p, rt, path)
         r = threading.Thread(target=lambda: box.setdefault("names", c.receive(dst, timeout=60)))
         r.start()
         p.send(src, timeout=60)
