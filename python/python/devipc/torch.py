@@ -21,8 +21,9 @@ import threading
 import weakref
 from typing import Any, Iterable, Sequence
 
-from ._devipc import Runtime, SharedBuffer
-from .errors import DevipcError, InvalidArgumentError
+from ._devipc import Runtime, SharedBuffer, Stream
+from ._pyerrors import error
+from .errors import DevipcError, InvalidArgumentError, UnsupportedError
 from .tensors import Descriptor, Placed, describe
 from .tensors import rebuild as _rebuild
 
@@ -80,6 +81,29 @@ def empty(rt: Runtime, shape: Sequence[int], dtype: Any, device: int = 0) -> Any
         _EMPTY_BUFFERS[storage.data_ptr()] = (ref, buf)
     weakref.finalize(storage, _forget, storage.data_ptr(), ref)
     return tensor
+
+
+def device_type(rt: Runtime) -> str:
+    """The torch device type of ``rt``'s memory: ``cuda`` under HIP (ROCm torch),
+    ``npu`` on Ascend (torch_npu), ``cpu`` on the emulator (host shared memory)."""
+    if rt.emulated_backend:
+        return "cpu"
+    return {"hip": "cuda", "ascend": "npu"}.get(rt.backend, rt.backend)
+
+
+def current_stream(rt: Runtime, device: int = 0) -> Stream:
+    """torch's current stream of ``device`` on ``rt``'s device (``torch.cuda`` under HIP,
+    ``torch.npu`` on Ascend), wrapped as a devipc ``Stream`` (torch keeps it alive). Not
+    on the emulator, whose tensors are CPU tensors without streams (``UnsupportedError``)."""
+    if rt.emulated_backend:
+        raise error(UnsupportedError, "the emulator's tensors are CPU tensors: torch has no stream for them")
+    import torch
+
+    if rt.backend == "hip":
+        raw = torch.cuda.current_stream(device).cuda_stream
+    else:
+        raw = torch.npu.current_stream(device).npu_stream  # torch_npu
+    return Stream.wrap(rt, int(raw), device)
 
 
 def _device_index(t: Any) -> int:

@@ -16,6 +16,7 @@ from ray.experimental.rdt.tensor_transport_manager import (
 
 from .. import errors
 from .._devipc import Runtime, Signal, Stream
+from .. import torch as torch_front
 from .._pyerrors import error
 from ..tensors import Descriptor
 
@@ -156,9 +157,7 @@ def runtime() -> Runtime:
 
 
 def _device_type(rt: Runtime) -> str:
-    if rt.emulated_backend:
-        return "cpu"
-    return {"hip": "cuda", "ascend": "npu"}.get(rt.backend, rt.backend)
+    return torch_front.device_type(rt)
 
 
 def _stream(rt: Runtime, device: int) -> Stream:
@@ -171,13 +170,7 @@ def _stream(rt: Runtime, device: int) -> Stream:
             if stream is None:
                 stream = _STATE.streams[device] = rt.create_stream(device)
             return stream
-    import torch
-
-    if rt.backend == "hip":
-        raw = torch.cuda.current_stream(device).cuda_stream
-    else:
-        raw = torch.npu.current_stream(device).npu_stream  # torch_npu
-    return Stream.wrap(rt, int(raw), device)
+    return torch_front.current_stream(rt, device)
 
 
 def _acquire_signal(rt: Runtime, device: int) -> _PooledSignal:

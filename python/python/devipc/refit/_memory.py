@@ -9,6 +9,7 @@ from typing import Any, Iterable
 
 from .._devipc import Buffer, Runtime, Span, Stream
 from ..errors import InvalidArgumentError
+from ..torch import current_stream, device_type
 from ._line import ALIGN, _is_int
 
 def _dtype_name(obj: Any) -> str:
@@ -21,12 +22,6 @@ def _dtype_name(obj: Any) -> str:
 def _shape(obj: Any) -> list[int]:
     shape = getattr(obj, "shape", None)
     return [len(obj)] if shape is None else [int(d) for d in shape]
-
-
-def _device_type(rt: Runtime) -> str:
-    if rt.emulated_backend:
-        return "cpu"
-    return {"hip": "cuda", "ascend": "npu"}.get(rt.backend, rt.backend)
 
 
 class _Host:
@@ -64,7 +59,7 @@ def _span_of(rt: Runtime, obj: Any, device: int, what: str, writable: bool = Fal
         return obj.span() if len(obj) else None
     module = type(obj).__module__
     if module.startswith("torch") and hasattr(obj, "data_ptr"):
-        expected = _device_type(rt)
+        expected = device_type(rt)
         if obj.device.type != expected:
             raise InvalidArgumentError(
                 f"{what} is a {obj.device.type} tensor; this {rt.backend} runtime"
@@ -94,14 +89,9 @@ def _framework_stream(rt: Runtime, objs: Iterable[Any]) -> Stream | None:
     for obj in objs:
         if not (type(obj).__module__.startswith("torch") and hasattr(obj, "device")):
             continue
-        kind = obj.device.type
-        if kind not in ("cuda", "npu"):
+        if obj.device.type not in ("cuda", "npu"):
             return None
-        import torch
-
-        current = getattr(torch, kind).current_stream(obj.device)
-        raw = getattr(current, "cuda_stream", None) or getattr(current, "npu_stream", None)
-        return Stream.wrap(rt, int(raw), obj.device.index or 0) if raw else None
+        return current_stream(rt, obj.device.index or 0)
     return None
 
 
